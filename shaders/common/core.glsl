@@ -1,0 +1,57 @@
+// core.glsl — shared by every vkasr kernel.
+// Tensors arrive as 64-bit buffer device addresses in push constants; element offsets are computed in
+// 64 bits (GLSL forbids 64-bit array subscripts, so addressing is pointer arithmetic on references).
+// Launches are grid-stride: no kernel assumes the grid covers its index space.
+#extension GL_EXT_buffer_reference2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int32 : require
+#extension GL_EXT_control_flow_attributes : require
+
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Ref { float v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ref { int v; };
+// Arrays for 32-bit indexing inside a region a tile bounds (the base address is 64-bit).
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Arr { float d[]; };
+
+#define LOADF(base, i) F32Ref((base) + uint64_t(i) * 4ul).v
+#define STOREF(base, i, val) F32Ref((base) + uint64_t(i) * 4ul).v = (val)
+#define LOADI(base, i) I32Ref((base) + uint64_t(i) * 4ul).v
+#define STOREI(base, i, val) I32Ref((base) + uint64_t(i) * 4ul).v = (val)
+
+#ifdef HAS_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_EXT_shader_16bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ref { float16_t v; };
+#define LOADH(base, i) float(F16Ref((base) + uint64_t(i) * 2ul).v)
+#define STOREH(base, i, val) F16Ref((base) + uint64_t(i) * 2ul).v = float16_t(val)
+#endif
+
+// Activation codes (mirror enum be_act in src/backend/ops.h).
+#define ACT_NONE 0
+#define ACT_RELU 1
+#define ACT_SILU 2
+#define ACT_SIGMOID 3
+#define ACT_TANH 4
+#define ACT_LOG_GUARD 5
+
+float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
+
+// tanh without overflow for large |x| (GLSL's tanh may return NaN for |x| > ~44 on some drivers).
+float tanh_f(float x) {
+    float ax = min(abs(x), 20.0);
+    float e = exp(-2.0 * ax);
+    return sign(x) * (1.0 - e) / (1.0 + e);
+}
+
+float act_apply(float x, uint act) {
+    switch (act) {
+    case ACT_RELU: return max(x, 0.0);
+    case ACT_SILU: return x * sigmoid_f(x);
+    case ACT_SIGMOID: return sigmoid_f(x);
+    case ACT_TANH: return tanh_f(x);
+    case ACT_LOG_GUARD: return log(x + 5.9604644775390625e-08); // 2^-24
+    default: return x;
+    }
+}
+
+uint64_t grid_id_x() { return uint64_t(gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
+uint64_t grid_stride_x() { return uint64_t(gl_NumWorkGroups.x) * gl_WorkGroupSize.x; }

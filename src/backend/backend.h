@@ -1,0 +1,120 @@
+/* backend.h — the compute backend interface the network code calls.
+ *
+ * A be_device is shared by every thread using a model: it owns the weights and (for Vulkan) the
+ * VkDevice and pipelines. A backend is one thread's working context on a device: scratch memory,
+ * command recording, profiling. Backends: vulkan/ (the engine) and ref/ (plain C, the test oracle
+ * and a slow CPU fallback). src/asr only ever talks to this interface.
+ */
+#ifndef VKASR_BACKEND_H
+#define VKASR_BACKEND_H
+
+#include <stdint.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "ops.h"
+
+struct be_device;
+struct backend;
+
+enum be_pool {
+    BE_POOL_WEIGHTS = 0, /* lives as long as the device; shared read-only by all backends */
+    BE_POOL_SCRATCH = 1  /* per backend, stack discipline: be_mark / be_release          */
+};
+
+struct be_device_options {
+    const char *device;     /* NULL/"" = $VKASR_DEVICE or auto; "cpu" = reference backend; "N"; name */
+    bool validation;        /* Khronos validation layer                                           */
+    bool profile;           /* GPU timestamps per dispatch                                        */
+    bool want_f16;          /* request f16 arithmetic support (falls back silently if absent)    */
+    const struct logger *log;
+};
+
+struct be_device_info {
+    char name[256];
+    bool f16;               /* f16 weights/arithmetic available                                   */
+    bool coopmat;           /* tensor-core GEMM path available                                    */
+    uint64_t max_alloc;     /* largest single allocation                                          */
+    uint64_t heap_bytes;    /* device-local heap size                                             */
+};
+
+struct be_device_vtbl {
+    void (*destroy)(struct be_device *d);
+    vkasr_status (*create_backend)(struct be_device *d, struct backend **out, struct err *e);
+    uint64_t (*weight_bytes)(const struct be_device *d);
+    uint64_t (*validation_messages)(const struct be_device *d);
+};
+
+struct be_device {
+    const struct be_device_vtbl *vt;
+    struct be_device_info info;
+    const struct logger *log;
+};
+
+struct be_op_stat {
+    const char *name;
+    uint64_t calls;
+    double gpu_ms;
+};
+
+struct backend_vtbl {
+    void (*destroy)(struct backend *b);
+    vkasr_status (*alloc)(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr);
+    uint64_t (*mark)(struct backend *b);
+    void (*release)(struct backend *b, uint64_t mark);
+    vkasr_status (*upload)(struct backend *b, uint64_t dst, const void *src, uint64_t bytes);
+    vkasr_status (*download)(struct backend *b, void *dst, uint64_t src, uint64_t bytes);
+    vkasr_status (*flush)(struct backend *b); /* start recorded work without waiting */
+    vkasr_status (*sync)(struct backend *b);  /* wait for all recorded work          */
+    vkasr_status (*run)(struct backend *b, enum op_id id, const void *args);
+    uint64_t (*peak_bytes)(const struct backend *b); /* scratch high-water mark */
+    /* Per-op profile (Vulkan with profiling on): fills up to cap entries, returns the count. */
+    size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
+    void (*profile_reset)(struct backend *b);
+};
+
+struct backend {
+    const struct backend_vtbl *vt;
+    struct be_device *dev;
+    struct err err;
+};
+
+/* Opens a device: the reference CPU backend for "cpu", otherwise a Vulkan device. */
+vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+void be_device_close(struct be_device *d);
+vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
+void be_backend_destroy(struct backend *b);
+
+/* Allocates a tensor of the given shape in a pool (uninitialised). */
+vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,
+                             be_tensor *out);
+static inline vkasr_status be_alloc(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
+    return b->vt->alloc(b, pool, bytes, addr);
+}
+static inline uint64_t be_mark(struct backend *b) { return b->vt->mark(b); }
+static inline void be_release(struct backend *b, uint64_t mark) { b->vt->release(b, mark); }
+static inline vkasr_status be_upload(struct backend *b, uint64_t dst, const void *src, uint64_t n) {
+    return b->vt->upload(b, dst, src, n);
+}
+static inline vkasr_status be_download(struct backend *b, void *dst, uint64_t src, uint64_t n) {
+    return b->vt->download(b, dst, src, n);
+}
+static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b); }
+static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }
+
+/* Validates the arguments, then runs the op on the backend. Errors land in b->err. */
+vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
+
+/* Typed entry points: be_linear(b, &(struct op_linear){...}), ... */
+#define X(name)                                                                                        \
+    static inline vkasr_status be_##name(struct backend *b, const struct op_##name *a) {               \
+        return be_run(b, OP_##name, a);                                                                \
+    }
+VKASR_OPS(X)
+#undef X
+
+/* Constructors of the two backends (backend.c dispatches between them). */
+vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+
+#endif

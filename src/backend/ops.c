@@ -1,0 +1,417 @@
+/* ops.c — tensor helpers and the argument rules of every op (shared by all backends), plus the
+ * backend-independent entry points of backend.h. Kernels live in the backends, not here. */
+#include "backend.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t be_dtype_size(be_dtype t) {
+    switch (t) {
+    case BE_F32: return 4;
+    case BE_F16: return 2;
+    case BE_I32: return 4;
+    }
+    return 0;
+}
+
+uint64_t be_numel(const be_tensor *t) {
+    uint64_t n = 1;
+    for (int d = 0; d < t->nd; d++)
+        n *= (uint64_t)t->ne[d];
+    return n;
+}
+
+uint64_t be_nbytes(const be_tensor *t) { return be_numel(t) * be_dtype_size(t->type); }
+
+be_tensor be_tensor_make(uint64_t addr, be_dtype type, int nd, const int64_t *ne) {
+    be_tensor t = {.addr = addr, .type = type, .nd = nd};
+    for (int d = 0; d < nd && d < BE_MAX_DIMS; d++)
+        t.ne[d] = ne[d];
+    return t;
+}
+
+be_tensor be_tensor_1d(uint64_t addr, be_dtype type, int64_t n0) {
+    return be_tensor_make(addr, type, 1, (int64_t[]){n0});
+}
+
+be_tensor be_tensor_2d(uint64_t addr, be_dtype type, int64_t n0, int64_t n1) {
+    return be_tensor_make(addr, type, 2, (int64_t[]){n0, n1});
+}
+
+be_tensor be_tensor_3d(uint64_t addr, be_dtype type, int64_t n0, int64_t n1, int64_t n2) {
+    return be_tensor_make(addr, type, 3, (int64_t[]){n0, n1, n2});
+}
+
+static uint64_t inner_numel(const be_tensor *t) {
+    uint64_t n = 1;
+    for (int d = 1; d < t->nd; d++)
+        n *= (uint64_t)t->ne[d];
+    return n;
+}
+
+be_tensor be_tensor_row(const be_tensor *t, int64_t r) {
+    be_tensor o = be_tensor_make(0, t->type, t->nd > 0 ? t->nd - 1 : 0, t->ne + 1);
+    o.addr = t->addr + (uint64_t)r * inner_numel(t) * be_dtype_size(t->type);
+    return o;
+}
+
+be_tensor be_tensor_rows(const be_tensor *t, int64_t r0, int64_t n) {
+    be_tensor o = *t;
+    o.ne[0] = n;
+    o.addr = t->addr + (uint64_t)r0 * inner_numel(t) * be_dtype_size(t->type);
+    return o;
+}
+
+const char *op_name(enum op_id id) {
+    static const char *const names[] = {
+#define X(name) #name,
+        VKASR_OPS(X)
+#undef X
+    };
+    return (unsigned)id < OP_COUNT ? names[id] : "?";
+}
+
+/* ---- validation ------------------------------------------------------------------------------- */
+
+static const char *type_name(be_dtype t) {
+    return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : t == BE_I32 ? "i32" : "?";
+}
+
+static void shape_str(const be_tensor *t, char *buf, size_t n) {
+    size_t o = (size_t)snprintf(buf, n, "[");
+    for (int d = 0; d < t->nd && o < n; d++)
+        o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)t->ne[d]);
+    if (o < n)
+        snprintf(buf + o, n - o, "] %s", type_name(t->type));
+}
+
+/* A small rule language: each failing rule returns an error naming op, field and shape. */
+struct vctx {
+    const char *op;
+    struct err *e;
+};
+
+static vkasr_status bad(struct vctx *c, const char *field, const be_tensor *t, const char *why) {
+    char s[128] = "";
+    if (t)
+        shape_str(t, s, sizeof s);
+    return err_set(c->e, VKASR_ERR_INTERNAL, "op %s: %s %s: %s", c->op, field, s, why);
+}
+
+static vkasr_status need(struct vctx *c, const char *field, const be_tensor *t, int nd, be_dtype type) {
+    if (t->nd != nd)
+        return bad(c, field, t, "wrong rank");
+    if (t->type != type)
+        return bad(c, field, t, "wrong type");
+    for (int d = 0; d < nd; d++)
+        if (t->ne[d] < 0)
+            return bad(c, field, t, "negative dimension");
+    if (!t->addr && be_numel(t) > 0)
+        return bad(c, field, t, "no storage");
+    return VKASR_OK;
+}
+
+static bool present(const be_tensor *t) { return t->addr != 0; }
+
+static vkasr_status need_dims(struct vctx *c, const char *field, const be_tensor *t, int64_t d0, int64_t d1) {
+    if (t->ne[0] != d0 || (t->nd > 1 && d1 >= 0 && t->ne[1] != d1))
+        return bad(c, field, t, "shape mismatch");
+    return VKASR_OK;
+}
+
+static bool valid_act(int act) { return act >= ACT_NONE && act <= ACT_LOG_GUARD; }
+
+static vkasr_status v_unary(struct vctx *c, const struct op_unary *a) {
+    if (a->x.type != BE_F32 || a->y.type != BE_F32)
+        return bad(c, "x/y", &a->x, "must be f32");
+    if (be_numel(&a->x) != be_numel(&a->y))
+        return bad(c, "y", &a->y, "element count differs from x");
+    if (!valid_act(a->act))
+        return bad(c, "act", NULL, "unknown activation");
+    return VKASR_OK;
+}
+
+static vkasr_status v_binary(struct vctx *c, const struct op_binary *a) {
+    if (a->a.type != BE_F32 || a->b.type != BE_F32 || a->y.type != BE_F32)
+        return bad(c, "a/b/y", &a->a, "must be f32");
+    uint64_t na = be_numel(&a->a), nb = be_numel(&a->b);
+    if (be_numel(&a->y) != na)
+        return bad(c, "y", &a->y, "element count differs from a");
+    if (na > 0 && (nb == 0 || na % nb != 0))
+        return bad(c, "b", &a->b, "element count must divide a's");
+    if (a->kind != BINARY_ADD && a->kind != BINARY_MUL)
+        return bad(c, "kind", NULL, "unknown kind");
+    if (!valid_act(a->act))
+        return bad(c, "act", NULL, "unknown activation");
+    return VKASR_OK;
+}
+
+static vkasr_status v_glu(struct vctx *c, const struct op_glu *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    if (a->x.ne[1] != 2 * a->y.ne[1] || a->x.ne[0] != a->y.ne[0])
+        return bad(c, "y", &a->y, "must be [R, C] for x [R, 2C]");
+    return VKASR_OK;
+}
+
+static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
+    if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
+        return bad(c, "y", &a->y, "rank/type must match x");
+    for (int d = 0; d < a->x.nd; d++)
+        if (a->before[d] < 0 || a->y.ne[d] < a->x.ne[d] + a->before[d])
+            return bad(c, "y", &a->y, "too small for x plus padding");
+    return VKASR_OK;
+}
+
+static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
+    if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
+        return bad(c, "y", &a->y, "rank/type must match x");
+    int seen = 0;
+    for (int d = 0; d < a->x.nd; d++) {
+        int p = a->perm[d];
+        if (p < 0 || p >= a->x.nd || (seen & (1 << p)))
+            return bad(c, "perm", NULL, "not a permutation");
+        seen |= 1 << p;
+        if (a->y.ne[d] != a->x.ne[p])
+            return bad(c, "y", &a->y, "shape is not x permuted");
+    }
+    return VKASR_OK;
+}
+
+static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]));
+    TRY(need(c, "gamma", &a->gamma, 1, BE_F32));
+    TRY(need(c, "beta", &a->beta, 1, BE_F32));
+    TRY(need_dims(c, "gamma", &a->gamma, a->x.ne[1], -1));
+    TRY(need_dims(c, "beta", &a->beta, a->x.ne[1], -1));
+    if (!(a->eps >= 0.0f))
+        return bad(c, "eps", NULL, "must be >= 0");
+    return VKASR_OK;
+}
+
+static vkasr_status v_softmax(struct vctx *c, const struct op_softmax *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
+}
+
+static vkasr_status v_argmax(struct vctx *c, const struct op_argmax *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 1, BE_I32));
+    TRY(need_dims(c, "y", &a->y, a->x.ne[0], -1));
+    if (a->c0 < 0 || a->c1 <= a->c0 || a->c1 > a->x.ne[1])
+        return bad(c, "c0/c1", &a->x, "column range empty or out of bounds");
+    return VKASR_OK;
+}
+
+static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    if (a->w.type != BE_F32 && a->w.type != BE_F16)
+        return bad(c, "w", &a->w, "must be f32 or f16");
+    TRY(need(c, "w", &a->w, 2, a->w.type));
+    int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
+    if (a->w.ne[1] != K)
+        return bad(c, "w", &a->w, "inner dimension differs from x");
+    TRY(need_dims(c, "y", &a->y, M, N));
+    if (present(&a->bias)) {
+        TRY(need(c, "bias", &a->bias, 1, BE_F32));
+        TRY(need_dims(c, "bias", &a->bias, N, -1));
+    }
+    if (present(&a->res)) {
+        TRY(need(c, "res", &a->res, 2, BE_F32));
+        TRY(need_dims(c, "res", &a->res, M, N));
+    }
+    if (!valid_act(a->act))
+        return bad(c, "act", NULL, "unknown activation");
+    return VKASR_OK;
+}
+
+static int64_t half_up(int64_t n) { return (n + 1) / 2; }
+
+static vkasr_status v_conv_rows(struct vctx *c, const be_tensor *x, const be_tensor *y, int64_t x_row0,
+                                int64_t x_len, int64_t y_row0) {
+    /* Every in-range input row an output row needs must be present in x. */
+    if (y->ne[0] == 0)
+        return VKASR_OK;
+    int64_t need_lo = 2 * y_row0 - 1, need_hi = 2 * (y_row0 + y->ne[0] - 1) + 1;
+    if (need_lo < 0)
+        need_lo = 0;
+    if (need_hi > x_len - 1)
+        need_hi = x_len - 1;
+    if (need_lo <= need_hi && (need_lo < x_row0 || need_hi >= x_row0 + x->ne[0]))
+        return bad(c, "x", x, "tile lacks input rows its outputs need (halo too small)");
+    return VKASR_OK;
+}
+
+static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 3, BE_F32));
+    TRY(need(c, "w", &a->w, 2, BE_F32));
+    TRY(need(c, "b", &a->b, 1, BE_F32));
+    int64_t C = a->y.ne[2];
+    if (a->w.ne[0] != C || a->w.ne[1] != 9 || a->b.ne[0] != C)
+        return bad(c, "w/b", &a->w, "must be [C, 9] / [C]");
+    if (a->y.ne[1] != half_up(a->x.ne[1]))
+        return bad(c, "y", &a->y, "width must be ceil(W/2)");
+    if (a->act != ACT_NONE && a->act != ACT_RELU)
+        return bad(c, "act", NULL, "only none or relu");
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
+}
+
+static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a) {
+    TRY(need(c, "x", &a->x, 3, BE_F32));
+    TRY(need(c, "y", &a->y, 3, BE_F32));
+    TRY(need(c, "w", &a->w, 2, BE_F32));
+    TRY(need(c, "b", &a->b, 1, BE_F32));
+    int64_t C = a->x.ne[2];
+    if (a->y.ne[2] != C || a->w.ne[0] != C || a->w.ne[1] != 9 || a->b.ne[0] != C)
+        return bad(c, "y/w/b", &a->y, "channel counts differ");
+    if (a->y.ne[1] != half_up(a->x.ne[1]))
+        return bad(c, "y", &a->y, "width must be ceil(W/2)");
+    if (a->act != ACT_NONE && a->act != ACT_RELU)
+        return bad(c, "act", NULL, "only none or relu");
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
+}
+
+static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]));
+    TRY(need(c, "w", &a->w, 2, BE_F32));
+    TRY(need(c, "b", &a->b, 1, BE_F32));
+    if (a->w.ne[0] != a->x.ne[1] || a->w.ne[1] < 1 || a->w.ne[1] % 2 == 0 || a->b.ne[0] != a->x.ne[1])
+        return bad(c, "w/b", &a->w, "must be [C, K odd] / [C]");
+    if (!valid_act(a->act))
+        return bad(c, "act", NULL, "unknown activation");
+    return VKASR_OK;
+}
+
+static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_attention *a) {
+    TRY(need(c, "q", &a->q, 2, BE_F32));
+    int64_t T = a->q.ne[0], D = a->q.ne[1];
+    if (a->heads < 1 || D % a->heads != 0)
+        return bad(c, "heads", &a->q, "must divide the width");
+    int64_t dk = D / a->heads;
+    TRY(need(c, "k", &a->k, 2, BE_F32));
+    TRY(need_dims(c, "k", &a->k, T, D));
+    TRY(need(c, "v", &a->v, 2, BE_F32));
+    TRY(need_dims(c, "v", &a->v, T, D));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_dims(c, "y", &a->y, T, D));
+    TRY(need(c, "p", &a->p, 2, BE_F32));
+    if (a->p.ne[1] != D || a->p.ne[0] % 2 == 0)
+        return bad(c, "p", &a->p, "must be [P odd, D]");
+    TRY(need(c, "bias_u", &a->bias_u, 2, BE_F32));
+    TRY(need_dims(c, "bias_u", &a->bias_u, a->heads, dk));
+    TRY(need(c, "bias_v", &a->bias_v, 2, BE_F32));
+    TRY(need_dims(c, "bias_v", &a->bias_v, a->heads, dk));
+    if (a->n_valid < 0 || a->n_valid > T || a->window < 0)
+        return bad(c, "n_valid/window", NULL, "out of range");
+    int64_t reach = T > 0 ? T - 1 : 0;
+    if (a->window > 0 && a->window < reach)
+        reach = a->window;
+    if (a->p.ne[0] < 2 * reach + 1)
+        return bad(c, "p", &a->p, "too few position rows for the attention span");
+    return VKASR_OK;
+}
+
+static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
+    TRY(need(c, "x", &a->x, 1, BE_F32));
+    TRY(need(c, "h", &a->h, 1, BE_F32));
+    int64_t P = a->h.ne[0], In = a->x.ne[0];
+    TRY(need(c, "c", &a->c, 1, BE_F32));
+    TRY(need_dims(c, "c", &a->c, P, -1));
+    TRY(need(c, "h_out", &a->h_out, 1, BE_F32));
+    TRY(need_dims(c, "h_out", &a->h_out, P, -1));
+    TRY(need(c, "c_out", &a->c_out, 1, BE_F32));
+    TRY(need_dims(c, "c_out", &a->c_out, P, -1));
+    TRY(need(c, "w_ih", &a->w_ih, 2, BE_F32));
+    TRY(need_dims(c, "w_ih", &a->w_ih, 4 * P, In));
+    TRY(need(c, "w_hh", &a->w_hh, 2, BE_F32));
+    TRY(need_dims(c, "w_hh", &a->w_hh, 4 * P, P));
+    TRY(need(c, "b", &a->b, 1, BE_F32));
+    TRY(need_dims(c, "b", &a->b, 4 * P, -1));
+    if ((a->h_out.addr == a->h.addr || a->h_out.addr == a->c.addr || a->c_out.addr == a->h.addr) && P > 0)
+        return bad(c, "h_out/c_out", NULL, "must not alias h (read by every output)");
+    return VKASR_OK;
+}
+
+static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) {
+    TRY(need(c, "x", &a->x, 1, BE_F32));
+    TRY(need(c, "window", &a->window, 1, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    if (a->n_fft < 2 || a->n_fft % 2 || a->n_fft > 4096 || a->hop < 1)
+        return bad(c, "n_fft/hop", NULL, "n_fft must be even and <= 4096, hop >= 1");
+    if (a->window.ne[0] > a->n_fft || a->window.ne[0] < 1)
+        return bad(c, "window", &a->window, "longer than n_fft");
+    if (a->y.ne[1] != a->n_fft / 2 + 1 || a->f0 < 0)
+        return bad(c, "y", &a->y, "must be [F, n_fft/2+1]");
+    if (!(fabsf(a->preemph) <= 1.0f))
+        return bad(c, "preemph", NULL, "out of range");
+    return VKASR_OK;
+}
+
+static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm *a) {
+    TRY(need(c, "x", &a->x, 2, BE_F32));
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
+}
+
+vkasr_status op_validate(enum op_id id, const void *args, struct err *e) {
+    struct vctx c = {op_name(id), e};
+    if (!args)
+        return bad(&c, "args", NULL, "NULL");
+    switch (id) {
+#define X(name)                                                                                        \
+    case OP_##name:                                                                                    \
+        return v_##name(&c, (const struct op_##name *)args);
+        VKASR_OPS(X)
+#undef X
+    case OP_COUNT: break;
+    }
+    return bad(&c, "id", NULL, "unknown op");
+}
+
+/* ---- backend-independent entry points --------------------------------------------------------- */
+
+vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
+    TRY(op_validate(id, args, &b->err));
+    return b->vt->run(b, id, args);
+}
+
+vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,
+                             be_tensor *out) {
+    *out = be_tensor_make(0, type, nd, ne);
+    uint64_t bytes = be_nbytes(out);
+    return b->vt->alloc(b, pool, bytes ? bytes : 4, &out->addr);
+}
+
+vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
+    const char *want = opt->device;
+    if (!want || !*want)
+        want = getenv("VKASR_DEVICE");
+    if (want && strcmp(want, "cpu") == 0)
+        return ref_device_open(opt, out, e);
+    struct be_device_options o = *opt;
+    o.device = want;
+    return vk_device_open(&o, out, e);
+}
+
+void be_device_close(struct be_device *d) {
+    if (d)
+        d->vt->destroy(d);
+}
+
+vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e) {
+    return d->vt->create_backend(d, out, e);
+}
+
+void be_backend_destroy(struct backend *b) {
+    if (b)
+        b->vt->destroy(b);
+}

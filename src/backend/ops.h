@@ -1,0 +1,228 @@
+/* ops.h — the op library contract: every op the network uses, registered once in VKASR_OPS.
+ *
+ * An op = an argument struct here (struct op_<name>), a validation rule (ops.c), a plain-C reference
+ * (backend/ref), and a Vulkan implementation (backend/vulkan, one GLSL kernel family). Backends provide
+ * `<prefix>_<name>(backend, const struct op_<name> *)` for every entry; the tables are generated from
+ * the X-macro so a missing implementation is a link error.
+ *
+ * Tensors are contiguous and row-major (PyTorch order: ne[0] is the outermost dimension). Shapes are
+ * int64: nothing here is limited to 2^31 elements. Optional tensors have addr == 0.
+ */
+#ifndef VKASR_OPS_H
+#define VKASR_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vkasr.h"
+
+typedef enum be_dtype { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2 } be_dtype;
+
+#define BE_MAX_DIMS 4
+
+typedef struct be_tensor {
+    uint64_t addr;           /* device address (Vulkan) or host address (ref) of element 0 */
+    be_dtype type;
+    int32_t nd;              /* 0 .. BE_MAX_DIMS; nd == 0 is a scalar                      */
+    int64_t ne[BE_MAX_DIMS]; /* shape, outermost first                                    */
+} be_tensor;
+
+/* Activations fused into epilogues. */
+enum be_act { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2, ACT_SIGMOID = 3, ACT_TANH = 4, ACT_LOG_GUARD = 5 };
+/* ACT_LOG_GUARD: y = ln(x + 2^-24), the mel front end's log with its additive guard. */
+
+/* ---- element-wise ----------------------------------------------------------------------------- */
+
+/* y = act(alpha * x). x and y have the same element count and type F32; may alias. */
+struct op_unary {
+    be_tensor x, y;
+    int act;
+    float alpha;
+};
+
+enum { BINARY_ADD = 0, BINARY_MUL = 1 };
+/* ADD: y = act(alpha*a + beta*b);  MUL: y = act(alpha * a*b).
+ * b is broadcast cyclically: element i of a pairs with element i % numel(b) (bias rows, per-channel
+ * vectors); numel(b) must divide numel(a). y may alias a. All F32. */
+struct op_binary {
+    be_tensor a, b, y;
+    int kind;
+    int act;
+    float alpha, beta;
+};
+
+/* Gated linear unit over the last dimension: x [R, 2C] -> y [R, C], y = x[:, :C] * sigmoid(x[:, C:]). */
+struct op_glu {
+    be_tensor x, y;
+};
+
+/* Constant pad: y.ne[d] >= x.ne[d] + before[d] for every d; x lands at offset before[], the rest of y is
+ * value. x and y have the same nd and type (F32 or F16 or I32). */
+struct op_pad {
+    be_tensor x, y;
+    int64_t before[BE_MAX_DIMS];
+    float value;
+};
+
+/* y = x.permute(perm) made contiguous: y.ne[d] = x.ne[perm[d]]. Identity perm = copy. Same type. */
+struct op_permute {
+    be_tensor x, y;
+    int32_t perm[BE_MAX_DIMS];
+};
+
+/* ---- row ops ---------------------------------------------------------------------------------- */
+
+/* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt. */
+struct op_layernorm {
+    be_tensor x, gamma, beta, y;
+    float eps;
+};
+
+/* Softmax over the last dimension of scale*x, max-subtracted. y may alias x. */
+struct op_softmax {
+    be_tensor x, y;
+    float scale;
+};
+
+/* Per-row argmax over columns [c0, c1) of x [R, C] (F32); y [R] (I32) receives index - c0. Ties pick the
+ * first index; NaN never wins. */
+struct op_argmax {
+    be_tensor x, y;
+    int64_t c0, c1;
+};
+
+/* ---- matrix products -------------------------------------------------------------------------- */
+
+/* y = res + alpha * act(x w^T + bias)
+ *   x [M, K] F32;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
+ *   res [M, N] F32 optional (may alias y);  y [M, N] F32.
+ * With w in F16, x is rounded to F16 for the product (tensor-core path); accumulation is F32. */
+struct op_linear {
+    be_tensor x, w, bias, res, y;
+    int act;
+    float alpha;
+};
+
+/* ---- convolutions (channels-last) ------------------------------------------------------------- */
+
+/* First subsampling conv: 3x3, stride 2, pad 1, one input channel -> C channels.
+ *   x [Hx, W] F32 holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
+ *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] F32 holds global output rows y_row0 .. y_row0+Hy-1.
+ * Output row r reads input rows 2r-1 .. 2r+1; rows outside [0, x_len) read as zero (they must lie in
+ * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run. */
+struct op_conv2d_s2 {
+    be_tensor x, w, b, y;
+    int64_t x_row0, x_len, y_row0;
+    int act;
+};
+
+/* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C].
+ * Same global-row convention as op_conv2d_s2. */
+struct op_dwconv2d_s2 {
+    be_tensor x, w, b, y;
+    int64_t x_row0, x_len, y_row0;
+    int act;
+};
+
+/* Depthwise conv over time with kernel K (odd), 'same' zero padding, channels-last:
+ *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)). */
+struct op_dwconv1d {
+    be_tensor x, w, b, y;
+    int act;
+};
+
+/* ---- attention -------------------------------------------------------------------------------- */
+
+/* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections):
+ *   q, k, v [T, H*dk] F32;  p [P, H*dk] F32, projected positions: row n encodes relative position
+ *   (P-1)/2 - n, so query i and key j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
+ *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk), keys j >= n_valid and, when
+ *   window > 0, keys with |i-j| > window are excluded; y[i, h*dk..] = softmax_j(S) . v.
+ *   Query rows >= n_valid get zeros. P must be >= 2*min(T-1, window or T-1)+1 (odd).
+ * Never materialises more than a bounded block of scores. */
+struct op_relpos_attention {
+    be_tensor q, k, v, p, bias_u, bias_v, y;
+    int32_t heads;
+    int64_t n_valid;
+    int64_t window;
+};
+
+/* ---- decoder ---------------------------------------------------------------------------------- */
+
+/* One LSTM step (PyTorch gate order i, f, g, o):
+ *   x [In], h, c [P] -> h_out, c_out [P];  w_ih [4P, In], w_hh [4P, P] F32;  b [4P] = b_ih + b_hh. */
+struct op_lstm_step {
+    be_tensor x, h, c, w_ih, w_hh, b, h_out, c_out;
+};
+
+/* ---- audio front end -------------------------------------------------------------------------- */
+
+/* Power spectrum of pre-emphasised, centred (zero-padded), windowed frames:
+ *   x [N] F32 raw samples; window [win] F32 (win <= n_fft, centred in n_fft);
+ *   y [F, n_fft/2+1] F32 holds frames f0 .. f0+F-1:
+ *   frame t covers samples 160t - n_fft/2 .. 160t + n_fft/2 - 1 (hop given), pre-emphasis
+ *   e[n] = x[n] - preemph*x[n-1] (e[0] = x[0]), samples outside [0, N) are zero;
+ *   y = (sqrt(re^2 + im^2))^2 as transformers computes it. */
+struct op_stft_power {
+    be_tensor x, window, y;
+    int64_t f0;
+    int32_t n_fft, hop;
+    float preemph;
+};
+
+/* Per-column standardisation over rows (mel bins over time): x [L, M] -> y [L, M],
+ * y = (x - mean) / (std + eps) with the unbiased std (L-1); L == 1 gives std = 0. y may alias x. */
+struct op_feature_norm {
+    be_tensor x, y;
+    float eps;
+};
+
+/* ---- the registry ----------------------------------------------------------------------------- */
+
+#define VKASR_OPS(X)                                                                                   \
+    X(unary)                                                                                           \
+    X(binary)                                                                                          \
+    X(glu)                                                                                             \
+    X(pad)                                                                                             \
+    X(permute)                                                                                         \
+    X(layernorm)                                                                                       \
+    X(softmax)                                                                                         \
+    X(argmax)                                                                                          \
+    X(linear)                                                                                          \
+    X(conv2d_s2)                                                                                       \
+    X(dwconv2d_s2)                                                                                     \
+    X(dwconv1d)                                                                                        \
+    X(relpos_attention)                                                                                \
+    X(lstm_step)                                                                                       \
+    X(stft_power)                                                                                      \
+    X(feature_norm)
+
+enum op_id {
+#define X(name) OP_##name,
+    VKASR_OPS(X)
+#undef X
+        OP_COUNT
+};
+
+/* ---- tensor helpers (ops.c) ------------------------------------------------------------------- */
+
+size_t be_dtype_size(be_dtype t);
+uint64_t be_numel(const be_tensor *t);   /* product of ne[0..nd-1]; 1 for nd == 0 */
+uint64_t be_nbytes(const be_tensor *t);
+be_tensor be_tensor_make(uint64_t addr, be_dtype type, int nd, const int64_t *ne);
+be_tensor be_tensor_1d(uint64_t addr, be_dtype type, int64_t n0);
+be_tensor be_tensor_2d(uint64_t addr, be_dtype type, int64_t n0, int64_t n1);
+be_tensor be_tensor_3d(uint64_t addr, be_dtype type, int64_t n0, int64_t n1, int64_t n2);
+/* Row r of a 2-D tensor (or the slice r of the outermost dimension), as a tensor of nd-1 dims. */
+be_tensor be_tensor_row(const be_tensor *t, int64_t r);
+/* Rows [r0, r0+n) of the outermost dimension. */
+be_tensor be_tensor_rows(const be_tensor *t, int64_t r0, int64_t n);
+const char *op_name(enum op_id id);
+
+struct err;
+/* Checks an op's arguments (shapes, types, required tensors); fills e and returns an error status
+ * naming the op and the offending field. Both backends call it before running an op. */
+vkasr_status op_validate(enum op_id id, const void *args, struct err *e);
+
+#endif

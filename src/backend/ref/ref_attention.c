@@ -1,0 +1,55 @@
+/* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1): scores
+ * ((q+u).k + (q+v).p[rel]) / sqrt(dk), masking, softmax, weighted sum, all in double. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "ref_internal.h"
+
+vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_attention *a) {
+    int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0], center = (P - 1) / 2;
+    const float *q = ref_f32(&a->q), *k = ref_f32(&a->k), *v = ref_f32(&a->v), *p = ref_f32(&a->p);
+    const float *u = ref_f32(&a->bias_u), *bv = ref_f32(&a->bias_v);
+    float *y = ref_f32(&a->y);
+    double *s = malloc((size_t)(T > 0 ? T : 1) * sizeof *s);
+    if (!s)
+        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    double scale = 1.0 / sqrt((double)dk);
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < T; i++) {
+            float *yo = y + i * D + h * dk;
+            if (i >= a->n_valid) {
+                for (int64_t d = 0; d < dk; d++)
+                    yo[d] = 0.0f;
+                continue;
+            }
+            double mx = -INFINITY;
+            for (int64_t j = 0; j < T; j++) {
+                int64_t r = i - j;
+                if (j >= a->n_valid || (a->window > 0 && llabs(r) > a->window)) {
+                    s[j] = -INFINITY;
+                    continue;
+                }
+                const float *qi = q + i * D + h * dk, *kj = k + j * D + h * dk, *pr = p + (center - r) * D + h * dk;
+                double ac = 0, bd = 0;
+                for (int64_t d = 0; d < dk; d++) {
+                    ac += ((double)qi[d] + u[h * dk + d]) * kj[d];
+                    bd += ((double)qi[d] + bv[h * dk + d]) * pr[d];
+                }
+                s[j] = (ac + bd) * scale;
+                mx = fmax(mx, s[j]);
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < T; j++) {
+                s[j] = isinf(s[j]) ? 0.0 : exp(s[j] - mx);
+                sum += s[j];
+            }
+            for (int64_t d = 0; d < dk; d++) {
+                double acc = 0;
+                for (int64_t j = 0; j < T; j++)
+                    acc += s[j] * v[j * D + h * dk + d];
+                yo[d] = (float)(acc / sum);
+            }
+        }
+    free(s);
+    return VKASR_OK;
+}

@@ -1,0 +1,51 @@
+/* ref_linear.c — reference matrix ops: linear (x w^T + b with epilogue) and the LSTM step. */
+#include <math.h>
+
+#include "ref_internal.h"
+
+vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
+    int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
+    const float *x = ref_f32(&a->x), *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
+    const float *res = a->res.addr ? ref_f32(&a->res) : NULL;
+    float *y = ref_f32(&a->y);
+    bool f16 = a->w.type == BE_F16;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t n = 0; n < N; n++) {
+            double acc = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double xv = f16 ? (double)half_to_float(float_to_half(x[m * K + k])) : (double)x[m * K + k];
+                acc += xv * ref_weight(&a->w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
+            }
+            if (bias)
+                acc += bias[n];
+            double v = (double)a->alpha * ref_act(acc, a->act);
+            if (res)
+                v += res[m * N + n];
+            y[m * N + n] = (float)v;
+        }
+    return VKASR_OK;
+}
+
+vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
+    int64_t P = a->h.ne[0], In = a->x.ne[0];
+    const float *x = ref_f32(&a->x), *h = ref_f32(&a->h), *c = ref_f32(&a->c), *bias = ref_f32(&a->b);
+    const float *wi = ref_f32(&a->w_ih), *wh = ref_f32(&a->w_hh);
+    float *ho = ref_f32(&a->h_out), *co = ref_f32(&a->c_out);
+    for (int64_t j = 0; j < P; j++) {
+        double g[4];
+        for (int q = 0; q < 4; q++) {
+            int64_t row = q * P + j;
+            double acc = bias[row];
+            for (int64_t k = 0; k < In; k++)
+                acc += (double)wi[row * In + k] * x[k];
+            for (int64_t k = 0; k < P; k++)
+                acc += (double)wh[row * P + k] * h[k];
+            g[q] = acc;
+        }
+        double i = 1 / (1 + exp(-g[0])), f = 1 / (1 + exp(-g[1])), gg = tanh(g[2]), o = 1 / (1 + exp(-g[3]));
+        double cn = f * c[j] + i * gg;
+        co[j] = (float)cn;
+        ho[j] = (float)(o * tanh(cn));
+    }
+    return VKASR_OK;
+}

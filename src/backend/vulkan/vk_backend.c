@@ -1,0 +1,170 @@
+/* vk_backend.c — the Vulkan backend object: scratch arena, uploads/downloads (direct mapping where
+ * device memory is host-visible, a staging buffer otherwise), the op table, profiling export. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+#define VK_STAGING_BYTES (64ull << 20)
+
+static void vkb_destroy(struct backend *bb) {
+    struct vk_backend *b = (struct vk_backend *)bb;
+    if (b->d && b->d->dev) {
+        vk_submit(b, true);
+        vk_cmd_destroy(b);
+        vk_arena_destroy(b->d, &b->scratch);
+        vk_block_destroy(b->d, &b->staging);
+    }
+    free(b);
+}
+
+static vkasr_status vkb_alloc(struct backend *bb, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
+    struct vk_backend *b = (struct vk_backend *)bb;
+    if (pool == BE_POOL_WEIGHTS) {
+        pthread_mutex_lock(&b->d->weights_lock);
+        vkasr_status st = vk_arena_alloc(b->d, &b->d->weights, bytes, addr, &bb->err);
+        pthread_mutex_unlock(&b->d->weights_lock);
+        return st;
+    }
+    return vk_arena_alloc(b->d, &b->scratch, bytes, addr, &bb->err);
+}
+
+static uint64_t vkb_mark(struct backend *bb) { return vk_arena_mark(&((struct vk_backend *)bb)->scratch); }
+
+static void vkb_release(struct backend *bb, uint64_t mark) {
+    vk_arena_release(&((struct vk_backend *)bb)->scratch, mark);
+}
+
+static struct vk_block *find_block(struct vk_backend *b, uint64_t addr, uint64_t bytes) {
+    struct vk_block *blk = vk_arena_find(&b->scratch, addr, bytes);
+    if (!blk) {
+        pthread_mutex_lock(&b->d->weights_lock);
+        blk = vk_arena_find(&b->d->weights, addr, bytes);
+        pthread_mutex_unlock(&b->d->weights_lock);
+    }
+    return blk;
+}
+
+static vkasr_status ensure_staging(struct vk_backend *b) {
+    if (b->staging.buf)
+        return VKASR_OK;
+    return vk_block_create(b->d, VK_STAGING_BYTES, b->d->mem_staging, &b->staging, &b->base.err);
+}
+
+static vkasr_status vkb_upload(struct backend *bb, uint64_t dst, const void *src, uint64_t bytes) {
+    struct vk_backend *b = (struct vk_backend *)bb;
+    if (bytes == 0)
+        return VKASR_OK;
+    struct vk_block *blk = find_block(b, dst, bytes);
+    if (!blk)
+        return err_set(&bb->err, VKASR_ERR_INTERNAL, "upload to unknown device range 0x%llx+%llu",
+                       (unsigned long long)dst, (unsigned long long)bytes);
+    /* Pending work may still read the destination: finish it first. */
+    TRY(vk_submit(b, true));
+    if (blk->map) {
+        memcpy((char *)blk->map + (dst - blk->addr), src, bytes);
+        return VKASR_OK;
+    }
+    TRY(ensure_staging(b));
+    for (uint64_t off = 0; off < bytes; off += VK_STAGING_BYTES) {
+        uint64_t n = bytes - off < VK_STAGING_BYTES ? bytes - off : VK_STAGING_BYTES;
+        memcpy(b->staging.map, (const char *)src + off, n);
+        TRY(vk_record_copy(b, b->staging.buf, 0, blk->buf, dst - blk->addr + off, n));
+        TRY(vk_submit(b, true));
+    }
+    return VKASR_OK;
+}
+
+static vkasr_status vkb_download(struct backend *bb, void *dst, uint64_t src, uint64_t bytes) {
+    struct vk_backend *b = (struct vk_backend *)bb;
+    if (bytes == 0)
+        return VKASR_OK;
+    struct vk_block *blk = find_block(b, src, bytes);
+    if (!blk)
+        return err_set(&bb->err, VKASR_ERR_INTERNAL, "download from unknown device range 0x%llx+%llu",
+                       (unsigned long long)src, (unsigned long long)bytes);
+    TRY(vk_submit(b, true));
+    if (blk->map) {
+        memcpy(dst, (const char *)blk->map + (src - blk->addr), bytes);
+        return VKASR_OK;
+    }
+    TRY(ensure_staging(b));
+    for (uint64_t off = 0; off < bytes; off += VK_STAGING_BYTES) {
+        uint64_t n = bytes - off < VK_STAGING_BYTES ? bytes - off : VK_STAGING_BYTES;
+        TRY(vk_record_copy(b, blk->buf, src - blk->addr + off, b->staging.buf, 0, n));
+        TRY(vk_submit(b, true));
+        memcpy((char *)dst + off, b->staging.map, n);
+    }
+    return VKASR_OK;
+}
+
+static vkasr_status vkb_flush(struct backend *bb) { return vk_submit((struct vk_backend *)bb, false); }
+static vkasr_status vkb_sync(struct backend *bb) { return vk_submit((struct vk_backend *)bb, true); }
+
+/* The op table, generated from VKASR_OPS: one thunk per op restores the argument type. */
+#define X(name)                                                                                        \
+    static vkasr_status thunk_##name(struct vk_backend *b, const void *a) {                            \
+        return vk_op_##name(b, (const struct op_##name *)a);                                           \
+    }
+VKASR_OPS(X)
+#undef X
+
+static vkasr_status (*const vk_op_table[OP_COUNT])(struct vk_backend *, const void *) = {
+#define X(name) [OP_##name] = thunk_##name,
+    VKASR_OPS(X)
+#undef X
+};
+
+static vkasr_status vkb_run(struct backend *bb, enum op_id id, const void *args) {
+    CHECK_OR_RETURN(&bb->err, (unsigned)id < OP_COUNT);
+    return vk_op_table[id]((struct vk_backend *)bb, args);
+}
+
+static uint64_t vkb_peak(const struct backend *bb) { return ((const struct vk_backend *)bb)->scratch.reserved; }
+
+static size_t vkb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) {
+    const struct vk_backend *b = (const struct vk_backend *)bb;
+    size_t n = 0;
+    for (size_t i = 0; i < b->nprof && n < cap; i++, n++)
+        out[n] = (struct be_op_stat){b->prof[i].name, b->prof[i].calls, b->prof[i].ms};
+    return n;
+}
+
+static void vkb_profile_reset(struct backend *bb) { ((struct vk_backend *)bb)->nprof = 0; }
+
+static const struct backend_vtbl vk_backend_vtbl = {
+    .destroy = vkb_destroy,
+    .alloc = vkb_alloc,
+    .mark = vkb_mark,
+    .release = vkb_release,
+    .upload = vkb_upload,
+    .download = vkb_download,
+    .flush = vkb_flush,
+    .sync = vkb_sync,
+    .run = vkb_run,
+    .peak_bytes = vkb_peak,
+    .profile = vkb_profile,
+    .profile_reset = vkb_profile_reset,
+};
+
+
+vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struct err *e) {
+    *out = NULL;
+    struct vk_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    b->base.vt = &vk_backend_vtbl;
+    b->base.dev = bd;
+    b->d = (struct vk_device *)bd;
+    uint64_t block = 256ull << 20;
+    if (block > b->d->caps.max_alloc)
+        block = b->d->caps.max_alloc;
+    vk_arena_init(&b->scratch, block);
+    vkasr_status st = vk_cmd_init(b, e);
+    if (st != VKASR_OK) {
+        vkb_destroy(&b->base);
+        return st;
+    }
+    *out = &b->base;
+    return VKASR_OK;
+}

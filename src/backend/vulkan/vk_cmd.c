@@ -1,0 +1,240 @@
+/* vk_cmd.c — command recording for one backend: a ring of command buffers, many dispatches per
+ * submit, a global memory barrier only where a dispatch touches bytes an earlier, unsynchronised one
+ * wrote (or writes bytes one read), optional per-dispatch timestamps aggregated per op. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+static bool overlap(const struct vk_range *a, const struct vk_range *b) {
+    return a->bytes && b->bytes && a->addr < b->addr + b->bytes && b->addr < a->addr + a->bytes;
+}
+
+vkasr_status vk_cmd_init(struct vk_backend *b, struct err *e) {
+    struct vk_device *d = b->d;
+    VkCommandPoolCreateInfo pi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = d->queue_family,
+    };
+    VK_CHECK(e, vkCreateCommandPool(d->dev, &pi, NULL, &b->pool));
+    VkCommandBuffer cbs[VK_RING];
+    VkCommandBufferAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = b->pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = VK_RING,
+    };
+    VK_CHECK(e, vkAllocateCommandBuffers(d->dev, &ai, cbs));
+    for (int i = 0; i < VK_RING; i++) {
+        b->slots[i].cb = cbs[i];
+        VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        VK_CHECK(e, vkCreateFence(d->dev, &fi, NULL, &b->slots[i].fence));
+    }
+    if (d->profile && d->caps.timestamp_period > 0) {
+        VkQueryPoolCreateInfo qi = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = VK_RING * 2 * d->submit_batch,
+        };
+        VK_CHECK(e, vkCreateQueryPool(d->dev, &qi, NULL, &b->queries));
+        for (int i = 0; i < VK_RING; i++) {
+            b->slots[i].query_names = calloc(d->submit_batch, sizeof(const char *));
+            if (!b->slots[i].query_names)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        }
+    }
+    return VKASR_OK;
+}
+
+void vk_cmd_destroy(struct vk_backend *b) {
+    struct vk_device *d = b->d;
+    for (int i = 0; i < VK_RING; i++) {
+        if (b->slots[i].fence)
+            vkDestroyFence(d->dev, b->slots[i].fence, NULL);
+        free(b->slots[i].query_names);
+    }
+    if (b->queries)
+        vkDestroyQueryPool(d->dev, b->queries, NULL);
+    if (b->pool)
+        vkDestroyCommandPool(d->dev, b->pool, NULL);
+    free(b->prof);
+}
+
+static void profile_add(struct vk_backend *b, const char *name, double ms) {
+    for (size_t i = 0; i < b->nprof; i++)
+        if (b->prof[i].name == name || strcmp(b->prof[i].name, name) == 0) {
+            b->prof[i].calls++;
+            b->prof[i].ms += ms;
+            return;
+        }
+    if (b->nprof == b->capprof) {
+        size_t cap = b->capprof ? 2 * b->capprof : 32;
+        struct vk_profile_entry *np = realloc(b->prof, cap * sizeof *np);
+        if (!np)
+            return; /* profiling is best effort */
+        b->prof = np;
+        b->capprof = cap;
+    }
+    b->prof[b->nprof++] = (struct vk_profile_entry){name, 1, ms};
+}
+
+/* Waits for a submitted slot, then harvests its timestamps. */
+static vkasr_status slot_wait(struct vk_backend *b, int i) {
+    struct vk_device *d = b->d;
+    struct vk_slot *s = &b->slots[i];
+    if (!s->pending)
+        return VKASR_OK;
+    VK_CHECK(&b->base.err, vkWaitForFences(d->dev, 1, &s->fence, VK_TRUE, UINT64_MAX));
+    VK_CHECK(&b->base.err, vkResetFences(d->dev, 1, &s->fence));
+    s->pending = false;
+    if (b->queries && s->n_queries) {
+        uint64_t ts[2 * 512];
+        uint32_t base = (uint32_t)i * 2 * d->submit_batch;
+        for (uint32_t q0 = 0; q0 < s->n_queries; q0 += 512) {
+            uint32_t nq = s->n_queries - q0 < 512 ? s->n_queries - q0 : 512;
+            VkResult r = vkGetQueryPoolResults(d->dev, b->queries, base + 2 * q0, 2 * nq, sizeof ts, ts,
+                                               sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+            if (r != VK_SUCCESS)
+                break;
+            for (uint32_t k = 0; k < nq; k++)
+                profile_add(b, s->query_names[q0 + k], (double)(ts[2 * k + 1] - ts[2 * k]) * d->caps.timestamp_period * 1e-6);
+        }
+    }
+    s->n_queries = 0;
+    return VKASR_OK;
+}
+
+static vkasr_status ensure_recording(struct vk_backend *b) {
+    struct vk_slot *s = &b->slots[b->cur];
+    if (s->recording)
+        return VKASR_OK;
+    TRY(slot_wait(b, b->cur));
+    VK_CHECK(&b->base.err, vkResetCommandBuffer(s->cb, 0));
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    VK_CHECK(&b->base.err, vkBeginCommandBuffer(s->cb, &bi));
+    if (b->queries)
+        vkCmdResetQueryPool(s->cb, b->queries, (uint32_t)b->cur * 2 * b->d->submit_batch, 2 * b->d->submit_batch);
+    s->recording = true;
+    s->n_dispatch = 0;
+    return VKASR_OK;
+}
+
+static void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAccessFlags sa, VkPipelineStageFlags dst,
+                           VkAccessFlags da) {
+    VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER, .srcAccessMask = sa, .dstAccessMask = da};
+    vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+static void compute_barrier(struct vk_backend *b, VkCommandBuffer cb) {
+    global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                   VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                   VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_TRANSFER_WRITE_BIT);
+    b->n_written = b->n_read = 0;
+}
+
+/* Does this dispatch need a barrier against unsynchronised earlier work (RAW, WAR, WAW)? */
+static bool needs_barrier(const struct vk_backend *b, const struct vk_dispatch *dp) {
+    if (b->n_written + dp->nwrites > VK_MAX_TRACKED || b->n_read + dp->nreads > VK_MAX_TRACKED)
+        return true;
+    for (int i = 0; i < dp->nreads; i++)
+        for (int j = 0; j < b->n_written; j++)
+            if (overlap(&dp->reads[i], &b->written[j]))
+                return true;
+    for (int i = 0; i < dp->nwrites; i++) {
+        for (int j = 0; j < b->n_written; j++)
+            if (overlap(&dp->writes[i], &b->written[j]))
+                return true;
+        for (int j = 0; j < b->n_read; j++)
+            if (overlap(&dp->writes[i], &b->read[j]))
+                return true;
+    }
+    return false;
+}
+
+vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
+    struct vk_device *d = b->d;
+    struct err *e = &b->base.err;
+    CHECK_OR_RETURN(e, dp->pc_size <= VK_PUSH_CONSTANT_BYTES && dp->pc_size % 4 == 0);
+    CHECK_OR_RETURN(e, dp->nreads >= 0 && dp->nwrites >= 0 && dp->nreads <= VK_MAX_TRACKED && dp->nwrites <= VK_MAX_TRACKED);
+    for (int i = 0; i < 3; i++) {
+        /* Kernels loop grid-stride: a launch never exceeds the device's (or the forced) limit. */
+        CHECK_OR_RETURN(e, dp->groups[i] >= 1 && dp->groups[i] <= d->caps.max_groups[i]);
+    }
+    VkPipeline pipe;
+    TRY(vk_pipeline_get(d, dp->spv, dp->spec, dp->nspec, &pipe, e));
+    TRY(ensure_recording(b));
+    struct vk_slot *s = &b->slots[b->cur];
+    if (needs_barrier(b, dp))
+        compute_barrier(b, s->cb);
+    for (int i = 0; i < dp->nreads; i++)
+        b->read[b->n_read++] = dp->reads[i];
+    for (int i = 0; i < dp->nwrites; i++)
+        b->written[b->n_written++] = dp->writes[i];
+    vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    if (dp->pc_size)
+        vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
+    uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
+    if (b->queries)
+        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->queries, q);
+    vkCmdDispatch(s->cb, dp->groups[0], dp->groups[1], dp->groups[2]);
+    if (b->queries) {
+        /* Serialise while profiling so each interval covers one dispatch only. */
+        compute_barrier(b, s->cb);
+        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries, q + 1);
+        s->query_names[s->n_queries++] = dp->name;
+    }
+    if (++s->n_dispatch >= d->submit_batch)
+        return vk_submit(b, false);
+    return VKASR_OK;
+}
+
+vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off,
+                            uint64_t bytes) {
+    TRY(ensure_recording(b));
+    VkCommandBuffer cb = b->slots[b->cur].cb;
+    const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                              VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT;
+    const VkPipelineStageFlags stages =
+        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_HOST_BIT;
+    global_barrier(cb, stages, all, stages, all);
+    VkBufferCopy region = {.srcOffset = src_off, .dstOffset = dst_off, .size = bytes};
+    vkCmdCopyBuffer(cb, src, dst, 1, &region);
+    global_barrier(cb, stages, all, stages, all);
+    b->n_written = b->n_read = 0;
+    return VKASR_OK;
+}
+
+vkasr_status vk_submit(struct vk_backend *b, bool wait) {
+    struct vk_device *d = b->d;
+    struct vk_slot *s = &b->slots[b->cur];
+    if (s->recording) {
+        /* Make all device writes available to the host (downloads from mapped memory). */
+        global_barrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                       VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                       VK_ACCESS_HOST_READ_BIT);
+        VK_CHECK(&b->base.err, vkEndCommandBuffer(s->cb));
+        VkSubmitInfo si = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .commandBufferCount = 1,
+            .pCommandBuffers = &s->cb,
+        };
+        pthread_mutex_lock(&d->queue_lock);
+        VkResult r = vkQueueSubmit(d->queue, 1, &si, s->fence);
+        pthread_mutex_unlock(&d->queue_lock);
+        s->recording = false;
+        if (r != VK_SUCCESS)
+            return vk_fail(&b->base.err, r, "vkQueueSubmit", __FILE__, __LINE__);
+        s->pending = true;
+        b->cur = (b->cur + 1) % VK_RING;
+    }
+    if (wait)
+        for (int i = 0; i < VK_RING; i++)
+            TRY(slot_wait(b, (b->cur + i) % VK_RING));
+    return VKASR_OK;
+}

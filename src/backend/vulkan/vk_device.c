@@ -1,0 +1,694 @@
+/* vk_device.c — Vulkan instance, device discovery and description, selection by index or name,
+ * logical device creation with the features vkasr needs (Vulkan 1.2, shaderInt64,
+ * bufferDeviceAddress; optionally f16 and NV cooperative matrices), and the validation-layer hook. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+/* Debian 12's headers predate VK_KHR_cooperative_matrix: declare the one constant we query by. */
+#ifndef VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+#endif
+#ifndef VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME
+#define VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME "VK_KHR_portability_subset"
+#endif
+
+const char *vk_result_name(VkResult r) {
+    switch (r) {
+#define C(x) case x: return #x;
+        C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_INCOMPLETE) C(VK_ERROR_OUT_OF_HOST_MEMORY)
+        C(VK_ERROR_OUT_OF_DEVICE_MEMORY) C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST)
+        C(VK_ERROR_MEMORY_MAP_FAILED) C(VK_ERROR_LAYER_NOT_PRESENT) C(VK_ERROR_EXTENSION_NOT_PRESENT)
+        C(VK_ERROR_FEATURE_NOT_PRESENT) C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
+        C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL) C(VK_ERROR_UNKNOWN)
+        C(VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_EXTERNAL_HANDLE) C(VK_ERROR_FRAGMENTATION)
+        C(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
+#undef C
+    default: return "VkResult(?)";
+    }
+}
+
+vkasr_status vk_fail(struct err *e, VkResult r, const char *what, const char *file, int line) {
+    vkasr_status st = VKASR_ERR_VULKAN;
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        st = VKASR_ERR_DEVICE_MEMORY;
+    else if (r == VK_ERROR_DEVICE_LOST)
+        st = VKASR_ERR_DEVICE_LOST;
+    else if (r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        st = VKASR_ERR_NO_MEMORY;
+    const char *base = strrchr(file, '/');
+    return err_set(e, st, "Vulkan call failed with %s (%d) at %s:%d: %s", vk_result_name(r), (int)r,
+                   base ? base + 1 : file, line, what);
+}
+
+/* ---- instance ------------------------------------------------------------------------------- */
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev,
+                                                       VkDebugUtilsMessageTypeFlagsEXT type,
+                                                       const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                       void *ud) {
+    struct vk_device *d = ud;
+    if (sev >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT &&
+        (type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT))) {
+        atomic_fetch_add(&d->validation_count, 1);
+        log_msg(d->base.log, VKASR_LOG_ERROR, "Vulkan validation: %s", data->pMessage ? data->pMessage : "?");
+    }
+    return VK_FALSE;
+}
+
+static bool has_layer(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkLayerProperties *p = calloc(n, sizeof *p);
+    if (!p)
+        return false;
+    bool found = false;
+    if (vkEnumerateInstanceLayerProperties(&n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(p[i].layerName, name) == 0;
+    free(p);
+    return found;
+}
+
+static bool has_instance_ext(const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkExtensionProperties *p = calloc(n, sizeof *p);
+    if (!p)
+        return false;
+    bool found = false;
+    if (vkEnumerateInstanceExtensionProperties(NULL, &n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(p[i].extensionName, name) == 0;
+    free(p);
+    return found;
+}
+
+/* d may be NULL (device listing): no debug messenger then. */
+vkasr_status vk_instance_create(bool validation, struct vk_device *d, VkInstance *out, struct err *e) {
+    uint32_t api = VK_API_VERSION_1_2, loader = 0;
+    if (vkEnumerateInstanceVersion(&loader) == VK_SUCCESS && loader >= VK_API_VERSION_1_3)
+        api = VK_API_VERSION_1_3;
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "vkasr",
+        .pEngineName = "vkasr",
+        .engineVersion = VK_MAKE_API_VERSION(0, VKASR_VERSION_MAJOR, VKASR_VERSION_MINOR, VKASR_VERSION_PATCH),
+        .apiVersion = api,
+    };
+    const char *exts[4];
+    uint32_t next = 0;
+    VkInstanceCreateFlags flags = 0;
+    /* MoltenVK and other non-conformant drivers are only listed with portability enumeration. */
+    if (has_instance_ext(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        exts[next++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    const char *layers[1];
+    uint32_t nlayers = 0;
+    bool debug = false;
+    if (validation) {
+        if (has_layer("VK_LAYER_KHRONOS_validation")) {
+            layers[nlayers++] = "VK_LAYER_KHRONOS_validation";
+        } else if (d) {
+            log_msg(d->base.log, VKASR_LOG_WARN,
+                    "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                    "(Debian: vulkan-validationlayers)");
+        }
+        if (d && has_instance_ext(VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
+            exts[next++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+            debug = true;
+        }
+    }
+    VkDebugUtilsMessengerCreateInfoEXT dbg = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity =
+            VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+        .pfnUserCallback = on_debug_message,
+        .pUserData = d,
+    };
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = debug ? &dbg : NULL,
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = nlayers,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = next,
+        .ppEnabledExtensionNames = exts,
+    };
+    VkResult r = vkCreateInstance(&ci, NULL, out);
+    if (r == VK_ERROR_INCOMPATIBLE_DRIVER || r == VK_ERROR_INITIALIZATION_FAILED)
+        return err_set(e, VKASR_ERR_NO_DEVICE,
+                       "no Vulkan driver could be loaded (vkCreateInstance: %s); install a Vulkan ICD, e.g. "
+                       "Debian's mesa-vulkan-drivers for lavapipe",
+                       vk_result_name(r));
+    VK_CHECK(e, r);
+    if (debug) {
+        PFN_vkCreateDebugUtilsMessengerEXT create =
+            (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");
+        if (create)
+            VK_CHECK(e, create(*out, &dbg, NULL, &d->messenger));
+    }
+    return VKASR_OK;
+}
+
+/* ---- device description ------------------------------------------------------------------------ */
+
+static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
+    uint32_t n = 0;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkExtensionProperties *p = calloc(n, sizeof *p);
+    if (!p)
+        return false;
+    bool found = false;
+    if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(p[i].extensionName, name) == 0;
+    free(p);
+    return found;
+}
+
+/* The NV coopmat shape our GEMM uses: 16x16x16, f16 x f16 -> f32, subgroup scope. */
+static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd) {
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    if (!get)
+        return false;
+    uint32_t n = 0;
+    if (get(pd, &n, NULL) != VK_SUCCESS || n == 0)
+        return false;
+    VkCooperativeMatrixPropertiesNV *p = calloc(n, sizeof *p);
+    if (!p)
+        return false;
+    for (uint32_t i = 0; i < n; i++)
+        p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    bool ok = false;
+    if (get(pd, &n, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !ok; i++)
+            ok = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+                 p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+                 p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV;
+    free(p);
+    return ok;
+}
+
+struct vk_probe {
+    VkPhysicalDeviceProperties props;
+    VkPhysicalDeviceFeatures2 f2;
+    VkPhysicalDeviceVulkan11Features f11;
+    VkPhysicalDeviceVulkan12Features f12;
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm;
+    VkPhysicalDeviceVulkan11Properties p11;
+    VkPhysicalDeviceMaintenance3Properties pm3;
+    VkPhysicalDeviceMaintenance4Properties pm4;
+    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability;
+    bool coopmat_nv_shape;
+};
+
+static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *p) {
+    memset(p, 0, sizeof *p);
+    vkGetPhysicalDeviceProperties(pd, &p->props);
+    p->ext_coopmat_nv = has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    p->ext_coopmat_khr = has_device_ext(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    p->ext_portability = has_device_ext(pd, VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME);
+    if (p->props.apiVersion < VK_API_VERSION_1_2)
+        return; /* the 1.1/1.2 feature structs may not be chained: the device is unusable anyway */
+    p->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    p->f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    p->fcm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+    p->f2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    p->f2.pNext = &p->f11;
+    p->f11.pNext = &p->f12;
+    if (p->ext_coopmat_nv)
+        p->f12.pNext = &p->fcm;
+    vkGetPhysicalDeviceFeatures2(pd, &p->f2);
+
+    VkPhysicalDeviceProperties2 pr2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    p->p11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+    p->pm3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    p->pm4.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES;
+    pr2.pNext = &p->p11;
+    p->p11.pNext = &p->pm3;
+    if (p->props.apiVersion >= VK_API_VERSION_1_3)
+        p->pm3.pNext = &p->pm4;
+    vkGetPhysicalDeviceProperties2(pd, &pr2);
+    if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix)
+        p->coopmat_nv_shape = nv_coopmat_shape_ok(inst, pd);
+}
+
+static void append_missing(char *buf, size_t n, const char *what) {
+    size_t len = strlen(buf);
+    snprintf(buf + len, n - len, "%s%s", len ? ", " : "", what);
+}
+
+static bool queue_family(VkPhysicalDevice pd, uint32_t *family, bool *timestamps) {
+    uint32_t n = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, NULL);
+    VkQueueFamilyProperties q[32];
+    if (n > 32)
+        n = 32;
+    vkGetPhysicalDeviceQueueFamilyProperties(pd, &n, q);
+    int best = -1;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!(q[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || q[i].queueCount == 0)
+            continue;
+        /* Prefer a family with timestamps; among those the first (usually graphics+compute). */
+        if (best < 0 || (q[i].timestampValidBits && !q[best].timestampValidBits))
+            best = (int)i;
+    }
+    if (best < 0)
+        return false;
+    *family = (uint32_t)best;
+    *timestamps = q[best].timestampValidBits > 0;
+    return true;
+}
+
+void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_device_info *info) {
+    struct vk_probe p;
+    probe_device(inst, pd, &p);
+    memset(info, 0, sizeof *info);
+    info->index = index;
+    snprintf(info->name, sizeof info->name, "%s", p.props.deviceName);
+    const char *type = "other";
+    switch (p.props.deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: type = "discrete"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: type = "integrated"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: type = "virtual"; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: type = "cpu"; break;
+    default: break;
+    }
+    snprintf(info->type, sizeof info->type, "%s", type);
+    info->api_version = p.props.apiVersion;
+    info->vendor_id = p.props.vendorID;
+    info->device_id = p.props.deviceID;
+    if (p.props.apiVersion >= VK_API_VERSION_1_2) {
+        VkPhysicalDeviceDriverProperties drv = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+        VkPhysicalDeviceProperties2 pr2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &drv};
+        vkGetPhysicalDeviceProperties2(pd, &pr2);
+        snprintf(info->driver, sizeof info->driver, "%.120s %.120s", drv.driverName, drv.driverInfo);
+    } else {
+        snprintf(info->driver, sizeof info->driver, "driver version 0x%x", p.props.driverVersion);
+    }
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(pd, &mp);
+    info->heap_count = mp.memoryHeapCount < 16 ? mp.memoryHeapCount : 16;
+    for (uint32_t i = 0; i < info->heap_count; i++) {
+        info->heap_size[i] = mp.memoryHeaps[i].size;
+        info->heap_device_local[i] = (mp.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0;
+    }
+    const VkPhysicalDeviceLimits *L = &p.props.limits;
+    info->subgroup_size = p.p11.subgroupSize;
+    for (int i = 0; i < 3; i++)
+        info->max_workgroup_count[i] = L->maxComputeWorkGroupCount[i];
+    info->max_shared_memory = L->maxComputeSharedMemorySize;
+    info->max_storage_buffer_range = L->maxStorageBufferRange;
+    info->max_allocation_size = p.pm3.maxMemoryAllocationSize;
+    info->shader_int64 = p.f2.features.shaderInt64;
+    info->buffer_device_address = p.f12.bufferDeviceAddress;
+    info->shader_float16 = p.f12.shaderFloat16 && p.f11.storageBuffer16BitAccess;
+    info->cooperative_matrix_nv = p.ext_coopmat_nv && p.fcm.cooperativeMatrix && p.coopmat_nv_shape &&
+                                  p.f12.vulkanMemoryModel && info->shader_float16;
+    info->cooperative_matrix_khr = p.ext_coopmat_khr;
+    uint32_t fam;
+    bool ts = false;
+    bool has_queue = queue_family(pd, &fam, &ts);
+    info->timestamps = ts && L->timestampPeriod > 0;
+
+    info->usable = true;
+    if (p.props.apiVersion < VK_API_VERSION_1_2) {
+        info->usable = false;
+        append_missing(info->missing, sizeof info->missing, "Vulkan 1.2");
+    }
+    if (!info->shader_int64) {
+        info->usable = false;
+        append_missing(info->missing, sizeof info->missing, "shaderInt64");
+    }
+    if (!info->buffer_device_address) {
+        info->usable = false;
+        append_missing(info->missing, sizeof info->missing, "bufferDeviceAddress");
+    }
+    if (!has_queue) {
+        info->usable = false;
+        append_missing(info->missing, sizeof info->missing, "a compute queue");
+    }
+    if (L->maxPushConstantsSize < VK_PUSH_CONSTANT_BYTES) {
+        info->usable = false;
+        append_missing(info->missing, sizeof info->missing, "128 bytes of push constants");
+    }
+}
+
+vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, vkasr_error *error) {
+    struct err e = {0};
+    if (count)
+        *count = 0;
+    VkInstance inst = VK_NULL_HANDLE;
+    vkasr_status st = vk_instance_create(false, NULL, &inst, &e);
+    if (st != VKASR_OK) {
+        err_export(&e, error);
+        return st;
+    }
+    uint32_t n = 0;
+    VkResult r = vkEnumeratePhysicalDevices(inst, &n, NULL);
+    VkPhysicalDevice *pds = n ? calloc(n, sizeof *pds) : NULL;
+    if (r == VK_SUCCESS && n && !pds)
+        st = err_set(&e, VKASR_ERR_NO_MEMORY, "out of memory listing devices");
+    else if (r == VK_SUCCESS && n)
+        r = vkEnumeratePhysicalDevices(inst, &n, pds);
+    if (st == VKASR_OK && r != VK_SUCCESS && r != VK_INCOMPLETE)
+        st = vk_fail(&e, r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__);
+    if (st == VKASR_OK) {
+        for (uint32_t i = 0; i < n && i < capacity && out; i++)
+            vk_describe_device(inst, pds[i], (int)i, &out[i]);
+        if (count)
+            *count = n;
+        if (n == 0)
+            st = err_set(&e, VKASR_ERR_NO_DEVICE, "the Vulkan loader found no physical device");
+    }
+    free(pds);
+    vkDestroyInstance(inst, NULL);
+    err_export(&e, error);
+    return st;
+}
+
+/* ---- selection and creation ---------------------------------------------------------------------- */
+
+static int type_rank(const char *type) {
+    static const char *const order[] = {"discrete", "integrated", "virtual", "other", "cpu"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(type, order[i]) == 0)
+            return i;
+    return 5;
+}
+
+static bool icontains(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return n == 0;
+}
+
+static bool is_index(const char *s) {
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return false;
+    return true;
+}
+
+static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysicalDevice *out,
+                                  vkasr_device_info *chosen, struct err *e) {
+    uint32_t n = 0;
+    VK_CHECK(e, vkEnumeratePhysicalDevices(d->instance, &n, NULL));
+    if (n == 0)
+        return err_set(e, VKASR_ERR_NO_DEVICE, "no Vulkan device found (the loader lists none)");
+    VkPhysicalDevice *pds = calloc(n, sizeof *pds);
+    vkasr_device_info *infos = calloc(n, sizeof *infos);
+    if (!pds || !infos) {
+        free(pds);
+        free(infos);
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    }
+    vkasr_status st = VKASR_OK;
+    VkResult r = vkEnumeratePhysicalDevices(d->instance, &n, pds);
+    if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+        st = vk_fail(e, r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__);
+    int pick = -1;
+    if (st == VKASR_OK) {
+        for (uint32_t i = 0; i < n; i++)
+            vk_describe_device(d->instance, pds[i], (int)i, &infos[i]);
+        if (want && *want) {
+            if (is_index(want)) {
+                long idx = strtol(want, NULL, 10);
+                if (idx >= 0 && idx < (long)n)
+                    pick = (int)idx;
+                else
+                    st = err_set(e, VKASR_ERR_NO_DEVICE, "device index %s out of range (%u device%s found)", want,
+                                 n, n == 1 ? "" : "s");
+            } else {
+                for (uint32_t i = 0; i < n && pick < 0; i++)
+                    if (icontains(infos[i].name, want))
+                        pick = (int)i;
+                if (pick < 0) {
+                    char names[512] = "";
+                    for (uint32_t i = 0; i < n; i++)
+                        append_missing(names, sizeof names, infos[i].name);
+                    st = err_set(e, VKASR_ERR_NO_DEVICE, "no Vulkan device matches \"%s\" (found: %s)", want, names);
+                }
+            }
+            if (pick >= 0 && !infos[pick].usable)
+                st = err_set(e, VKASR_ERR_NO_DEVICE, "Vulkan device %d (%s) lacks %s", pick, infos[pick].name,
+                             infos[pick].missing);
+        } else {
+            for (uint32_t i = 0; i < n; i++)
+                if (infos[i].usable && (pick < 0 || type_rank(infos[i].type) < type_rank(infos[pick].type)))
+                    pick = (int)i;
+            if (pick < 0)
+                st = err_set(e, VKASR_ERR_NO_DEVICE, "no usable Vulkan device: %s (device 0) lacks %s", infos[0].name,
+                             infos[0].missing);
+        }
+    }
+    if (st == VKASR_OK) {
+        *out = pds[pick];
+        *chosen = infos[pick];
+    }
+    free(pds);
+    free(infos);
+    return st;
+}
+
+static uint32_t env_u32(const char *name, uint32_t dflt) {
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return dflt;
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return (*end || v == 0 || v > 0xffffffffu) ? dflt : (uint32_t)v;
+}
+
+static bool env_flag(const char *name) {
+    const char *s = getenv(name);
+    return s && *s && strcmp(s, "0") != 0;
+}
+
+static void choose_memory_types(struct vk_device *d) {
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    int dev = -1, stg = -1;
+    for (uint32_t i = 0; i < mp.memoryTypeCount; i++) {
+        VkMemoryPropertyFlags f = mp.memoryTypes[i].propertyFlags;
+        VkDeviceSize heap = mp.memoryHeaps[mp.memoryTypes[i].heapIndex].size;
+        if (f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) {
+            /* The largest device-local heap; on equal heaps prefer a non-mappable type (NVIDIA's
+             * host-visible device-local type without resizable BAR is a 256 MiB window). */
+            if (dev < 0) {
+                dev = (int)i;
+            } else {
+                VkDeviceSize best = mp.memoryHeaps[mp.memoryTypes[dev].heapIndex].size;
+                bool cur_host = (mp.memoryTypes[dev].propertyFlags & host) == host;
+                if (heap > best || (heap == best && cur_host && (f & host) != host))
+                    dev = (int)i;
+            }
+        }
+        if ((f & host) == host) {
+            /* Prefer cached system memory for staging (fast host reads of downloads). */
+            int score = ((f & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) ? 2 : 0) + ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? 0 : 1);
+            if (stg < 0) {
+                stg = (int)i;
+            } else {
+                VkMemoryPropertyFlags g = mp.memoryTypes[stg].propertyFlags;
+                int best = ((g & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) ? 2 : 0) + ((g & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) ? 0 : 1);
+                if (score > best)
+                    stg = (int)i;
+            }
+        }
+    }
+    if (dev < 0)
+        dev = stg >= 0 ? stg : 0; /* no device-local type (unusual software drivers) */
+    if (stg < 0)
+        stg = dev;
+    d->mem_device = (uint32_t)dev;
+    d->mem_staging = (uint32_t)stg;
+    d->device_mappable = (mp.memoryTypes[dev].propertyFlags & host) == host;
+    d->heap_size = mp.memoryHeaps[mp.memoryTypes[dev].heapIndex].size;
+}
+
+static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info *info, bool want_f16,
+                                   struct err *e) {
+    struct vk_probe p;
+    probe_device(d->instance, d->phys, &p);
+    bool ts = false;
+    if (!queue_family(d->phys, &d->queue_family, &ts))
+        return err_set(e, VKASR_ERR_NO_DEVICE, "%s has no compute queue", info->name);
+
+    struct vk_caps *c = &d->caps;
+    c->api_version = p.props.apiVersion;
+    c->subgroup_size = p.p11.subgroupSize ? p.p11.subgroupSize : 1;
+    uint32_t cap = env_u32("VKASR_MAX_GROUPS", 0xffffffffu);
+    for (int i = 0; i < 3; i++) {
+        c->max_groups[i] = p.props.limits.maxComputeWorkGroupCount[i];
+        if (c->max_groups[i] > cap)
+            c->max_groups[i] = cap;
+    }
+    c->max_wg_invocations = p.props.limits.maxComputeWorkGroupInvocations;
+    c->max_shared = p.props.limits.maxComputeSharedMemorySize;
+    c->max_alloc = p.pm3.maxMemoryAllocationSize ? p.pm3.maxMemoryAllocationSize : (1ull << 30);
+    c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
+    c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
+    c->f16 = want_f16 && info->shader_float16 && !env_flag("VKASR_DISABLE_F16");
+    c->coopmat_nv = c->f16 && info->cooperative_matrix_nv && !env_flag("VKASR_DISABLE_COOPMAT");
+#ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
+    c->coopmat_nv = false; /* this build's glslc could not compile the tensor-core kernels */
+#endif
+
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
+        .cooperativeMatrix = VK_TRUE,
+    };
+    VkPhysicalDeviceVulkan12Features f12 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
+        .pNext = c->coopmat_nv ? &fcm : NULL,
+        .bufferDeviceAddress = VK_TRUE,
+        .shaderFloat16 = c->f16,
+        .vulkanMemoryModel = c->coopmat_nv,
+        .vulkanMemoryModelDeviceScope = c->coopmat_nv && p.f12.vulkanMemoryModelDeviceScope,
+    };
+    VkPhysicalDeviceVulkan11Features f11 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES,
+        .pNext = &f12,
+        .storageBuffer16BitAccess = c->f16,
+    };
+    VkPhysicalDeviceFeatures2 f2 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+        .pNext = &f11,
+        .features = {.shaderInt64 = VK_TRUE},
+    };
+    const char *exts[4];
+    uint32_t next = 0;
+    if (c->coopmat_nv)
+        exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
+    if (p.ext_portability)
+        exts[next++] = VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME; /* required when offered */
+    float prio = 1.0f;
+    VkDeviceQueueCreateInfo q = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = d->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &prio,
+    };
+    VkDeviceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = &f2,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &q,
+        .enabledExtensionCount = next,
+        .ppEnabledExtensionNames = exts,
+    };
+    VK_CHECK(e, vkCreateDevice(d->phys, &ci, NULL, &d->dev));
+    vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+    choose_memory_types(d);
+    return VKASR_OK;
+}
+
+/* ---- be_device vtable ------------------------------------------------------------------------- */
+
+static void vk_device_destroy(struct be_device *bd) {
+    struct vk_device *d = (struct vk_device *)bd;
+    if (d->dev) {
+        vkDeviceWaitIdle(d->dev);
+        vk_arena_destroy(d, &d->weights);
+        vk_pipelines_destroy(d);
+        vkDestroyDevice(d->dev, NULL);
+    }
+    if (d->messenger) {
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(d->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (destroy)
+            destroy(d->instance, d->messenger, NULL);
+    }
+    if (d->instance)
+        vkDestroyInstance(d->instance, NULL);
+    pthread_mutex_destroy(&d->queue_lock);
+    pthread_mutex_destroy(&d->pipe_lock);
+    pthread_mutex_destroy(&d->weights_lock);
+    free(d);
+}
+
+static uint64_t vk_device_weight_bytes(const struct be_device *bd) {
+    const struct vk_device *d = (const struct vk_device *)bd;
+    return d->weights.reserved;
+}
+
+static uint64_t vk_device_validation(const struct be_device *bd) {
+    struct vk_device *d = (struct vk_device *)bd;
+    return atomic_load(&d->validation_count);
+}
+
+
+static const struct be_device_vtbl vk_device_vtbl = {
+    .destroy = vk_device_destroy,
+    .create_backend = vk_backend_create,
+    .weight_bytes = vk_device_weight_bytes,
+    .validation_messages = vk_device_validation,
+};
+
+vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
+    *out = NULL;
+    struct vk_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    d->base.vt = &vk_device_vtbl;
+    d->base.log = opt->log;
+    pthread_mutex_init(&d->queue_lock, NULL);
+    pthread_mutex_init(&d->pipe_lock, NULL);
+    pthread_mutex_init(&d->weights_lock, NULL);
+    atomic_init(&d->validation_count, 0);
+    atomic_init(&d->allocated, 0);
+    d->profile = opt->profile || env_flag("VKASR_PROFILE");
+    d->submit_batch = env_u32("VKASR_SUBMIT_BATCH", 96);
+    bool validation = opt->validation || env_flag("VKASR_VALIDATION");
+
+    vkasr_device_info info;
+    vkasr_status st = vk_instance_create(validation, d, &d->instance, e);
+    if (st == VKASR_OK)
+        st = select_device(d, opt->device, &d->phys, &info, e);
+    if (st == VKASR_OK)
+        st = create_logical(d, &info, opt->want_f16, e);
+    if (st == VKASR_OK)
+        st = vk_pipelines_init(d, e);
+    if (st != VKASR_OK) {
+        vk_device_destroy(&d->base);
+        return st;
+    }
+    /* Weights: large blocks within the allocation limit; tensors above it get their own block. */
+    uint64_t block = 256ull << 20;
+    if (block > d->caps.max_alloc)
+        block = d->caps.max_alloc;
+    vk_arena_init(&d->weights, block);
+    snprintf(d->base.info.name, sizeof d->base.info.name, "%s", info.name);
+    d->base.info.f16 = d->caps.f16;
+    d->base.info.coopmat = d->caps.coopmat_nv;
+    d->base.info.max_alloc = d->caps.max_alloc;
+    d->base.info.heap_bytes = d->heap_size;
+    LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u, f16 %s, tensor cores %s, %s memory", info.index,
+             info.name, info.type, d->caps.subgroup_size, d->caps.f16 ? "on" : "off", d->caps.coopmat_nv ? "on" : "off",
+             d->device_mappable ? "host-mapped" : "staged");
+    *out = &d->base;
+    return VKASR_OK;
+}

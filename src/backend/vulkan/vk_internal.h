@@ -1,0 +1,211 @@
+/* vk_internal.h — shared declarations of the Vulkan backend: device, memory, pipelines, command
+ * recording. Op implementations (vk_op_*.c) use vk_record() and the grid helpers; nothing outside
+ * backend/vulkan includes this file except tests. */
+#ifndef VKASR_VK_INTERNAL_H
+#define VKASR_VK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <vulkan/vulkan.h>
+
+#include "../backend.h"
+#include "spv_ids.h"
+
+/* VK_CHECK: returns a vkasr_status naming the failed call and VkResult. */
+vkasr_status vk_fail(struct err *e, VkResult r, const char *what, const char *file, int line);
+#define VK_CHECK(e, call)                                                                              \
+    do {                                                                                               \
+        VkResult vk_r_ = (call);                                                                       \
+        if (vk_r_ != VK_SUCCESS)                                                                       \
+            return vk_fail((e), vk_r_, #call, __FILE__, __LINE__);                                     \
+    } while (0)
+const char *vk_result_name(VkResult r);
+
+/* ---- device ----------------------------------------------------------------------------------- */
+
+struct vk_caps {
+    uint32_t api_version;
+    uint32_t subgroup_size;
+    uint32_t max_groups[3];          /* maxComputeWorkGroupCount, clamped by VKASR_MAX_GROUPS   */
+    uint32_t max_wg_invocations;
+    uint32_t max_shared;
+    uint64_t max_alloc;
+    uint64_t max_buffer;             /* maxBufferSize (Vulkan 1.3) or max_alloc                 */
+    float timestamp_period;          /* ns per tick; 0 if timestamps unusable                   */
+    bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
+    bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
+};
+
+struct vk_block {
+    VkBuffer buf;
+    VkDeviceMemory mem;
+    uint64_t addr;                   /* device address of byte 0                                */
+    uint64_t size;
+    uint64_t used;                   /* bump pointer (arenas)                                   */
+    void *map;                       /* host pointer if host-visible                            */
+};
+
+/* A list of blocks with bump allocation; used for weights (grow only) and scratch (stack). */
+struct vk_arena {
+    struct vk_block *blocks;
+    size_t n, cap;
+    size_t cur;                      /* block currently bumped                                  */
+    uint64_t block_size;             /* default size of a new block                             */
+    uint64_t in_use;                 /* bytes handed out                                        */
+    uint64_t reserved;               /* bytes of all blocks                                     */
+    uint64_t peak;                   /* high-water mark of in_use                               */
+};
+
+struct vk_pipeline_entry {
+    enum spv_id spv;
+    uint32_t spec[8];
+    uint32_t nspec;
+    VkPipeline pipeline;
+};
+
+struct vk_device {
+    struct be_device base;
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    atomic_uint_fast64_t validation_count;
+    VkPhysicalDevice phys;
+    VkDevice dev;
+    VkQueue queue;
+    uint32_t queue_family;
+    pthread_mutex_t queue_lock;      /* vkQueueSubmit needs external synchronisation            */
+    struct vk_caps caps;
+    uint32_t mem_device;             /* memory type for tensors                                 */
+    bool device_mappable;            /* that type is HOST_VISIBLE|HOST_COHERENT (lavapipe, ReBAR) */
+    uint32_t mem_staging;            /* HOST_VISIBLE|HOST_COHERENT type for staging             */
+    uint64_t heap_size;              /* size of the tensor memory type's heap                   */
+    atomic_uint_fast64_t allocated;  /* device bytes allocated by all arenas of this device     */
+    VkPipelineLayout layout;         /* push constants only: tensors are addressed by BDA       */
+    VkPipelineCache cache;
+    pthread_mutex_t pipe_lock;
+    struct vk_pipeline_entry *pipes;
+    size_t npipes, cappipes;
+    pthread_mutex_t weights_lock;
+    struct vk_arena weights;
+    bool profile;
+    uint32_t submit_batch;           /* dispatches per command buffer before it is submitted   */
+    struct err init_err;
+};
+
+/* Fills the public device description from a physical device (also used by vkasr_list_devices). */
+void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_device_info *info);
+vkasr_status vk_instance_create(bool validation, struct vk_device *d, VkInstance *out, struct err *e);
+vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struct err *e);
+
+/* ---- memory (vk_memory.c) --------------------------------------------------------------------- */
+
+vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_type, struct vk_block *b,
+                             struct err *e);
+void vk_block_destroy(struct vk_device *d, struct vk_block *b);
+void vk_arena_init(struct vk_arena *a, uint64_t block_size);
+vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t *addr,
+                            struct err *e);
+uint64_t vk_arena_mark(const struct vk_arena *a);
+void vk_arena_release(struct vk_arena *a, uint64_t mark);
+void vk_arena_destroy(struct vk_device *d, struct vk_arena *a);
+/* Finds the block holding [addr, addr+bytes); NULL if none. */
+struct vk_block *vk_arena_find(struct vk_arena *a, uint64_t addr, uint64_t bytes);
+
+/* ---- pipelines (vk_pipeline.c) ---------------------------------------------------------------- */
+
+#define VK_PUSH_CONSTANT_BYTES 128
+vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e);
+void vk_pipelines_destroy(struct vk_device *d);
+/* Returns the pipeline for a shader and its specialization constants (ids 0..nspec-1), creating it on
+ * first use. Thread-safe. */
+vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                             VkPipeline *out, struct err *e);
+
+/* ---- command recording (vk_cmd.c) ------------------------------------------------------------- */
+
+struct vk_range {
+    uint64_t addr, bytes;
+};
+
+#define VK_RING 4
+#define VK_MAX_TRACKED 64
+
+struct vk_slot {
+    VkCommandBuffer cb;
+    VkFence fence;
+    bool recording, pending;
+    uint32_t n_dispatch;
+    uint32_t n_queries;              /* timestamps written into this slot's query range         */
+    const char **query_names;        /* [max dispatches per slot] op name of each dispatch      */
+};
+
+struct vk_profile_entry {
+    const char *name;
+    uint64_t calls;
+    double ms;
+};
+
+struct vk_backend {
+    struct backend base;
+    struct vk_device *d;
+    struct vk_arena scratch;
+    VkCommandPool pool;
+    struct vk_slot slots[VK_RING];
+    int cur;                         /* slot being recorded                                     */
+    struct vk_range written[VK_MAX_TRACKED], read[VK_MAX_TRACKED];
+    int n_written, n_read;
+    struct vk_block staging;         /* host-visible bounce buffer (when device memory is not mappable) */
+    VkQueryPool queries;
+    struct vk_profile_entry *prof;
+    size_t nprof, capprof;
+};
+
+/* One dispatch: shader + spec constants, push constants, workgroup counts, and the byte ranges the
+ * kernel reads and writes (they drive barrier placement). */
+struct vk_dispatch {
+    const char *name;                /* op name for profiling                                   */
+    enum spv_id spv;
+    const uint32_t *spec;
+    uint32_t nspec;
+    const void *pc;
+    uint32_t pc_size;
+    uint32_t groups[3];
+    const struct vk_range *reads;
+    int nreads;
+    const struct vk_range *writes;
+    int nwrites;
+};
+
+vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp);
+vkasr_status vk_submit(struct vk_backend *b, bool wait);
+vkasr_status vk_cmd_init(struct vk_backend *b, struct err *e);
+void vk_cmd_destroy(struct vk_backend *b);
+/* Records a buffer copy (staging), with full barriers around it. */
+vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off,
+                            uint64_t bytes);
+
+/* ---- grid planning (vk_grid.c, pure functions: unit-tested on shapes beyond 2^32) ------------- */
+
+/* Workgroups for `items` units of work at `per_group` units per workgroup, capped at max_groups
+ * (kernels loop with a grid stride). Returns at least 1. */
+uint32_t vk_grid_groups(uint64_t items, uint64_t per_group, uint32_t max_groups);
+/* Iterations of a grid-stride loop a workgroup performs (the most any one does). */
+uint64_t vk_grid_iterations(uint64_t items, uint64_t per_group, uint32_t groups);
+/* Convenience: 1-D grid for a device (dimension x). */
+uint32_t vk_groups_x(const struct vk_device *d, uint64_t items, uint64_t per_group);
+uint32_t vk_groups_dim(const struct vk_device *d, int dim, uint64_t items, uint64_t per_group);
+
+/* Default workgroup size for 1-D kernels on this device. */
+uint32_t vk_wg_size(const struct vk_device *d);
+
+/* ---- op implementations (vk_op_*.c) ----------------------------------------------------------- */
+
+#define X(name) vkasr_status vk_op_##name(struct vk_backend *b, const struct op_##name *a);
+VKASR_OPS(X)
+#undef X
+
+/* Range helpers for vk_dispatch read/write lists. */
+static inline struct vk_range vk_tensor_range(const be_tensor *t) {
+    return (struct vk_range){t->addr, be_nbytes(t)};
+}
+
+#endif

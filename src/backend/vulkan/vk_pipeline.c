@@ -1,0 +1,117 @@
+/* vk_pipeline.c — compute pipelines from the embedded SPIR-V table, created lazily per (shader,
+ * specialization constants) and shared by all backends of a device. One pipeline layout for all:
+ * 128 bytes of push constants and no descriptors (tensors are buffer device addresses). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_internal.h"
+
+vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e) {
+    VkPushConstantRange pcr = {
+        .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        .offset = 0,
+        .size = VK_PUSH_CONSTANT_BYTES,
+    };
+    VkPipelineLayoutCreateInfo li = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .pushConstantRangeCount = 1,
+        .pPushConstantRanges = &pcr,
+    };
+    VK_CHECK(e, vkCreatePipelineLayout(d->dev, &li, NULL, &d->layout));
+    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    VK_CHECK(e, vkCreatePipelineCache(d->dev, &ci, NULL, &d->cache));
+    return VKASR_OK;
+}
+
+void vk_pipelines_destroy(struct vk_device *d) {
+    for (size_t i = 0; i < d->npipes; i++)
+        vkDestroyPipeline(d->dev, d->pipes[i].pipeline, NULL);
+    free(d->pipes);
+    d->pipes = NULL;
+    d->npipes = d->cappipes = 0;
+    if (d->cache)
+        vkDestroyPipelineCache(d->dev, d->cache, NULL);
+    if (d->layout)
+        vkDestroyPipelineLayout(d->dev, d->layout, NULL);
+    d->cache = VK_NULL_HANDLE;
+    d->layout = VK_NULL_HANDLE;
+}
+
+static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                                    VkPipeline *out, struct err *e) {
+    const struct spv_blob *blob = &spv_table[spv];
+    VkShaderModuleCreateInfo mi = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = blob->size,
+        .pCode = blob->words,
+    };
+    VkShaderModule mod;
+    VK_CHECK(e, vkCreateShaderModule(d->dev, &mi, NULL, &mod));
+    VkSpecializationMapEntry entries[8];
+    for (uint32_t i = 0; i < nspec; i++)
+        entries[i] = (VkSpecializationMapEntry){.constantID = i, .offset = 4 * i, .size = 4};
+    VkSpecializationInfo si = {
+        .mapEntryCount = nspec,
+        .pMapEntries = entries,
+        .dataSize = 4 * nspec,
+        .pData = spec,
+    };
+    VkComputePipelineCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage =
+            {
+                .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+                .module = mod,
+                .pName = "main",
+                .pSpecializationInfo = nspec ? &si : NULL,
+            },
+        .layout = d->layout,
+    };
+    VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
+    vkDestroyShaderModule(d->dev, mod, NULL);
+    if (r != VK_SUCCESS)
+        return err_set(e, r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? VKASR_ERR_DEVICE_MEMORY : VKASR_ERR_VULKAN,
+                       "creating the compute pipeline of shader %s failed: %s", blob->name, vk_result_name(r));
+    return VKASR_OK;
+}
+
+vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                             VkPipeline *out, struct err *e) {
+    CHECK_OR_RETURN(e, (unsigned)spv < SPV_COUNT && nspec <= 8);
+    pthread_mutex_lock(&d->pipe_lock);
+    for (size_t i = 0; i < d->npipes; i++) {
+        struct vk_pipeline_entry *p = &d->pipes[i];
+        if (p->spv == spv && p->nspec == nspec && memcmp(p->spec, spec, 4 * nspec) == 0) {
+            *out = p->pipeline;
+            pthread_mutex_unlock(&d->pipe_lock);
+            return VKASR_OK;
+        }
+    }
+    vkasr_status st = VKASR_OK;
+    if (d->npipes == d->cappipes) {
+        size_t cap = d->cappipes ? 2 * d->cappipes : 32;
+        struct vk_pipeline_entry *np = realloc(d->pipes, cap * sizeof *np);
+        if (!np)
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        else {
+            d->pipes = np;
+            d->cappipes = cap;
+        }
+    }
+    if (st == VKASR_OK) {
+        struct vk_pipeline_entry *p = &d->pipes[d->npipes];
+        memset(p, 0, sizeof *p);
+        p->spv = spv;
+        p->nspec = nspec;
+        if (nspec)
+            memcpy(p->spec, spec, 4 * nspec);
+        st = create_pipeline(d, spv, spec, nspec, &p->pipeline, e);
+        if (st == VKASR_OK) {
+            d->npipes++;
+            *out = p->pipeline;
+        }
+    }
+    pthread_mutex_unlock(&d->pipe_lock);
+    return st;
+}

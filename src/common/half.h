@@ -1,0 +1,11 @@
+/* half.h — IEEE 754 binary16 <-> binary32 conversion (round to nearest even), and bfloat16. */
+#ifndef VKASR_HALF_H
+#define VKASR_HALF_H
+
+#include <stdint.h>
+
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bf16_to_float(uint16_t h);
+
+#endif

@@ -1,0 +1,261 @@
+/* op_harness.c — see op_harness.h. */
+#include "op_harness.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/half.h"
+
+#define GUARD_BYTES 1024u
+/* A finite, odd bit pattern (about 1.5e16): unlike a NaN it cannot survive an out-of-bounds
+ * read-modify-write through NaN payload propagation. */
+static const uint32_t SENTINEL = 0x5a5aa5a5u;
+
+uint64_t th_rand(struct th *h) {
+    /* splitmix64: fixed seed per program, reproducible */
+    uint64_t z = (h->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float th_uniform(struct th *h, float lo, float hi) {
+    return lo + (hi - lo) * (float)((th_rand(h) >> 40) * (1.0 / 16777216.0));
+}
+
+static void die(const char *what, const struct err *e) {
+    fprintf(stderr, "FATAL: %s: %s\n", what, e->msg);
+    exit(1);
+}
+
+void th_open(struct th *h, bool want_f16) {
+    memset(h, 0, sizeof *h);
+    h->rng = 0x5eed1234abcdull;
+    static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
+    struct err e = {0};
+    struct be_device_options ro = {.device = "cpu", .log = &lg};
+    if (ref_device_open(&ro, &h->dev[TH_REF], &e) || be_backend_create(h->dev[TH_REF], &h->be[TH_REF], &e))
+        die("reference backend", &e);
+    const char *want = getenv("VKASR_DEVICE");
+    if (want && strcmp(want, "cpu") == 0)
+        want = NULL;
+    struct be_device_options vo = {.device = want, .validation = true, .want_f16 = want_f16, .log = &lg};
+    if (vk_device_open(&vo, &h->dev[TH_VK], &e) || be_backend_create(h->dev[TH_VK], &h->be[TH_VK], &e))
+        die("Vulkan backend", &e);
+    printf("device: %s (f16 %s, tensor cores %s)\n", h->dev[TH_VK]->info.name, h->dev[TH_VK]->info.f16 ? "on" : "off",
+           h->dev[TH_VK]->info.coopmat ? "on" : "off");
+}
+
+static void free_tensors(struct th *h) {
+    for (int i = 0; i < h->ntensors; i++) {
+        free(h->tensors[i]->host);
+        free(h->tensors[i]);
+    }
+    h->ntensors = 0;
+    for (int s = 0; s < 2; s++)
+        if (h->be[s])
+            be_release(h->be[s], 0);
+}
+
+int th_close(struct th *h) {
+    free_tensors(h);
+    uint64_t vmsg = h->dev[TH_VK]->vt->validation_messages(h->dev[TH_VK]);
+    be_backend_destroy(h->be[TH_VK]);
+    be_backend_destroy(h->be[TH_REF]);
+    vmsg += h->dev[TH_VK]->vt->validation_messages(h->dev[TH_VK]);
+    be_device_close(h->dev[TH_VK]);
+    be_device_close(h->dev[TH_REF]);
+    if (vmsg) {
+        printf("FAIL: %llu Vulkan validation message(s)\n", (unsigned long long)vmsg);
+        h->failures++;
+    }
+    printf("%d check(s), %d failure(s)\n", h->checks, h->failures);
+    return h->failures ? 1 : 0;
+}
+
+void th_case(struct th *h, const char *fmt, ...) {
+    free_tensors(h);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(h->name, sizeof h->name, fmt, ap);
+    va_end(ap);
+}
+
+static struct th_tensor *new_tensor(struct th *h, be_dtype type, int nd, const int64_t *ne) {
+    if (h->ntensors == 64) {
+        fprintf(stderr, "FATAL: too many tensors in case %s\n", h->name);
+        exit(1);
+    }
+    struct th_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        exit(1);
+    t->type = type;
+    t->nd = nd;
+    for (int d = 0; d < nd; d++)
+        t->ne[d] = ne[d];
+    be_tensor shape = be_tensor_make(0, type, nd, ne);
+    uint64_t bytes = be_nbytes(&shape);
+    t->host = calloc(1, bytes ? bytes : 4);
+    if (!t->host)
+        exit(1);
+    struct err *e;
+    /* Reference: exact size. Vulkan: guard | body | guard, guards filled with the sentinel. */
+    e = &h->be[TH_REF]->err;
+    if (be_alloc_tensor(h->be[TH_REF], BE_POOL_SCRATCH, type, nd, ne, &t->side[TH_REF]))
+        die("reference alloc", e);
+    t->guard = GUARD_BYTES;
+    uint64_t total = bytes + 2 * GUARD_BYTES;
+    e = &h->be[TH_VK]->err;
+    if (be_alloc(h->be[TH_VK], BE_POOL_SCRATCH, total, &t->vk_base))
+        die("Vulkan alloc", e);
+    t->side[TH_VK] = be_tensor_make(t->vk_base + GUARD_BYTES, type, nd, ne);
+    uint32_t *pat = malloc(total);
+    if (!pat)
+        exit(1);
+    for (uint64_t i = 0; i < total / 4; i++)
+        pat[i] = SENTINEL;
+    if (be_upload(h->be[TH_VK], t->vk_base, pat, total))
+        die("Vulkan upload", e);
+    free(pat);
+    h->tensors[h->ntensors++] = t;
+    return t;
+}
+
+static void upload_both(struct th *h, struct th_tensor *t) {
+    uint64_t bytes = be_nbytes(&t->side[TH_REF]);
+    for (int s = 0; s < 2; s++)
+        if (be_upload(h->be[s], t->side[s].addr, t->host, bytes))
+            die("upload", &h->be[s]->err);
+}
+
+struct th_tensor *th_input(struct th *h, be_dtype type, int nd, const int64_t *ne, float lo, float hi) {
+    struct th_tensor *t = new_tensor(h, type, nd, ne);
+    uint64_t n = be_numel(&t->side[TH_REF]);
+    for (uint64_t i = 0; i < n; i++) {
+        float v = th_uniform(h, lo, hi);
+        if (type == BE_F32)
+            ((float *)t->host)[i] = v;
+        else if (type == BE_F16)
+            ((uint16_t *)t->host)[i] = float_to_half(v);
+        else
+            ((int32_t *)t->host)[i] = (int32_t)floorf(v);
+    }
+    upload_both(h, t);
+    return t;
+}
+
+struct th_tensor *th_input_data(struct th *h, be_dtype type, int nd, const int64_t *ne, const void *data) {
+    struct th_tensor *t = new_tensor(h, type, nd, ne);
+    memcpy(t->host, data, be_nbytes(&t->side[TH_REF]));
+    upload_both(h, t);
+    return t;
+}
+
+struct th_tensor *th_output(struct th *h, be_dtype type, int nd, const int64_t *ne) {
+    struct th_tensor *t = new_tensor(h, type, nd, ne);
+    uint64_t bytes = be_nbytes(&t->side[TH_REF]);
+    memset(t->host, 0xff, bytes); /* NaN pattern: an output the reference forgets shows up */
+    if (be_upload(h->be[TH_REF], t->side[TH_REF].addr, t->host, bytes))
+        die("upload", &h->be[TH_REF]->err);
+    return t;
+}
+
+static bool fail(struct th *h, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL [%s]: ", h->name);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    h->failures++;
+    return false;
+}
+
+bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_vk) {
+    h->checks++;
+    static const char *const side_name[2] = {"reference", "Vulkan"};
+    const void *args[2] = {args_ref, args_vk};
+    for (int s = 0; s < 2; s++) {
+        vkasr_status st = be_run(h->be[s], id, args[s]);
+        if (st == VKASR_OK)
+            st = be_sync(h->be[s]);
+        if (st != VKASR_OK)
+            return fail(h, "%s %s: %s", side_name[s], op_name(id), h->be[s]->err.msg);
+    }
+    return true;
+}
+
+static double as_double(const struct th_tensor *t, const void *p, uint64_t i) {
+    switch (t->type) {
+    case BE_F32: return ((const float *)p)[i];
+    case BE_F16: return half_to_float(((const uint16_t *)p)[i]);
+    case BE_I32: return ((const int32_t *)p)[i];
+    }
+    return 0;
+}
+
+static bool guards_ok(struct th *h, struct th_tensor *t) {
+    uint64_t bytes = be_nbytes(&t->side[TH_REF]);
+    uint32_t g[GUARD_BYTES / 4];
+    for (int side = 0; side < 2; side++) {
+        uint64_t at = side == 0 ? t->vk_base : t->vk_base + GUARD_BYTES + bytes;
+        if (be_download(h->be[TH_VK], g, at, GUARD_BYTES))
+            die("download", &h->be[TH_VK]->err);
+        for (unsigned i = 0; i < GUARD_BYTES / 4; i++)
+            if (g[i] != SENTINEL)
+                return fail(h, "write %s the tensor (guard word %u of %u changed)", side == 0 ? "before" : "after",
+                            side == 0 ? GUARD_BYTES / 4 - i : i, GUARD_BYTES / 4);
+    }
+    return true;
+}
+
+bool th_check_guards(struct th *h) {
+    bool ok = true;
+    for (int i = 0; i < h->ntensors; i++)
+        ok = guards_ok(h, h->tensors[i]) && ok;
+    return ok;
+}
+
+bool th_check(struct th *h, struct th_tensor *out, double tol) {
+    h->checks++;
+    uint64_t n = be_numel(&out->side[TH_REF]), bytes = be_nbytes(&out->side[TH_REF]);
+    void *ref = malloc(bytes ? bytes : 4), *vk = malloc(bytes ? bytes : 4);
+    if (!ref || !vk)
+        exit(1);
+    if (be_download(h->be[TH_REF], ref, out->side[TH_REF].addr, bytes) ||
+        be_download(h->be[TH_VK], vk, out->side[TH_VK].addr, bytes))
+        die("download", &h->be[TH_VK]->err);
+    bool ok = guards_ok(h, out);
+    double se = 0, sr = 0;
+    uint64_t worst = 0;
+    double worst_d = -1;
+    for (uint64_t i = 0; i < n && ok; i++) {
+        double a = as_double(out, vk, i), b = as_double(out, ref, i);
+        if (isnan(b) || isnan(a) || isinf(a) || isinf(b)) {
+            if (!(isnan(a) && isnan(b)) && !(isinf(a) && isinf(b) && (a > 0) == (b > 0)))
+                ok = fail(h, "element %llu: vulkan %g, reference %g (NaN/Inf mismatch)", (unsigned long long)i, a, b);
+            continue;
+        }
+        double d = (a - b) * (a - b);
+        se += d;
+        sr += b * b;
+        if (d > worst_d) {
+            worst_d = d;
+            worst = i;
+        }
+    }
+    if (ok) {
+        double nmse = sr > 0 ? se / sr : se;
+        if (tol == 0 ? memcmp(ref, vk, bytes) != 0 : !(nmse <= tol)) {
+            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: vulkan %.9g, reference %.9g)", nmse, tol,
+                      (unsigned long long)worst, as_double(out, vk, worst), as_double(out, ref, worst));
+        }
+    }
+    memcpy(out->host, ref, bytes);
+    free(ref);
+    free(vk);
+    return ok;
+}

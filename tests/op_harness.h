@@ -1,0 +1,65 @@
+/* op_harness.h — runs an op on the Vulkan backend and on the C reference with identical random
+ * inputs and compares: normalized MSE against a per-op bound, NaN/Inf agreement, and sentinel guard
+ * regions around every Vulkan tensor (out-of-bounds writes). The Khronos validation layer is on; any
+ * validation message fails the run. */
+#ifndef VKASR_OP_HARNESS_H
+#define VKASR_OP_HARNESS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend/backend.h"
+
+enum { TH_REF = 0, TH_VK = 1 };
+
+struct th_tensor {
+    be_dtype type;
+    int nd;
+    int64_t ne[BE_MAX_DIMS];
+    void *host;            /* the input data, or the reference output after a run            */
+    be_tensor side[2];     /* the tensor on the reference and on the Vulkan backend          */
+    uint64_t vk_base;      /* start of the Vulkan allocation, guard included                 */
+    uint64_t guard;        /* guard bytes on each side                                       */
+};
+
+struct th {
+    struct be_device *dev[2];
+    struct backend *be[2];
+    uint64_t rng;
+    int failures, checks;
+    char name[160];
+    struct th_tensor *tensors[64];
+    int ntensors;
+};
+
+/* Opens both backends; exits the test program (status 1) if no Vulkan device can be opened. */
+void th_open(struct th *h, bool want_f16);
+/* Closes both; returns the process exit status (0 when every check passed and the validation layer
+ * stayed silent). */
+int th_close(struct th *h);
+
+/* Starts a case (frees the previous case's tensors, resets scratch). */
+void th_case(struct th *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Random input in [lo, hi) (I32: integers in [lo, hi)), the same on both backends. */
+struct th_tensor *th_input(struct th *h, be_dtype type, int nd, const int64_t *ne, float lo, float hi);
+/* Input with given host data (copied). */
+struct th_tensor *th_input_data(struct th *h, be_dtype type, int nd, const int64_t *ne, const void *data);
+/* Output tensor (filled with a NaN pattern on the reference and sentinel pattern on Vulkan). */
+struct th_tensor *th_output(struct th *h, be_dtype type, int nd, const int64_t *ne);
+
+#define TH_T(t, s) ((t)->side[s])
+
+/* Runs the op on both sides (args[TH_REF], args[TH_VK]); a failure to run counts as a failed check. */
+bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_vk);
+/* Compares an output: NaN/Inf positions, NMSE <= tol (tol 0: bit-exact), Vulkan guards intact. */
+bool th_check(struct th *h, struct th_tensor *out, double tol);
+/* Checks that the guard regions of every tensor in the case are intact (inputs included). */
+bool th_check_guards(struct th *h);
+
+uint64_t th_rand(struct th *h);
+float th_uniform(struct th *h, float lo, float hi);
+
+#define TH_SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+
+#endif
