@@ -1,0 +1,93 @@
+/* model.h — a loaded checkpoint on the host: configuration, tokenizer and named tensors, from a
+ * Hugging Face transformers Parakeet directory or from vkasr's GGUF. Also the canonical "kernel
+ * layout" transform (model_prepare) shared by the converter and the HF loader, and the GGUF writer.
+ *
+ * Nothing here touches a GPU: src/asr uploads the prepared tensors to a backend.
+ */
+#ifndef VKASR_MODEL_H
+#define VKASR_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/err.h"
+#include "tokenizer.h"
+
+/* Source element types of checkpoint tensors. */
+enum mt_dtype { MT_F32 = 0, MT_F16 = 1, MT_BF16 = 2, MT_F64 = 3, MT_I64 = 4, MT_I32 = 5, MT_I16 = 6, MT_I8 = 7, MT_U8 = 8,
+                MT_BOOL = 9 };
+
+struct model_tensor {
+    char *name;
+    enum mt_dtype type;
+    int nd;
+    int64_t ne[4];           /* row-major, outermost first (PyTorch order)                   */
+    const void *data;        /* into a mapped file or an owned buffer                         */
+    uint64_t nbytes;
+    void *owned;             /* non-NULL when data was allocated by model_prepare             */
+};
+
+struct model_config {
+    int head;                /* vkasr_head: VKASR_HEAD_TDT / RNNT / CTC                       */
+    /* encoder */
+    int d_model, n_layers, n_heads, ff_size, conv_kernel;
+    int n_mels, sub_channels, sub_factor;
+    bool xscaling;           /* HF scale_input / NeMo xscaling                                */
+    bool attention_bias;     /* q/k/v/o and feed-forward biases present                       */
+    bool conv_bias;          /* conv-module pointwise/depthwise biases present                */
+    int att_left, att_right; /* local attention context; -1, -1 = full attention              */
+    /* vocabulary and heads */
+    int vocab_size;          /* V: SentencePiece pieces, blank excluded; blank id = V         */
+    int pred_hidden, pred_layers;
+    int n_durations;
+    int durations[16];
+    int max_symbols;         /* per frame (transducers)                                       */
+    /* feature extractor */
+    int sample_rate, n_fft, win_length, hop_length;
+    float preemph;
+};
+
+struct model_file {
+    char *path;              /* directory or .gguf file as given                              */
+    struct model_config cfg;
+    struct tokenizer tok;
+    struct model_tensor *tensors;
+    int ntensors;
+    bool canonical;          /* tensors already in kernel layout (GGUF written by vkasr)       */
+    /* private: mappings to unmap on close */
+    void **maps;
+    uint64_t *map_sizes;
+    int nmaps;
+};
+
+/* Opens a model: a directory (HF transformers: config.json, model.safetensors or sharded index,
+ * tokenizer.json, preprocessor_config.json or processor_config.json) or a .gguf file. Validates every
+ * field and tensor (names, shapes, dtypes, offsets) against the configuration; errors name the file
+ * and the field or tensor. */
+vkasr_status model_open(const char *path, struct model_file **out, struct err *e);
+void model_close(struct model_file *mf);
+
+const struct model_tensor *model_find(const struct model_file *mf, const char *name);
+
+/* Transforms an HF checkpoint in place into the canonical kernel layout (no-op when canonical):
+ *  - depthwise conv: BN folded in double precision -> conv.depthwise_conv.weight [D, K] f32 and
+ *    conv.depthwise_conv.bias [D] f32 (always present); conv.norm.* removed;
+ *  - subsampling convs: layers.{0,2,5}.weight [C, 9]; pointwise layers.{3,6}.weight [C, C];
+ *  - subsampling linear: columns permuted from (channel, freq) to (freq, channel) order, because the
+ *    engine keeps the subsampling activations channels-last: [D, F*C];
+ *  - conv module pointwise convs: [2D, D] and [D, D]; CTC head: [V+1, D];
+ *  - LSTM: decoder.lstm.bias_l{k} = bias_ih_l{k} + bias_hh_l{k} [4P] (the two originals removed);
+ *  - every tensor converted to f32 (bf16/f16/f64 widened), int tensors dropped.
+ * Tensor names are otherwise the HF names (see docs/model-format.md). */
+vkasr_status model_prepare(struct model_file *mf, struct err *e);
+
+/* True for canonical tensors that hold matrix weights (stored f16 by `vkasr convert --type f16` and
+ * uploaded as f16 in f16 precision): attention/feed-forward/pointwise projections, subsampling
+ * pointwise convs and linear, joint/CTC heads. */
+bool model_is_matrix_weight(const char *name);
+
+/* Writes a prepared model as GGUF v3 (matrix weights in f16 when type is VKASR_WEIGHTS_F16). */
+vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vkasr_weight_type type,
+                              struct err *e);
+
+#endif
