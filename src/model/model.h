@@ -81,9 +81,11 @@ const struct model_tensor *model_find(const struct model_file *mf, const char *n
  * Tensor names are otherwise the HF names (see docs/model-format.md). */
 vkasr_status model_prepare(struct model_file *mf, struct err *e);
 
-/* True for canonical tensors that hold matrix weights (stored f16 by `vkasr convert --type f16` and
- * uploaded as f16 in f16 precision): attention/feed-forward/pointwise projections, subsampling
- * pointwise convs and linear, joint/CTC heads. */
+/* True for canonical tensors that hold encoder matrix weights (stored f16 by `vkasr convert --type f16`
+ * and uploaded as f16 in f16 precision): attention/feed-forward/conv-module pointwise projections
+ * (encoder.layers.*), subsampling pointwise convs (layers.3/.6) and linear. NOT the heads: CTC head,
+ * encoder/decoder projectors, joint head, embedding and LSTM stay f32 (spec §10: argmax decisions are
+ * fragile; they are a small share of the parameters). */
 bool model_is_matrix_weight(const char *name);
 
 /* Writes a prepared model as GGUF v3 (matrix weights in f16 when type is VKASR_WEIGHTS_F16). */
