@@ -107,7 +107,9 @@ static struct th_tensor *new_tensor(struct th *h, be_dtype type, int nd, const i
     if (be_alloc_tensor(h->be[TH_REF], BE_POOL_SCRATCH, type, nd, ne, &t->side[TH_REF]))
         die("reference alloc", e);
     t->guard = GUARD_BYTES;
-    uint64_t total = bytes + 2 * GUARD_BYTES;
+    /* The sentinel is a byte pattern with period 4 in the allocation's own offsets, so guards are
+     * byte-exact even when the body (an odd number of f16 elements) ends mid-word. */
+    uint64_t total = (bytes + 2 * GUARD_BYTES + 3) / 4 * 4;
     e = &h->be[TH_VK]->err;
     if (be_alloc(h->be[TH_VK], BE_POOL_SCRATCH, total, &t->vk_base))
         die("Vulkan alloc", e);
@@ -199,15 +201,16 @@ static double as_double(const struct th_tensor *t, const void *p, uint64_t i) {
 
 static bool guards_ok(struct th *h, struct th_tensor *t) {
     uint64_t bytes = be_nbytes(&t->side[TH_REF]);
-    uint32_t g[GUARD_BYTES / 4];
+    unsigned char g[GUARD_BYTES], pat[4];
+    memcpy(pat, &SENTINEL, 4);
     for (int side = 0; side < 2; side++) {
-        uint64_t at = side == 0 ? t->vk_base : t->vk_base + GUARD_BYTES + bytes;
-        if (be_download(h->be[TH_VK], g, at, GUARD_BYTES))
+        uint64_t off = side == 0 ? 0 : GUARD_BYTES + bytes; /* byte offset in the allocation */
+        if (be_download(h->be[TH_VK], g, t->vk_base + off, GUARD_BYTES))
             die("download", &h->be[TH_VK]->err);
-        for (unsigned i = 0; i < GUARD_BYTES / 4; i++)
-            if (g[i] != SENTINEL)
-                return fail(h, "write %s the tensor (guard word %u of %u changed)", side == 0 ? "before" : "after",
-                            side == 0 ? GUARD_BYTES / 4 - i : i, GUARD_BYTES / 4);
+        for (unsigned i = 0; i < GUARD_BYTES; i++)
+            if (g[i] != pat[(off + i) % 4])
+                return fail(h, "write %s the tensor (guard byte %u of %u changed)", side == 0 ? "before" : "after",
+                            side == 0 ? GUARD_BYTES - i : i, GUARD_BYTES);
     }
     return true;
 }

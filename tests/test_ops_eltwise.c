@@ -1,5 +1,8 @@
-/* test_ops_eltwise.c — element-wise ops (unary, binary, glu) on Vulkan vs the C reference. */
+/* test_ops_eltwise.c — element-wise and layout ops (unary, binary, glu, pad, permute) on Vulkan vs
+ * the C reference: empty, tiny, odd and large shapes, broadcasting, aliasing, every element type of
+ * pad/permute, and f16 tensors that start or end in the middle of a 32-bit word. */
 #include <stdio.h>
+#include <string.h>
 
 #include "op_harness.h"
 
@@ -15,6 +18,138 @@ static void unary_case(struct th *h, int64_t n, int act, float alpha) {
         th_check(h, y, 1e-7);
 }
 
+/* In place (y = x): an element processed twice, e.g. by overlapping grid-stride ranges, shows. */
+static void unary_inplace_case(struct th *h, int64_t n, int act, float alpha) {
+    th_case(h, "unary in place n=%lld act=%d alpha=%g", (long long)n, act, alpha);
+    struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(n), -8.0f, 8.0f);
+    struct op_unary a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_unary){.x = TH_T(x, s), .y = TH_T(x, s), .act = act, .alpha = alpha};
+    if (th_run(h, OP_unary, &a[0], &a[1]))
+        th_check(h, x, 1e-7);
+}
+
+static void binary_case(struct th *h, int64_t rows, int64_t cols, int64_t nb, int kind, int act, float alpha,
+                        float beta, bool alias) {
+    th_case(h, "binary a=[%lld, %lld] nb=%lld kind=%d act=%d alpha=%g beta=%g%s", (long long)rows, (long long)cols,
+            (long long)nb, kind, act, alpha, beta, alias ? " y=a" : "");
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(rows, cols), -4.0f, 4.0f);
+    struct th_tensor *z = th_input(h, BE_F32, 1, TH_SHAPE(nb), -4.0f, 4.0f);
+    struct th_tensor *y = alias ? x : th_output(h, BE_F32, 2, TH_SHAPE(rows, cols));
+    struct op_binary a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_binary){.a = TH_T(x, s), .b = TH_T(z, s), .y = TH_T(y, s), .kind = kind, .act = act,
+                                  .alpha = alpha, .beta = beta};
+    if (th_run(h, OP_binary, &a[0], &a[1]))
+        th_check(h, y, 1e-7);
+}
+
+static void glu_case(struct th *h, int64_t rows, int64_t cols) {
+    th_case(h, "glu x=[%lld, %lld]", (long long)rows, (long long)(2 * cols));
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(rows, 2 * cols), -6.0f, 6.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(rows, cols));
+    struct op_glu a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_glu){.x = TH_T(x, s), .y = TH_T(y, s)};
+    if (th_run(h, OP_glu, &a[0], &a[1]))
+        th_check(h, y, 1e-7);
+}
+
+static const char *tname(be_dtype t) { return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : "i32"; }
+
+/* A view of tensor t starting `skip` elements in, with the given shape (same on both sides). */
+static be_tensor view(struct th_tensor *t, int s, int64_t skip, int nd, const int64_t *ne) {
+    return be_tensor_make(TH_T(t, s).addr + (uint64_t)skip * be_dtype_size(t->type), t->type, nd, ne);
+}
+
+/* Elements of a buffer holding `used` elements plus at least one spare after them. The harness's
+ * guard check needs buffers of whole 32-bit words, so an f16 buffer gets an even count. */
+static int64_t buffer_len(be_dtype type, int64_t used) {
+    return type == BE_F16 && (used + 1) % 2 ? used + 2 : used + 1;
+}
+
+static int64_t numel_of(int nd, const int64_t *ne) {
+    int64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= ne[d];
+    return n;
+}
+
+/* Pad x (shape xne) into y: y.ne = xne + before + after. With skip_x / skip_y > 0 the tensors are
+ * views starting that many elements into larger buffers (f16: starting mid-word); the untouched
+ * elements around y must survive, which the bit-exact check of the whole buffer verifies. */
+static void pad_case(struct th *h, be_dtype type, int nd, const int64_t *xne, const int64_t *before,
+                     const int64_t *after, float value, int64_t skip_x, int64_t skip_y) {
+    int64_t yne[BE_MAX_DIMS];
+    char desc[160];
+    int o = 0;
+    for (int d = 0; d < nd; d++) {
+        yne[d] = xne[d] + before[d] + after[d];
+        o += snprintf(desc + o, sizeof desc - (size_t)o, "%s%lld+%lld+%lld", d ? "," : "", (long long)before[d],
+                      (long long)xne[d], (long long)after[d]);
+    }
+    th_case(h, "pad %s [%s] value=%g skip x=%lld y=%lld", tname(type), desc, value, (long long)skip_x,
+            (long long)skip_y);
+    int64_t nx = numel_of(nd, xne), ny = numel_of(nd, yne);
+    struct th_tensor *x = th_input(h, type, 1, TH_SHAPE(buffer_len(type, nx + skip_x)), -1000.0f, 1000.0f);
+    /* y's buffer: random data (so a stray write shows), spare elements after the view. */
+    struct th_tensor *y = th_input(h, type, 1, TH_SHAPE(buffer_len(type, ny + skip_y)), -1000.0f, 1000.0f);
+    struct op_pad a[2];
+    for (int s = 0; s < 2; s++) {
+        a[s] = (struct op_pad){.x = view(x, s, skip_x, nd, xne), .y = view(y, s, skip_y, nd, yne), .value = value};
+        memcpy(a[s].before, before, (size_t)nd * sizeof *before);
+    }
+    if (th_run(h, OP_pad, &a[0], &a[1]))
+        th_check(h, y, 0);
+}
+
+static void permute_case(struct th *h, be_dtype type, int nd, const int64_t *xne, const int32_t *perm,
+                         int64_t skip_x, int64_t skip_y) {
+    int64_t yne[BE_MAX_DIMS];
+    char desc[160];
+    int o = 0;
+    for (int d = 0; d < nd; d++) {
+        yne[d] = xne[perm[d]];
+        o += snprintf(desc + o, sizeof desc - (size_t)o, "%s%lld", d ? "," : "", (long long)xne[d]);
+    }
+    o += snprintf(desc + o, sizeof desc - (size_t)o, "] perm (");
+    for (int d = 0; d < nd; d++)
+        o += snprintf(desc + o, sizeof desc - (size_t)o, "%s%d", d ? "," : "", perm[d]);
+    th_case(h, "permute %s [%s) skip x=%lld y=%lld", tname(type), desc, (long long)skip_x, (long long)skip_y);
+    int64_t n = numel_of(nd, xne);
+    struct th_tensor *x = th_input(h, type, 1, TH_SHAPE(buffer_len(type, n + skip_x)), -1000.0f, 1000.0f);
+    struct th_tensor *y = th_input(h, type, 1, TH_SHAPE(buffer_len(type, n + skip_y)), -1000.0f, 1000.0f);
+    struct op_permute a[2];
+    for (int s = 0; s < 2; s++) {
+        a[s] = (struct op_permute){.x = view(x, s, skip_x, nd, xne), .y = view(y, s, skip_y, nd, yne)};
+        memcpy(a[s].perm, perm, (size_t)nd * sizeof *perm);
+    }
+    if (th_run(h, OP_permute, &a[0], &a[1]))
+        th_check(h, y, 0);
+}
+
+/* Calls f(perm) for every permutation of 0..nd-1 (Heap's algorithm). */
+static void all_perms(struct th *h, be_dtype type, int nd, const int64_t *xne, int64_t skip_x, int64_t skip_y) {
+    int32_t p[BE_MAX_DIMS];
+    int c[BE_MAX_DIMS] = {0};
+    for (int d = 0; d < nd; d++)
+        p[d] = d;
+    permute_case(h, type, nd, xne, p, skip_x, skip_y);
+    for (int i = 1; i < nd;) {
+        if (c[i] < i) {
+            int j = i % 2 ? c[i] : 0;
+            int32_t t = p[j];
+            p[j] = p[i];
+            p[i] = t;
+            permute_case(h, type, nd, xne, p, skip_x, skip_y);
+            c[i]++;
+            i = 1;
+        } else {
+            c[i++] = 0;
+        }
+    }
+}
+
 int main(void) {
     struct th h;
     th_open(&h, false);
@@ -22,5 +157,57 @@ int main(void) {
     for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++)
         for (int act = ACT_NONE; act <= ACT_LOG_GUARD; act++)
             unary_case(&h, sizes[i], act, act == ACT_NONE ? 0.5f : 1.0f);
+    unary_inplace_case(&h, 1025, ACT_NONE, 0.5f);
+    unary_inplace_case(&h, 70001, ACT_TANH, 2.0f);
+
+    /* binary: full-size b, per-column vectors, scalars; every activation; y aliasing a. */
+    for (int kind = BINARY_ADD; kind <= BINARY_MUL; kind++) {
+        binary_case(&h, 0, 5, 5, kind, ACT_NONE, 1.0f, 1.0f, false);
+        binary_case(&h, 1, 1, 1, kind, ACT_NONE, 1.0f, 1.0f, false);
+        binary_case(&h, 1, 3, 3, kind, ACT_NONE, 0.5f, -2.0f, false);
+        binary_case(&h, 7, 3, 21, kind, ACT_NONE, 1.0f, 0.25f, false);
+        binary_case(&h, 1025, 3, 3, kind, ACT_NONE, 1.0f, 1.0f, false);
+        binary_case(&h, 3, 1025, 1025, kind, ACT_NONE, -1.5f, 0.5f, false);
+        binary_case(&h, 70001, 3, 1, kind, ACT_NONE, 1.0f, 3.0f, false);
+        binary_case(&h, 301, 257, 257, kind, ACT_NONE, 1.0f, 1.0f, true);
+        binary_case(&h, 9, 1000, 9000, kind, ACT_NONE, 2.0f, 1.0f, true);
+        for (int act = ACT_RELU; act <= ACT_TANH; act++)
+            binary_case(&h, 33, 65, 65, kind, act, 1.0f, 0.5f, false);
+    }
+
+    const int64_t glu_shapes[][2] = {{0, 4}, {3, 0}, {1, 1}, {3, 7}, {7, 512}, {2, 1025}, {70001, 3}};
+    for (unsigned i = 0; i < sizeof glu_shapes / sizeof *glu_shapes; i++)
+        glu_case(&h, glu_shapes[i][0], glu_shapes[i][1]);
+
+    /* pad: ranks 1-4, every type, a value f16 must round, zero-size x, x and y starting mid-word. */
+    const be_dtype types[] = {BE_F32, BE_F16, BE_I32};
+    for (unsigned t = 0; t < 3; t++) {
+        be_dtype ty = types[t];
+        pad_case(&h, ty, 1, TH_SHAPE(1), TH_SHAPE(0), TH_SHAPE(0), -1.5f, 0, 0);
+        pad_case(&h, ty, 1, TH_SHAPE(1025), TH_SHAPE(5), TH_SHAPE(12), 0.3f, 0, 0);
+        pad_case(&h, ty, 1, TH_SHAPE(1025), TH_SHAPE(5), TH_SHAPE(12), -3.7f, 1, 1);
+        pad_case(&h, ty, 1, TH_SHAPE(0), TH_SHAPE(2), TH_SHAPE(1), 2.0f, 0, 0);
+        pad_case(&h, ty, 2, TH_SHAPE(3, 7), TH_SHAPE(1, 2), TH_SHAPE(0, 3), 7.0f, 0, 1);
+        pad_case(&h, ty, 2, TH_SHAPE(70001, 3), TH_SHAPE(0, 1), TH_SHAPE(2, 0), 0.0f, 1, 0);
+        pad_case(&h, ty, 2, TH_SHAPE(5, 0), TH_SHAPE(1, 1), TH_SHAPE(1, 1), -1.0f, 0, 0);
+        pad_case(&h, ty, 2, TH_SHAPE(0, 3), TH_SHAPE(0, 1), TH_SHAPE(0, 0), -1.0f, 0, 0); /* empty y */
+        pad_case(&h, ty, 3, TH_SHAPE(3, 5, 7), TH_SHAPE(1, 0, 2), TH_SHAPE(2, 3, 0), 1e9f, 1, 1);
+        pad_case(&h, ty, 3, TH_SHAPE(2, 129, 33), TH_SHAPE(0, 4, 0), TH_SHAPE(0, 0, 1), -0.0f, 0, 0);
+        pad_case(&h, ty, 4, TH_SHAPE(2, 3, 5, 7), TH_SHAPE(1, 0, 1, 2), TH_SHAPE(0, 2, 1, 1), 65504.0f, 0, 1);
+        pad_case(&h, ty, 4, TH_SHAPE(1, 1, 1, 1), TH_SHAPE(0, 0, 0, 0), TH_SHAPE(0, 0, 0, 0), 5.0f, 1, 0);
+    }
+
+    /* permute: every permutation of ranks 1-4 on odd shapes, every type, aligned and mid-word. */
+    for (unsigned t = 0; t < 3; t++) {
+        be_dtype ty = types[t];
+        all_perms(&h, ty, 1, TH_SHAPE(1025), 0, 0);
+        all_perms(&h, ty, 2, TH_SHAPE(3, 7), 1, 0);
+        all_perms(&h, ty, 2, TH_SHAPE(257, 129), 0, 1);
+        all_perms(&h, ty, 3, TH_SHAPE(3, 5, 7), 1, 1);
+        all_perms(&h, ty, 4, TH_SHAPE(2, 3, 5, 7), (int64_t)t % 2, 1 - (int64_t)t % 2);
+        permute_case(&h, ty, 3, TH_SHAPE(0, 5, 7), (const int32_t[]){2, 0, 1}, 0, 0);
+        permute_case(&h, ty, 2, TH_SHAPE(70001, 3), (const int32_t[]){1, 0}, 0, 1);
+        permute_case(&h, ty, 3, TH_SHAPE(33, 65, 17), (const int32_t[]){1, 0, 2}, 1, 0);
+    }
     return th_close(&h);
 }

@@ -53,5 +53,7 @@ float act_apply(float x, uint act) {
     }
 }
 
-uint64_t grid_id_x() { return uint64_t(gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
-uint64_t grid_stride_x() { return uint64_t(gl_NumWorkGroups.x) * gl_WorkGroupSize.x; }
+// Macros, not functions: this file is included before each kernel's `layout(local_size_x_id = 0) in;`,
+// and a function compiled before that declaration sees gl_WorkGroupSize.x == 1.
+#define grid_id_x() (uint64_t(gl_WorkGroupID.x) * uint64_t(gl_WorkGroupSize.x) + uint64_t(gl_LocalInvocationID.x))
+#define grid_stride_x() (uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_WorkGroupSize.x))

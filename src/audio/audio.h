@@ -16,6 +16,18 @@ struct audio {
     int source_channels;
 };
 
+/* Statuses (messages name the file, or `name`, "standard input", "PCM input"):
+ *   OK             also for a valid file with 0 frames (n == 0, samples NULL) and for a truncated file
+ *                  (what is present is decoded, as libsndfile reports it);
+ *   ERR_IO         a path that cannot be opened (missing, permissions) or is a directory; stdin read errors;
+ *   ERR_AUDIO      0-byte input, unknown/malformed format (libsndfile's reason quoted), a decode error,
+ *                  a NaN/Inf sample (its frame, channel and time are named);
+ *   ERR_NO_MEMORY  decoding is incremental, so only the real content is allocated;
+ *   ERR_INVALID_ARG NULL pointers, a target rate outside 1..2^24.
+ * Integer formats scale to s / 2^(bits-1); float formats are kept as stored (no clipping). Channels are
+ * averaged; resampling uses libsoxr SOXR_HQ (librosa's default "soxr_hq") and is skipped when the rates
+ * match, so 16 kHz input is bit-exact. On failure *out is left empty. */
+
 /* Decodes a file ("-" = standard input, read fully into memory first) and converts it. */
 vkasr_status audio_load_file(const char *path, int rate, struct audio *out, struct err *e);
 /* Decodes an encoded file image in memory (WAV, FLAC, OGG, MP3, ... bytes). */

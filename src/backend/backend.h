@@ -32,6 +32,7 @@ struct be_device_options {
 
 struct be_device_info {
     char name[256];
+    bool reference;         /* the plain-C CPU backend                                            */
     bool f16;               /* f16 weights/arithmetic available                                   */
     bool coopmat;           /* tensor-core GEMM path available                                    */
     uint64_t max_alloc;     /* largest single allocation                                          */
@@ -65,6 +66,9 @@ struct backend_vtbl {
     vkasr_status (*upload)(struct backend *b, uint64_t dst, const void *src, uint64_t bytes);
     vkasr_status (*download)(struct backend *b, void *dst, uint64_t src, uint64_t bytes);
     vkasr_status (*flush)(struct backend *b); /* start recorded work without waiting */
+    /* Waits until at most max_pending submissions are still executing (keeps the GPU busy while
+     * bounding how far the host runs ahead: prompt abort, truthful progress). */
+    vkasr_status (*throttle)(struct backend *b, int max_pending);
     vkasr_status (*sync)(struct backend *b);  /* wait for all recorded work          */
     vkasr_status (*run)(struct backend *b, enum op_id id, const void *args);
     uint64_t (*peak_bytes)(const struct backend *b); /* scratch high-water mark */
@@ -101,6 +105,7 @@ static inline vkasr_status be_download(struct backend *b, void *dst, uint64_t sr
 }
 static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b); }
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }
+static inline vkasr_status be_throttle(struct backend *b, int max_pending) { return b->vt->throttle(b, max_pending); }
 
 /* Validates the arguments, then runs the op on the backend. Errors land in b->err. */
 vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
@@ -112,6 +117,9 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
     }
 VKASR_OPS(X)
 #undef X
+
+/* Lists Vulkan devices (vkasr_list_devices). */
+vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);
 
 /* Constructors of the two backends (backend.c dispatches between them). */
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);

@@ -25,6 +25,7 @@ struct model_tensor {
     const void *data;        /* into a mapped file or an owned buffer                         */
     uint64_t nbytes;
     void *owned;             /* non-NULL when data was allocated by model_prepare             */
+    int map;                 /* private: index of the mapped file holding data, -1 if owned   */
 };
 
 struct model_config {
@@ -57,7 +58,10 @@ struct model_file {
     /* private: mappings to unmap on close */
     void **maps;
     uint64_t *map_sizes;
+    char **map_paths;        /* the mapped files' paths, for error messages                   */
     int nmaps;
+    int *by_name;            /* tensor indices sorted by name (model_find's binary search)      */
+    int nby_name;            /* == ntensors when by_name is current                            */
 };
 
 /* Opens a model: a directory (HF transformers: config.json, model.safetensors or sharded index,

@@ -106,6 +106,7 @@ static vkasr_status refb_download(struct backend *bb, void *dst, uint64_t src, u
 }
 
 static vkasr_status refb_nop(struct backend *bb) { return VKASR_OK; }
+static vkasr_status refb_throttle(struct backend *bb, int max_pending) { return VKASR_OK; }
 
 #define X(name)                                                                                        \
     static vkasr_status thunk_##name(struct backend *b, const void *a) {                               \
@@ -146,6 +147,7 @@ static const struct backend_vtbl ref_backend_vtbl = {
     .upload = refb_upload,
     .download = refb_download,
     .flush = refb_nop,
+    .throttle = refb_throttle,
     .sync = refb_nop,
     .run = refb_run,
     .peak_bytes = refb_peak,
@@ -190,6 +192,7 @@ vkasr_status ref_device_open(const struct be_device_options *opt, struct be_devi
     d->base.log = opt->log;
     pthread_mutex_init(&d->lock, NULL);
     snprintf(d->base.info.name, sizeof d->base.info.name, "CPU reference backend");
+    d->base.info.reference = true;
     d->base.info.f16 = true; /* emulated: f16 weights are widened, products rounded like the GPU path */
     d->base.info.max_alloc = UINT64_MAX;
     d->base.info.heap_bytes = UINT64_MAX;

@@ -100,6 +100,9 @@ static vkasr_status vkb_download(struct backend *bb, void *dst, uint64_t src, ui
 
 static vkasr_status vkb_flush(struct backend *bb) { return vk_submit((struct vk_backend *)bb, false); }
 static vkasr_status vkb_sync(struct backend *bb) { return vk_submit((struct vk_backend *)bb, true); }
+static vkasr_status vkb_throttle(struct backend *bb, int max_pending) {
+    return vk_throttle((struct vk_backend *)bb, max_pending);
+}
 
 /* The op table, generated from VKASR_OPS: one thunk per op restores the argument type. */
 #define X(name)                                                                                        \
@@ -140,6 +143,7 @@ static const struct backend_vtbl vk_backend_vtbl = {
     .upload = vkb_upload,
     .download = vkb_download,
     .flush = vkb_flush,
+    .throttle = vkb_throttle,
     .sync = vkb_sync,
     .run = vkb_run,
     .peak_bytes = vkb_peak,

@@ -238,3 +238,18 @@ vkasr_status vk_submit(struct vk_backend *b, bool wait) {
             TRY(slot_wait(b, (b->cur + i) % VK_RING));
     return VKASR_OK;
 }
+
+vkasr_status vk_throttle(struct vk_backend *b, int max_pending) {
+    /* Ring order: slot cur is the oldest candidate (submitted VK_RING submissions ago), cur-1 the newest. */
+    int pending = 0;
+    for (int i = 0; i < VK_RING; i++)
+        pending += b->slots[i].pending;
+    for (int i = 0; i < VK_RING && pending > max_pending; i++) {
+        int s = (b->cur + i) % VK_RING;
+        if (b->slots[s].pending) {
+            TRY(slot_wait(b, s));
+            pending--;
+        }
+    }
+    return VKASR_OK;
+}

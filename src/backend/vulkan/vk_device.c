@@ -347,36 +347,29 @@ void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_d
     }
 }
 
-vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, vkasr_error *error) {
-    struct err e = {0};
-    if (count)
-        *count = 0;
+vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e) {
+    *count = 0;
     VkInstance inst = VK_NULL_HANDLE;
-    vkasr_status st = vk_instance_create(false, NULL, &inst, &e);
-    if (st != VKASR_OK) {
-        err_export(&e, error);
-        return st;
-    }
+    TRY(vk_instance_create(false, NULL, &inst, e));
     uint32_t n = 0;
+    vkasr_status st = VKASR_OK;
     VkResult r = vkEnumeratePhysicalDevices(inst, &n, NULL);
     VkPhysicalDevice *pds = n ? calloc(n, sizeof *pds) : NULL;
     if (r == VK_SUCCESS && n && !pds)
-        st = err_set(&e, VKASR_ERR_NO_MEMORY, "out of memory listing devices");
+        st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory listing devices");
     else if (r == VK_SUCCESS && n)
         r = vkEnumeratePhysicalDevices(inst, &n, pds);
     if (st == VKASR_OK && r != VK_SUCCESS && r != VK_INCOMPLETE)
-        st = vk_fail(&e, r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__);
+        st = vk_fail(e, r, "vkEnumeratePhysicalDevices", __FILE__, __LINE__);
     if (st == VKASR_OK) {
         for (uint32_t i = 0; i < n && i < capacity && out; i++)
             vk_describe_device(inst, pds[i], (int)i, &out[i]);
-        if (count)
-            *count = n;
+        *count = n;
         if (n == 0)
-            st = err_set(&e, VKASR_ERR_NO_DEVICE, "the Vulkan loader found no physical device");
+            st = err_set(e, VKASR_ERR_NO_DEVICE, "the Vulkan loader found no physical device");
     }
     free(pds);
     vkDestroyInstance(inst, NULL);
-    err_export(&e, error);
     return st;
 }
 

@@ -177,6 +177,8 @@ struct vk_dispatch {
 
 vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp);
 vkasr_status vk_submit(struct vk_backend *b, bool wait);
+/* Waits for the oldest submissions until at most max_pending remain in flight. */
+vkasr_status vk_throttle(struct vk_backend *b, int max_pending);
 vkasr_status vk_cmd_init(struct vk_backend *b, struct err *e);
 void vk_cmd_destroy(struct vk_backend *b);
 /* Records a buffer copy (staging), with full barriers around it. */

@@ -1,0 +1,24 @@
+#!/bin/sh
+# setup.sh — installs the Debian 12 packages vkasr needs (when missing) and builds it in ./build.
+# Run as root, or as a user with sudo. Idempotent: a second run only rebuilds what changed.
+set -eu
+cd "$(dirname "$0")/.."
+
+PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
+vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    echo "setup: installing:$missing"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+JOBS=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$JOBS"

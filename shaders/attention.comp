@@ -1,0 +1,208 @@
+#version 460
+// attention.comp — fused relative-position multi-head self-attention (spec §5.1; the symmetric local
+// band of §5.2 via `w`), flash style: scores never reach memory, so memory stays linear in T.
+// Scalar f32; push: q,k,v,y [T,D], p [P,D], bu,bv [H,dk]; spec 0: workgroup size, spec 1: NCH.
+//
+//   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
+// over keys j < n_valid with |i - j| <= w; query rows i >= n_valid get zeros.
+// One workgroup per (query block of BQ rows, head), grid-stride in x (blocks) and y (heads). For each
+// key block [j0, j0+BK) intersecting the band the workgroup computes the BQ x BK score tile, then an
+// online-softmax update (running max m, sum l per row in shared memory) and O += P.V with the output
+// accumulator O [BQ, dk] in registers (dk in chunks of DC columns: NCH = ceil(dk/DC), spec constant).
+// The position rows a tile needs are the contiguous window n = nbase .. nbase+BQ+BK-2, row
+// (lj - li + BQ - 1) for tile pair (li, lj); they are staged like K, so BD costs one dot per score.
+// A tensor-core variant would replace score_tile() / the PV loop (same tiles, same
+// shared-memory staging of S as ggml's cm1 path).
+// The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
+#include "core.glsl"
+layout(local_size_x_id = 0) in;
+layout(constant_id = 1) const uint NCH = 4;
+
+#define WG 128u
+#define BQ 32u          // query rows per block
+#define BK 32u          // keys per block
+#define DC 32u          // dk chunk staged in shared memory per step
+#define DCP 33u         // padded row stride of staged tiles: column reads by rows hit distinct banks
+#define SP 33u          // padded row stride of the score tile
+#define NP (BQ + BK - 1u)
+// Masked scores: a finite sentinel (no infinities: fast-math drivers may mishandle them). Real
+// scores are far above it; anything <= MASKED_CMP counts as masked.
+#define MASKED (-3.0e38)
+#define MASKED_CMP (-1.0e38)
+
+layout(push_constant) uniform PC {
+    uint64_t q, k, v, p, bu, bv, y;
+    uint T, D, dk, H, P, center, n_valid, w;
+    float scale;
+    uint pad_;
+} pc;
+
+// Staged tiles: 25596 bytes with the constants above (ATT_SHARED_BYTES on the host; lavapipe allows
+// 32 KiB). sh_k holds the K chunk during the score phase and the V chunk during the PV phase.
+shared float sh_qu[BQ * DCP];   // (q + u) chunk  [BQ][DC]
+shared float sh_qv[BQ * DCP];   // (q + v) chunk  [BQ][DC]
+shared float sh_k[BK * DCP];    // k or v chunk   [BK][DC]
+shared float sh_p[NP * DCP];    // position rows  [BQ+BK-1][DC]
+shared float sh_s[BQ * SP];     // scores, then softmax weights [BQ][BK]
+shared float sh_m[BQ], sh_l[BQ], sh_alpha[BQ];
+
+// Micro-tile of a thread (both phases): rows 2*tr + {0,1}, columns 4*tc + {0..3}.
+// (BQ/2) * (BK/4) = 128 = WG threads cover the BQ x BK score tile and each BQ x DC output chunk.
+
+// Stages chunk [d0, d0+DC) of q+u, q+v (rows i0.., valid below ihi), k (rows j0.., valid below jend)
+// and the position window (rows nbase.., valid inside [0, P)); everything else is zero.
+void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint d0) {
+    uint t = gl_LocalInvocationID.x;
+    uint64_t hd = uint64_t(h) * pc.dk;
+    for (uint e = t; e < BQ * DC; e += WG) {
+        uint li = e / DC, dd = e % DC, i = i0 + li, d = d0 + dd;
+        float qu = 0.0, qv = 0.0;
+        if (i < ihi && d < pc.dk) {
+            float x = LOADF(pc.q, uint64_t(i) * pc.D + hd + d);
+            qu = x + LOADF(pc.bu, hd + d);
+            qv = x + LOADF(pc.bv, hd + d);
+        }
+        sh_qu[li * DCP + dd] = qu;
+        sh_qv[li * DCP + dd] = qv;
+    }
+    for (uint e = t; e < BK * DC; e += WG) {
+        uint lj = e / DC, dd = e % DC, j = j0 + lj, d = d0 + dd;
+        sh_k[lj * DCP + dd] = (j < jend && d < pc.dk) ? LOADF(pc.k, uint64_t(j) * pc.D + hd + d) : 0.0;
+    }
+    for (uint e = t; e < NP * DC; e += WG) {
+        uint r = e / DC, dd = e % DC, d = d0 + dd;
+        int n = nbase + int(r);
+        sh_p[r * DCP + dd] = (n >= 0 && uint(n) < pc.P && d < pc.dk) ? LOADF(pc.p, uint64_t(n) * pc.D + hd + d) : 0.0;
+    }
+}
+
+// acc[r*4+c] += (q+u)_li . k_lj + (q+v)_li . p_(lj-li+BQ-1) over the staged chunk.
+// For li = 2tr+r, lj = 4tc+c the window row is pb + (c - r + 1): five rows serve the eight scores.
+void score_tile(uint tr, uint tc, inout float acc[8]) {
+    uint pb = 4u * tc + BQ - 2u - 2u * tr;
+    for (uint dd = 0; dd < DC; dd++) {
+        float a0 = sh_qu[(2u * tr) * DCP + dd], a1 = sh_qu[(2u * tr + 1u) * DCP + dd];
+        float b0 = sh_qv[(2u * tr) * DCP + dd], b1 = sh_qv[(2u * tr + 1u) * DCP + dd];
+        float pw[5];
+        [[unroll]] for (uint e = 0; e < 5u; e++)
+            pw[e] = sh_p[(pb + e) * DCP + dd];
+        [[unroll]] for (uint c = 0; c < 4u; c++) {
+            float kk = sh_k[(4u * tc + c) * DCP + dd];
+            acc[c] += a0 * kk + b0 * pw[c + 1u];
+            acc[4u + c] += a1 * kk + b1 * pw[c];
+        }
+    }
+}
+
+void main() {
+    const uint t = gl_LocalInvocationID.x;
+    const uint tc = t % (BK / 4u), tr = t / (BK / 4u);
+    const uint nqb = (pc.T + BQ - 1u) / BQ;
+    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y)
+        for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
+            uint i0 = qb * BQ;
+            uint ihi = min(i0 + BQ, pc.n_valid); // valid query rows of the block: [i0, ihi)
+            // Keys any valid row of the block can see: [jlo, jend) (empty when the block is padding).
+            uint jlo = 0u, jend = 0u;
+            if (i0 < ihi) {
+                jlo = i0 > pc.w ? i0 - pc.w : 0u;
+                jend = min(pc.n_valid, ihi + pc.w); // T < 2^31 and w <= T (host): no overflow
+            }
+            float o[NCH * 8u];
+            [[unroll]] for (uint x = 0; x < NCH * 8u; x++)
+                o[x] = 0.0;
+            if (t < BQ) {
+                sh_m[t] = MASKED;
+                sh_l[t] = 0.0;
+            }
+            barrier();
+
+            for (uint j0 = jlo; j0 < jend; j0 += BK) {
+                // ---- scores of the tile, dk in chunks --------------------------------------------
+                float acc[8];
+                [[unroll]] for (uint x = 0; x < 8u; x++)
+                    acc[x] = 0.0;
+                int nbase = int(pc.center) - int(i0) + int(j0) - int(BQ - 1u);
+                for (uint d0 = 0; d0 < pc.dk; d0 += DC) {
+                    barrier(); // the previous chunk's (or PV phase's) readers are done
+                    stage_scores(h, i0, ihi, j0, jend, nbase, d0);
+                    barrier();
+                    score_tile(tr, tc, acc);
+                }
+                [[unroll]] for (uint r = 0; r < 2u; r++)
+                    [[unroll]] for (uint c = 0; c < 4u; c++) {
+                        uint li = 2u * tr + r, lj = 4u * tc + c, i = i0 + li, j = j0 + lj;
+                        bool ok = i < ihi && j < jend && (i > j ? i - j : j - i) <= pc.w;
+                        sh_s[li * SP + lj] = ok ? acc[r * 4u + c] * pc.scale : MASKED;
+                    }
+                barrier();
+
+                // ---- online softmax, one thread per row -----------------------------------------
+                if (t < BQ) {
+                    float mold = sh_m[t], mx = mold;
+                    for (uint lj = 0; lj < BK; lj++)
+                        mx = max(mx, sh_s[t * SP + lj]);
+                    float alpha = 1.0, sum = 0.0;
+                    if (mx > MASKED_CMP) {
+                        alpha = mold > MASKED_CMP ? exp(mold - mx) : 0.0;
+                        for (uint lj = 0; lj < BK; lj++) {
+                            float s = sh_s[t * SP + lj];
+                            float e = s > MASKED_CMP ? exp(s - mx) : 0.0;
+                            sh_s[t * SP + lj] = e;
+                            sum += e;
+                        }
+                    } else {
+                        for (uint lj = 0; lj < BK; lj++)
+                            sh_s[t * SP + lj] = 0.0;
+                    }
+                    sh_m[t] = mx;
+                    sh_l[t] = sh_l[t] * alpha + sum;
+                    sh_alpha[t] = alpha;
+                }
+                barrier();
+
+                // ---- O = alpha * O + P . V, dk in chunks (unrolled: o stays in registers) --------
+                float al0 = sh_alpha[2u * tr], al1 = sh_alpha[2u * tr + 1u];
+                [[unroll]] for (uint m = 0; m < NCH; m++)
+                    [[unroll]] for (uint c = 0; c < 4u; c++) {
+                        o[m * 8u + c] *= al0;
+                        o[m * 8u + 4u + c] *= al1;
+                    }
+                uint64_t hd = uint64_t(h) * pc.dk;
+                [[unroll]] for (uint m = 0; m < NCH; m++) {
+                    barrier(); // readers of sh_k (scores, previous chunk) are done
+                    for (uint e = t; e < BK * DC; e += WG) {
+                        uint lj = e / DC, dd = e % DC, j = j0 + lj, d = m * DC + dd;
+                        // Keys past jend must be finite (their weight is 0): load zeros, not memory.
+                        sh_k[lj * DCP + dd] = (j < jend && d < pc.dk) ? LOADF(pc.v, uint64_t(j) * pc.D + hd + d) : 0.0;
+                    }
+                    barrier();
+                    for (uint lj = 0; lj < BK; lj++) {
+                        float p0 = sh_s[(2u * tr) * SP + lj], p1 = sh_s[(2u * tr + 1u) * SP + lj];
+                        [[unroll]] for (uint c = 0; c < 4u; c++) {
+                            float vv = sh_k[lj * DCP + 4u * tc + c];
+                            o[m * 8u + c] += p0 * vv;
+                            o[m * 8u + 4u + c] += p1 * vv;
+                        }
+                    }
+                }
+            }
+
+            // ---- y = O / l (zeros for padded query rows) --------------------------------------
+            [[unroll]] for (uint r = 0; r < 2u; r++) {
+                uint li = 2u * tr + r, i = i0 + li;
+                if (i < pc.T) {
+                    // A valid row always sees key i itself, so l > 0 there.
+                    float inv = i < ihi ? 1.0 / sh_l[li] : 0.0;
+                    uint64_t row = uint64_t(i) * pc.D + uint64_t(h) * pc.dk;
+                    [[unroll]] for (uint m = 0; m < NCH; m++)
+                        [[unroll]] for (uint c = 0; c < 4u; c++) {
+                            uint d = m * DC + 4u * tc + c;
+                            if (d < pc.dk)
+                                STOREF(pc.y, row + d, o[m * 8u + r * 4u + c] * inv);
+                        }
+                }
+            }
+            barrier(); // sh_l is read above and reset by the next block
+        }
+}

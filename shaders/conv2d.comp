@@ -1,0 +1,59 @@
+#version 460
+// conv2d.comp — the subsampling's strided 3x3 convolutions (stride 2, pad 1), channels-last:
+//   default:    conv2d_s2,   x [Hx, W] (one input channel)  -> y [Hy, ceil(W/2), C]
+//   DEPTHWISE:  dwconv2d_s2, x [Hx, W, C]                   -> y [Hy, ceil(W/2), C]
+// w [C, 9], b [C]. Rows are global: x holds rows x_row0.., y holds rows y_row0..; output row R reads
+// input rows 2R-1..2R+1 and a row outside [0, x_len) reads as zero. Every output element is computed
+// by the same instruction sequence whatever the tile (no tile-dependent fast paths), so halo tiles are
+// bit-identical to an untiled run.
+// Grid: x over channels (one thread per channel), y over output columns, z over output rows; all three
+// grid-stride. Channel is the outermost loop so a thread keeps its 9 taps in registers.
+// The channel loop counter is 32-bit (the host checks C <= 2^30): Mesa 22.3's lavapipe loses work when a
+// 64-bit loop counter that differs between invocations encloses another loop. Offsets stay 64-bit.
+// push: see PC. spec 0: workgroup size.
+#include "core.glsl"
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform PC {
+    uint64_t x, w, b, y;
+    int64_t x_row0, x_len, y_row0;
+    int64_t hx, hy, wx, wo, c;
+    uint act;
+    uint pad0;
+} pc;
+
+void main() {
+    // Rows that exist as zero-padding-free input: inside the image [0, x_len) and inside the tile
+    // (validation guarantees the second whenever the first holds for a needed row; the clamp only
+    // keeps a bad call from reading outside x).
+    const int64_t lo = max(pc.x_row0, 0l), hi = min(pc.x_len, pc.x_row0 + pc.hx);
+    for (uint c32 = gl_GlobalInvocationID.x; c32 < uint(pc.c); c32 += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        const uint64_t c = c32;
+        float wk[9];
+        [[unroll]] for (int k = 0; k < 9; k++)
+            wk[k] = LOADF(pc.w, c * 9ul + uint64_t(k));
+        const float bias = LOADF(pc.b, c);
+        for (int64_t r = int64_t(gl_WorkGroupID.z); r < pc.hy; r += int64_t(gl_NumWorkGroups.z)) {
+            const int64_t R = pc.y_row0 + r;
+            for (int64_t o = int64_t(gl_WorkGroupID.y); o < pc.wo; o += int64_t(gl_NumWorkGroups.y)) {
+                float acc = bias;
+                [[unroll]] for (int i = 0; i < 3; i++) {
+                    const int64_t g = 2 * R - 1 + i;
+                    if (g < lo || g >= hi)
+                        continue;
+                    [[unroll]] for (int j = 0; j < 3; j++) {
+                        const int64_t col = 2 * o - 1 + j;
+                        if (col < 0 || col >= pc.wx)
+                            continue;
+#ifdef DEPTHWISE
+                        const uint64_t xi = (uint64_t((g - pc.x_row0) * pc.wx + col)) * uint64_t(pc.c) + c;
+#else
+                        const uint64_t xi = uint64_t((g - pc.x_row0) * pc.wx + col);
+#endif
+                        acc += wk[i * 3 + j] * LOADF(pc.x, xi);
+                    }
+                }
+                STOREF(pc.y, uint64_t(r * pc.wo + o) * uint64_t(pc.c) + c, act_apply(acc, pc.act));
+            }
+        }
+    }
+}

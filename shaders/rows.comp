@@ -1,0 +1,140 @@
+#version 460
+// rows.comp — f32 reductions along the last dimension of x [R, C]: layernorm (-DLAYERNORM),
+// softmax (-DSOFTMAX) and argmax (-DARGMAX).
+//
+// A row belongs to a segment of `tpr` consecutive invocations (a power of two <= the workgroup size,
+// chosen by the host from the row width), so a workgroup handles wg/tpr rows at a time: narrow rows
+// (C = 3) do not leave most of a workgroup idle and wide rows (C = 4097) are split over the whole
+// workgroup. Each invocation accumulates its strided columns in f32, then a shared-memory tree combines
+// the segment (no subgroup operations, so nothing depends on the subgroup size). Rows are grid-stride.
+// push: see PC. spec 0: workgroup size (a power of two).
+#include "core.glsl"
+layout(local_size_x_id = 0) in;
+
+#if defined(LAYERNORM)
+layout(push_constant) uniform PC {
+    uint64_t x, gamma, beta, y, rows, cols;
+    uint tpr;
+    float eps;
+} pc;
+#elif defined(SOFTMAX)
+layout(push_constant) uniform PC {
+    uint64_t x, y, rows, cols;
+    uint tpr;
+    float scale;
+} pc;
+#elif defined(ARGMAX)
+layout(push_constant) uniform PC {
+    uint64_t x, y, rows, cols, c0, c1;
+    uint tpr;
+    uint unused;
+} pc;
+#else
+#error define LAYERNORM, SOFTMAX or ARGMAX
+#endif
+
+shared float red[gl_WorkGroupSize.x];
+#ifdef ARGMAX
+shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (empty or all NaN)
+#endif
+
+#define OP_SUM 0
+#define OP_MAX 1
+
+// Reduces v over the segment of invocation lid (lane = position in the segment). Every invocation of
+// the workgroup must call it (it contains barriers).
+float seg_reduce(float v, uint lid, uint lane, int op) {
+    red[lid] = v;
+    barrier();
+    for (uint s = pc.tpr >> 1; s > 0u; s >>= 1) {
+        if (lane < s)
+            red[lid] = op == OP_SUM ? red[lid] + red[lid + s] : max(red[lid], red[lid + s]);
+        barrier();
+    }
+    float t = red[lid - lane];
+    barrier(); // red is rewritten by the next reduction
+    return t;
+}
+
+#ifdef ARGMAX
+// NaN test on the bits: a compiler assuming no NaN cannot fold it away.
+bool is_nan(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; }
+
+// Does candidate (v, i) beat (bv, bi)? Larger value wins; equal values go to the lower column.
+bool better(float v, int i, float bv, int bi) {
+    return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
+}
+#endif
+
+void main() {
+    uint lid = gl_LocalInvocationID.x;
+    uint tpr = pc.tpr;
+    uint lane = lid & (tpr - 1u);
+    uint rpw = gl_WorkGroupSize.x / tpr; // rows per workgroup pass
+    uint sub = lid / tpr;
+    for (uint64_t rb = gl_WorkGroupID.x; rb * rpw < pc.rows; rb += gl_NumWorkGroups.x) {
+        uint64_t row = rb * rpw + sub;
+        bool live = row < pc.rows; // inactive invocations still take part in the barriers
+        uint64_t base = row * pc.cols;
+#if defined(LAYERNORM)
+        float s = 0.0;
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                s += LOADF(pc.x, base + c);
+        float mean = seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
+        s = 0.0;
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr) {
+                float d = LOADF(pc.x, base + c) - mean;
+                s += d * d;
+            }
+        float var = seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
+        float inv = 1.0 / sqrt(var + pc.eps);
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                STOREF(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
+#elif defined(SOFTMAX)
+        float m = uintBitsToFloat(0xff800000u); // -inf
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                m = max(m, pc.scale * LOADF(pc.x, base + c));
+        m = seg_reduce(m, lid, lane, OP_MAX);
+        float s = 0.0;
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                s += exp(pc.scale * LOADF(pc.x, base + c) - m);
+        s = seg_reduce(s, lid, lane, OP_SUM);
+        // y may alias x: each element is read, then written, by the same invocation, after every
+        // read of the row by the reductions above (they end in a barrier).
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                STOREF(pc.y, base + c, exp(pc.scale * LOADF(pc.x, base + c) - m) / s);
+#else // ARGMAX
+        float bv = 0.0;
+        int bi = -1;
+        uint64_t n = pc.c1 - pc.c0; // < 2^31 (host check): columns fit an int
+        if (live)
+            for (uint64_t c = lane; c < n; c += tpr) {
+                float v = LOADF(pc.x, base + pc.c0 + c);
+                // Increasing c within an invocation: strict > keeps the first of equal values.
+                if (!is_nan(v) && (bi < 0 || v > bv)) {
+                    bv = v;
+                    bi = int(c);
+                }
+            }
+        red[lid] = bv;
+        red_i[lid] = bi;
+        barrier();
+        for (uint s = tpr >> 1; s > 0u; s >>= 1) {
+            if (lane < s && better(red[lid + s], red_i[lid + s], red[lid], red_i[lid])) {
+                red[lid] = red[lid + s];
+                red_i[lid] = red_i[lid + s];
+            }
+            barrier();
+        }
+        if (live && lane == 0u)
+            STOREI(pc.y, row, max(red_i[lid], 0)); // all NaN -> 0, as the reference
+        barrier();
+#endif
+    }
+}

@@ -1,0 +1,438 @@
+/* vkasr.c — the public API (include/vkasr.h): models, sessions, transcription, results, profiling.
+ * A thin layer: model files come from src/model, audio from src/audio, the network from src/asr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "asr/asr.h"
+#include "asr/transcript.h"
+#include "audio/audio.h"
+
+struct vkasr_model {
+    struct logger log;
+    struct be_device *dev;
+    struct asr_model *am;
+    vkasr_model_info info;
+};
+
+struct vkasr_result {
+    struct transcript tr;
+    struct asr_output out;
+    double duration;
+    vkasr_timings timings;
+    size_t mel_dim, enc_dim;
+};
+
+struct vkasr_session {
+    vkasr_model *model;
+    struct backend *be;
+    struct asr_cache cache;
+    struct err err;
+    struct vkasr_result result;
+    /* the call in progress */
+    const vkasr_transcribe_params *params;
+    size_t seg_token0;               /* first token not yet published in a completed segment */
+    double call_start_ms;
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+const char *vkasr_version_string(void) {
+#define STR2(x) #x
+#define STR(x) STR2(x)
+    return STR(VKASR_VERSION_MAJOR) "." STR(VKASR_VERSION_MINOR) "." STR(VKASR_VERSION_PATCH);
+}
+
+int vkasr_version_number(void) { return VKASR_VERSION_NUMBER; }
+
+vkasr_model_params vkasr_model_params_default(void) {
+    return (vkasr_model_params){.struct_size = sizeof(vkasr_model_params), .log_level = VKASR_LOG_WARN};
+}
+
+vkasr_transcribe_params vkasr_transcribe_params_default(void) {
+    return (vkasr_transcribe_params){.struct_size = sizeof(vkasr_transcribe_params)};
+}
+
+/* Copies the fields a caller's (possibly older, smaller) struct provides over the defaults. */
+#define READ_PARAMS(dst, src, dflt)                                                                    \
+    do {                                                                                               \
+        dst = dflt;                                                                                    \
+        if (src) {                                                                                     \
+            size_t n_ = (src)->struct_size < sizeof(dst) ? (src)->struct_size : sizeof(dst);           \
+            memcpy(&dst, src, n_);                                                                     \
+            dst.struct_size = sizeof(dst);                                                             \
+        }                                                                                              \
+    } while (0)
+
+vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, vkasr_error *error) {
+    struct err e = {0};
+    size_t n = 0;
+    vkasr_status st = vk_list_devices(out, capacity, &n, &e);
+    if (count)
+        *count = n;
+    err_export(&e, error);
+    return st;
+}
+
+/* ---- model ------------------------------------------------------------------------------------- */
+
+static void fill_info(vkasr_model *m) {
+    const struct model_config *c = &m->am->cfg;
+    vkasr_model_info *i = &m->info;
+    i->head = (vkasr_head)c->head;
+    i->d_model = c->d_model;
+    i->n_layers = c->n_layers;
+    i->n_heads = c->n_heads;
+    i->ff_size = c->ff_size;
+    i->conv_kernel = c->conv_kernel;
+    i->n_mels = c->n_mels;
+    i->subsampling_channels = c->sub_channels;
+    i->vocab_size = c->vocab_size;
+    i->pred_hidden = c->pred_hidden;
+    i->pred_layers = c->pred_layers;
+    i->n_durations = c->n_durations;
+    for (int k = 0; k < c->n_durations && k < 16; k++)
+        i->durations[k] = c->durations[k];
+    i->max_symbols_per_step = c->max_symbols;
+    i->xscaling = c->xscaling;
+    i->n_params = m->am->n_params;
+    i->precision = m->am->precision;
+    snprintf(i->device_name, sizeof i->device_name, "%s", m->dev->info.name);
+    i->weight_bytes = m->dev->vt->weight_bytes(m->dev);
+}
+
+vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params, vkasr_model **out_model,
+                              vkasr_error *error) {
+    struct err e = {0};
+    if (out_model)
+        *out_model = NULL;
+    if (!path || !out_model) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_model_load: path and out_model must not be NULL");
+        err_export(&e, error);
+        return e.code;
+    }
+    vkasr_model_params p;
+    READ_PARAMS(p, params, vkasr_model_params_default());
+    if (p.precision < VKASR_PRECISION_AUTO || p.precision > VKASR_PRECISION_F16) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_model_load: unknown precision %d", (int)p.precision);
+        err_export(&e, error);
+        return e.code;
+    }
+    vkasr_model *m = calloc(1, sizeof *m);
+    if (!m) {
+        err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        err_export(&e, error);
+        return e.code;
+    }
+    m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
+    struct model_file *mf = NULL;
+    vkasr_status st = model_open(path, &mf, &e);
+    if (st == VKASR_OK) {
+        struct be_device_options o = {.device = p.device, .validation = p.validation, .profile = p.profile,
+                                      .want_f16 = p.precision != VKASR_PRECISION_F32, .log = &m->log};
+        st = be_device_open(&o, &m->dev, &e);
+    }
+    vkasr_precision prec = VKASR_PRECISION_F32;
+    if (st == VKASR_OK) {
+        if (p.precision == VKASR_PRECISION_F16 && !m->dev->info.f16)
+            st = err_set(&e, VKASR_ERR_UNSUPPORTED,
+                         "f16 precision requested but %s lacks shaderFloat16/storageBuffer16BitAccess; use f32",
+                         m->dev->info.name);
+        else if (p.precision == VKASR_PRECISION_F16 || (p.precision == VKASR_PRECISION_AUTO && m->dev->info.f16 &&
+                                                        !m->dev->info.reference))
+            prec = VKASR_PRECISION_F16;
+    }
+    if (st == VKASR_OK)
+        st = asr_model_load(m->dev, mf, prec, &m->am, &e);
+    model_close(mf);
+    if (st != VKASR_OK) {
+        vkasr_model_free(m);
+        err_export(&e, error);
+        return st;
+    }
+    fill_info(m);
+    LOG_INFO(&m->log, "loaded %s: %s head, %d layers, d_model %d, %.1fM parameters, %s on %s", path,
+             m->info.head == VKASR_HEAD_TDT ? "TDT" : m->info.head == VKASR_HEAD_RNNT ? "RNN-T" : "CTC", m->info.n_layers,
+             m->info.d_model, m->info.n_params / 1e6, prec == VKASR_PRECISION_F16 ? "f16" : "f32", m->info.device_name);
+    *out_model = m;
+    err_export(&e, error);
+    return VKASR_OK;
+}
+
+void vkasr_model_free(vkasr_model *m) {
+    if (!m)
+        return;
+    asr_model_free(m->am);
+    be_device_close(m->dev);
+    free(m);
+}
+
+vkasr_status vkasr_model_get_info(const vkasr_model *m, vkasr_model_info *out) {
+    if (!m || !out)
+        return VKASR_ERR_INVALID_ARG;
+    *out = m->info;
+    out->weight_bytes = m->dev->vt->weight_bytes(m->dev);
+    return VKASR_OK;
+}
+
+/* ---- sessions ---------------------------------------------------------------------------------- */
+
+static void result_clear(struct vkasr_result *r) {
+    transcript_free(&r->tr);
+    asr_output_free(&r->out);
+    memset(r, 0, sizeof *r);
+}
+
+vkasr_status vkasr_session_create(vkasr_model *model, vkasr_session **out, vkasr_error *error) {
+    struct err e = {0};
+    if (out)
+        *out = NULL;
+    if (!model || !out) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_session_create: model and out_session must not be NULL");
+        err_export(&e, error);
+        return e.code;
+    }
+    vkasr_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        err_export(&e, error);
+        return e.code;
+    }
+    s->model = model;
+    vkasr_status st = be_backend_create(model->dev, &s->be, &e);
+    if (st != VKASR_OK) {
+        free(s);
+        err_export(&e, error);
+        return st;
+    }
+    *out = s;
+    err_export(&e, error);
+    return VKASR_OK;
+}
+
+void vkasr_session_free(vkasr_session *s) {
+    if (!s)
+        return;
+    result_clear(&s->result);
+    asr_cache_free(&s->cache);
+    be_backend_destroy(s->be);
+    free(s);
+}
+
+const char *vkasr_session_last_error(const vkasr_session *s) { return s ? s->err.msg : "no session"; }
+
+/* ---- callbacks during a run -------------------------------------------------------------------- */
+
+static void on_progress(void *ud, const char *stage, double fraction, double audio_done) {
+    vkasr_session *s = ud;
+    if (!s->params->progress_callback)
+        return;
+    /* Overall progress: features 5 %, encoder 65 %, decoder 30 %. */
+    double f = strcmp(stage, "features") == 0 ? 0.05 * fraction
+               : strcmp(stage, "encoder") == 0 ? 0.05 + 0.65 * fraction
+                                                 : 0.70 + 0.30 * fraction;
+    vkasr_progress p = {(float)f, f * s->result.duration, s->result.duration, stage};
+    if (strcmp(stage, "decoder") == 0)
+        p.audio_seconds_done = audio_done < s->result.duration ? audio_done : s->result.duration;
+    s->params->progress_callback(&p, s->params->progress_user_data);
+}
+
+static bool on_should_abort(void *ud) {
+    vkasr_session *s = ud;
+    return s->params->abort_callback && s->params->abort_callback(s->params->abort_user_data);
+}
+
+/* Publishes segments completed since the last call: the tokens from seg_token0 are rebuilt into a
+ * partial transcript; all its segments but the last (which may still grow) are final. */
+static vkasr_status publish_segments(vkasr_session *s, bool final) {
+    struct asr_output *o = &s->result.out;
+    if (s->seg_token0 >= o->ntokens)
+        return VKASR_OK;
+    struct transcript part;
+    TRY(transcript_build(&s->model->am->tok, &s->model->am->cfg, o->tokens + s->seg_token0, o->ntokens - s->seg_token0,
+                         &part, &s->err));
+    size_t done = final ? part.nsegments : (part.nsegments ? part.nsegments - 1 : 0);
+    size_t first_seg = s->result.tr.nsegments, ntok = 0;
+    if (done) {
+        const vkasr_segment *ls = &part.segments[done - 1];
+        const vkasr_word *lw = &part.words[ls->first_word + ls->n_words - 1];
+        ntok = lw->first_token + lw->n_tokens;
+    }
+    vkasr_status st = transcript_append(&s->result.tr, &part, done, &s->err);
+    transcript_free(&part);
+    if (st != VKASR_OK)
+        return st;
+    s->seg_token0 += ntok;
+    for (size_t i = first_seg; i < s->result.tr.nsegments; i++)
+        s->params->segment_callback(&s->result, i, s->params->segment_user_data);
+    return VKASR_OK;
+}
+
+static void on_tokens_added(void *ud) {
+    vkasr_session *s = ud;
+    if (!s->params->segment_callback)
+        return;
+    const struct asr_output *o = &s->result.out;
+    const struct tokenizer *tok = &s->model->am->tok;
+    int32_t id = o->tokens[o->ntokens - 1].id;
+    /* A segment can only close right before a new word starts. */
+    if (id >= 0 && id < tok->n && transcript_piece_starts_word(tok->piece[id]))
+        publish_segments(s, false); /* best effort: a failure here resurfaces in the final build */
+}
+
+/* ---- transcription ----------------------------------------------------------------------------- */
+
+static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_transcribe_params *p, double load_ms,
+                        const vkasr_result **out) {
+    struct vkasr_result *r = &s->result;
+    r->duration = (double)a->n / a->rate;
+    r->mel_dim = (size_t)s->model->am->cfg.n_mels;
+    r->enc_dim = (size_t)s->model->am->cfg.d_model;
+    s->params = p;
+    s->seg_token0 = 0;
+    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, s};
+    struct asr_options opt = {p->max_symbols_per_step, p->keep_features};
+    vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
+    if (st == VKASR_OK || st == VKASR_ABORTED) {
+        /* Report what the callbacks have not seen yet, then build the final transcript in one pass. */
+        if (p->segment_callback) {
+            vkasr_status sp = publish_segments(s, true);
+            if (sp != VKASR_OK && st == VKASR_OK)
+                st = sp;
+        }
+        transcript_free(&r->tr);
+        vkasr_status sb = transcript_build(&s->model->am->tok, &s->model->am->cfg, r->out.tokens, r->out.ntokens,
+                                           &r->tr, &s->err);
+        if (sb != VKASR_OK)
+            st = sb;
+    }
+    if (st == VKASR_ABORTED)
+        err_set(&s->err, VKASR_ABORTED, "transcription aborted by the abort callback after %zu tokens",
+                r->out.ntokens);
+    r->timings = (vkasr_timings){
+        .audio_seconds = r->duration,
+        .load_ms = load_ms,
+        .features_ms = r->out.features_ms,
+        .encoder_ms = r->out.encoder_ms,
+        .decoder_ms = r->out.decoder_ms,
+        .total_ms = now_ms() - s->call_start_ms,
+        .peak_device_bytes = s->model->dev->vt->weight_bytes(s->model->dev) + s->be->vt->peak_bytes(s->be),
+    };
+    s->params = NULL;
+    if (st == VKASR_OK || st == VKASR_ABORTED)
+        *out = r;
+    return st;
+}
+
+static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
+    if (!s)
+        return VKASR_ERR_INVALID_ARG;
+    s->call_start_ms = now_ms();
+    err_clear(&s->err);
+    result_clear(&s->result);
+    if (out)
+        *out = NULL;
+    if (!out)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "out_result must not be NULL");
+    return VKASR_OK;
+}
+
+vkasr_status vkasr_transcribe_pcm(vkasr_session *s, const float *samples, size_t n_frames, int sample_rate,
+                                  int channels, const vkasr_transcribe_params *params, const vkasr_result **out) {
+    TRY(begin(s, out));
+    if ((!samples && n_frames) || sample_rate <= 0 || channels <= 0)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "vkasr_transcribe_pcm: need samples (or n_frames 0), sample_rate > 0 and channels > 0");
+    vkasr_transcribe_params p;
+    READ_PARAMS(p, params, vkasr_transcribe_params_default());
+    struct audio a = {0};
+    TRY(audio_from_pcm(samples, n_frames, sample_rate, channels, s->model->am->cfg.sample_rate, &a, &s->err));
+    double load_ms = now_ms() - s->call_start_ms;
+    vkasr_status st = run(s, &a, &p, load_ms, out);
+    audio_free(&a);
+    return st;
+}
+
+vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vkasr_transcribe_params *params,
+                                   const vkasr_result **out) {
+    TRY(begin(s, out));
+    if (!path)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "vkasr_transcribe_file: path must not be NULL");
+    vkasr_transcribe_params p;
+    READ_PARAMS(p, params, vkasr_transcribe_params_default());
+    struct audio a = {0};
+    TRY(audio_load_file(path, s->model->am->cfg.sample_rate, &a, &s->err));
+    double load_ms = now_ms() - s->call_start_ms;
+    vkasr_status st = run(s, &a, &p, load_ms, out);
+    audio_free(&a);
+    return st;
+}
+
+/* ---- results ----------------------------------------------------------------------------------- */
+
+const char *vkasr_result_text(const vkasr_result *r) { return r && r->tr.text ? r->tr.text : ""; }
+double vkasr_result_duration(const vkasr_result *r) { return r ? r->duration : 0.0; }
+
+const vkasr_token *vkasr_result_tokens(const vkasr_result *r, size_t *count) {
+    if (count)
+        *count = r ? r->tr.ntokens : 0;
+    return r ? r->tr.tokens : NULL;
+}
+
+const vkasr_word *vkasr_result_words(const vkasr_result *r, size_t *count) {
+    if (count)
+        *count = r ? r->tr.nwords : 0;
+    return r ? r->tr.words : NULL;
+}
+
+const vkasr_segment *vkasr_result_segments(const vkasr_result *r, size_t *count) {
+    if (count)
+        *count = r ? r->tr.nsegments : 0;
+    return r ? r->tr.segments : NULL;
+}
+
+vkasr_timings vkasr_result_timings(const vkasr_result *r) { return r ? r->timings : (vkasr_timings){0}; }
+
+const float *vkasr_result_mel(const vkasr_result *r, size_t *frames, size_t *n_mels) {
+    bool ok = r && r->out.mel;
+    if (frames)
+        *frames = ok ? (size_t)r->out.mel_frames : 0;
+    if (n_mels)
+        *n_mels = ok ? r->mel_dim : 0;
+    return ok ? r->out.mel : NULL;
+}
+
+const float *vkasr_result_encoder(const vkasr_result *r, size_t *frames, size_t *dim) {
+    bool ok = r && r->out.encoder;
+    if (frames)
+        *frames = ok ? (size_t)r->out.frames : 0;
+    if (dim)
+        *dim = ok ? r->enc_dim : 0;
+    return ok ? r->out.encoder : NULL;
+}
+
+/* ---- profiling ---------------------------------------------------------------------------------- */
+
+vkasr_status vkasr_session_profile(const vkasr_session *s, vkasr_op_profile *out, size_t capacity, size_t *count) {
+    if (!s || !count)
+        return VKASR_ERR_INVALID_ARG;
+    struct be_op_stat st[128];
+    size_t n = s->be->vt->profile(s->be, st, 128);
+    *count = n;
+    for (size_t i = 0; i < n && i < capacity && out; i++) {
+        snprintf(out[i].name, sizeof out[i].name, "%s", st[i].name);
+        out[i].calls = st[i].calls;
+        out[i].gpu_ms = st[i].gpu_ms;
+    }
+    return VKASR_OK;
+}
+
+void vkasr_session_profile_reset(vkasr_session *s) {
+    if (s)
+        s->be->vt->profile_reset(s->be);
+}

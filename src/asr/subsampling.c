@@ -1,0 +1,68 @@
+/* subsampling.c — dw_striding x8 subsampling (spec §2) in halo tiles: each tile of encoder frames
+ * [a, b) evaluates every stage only at the global rows it needs (7 mel frames of left halo), with
+ * out-of-range rows read as zero, so tiles are bit-identical to one untiled pass and memory is
+ * bounded by the tile, not the audio length. Activations are channels-last: [rows, freq, C]. */
+#include "asr.h"
+
+/* Bytes of stage-1 activations a tile may use (the largest of the tile's temporaries). */
+#define TILE_BUDGET (192ull << 20)
+
+static int64_t half_up(int64_t v) { return (v + 1) / 2; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames) {
+    int64_t l = mel_frames;
+    for (int f = cfg->sub_factor; f > 1; f /= 2)
+        l = half_up(l);
+    return l;
+}
+
+/* A channels-last activation [rows, W, C] seen as [rows*W, C] for the pointwise convs, or as
+ * [rows, W*C] for the final linear. */
+static be_tensor flat2(const be_tensor *t, int64_t r, int64_t c) { return be_tensor_2d(t->addr, t->type, r, c); }
+
+vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                           struct err *e);
+vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                           struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int64_t L = feat->ne[0], M = feat->ne[1], C = c->sub_channels;
+    const int64_t L1 = half_up(L), L2 = half_up(L1), T = half_up(L2);
+    const int64_t F1 = half_up(M), F2 = half_up(F1), F3 = half_up(F2);
+    CHECK_OR_RETURN(e, c->sub_factor == 8 && x->ne[0] == T && x->ne[1] == c->d_model);
+    int64_t tile = (int64_t)(TILE_BUDGET / ((uint64_t)4 * F1 * C * 4)) - 1; /* stage-1 rows ~ 4 per frame */
+    tile = max64(1, min64(tile, T));
+    for (int64_t a = 0; a < T; a += tile) {
+        const int64_t b = min64(T, a + tile);
+        // global rows each stage needs for encoder frames [a, b): stage k row r reads rows 2r-1..2r+1
+        const int64_t r1 = max64(0, 4 * a - 3), n1 = min64(L1, 4 * b) - r1;
+        const int64_t r2 = max64(0, 2 * a - 1), n2 = min64(L2, 2 * b) - r2;
+        const int64_t n3 = b - a;
+        uint64_t mark = be_mark(be);
+        be_tensor s1, s2a, s2, s3a, s3;
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n1, F1, C}, &s1));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n2, F2, C}, &s2a));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n2, F2, C}, &s2));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n3, F3, C}, &s3a));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n3, F3, C}, &s3));
+        // conv 0 + ReLU: mel [L, M] -> s1 [n1, F1, C] (rows r1 ..)
+        TRY(be_conv2d_s2(be, &(struct op_conv2d_s2){.x = *feat, .w = m->sub_w0, .b = m->sub_b0, .y = s1,
+                                                     .x_row0 = 0, .x_len = L, .y_row0 = r1, .act = ACT_RELU}));
+        // conv 2 (depthwise) -> conv 3 (pointwise) + ReLU: s2 [n2, F2, C] (rows r2 ..)
+        TRY(be_dwconv2d_s2(be, &(struct op_dwconv2d_s2){.x = s1, .w = m->sub_w2, .b = m->sub_b2, .y = s2a,
+                                                         .x_row0 = r1, .x_len = L1, .y_row0 = r2}));
+        TRY(be_linear(be, &(struct op_linear){.x = flat2(&s2a, n2 * F2, C), .w = m->sub_w3, .bias = m->sub_b3,
+                                               .y = flat2(&s2, n2 * F2, C), .act = ACT_RELU, .alpha = 1.0f}));
+        // conv 5 (depthwise) -> conv 6 (pointwise) + ReLU: s3 [n3, F3, C] (rows a .. b-1)
+        TRY(be_dwconv2d_s2(be, &(struct op_dwconv2d_s2){.x = s2, .w = m->sub_w5, .b = m->sub_b5, .y = s3a,
+                                                         .x_row0 = r2, .x_len = L2, .y_row0 = a}));
+        TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3a, n3 * F3, C), .w = m->sub_w6, .bias = m->sub_b6,
+                                               .y = flat2(&s3, n3 * F3, C), .act = ACT_RELU, .alpha = 1.0f}));
+        // linear: [n3, F3*C] -> x rows [a, b) of [T, D]
+        TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3, n3, F3 * C), .w = m->sub_lin_w, .bias = m->sub_lin_b,
+                                               .y = be_tensor_rows(x, a, n3), .alpha = 1.0f}));
+        be_release(be, mark);
+    }
+    return VKASR_OK;
+}

@@ -1,0 +1,24 @@
+/* transcript.h — tokens -> text, token/word/segment timestamps (public vkasr_* record types). */
+#ifndef VKASR_TRANSCRIPT_H
+#define VKASR_TRANSCRIPT_H
+
+#include "asr.h"
+
+struct transcript {
+    char *text;
+    vkasr_token *tokens;             /* piece points into the tokenizer; text is owned        */
+    size_t ntokens;
+    vkasr_word *words;               /* text owned                                            */
+    size_t nwords;
+    vkasr_segment *segments;         /* text owned                                            */
+    size_t nsegments;
+};
+
+vkasr_status transcript_build(const struct tokenizer *tok, const struct model_config *cfg, const struct asr_token *t,
+                              size_t n, struct transcript *tr, struct err *e);
+void transcript_free(struct transcript *tr);
+vkasr_status transcript_append(struct transcript *dst, struct transcript *part, size_t nseg, struct err *e);
+/* True when a piece starts a word (begins with U+2581). */
+bool transcript_piece_starts_word(const char *piece);
+
+#endif

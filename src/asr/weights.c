@@ -1,0 +1,224 @@
+/* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: encoder matrices in the
+ * session precision (f16 or f32), everything else in f32; builds the mel window and filterbank. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asr.h"
+#include "audio/mel.h"
+#include "common/half.h"
+
+struct loader {
+    const struct model_file *mf;
+    struct backend *be;
+    vkasr_precision precision;
+    uint64_t n_params;
+    struct err *e;
+};
+
+/* Converts a host tensor (f32 or f16) to the device type and uploads it into the weight pool. */
+static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_dtype type, be_tensor *out) {
+    *out = be_tensor_make(0, type, t->nd, t->ne);
+    uint64_t n = be_numel(out);
+    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
+    ld->n_params += n;
+    void *buf = malloc(n ? be_nbytes(out) : 4);
+    if (!buf)
+        return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
+    for (uint64_t i = 0; i < n; i++) {
+        float v = t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+        if (type == BE_F16)
+            ((uint16_t *)buf)[i] = float_to_half(v);
+        else
+            ((float *)buf)[i] = v;
+    }
+    vkasr_status st = be_upload(ld->be, out->addr, buf, be_nbytes(out));
+    free(buf);
+    if (st != VKASR_OK)
+        return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
+    return VKASR_OK;
+}
+
+/* A required tensor (validated at model open; a miss here is a bug). */
+static vkasr_status get(struct loader *ld, const char *name, be_tensor *out) {
+    const struct model_tensor *t = model_find(ld->mf, name);
+    if (!t || (t->type != MT_F32 && t->type != MT_F16))
+        return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s' missing or not float after preparation", ld->mf->path,
+                       name);
+    bool f16 = ld->precision == VKASR_PRECISION_F16 && model_is_matrix_weight(name);
+    return upload(ld, t, f16 ? BE_F16 : BE_F32, out);
+}
+
+/* An optional tensor (biases of models without them): addr 0 when absent. */
+static vkasr_status opt(struct loader *ld, const char *name, be_tensor *out) {
+    memset(out, 0, sizeof *out);
+    if (!model_find(ld->mf, name))
+        return VKASR_OK;
+    return get(ld, name, out);
+}
+
+static vkasr_status getf(struct loader *ld, be_tensor *out, bool optional, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static vkasr_status getf(struct loader *ld, be_tensor *out, bool optional, const char *fmt, ...) {
+    char name[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return optional ? opt(ld, name, out) : get(ld, name, out);
+}
+
+static vkasr_status load_layer(struct loader *ld, int i, struct asr_layer *L) {
+#define REQ(field, suffix) TRY(getf(ld, &L->field, false, "encoder.layers.%d.%s", i, suffix))
+#define OPT(field, suffix) TRY(getf(ld, &L->field, true, "encoder.layers.%d.%s", i, suffix))
+    REQ(ff1_norm_w, "norm_feed_forward1.weight");
+    REQ(ff1_norm_b, "norm_feed_forward1.bias");
+    REQ(ff1_w1, "feed_forward1.linear1.weight");
+    OPT(ff1_b1, "feed_forward1.linear1.bias");
+    REQ(ff1_w2, "feed_forward1.linear2.weight");
+    OPT(ff1_b2, "feed_forward1.linear2.bias");
+    REQ(att_norm_w, "norm_self_att.weight");
+    REQ(att_norm_b, "norm_self_att.bias");
+    REQ(wq, "self_attn.q_proj.weight");
+    OPT(bq, "self_attn.q_proj.bias");
+    REQ(wk, "self_attn.k_proj.weight");
+    OPT(bk, "self_attn.k_proj.bias");
+    REQ(wv, "self_attn.v_proj.weight");
+    OPT(bv, "self_attn.v_proj.bias");
+    REQ(wo, "self_attn.o_proj.weight");
+    OPT(bo, "self_attn.o_proj.bias");
+    REQ(wpos, "self_attn.relative_k_proj.weight");
+    REQ(bias_u, "self_attn.bias_u");
+    REQ(bias_v, "self_attn.bias_v");
+    REQ(conv_norm_w, "norm_conv.weight");
+    REQ(conv_norm_b, "norm_conv.bias");
+    REQ(pw1_w, "conv.pointwise_conv1.weight");
+    OPT(pw1_b, "conv.pointwise_conv1.bias");
+    REQ(dw_w, "conv.depthwise_conv.weight");
+    REQ(dw_b, "conv.depthwise_conv.bias");
+    REQ(pw2_w, "conv.pointwise_conv2.weight");
+    OPT(pw2_b, "conv.pointwise_conv2.bias");
+    REQ(ff2_norm_w, "norm_feed_forward2.weight");
+    REQ(ff2_norm_b, "norm_feed_forward2.bias");
+    REQ(ff2_w1, "feed_forward2.linear1.weight");
+    OPT(ff2_b1, "feed_forward2.linear1.bias");
+    REQ(ff2_w2, "feed_forward2.linear2.weight");
+    OPT(ff2_b2, "feed_forward2.linear2.bias");
+    REQ(out_norm_w, "norm_out.weight");
+    REQ(out_norm_b, "norm_out.bias");
+#undef REQ
+#undef OPT
+    return VKASR_OK;
+}
+
+static vkasr_status upload_host_f32(struct loader *ld, const float *data, int nd, const int64_t *ne, be_tensor *out) {
+    *out = be_tensor_make(0, BE_F32, nd, ne);
+    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
+    vkasr_status st = be_upload(ld->be, out->addr, data, be_nbytes(out));
+    return st == VKASR_OK ? st : err_set(ld->e, st, "%s", ld->be->err.msg);
+}
+
+static vkasr_status load_frontend(struct loader *ld, struct asr_model *m) {
+    const struct model_config *c = &m->cfg;
+    struct mel_config mc = {c->sample_rate, c->n_fft, c->win_length, c->hop_length, c->n_mels, c->preemph};
+    int nb = c->n_fft / 2 + 1;
+    float *w = malloc((size_t)c->win_length * sizeof *w);
+    float *fb = malloc((size_t)c->n_mels * (size_t)nb * sizeof *fb);
+    vkasr_status st = VKASR_OK;
+    if (!w || !fb)
+        st = err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    if (st == VKASR_OK) {
+        mel_window(&mc, w);
+        st = mel_filterbank(&mc, fb, ld->e);
+    }
+    if (st == VKASR_OK)
+        st = upload_host_f32(ld, w, 1, (int64_t[]){c->win_length}, &m->window);
+    if (st == VKASR_OK)
+        st = upload_host_f32(ld, fb, 2, (int64_t[]){c->n_mels, nb}, &m->melbank);
+    free(w);
+    free(fb);
+    return st;
+}
+
+static vkasr_status load_all(struct loader *ld, struct asr_model *m) {
+    const struct model_config *c = &m->cfg;
+    TRY(load_frontend(ld, m));
+    static const char *const sub_names[] = {"0", "2", "3", "5", "6"};
+    be_tensor *sub_w[] = {&m->sub_w0, &m->sub_w2, &m->sub_w3, &m->sub_w5, &m->sub_w6};
+    be_tensor *sub_b[] = {&m->sub_b0, &m->sub_b2, &m->sub_b3, &m->sub_b5, &m->sub_b6};
+    for (int i = 0; i < 5; i++) {
+        TRY(getf(ld, sub_w[i], false, "encoder.subsampling.layers.%s.weight", sub_names[i]));
+        TRY(getf(ld, sub_b[i], false, "encoder.subsampling.layers.%s.bias", sub_names[i]));
+    }
+    TRY(get(ld, "encoder.subsampling.linear.weight", &m->sub_lin_w));
+    TRY(get(ld, "encoder.subsampling.linear.bias", &m->sub_lin_b));
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->layers)
+        return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int i = 0; i < c->n_layers; i++)
+        TRY(load_layer(ld, i, &m->layers[i]));
+    if (c->head == VKASR_HEAD_CTC) {
+        TRY(get(ld, "ctc_head.weight", &m->ctc_w));
+        TRY(get(ld, "ctc_head.bias", &m->ctc_b));
+        return VKASR_OK;
+    }
+    if (c->pred_layers < 1 || c->pred_layers > 8)
+        return err_set(ld->e, VKASR_ERR_UNSUPPORTED, "%s: %d prediction-network LSTM layers (1..8 supported)",
+                       ld->mf->path, c->pred_layers);
+    TRY(get(ld, "decoder.embedding.weight", &m->embed));
+    for (int l = 0; l < c->pred_layers; l++) {
+        TRY(getf(ld, &m->lstm_wih[l], false, "decoder.lstm.weight_ih_l%d", l));
+        TRY(getf(ld, &m->lstm_whh[l], false, "decoder.lstm.weight_hh_l%d", l));
+        TRY(getf(ld, &m->lstm_b[l], false, "decoder.lstm.bias_l%d", l));
+    }
+    TRY(get(ld, "decoder.decoder_projector.weight", &m->pred_proj_w));
+    TRY(get(ld, "decoder.decoder_projector.bias", &m->pred_proj_b));
+    TRY(get(ld, "encoder_projector.weight", &m->enc_proj_w));
+    TRY(get(ld, "encoder_projector.bias", &m->enc_proj_b));
+    TRY(get(ld, "joint.head.weight", &m->joint_w));
+    TRY(get(ld, "joint.head.bias", &m->joint_b));
+    return VKASR_OK;
+}
+
+vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_precision precision,
+                            struct asr_model **out, struct err *e) {
+    *out = NULL;
+    TRY(model_prepare(mf, e));
+    struct asr_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    m->cfg = mf->cfg;
+    m->dev = dev;
+    m->precision = precision;
+    struct backend *be = NULL;
+    vkasr_status st = be_backend_create(dev, &be, e);
+    if (st == VKASR_OK) {
+        struct loader ld = {mf, be, precision, 0, e};
+        st = load_all(&ld, m);
+        if (st == VKASR_OK)
+            st = be_sync(be);
+        if (st != VKASR_OK && e->code == VKASR_OK)
+            err_set(e, st, "%s", be->err.msg);
+        m->n_params = ld.n_params;
+        be_backend_destroy(be);
+    }
+    if (st != VKASR_OK) {
+        asr_model_free(m);
+        return st;
+    }
+    /* The tokenizer moves to the model; the file can be closed by the caller. */
+    m->tok = mf->tok;
+    memset(&mf->tok, 0, sizeof mf->tok);
+    *out = m;
+    return VKASR_OK;
+}
+
+void asr_model_free(struct asr_model *m) {
+    if (!m)
+        return;
+    /* Device weights belong to the device's weight pool and go with it. */
+    free(m->layers);
+    tok_free(&m->tok);
+    free(m);
+}

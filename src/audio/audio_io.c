@@ -1,0 +1,409 @@
+/* audio_io.c — audio input: decoding with libsndfile (paths, standard input, memory images),
+ * channel averaging to mono and resampling with libsoxr to the requested rate.
+ * Decoding is incremental: a header's frame count is never trusted for an allocation, so a file that
+ * claims 2^40 frames costs only what it really contains. This file does no feature computation. */
+#include "audio/audio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sndfile.h>
+#include <soxr.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Decoded frames per libsndfile read call, divided by the channel count: bounds the scratch buffers
+ * (256 KiB of interleaved floats) whatever the file says. */
+#define CHUNK_SAMPLES 65536
+/* Sample rates we accept (libsndfile formats top out far below; soxr needs positive rates). */
+#define MAX_RATE (1 << 24)
+
+/* ---- the conversion sink: interleaved floats in, mono at the target rate out -------------------- */
+
+struct sink {
+    const char *name;   /* for messages: the path, "standard input", a caller's name */
+    int channels, src_rate, rate;
+    double ratio;       /* rate / src_rate */
+    soxr_t sx;          /* NULL when src_rate == rate: samples are copied, bit-exact */
+    float *mono;        /* scratch: one chunk mixed to mono */
+    size_t mono_cap;
+    float *out;         /* result at `rate` */
+    size_t n, cap;
+    uint64_t frames_in; /* source frames consumed so far (positions in messages) */
+};
+
+static vkasr_status sink_grow(struct sink *s, size_t need, struct err *e) {
+    if (need <= s->cap)
+        return VKASR_OK;
+    size_t cap = s->cap < 4096 ? 4096 : s->cap;
+    while (cap < need) {
+        if (cap > SIZE_MAX / 2 / sizeof(float)) {
+            cap = need;
+            break;
+        }
+        cap *= 2;
+    }
+    if (cap > SIZE_MAX / sizeof(float))
+        return err_set(e, VKASR_ERR_NO_MEMORY, "%s: audio too long (%zu samples)", s->name, need);
+    float *p = realloc(s->out, cap * sizeof *p);
+    if (!p)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "%s: out of host memory for %zu decoded samples", s->name, need);
+    s->out = p;
+    s->cap = cap;
+    return VKASR_OK;
+}
+
+static vkasr_status sink_init(struct sink *s, const char *name, int src_rate, int channels, int rate,
+                              struct err *e) {
+    memset(s, 0, sizeof *s);
+    s->name = name;
+    if (channels < 1)
+        return err_set(e, VKASR_ERR_AUDIO, "%s: invalid channel count %d", name, channels);
+    if (src_rate < 1 || src_rate > MAX_RATE)
+        return err_set(e, VKASR_ERR_AUDIO, "%s: invalid sample rate %d Hz", name, src_rate);
+    if (rate < 1 || rate > MAX_RATE)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: invalid target sample rate %d Hz", name, rate);
+    s->channels = channels;
+    s->src_rate = src_rate;
+    s->rate = rate;
+    s->ratio = (double)rate / (double)src_rate;
+    if (src_rate != rate) {
+        /* SOXR_HQ (20-bit, linear phase, passband to ~0.91 of the lower Nyquist): the quality librosa
+         * uses by default (res_type "soxr_hq"), which is how NeMo-style loaders resample; float32 in and
+         * out so nothing is clipped or dithered; one thread so results are deterministic. */
+        soxr_error_t se = NULL;
+        soxr_io_spec_t io = soxr_io_spec(SOXR_FLOAT32_I, SOXR_FLOAT32_I);
+        soxr_quality_spec_t q = soxr_quality_spec(SOXR_HQ, 0);
+        soxr_runtime_spec_t rt = soxr_runtime_spec(1);
+        s->sx = soxr_create((double)src_rate, (double)rate, 1, &se, &io, &q, &rt);
+        if (!s->sx || se)
+            return err_set(e, VKASR_ERR_AUDIO, "%s: cannot resample %d Hz -> %d Hz: %s", name, src_rate, rate,
+                           se ? se : "soxr_create failed");
+    }
+    return VKASR_OK;
+}
+
+static void sink_free(struct sink *s) {
+    if (s->sx)
+        soxr_delete(s->sx);
+    free(s->mono);
+    free(s->out);
+    memset(s, 0, sizeof *s);
+}
+
+/* Feeds ilen mono samples to soxr (in == NULL: end of input, drains the filter) and appends what
+ * it returns. soxr may hold output back when the buffer is short, so this loops until the input is
+ * consumed and the last call left room to spare. */
+static vkasr_status sink_resample(struct sink *s, const float *in, size_t ilen, struct err *e) {
+    size_t used = 0;
+    for (;;) {
+        size_t want = (size_t)((double)(ilen - used) * s->ratio) + 1024;
+        TRY(sink_grow(s, s->n + want, e));
+        size_t olen = s->cap - s->n, idone = 0, odone = 0;
+        soxr_error_t se = soxr_process(s->sx, in ? in + used : NULL, in ? ilen - used : 0, &idone, s->out + s->n,
+                                       olen, &odone);
+        if (se)
+            return err_set(e, VKASR_ERR_AUDIO, "%s: resampling %d Hz -> %d Hz failed: %s", s->name, s->src_rate,
+                           s->rate, se);
+        used += idone;
+        s->n += odone;
+        if (odone == olen)
+            continue; /* output was cut short: more is waiting */
+        if (!in)
+            return VKASR_OK; /* drained */
+        if (used >= ilen)
+            return VKASR_OK;
+        if (idone == 0 && odone == 0)
+            return err_set(e, VKASR_ERR_INTERNAL, "%s: resampler made no progress (%zu of %zu samples used)",
+                           s->name, used, ilen);
+    }
+}
+
+/* Appends `frames` interleaved frames: rejects non-finite samples (naming the first), averages the
+ * channels (mean, like transformers), resamples or copies. */
+static vkasr_status sink_push(struct sink *s, const float *x, size_t frames, struct err *e) {
+    int C = s->channels;
+    for (size_t i = 0; i < frames * (size_t)C; i++)
+        if (!isfinite(x[i])) {
+            uint64_t f = s->frames_in + i / (size_t)C;
+            return err_set(e, VKASR_ERR_AUDIO,
+                           "%s: sample %llu (channel %d, %.6f s) is %s; audio must be finite", s->name,
+                           (unsigned long long)f, (int)(i % (size_t)C), (double)f / s->src_rate,
+                           isnan(x[i]) ? "NaN" : "infinite");
+        }
+    s->frames_in += frames;
+    const float *mono = x;
+    if (C > 1) {
+        if (s->mono_cap < frames) {
+            float *p = realloc(s->mono, frames * sizeof *p);
+            if (!p)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "%s: out of host memory", s->name);
+            s->mono = p;
+            s->mono_cap = frames;
+        }
+        /* Sum in double, one rounding at the end: for two channels this equals float32 (a+b)/2. */
+        for (size_t f = 0; f < frames; f++) {
+            double acc = 0;
+            for (int c = 0; c < C; c++)
+                acc += x[f * (size_t)C + (size_t)c];
+            s->mono[f] = (float)(acc / C);
+        }
+        mono = s->mono;
+    }
+    if (s->sx)
+        return sink_resample(s, mono, frames, e);
+    TRY(sink_grow(s, s->n + frames, e));
+    memcpy(s->out + s->n, mono, frames * sizeof *mono);
+    s->n += frames;
+    return VKASR_OK;
+}
+
+/* Drains the resampler and hands the buffer to `out` (the sink no longer owns it). */
+static vkasr_status sink_finish(struct sink *s, struct audio *out, struct err *e) {
+    if (s->sx)
+        TRY(sink_resample(s, NULL, 0, e));
+    if (s->n && s->cap - s->n > s->n / 8) { /* give back the geometric-growth slack; failure is harmless */
+        float *p = realloc(s->out, s->n * sizeof *p);
+        if (p)
+            s->out = p;
+    }
+    out->samples = s->n ? s->out : NULL;
+    if (!s->n)
+        free(s->out);
+    out->n = s->n;
+    out->rate = s->rate;
+    out->source_rate = s->src_rate;
+    out->source_channels = s->channels;
+    s->out = NULL;
+    s->n = s->cap = 0;
+    return VKASR_OK;
+}
+
+/* ---- libsndfile decoding ------------------------------------------------------------------------ */
+
+static vkasr_status decode_sndfile(SNDFILE *sf, const SF_INFO *info, const char *name, int rate,
+                                   struct audio *out, struct err *e) {
+    struct sink s;
+    vkasr_status st = sink_init(&s, name, info->samplerate, info->channels, rate, e);
+    if (st != VKASR_OK) {
+        sink_free(&s);
+        return st;
+    }
+    /* Integer formats become s / 2^(bits-1) (16-bit: s / 32768), the default, set explicitly because
+     * the model's input scale depends on it. Float formats are returned as stored: values beyond
+     * [-1, 1] are kept (clipping is the caller's business). */
+    sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
+    sf_count_t chunk = CHUNK_SAMPLES / info->channels;
+    if (chunk < 1)
+        chunk = 1;
+    float *buf = malloc((size_t)chunk * (size_t)info->channels * sizeof *buf);
+    if (!buf) {
+        sink_free(&s);
+        return err_set(e, VKASR_ERR_NO_MEMORY, "%s: out of host memory", name);
+    }
+    for (;;) {
+        sf_count_t got = sf_readf_float(sf, buf, chunk);
+        if (got <= 0)
+            break;
+        st = sink_push(&s, buf, (size_t)got, e);
+        if (st != VKASR_OK)
+            break;
+    }
+    free(buf);
+    if (st == VKASR_OK && sf_error(sf) != SF_ERR_NO_ERROR)
+        st = err_set(e, VKASR_ERR_AUDIO, "%s: decoding failed after %llu frames: %s", name,
+                     (unsigned long long)s.frames_in, sf_strerror(sf));
+    if (st == VKASR_OK)
+        st = sink_finish(&s, out, e);
+    sink_free(&s);
+    return st;
+}
+
+/* libsndfile reports open failures only through a library-global error (sf_strerror(NULL)); with
+ * concurrent opens in other threads the reason text could belong to another file (never a crash). */
+static vkasr_status open_failed(const char *name, struct err *e) {
+    return err_set(e, VKASR_ERR_AUDIO, "%s: cannot decode audio: %s", name, sf_strerror(NULL));
+}
+
+/* Memory images through libsndfile's virtual I/O. */
+struct memfile {
+    const unsigned char *p;
+    sf_count_t size, pos;
+};
+
+static sf_count_t vio_len(void *u) { return ((struct memfile *)u)->size; }
+
+static sf_count_t vio_seek(sf_count_t off, int whence, void *u) {
+    struct memfile *m = u;
+    sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
+    if ((off > 0 && base > INT64_MAX - off) || base + off < 0)
+        return -1;
+    m->pos = base + off; /* past the end is allowed, as for files: reads then return 0 */
+    return m->pos;
+}
+
+static sf_count_t vio_read(void *dst, sf_count_t count, void *u) {
+    struct memfile *m = u;
+    if (count <= 0 || m->pos >= m->size)
+        return 0;
+    sf_count_t n = m->size - m->pos < count ? m->size - m->pos : count;
+    memcpy(dst, m->p + m->pos, (size_t)n);
+    m->pos += n;
+    return n;
+}
+
+static sf_count_t vio_write(const void *src, sf_count_t count, void *u) { return 0; }
+
+static sf_count_t vio_tell(void *u) { return ((struct memfile *)u)->pos; }
+
+static vkasr_status load_memory_named(const void *data, size_t size, const char *name, int rate,
+                                      struct audio *out, struct err *e) {
+    if (size == 0)
+        return err_set(e, VKASR_ERR_AUDIO, "%s: empty input (0 bytes), not an audio file", name);
+    if (size > (size_t)INT64_MAX)
+        return err_set(e, VKASR_ERR_AUDIO, "%s: input too large", name);
+    struct memfile m = {data, (sf_count_t)size, 0};
+    SF_VIRTUAL_IO vio = {vio_len, vio_seek, vio_read, vio_write, vio_tell};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &m);
+    if (!sf)
+        return open_failed(name, e);
+    vkasr_status st = decode_sndfile(sf, &info, name, rate, out, e);
+    sf_close(sf);
+    return st;
+}
+
+/* Reads a whole descriptor (a pipe, standard input) into memory: libsndfile needs to seek. */
+static vkasr_status read_all(int fd, const char *name, unsigned char **data, size_t *size, struct err *e) {
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    if (!buf)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "%s: out of host memory", name);
+    for (;;) {
+        if (n == cap) {
+            if (cap > SIZE_MAX / 2) {
+                free(buf);
+                return err_set(e, VKASR_ERR_NO_MEMORY, "%s: input too large", name);
+            }
+            unsigned char *p = realloc(buf, cap * 2);
+            if (!p) {
+                free(buf);
+                return err_set(e, VKASR_ERR_NO_MEMORY, "%s: out of host memory after %zu bytes", name, n);
+            }
+            buf = p;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int er = errno;
+            free(buf);
+            return err_set(e, VKASR_ERR_IO, "%s: read failed: %s", name, strerror(er));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    *data = buf;
+    *size = n;
+    return VKASR_OK;
+}
+
+static vkasr_status load_fd_stream(int fd, const char *name, int rate, struct audio *out, struct err *e) {
+    unsigned char *data = NULL;
+    size_t size = 0;
+    TRY(read_all(fd, name, &data, &size, e));
+    vkasr_status st = load_memory_named(data, size, name, rate, out, e);
+    free(data);
+    return st;
+}
+
+/* ---- public entry points ------------------------------------------------------------------------ */
+
+vkasr_status audio_load_file(const char *path, int rate, struct audio *out, struct err *e) {
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!path || !out)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "audio_load_file: NULL %s", path ? "output" : "path");
+    if (strcmp(path, "-") == 0)
+        return load_fd_stream(STDIN_FILENO, "standard input", rate, out, e);
+
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return err_set(e, VKASR_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat stt;
+    vkasr_status st;
+    if (fstat(fd, &stt) != 0) {
+        st = err_set(e, VKASR_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    } else if (S_ISDIR(stt.st_mode)) {
+        st = err_set(e, VKASR_ERR_IO, "%s: is a directory", path);
+    } else if (!S_ISREG(stt.st_mode)) {
+        st = load_fd_stream(fd, path, rate, out, e); /* FIFO, /dev/stdin, <(...): not seekable */
+    } else if (stt.st_size == 0) {
+        st = err_set(e, VKASR_ERR_AUDIO, "%s: file is empty (0 bytes), not an audio file", path);
+    } else {
+        SF_INFO info;
+        memset(&info, 0, sizeof info);
+        /* We close the descriptor ourselves: libsndfile does not on every failure path. */
+        SNDFILE *sf = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
+        if (!sf) {
+            st = open_failed(path, e);
+        } else {
+            st = decode_sndfile(sf, &info, path, rate, out, e);
+            sf_close(sf);
+        }
+    }
+    close(fd);
+    return st;
+}
+
+vkasr_status audio_load_memory(const void *data, size_t size, const char *name, int rate, struct audio *out,
+                               struct err *e) {
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!name)
+        name = "(memory)";
+    if (!out || (!data && size))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: audio_load_memory: NULL %s", name, out ? "data" : "output");
+    return load_memory_named(data, size, name, rate, out, e);
+}
+
+vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rate, int channels, int rate,
+                            struct audio *out, struct err *e) {
+    const char *name = "PCM input";
+    if (out)
+        memset(out, 0, sizeof *out);
+    if (!out || (!interleaved && frames))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: NULL %s", name, out ? "samples" : "output");
+    if (channels < 1 || src_rate < 1 || src_rate > MAX_RATE)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: invalid format (%d channels, %d Hz)", name, channels,
+                       src_rate);
+    if (frames > SIZE_MAX / sizeof(float) / (size_t)channels)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: %zu frames x %d channels is too large", name, frames,
+                       channels);
+    struct sink s;
+    vkasr_status st = sink_init(&s, name, src_rate, channels, rate, e);
+    size_t chunk = CHUNK_SAMPLES / (size_t)channels;
+    if (chunk < 1)
+        chunk = 1;
+    for (size_t f = 0; st == VKASR_OK && f < frames; f += chunk) {
+        size_t k = frames - f < chunk ? frames - f : chunk;
+        st = sink_push(&s, interleaved + f * (size_t)channels, k, e);
+    }
+    if (st == VKASR_OK)
+        st = sink_finish(&s, out, e);
+    sink_free(&s);
+    return st;
+}
+
+void audio_free(struct audio *a) {
+    if (!a)
+        return;
+    free(a->samples);
+    memset(a, 0, sizeof *a);
+}

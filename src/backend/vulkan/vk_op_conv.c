@@ -1,0 +1,104 @@
+/* vk_op_conv.c — host side of the convolutions: the subsampling's strided 3x3 convs (conv2d.comp, two
+ * variants) and the conformer's depthwise time convolution (dwconv1d.comp). Argument rules live in
+ * ops.c; this file only sizes grids and records dispatches. */
+#include "vk_internal.h"
+
+/* Workgroup size along channels: C is 256 (subsampling) or 1024 (conformer) in practice, so 64 keeps
+ * all threads busy there; small C only wastes idle lanes. */
+#define CONV_WG 64u
+/* The kernels count channels in 32 bits (a lavapipe workaround, see conv2d.comp); a channel index plus
+ * the grid stride (at most C + 63) must not wrap. */
+#define CONV_MAX_C ((int64_t)1 << 30)
+
+struct pc_conv2d {
+    uint64_t x, w, b, y;
+    int64_t x_row0, x_len, y_row0;
+    int64_t hx, hy, wx, wo, c;
+    uint32_t act, pad0;
+};
+_Static_assert(sizeof(struct pc_conv2d) == 104, "mirror of conv2d.comp push constants");
+
+static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum spv_id spv, const be_tensor *x,
+                                  const be_tensor *w, const be_tensor *bias, const be_tensor *y, int64_t x_row0,
+                                  int64_t x_len, int64_t y_row0, int act) {
+    int64_t Hy = y->ne[0], Wo = y->ne[1], C = y->ne[2];
+    if (Hy == 0 || Wo == 0 || C == 0)
+        return VKASR_OK;
+    if (C > CONV_MAX_C)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op %s: %lld channels (the kernel allows at most 2^30)",
+                       name, (long long)C);
+    struct pc_conv2d pc = {
+        .x = x->addr, .w = w->addr, .b = bias->addr, .y = y->addr,
+        .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0,
+        .hx = x->ne[0], .hy = Hy, .wx = x->ne[1], .wo = Wo, .c = C,
+        .act = (uint32_t)act,
+    };
+    uint32_t wg = CONV_WG;
+    struct vk_range rd[3] = {vk_tensor_range(x), vk_tensor_range(w), vk_tensor_range(bias)};
+    struct vk_range wr = vk_tensor_range(y);
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = name,
+                            .spv = spv,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_dim(b->d, 0, (uint64_t)C, wg),
+                                       vk_groups_dim(b->d, 1, (uint64_t)Wo, 1),
+                                       vk_groups_dim(b->d, 2, (uint64_t)Hy, 1)},
+                            .reads = rd,
+                            .nreads = 3,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}
+
+vkasr_status vk_op_conv2d_s2(struct vk_backend *b, const struct op_conv2d_s2 *a) {
+    return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
+                         a->y_row0, a->act);
+}
+
+vkasr_status vk_op_dwconv2d_s2(struct vk_backend *b, const struct op_dwconv2d_s2 *a) {
+    return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
+                         a->y_row0, a->act);
+}
+
+struct pc_dwconv1d {
+    uint64_t x, w, b, y;
+    int64_t t, c, k;
+    uint32_t act, pad0;
+};
+_Static_assert(sizeof(struct pc_dwconv1d) == 64, "mirror of dwconv1d.comp push constants");
+
+#define DWCONV1D_TT 8u /* time steps per workgroup block (TT in dwconv1d.comp) */
+
+vkasr_status vk_op_dwconv1d(struct vk_backend *b, const struct op_dwconv1d *a) {
+    int64_t T = a->x.ne[0], C = a->x.ne[1];
+    if (T == 0 || C == 0)
+        return VKASR_OK;
+    if (C > CONV_MAX_C)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "op dwconv1d: %lld channels (the kernel allows at most 2^30)", (long long)C);
+    struct pc_dwconv1d pc = {
+        .x = a->x.addr, .w = a->w.addr, .b = a->b.addr, .y = a->y.addr,
+        .t = T, .c = C, .k = a->w.ne[1],
+        .act = (uint32_t)a->act,
+    };
+    uint32_t wg = CONV_WG;
+    struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->w), vk_tensor_range(&a->b)};
+    struct vk_range wr = vk_tensor_range(&a->y);
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = "dwconv1d",
+                            .spv = SPV_dwconv1d,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_dim(b->d, 0, (uint64_t)C, wg),
+                                       vk_groups_dim(b->d, 1, (uint64_t)T, DWCONV1D_TT), 1},
+                            .reads = rd,
+                            .nreads = 3,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}

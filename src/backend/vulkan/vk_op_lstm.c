@@ -1,0 +1,42 @@
+/* vk_op_lstm.c — host side of the LSTM step (lstm.comp): one launch per step, one workgroup per hidden
+ * unit (grid-stride), computing its four gate rows and the cell update. Argument rules live in ops.c. */
+#include "vk_internal.h"
+
+struct pc_lstm {
+    uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out;
+    int64_t in_dim, p;
+};
+_Static_assert(sizeof(struct pc_lstm) == 80, "mirror of lstm.comp push constants");
+
+vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a) {
+    int64_t P = a->h.ne[0];
+    if (P == 0)
+        return VKASR_OK;
+    if (P > (int64_t)1 << 30 || a->x.ne[0] > (int64_t)1 << 30) /* 32-bit loop counters in lstm.comp */
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op lstm_step: In %lld / P %lld above 2^30",
+                       (long long)a->x.ne[0], (long long)P);
+    struct pc_lstm pc = {
+        .x = a->x.addr, .h = a->h.addr, .c = a->c.addr, .w_ih = a->w_ih.addr, .w_hh = a->w_hh.addr,
+        .b = a->b.addr, .h_out = a->h_out.addr, .c_out = a->c_out.addr,
+        .in_dim = a->x.ne[0], .p = P,
+    };
+    /* The dot products are In + P long (1280 in Parakeet): the device's default 1-D size (256) gives
+     * each thread a handful of terms per gate before the tree reduction. */
+    uint32_t wg = vk_wg_size(b->d);
+    struct vk_range rd[6] = {vk_tensor_range(&a->x),    vk_tensor_range(&a->h),    vk_tensor_range(&a->c),
+                             vk_tensor_range(&a->w_ih), vk_tensor_range(&a->w_hh), vk_tensor_range(&a->b)};
+    struct vk_range wr[2] = {vk_tensor_range(&a->h_out), vk_tensor_range(&a->c_out)};
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = "lstm_step",
+                            .spv = SPV_lstm,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_x(b->d, (uint64_t)P, 1), 1, 1},
+                            .reads = rd,
+                            .nreads = 6,
+                            .writes = wr,
+                            .nwrites = 2,
+                        });
+}

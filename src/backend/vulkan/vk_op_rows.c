@@ -1,0 +1,188 @@
+/* vk_op_rows.c — host side of the row and column reductions: layernorm, softmax, argmax (rows.comp)
+ * and per-feature normalisation (feature_norm.comp). Argument rules live in ops.c; this file maps
+ * arguments to push constants, grids, and (feature_norm) its scratch buffer. */
+#include "vk_internal.h"
+
+/* The reduction kernels need a power-of-two workgroup (their shared-memory trees halve it). */
+static uint32_t pow2_wg(const struct vk_device *d) {
+    uint32_t w = vk_wg_size(d), p = 1;
+    while (p * 2 <= w)
+        p *= 2;
+    return p;
+}
+
+/* Invocations per row in rows.comp: the smallest power of two covering the row, at most the
+ * workgroup; the workgroup then handles wg/tpr rows at a time. */
+static uint32_t threads_per_row(uint64_t width, uint32_t wg) {
+    uint32_t t = 1;
+    while (t < wg && t < width)
+        t *= 2;
+    return t;
+}
+
+static vkasr_status record_rows(struct vk_backend *b, const char *name, enum spv_id spv, const void *pc,
+                                uint32_t pc_size, uint64_t rows, uint32_t tpr, uint32_t wg,
+                                const struct vk_range *rd, int nrd, const struct vk_range *wr) {
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = name,
+                            .spv = spv,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = pc,
+                            .pc_size = pc_size,
+                            .groups = {vk_groups_x(b->d, rows, wg / tpr), 1, 1},
+                            .reads = rd,
+                            .nreads = nrd,
+                            .writes = wr,
+                            .nwrites = 1,
+                        });
+}
+
+/* ---- layernorm -------------------------------------------------------------------------------- */
+
+struct pc_layernorm {
+    uint64_t x, gamma, beta, y, rows, cols;
+    uint32_t tpr;
+    float eps;
+};
+_Static_assert(sizeof(struct pc_layernorm) == 56, "mirror of rows.comp (LAYERNORM) push constants");
+
+vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a) {
+    uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
+    if (R == 0 || C == 0)
+        return VKASR_OK;
+    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
+    struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps};
+    struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
+    struct vk_range wr = vk_tensor_range(&a->y);
+    return record_rows(b, "layernorm", SPV_layernorm, &pc, sizeof pc, R, tpr, wg, rd, 3, &wr);
+}
+
+/* ---- softmax ---------------------------------------------------------------------------------- */
+
+struct pc_softmax {
+    uint64_t x, y, rows, cols;
+    uint32_t tpr;
+    float scale;
+};
+_Static_assert(sizeof(struct pc_softmax) == 40, "mirror of rows.comp (SOFTMAX) push constants");
+
+vkasr_status vk_op_softmax(struct vk_backend *b, const struct op_softmax *a) {
+    uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
+    if (R == 0 || C == 0)
+        return VKASR_OK;
+    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
+    struct pc_softmax pc = {a->x.addr, a->y.addr, R, C, tpr, a->scale};
+    struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
+    return record_rows(b, "softmax", SPV_softmax, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+}
+
+/* ---- argmax ----------------------------------------------------------------------------------- */
+
+struct pc_argmax {
+    uint64_t x, y, rows, cols, c0, c1;
+    uint32_t tpr, unused;
+};
+_Static_assert(sizeof(struct pc_argmax) == 56, "mirror of rows.comp (ARGMAX) push constants");
+
+vkasr_status vk_op_argmax(struct vk_backend *b, const struct op_argmax *a) {
+    uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
+    if (R == 0)
+        return VKASR_OK;
+    if (a->c1 - a->c0 > INT32_MAX)
+        return err_set(&b->base.err, VKASR_ERR_INVALID_ARG,
+                       "op argmax: column range [%lld, %lld) is wider than an i32 index can hold",
+                       (long long)a->c0, (long long)a->c1);
+    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row((uint64_t)(a->c1 - a->c0), wg);
+    struct pc_argmax pc = {a->x.addr, a->y.addr, R, C, (uint64_t)a->c0, (uint64_t)a->c1, tpr, 0};
+    struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
+    return record_rows(b, "argmax", SPV_argmax, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+}
+
+/* ---- feature_norm ----------------------------------------------------------------------------- */
+
+struct pc_feature_norm {
+    uint64_t x, y, part, stats;
+    uint64_t rows, cols, chunk, nchunks;
+    uint32_t mode;
+    float eps;
+};
+_Static_assert(sizeof(struct pc_feature_norm) == 72, "mirror of feature_norm.comp push constants");
+
+enum { FN_SUM = 0, FN_SQDEV = 1, FN_MEAN = 2, FN_STD = 3, FN_APPLY = 4 };
+#define FN_TC 32u           /* columns per workgroup in feature_norm.comp                   */
+#define FN_MAX_CHUNKS 1024u /* partial sums per column: bounds the scratch and the 2nd level */
+#define FN_MIN_CHUNK 64u    /* rows per chunk at least: enough work per workgroup           */
+
+static vkasr_status fn_pass(struct vk_backend *b, struct pc_feature_norm *pc, uint32_t mode, uint32_t wg,
+                            const struct vk_range *rd, int nrd, struct vk_range wr) {
+    pc->mode = mode;
+    uint32_t gx, gy = 1;
+    if (mode == FN_APPLY) {
+        gx = vk_groups_x(b->d, pc->rows * pc->cols, wg);
+    } else {
+        gx = vk_groups_dim(b->d, 0, pc->cols, FN_TC);
+        if (mode == FN_SUM || mode == FN_SQDEV)
+            gy = vk_groups_dim(b->d, 1, pc->nchunks, 1);
+    }
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = "feature_norm",
+                            .spv = SPV_feature_norm,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = pc,
+                            .pc_size = sizeof *pc,
+                            .groups = {gx, gy, 1},
+                            .reads = rd,
+                            .nreads = nrd,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}
+
+/* Rows per chunk and chunk count: at most FN_MAX_CHUNKS partial sums per column. */
+static void fn_plan(uint64_t L, uint64_t *chunk, uint64_t *nchunks) {
+    uint64_t c = (L + FN_MAX_CHUNKS - 1) / FN_MAX_CHUNKS;
+    *chunk = c < FN_MIN_CHUNK ? FN_MIN_CHUNK : c;
+    *nchunks = (L + *chunk - 1) / *chunk;
+}
+
+static vkasr_status fn_record(struct vk_backend *b, const struct op_feature_norm *a, uint64_t scratch) {
+    uint64_t L = (uint64_t)a->x.ne[0], M = (uint64_t)a->x.ne[1], chunk, P;
+    fn_plan(L, &chunk, &P);
+    uint32_t wg = pow2_wg(b->d);
+    CHECK_OR_RETURN(&b->base.err, wg >= FN_TC);
+    struct pc_feature_norm pc = {
+        .x = a->x.addr,
+        .y = a->y.addr,
+        .stats = scratch,             /* mean [M], then std [M] */
+        .part = scratch + 2 * M * 4,  /* partial sums [P, M]     */
+        .rows = L,
+        .cols = M,
+        .chunk = chunk,
+        .nchunks = P,
+        .eps = a->eps,
+    };
+    struct vk_range x = vk_tensor_range(&a->x), y = vk_tensor_range(&a->y);
+    struct vk_range part = {pc.part, P * M * 4}, mean = {pc.stats, M * 4}, sd = {pc.stats + M * 4, M * 4};
+    struct vk_range stats = {pc.stats, 2 * M * 4};
+    TRY(fn_pass(b, &pc, FN_SUM, wg, &x, 1, part));
+    TRY(fn_pass(b, &pc, FN_MEAN, wg, &part, 1, mean));
+    TRY(fn_pass(b, &pc, FN_SQDEV, wg, (struct vk_range[]){x, mean}, 2, part));
+    TRY(fn_pass(b, &pc, FN_STD, wg, &part, 1, sd));
+    return fn_pass(b, &pc, FN_APPLY, wg, (struct vk_range[]){x, stats}, 2, y);
+}
+
+vkasr_status vk_op_feature_norm(struct vk_backend *b, const struct op_feature_norm *a) {
+    uint64_t L = (uint64_t)a->x.ne[0], M = (uint64_t)a->x.ne[1], chunk, P;
+    if (L == 0 || M == 0)
+        return VKASR_OK;
+    fn_plan(L, &chunk, &P);
+    /* Scratch from this backend's stack arena, released once recorded: the barrier tracking orders
+     * any later dispatch that reuses the bytes after ours, and uploads wait for all work first. */
+    uint64_t mark = vk_arena_mark(&b->scratch), scratch;
+    TRY(vk_arena_alloc(b->d, &b->scratch, (2 + P) * M * 4, &scratch, &b->base.err));
+    vkasr_status st = fn_record(b, a, scratch);
+    vk_arena_release(&b->scratch, mark);
+    return st;
+}

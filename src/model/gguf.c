@@ -1,0 +1,950 @@
+/* gguf.c — vkasr's native model file: GGUF v3 reader (memory mapped, every count, length, type and
+ * offset validated against the file before use) and writer (a prepared, canonical model; written to a
+ * temporary file and renamed so a failed write never leaves a partial model). The key schema is
+ * documented in docs/model-format.md. Tensor data are used in place from the mapping.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/half.h"
+#include "model_internal.h"
+
+/* GGUF metadata value types and the two tensor types vkasr stores */
+enum {
+    GT_U8 = 0,
+    GT_I8 = 1,
+    GT_U16 = 2,
+    GT_I16 = 3,
+    GT_U32 = 4,
+    GT_I32 = 5,
+    GT_F32 = 6,
+    GT_BOOL = 7,
+    GT_STR = 8,
+    GT_ARR = 9,
+    GT_U64 = 10,
+    GT_I64 = 11,
+    GT_F64 = 12,
+    GT_COUNT = 13
+};
+enum { GGML_F32 = 0, GGML_F16 = 1 };
+
+#define GGUF_DEFAULT_ALIGN 32u
+#define GGUF_MAX_NAME 64u      /* tensor names (GGUF spec) */
+#define GGUF_MAX_KEY 65535u    /* keys (GGUF spec) */
+#define GGUF_MAX_ARRAY_DEPTH 4 /* nested arrays are legal; we read none, but skip a few levels */
+#define LAYOUT_VERSION 1u
+
+static const char *const type_names[GT_COUNT] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
+                                                 "bool",  "string", "array",  "uint64", "int64",  "float64"};
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Reader                                                                                         */
+
+struct rd {
+    const uint8_t *p;
+    uint64_t size, pos;
+    const char *path;
+    struct err *e;
+};
+
+struct gkv {
+    const char *key;
+    uint64_t klen;
+    uint32_t type;
+    uint64_t vpos;  /* the value (for arrays: after the element type and count) */
+    uint32_t atype; /* arrays */
+    uint64_t alen;
+};
+
+struct gguf {
+    struct rd r;
+    struct gkv *kv;
+    uint64_t nkv;
+};
+
+static uint64_t le(const uint8_t *p, int n) {
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static int need(struct rd *r, uint64_t n, const char *what) {
+    if (n > r->size - r->pos) {
+        err_set(r->e, VKASR_ERR_MODEL, "%s: truncated: %s needs %llu bytes at offset %llu but the file has %llu",
+                r->path, what, (unsigned long long)n, (unsigned long long)r->pos, (unsigned long long)r->size);
+        return 0;
+    }
+    return 1;
+}
+
+static int rd_u32(struct rd *r, uint32_t *v, const char *what) {
+    if (!need(r, 4, what))
+        return 0;
+    *v = (uint32_t)le(r->p + r->pos, 4);
+    r->pos += 4;
+    return 1;
+}
+
+static int rd_u64(struct rd *r, uint64_t *v, const char *what) {
+    if (!need(r, 8, what))
+        return 0;
+    *v = le(r->p + r->pos, 8);
+    r->pos += 8;
+    return 1;
+}
+
+static int rd_str(struct rd *r, const char **s, uint64_t *len, const char *what) {
+    if (!rd_u64(r, len, what))
+        return 0;
+    if (*len > r->size - r->pos) {
+        err_set(r->e, VKASR_ERR_MODEL,
+                "%s: truncated or corrupt: %s: string length %llu at offset %llu exceeds the file (%llu bytes)",
+                r->path, what, (unsigned long long)*len, (unsigned long long)(r->pos - 8), (unsigned long long)r->size);
+        return 0;
+    }
+    *s = (const char *)r->p + r->pos;
+    r->pos += *len;
+    return 1;
+}
+
+static uint64_t scalar_size(uint32_t t) {
+    switch (t) {
+    case GT_U8:
+    case GT_I8:
+    case GT_BOOL: return 1;
+    case GT_U16:
+    case GT_I16: return 2;
+    case GT_U32:
+    case GT_I32:
+    case GT_F32: return 4;
+    case GT_U64:
+    case GT_I64:
+    case GT_F64: return 8;
+    default: return 0;
+    }
+}
+
+/* Skips (and validates) one value of type t; kv names the key for messages. */
+static int skip_value(struct rd *r, uint32_t t, const char *kv, int depth) {
+    if (t >= GT_COUNT) {
+        err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': unknown value type %u", r->path, kv, t);
+        return 0;
+    }
+    uint64_t sz = scalar_size(t);
+    if (sz) {
+        if (!need(r, sz, kv))
+            return 0;
+        if (t == GT_BOOL && r->p[r->pos] > 1) {
+            err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': bool value %u is neither 0 nor 1", r->path, kv, r->p[r->pos]);
+            return 0;
+        }
+        r->pos += sz;
+        return 1;
+    }
+    if (t == GT_STR) {
+        const char *s;
+        uint64_t len;
+        return rd_str(r, &s, &len, kv);
+    }
+    /* array */
+    uint32_t at;
+    uint64_t n;
+    if (!rd_u32(r, &at, kv) || !rd_u64(r, &n, kv))
+        return 0;
+    if (at >= GT_COUNT) {
+        err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': array of unknown value type %u", r->path, kv, at);
+        return 0;
+    }
+    if (at == GT_ARR && depth >= GGUF_MAX_ARRAY_DEPTH) {
+        err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': arrays nested too deeply", r->path, kv);
+        return 0;
+    }
+    /* every element takes at least this many bytes: reject hostile counts before looping */
+    uint64_t min = scalar_size(at) ? scalar_size(at) : at == GT_STR ? 8 : 12;
+    if (n > (r->size - r->pos) / min) {
+        err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': array of %llu %s values exceeds the file (%llu bytes)", r->path,
+                kv, (unsigned long long)n, type_names[at], (unsigned long long)r->size);
+        return 0;
+    }
+    if (scalar_size(at) && at != GT_BOOL) {
+        r->pos += n * min;
+        return 1;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        if (!skip_value(r, at, kv, depth + 1))
+            return 0;
+    return 1;
+}
+
+static const struct gkv *kv_find(const struct gguf *g, const char *key) {
+    size_t kl = strlen(key);
+    for (uint64_t i = 0; i < g->nkv; i++)
+        if (g->kv[i].klen == kl && memcmp(g->kv[i].key, key, kl) == 0)
+            return &g->kv[i];
+    return NULL;
+}
+
+static int kv_cmp(const void *a, const void *b) {
+    const struct gkv *x = *(const struct gkv *const *)a, *y = *(const struct gkv *const *)b;
+    if (x->klen != y->klen)
+        return x->klen < y->klen ? -1 : 1;
+    return memcmp(x->key, y->key, (size_t)x->klen);
+}
+
+/* Duplicate keys would make lookups ambiguous; sorting finds them in n log n even for hostile counts. */
+static vkasr_status check_unique_keys(const struct gguf *g, struct err *e) {
+    const struct gkv **v = malloc((size_t)(g->nkv ? g->nkv : 1) * sizeof *v);
+    if (!v)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    for (uint64_t i = 0; i < g->nkv; i++)
+        v[i] = &g->kv[i];
+    qsort(v, (size_t)g->nkv, sizeof *v, kv_cmp);
+    vkasr_status st = VKASR_OK;
+    for (uint64_t i = 1; i < g->nkv; i++)
+        if (kv_cmp(&v[i - 1], &v[i]) == 0) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: metadata key '%.*s' appears twice", g->r.path,
+                         (int)(v[i]->klen > 100 ? 100 : v[i]->klen), v[i]->key);
+            break;
+        }
+    free(v);
+    return st;
+}
+
+static int is_int_type(uint32_t t) {
+    return t == GT_U8 || t == GT_I8 || t == GT_U16 || t == GT_I16 || t == GT_U32 || t == GT_I32 || t == GT_U64 ||
+           t == GT_I64;
+}
+
+/* Reads an integer scalar of any integer type at p (type t) as int64 (u64 above INT64_MAX saturates). */
+static int64_t int_at(const uint8_t *p, uint32_t t) {
+    switch (t) {
+    case GT_U8: return p[0];
+    case GT_I8: return (int8_t)p[0];
+    case GT_U16: return (int64_t)le(p, 2);
+    case GT_I16: return (int16_t)le(p, 2);
+    case GT_U32: return (int64_t)le(p, 4);
+    case GT_I32: return (int32_t)le(p, 4);
+    case GT_U64: {
+        uint64_t v = le(p, 8);
+        return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default: return (int64_t)le(p, 8); /* GT_I64 */
+    }
+}
+
+static vkasr_status kv_int(const struct gguf *g, const char *key, int required, int def, int lo, int hi, int *out,
+                           struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv) {
+        if (required)
+            return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+        *out = def;
+        return VKASR_OK;
+    }
+    if (!is_int_type(kv->type))
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an integer, got %s", g->r.path, key,
+                       type_names[kv->type]);
+    int64_t v = int_at(g->r.p + kv->vpos, kv->type);
+    if (v < lo || v > hi)
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' = %lld is out of the supported range [%d, %d]", g->r.path, key,
+                       (long long)v, lo, hi);
+    *out = (int)v;
+    return VKASR_OK;
+}
+
+static vkasr_status kv_bool(const struct gguf *g, const char *key, bool *out, struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv)
+        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+    if (kv->type != GT_BOOL)
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a bool, got %s", g->r.path, key, type_names[kv->type]);
+    *out = g->r.p[kv->vpos] != 0;
+    return VKASR_OK;
+}
+
+static vkasr_status kv_f32(const struct gguf *g, const char *key, float *out, struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv)
+        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+    if (kv->type == GT_F32) {
+        uint32_t b = (uint32_t)le(g->r.p + kv->vpos, 4);
+        memcpy(out, &b, 4);
+    } else if (kv->type == GT_F64) {
+        uint64_t b = le(g->r.p + kv->vpos, 8);
+        double d;
+        memcpy(&d, &b, 8);
+        *out = (float)d;
+    } else {
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a float, got %s", g->r.path, key,
+                       type_names[kv->type]);
+    }
+    return VKASR_OK;
+}
+
+/* A string key; *s points into the mapping (not NUL-terminated). */
+static vkasr_status kv_str(const struct gguf *g, const char *key, const char **s, uint64_t *len, struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv)
+        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+    if (kv->type != GT_STR)
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a string, got %s", g->r.path, key,
+                       type_names[kv->type]);
+    *len = le(g->r.p + kv->vpos, 8);
+    *s = (const char *)g->r.p + kv->vpos + 8;
+    return VKASR_OK;
+}
+
+static int str_is(const char *s, uint64_t len, const char *want) {
+    return len == strlen(want) && memcmp(s, want, len) == 0;
+}
+
+static vkasr_status kv_array(const struct gguf *g, const char *key, uint32_t atype, const struct gkv **out,
+                             struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv)
+        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+    if (kv->type != GT_ARR || kv->atype != atype)
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an array of %s", g->r.path, key, type_names[atype]);
+    *out = kv;
+    return VKASR_OK;
+}
+
+static vkasr_status read_config(const struct gguf *g, struct model_config *c, struct err *e) {
+    const char *path = g->r.path, *s;
+    uint64_t len;
+    TRY(kv_str(g, "general.architecture", &s, &len, e));
+    if (!str_is(s, len, "parakeet"))
+        return err_set(e, VKASR_ERR_MODEL, "%s: general.architecture is \"%.*s\", not \"parakeet\"", path,
+                       (int)(len > 64 ? 64 : len), s);
+    int lv;
+    TRY(kv_int(g, "vkasr.layout_version", 1, 0, 0, INT32_MAX, &lv, e));
+    if (lv != (int)LAYOUT_VERSION)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: vkasr.layout_version %d is not supported by this build (it reads version %u); convert "
+                       "the model again with this version of vkasr",
+                       path, lv, LAYOUT_VERSION);
+    TRY(kv_str(g, "parakeet.head", &s, &len, e));
+    if (str_is(s, len, "tdt"))
+        c->head = VKASR_HEAD_TDT;
+    else if (str_is(s, len, "rnnt"))
+        c->head = VKASR_HEAD_RNNT;
+    else if (str_is(s, len, "ctc"))
+        c->head = VKASR_HEAD_CTC;
+    else
+        return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.head \"%.*s\" is not tdt, rnnt or ctc", path,
+                       (int)(len > 64 ? 64 : len), s);
+    const int BIG = 1 << 22;
+    TRY(kv_int(g, "parakeet.d_model", 1, 0, 1, BIG, &c->d_model, e));
+    TRY(kv_int(g, "parakeet.n_layers", 1, 0, 1, BIG, &c->n_layers, e));
+    TRY(kv_int(g, "parakeet.n_heads", 1, 0, 1, BIG, &c->n_heads, e));
+    TRY(kv_int(g, "parakeet.ff_size", 1, 0, 1, BIG, &c->ff_size, e));
+    TRY(kv_int(g, "parakeet.conv_kernel", 1, 0, 1, BIG, &c->conv_kernel, e));
+    TRY(kv_int(g, "parakeet.n_mels", 1, 0, 1, BIG, &c->n_mels, e));
+    TRY(kv_int(g, "parakeet.subsampling_channels", 1, 0, 1, BIG, &c->sub_channels, e));
+    TRY(kv_int(g, "parakeet.subsampling_factor", 1, 0, 1, BIG, &c->sub_factor, e));
+    TRY(kv_bool(g, "parakeet.xscaling", &c->xscaling, e));
+    TRY(kv_bool(g, "parakeet.attention_bias", &c->attention_bias, e));
+    TRY(kv_bool(g, "parakeet.conv_bias", &c->conv_bias, e));
+    TRY(kv_int(g, "parakeet.att_context_left", 0, -1, -1, BIG, &c->att_left, e));
+    TRY(kv_int(g, "parakeet.att_context_right", 0, -1, -1, BIG, &c->att_right, e));
+    TRY(kv_int(g, "parakeet.vocab_size", 1, 0, 1, BIG, &c->vocab_size, e));
+    if (c->head != VKASR_HEAD_CTC) {
+        TRY(kv_int(g, "parakeet.pred_hidden", 1, 0, 1, BIG, &c->pred_hidden, e));
+        TRY(kv_int(g, "parakeet.pred_layers", 1, 0, 1, BIG, &c->pred_layers, e));
+        TRY(kv_int(g, "parakeet.max_symbols_per_step", 1, 0, 1, BIG, &c->max_symbols, e));
+    }
+    if (c->head == VKASR_HEAD_TDT) {
+        const struct gkv *d;
+        TRY(kv_array(g, "parakeet.durations", GT_I32, &d, e));
+        if (d->alen < 1 || d->alen > 16)
+            return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.durations has %llu entries (1 to 16 supported)", path,
+                           (unsigned long long)d->alen);
+        c->n_durations = (int)d->alen;
+        for (int i = 0; i < c->n_durations; i++)
+            c->durations[i] = (int32_t)le(g->r.p + d->vpos + 4 * (uint64_t)i, 4);
+    }
+    TRY(kv_int(g, "parakeet.sample_rate", 1, 0, 1, BIG, &c->sample_rate, e));
+    TRY(kv_int(g, "parakeet.n_fft", 1, 0, 1, BIG, &c->n_fft, e));
+    TRY(kv_int(g, "parakeet.win_length", 1, 0, 1, BIG, &c->win_length, e));
+    TRY(kv_int(g, "parakeet.hop_length", 1, 0, 1, BIG, &c->hop_length, e));
+    TRY(kv_f32(g, "parakeet.preemphasis", &c->preemph, e));
+    return config_check(c, path, e);
+}
+
+static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct tokenizer *t, struct err *e) {
+    const char *path = g->r.path, *s;
+    uint64_t len;
+    TRY(kv_str(g, "tokenizer.ggml.model", &s, &len, e));
+    if (!str_is(s, len, "llama"))
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: tokenizer.ggml.model is \"%.*s\"; vkasr reads SentencePiece vocabularies (\"llama\")", path,
+                       (int)(len > 64 ? 64 : len), s);
+    const struct gkv *tok, *typ;
+    TRY(kv_array(g, "tokenizer.ggml.tokens", GT_STR, &tok, e));
+    TRY(kv_array(g, "tokenizer.ggml.token_type", GT_I32, &typ, e));
+    if (tok->alen != (uint64_t)n || typ->alen != (uint64_t)n)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: tokenizer.ggml.tokens (%llu) and tokenizer.ggml.token_type (%llu) must have "
+                       "parakeet.vocab_size = %d entries",
+                       path, (unsigned long long)tok->alen, (unsigned long long)typ->alen, (int)n);
+    t->n = n;
+    t->piece = calloc((size_t)n, sizeof *t->piece);
+    t->type = calloc((size_t)n, 1);
+    if (!t->piece || !t->type)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    uint64_t pos = tok->vpos; /* strings were bounds-checked when the key was skipped */
+    for (int32_t i = 0; i < n; i++) {
+        uint64_t l = le(g->r.p + pos, 8);
+        const char *p = (const char *)g->r.p + pos + 8;
+        pos += 8 + l;
+        if (memchr(p, 0, l) || !utf8_valid(p, l))
+            return err_set(e, VKASR_ERR_MODEL, "%s: tokenizer.ggml.tokens: piece id %d is not valid UTF-8", path,
+                           (int)i);
+        t->piece[i] = malloc(l + 1);
+        if (!t->piece[i])
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+        memcpy(t->piece[i], p, l);
+        t->piece[i][l] = '\0';
+        int32_t ty = (int32_t)le(g->r.p + typ->vpos + 4 * (uint64_t)i, 4);
+        if (ty < TOK_NORMAL || ty > TOK_BYTE)
+            return err_set(e, VKASR_ERR_MODEL, "%s: tokenizer.ggml.token_type: piece id %d has unknown type %d", path,
+                           (int)i, (int)ty);
+        t->type[i] = (uint8_t)ty;
+    }
+    return tok_check(t, path, e);
+}
+
+struct gspan {
+    uint64_t begin, end;
+    int idx;
+};
+
+static int gspan_cmp(const void *a, const void *b) {
+    const struct gspan *x = a, *y = b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+}
+
+/* Tensor infos -> tensors of mf (data resolved after the infos end). */
+static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map, uint64_t nt, uint32_t align,
+                                 struct err *e) {
+    struct rd *r = &g->r;
+    struct gspan *sp = calloc(nt ? nt : 1, sizeof *sp);
+    vkasr_status st = VKASR_OK;
+    if (!sp) {
+        st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    int first = mf->ntensors;
+    for (uint64_t i = 0; i < nt; i++) {
+        const char *name;
+        uint64_t nlen;
+        uint32_t nd, type;
+        uint64_t dims[4], off;
+        if (!rd_str(r, &name, &nlen, "tensor name")) {
+            st = e->code;
+            goto done;
+        }
+        char nm[GGUF_MAX_NAME + 1];
+        if (nlen > GGUF_MAX_NAME || nlen == 0 || memchr(name, 0, nlen)) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor %llu: name of %llu bytes (1 to %u allowed)", r->path,
+                         (unsigned long long)i, (unsigned long long)nlen, GGUF_MAX_NAME);
+            goto done;
+        }
+        memcpy(nm, name, nlen);
+        nm[nlen] = '\0';
+        if (!rd_u32(r, &nd, nm)) {
+            st = e->code;
+            goto done;
+        }
+        if (nd < 1 || nd > 4) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': %u dimensions (1 to 4 supported)", r->path, nm, nd);
+            goto done;
+        }
+        uint64_t numel = 1;
+        for (uint32_t k = 0; k < nd; k++) {
+            if (!rd_u64(r, &dims[k], nm)) {
+                st = e->code;
+                goto done;
+            }
+            if (dims[k] == 0 || dims[k] > (uint64_t)INT64_MAX || numel > UINT64_MAX / dims[k]) {
+                st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': dimension %u = %llu is zero or overflows the size",
+                             r->path, nm, k, (unsigned long long)dims[k]);
+                goto done;
+            }
+            numel *= dims[k];
+        }
+        if (!rd_u32(r, &type, nm) || !rd_u64(r, &off, nm)) {
+            st = e->code;
+            goto done;
+        }
+        if (type != GGML_F32 && type != GGML_F16) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': type %u is not supported (F32 = 0, F16 = 1)", r->path,
+                         nm, type);
+            goto done;
+        }
+        uint64_t esz = type == GGML_F32 ? 4 : 2;
+        if (numel > UINT64_MAX / esz) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': byte size overflows", r->path, nm);
+            goto done;
+        }
+        if (off % align != 0) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': offset %llu is not a multiple of the alignment %u",
+                         r->path, nm, (unsigned long long)off, align);
+            goto done;
+        }
+        int64_t ne[4];
+        for (uint32_t k = 0; k < nd; k++)
+            ne[k] = (int64_t)dims[nd - 1 - k]; /* GGUF ne[0] is the innermost dimension */
+        sp[i].begin = off;
+        sp[i].end = numel * esz; /* size for now: the data section is not located yet */
+        sp[i].idx = (int)i;
+        st = model_add_tensor(mf, nm, nlen, type == GGML_F32 ? MT_F32 : MT_F16, (int)nd, ne, NULL, numel * esz, map, e);
+        if (st != VKASR_OK)
+            goto done;
+    }
+    /* the data section starts at the next multiple of the alignment */
+    uint64_t data = r->pos + (align - r->pos % align) % align;
+    if (data > r->size) {
+        st = err_set(e, VKASR_ERR_MODEL, "%s: truncated before the tensor data section", r->path);
+        goto done;
+    }
+    uint64_t dsize = r->size - data;
+    for (uint64_t i = 0; i < nt; i++) {
+        struct model_tensor *t = &mf->tensors[first + (int)i];
+        uint64_t n = sp[i].end;
+        if (sp[i].begin > dsize || n > dsize - sp[i].begin) {
+            st =
+                err_set(e, VKASR_ERR_MODEL,
+                        "%s: tensor '%s': data [%llu, +%llu) lies beyond the file's data section (%llu bytes)", r->path,
+                        t->name, (unsigned long long)sp[i].begin, (unsigned long long)n, (unsigned long long)dsize);
+            goto done;
+        }
+        sp[i].end = sp[i].begin + n;
+        t->data = r->p + data + sp[i].begin;
+    }
+    st = model_index_names(mf, r->path, e);
+    if (st != VKASR_OK)
+        goto done;
+    qsort(sp, nt, sizeof *sp, gspan_cmp);
+    for (uint64_t i = 1; i < nt; i++)
+        if (sp[i].begin < sp[i - 1].end) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: tensors '%s' and '%s' overlap", r->path,
+                         mf->tensors[first + sp[i - 1].idx].name, mf->tensors[first + sp[i].idx].name);
+            goto done;
+        }
+done:
+    free(sp);
+    return st;
+}
+
+vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e) {
+    int map;
+    TRY(model_map_file(mf, path, &map, e));
+    struct gguf g = {{mf->maps[map], mf->map_sizes[map], 0, mf->map_paths[map], e}, NULL, 0};
+    struct rd *r = &g.r;
+    uint32_t version;
+    uint64_t nt, nkv;
+    if (r->size < 4 || memcmp(r->p, "GGUF", 4) != 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: not a GGUF file (bad magic)", path);
+    r->pos = 4;
+    if (!rd_u32(r, &version, "header"))
+        return e->code;
+    if (version != 3 && version != 2)
+        return err_set(e, VKASR_ERR_MODEL, "%s: GGUF version %u is not supported (vkasr reads version 3)", path,
+                       version);
+    if (!rd_u64(r, &nt, "header") || !rd_u64(r, &nkv, "header"))
+        return e->code;
+    /* each key-value pair takes >= 13 bytes and each tensor info >= 32: reject counts the file cannot hold
+     * before allocating anything for them */
+    if (nkv > (1u << 20))
+        return err_set(e, VKASR_ERR_MODEL, "%s: %llu metadata keys (at most %u supported)", path,
+                       (unsigned long long)nkv, 1u << 20);
+    if (nkv > (r->size - r->pos) / 13)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: truncated or corrupt: metadata count %llu cannot fit in a file of %llu bytes", path,
+                       (unsigned long long)nkv, (unsigned long long)r->size);
+    if (nt > MODEL_MAX_TENSORS)
+        return err_set(e, VKASR_ERR_MODEL, "%s: tensor count %llu (at most %d supported)", path, (unsigned long long)nt,
+                       MODEL_MAX_TENSORS);
+    if (nt > (r->size - r->pos) / 32)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: truncated or corrupt: tensor count %llu cannot fit in a file of %llu bytes", path,
+                       (unsigned long long)nt, (unsigned long long)r->size);
+    g.kv = calloc(nkv ? nkv : 1, sizeof *g.kv);
+    if (!g.kv)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    vkasr_status st = VKASR_OK;
+    for (uint64_t i = 0; i < nkv; i++) {
+        struct gkv *kv = &g.kv[i];
+        char key[128];
+        if (!rd_str(r, &kv->key, &kv->klen, "metadata key")) {
+            st = e->code;
+            goto done;
+        }
+        snprintf(key, sizeof key, "%.*s", (int)(kv->klen > 100 ? 100 : kv->klen), kv->key);
+        if (kv->klen == 0 || kv->klen > GGUF_MAX_KEY) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: metadata key %llu has length %llu (1 to %u allowed)", path,
+                         (unsigned long long)i, (unsigned long long)kv->klen, GGUF_MAX_KEY);
+            goto done;
+        }
+        if (!rd_u32(r, &kv->type, key)) {
+            st = e->code;
+            goto done;
+        }
+        uint64_t start = r->pos;
+        if (!skip_value(r, kv->type, key, 0)) {
+            st = e->code;
+            goto done;
+        }
+        kv->vpos = start;
+        if (kv->type == GT_ARR) {
+            kv->atype = (uint32_t)le(r->p + start, 4);
+            kv->alen = le(r->p + start + 4, 8);
+            kv->vpos = start + 12;
+        }
+    }
+    g.nkv = nkv;
+    st = check_unique_keys(&g, e);
+    if (st != VKASR_OK)
+        goto done;
+    uint32_t align = GGUF_DEFAULT_ALIGN;
+    const struct gkv *ak = kv_find(&g, "general.alignment");
+    if (ak) {
+        if (ak->type != GT_U32) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: general.alignment must be a uint32, got %s", path,
+                         type_names[ak->type]);
+            goto done;
+        }
+        align = (uint32_t)le(r->p + ak->vpos, 4);
+        if (align == 0 || align % 8 != 0 || align > (1u << 16)) {
+            st = err_set(e, VKASR_ERR_MODEL, "%s: general.alignment %u is not a multiple of 8 (up to 65536)", path,
+                         align);
+            goto done;
+        }
+    }
+    st = read_tensors(mf, &g, map, nt, align, e);
+    if (st == VKASR_OK)
+        st = read_config(&g, &mf->cfg, e);
+    if (st == VKASR_OK)
+        st = read_tokenizer(&g, mf->cfg.vocab_size, &mf->tok, e);
+    if (st == VKASR_OK)
+        mf->canonical = true;
+done:
+    free(g.kv);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Writer                                                                                         */
+
+struct wbuf {
+    uint8_t *p;
+    size_t len, cap;
+    int oom;
+};
+
+static void wb_put(struct wbuf *b, const void *s, size_t n) {
+    if (b->oom)
+        return;
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        uint8_t *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static void wb_le(struct wbuf *b, uint64_t v, int n) {
+    uint8_t t[8];
+    for (int i = 0; i < n; i++)
+        t[i] = (uint8_t)(v >> (8 * i));
+    wb_put(b, t, (size_t)n);
+}
+
+static void wb_str(struct wbuf *b, const char *s) {
+    size_t n = strlen(s);
+    wb_le(b, n, 8);
+    wb_put(b, s, n);
+}
+
+static void kv_head(struct wbuf *b, const char *key, uint32_t type) {
+    wb_str(b, key);
+    wb_le(b, type, 4);
+}
+
+static void w_u32(struct wbuf *b, const char *key, uint32_t v) {
+    kv_head(b, key, GT_U32);
+    wb_le(b, v, 4);
+}
+
+static void w_i32(struct wbuf *b, const char *key, int32_t v) {
+    kv_head(b, key, GT_I32);
+    wb_le(b, (uint32_t)v, 4);
+}
+
+static void w_bool(struct wbuf *b, const char *key, bool v) {
+    kv_head(b, key, GT_BOOL);
+    uint8_t c = v ? 1 : 0;
+    wb_put(b, &c, 1);
+}
+
+static void w_f32(struct wbuf *b, const char *key, float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    kv_head(b, key, GT_F32);
+    wb_le(b, u, 4);
+}
+
+static void w_str(struct wbuf *b, const char *key, const char *s) {
+    kv_head(b, key, GT_STR);
+    wb_str(b, s);
+}
+
+static const char *head_name(int head) {
+    return head == VKASR_HEAD_TDT ? "tdt" : head == VKASR_HEAD_RNNT ? "rnnt" : "ctc";
+}
+
+/* general.name: the source's last path component without a .gguf extension. */
+static void model_name(const char *path, char *out, size_t cap) {
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t s = n;
+    while (s > 0 && path[s - 1] != '/')
+        s--;
+    size_t len = n - s;
+    if (len > 5 && memcmp(path + n - 5, ".gguf", 5) == 0)
+        len -= 5;
+    snprintf(out, cap, "%.*s", (int)len, path + s);
+}
+
+static uint32_t out_type(const struct model_tensor *t, vkasr_weight_type wt) {
+    return wt == VKASR_WEIGHTS_F16 && model_is_matrix_weight(t->name) ? GGML_F16 : GGML_F32;
+}
+
+static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type wt, struct wbuf *b, uint64_t *offsets,
+                                 struct err *e) {
+    const struct model_config *c = &mf->cfg;
+    uint64_t nkv = 0;
+    char name[256];
+    model_name(mf->path ? mf->path : "model", name, sizeof name);
+
+    wb_put(b, "GGUF", 4);
+    wb_le(b, 3, 4);
+    wb_le(b, (uint64_t)mf->ntensors, 8);
+    size_t nkv_at = b->len;
+    wb_le(b, 0, 8); /* patched below */
+
+#define KV(stmt) (stmt, nkv++)
+    KV(w_str(b, "general.architecture", "parakeet"));
+    KV(w_str(b, "general.name", name));
+    KV(w_u32(b, "general.alignment", GGUF_DEFAULT_ALIGN));
+    KV(w_u32(b, "general.file_type", wt == VKASR_WEIGHTS_F16 ? 1u : 0u));
+    KV(w_u32(b, "vkasr.layout_version", LAYOUT_VERSION));
+    KV(w_str(b, "parakeet.head", head_name(c->head)));
+    KV(w_u32(b, "parakeet.d_model", (uint32_t)c->d_model));
+    KV(w_u32(b, "parakeet.n_layers", (uint32_t)c->n_layers));
+    KV(w_u32(b, "parakeet.n_heads", (uint32_t)c->n_heads));
+    KV(w_u32(b, "parakeet.ff_size", (uint32_t)c->ff_size));
+    KV(w_u32(b, "parakeet.conv_kernel", (uint32_t)c->conv_kernel));
+    KV(w_u32(b, "parakeet.n_mels", (uint32_t)c->n_mels));
+    KV(w_u32(b, "parakeet.subsampling_channels", (uint32_t)c->sub_channels));
+    KV(w_u32(b, "parakeet.subsampling_factor", (uint32_t)c->sub_factor));
+    KV(w_bool(b, "parakeet.xscaling", c->xscaling));
+    KV(w_bool(b, "parakeet.attention_bias", c->attention_bias));
+    KV(w_bool(b, "parakeet.conv_bias", c->conv_bias));
+    KV(w_i32(b, "parakeet.att_context_left", c->att_left));
+    KV(w_i32(b, "parakeet.att_context_right", c->att_right));
+    KV(w_u32(b, "parakeet.vocab_size", (uint32_t)c->vocab_size));
+    KV(w_u32(b, "parakeet.pred_hidden", (uint32_t)c->pred_hidden));
+    KV(w_u32(b, "parakeet.pred_layers", (uint32_t)c->pred_layers));
+    kv_head(b, "parakeet.durations", GT_ARR);
+    wb_le(b, GT_I32, 4);
+    wb_le(b, (uint64_t)c->n_durations, 8);
+    for (int i = 0; i < c->n_durations; i++)
+        wb_le(b, (uint32_t)c->durations[i], 4);
+    nkv++;
+    KV(w_u32(b, "parakeet.max_symbols_per_step", (uint32_t)c->max_symbols));
+    KV(w_u32(b, "parakeet.sample_rate", (uint32_t)c->sample_rate));
+    KV(w_u32(b, "parakeet.n_fft", (uint32_t)c->n_fft));
+    KV(w_u32(b, "parakeet.win_length", (uint32_t)c->win_length));
+    KV(w_u32(b, "parakeet.hop_length", (uint32_t)c->hop_length));
+    KV(w_f32(b, "parakeet.preemphasis", c->preemph));
+    KV(w_str(b, "tokenizer.ggml.model", "llama"));
+    kv_head(b, "tokenizer.ggml.tokens", GT_ARR);
+    wb_le(b, GT_STR, 4);
+    wb_le(b, (uint64_t)mf->tok.n, 8);
+    for (int32_t i = 0; i < mf->tok.n; i++)
+        wb_str(b, mf->tok.piece[i]);
+    nkv++;
+    kv_head(b, "tokenizer.ggml.token_type", GT_ARR);
+    wb_le(b, GT_I32, 4);
+    wb_le(b, (uint64_t)mf->tok.n, 8);
+    for (int32_t i = 0; i < mf->tok.n; i++)
+        wb_le(b, mf->tok.type[i], 4);
+    nkv++;
+#undef KV
+    if (!b->oom)
+        for (int i = 0; i < 8; i++)
+            b->p[nkv_at + (size_t)i] = (uint8_t)(nkv >> (8 * i));
+
+    uint64_t off = 0;
+    for (int i = 0; i < mf->ntensors; i++) {
+        const struct model_tensor *t = &mf->tensors[i];
+        uint64_t numel = 1;
+        for (int k = 0; k < t->nd; k++)
+            numel *= (uint64_t)t->ne[k];
+        uint32_t ty = out_type(t, wt);
+        wb_str(b, t->name);
+        wb_le(b, (uint64_t)t->nd, 4);
+        for (int k = t->nd - 1; k >= 0; k--) /* innermost first */
+            wb_le(b, (uint64_t)t->ne[k], 8);
+        wb_le(b, ty, 4);
+        wb_le(b, off, 8);
+        offsets[i] = off;
+        off += numel * (ty == GGML_F32 ? 4 : 2);
+        off += (GGUF_DEFAULT_ALIGN - off % GGUF_DEFAULT_ALIGN) % GGUF_DEFAULT_ALIGN;
+    }
+    static const uint8_t zeros[GGUF_DEFAULT_ALIGN];
+    wb_put(b, zeros, (GGUF_DEFAULT_ALIGN - b->len % GGUF_DEFAULT_ALIGN) % GGUF_DEFAULT_ALIGN);
+    if (b->oom)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory building the GGUF header");
+    return VKASR_OK;
+}
+
+/* Writes one tensor's data in the output type, in chunks (f16 conversion needs a buffer). */
+static int write_tensor(FILE *f, const struct model_tensor *t, uint32_t ty) {
+    uint64_t numel = 1;
+    for (int k = 0; k < t->nd; k++)
+        numel *= (uint64_t)t->ne[k];
+    int same = (ty == GGML_F32 && t->type == MT_F32) || (ty == GGML_F16 && t->type == MT_F16);
+    if (same)
+        return fwrite(t->data, 1, (size_t)t->nbytes, f) == t->nbytes;
+    enum { CHUNK = 16384 };
+    union {
+        float f32[CHUNK];
+        uint16_t f16[CHUNK];
+    } buf;
+    for (uint64_t i = 0; i < numel; i += CHUNK) {
+        size_t n = (size_t)(numel - i < CHUNK ? numel - i : CHUNK);
+        for (size_t k = 0; k < n; k++) {
+            float v;
+            if (t->type == MT_F32)
+                memcpy(&v, (const uint8_t *)t->data + 4 * (i + k), 4);
+            else {
+                uint16_t h;
+                memcpy(&h, (const uint8_t *)t->data + 2 * (i + k), 2);
+                v = half_to_float(h);
+            }
+            if (ty == GGML_F16)
+                buf.f16[k] = float_to_half(v);
+            else
+                buf.f32[k] = v;
+        }
+        size_t esz = ty == GGML_F16 ? 2 : 4;
+        if (fwrite(&buf, esz, n, f) != n)
+            return 0;
+    }
+    return 1;
+}
+
+vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vkasr_weight_type wt, struct err *e) {
+    if (!mf || !path || (wt != VKASR_WEIGHTS_F32 && wt != VKASR_WEIGHTS_F16))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "model_write_gguf: invalid argument");
+    if (!mf->canonical)
+        return err_set(e, VKASR_ERR_INTERNAL, "model_write_gguf: %s is not prepared (call model_prepare first)",
+                       mf->path ? mf->path : "model");
+    for (int i = 0; i < mf->ntensors; i++) {
+        const struct model_tensor *t = &mf->tensors[i];
+        if ((t->type != MT_F32 && t->type != MT_F16) || t->nd < 1 || t->nd > 4 || strlen(t->name) >= GGUF_MAX_NAME)
+            return err_set(e, VKASR_ERR_INTERNAL, "model_write_gguf: tensor '%s' cannot be stored (type %s, %d dims)",
+                           t->name, mt_dtype_name(t->type), t->nd);
+    }
+
+    struct wbuf hdr = {0};
+    uint64_t *offsets = calloc(mf->ntensors ? (size_t)mf->ntensors : 1, sizeof *offsets);
+    char *tmp = malloc(strlen(path) + 40);
+    FILE *f = NULL;
+    vkasr_status st = VKASR_OK;
+    if (!offsets || !tmp) {
+        st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    st = build_header(mf, wt, &hdr, offsets, e);
+    if (st != VKASR_OK)
+        goto done;
+
+    /* A fresh temporary name next to the destination (same file system, so rename is atomic). */
+    int fd = -1;
+    for (int k = 0; k < 100 && fd < 0; k++) {
+        sprintf(tmp, "%s.tmp.%ld.%d", path, (long)getpid(), k);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
+    if (fd < 0) {
+        st = err_set(e, VKASR_ERR_IO, "cannot create '%s': %s", path, strerror(errno));
+        tmp[0] = '\0';
+        goto done;
+    }
+    f = fdopen(fd, "wb");
+    if (!f) {
+        close(fd);
+        st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    int ok = fwrite(hdr.p, 1, hdr.len, f) == hdr.len;
+    uint64_t pos = 0;
+    static const uint8_t zeros[GGUF_DEFAULT_ALIGN];
+    for (int i = 0; ok && i < mf->ntensors; i++) {
+        const struct model_tensor *t = &mf->tensors[i];
+        if (offsets[i] > pos)
+            ok = fwrite(zeros, 1, (size_t)(offsets[i] - pos), f) == offsets[i] - pos;
+        uint32_t ty = out_type(t, wt);
+        uint64_t numel = 1;
+        for (int k = 0; k < t->nd; k++)
+            numel *= (uint64_t)t->ne[k];
+        ok = ok && write_tensor(f, t, ty);
+        pos = offsets[i] + numel * (ty == GGML_F32 ? 4 : 2);
+    }
+    /* pad the file end too, so every tensor is followed by a full alignment unit */
+    if (ok && pos % GGUF_DEFAULT_ALIGN)
+        ok = fwrite(zeros, 1, GGUF_DEFAULT_ALIGN - pos % GGUF_DEFAULT_ALIGN, f) ==
+             GGUF_DEFAULT_ALIGN - pos % GGUF_DEFAULT_ALIGN;
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int saved = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = 0;
+        saved = errno;
+    }
+    f = NULL;
+    if (!ok) {
+        st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(saved ? saved : EIO));
+        goto done;
+    }
+    if (rename(tmp, path) != 0) {
+        st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    tmp[0] = '\0'; /* renamed: nothing to remove */
+done:
+    if (st != VKASR_OK && tmp && tmp[0])
+        unlink(tmp);
+    free(tmp);
+    free(offsets);
+    free(hdr.p);
+    return st;
+}

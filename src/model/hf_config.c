@@ -1,0 +1,358 @@
+/* hf_config.c — the configuration of a Hugging Face transformers Parakeet directory: config.json
+ * (model type, nested encoder_config, head fields; transformers' defaults where keys are missing) and
+ * the feature extractor of preprocessor_config.json or processor_config.json. Also the range checks
+ * every configuration passes, whichever file it came from. Tensor shapes are checked in model.c.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model_internal.h"
+
+static const char *jtype(const cJSON *j) {
+    if (cJSON_IsNull(j))
+        return "null";
+    if (cJSON_IsBool(j))
+        return "a boolean";
+    if (cJSON_IsNumber(j))
+        return "a number";
+    if (cJSON_IsString(j))
+        return "a string";
+    if (cJSON_IsArray(j))
+        return "an array";
+    if (cJSON_IsObject(j))
+        return "an object";
+    return "invalid";
+}
+
+/* One JSON object being read: the file and the key path prefix for messages ("encoder_config."). */
+struct jobj {
+    const char *file;
+    const char *prefix;
+    const cJSON *obj; /* NULL: every key takes its default */
+};
+
+static const cJSON *jget(const struct jobj *o, const char *key) {
+    return o->obj ? cJSON_GetObjectItemCaseSensitive(o->obj, key) : NULL;
+}
+
+static vkasr_status get_int(const struct jobj *o, const char *key, int def, int lo, int hi, int *out, struct err *e) {
+    const cJSON *j = jget(o, key);
+    if (!j) {
+        *out = def;
+        return VKASR_OK;
+    }
+    if (!cJSON_IsNumber(j))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' must be an integer, got %s", o->file, o->prefix, key,
+                       jtype(j));
+    double d = j->valuedouble;
+    if (d != floor(d))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' must be an integer, got %g", o->file, o->prefix, key, d);
+    if (!(d >= lo && d <= hi))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' = %.17g is out of the supported range [%d, %d]", o->file,
+                       o->prefix, key, d, lo, hi);
+    *out = (int)d;
+    return VKASR_OK;
+}
+
+static vkasr_status get_bool(const struct jobj *o, const char *key, bool def, bool *out, struct err *e) {
+    const cJSON *j = jget(o, key);
+    if (!j) {
+        *out = def;
+        return VKASR_OK;
+    }
+    if (!cJSON_IsBool(j))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' must be a boolean, got %s", o->file, o->prefix, key,
+                       jtype(j));
+    *out = cJSON_IsTrue(j);
+    return VKASR_OK;
+}
+
+/* A string field that must be one of the accepted values (NULL-terminated list); def when missing. */
+static vkasr_status check_str(const struct jobj *o, const char *key, const char *const *ok, struct err *e) {
+    const cJSON *j = jget(o, key);
+    if (!j)
+        return VKASR_OK;
+    if (!cJSON_IsString(j))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' must be a string, got %s", o->file, o->prefix, key,
+                       jtype(j));
+    for (const char *const *p = ok; *p; p++)
+        if (strcmp(j->valuestring, *p) == 0)
+            return VKASR_OK;
+    return err_set(e, VKASR_ERR_MODEL, "%s: field '%s%s' = \"%s\" is not supported (vkasr implements \"%s\")", o->file,
+                   o->prefix, key, j->valuestring, ok[0]);
+}
+
+static int head_from_name(const char *s, int is_arch) {
+    static const char *const types[] = {"parakeet_tdt", "parakeet_rnnt", "parakeet_ctc"};
+    static const char *const archs[] = {"ParakeetForTDT", "ParakeetForRNNT", "ParakeetForCTC"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(s, is_arch ? archs[i] : types[i]) == 0)
+            return i; /* VKASR_HEAD_TDT, _RNNT, _CTC in this order */
+    return -1;
+}
+
+static vkasr_status read_head(const char *file, const cJSON *root, int *head, struct err *e) {
+    int from_type = -1, from_arch = -1;
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (mt) {
+        if (!cJSON_IsString(mt))
+            return err_set(e, VKASR_ERR_MODEL, "%s: field 'model_type' must be a string, got %s", file, jtype(mt));
+        from_type = head_from_name(mt->valuestring, 0);
+        if (from_type < 0)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: model_type \"%s\" is not a Parakeet TDT, RNN-T or CTC model (parakeet_tdt, "
+                           "parakeet_rnnt, parakeet_ctc)",
+                           file, mt->valuestring);
+    }
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures");
+    if (ar) {
+        if (!cJSON_IsArray(ar))
+            return err_set(e, VKASR_ERR_MODEL, "%s: field 'architectures' must be an array, got %s", file, jtype(ar));
+        const cJSON *it;
+        cJSON_ArrayForEach(it, ar) {
+            if (!cJSON_IsString(it))
+                return err_set(e, VKASR_ERR_MODEL, "%s: field 'architectures' must hold strings, got %s", file,
+                               jtype(it));
+            if (from_arch < 0)
+                from_arch = head_from_name(it->valuestring, 1);
+        }
+    }
+    if (from_type >= 0 && from_arch >= 0 && from_type != from_arch)
+        return err_set(e, VKASR_ERR_MODEL, "%s: model_type \"%s\" contradicts 'architectures'", file, mt->valuestring);
+    *head = from_type >= 0 ? from_type : from_arch;
+    if (*head < 0)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: neither 'model_type' nor 'architectures' names a Parakeet TDT, RNN-T or CTC model", file);
+    return VKASR_OK;
+}
+
+static vkasr_status read_config_json(const char *file, const cJSON *root, struct model_config *c, struct err *e) {
+    if (!cJSON_IsObject(root))
+        return err_set(e, VKASR_ERR_MODEL, "%s: not a JSON object", file);
+    TRY(read_head(file, root, &c->head, e));
+
+    const cJSON *enc = cJSON_GetObjectItemCaseSensitive(root, "encoder_config");
+    if (enc && !cJSON_IsObject(enc))
+        return err_set(e, VKASR_ERR_MODEL, "%s: field 'encoder_config' must be an object, got %s", file, jtype(enc));
+    /* transformers' ParakeetEncoderConfig defaults apply to missing keys (and to a missing encoder_config) */
+    struct jobj eo = {file, "encoder_config.", enc};
+    static const char *const silu[] = {"silu", "swish", NULL};
+    int ksub = 3, stride = 2;
+    TRY(get_int(&eo, "hidden_size", 1024, 1, 1 << 16, &c->d_model, e));
+    TRY(get_int(&eo, "num_hidden_layers", 24, 1, 1024, &c->n_layers, e));
+    TRY(get_int(&eo, "num_attention_heads", 8, 1, 1024, &c->n_heads, e));
+    TRY(get_int(&eo, "intermediate_size", 4096, 1, 1 << 20, &c->ff_size, e));
+    TRY(check_str(&eo, "hidden_act", silu, e));
+    TRY(get_bool(&eo, "attention_bias", true, &c->attention_bias, e));
+    TRY(get_bool(&eo, "convolution_bias", true, &c->conv_bias, e));
+    TRY(get_int(&eo, "conv_kernel_size", 9, 1, 1023, &c->conv_kernel, e));
+    TRY(get_int(&eo, "subsampling_factor", 8, 1, 64, &c->sub_factor, e));
+    TRY(get_int(&eo, "subsampling_conv_channels", 256, 1, 1 << 16, &c->sub_channels, e));
+    TRY(get_int(&eo, "subsampling_conv_kernel_size", 3, 1, 31, &ksub, e));
+    TRY(get_int(&eo, "subsampling_conv_stride", 2, 1, 8, &stride, e));
+    TRY(get_int(&eo, "num_mel_bins", 80, 1, 4096, &c->n_mels, e));
+    TRY(get_bool(&eo, "scale_input", true, &c->xscaling, e));
+    if (ksub != 3 || stride != 2)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: subsampling_conv_kernel_size %d / subsampling_conv_stride %d: vkasr implements the "
+                       "dw_striding subsampling with 3x3 kernels and stride 2 only",
+                       file, ksub, stride);
+    /* HF Parakeet has no local attention: full context */
+    c->att_left = -1;
+    c->att_right = -1;
+
+    struct jobj to = {file, "", root};
+    int vocab1 = 0;
+    if (c->head == VKASR_HEAD_CTC) {
+        TRY(get_int(&to, "vocab_size", 1025, 2, 1 << 22, &vocab1, e));
+        int pad;
+        /* the CTC blank is pad_token_id and must be the last class (vkasr assumes blank = V) */
+        TRY(get_int(&to, "pad_token_id", vocab1 - 1, 0, 1 << 22, &pad, e));
+        if (pad != vocab1 - 1)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: pad_token_id %d (the CTC blank) must be the last class, vocab_size-1 = %d", file, pad,
+                           vocab1 - 1);
+        c->pred_hidden = c->pred_layers = c->n_durations = c->max_symbols = 0;
+    } else {
+        static const char *const relu[] = {"relu", NULL};
+        TRY(get_int(&to, "vocab_size", 8193, 2, 1 << 22, &vocab1, e));
+        int blank;
+        TRY(get_int(&to, "blank_token_id", vocab1 - 1, 0, 1 << 22, &blank, e));
+        if (blank != vocab1 - 1)
+            return err_set(e, VKASR_ERR_MODEL, "%s: blank_token_id %d must be the last class, vocab_size-1 = %d", file,
+                           blank, vocab1 - 1);
+        TRY(get_int(&to, "decoder_hidden_size", 640, 1, 1 << 16, &c->pred_hidden, e));
+        TRY(get_int(&to, "num_decoder_layers", 2, 1, 64, &c->pred_layers, e));
+        TRY(check_str(&to, "hidden_act", relu, e));
+        TRY(get_int(&to, "max_symbols_per_step", 10, 1, 1000, &c->max_symbols, e));
+        c->n_durations = 0;
+        if (c->head == VKASR_HEAD_TDT) {
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "durations");
+            if (!d) {
+                c->n_durations = 5;
+                for (int i = 0; i < 5; i++)
+                    c->durations[i] = i;
+            } else {
+                if (!cJSON_IsArray(d))
+                    return err_set(e, VKASR_ERR_MODEL, "%s: field 'durations' must be an array, got %s", file,
+                                   jtype(d));
+                int n = cJSON_GetArraySize(d);
+                if (n < 1 || n > 16)
+                    return err_set(e, VKASR_ERR_MODEL, "%s: field 'durations' has %d entries (1 to 16 supported)", file,
+                                   n);
+                const cJSON *it;
+                cJSON_ArrayForEach(it, d) {
+                    if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble) || it->valuedouble < 0 ||
+                        it->valuedouble > 1024)
+                        return err_set(e, VKASR_ERR_MODEL,
+                                       "%s: field 'durations' entry %d must be an integer in [0, 1024]", file,
+                                       c->n_durations);
+                    c->durations[c->n_durations++] = (int)it->valuedouble;
+                }
+            }
+        }
+    }
+    c->vocab_size = vocab1 - 1;
+    return VKASR_OK;
+}
+
+static vkasr_status read_feature_extractor(const char *file, const cJSON *root, struct model_config *c, struct err *e) {
+    if (!cJSON_IsObject(root))
+        return err_set(e, VKASR_ERR_MODEL, "%s: not a JSON object", file);
+    struct jobj o = {file, "", root};
+    const cJSON *fe = cJSON_GetObjectItemCaseSensitive(root, "feature_extractor");
+    if (fe) {
+        if (!cJSON_IsObject(fe))
+            return err_set(e, VKASR_ERR_MODEL, "%s: field 'feature_extractor' must be an object, got %s", file,
+                           jtype(fe));
+        o.obj = fe;
+        o.prefix = "feature_extractor.";
+    }
+    int mels;
+    TRY(get_int(&o, "feature_size", 80, 1, 4096, &mels, e));
+    if (mels != c->n_mels)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: field '%sfeature_size' = %d differs from config.json "
+                       "encoder_config.num_mel_bins = %d",
+                       file, o.prefix, mels, c->n_mels);
+    TRY(get_int(&o, "sampling_rate", 16000, 1, 1000000, &c->sample_rate, e));
+    TRY(get_int(&o, "hop_length", 160, 1, 1 << 16, &c->hop_length, e));
+    TRY(get_int(&o, "n_fft", 512, 1, 1 << 16, &c->n_fft, e));
+    TRY(get_int(&o, "win_length", 400, 1, 1 << 16, &c->win_length, e));
+    const cJSON *pe = jget(&o, "preemphasis");
+    if (!pe)
+        c->preemph = 0.97f;
+    else if (cJSON_IsNull(pe)) /* NeMo preemph: null = no pre-emphasis */
+        c->preemph = 0.0f;
+    else if (cJSON_IsNumber(pe))
+        c->preemph = (float)pe->valuedouble;
+    else
+        return err_set(e, VKASR_ERR_MODEL, "%s: field '%spreemphasis' must be a number or null, got %s", file, o.prefix,
+                       jtype(pe));
+    return VKASR_OK;
+}
+
+static vkasr_status load_json(const char *path, cJSON **out, struct err *e) {
+    char *txt = NULL;
+    size_t len = 0;
+    TRY(read_small_file(path, 1, &txt, &len, e));
+    const char *end = NULL;
+    *out = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
+    size_t at = end ? (size_t)(end - txt) : 0;
+    free(txt);
+    if (!*out)
+        return err_set(e, VKASR_ERR_MODEL, "%s: not valid JSON (error near byte %zu)", path, at);
+    return VKASR_OK;
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0 || errno != ENOENT;
+}
+
+vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e) {
+    memset(cfg, 0, sizeof *cfg);
+    char *cpath = path_join(dir, "config.json");
+    char *ppath = path_join(dir, "preprocessor_config.json");
+    char *qpath = path_join(dir, "processor_config.json");
+    cJSON *root = NULL;
+    vkasr_status st = VKASR_OK;
+    if (!cpath || !ppath || !qpath) {
+        st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+        goto done;
+    }
+    st = load_json(cpath, &root, e);
+    if (st == VKASR_OK)
+        st = read_config_json(cpath, root, cfg, e);
+    cJSON_Delete(root);
+    root = NULL;
+    if (st != VKASR_OK)
+        goto done;
+
+    /* transformers writes preprocessor_config.json (older) or processor_config.json (feature extractor
+     * nested under "feature_extractor"); prefer the former when both exist, like AutoFeatureExtractor */
+    const char *fe = exists(ppath) ? ppath : exists(qpath) ? qpath : NULL;
+    if (!fe) {
+        st = err_set(e, VKASR_ERR_MODEL, "%s: no preprocessor_config.json or processor_config.json", dir);
+        goto done;
+    }
+    st = load_json(fe, &root, e);
+    if (st == VKASR_OK)
+        st = read_feature_extractor(fe, root, cfg, e);
+    cJSON_Delete(root);
+    if (st == VKASR_OK)
+        st = config_check(cfg, cpath, e);
+done:
+    free(cpath);
+    free(ppath);
+    free(qpath);
+    return st;
+}
+
+vkasr_status config_check(const struct model_config *c, const char *src, struct err *e) {
+    if (c->head < VKASR_HEAD_TDT || c->head > VKASR_HEAD_CTC)
+        return err_set(e, VKASR_ERR_MODEL, "%s: unknown head type %d", src, c->head);
+    if (c->d_model < 1 || c->n_layers < 1 || c->n_heads < 1 || c->ff_size < 1 || c->sub_channels < 1 ||
+        c->vocab_size < 1 || c->d_model > (1 << 16) || c->n_layers > 1024 || c->ff_size > (1 << 20) ||
+        c->sub_channels > (1 << 16) || c->vocab_size > (1 << 22))
+        return err_set(e, VKASR_ERR_MODEL, "%s: encoder or vocabulary size out of the supported range", src);
+    if (c->d_model % c->n_heads != 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: hidden size %d is not a multiple of the %d attention heads", src,
+                       c->d_model, c->n_heads);
+    if (c->conv_kernel < 1 || c->conv_kernel > 1023 || c->conv_kernel % 2 == 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: conv kernel size %d must be odd (1..1023)", src, c->conv_kernel);
+    if (c->sub_factor != 8)
+        return err_set(e, VKASR_ERR_MODEL, "%s: subsampling factor %d: vkasr implements factor 8 only", src,
+                       c->sub_factor);
+    if (c->n_mels < 8 || c->n_mels > 4096 || c->n_mels % 8 != 0)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: %d mel bins: must be a multiple of 8 (the subsampling halves the frequency axis 3 times)",
+                       src, c->n_mels);
+    if (c->att_left < -1 || c->att_right < -1 || (c->att_left < 0) != (c->att_right < 0))
+        return err_set(e, VKASR_ERR_MODEL, "%s: attention context [%d, %d] is invalid (-1, -1 = full)", src,
+                       c->att_left, c->att_right);
+    if (c->head != VKASR_HEAD_CTC) {
+        if (c->pred_hidden < 1 || c->pred_hidden > (1 << 16) || c->pred_layers < 1 || c->pred_layers > 64 ||
+            c->max_symbols < 1)
+            return err_set(e, VKASR_ERR_MODEL, "%s: prediction network size out of the supported range", src);
+        if ((c->head == VKASR_HEAD_TDT) != (c->n_durations > 0) || c->n_durations > 16)
+            return err_set(e, VKASR_ERR_MODEL, "%s: %d durations for a %s model", src, c->n_durations,
+                           c->head == VKASR_HEAD_TDT ? "TDT" : "RNN-T");
+        for (int i = 0; i < c->n_durations; i++)
+            if (c->durations[i] < 0)
+                return err_set(e, VKASR_ERR_MODEL, "%s: negative duration %d", src, c->durations[i]);
+    }
+    if (c->sample_rate < 1 || c->n_fft < 1 || c->win_length < 1 || c->hop_length < 1 || c->n_fft > (1 << 16) ||
+        c->win_length > c->n_fft || c->hop_length > (1 << 16))
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: feature extractor sizes out of range (sampling_rate %d, n_fft %d, win_length %d, "
+                       "hop_length %d; win_length must not exceed n_fft)",
+                       src, c->sample_rate, c->n_fft, c->win_length, c->hop_length);
+    if (!(c->preemph >= 0.0f && c->preemph < 1.0f))
+        return err_set(e, VKASR_ERR_MODEL, "%s: preemphasis %g is outside [0, 1)", src, (double)c->preemph);
+    return VKASR_OK;
+}

@@ -1,0 +1,247 @@
+/* test_ops_conv.c — convolutions on Vulkan vs the C reference: the subsampling's strided 3x3 convs
+ * (conv2d_s2, dwconv2d_s2; channels-last, global row coordinates) and the depthwise time conv
+ * (dwconv1d). Also checks that the three-stage subsampling chain computed in halo tiles (spec §2.4:
+ * encoder rows [a, b) need mel rows [8a-7, 8b-1]) is bit-identical to the untiled Vulkan run.
+ *
+ * Tolerance: NMSE 1e-10 against the double-precision reference. Each output is a sum of at most 9
+ * (2-D) or K (1-D) f32 products plus a bias, so the f32 error is a few ulp (measured NMSE <= 1.2e-14);
+ * 1e-10 still leaves room for any summation order or fma contraction a driver picks, while a wrong
+ * tap, row or channel gives NMSE > 1e-3. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_harness.h"
+
+#define TOL 1e-10
+
+static double worst_nmse[3];
+
+static void vk_fail(struct th *h, const char *what) {
+    printf("FAIL [%s]: %s: %s\n", h->name, what, h->be[TH_VK]->err.msg);
+    h->failures++;
+}
+
+/* Runs an op on the Vulkan backend only (tiles are compared with the untiled Vulkan result). */
+static bool vk_run(struct th *h, enum op_id id, const void *args) {
+    h->checks++;
+    if (be_run(h->be[TH_VK], id, args) || be_sync(h->be[TH_VK])) {
+        vk_fail(h, op_name(id));
+        return false;
+    }
+    return true;
+}
+
+static float *vk_fetch(struct th *h, const struct th_tensor *t) {
+    uint64_t bytes = be_nbytes(&t->side[TH_VK]);
+    float *p = malloc(bytes ? bytes : 4);
+    if (!p)
+        exit(1);
+    if (be_download(h->be[TH_VK], p, t->side[TH_VK].addr, bytes)) {
+        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_VK]->err.msg);
+        exit(1);
+    }
+    return p;
+}
+
+/* th_check plus the measured NMSE (out->host holds the reference after th_check). */
+static void check(struct th *h, struct th_tensor *out, int op_slot) {
+    if (!th_check(h, out, TOL))
+        return;
+    uint64_t n = be_numel(&out->side[TH_REF]);
+    float *v = vk_fetch(h, out);
+    const float *r = out->host;
+    double se = 0, sr = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        se += ((double)v[i] - r[i]) * ((double)v[i] - r[i]);
+        sr += (double)r[i] * r[i];
+    }
+    double nmse = sr > 0 ? se / sr : se;
+    if (nmse > worst_nmse[op_slot])
+        worst_nmse[op_slot] = nmse;
+    free(v);
+}
+
+static void conv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t x_row0, int64_t x_len, int64_t y_row0,
+                        int64_t hy, int act) {
+    th_case(h, "conv2d_s2 x[%lld,%lld] C=%lld x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d", (long long)hx,
+            (long long)w, (long long)c, (long long)x_row0, (long long)x_len, (long long)y_row0, (long long)hy, act);
+    int64_t wo = (w + 1) / 2;
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(hx, w), -1.0f, 1.0f);
+    struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.2f, 0.2f);
+    struct th_tensor *y = th_output(h, BE_F32, 3, TH_SHAPE(hy, wo, c));
+    struct op_conv2d_s2 a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_conv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
+                                     .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act};
+    if (th_run(h, OP_conv2d_s2, &a[0], &a[1]))
+        check(h, y, 0);
+    th_check_guards(h);
+}
+
+static void dwconv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t x_row0, int64_t x_len,
+                          int64_t y_row0, int64_t hy, int act) {
+    th_case(h, "dwconv2d_s2 x[%lld,%lld,%lld] x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d", (long long)hx,
+            (long long)w, (long long)c, (long long)x_row0, (long long)x_len, (long long)y_row0, (long long)hy, act);
+    int64_t wo = (w + 1) / 2;
+    struct th_tensor *x = th_input(h, BE_F32, 3, TH_SHAPE(hx, w, c), -1.0f, 1.0f);
+    struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.2f, 0.2f);
+    struct th_tensor *y = th_output(h, BE_F32, 3, TH_SHAPE(hy, wo, c));
+    struct op_dwconv2d_s2 a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_dwconv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
+                                       .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act};
+    if (th_run(h, OP_dwconv2d_s2, &a[0], &a[1]))
+        check(h, y, 1);
+    th_check_guards(h);
+}
+
+static void dwconv1d_case(struct th *h, int64_t t, int64_t c, int64_t k, int act) {
+    th_case(h, "dwconv1d x[%lld,%lld] K=%lld act=%d", (long long)t, (long long)c, (long long)k, act);
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(t, c), -2.0f, 2.0f);
+    struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, k), -0.5f, 0.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.5f, 0.5f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(t, c));
+    struct op_dwconv1d a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_dwconv1d){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s), .act = act};
+    if (th_run(h, OP_dwconv1d, &a[0], &a[1]))
+        check(h, y, 2);
+    th_check_guards(h);
+}
+
+static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* The subsampling's three strided convs (pointwise convs omitted: they are per row and do not change
+ * the halo) on mel [L, M]: untiled on both backends (checked against the reference), then on Vulkan in
+ * tiles of encoder rows [cuts[i], cuts[i+1]), each tile fed only the mel rows the halo rule names, in a
+ * tensor of its own (a read outside the halo hits the harness's sentinel guard). Every tile's output
+ * must equal the untiled rows bit for bit. */
+static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int64_t *cuts, int ncuts) {
+    th_case(h, "subsampling chain mel[%lld,%lld] C=%lld in %d tiles", (long long)L, (long long)M, (long long)C,
+            ncuts - 1);
+    int64_t L1 = (L + 1) / 2, L2 = (L1 + 1) / 2, L3 = (L2 + 1) / 2;
+    int64_t M1 = (M + 1) / 2, M2 = (M1 + 1) / 2, M3 = (M2 + 1) / 2;
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(L, M), -1.0f, 1.0f);
+    struct th_tensor *w[3], *b[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = th_input(h, BE_F32, 2, TH_SHAPE(C, 9), -0.5f, 0.5f);
+        b[i] = th_input(h, BE_F32, 1, TH_SHAPE(C), -0.2f, 0.2f);
+    }
+    struct th_tensor *s1 = th_output(h, BE_F32, 3, TH_SHAPE(L1, M1, C));
+    struct th_tensor *s2 = th_output(h, BE_F32, 3, TH_SHAPE(L2, M2, C));
+    struct th_tensor *s3 = th_output(h, BE_F32, 3, TH_SHAPE(L3, M3, C));
+    struct op_conv2d_s2 a1[2];
+    struct op_dwconv2d_s2 a2[2], a3[2];
+    for (int s = 0; s < 2; s++) {
+        a1[s] = (struct op_conv2d_s2){.x = TH_T(x, s), .w = TH_T(w[0], s), .b = TH_T(b[0], s), .y = TH_T(s1, s),
+                                      .x_len = L, .act = ACT_RELU};
+        a2[s] = (struct op_dwconv2d_s2){.x = TH_T(s1, s), .w = TH_T(w[1], s), .b = TH_T(b[1], s), .y = TH_T(s2, s),
+                                        .x_len = L1, .act = ACT_NONE};
+        a3[s] = (struct op_dwconv2d_s2){.x = TH_T(s2, s), .w = TH_T(w[2], s), .b = TH_T(b[2], s), .y = TH_T(s3, s),
+                                        .x_len = L2, .act = ACT_RELU};
+    }
+    if (!th_run(h, OP_conv2d_s2, &a1[0], &a1[1]) || !th_run(h, OP_dwconv2d_s2, &a2[0], &a2[1]) ||
+        !th_run(h, OP_dwconv2d_s2, &a3[0], &a3[1]))
+        return;
+    check(h, s1, 0);
+    check(h, s2, 1);
+    check(h, s3, 1);
+    float *full = vk_fetch(h, s3);
+    const float *xh = x->host;
+    uint64_t row3 = (uint64_t)(M3 * C);
+    for (int ti = 0; ti + 1 < ncuts; ti++) {
+        int64_t a = cuts[ti], bnd = cuts[ti + 1];
+        /* Halo rule per stage (rows clipped to the stage's valid rows). */
+        int64_t m0 = imax(0, 8 * a - 7), m1 = imin(L, 8 * bnd);
+        int64_t r10 = imax(0, 4 * a - 3), r11 = imin(L1, 4 * bnd);
+        int64_t r20 = imax(0, 2 * a - 1), r21 = imin(L2, 2 * bnd);
+        struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(m1 - m0, M), xh + m0 * M);
+        struct th_tensor *t1 = th_output(h, BE_F32, 3, TH_SHAPE(r11 - r10, M1, C));
+        struct th_tensor *t2 = th_output(h, BE_F32, 3, TH_SHAPE(r21 - r20, M2, C));
+        struct th_tensor *t3 = th_output(h, BE_F32, 3, TH_SHAPE(bnd - a, M3, C));
+        struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_VK), .w = TH_T(w[0], TH_VK), .b = TH_T(b[0], TH_VK),
+                                  .y = TH_T(t1, TH_VK), .x_row0 = m0, .x_len = L, .y_row0 = r10, .act = ACT_RELU};
+        struct op_dwconv2d_s2 c2 = {.x = TH_T(t1, TH_VK), .w = TH_T(w[1], TH_VK), .b = TH_T(b[1], TH_VK),
+                                    .y = TH_T(t2, TH_VK), .x_row0 = r10, .x_len = L1, .y_row0 = r20, .act = ACT_NONE};
+        struct op_dwconv2d_s2 c3 = {.x = TH_T(t2, TH_VK), .w = TH_T(w[2], TH_VK), .b = TH_T(b[2], TH_VK),
+                                    .y = TH_T(t3, TH_VK), .x_row0 = r20, .x_len = L2, .y_row0 = a, .act = ACT_RELU};
+        if (!vk_run(h, OP_conv2d_s2, &c1) || !vk_run(h, OP_dwconv2d_s2, &c2) || !vk_run(h, OP_dwconv2d_s2, &c3))
+            continue;
+        h->checks++;
+        float *tile = vk_fetch(h, t3);
+        if (memcmp(tile, full + (uint64_t)a * row3, (uint64_t)(bnd - a) * row3 * sizeof(float)) != 0) {
+            uint64_t i = 0;
+            while (tile[i] == full[(uint64_t)a * row3 + i])
+                i++;
+            printf("FAIL [%s]: tile [%lld, %lld) differs from the untiled run at element %llu: %.9g vs %.9g\n",
+                   h->name, (long long)a, (long long)bnd, (unsigned long long)i, tile[i], full[(uint64_t)a * row3 + i]);
+            h->failures++;
+        }
+        free(tile);
+    }
+    free(full);
+    th_check_guards(h);
+
+    /* A tile one halo row short must be refused, not computed from missing rows. */
+    h->checks++;
+    int64_t a = cuts[1];
+    struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(8, M), xh + (8 * a - 6) * M);
+    struct th_tensor *t1 = th_output(h, BE_F32, 3, TH_SHAPE(1, M1, C));
+    struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_VK), .w = TH_T(w[0], TH_VK), .b = TH_T(b[0], TH_VK),
+                              .y = TH_T(t1, TH_VK), .x_row0 = 8 * a - 6, .x_len = L, .y_row0 = 4 * a - 3,
+                              .act = ACT_RELU};
+    if (be_run(h->be[TH_VK], OP_conv2d_s2, &c1) == VKASR_OK) {
+        printf("FAIL [%s]: a tile lacking halo row %lld was accepted\n", h->name, (long long)(8 * a - 7));
+        h->failures++;
+    }
+}
+
+int main(void) {
+    struct th h;
+    th_open(&h, false);
+
+    /* conv2d_s2: the real first conv (mel [L, 128] -> [ceil(L/2), 64, 256]), odd widths, one row, one
+     * or three channels, rows past x_len present in x (must read as zero), a tile away from row 0. */
+    conv2d_case(&h, 203, 128, 256, 0, 203, 0, 102, ACT_RELU);
+    conv2d_case(&h, 64, 80, 256, 0, 64, 0, 32, ACT_NONE);
+    conv2d_case(&h, 9, 7, 3, 0, 9, 0, 5, ACT_NONE);
+    conv2d_case(&h, 1, 5, 1, 0, 1, 0, 1, ACT_RELU);
+    conv2d_case(&h, 2, 1, 3, 0, 2, 0, 1, ACT_NONE);
+    conv2d_case(&h, 20, 9, 5, 0, 15, 0, 10, ACT_NONE);
+    conv2d_case(&h, 13, 16, 33, 9, 40, 5, 6, ACT_RELU);
+    conv2d_case(&h, 0, 16, 8, 0, 0, 0, 0, ACT_NONE);
+
+    /* dwconv2d_s2: the real stages ([H, 64, 256] -> [H/2, 32, 256], [.., 32, ..] -> [.., 16, ..]) and odd
+     * shapes. */
+    dwconv2d_case(&h, 102, 64, 256, 0, 102, 0, 51, ACT_NONE);
+    dwconv2d_case(&h, 51, 32, 256, 0, 51, 0, 26, ACT_RELU);
+    dwconv2d_case(&h, 7, 5, 3, 0, 7, 0, 4, ACT_RELU);
+    dwconv2d_case(&h, 1, 1, 1, 0, 1, 0, 1, ACT_NONE);
+    dwconv2d_case(&h, 5, 3, 1, 0, 5, 0, 3, ACT_NONE);
+    dwconv2d_case(&h, 11, 9, 37, 0, 8, 0, 6, ACT_RELU);
+    dwconv2d_case(&h, 9, 20, 16, 7, 30, 4, 4, ACT_NONE);
+
+    /* dwconv1d: K 1, 3, 9 (Parakeet), 31; T shorter than K; C = 1024 as in the conformer. */
+    dwconv1d_case(&h, 0, 8, 3, ACT_NONE);
+    dwconv1d_case(&h, 1, 1, 1, ACT_NONE);
+    dwconv1d_case(&h, 5, 3, 3, ACT_SILU);
+    dwconv1d_case(&h, 4, 16, 9, ACT_NONE);
+    dwconv1d_case(&h, 300, 1024, 9, ACT_SILU);
+    dwconv1d_case(&h, 257, 64, 31, ACT_NONE);
+    dwconv1d_case(&h, 3001, 3, 9, ACT_SILU);
+    dwconv1d_case(&h, 33, 100, 1, ACT_SILU);
+
+    /* Halo tiles of the whole subsampling: Parakeet's M = 128 (L3 = 26), and M = 80 at a length that is
+     * not a multiple of 8, with a one-row tile. */
+    chain_case(&h, 203, 128, 256, TH_SHAPE(0, 7, 15, 26), 4);
+    chain_case(&h, 61, 80, 16, TH_SHAPE(0, 3, 4, 6, 8), 5);
+
+    printf("worst nmse: conv2d_s2 %.3g, dwconv2d_s2 %.3g, dwconv1d %.3g (tolerance %.0e)\n", worst_nmse[0],
+           worst_nmse[1], worst_nmse[2], TOL);
+    return th_close(&h);
+}

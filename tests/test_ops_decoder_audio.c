@@ -1,0 +1,204 @@
+/* test_ops_decoder_audio.c — the prediction network's LSTM step and the front end's STFT power spectrum
+ * on Vulkan vs the C reference (double precision).
+ *
+ * Tolerances (NMSE against the double reference):
+ *   lstm_step 1e-10: each gate is an f32 dot product of In + P terms (relative error ~1e-7 at P = 1025),
+ *     followed by sigmoid/tanh; measured NMSE ~6e-14. A wrong row, gate order or state gives > 1e-3.
+ *   stft_power 1e-10: f32 radix-2 FFT with accurately computed twiddles; measured NMSE ~3e-14 on full-
+ *     scale and 1e-3-amplitude noise. Twiddles at GLSL's guaranteed sin/cos precision (2^-11) would
+ *     exceed it. The spectrum feeds a log, so the relative error of every bin above 1e-6 of the frame's
+ *     peak power is bounded too (STFT_REL_TOL): f32 rounding in the FFT is absolute, ~1e-7 of the
+ *     frame's energy, so a bin 60 dB below the peak sees ~1e-4 relative error. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_harness.h"
+
+#define LSTM_TOL 1e-10
+#define STFT_TOL 1e-10
+#define STFT_REL_TOL 1e-3
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+static double worst_lstm, worst_stft, worst_rel;
+
+static float *vk_fetch(struct th *h, const struct th_tensor *t) {
+    uint64_t bytes = be_nbytes(&t->side[TH_VK]);
+    float *p = malloc(bytes ? bytes : 4);
+    if (!p)
+        exit(1);
+    if (be_download(h->be[TH_VK], p, t->side[TH_VK].addr, bytes)) {
+        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_VK]->err.msg);
+        exit(1);
+    }
+    return p;
+}
+
+/* NMSE of the Vulkan output against the reference (out->host after th_check). */
+static double measured_nmse(struct th *h, struct th_tensor *out) {
+    uint64_t n = be_numel(&out->side[TH_REF]);
+    float *v = vk_fetch(h, out);
+    const float *r = out->host;
+    double se = 0, sr = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        se += ((double)v[i] - r[i]) * ((double)v[i] - r[i]);
+        sr += (double)r[i] * r[i];
+    }
+    free(v);
+    return sr > 0 ? se / sr : se;
+}
+
+/* ---- lstm_step -------------------------------------------------------------------------------- */
+
+static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_in_place) {
+    th_case(h, "lstm_step In=%lld P=%lld w=+-%g%s", (long long)in, (long long)p, wscale,
+            c_in_place ? " c_out=c" : "");
+    struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(in), -1.0f, 1.0f);
+    struct th_tensor *hh = th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f);
+    struct th_tensor *c = th_input(h, BE_F32, 1, TH_SHAPE(p), -2.0f, 2.0f);
+    struct th_tensor *wih = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, in), -wscale, wscale);
+    struct th_tensor *whh = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, p), -wscale, wscale);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
+    struct th_tensor *ho = th_output(h, BE_F32, 1, TH_SHAPE(p));
+    struct th_tensor *co = c_in_place ? c : th_output(h, BE_F32, 1, TH_SHAPE(p));
+    struct op_lstm_step a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_lstm_step){.x = TH_T(x, s), .h = TH_T(hh, s), .c = TH_T(c, s), .w_ih = TH_T(wih, s),
+                                     .w_hh = TH_T(whh, s), .b = TH_T(b, s), .h_out = TH_T(ho, s),
+                                     .c_out = TH_T(co, s)};
+    if (!th_run(h, OP_lstm_step, &a[0], &a[1]))
+        return;
+    struct th_tensor *outs[2] = {ho, co};
+    for (int i = 0; i < 2; i++)
+        if (th_check(h, outs[i], LSTM_TOL)) {
+            double e = measured_nmse(h, outs[i]);
+            worst_lstm = e > worst_lstm ? e : worst_lstm;
+        }
+    th_check_guards(h);
+}
+
+/* ---- stft_power ------------------------------------------------------------------------------- */
+
+enum sig { SIG_NOISE, SIG_TONE_THEN_SILENCE };
+
+/* Max relative error over bins whose reference power exceeds 1e-6 of the largest in their frame. */
+static double stft_rel_err(struct th *h, struct th_tensor *y) {
+    int64_t F = y->ne[0], nb = y->ne[1];
+    float *v = vk_fetch(h, y);
+    const float *r = y->host;
+    double worst = 0;
+    for (int64_t f = 0; f < F; f++) {
+        double peak = 0;
+        for (int64_t k = 0; k < nb; k++)
+            peak = r[f * nb + k] > peak ? r[f * nb + k] : peak;
+        for (int64_t k = 0; k < nb; k++) {
+            double rv = r[f * nb + k];
+            if (peak > 0 && rv > 1e-6 * peak) {
+                double e = fabs((double)v[f * nb + k] - rv) / rv;
+                worst = e > worst ? e : worst;
+            }
+        }
+    }
+    free(v);
+    return worst;
+}
+
+static void stft_case(struct th *h, int64_t n, int n_fft, int win, int hop, int64_t f0, int64_t frames, float amp,
+                      enum sig sig, float preemph) {
+    th_case(h, "stft_power N=%lld n_fft=%d win=%d hop=%d frames %lld..%lld amp=%g %s preemph=%g", (long long)n, n_fft,
+            win, hop, (long long)f0, (long long)(f0 + frames - 1), amp, sig == SIG_NOISE ? "noise" : "tone+silence",
+            preemph);
+    float *xs = malloc((size_t)(n ? n : 1) * sizeof *xs), *ws = malloc((size_t)win * sizeof *ws);
+    if (!xs || !ws)
+        exit(1);
+    for (int64_t i = 0; i < n; i++)
+        xs[i] = sig == SIG_NOISE ? amp * th_uniform(h, -1.0f, 1.0f)
+                                 : (i < n / 2 ? amp * (float)sin(2 * M_PI * 440.0 * (double)i / 16000.0) : 0.0f);
+    for (int i = 0; i < win; i++) /* symmetric Hann, as the Parakeet front end uses */
+        ws[i] = win == 1 ? 1.0f : (float)(0.5 - 0.5 * cos(2 * M_PI * i / (win - 1)));
+    struct th_tensor *x = th_input_data(h, BE_F32, 1, TH_SHAPE(n), xs);
+    struct th_tensor *w = th_input_data(h, BE_F32, 1, TH_SHAPE(win), ws);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(frames, n_fft / 2 + 1));
+    free(xs);
+    free(ws);
+    struct op_stft_power a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_stft_power){.x = TH_T(x, s), .window = TH_T(w, s), .y = TH_T(y, s), .f0 = f0,
+                                      .n_fft = n_fft, .hop = hop, .preemph = preemph};
+    if (!th_run(h, OP_stft_power, &a[0], &a[1]))
+        return;
+    if (th_check(h, y, STFT_TOL)) {
+        double e = measured_nmse(h, y), r = stft_rel_err(h, y);
+        worst_stft = e > worst_stft ? e : worst_stft;
+        worst_rel = r > worst_rel ? r : worst_rel;
+        printf("  %s: nmse %.3g, max relative error %.3g\n", h->name, e, r);
+        h->checks++;
+        if (!(r <= STFT_REL_TOL)) {
+            printf("FAIL [%s]: max relative error %.3g of bins above 1e-6 of the peak > %.0e\n", h->name, r,
+                   STFT_REL_TOL);
+            h->failures++;
+        }
+    }
+    th_check_guards(h);
+}
+
+/* Even n_fft that is not a power of two: valid for the op (the reference runs a direct DFT), refused by
+ * the Vulkan FFT with VKASR_ERR_UNSUPPORTED and a message naming n_fft. */
+static void stft_unsupported_case(struct th *h) {
+    th_case(h, "stft_power n_fft=400 on Vulkan");
+    struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(1000), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, BE_F32, 1, TH_SHAPE(400), 0.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(3, 201));
+    struct op_stft_power a = {.x = TH_T(x, TH_VK), .window = TH_T(w, TH_VK), .y = TH_T(y, TH_VK), .n_fft = 400,
+                              .hop = 160, .preemph = 0.97f};
+    h->checks++;
+    vkasr_status st = be_run(h->be[TH_VK], OP_stft_power, &a);
+    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "400")) {
+        printf("FAIL [%s]: status %d (%s), want VKASR_ERR_UNSUPPORTED naming n_fft\n", h->name, (int)st,
+               h->be[TH_VK]->err.msg);
+        h->failures++;
+    }
+    err_clear(&h->be[TH_VK]->err);
+}
+
+int main(void) {
+    struct th h;
+    th_open(&h, false);
+
+    /* LSTM: tiny, Parakeet's P = 640 (In = P), In != P both ways, a P that is not a multiple of the
+     * workgroup, saturating gates, and c updated in place (c_out = c is allowed). */
+    lstm_case(&h, 1, 1, 0.5f, false);
+    lstm_case(&h, 5, 3, 0.5f, false);
+    lstm_case(&h, 640, 640, 0.05f, false);
+    lstm_case(&h, 300, 1025, 0.05f, false);
+    lstm_case(&h, 1025, 640, 0.05f, false);
+    lstm_case(&h, 640, 640, 1.0f, false);
+    lstm_case(&h, 64, 64, 0.2f, true);
+
+    /* STFT: the Parakeet front end (n_fft 512, win 400, hop 160, preemph 0.97) on 1 s of full-scale and
+     * quiet noise, a frame range starting inside the signal (tiles), a tone followed by silence (frames
+     * of zeros, huge dynamic range), other powers of two from 2 to 4096 with odd windows and hops, and
+     * frames reaching past both ends of a short signal (including no samples at all). */
+    stft_case(&h, 16000, 512, 400, 160, 0, 101, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 16000, 512, 400, 160, 0, 101, 1e-3f, SIG_NOISE, 0.97f);
+    stft_case(&h, 16000, 512, 400, 160, 37, 20, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 16000, 512, 400, 160, 0, 101, 0.5f, SIG_TONE_THEN_SILENCE, 0.97f);
+    stft_case(&h, 7, 2, 1, 1, 0, 9, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 9, 4, 3, 2, 0, 6, 1.0f, SIG_NOISE, -0.5f);
+    stft_case(&h, 50, 8, 8, 3, 0, 17, 1.0f, SIG_NOISE, 0.0f);
+    stft_case(&h, 1000, 64, 49, 16, 0, 63, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 5000, 1024, 801, 256, 2, 18, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 20000, 4096, 4096, 1024, 0, 20, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 0, 512, 400, 160, 0, 2, 1.0f, SIG_NOISE, 0.97f);
+    stft_case(&h, 300, 512, 400, 160, 0, 0, 1.0f, SIG_NOISE, 0.97f);
+    stft_unsupported_case(&h);
+
+    printf("worst nmse: lstm_step %.3g (tolerance %.0e), stft_power %.3g (tolerance %.0e); stft max relative "
+           "error of bins > 1e-6 of the frame peak %.3g (tolerance %.0e)\n",
+           worst_lstm, LSTM_TOL, worst_stft, STFT_TOL, worst_rel, STFT_REL_TOL);
+    return th_close(&h);
+}

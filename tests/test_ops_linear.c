@@ -1,0 +1,295 @@
+/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on Vulkan vs the C reference:
+ * the kernel vk_op_linear picks for each shape (f32 and f16 weights), then every GEMM configuration
+ * this device can run, forced, on edge shapes and on integer data whose products and sums are exact
+ * in f32 (the results must then be bit-identical whatever the summation order, so any indexing,
+ * padding or rounding mistake shows). The tensor-core kernel runs here through its emulated
+ * variants (same staging, tiling and epilogue code); the real one where the device has NV
+ * cooperative matrices. Also checks the pure kernel-selection function on synthetic devices. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_gemm.h"
+#include "common/half.h"
+#include "op_harness.h"
+
+/* Tolerances (normalized MSE vs the double reference). Both paths accumulate in f32 and the f16
+ * path's reference rounds x to f16 exactly as the kernels do, so both sit at f32 summation error
+ * (measured here: ~1e-15..1e-13; printed at the end). */
+#define TOL_F32 1e-7
+#define TOL_F16 1e-7
+
+static double worst_nmse[2]; /* [0] f32 weights, [1] f16 weights: largest measured, for the report */
+
+struct lin_case {
+    int64_t M, N, K;
+    bool bias, res, res_alias;
+    int act;
+    float alpha;
+    be_dtype wt;
+    bool integer;        /* small-integer data, bit-exact check                                     */
+    bool misalign;       /* x and w start 4 (resp. 2) bytes into their allocation: no vector loads   */
+    bool f16_only;       /* run with f16 weights only (keeps the reference's time down)               */
+};
+
+static double nmse_of(struct th *h, struct th_tensor *y) {
+    uint64_t n = be_numel(&TH_T(y, TH_REF));
+    float *vk = malloc(n ? n * sizeof *vk : 4);
+    if (!vk)
+        exit(1);
+    if (be_download(h->be[TH_VK], vk, TH_T(y, TH_VK).addr, n * sizeof *vk))
+        exit(1);
+    const float *ref = y->host; /* th_check left the reference output there */
+    double se = 0, sr = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        if (!isfinite(ref[i]) || !isfinite(vk[i]))
+            continue;
+        se += ((double)vk[i] - ref[i]) * ((double)vk[i] - ref[i]);
+        sr += (double)ref[i] * ref[i];
+    }
+    free(vk);
+    return sr > 0 ? se / sr : se;
+}
+
+static struct th_tensor *int_input(struct th *h, be_dtype type, int nd, const int64_t *ne, int lo, int hi) {
+    uint64_t n = 1;
+    for (int d = 0; d < nd; d++)
+        n *= (uint64_t)ne[d];
+    void *buf = malloc(n ? n * 4 : 4);
+    if (!buf)
+        exit(1);
+    for (uint64_t i = 0; i < n; i++) {
+        float v = (float)(lo + (int)(th_rand(h) % (uint64_t)(hi - lo + 1)));
+        if (type == BE_F16)
+            ((uint16_t *)buf)[i] = float_to_half(v);
+        else
+            ((float *)buf)[i] = v;
+    }
+    struct th_tensor *t = th_input_data(h, type, nd, ne, buf);
+    free(buf);
+    return t;
+}
+
+/* Input of shape ne that starts `off` elements into a larger allocation (both sides). */
+static be_tensor view_at(struct th_tensor *t, int s, be_dtype type, int64_t r, int64_t c, uint64_t off) {
+    return be_tensor_2d(TH_T(t, s).addr + off * be_dtype_size(type), type, r, c);
+}
+
+/* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
+static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
+    th_case(h, "linear %s M=%lld N=%lld K=%lld w=%s bias=%d res=%d%s act=%d alpha=%g%s%s", cfg ? cfg->name : "auto",
+            (long long)c->M, (long long)c->N, (long long)c->K, c->wt == BE_F16 ? "f16" : "f32", c->bias, c->res,
+            c->res_alias ? "(=y)" : "", c->act, c->alpha, c->integer ? " integer" : "",
+            c->misalign ? " misaligned" : "");
+    int64_t M = c->M, N = c->N, K = c->K;
+    struct th_tensor *x, *w, *b = NULL, *r = NULL, *y;
+    uint64_t pad = c->misalign ? 1 : 0;
+    /* w's allocation holds an even number of f16 elements: the harness's trailing guard check assumes
+     * a 4-byte multiple (an odd f16 count shifts its sentinel pattern by 2 bytes). */
+    int64_t nw = N * K + (int64_t)pad;
+    nw += c->wt == BE_F16 ? nw % 2 : 0;
+    if (c->integer) {
+        x = int_input(h, BE_F32, 1, TH_SHAPE(M * K + (int64_t)pad), -4, 4);
+        w = int_input(h, c->wt, 1, TH_SHAPE(nw), -4, 4);
+        if (c->bias)
+            b = int_input(h, BE_F32, 1, TH_SHAPE(N), -64, 64);
+    } else {
+        x = th_input(h, BE_F32, 1, TH_SHAPE(M * K + (int64_t)pad), -1.0f, 1.0f);
+        w = th_input(h, c->wt, 1, TH_SHAPE(nw), -1.0f, 1.0f);
+        if (c->bias)
+            b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    }
+    if (c->res_alias) {
+        /* y starts as the residual: an input tensor that is also the output. */
+        y = c->integer ? int_input(h, BE_F32, 2, TH_SHAPE(M, N), -100, 100)
+                       : th_input(h, BE_F32, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
+    } else {
+        if (c->res)
+            r = c->integer ? int_input(h, BE_F32, 2, TH_SHAPE(M, N), -100, 100)
+                           : th_input(h, BE_F32, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
+        y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    }
+    struct op_linear a[2];
+    for (int s = 0; s < 2; s++) {
+        a[s] = (struct op_linear){
+            .x = view_at(x, s, BE_F32, M, K, pad),
+            .w = view_at(w, s, c->wt, N, K, pad),
+            .bias = b ? TH_T(b, s) : (be_tensor){0},
+            .res = c->res_alias ? TH_T(y, s) : r ? TH_T(r, s) : (be_tensor){0},
+            .y = TH_T(y, s),
+            .act = c->act,
+            .alpha = c->alpha,
+        };
+    }
+    bool ran;
+    if (!cfg) {
+        ran = th_run(h, OP_linear, &a[0], &a[1]);
+    } else {
+        /* th_run, with the Vulkan side forced onto one configuration. */
+        h->checks++;
+        struct backend *vb = h->be[TH_VK];
+        vkasr_status st = be_run(h->be[TH_REF], OP_linear, &a[0]);
+        if (st == VKASR_OK)
+            st = be_sync(h->be[TH_REF]);
+        if (st != VKASR_OK) {
+            printf("FAIL [%s]: reference: %s\n", h->name, h->be[TH_REF]->err.msg);
+            h->failures++;
+            return;
+        }
+        st = op_validate(OP_linear, &a[1], &vb->err);
+        if (st == VKASR_OK)
+            st = vk_gemm_record((struct vk_backend *)vb, &a[1], cfg);
+        if (st == VKASR_OK)
+            st = be_sync(vb);
+        ran = st == VKASR_OK;
+        if (!ran) {
+            printf("FAIL [%s]: Vulkan: %s\n", h->name, vb->err.msg);
+            h->failures++;
+        }
+    }
+    if (!ran)
+        return;
+    bool f16 = c->wt == BE_F16;
+    if (th_check(h, y, c->integer ? 0.0 : f16 ? TOL_F16 : TOL_F32)) {
+        double e = nmse_of(h, y);
+        if (!c->integer && e > worst_nmse[f16])
+            worst_nmse[f16] = e;
+    }
+    th_check_guards(h);
+}
+
+/* ---- kernel selection on synthetic devices ------------------------------------------------------- */
+
+static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
+                          be_dtype wt, const char *want) {
+    h->checks++;
+    const struct vk_gemm_cfg *c = vk_gemm_choose(caps, M, N, K, wt);
+    const char *got = c ? c->name : "(none)";
+    if (strcmp(got, want) != 0) {
+        printf("FAIL [choose %s %lldx%lldx%lld %s]: got %s, want %s\n", dev, (long long)M, (long long)N, (long long)K,
+               wt == BE_F16 ? "f16" : "f32", got, want);
+        h->failures++;
+    }
+}
+
+static void selection_tests(struct th *h) {
+    const struct vk_caps lvp = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, "f32_128x128");
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, "f16_128x128");
+    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, "f16_8x128");
+    expect_choice(h, "lavapipe", &lvp, 20, 640, 640, BE_F32, "f32_32x64");
+    expect_choice(h, "lavapipe", &lvp, 37, 1024, 4096, BE_F32, "f32_64x64");
+    struct vk_caps nof16 = lvp;
+    nof16.f16 = false;
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, "(none)");
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, "f32_64x64");
+    struct vk_caps small = lvp;
+    small.max_wg_invocations = 128; /* the Vulkan minimum */
+    small.max_shared = 16384;
+    expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, "f32_32x32");
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
+                                 .coopmat_nv = true};
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, "cm128x128");
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, "cm128x128");
+    expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, "cm64x64");
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, "f16_8x128");
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, "f32_128x128");
+    struct vk_caps wave64 = h100;
+    wave64.subgroup_size = 64; /* the kernel maps 32-wide subgroups to warp tiles */
+    expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, "f16_128x128");
+    struct vk_caps nocm = h100;
+    nocm.coopmat_nv = false; /* VKASR_DISABLE_COOPMAT, or no VK_NV_cooperative_matrix */
+    expect_choice(h, "no-coopmat", &nocm, 7500, 4096, 1024, BE_F16, "f16_128x128");
+#endif
+}
+
+int main(void) {
+    struct th h;
+    th_open(&h, true);
+    bool f16 = h.dev[TH_VK]->info.f16;
+    const char *mg = getenv("VKASR_MAX_GROUPS");
+    bool tiny = mg && *mg;
+    selection_tests(&h);
+
+    /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
+    const struct lin_case auto_cases[] = {
+        {.M = 1, .N = 1, .K = 1},
+        {.M = 3, .N = 5, .K = 7, .bias = true},
+        {.M = 1, .N = 4096, .K = 1024, .bias = true},                        /* matrix-vector */
+        {.M = 37, .N = 1024, .K = 4096, .bias = true, .act = ACT_SILU},      /* M not a tile multiple */
+        {.M = 257, .N = 2560, .K = 1024, .res = true, .alpha = 0.5f, .f16_only = true},
+        {.M = 65, .N = 130, .K = 1025, .bias = true, .res = true, .act = ACT_RELU, .alpha = 2.0f}, /* K % 16 != 0 */
+        {.M = 130, .N = 70, .K = 33, .bias = true, .res_alias = true, .act = ACT_TANH, .alpha = 0.5f},
+        {.M = 200, .N = 1, .K = 64, .bias = true, .act = ACT_SIGMOID},       /* N = 1 */
+        {.M = 9, .N = 17, .K = 0, .bias = true, .act = ACT_RELU},             /* K = 0: y = act(bias) */
+        {.M = 0, .N = 16, .K = 8, .bias = true},                              /* no rows: nothing to do */
+        {.M = 16, .N = 0, .K = 8, .res = true},                               /* no columns */
+    };
+    for (int wt = 0; wt < 2; wt++) {
+        if (wt == 1 && !f16) {
+            printf("skipping f16 weights: the device has no f16 support\n");
+            break;
+        }
+        for (size_t i = 0; i < sizeof auto_cases / sizeof *auto_cases; i++) {
+            struct lin_case c = auto_cases[i];
+            if (c.f16_only && wt == 0)
+                continue;
+            /* The forced-tiny-grid run is about grid-stride loops: the large shapes add only time. */
+            if (tiny && c.M * c.N * c.K > (1 << 26))
+                continue;
+            c.wt = wt ? BE_F16 : BE_F32;
+            if (c.alpha == 0.0f)
+                c.alpha = 1.0f;
+            lin_run(&h, &c, NULL);
+        }
+    }
+    /* x must be rounded to f16 with f16 weights: 1 + 2^-12 rounds to 1, so 64 such products sum to
+     * exactly 64 (64.015625 without the rounding). */
+    if (f16) {
+        th_case(&h, "linear f16 rounds x");
+        float xv[64];
+        uint16_t wv[64];
+        for (int i = 0; i < 64; i++) {
+            xv[i] = 1.0f + 1.0f / 4096.0f;
+            wv[i] = float_to_half(1.0f);
+        }
+        struct th_tensor *x = th_input_data(&h, BE_F32, 2, TH_SHAPE(1, 64), xv);
+        struct th_tensor *w = th_input_data(&h, BE_F16, 2, TH_SHAPE(1, 64), wv);
+        struct th_tensor *y = th_output(&h, BE_F32, 2, TH_SHAPE(1, 1));
+        struct op_linear a[2];
+        for (int s = 0; s < 2; s++)
+            a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f};
+        if (th_run(&h, OP_linear, &a[0], &a[1]))
+            th_check(&h, y, 0.0);
+    }
+
+    /* Every configuration this device can run, forced onto edge shapes around its tile. */
+    size_t ncfg;
+    const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
+    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+    for (size_t i = 0; i < ncfg; i++) {
+        const struct vk_gemm_cfg *cfg = &cfgs[i];
+        if (!vk_gemm_cfg_usable(cfg, caps)) {
+            printf("config %s: not usable on this device, skipped\n", cfg->name);
+            continue;
+        }
+        int64_t bm = cfg->bm, bn = cfg->bn;
+        const struct lin_case cases[] = {
+            {.M = 1, .N = 1, .K = 1, .alpha = 1.0f},
+            {.M = bm + 3, .N = bn + 5, .K = 77, .bias = true, .alpha = 1.0f, .integer = true},
+            {.M = 2 * bm - 1, .N = 2 * bn + 1, .K = 64, .res = true, .alpha = 1.0f, .integer = true},          /* vector loads */
+            {.M = bm, .N = bn, .K = 64, .bias = true, .res_alias = true, .alpha = 1.0f, .integer = true, .misalign = true},
+            {.M = 3 * bm + 1, .N = 17, .K = 40, .bias = true, .act = ACT_SILU, .alpha = 0.25f},
+            {.M = 5, .N = 2 * bn + 3, .K = 200, .res = true, .act = ACT_RELU, .alpha = -1.0f},
+        };
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+            struct lin_case c = cases[k];
+            c.wt = cfg->wtype;
+            lin_run(&h, &c, cfg);
+        }
+    }
+    printf("largest nmse on random data: f32 weights %.3g, f16 weights %.3g\n", worst_nmse[0], worst_nmse[1]);
+    return th_close(&h);
+}

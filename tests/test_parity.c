@@ -1,0 +1,247 @@
+/* test_parity.c — vkasr against Hugging Face transformers (fixtures made by
+ * tools/fixtures/make_fixtures.py on a GPU machine; random-weight TDT, RNN-T and CTC models and speech
+ * clips): normalized mel (max-abs error), encoder output (relative error) and exact greedy token ids,
+ * through the public API only.
+ *
+ * usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR PRECISION MEL_TOL ENC_TOL
+ *   MODEL         HF directory or .gguf
+ *   CLIPS_DIR     directory of <clip>.wav
+ *   EXPECTED_DIR  directory of <clip>/{mel.npy, encoder.npy, tokens.json}
+ *   PRECISION     f32 | f16
+ *   MEL_TOL       bound on max |mel - mel_hf|
+ *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||  */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vkasr.h"
+
+static int failures;
+
+static void fail(const char *clip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(const char *clip, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL [%s]: ", clip);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures++;
+}
+
+static char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (buf) {
+        buf[sz] = '\0';
+        if (n)
+            *n = (size_t)sz;
+    }
+    return buf;
+}
+
+/* Minimal .npy reader: float32 little-endian, C order, 2-D. */
+static float *read_npy(const char *path, size_t *rows, size_t *cols) {
+    size_t n;
+    char *buf = read_file(path, &n);
+    if (!buf || n < 12 || memcmp(buf, "\x93NUMPY", 6) != 0) {
+        free(buf);
+        return NULL;
+    }
+    size_t hlen, off;
+    if (buf[6] == 1) {
+        hlen = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8;
+        off = 10;
+    } else {
+        hlen = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8 | (size_t)(unsigned char)buf[10] << 16 |
+               (size_t)(unsigned char)buf[11] << 24;
+        off = 12;
+    }
+    char *hdr = buf + off;
+    float *out = NULL;
+    if (off + hlen <= n && strstr(hdr, "'<f4'") && strstr(hdr, "'fortran_order': False")) {
+        char *sh = strstr(hdr, "'shape': (");
+        long long r = 0, c = 1;
+        if (sh && sscanf(sh, "'shape': (%lld, %lld)", &r, &c) >= 1 && r >= 0 && c >= 0 &&
+            off + hlen + (size_t)(r * c) * 4 <= n) {
+            out = malloc((size_t)(r * c) * 4 + 4);
+            if (out) {
+                memcpy(out, buf + off + hlen, (size_t)(r * c) * 4);
+                *rows = (size_t)r;
+                *cols = (size_t)c;
+            }
+        }
+    }
+    free(buf);
+    return out;
+}
+
+static void compare_mel(const char *clip, const vkasr_result *r, const char *exp_dir, double tol) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/mel.npy", exp_dir, clip);
+    size_t er, ec, gr, gc;
+    float *ref = read_npy(path, &er, &ec);
+    const float *got = vkasr_result_mel(r, &gr, &gc);
+    if (!ref) {
+        fail(clip, "cannot read %s", path);
+        return;
+    }
+    if (!got || er != gr || ec != gc) {
+        fail(clip, "mel shape [%zu, %zu], expected [%zu, %zu]", gr, gc, er, ec);
+        free(ref);
+        return;
+    }
+    double maxabs = 0;
+    size_t worst = 0;
+    for (size_t i = 0; i < er * ec; i++) {
+        double d = fabs((double)got[i] - ref[i]);
+        if (!(d <= maxabs)) {
+            maxabs = d;
+            worst = i;
+        }
+    }
+    printf("  %-28s mel     [%zu x %zu] max-abs error %.3g (bound %.3g)\n", clip, er, ec, maxabs, tol);
+    if (!(maxabs <= tol))
+        fail(clip, "mel max-abs error %.3g > %.3g at frame %zu bin %zu (vkasr %.6f, transformers %.6f)", maxabs, tol,
+             worst / ec, worst % ec, got[worst], ref[worst]);
+    free(ref);
+}
+
+static void compare_encoder(const char *clip, const vkasr_result *r, const char *exp_dir, double tol) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/encoder.npy", exp_dir, clip);
+    size_t er, ec, gr, gc;
+    float *ref = read_npy(path, &er, &ec);
+    const float *got = vkasr_result_encoder(r, &gr, &gc);
+    if (!ref) {
+        fail(clip, "cannot read %s", path);
+        return;
+    }
+    if (!got || er != gr || ec != gc) {
+        fail(clip, "encoder shape [%zu, %zu], expected [%zu, %zu]", gr, gc, er, ec);
+        free(ref);
+        return;
+    }
+    double se = 0, sr = 0, maxabs = 0;
+    for (size_t i = 0; i < er * ec; i++) {
+        double d = (double)got[i] - ref[i];
+        se += d * d;
+        sr += (double)ref[i] * ref[i];
+        if (!(fabs(d) <= maxabs))
+            maxabs = fabs(d);
+    }
+    double rel = sr > 0 ? sqrt(se / sr) : sqrt(se);
+    printf("  %-28s encoder [%zu x %zu] relative error %.3g (bound %.3g), max-abs %.3g\n", clip, er, ec, rel, tol, maxabs);
+    if (!(rel <= tol))
+        fail(clip, "encoder relative error %.3g > %.3g", rel, tol);
+    free(ref);
+}
+
+static void compare_tokens(const char *clip, const vkasr_result *r, const char *exp_dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s/tokens.json", exp_dir, clip);
+    char *js = read_file(path, NULL);
+    cJSON *root = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    cJSON *ids = root ? cJSON_GetObjectItemCaseSensitive(root, "ids") : NULL;
+    cJSON *frames = root ? cJSON_GetObjectItemCaseSensitive(root, "frames") : NULL;
+    cJSON *text = root ? cJSON_GetObjectItemCaseSensitive(root, "text") : NULL;
+    if (!cJSON_IsArray(ids)) {
+        fail(clip, "cannot read ids from %s", path);
+        cJSON_Delete(root);
+        return;
+    }
+    size_t n;
+    const vkasr_token *t = vkasr_result_tokens(r, &n);
+    size_t ne = (size_t)cJSON_GetArraySize(ids);
+    printf("  %-28s tokens  %zu emitted, %zu expected\n", clip, n, ne);
+    size_t same = 0;
+    while (same < n && same < ne && t[same].id == cJSON_GetArrayItem(ids, (int)same)->valueint)
+        same++;
+    if (same != n || n != ne)
+        fail(clip, "token ids differ from transformers at position %zu (vkasr %d, transformers %d; %zu vs %zu tokens)",
+             same, same < n ? t[same].id : -1, same < ne ? cJSON_GetArrayItem(ids, (int)same)->valueint : -1, n, ne);
+    if (cJSON_IsArray(frames) && (size_t)cJSON_GetArraySize(frames) == n && same == n) {
+        for (size_t i = 0; i < n; i++)
+            if (t[i].frame != cJSON_GetArrayItem(frames, (int)i)->valueint) {
+                fail(clip, "token %zu emitted at frame %lld, transformers at frame %d", i, (long long)t[i].frame,
+                     cJSON_GetArrayItem(frames, (int)i)->valueint);
+                break;
+            }
+    }
+    if (cJSON_IsString(text))
+        printf("  %-28s text    vkasr \"%s\"\n  %-28s         transformers \"%s\"\n", clip, vkasr_result_text(r), "",
+               text->valuestring);
+    cJSON_Delete(root);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 7) {
+        fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL\n");
+        return 2;
+    }
+    const char *model = argv[1], *clips = argv[2], *expected = argv[3];
+    double mel_tol = atof(argv[5]), enc_tol = atof(argv[6]);
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.precision = strcmp(argv[4], "f16") == 0 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32;
+    mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    vkasr_error err;
+    vkasr_model *m = NULL;
+    vkasr_session *s = NULL;
+    if (vkasr_model_load(model, &mp, &m, &err) != VKASR_OK || vkasr_session_create(m, &s, &err) != VKASR_OK) {
+        printf("FAIL: %s\n", err.message);
+        vkasr_model_free(m);
+        return 1;
+    }
+    vkasr_model_info info;
+    vkasr_model_get_info(m, &info);
+    printf("model %s on %s, precision %s\n", model, info.device_name, info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
+    DIR *dir = opendir(expected);
+    if (!dir) {
+        printf("FAIL: cannot open %s\n", expected);
+        return 1;
+    }
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.keep_features = true;
+    int nclips = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char wav[4096];
+        snprintf(wav, sizeof wav, "%s/%s.wav", clips, de->d_name);
+        const vkasr_result *r = NULL;
+        if (vkasr_transcribe_file(s, wav, &tp, &r) != VKASR_OK) {
+            fail(de->d_name, "%s", vkasr_session_last_error(s));
+            continue;
+        }
+        nclips++;
+        compare_mel(de->d_name, r, expected, mel_tol);
+        compare_encoder(de->d_name, r, expected, enc_tol);
+        compare_tokens(de->d_name, r, expected);
+    }
+    closedir(dir);
+    vkasr_session_free(s);
+    vkasr_model_free(m);
+    if (nclips == 0) {
+        printf("FAIL: no clips found in %s\n", expected);
+        return 1;
+    }
+    printf("%d clip(s), %d failure(s)\n", nclips, failures);
+    return failures ? 1 : 0;
+}
