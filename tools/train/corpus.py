@@ -601,6 +601,16 @@ class SentenceGenerator:
         return spoken, normalize_text(text)
 
 
+def utterance_text(gen, rng):
+    """One utterance: a sentence, or two when the first is short (about 4 s of speech on average
+    at the default rate); returns (espeak_text, target)."""
+    spoken, target = gen.sentence(rng)
+    if len(target.split()) < 14 and rng.chance(0.5):
+        s2, t2 = gen.sentence(rng)
+        spoken, target = spoken + " " + s2, target + " " + t2
+    return spoken, target
+
+
 def normalize_text(s):
     """The training-target and WER normalisation: lowercase; apostrophes removed (dont); every
     other character that is not a-z or a digit becomes a space; single spaces, no edges.
@@ -639,7 +649,7 @@ def heldout_sentences(gen, n, seed=SEED_HELDOUT):
     rng = Rng(seed)
     out, seen = [], set()
     while len(out) < n:
-        spoken, target = gen.sentence(rng)
+        spoken, target = utterance_text(gen, rng)
         if target in seen:
             continue
         seen.add(target)
@@ -674,7 +684,7 @@ def train_plan_block(gen, block, block_size, exclude):
     for i in range(block * block_size, (block + 1) * block_size):
         rng = Rng(SEED_TRAIN * 13 + i)
         while True:
-            spoken, target = gen.sentence(rng)
+            spoken, target = utterance_text(gen, rng)
             if target not in exclude:
                 break
         acc, var = train_voice(rng)
@@ -902,9 +912,13 @@ def cache_key(kind, **cfg):
 
 
 def _pool(workers):
+    """Worker processes, one per block (maxtasksperchild=1): libespeak-ng keeps synthesis state
+    across utterances in a process (pitch flutter and waveform phase carry over, so the same text
+    renders slightly differently after other text), and a fresh process per block makes each
+    block's audio depend on the block alone, not on which worker ran what before."""
     import multiprocessing as mp
 
-    return mp.get_context("spawn").Pool(workers, initializer=_worker_init)
+    return mp.get_context("spawn").Pool(workers, initializer=_worker_init, maxtasksperchild=1)
 
 
 def build(out_root, kind, hours=None, per_voice=None, workers=None, block_size=512, log=print):
@@ -1044,7 +1058,7 @@ def check_dir(d):
         # speech-like: 20 ms frame energies span > 20 dB (pauses vs. vowels)
         fr = xf[: x.shape[0] // 320 * 320].reshape(-1, 320)
         e = 10 * np.log10(np.mean(fr * fr, axis=1) + 1e-12)
-        if e.size >= 10 and np.percentile(e, 95) - np.percentile(e, 10) < 15:
+        if dur >= 1.5 and np.percentile(e, 95) - np.percentile(e, 10) < 15:
             problems.append(f"{fn}: flat energy envelope ({np.percentile(e, 95) - np.percentile(e, 10):.1f} dB)")
     durs = np.array(durs)
     print(f"{d}: {len(files)} files, {durs.sum() / 60:.1f} min; duration min/mean/max "

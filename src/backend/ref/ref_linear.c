@@ -1,5 +1,6 @@
 /* ref_linear.c — reference matrix ops: linear (x w^T + b with epilogue) and the LSTM step. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "ref_internal.h"
 
@@ -9,13 +10,17 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     const float *res = a->res.addr ? ref_f32(&a->res) : NULL;
     float *y = ref_f32(&a->y);
     bool f16 = a->w.type == BE_F16;
-    for (int64_t m = 0; m < M; m++)
+    double *xr = malloc((size_t)(K > 0 ? K : 1) * sizeof *xr);
+    if (!xr)
+        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t m = 0; m < M; m++) {
+        /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input) */
+        for (int64_t k = 0; k < K; k++)
+            xr[k] = f16 ? (double)half_to_float(float_to_half(x[m * K + k])) : (double)x[m * K + k];
         for (int64_t n = 0; n < N; n++) {
             double acc = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double xv = f16 ? (double)half_to_float(float_to_half(x[m * K + k])) : (double)x[m * K + k];
-                acc += xv * ref_weight(&a->w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
-            }
+            for (int64_t k = 0; k < K; k++)
+                acc += xr[k] * ref_weight(&a->w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
             if (bias)
                 acc += bias[n];
             double v = (double)a->alpha * ref_act(acc, a->act);
@@ -23,6 +28,8 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
                 v += res[m * N + n];
             y[m * N + n] = (float)v;
         }
+    }
+    free(xr);
     return VKASR_OK;
 }
 

@@ -120,7 +120,13 @@ vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t by
         a->blocks = nb;
         a->cap = cap;
     }
-    uint64_t size = bytes > a->block_size ? bytes : a->block_size;
+    /* Geometric growth: 16 MiB, then as much as is already reserved, up to block_size; a tensor
+     * larger than that gets a block of its own. Small models stay small, large ones use few blocks. */
+    uint64_t size = a->reserved > (16ull << 20) ? a->reserved : (16ull << 20);
+    if (size > a->block_size)
+        size = a->block_size;
+    if (size < bytes)
+        size = bytes;
     struct vk_block *b = &a->blocks[a->n];
     TRY(vk_block_create(d, size, d->mem_device, b, e));
     /* Blocks past the current one are free; put the new block right after the current one so the

@@ -115,7 +115,7 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
 
 const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
                                          be_dtype wtype) {
-    (void)K;
+    (void)K; /* no K-dependent choice yet (a split-K variant would need one) */
     if (wtype != BE_F32 && wtype != BE_F16)
         return NULL;
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS

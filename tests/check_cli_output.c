@@ -1,0 +1,104 @@
+/* check_cli_output.c — validates vkasr CLI outputs for test_cli.sh:
+ *   check_cli_output json FILE   each line is a JSON object with text, duration, tokens (id, piece, text,
+ *                                frame, start, end), words and segments (text, start, end)
+ *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row */
+#define _POSIX_C_SOURCE 200809L
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int bad(const char *why, const char *file) {
+    printf("FAIL %s: %s\n", file, why);
+    return 1;
+}
+
+static int has(const cJSON *o, const char *k, int (*is)(const cJSON *)) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return v && is(v);
+}
+
+static int isnum(const cJSON *v) { return cJSON_IsNumber(v); }
+static int isstr(const cJSON *v) { return cJSON_IsString(v); }
+static int isarr(const cJSON *v) { return cJSON_IsArray(v); }
+
+static int check_json(const char *file) {
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return bad("cannot open", file);
+    char *line = NULL;
+    size_t cap = 0;
+    int lines = 0, rc = 0;
+    while (getline(&line, &cap, f) > 0 && rc == 0) {
+        cJSON *o = cJSON_Parse(line);
+        lines++;
+        if (!cJSON_IsObject(o)) {
+            rc = bad("a line is not a JSON object", file);
+        } else if (!has(o, "text", isstr) || !has(o, "duration", isnum) || !has(o, "tokens", isarr) ||
+                   !has(o, "words", isarr) || !has(o, "segments", isarr)) {
+            rc = bad("missing text/duration/tokens/words/segments", file);
+        } else {
+            const cJSON *t;
+            cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(o, "tokens")) {
+                if (!has(t, "id", isnum) || !has(t, "piece", isstr) || !has(t, "text", isstr) || !has(t, "frame", isnum) ||
+                    !has(t, "start", isnum) || !has(t, "end", isnum))
+                    rc = bad("a token lacks id/piece/text/frame/start/end", file);
+                else if (cJSON_GetObjectItemCaseSensitive(t, "end")->valuedouble <
+                         cJSON_GetObjectItemCaseSensitive(t, "start")->valuedouble)
+                    rc = bad("a token ends before it starts", file);
+            }
+            const char *lists[2] = {"words", "segments"};
+            for (int k = 0; k < 2; k++)
+                cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(o, lists[k])) {
+                    if (!has(t, "text", isstr) || !has(t, "start", isnum) || !has(t, "end", isnum))
+                        rc = bad("a word/segment lacks text/start/end", file);
+                }
+        }
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    if (rc == 0 && lines == 0)
+        rc = bad("no output", file);
+    if (rc == 0)
+        printf("%s: %d JSON line(s) ok\n", file, lines);
+    return rc;
+}
+
+static int check_npy(const char *file, long cols) {
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return bad("cannot open", file);
+    unsigned char h[10];
+    char hdr[256] = {0};
+    int rc = 0;
+    if (fread(h, 1, 10, f) != 10 || memcmp(h, "\x93NUMPY\x01\x00", 8) != 0) {
+        rc = bad("not an .npy v1 file", file);
+    } else {
+        size_t hl = h[8] | (size_t)h[9] << 8;
+        long rows = 0, c = 0;
+        if (hl >= sizeof hdr || fread(hdr, 1, hl, f) != hl || (10 + hl) % 64 != 0 || !strstr(hdr, "'<f4'") ||
+            !strstr(hdr, "'fortran_order': False") || sscanf(strstr(hdr, "(") ? strstr(hdr, "(") : "", "(%ld, %ld)", &rows, &c) != 2)
+            rc = bad("bad header", file);
+        else if (c != cols || rows < 1)
+            rc = bad("unexpected shape", file);
+        else {
+            fseek(f, 0, SEEK_END);
+            if (ftell(f) != (long)(10 + hl) + rows * c * 4)
+                rc = bad("size does not match the shape", file);
+            else
+                printf("%s: [%ld, %ld] ok\n", file, rows, c);
+        }
+    }
+    fclose(f);
+    return rc;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 3 && !strcmp(argv[1], "json"))
+        return check_json(argv[2]);
+    if (argc == 4 && !strcmp(argv[1], "npy"))
+        return check_npy(argv[2], atol(argv[3]));
+    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS\n");
+    return 2;
+}

@@ -1,0 +1,348 @@
+/* test_api.c — the public API's contract on the tiny random-weight models (lavapipe): argument and
+ * file errors, device selection errors, edge-case audio, PCM vs file input, features, abort with
+ * partial results, progress, segment callbacks, one model shared by concurrent sessions, params
+ * struct versioning, and that every failure leaves a message naming what failed.
+ * usage: test_api DATA_DIR (tests/data) */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vkasr.h"
+
+static int failures, checks;
+static const char *data;
+
+#define EXPECT(cond, ...)                                                                              \
+    do {                                                                                               \
+        checks++;                                                                                      \
+        if (!(cond)) {                                                                                 \
+            failures++;                                                                                \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                     \
+            printf(__VA_ARGS__);                                                                       \
+            printf("\n");                                                                              \
+        }                                                                                              \
+    } while (0)
+
+static const char *path(const char *fmt, ...) {
+    static char buf[8][4096];
+    static int k;
+    char *p = buf[k++ % 8];
+    int n = snprintf(p, 4096, "%s/", data);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p + n, 4096 - (size_t)n, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+static vkasr_model *load(const char *dir, vkasr_precision prec) {
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.validation = true;
+    mp.precision = prec;
+    vkasr_model *m = NULL;
+    vkasr_error e;
+    vkasr_status st = vkasr_model_load(dir, &mp, &m, &e);
+    EXPECT(st == VKASR_OK && m, "load %s: %s", dir, e.message);
+    return m;
+}
+
+/* A copy of a result's token ids (results die with the next call). */
+struct ids {
+    int32_t v[4096];
+    size_t n;
+};
+
+static void take_ids(const vkasr_result *r, struct ids *out) {
+    size_t n;
+    const vkasr_token *t = vkasr_result_tokens(r, &n);
+    out->n = n < 4096 ? n : 4096;
+    for (size_t i = 0; i < out->n; i++)
+        out->v[i] = t[i].id;
+}
+
+static void test_errors(void) {
+    vkasr_error e;
+    vkasr_model *m = (vkasr_model *)1;
+    EXPECT(vkasr_model_load(NULL, NULL, &m, &e) == VKASR_ERR_INVALID_ARG && m == NULL, "NULL path");
+    EXPECT(strlen(e.message) > 0, "message for NULL path");
+    vkasr_status st = vkasr_model_load(path("no/such/model"), NULL, &m, &e);
+    EXPECT(st != VKASR_OK && m == NULL && strstr(e.message, "no/such/model"), "missing model: %d %s", st, e.message);
+    st = vkasr_model_load(path("malformed/gguf_bad_magic.gguf"), NULL, &m, &e);
+    EXPECT(st == VKASR_ERR_MODEL && strstr(e.message, "gguf_bad_magic.gguf"), "malformed: %d %s", st, e.message);
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.device = "99";
+    st = vkasr_model_load(path("tiny/tdt"), &mp, &m, &e);
+    EXPECT(st == VKASR_ERR_NO_DEVICE && strstr(e.message, "99"), "device 99: %d %s", st, e.message);
+    mp.device = "no-such-gpu-name";
+    st = vkasr_model_load(path("tiny/tdt"), &mp, &m, &e);
+    EXPECT(st == VKASR_ERR_NO_DEVICE && strstr(e.message, "no-such-gpu-name"), "device name: %d %s", st, e.message);
+    mp = vkasr_model_params_default();
+    mp.precision = (vkasr_precision)9;
+    EXPECT(vkasr_model_load(path("tiny/tdt"), &mp, &m, &e) == VKASR_ERR_INVALID_ARG, "bad precision");
+    vkasr_model_free(NULL);
+    vkasr_session_free(NULL);
+    vkasr_session *s = (vkasr_session *)1;
+    EXPECT(vkasr_session_create(NULL, &s, &e) == VKASR_ERR_INVALID_ARG && s == NULL, "NULL model");
+    EXPECT(strcmp(vkasr_status_string(VKASR_ERR_AUDIO), "invalid or unsupported audio") == 0, "status string");
+    EXPECT(vkasr_version_number() == VKASR_VERSION_NUMBER, "version %d", vkasr_version_number());
+}
+
+static void test_audio_edge_cases(vkasr_session *s) {
+    const vkasr_result *r = NULL;
+    vkasr_status st = vkasr_transcribe_file(s, path("audio/empty.wav"), NULL, &r);
+    size_t n = 99;
+    EXPECT(st == VKASR_OK && r && strcmp(vkasr_result_text(r), "") == 0 && vkasr_result_tokens(r, &n) && n == 0,
+           "empty: %d %s", st, vkasr_session_last_error(s));
+    st = vkasr_transcribe_file(s, path("audio/short_100.wav"), NULL, &r);
+    EXPECT(st == VKASR_OK && r && vkasr_result_duration(r) < 0.01, "100 samples: %d %s", st, vkasr_session_last_error(s));
+    st = vkasr_transcribe_file(s, path("audio/silence_1s.wav"), NULL, &r);
+    EXPECT(st == VKASR_OK && r && fabs(vkasr_result_duration(r) - 1.0) < 1e-3, "silence: %d %s", st,
+           vkasr_session_last_error(s));
+    st = vkasr_transcribe_file(s, path("audio/clipped.wav"), NULL, &r);
+    EXPECT(st == VKASR_OK, "clipped: %d %s", st, vkasr_session_last_error(s));
+    st = vkasr_transcribe_file(s, path("audio/nan_f32.wav"), NULL, &r);
+    EXPECT(st == VKASR_ERR_AUDIO && r == NULL && strstr(vkasr_session_last_error(s), "nan_f32.wav"), "NaN: %d %s", st,
+           vkasr_session_last_error(s));
+    st = vkasr_transcribe_file(s, path("audio/not_audio.wav"), NULL, &r);
+    EXPECT(st == VKASR_ERR_AUDIO && strstr(vkasr_session_last_error(s), "not_audio.wav"), "not audio: %d", st);
+    st = vkasr_transcribe_file(s, path("audio/missing.wav"), NULL, &r);
+    EXPECT(st == VKASR_ERR_IO && strstr(vkasr_session_last_error(s), "missing.wav"), "missing: %d", st);
+    float x[4] = {0};
+    EXPECT(vkasr_transcribe_pcm(s, x, 4, 0, 1, NULL, &r) == VKASR_ERR_INVALID_ARG, "rate 0");
+    EXPECT(vkasr_transcribe_pcm(s, NULL, 4, 16000, 1, NULL, &r) == VKASR_ERR_INVALID_ARG, "NULL samples");
+    EXPECT(vkasr_transcribe_pcm(s, x, 0, 16000, 1, NULL, &r) == VKASR_OK, "zero frames");
+    x[2] = NAN;
+    EXPECT(vkasr_transcribe_pcm(s, x, 4, 16000, 1, NULL, &r) == VKASR_ERR_AUDIO, "NaN pcm");
+}
+
+/* The WAV's samples, read through the same public API path as a file, compared with PCM input. */
+static void test_pcm_matches_file(vkasr_session *s) {
+    const vkasr_result *r = NULL;
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.keep_features = true;
+    vkasr_status st = vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), &tp, &r);
+    EXPECT(st == VKASR_OK, "file: %s", vkasr_session_last_error(s));
+    if (st != VKASR_OK)
+        return;
+    struct ids a;
+    take_ids(r, &a);
+    size_t fr, dim, efr, edim;
+    const float *mel = vkasr_result_mel(r, &fr, &dim);
+    const float *enc = vkasr_result_encoder(r, &efr, &edim);
+    double dur = vkasr_result_duration(r);
+    EXPECT(mel && fr == (size_t)(dur * 16000 + 0.5) / 160 && dim == 16, "mel [%zu, %zu]", fr, dim);
+    EXPECT(enc && efr == (fr + 7) / 8 && edim == 16, "encoder [%zu, %zu] for %zu mel frames", efr, edim, fr);
+    /* features gone without keep_features */
+    st = vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), NULL, &r);
+    EXPECT(st == VKASR_OK && vkasr_result_mel(r, &fr, &dim) == NULL && fr == 0, "no features by default");
+    /* stereo 44.1 kHz of the same speech goes through mixing and resampling */
+    st = vkasr_transcribe_file(s, path("audio/speech_44k_stereo.wav"), NULL, &r);
+    EXPECT(st == VKASR_OK && fabs(vkasr_result_duration(r) - dur) < 0.01, "44.1k stereo: %s", vkasr_session_last_error(s));
+    /* PCM input of a synthetic stereo signal equals the same mono signal */
+    size_t n = 16000;
+    float *mono = malloc(n * sizeof *mono), *st2 = malloc(2 * n * sizeof *st2);
+    for (size_t i = 0; i < n; i++) {
+        mono[i] = 0.3f * sinf((float)i * 0.05f) + 0.1f * sinf((float)i * 0.31f);
+        st2[2 * i] = st2[2 * i + 1] = mono[i];
+    }
+    struct ids b, c;
+    EXPECT(vkasr_transcribe_pcm(s, mono, n, 16000, 1, NULL, &r) == VKASR_OK, "pcm mono");
+    take_ids(r, &b);
+    EXPECT(vkasr_transcribe_pcm(s, st2, n, 16000, 2, NULL, &r) == VKASR_OK, "pcm stereo");
+    take_ids(r, &c);
+    EXPECT(b.n == c.n && memcmp(b.v, c.v, b.n * 4) == 0, "stereo of identical channels = mono (%zu vs %zu)", b.n, c.n);
+    free(mono);
+    free(st2);
+}
+
+struct progress_log {
+    int calls;
+    float last;
+    bool monotonic;
+    int polls, abort_after;
+};
+
+static void on_progress(const vkasr_progress *p, void *ud) {
+    struct progress_log *l = ud;
+    if (p->fraction + 1e-6f < l->last)
+        l->monotonic = false;
+    l->last = p->fraction;
+    l->calls++;
+}
+
+static bool on_abort(void *ud) {
+    struct progress_log *l = ud;
+    return ++l->polls > l->abort_after;
+}
+
+static void test_progress_and_abort(vkasr_model *m) {
+    vkasr_session *s = NULL;
+    vkasr_error e;
+    EXPECT(vkasr_session_create(m, &s, &e) == VKASR_OK, "session: %s", e.message);
+    const char *wav = path("audio/speech_44k_stereo.wav");
+    const vkasr_result *r = NULL;
+    struct progress_log pl = {.monotonic = true, .abort_after = 1 << 30};
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.progress_callback = on_progress;
+    tp.progress_user_data = &pl;
+    tp.abort_callback = on_abort;
+    tp.abort_user_data = &pl;
+    EXPECT(vkasr_transcribe_file(s, wav, &tp, &r) == VKASR_OK, "full run: %s", vkasr_session_last_error(s));
+    EXPECT(pl.calls >= 3 && pl.monotonic && fabsf(pl.last - 1.0f) < 1e-6f, "progress: %d calls, last %g", pl.calls,
+           pl.last);
+    struct ids full;
+    take_ids(r, &full);
+    int total_polls = pl.polls;
+    EXPECT(total_polls >= 2 && full.n > 0, "polls %d, tokens %zu", total_polls, full.n);
+    /* abort at every poll position: ABORTED, a result with a prefix of the full token list */
+    for (int k = 0; k < total_polls; k++) {
+        struct progress_log al = {.monotonic = true, .abort_after = k};
+        tp.progress_user_data = &al;
+        tp.abort_user_data = &al;
+        vkasr_status st = vkasr_transcribe_file(s, wav, &tp, &r);
+        EXPECT(st == VKASR_ABORTED && r, "abort after %d polls: status %d", k, st);
+        EXPECT(strstr(vkasr_session_last_error(s), "abort") != NULL, "abort message: %s", vkasr_session_last_error(s));
+        if (r) {
+            struct ids part;
+            take_ids(r, &part);
+            EXPECT(part.n <= full.n && memcmp(part.v, full.v, part.n * 4) == 0, "partial tokens (%zu of %zu) are a prefix",
+                   part.n, full.n);
+        }
+    }
+    vkasr_session_free(s);
+}
+
+struct seg_log {
+    int calls;
+    size_t next_index;
+    bool in_order;
+    char text[64][256];
+};
+
+static void on_segment(const vkasr_result *partial, size_t index, void *ud) {
+    struct seg_log *l = ud;
+    size_t n;
+    const vkasr_segment *segs = vkasr_result_segments(partial, &n);
+    if (index != l->next_index || index >= n)
+        l->in_order = false;
+    if (index < 64 && index < n)
+        snprintf(l->text[index], sizeof l->text[index], "%s", segs[index].text);
+    l->next_index = index + 1;
+    l->calls++;
+}
+
+static void test_segments(vkasr_session *s) {
+    struct seg_log sl = {.in_order = true};
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.segment_callback = on_segment;
+    tp.segment_user_data = &sl;
+    const vkasr_result *r = NULL;
+    EXPECT(vkasr_transcribe_file(s, path("audio/speech_44k_stereo.wav"), &tp, &r) == VKASR_OK, "segments run");
+    size_t n;
+    const vkasr_segment *segs = vkasr_result_segments(r, &n);
+    EXPECT(sl.in_order && (size_t)sl.calls == n, "%d callbacks for %zu segments", sl.calls, n);
+    for (size_t i = 0; i < n && i < 64; i++)
+        EXPECT(strcmp(sl.text[i], segs[i].text) == 0, "segment %zu: callback \"%s\", final \"%s\"", i, sl.text[i],
+               segs[i].text);
+    /* words and segments cover the tokens in order, times are ordered */
+    size_t nw, nt;
+    const vkasr_word *w = vkasr_result_words(r, &nw);
+    vkasr_result_tokens(r, &nt);
+    size_t next_tok = 0;
+    for (size_t i = 0; i < nw; i++) {
+        EXPECT(w[i].first_token == next_tok && w[i].n_tokens > 0 && w[i].start <= w[i].end, "word %zu", i);
+        next_tok = w[i].first_token + w[i].n_tokens;
+    }
+    EXPECT(next_tok == nt, "words cover %zu of %zu tokens", next_tok, nt);
+}
+
+/* One shared model, several sessions on threads: identical results. */
+struct worker {
+    vkasr_model *m;
+    struct ids ids;
+    vkasr_status st;
+};
+
+static void *work(void *arg) {
+    struct worker *w = arg;
+    vkasr_session *s = NULL;
+    vkasr_error e;
+    w->st = vkasr_session_create(w->m, &s, &e);
+    for (int rep = 0; rep < 3 && w->st == VKASR_OK; rep++) {
+        const vkasr_result *r = NULL;
+        w->st = vkasr_transcribe_file(s, path("audio/speech_44k_stereo.wav"), NULL, &r);
+        if (w->st == VKASR_OK)
+            take_ids(r, &w->ids);
+    }
+    vkasr_session_free(s);
+    return NULL;
+}
+
+static void test_threads(vkasr_model *m) {
+    struct worker ws[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        ws[i] = (struct worker){.m = m};
+        pthread_create(&th[i], NULL, work, &ws[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++) {
+        EXPECT(ws[i].st == VKASR_OK, "thread %d: %d", i, ws[i].st);
+        EXPECT(ws[i].ids.n == ws[0].ids.n && memcmp(ws[i].ids.v, ws[0].ids.v, ws[0].ids.n * 4) == 0,
+               "thread %d tokens differ", i);
+    }
+}
+
+/* A caller built against an older header passes a smaller struct: fields past it are defaults. */
+static void test_params_versioning(vkasr_session *s) {
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.keep_features = true;
+    tp.struct_size = (uint32_t)offsetof(vkasr_transcribe_params, keep_features);
+    const vkasr_result *r = NULL;
+    size_t fr = 1;
+    EXPECT(vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), &tp, &r) == VKASR_OK &&
+               vkasr_result_mel(r, &fr, NULL) == NULL && fr == 0,
+           "fields beyond struct_size ignored");
+}
+
+static void test_info(vkasr_model *m, vkasr_head head) {
+    vkasr_model_info info;
+    EXPECT(vkasr_model_get_info(m, &info) == VKASR_OK, "info");
+    EXPECT(info.head == head && info.d_model == 16 && info.n_layers == 2 && info.n_mels == 16 && info.n_params > 0 &&
+               info.precision != VKASR_PRECISION_AUTO && info.device_name[0],
+           "info for head %d", (int)head);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_api DATA_DIR\n");
+        return 2;
+    }
+    data = argv[1];
+    test_errors();
+    static const char *const heads[] = {"tdt", "rnnt", "ctc"};
+    for (int h = 0; h < 3; h++) {
+        vkasr_model *m = load(path("tiny/%s", heads[h]), h == 1 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32);
+        if (!m)
+            continue;
+        test_info(m, (vkasr_head)h);
+        vkasr_session *s = NULL;
+        vkasr_error e;
+        EXPECT(vkasr_session_create(m, &s, &e) == VKASR_OK, "session: %s", e.message);
+        test_audio_edge_cases(s);
+        test_pcm_matches_file(s);
+        test_segments(s);
+        test_params_versioning(s);
+        vkasr_session_free(s);
+        test_progress_and_abort(m);
+        test_threads(m);
+        vkasr_model_free(m);
+    }
+    printf("%d check(s), %d failure(s)\n", checks, failures);
+    return failures ? 1 : 0;
+}
