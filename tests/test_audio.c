@@ -129,7 +129,7 @@ static void test_formats(void) {
         CHECK((a.n == 0) == (a.samples == NULL), "%s: samples pointer vs n", fx->file);
 
         /* Same file from memory: identical samples. */
-        size_t size;
+        size_t size = 0;
         unsigned char *img = read_file(path, &size);
         struct audio m;
         err_clear(&e);

@@ -91,6 +91,13 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
                         const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
 
+/* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames (asr_subsample
+ * picks the tile from a memory budget); any tile size gives bit-identical results. */
+vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                           struct err *e);
+vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                                 int64_t tile, struct err *e);
+
 /* Sinusoid rows PE(r) for r = T-1 down to -(T-1): out [2T-1][D] (spec §3.2/3.3; argument rounded to
  * float32 like both reference implementations, sin/cos evaluated in double). */
 vkasr_status asr_posenc_table(struct asr_cache *c, int64_t T, int D, const float **rows, struct err *e);

@@ -4,8 +4,6 @@
 
 #include "asr.h"
 
-vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                           struct err *e);
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e);
 

@@ -22,16 +22,13 @@ int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames) {
  * [rows, W*C] for the final linear. */
 static be_tensor flat2(const be_tensor *t, int64_t r, int64_t c) { return be_tensor_2d(t->addr, t->type, r, c); }
 
-vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                           struct err *e);
-vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                           struct err *e) {
+vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                                 int64_t tile, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int64_t L = feat->ne[0], M = feat->ne[1], C = c->sub_channels;
     const int64_t L1 = half_up(L), L2 = half_up(L1), T = half_up(L2);
     const int64_t F1 = half_up(M), F2 = half_up(F1), F3 = half_up(F2);
     CHECK_OR_RETURN(e, c->sub_factor == 8 && x->ne[0] == T && x->ne[1] == c->d_model);
-    int64_t tile = (int64_t)(TILE_BUDGET / ((uint64_t)4 * F1 * C * 4)) - 1; /* stage-1 rows ~ 4 per frame */
     tile = max64(1, min64(tile, T));
     for (int64_t a = 0; a < T; a += tile) {
         const int64_t b = min64(T, a + tile);
@@ -65,4 +62,12 @@ vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const 
         be_release(be, mark);
     }
     return VKASR_OK;
+}
+
+vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
+                           struct err *e) {
+    /* stage-1 rows (about 4 per encoder frame) bound a tile's memory */
+    const int64_t F1 = half_up(feat->ne[1]), C = m->cfg.sub_channels;
+    int64_t tile = (int64_t)(TILE_BUDGET / ((uint64_t)4 * (uint64_t)F1 * (uint64_t)C * 4)) - 1;
+    return asr_subsample_tiled(m, be, feat, x, tile, e);
 }

@@ -156,7 +156,7 @@ static vkasr_status read_vocab(const char *path, const cJSON *model, struct toke
     const cJSON *it;
     if (cJSON_IsObject(vocab)) {
         cJSON_ArrayForEach(it, vocab) {
-            int32_t id;
+            int32_t id = 0;
             TRY(json_id(path, it, "piece", it->string, &id, e));
             if (id >= t->n)
                 return err_set(e, VKASR_ERR_MODEL,
@@ -208,7 +208,7 @@ static vkasr_status parse_tokenizer(const char *path, const cJSON *root, struct 
         const cJSON *js = cJSON_GetObjectItemCaseSensitive(it, "special");
         if (!cJSON_IsObject(it) || !cJSON_IsString(jc) || (js && !cJSON_IsBool(js)))
             return err_set(e, VKASR_ERR_MODEL, "%s: malformed added_tokens entry", path);
-        int32_t id;
+        int32_t id = 0;
         TRY(json_id(path, cJSON_GetObjectItemCaseSensitive(it, "id"), "added token", jc->valuestring, &id, e));
         if (id >= t->n)
             continue;
