@@ -59,6 +59,7 @@ SEED_SAMPLE = 3_000_017
 
 MIN_SECONDS = 0.8
 MAX_SECONDS = 10.0
+HELDOUT_BLOCK = 64  # utterances per synthesis process for the held-out set
 
 # ----------------------------------------------------------------------------------------------
 # voices
@@ -792,16 +793,34 @@ class Espeak:
 
 
 def _smooth_at_least(n):
-    """Smallest k >= n whose prime factors are 2, 3, 5, 7 (fast FFT sizes)."""
+    """Smallest k >= n whose prime factors are 2, 3, 5 (fast FFT sizes; 441 * k is then 2-3-5-7)."""
     k = max(1, n)
     while True:
         m = k
-        for p in (2, 3, 5, 7):
+        for p in (2, 3, 5):
             while m % p == 0:
                 m //= p
         if m == 1:
             return k
         k += 1
+
+
+_TAPERS = {}
+
+
+def _taper(n2):
+    """Raised-cosine band edge from 7.6 to 8 kHz over the rfft bins of length n2 at 16 kHz (cached)."""
+    t = _TAPERS.get(n2)
+    if t is None:
+        m = n2 // 2 + 1
+        f = np.arange(m) * (SR_OUT / n2)
+        f1, f2 = 7600.0, 8000.0
+        t = np.where(f <= f1, 1.0, np.where(f >= f2, 0.0, 0.5 * (1 + np.cos(np.pi * (f - f1) / (f2 - f1)))))
+        t = t * (n2 / (441.0 * (n2 // 320)))  # amplitude: irfft length n2 of an rfft of length n1 = 441 k
+        if len(_TAPERS) > 64:
+            _TAPERS.clear()
+        _TAPERS[n2] = t
+    return t
 
 
 def resample_22050_to_16000(x):
@@ -815,12 +834,7 @@ def resample_22050_to_16000(x):
     k = _smooth_at_least(-(-(n + 2048) // 441))
     n1, n2 = 441 * k, 320 * k
     X = np.fft.rfft(x, n=n1)
-    m = n2 // 2 + 1
-    Y = X[:m] * (n2 / n1)
-    f = np.arange(m) * (SR_OUT / n2)
-    f1, f2 = 7600.0, 8000.0
-    taper = np.where(f <= f1, 1.0, np.where(f >= f2, 0.0, 0.5 * (1 + np.cos(np.pi * (f - f1) / (f2 - f1)))))
-    y = np.fft.irfft(Y * taper, n=n2)
+    y = np.fft.irfft(X[:n2 // 2 + 1] * _taper(n2), n=n2)
     out_len = int(round(n * SR_OUT / SR_ESPEAK))
     return y[:out_len].astype(np.float32)
 
@@ -911,6 +925,15 @@ def cache_key(kind, **cfg):
     return h[:16]
 
 
+def default_workers():
+    """CPUs this process may use, minus one, at most 32 (some sandboxes report the host's count)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 2
+    return max(1, min(32, n - 1))
+
+
 def _pool(workers):
     """Worker processes, one per block (maxtasksperchild=1): libespeak-ng keeps synthesis state
     across utterances in a process (pitch flutter and waveform phase carry over, so the same text
@@ -928,7 +951,7 @@ def build(out_root, kind, hours=None, per_voice=None, workers=None, block_size=5
     kind 'heldout': heldout_plan(per_voice).
     The directory holds block_NNNNN.npy (int16, kept utterances concatenated), block_NNNNN.json
     (metadata of every planned utterance, kept or not) and DONE when complete."""
-    workers = workers or max(1, (os.cpu_count() or 2) - 1)
+    workers = workers or default_workers()
     cfg = {"hours": hours, "block": block_size} if kind == "train" else {"per_voice": per_voice}
     d = os.path.join(out_root, f"{kind}-{cache_key(kind, **cfg)}")
     if os.path.exists(os.path.join(d, "DONE")):
@@ -939,33 +962,31 @@ def build(out_root, kind, hours=None, per_voice=None, workers=None, block_size=5
     lex = Lexicon()
     gen = SentenceGenerator(lex)
     if kind == "heldout":
+        # fixed small blocks: every machine cuts the held-out set the same way (a clip's audio depends
+        # on the clips synthesised before it in its block, see _pool), and many workers share the work
         plan = heldout_plan(gen, per_voice)
-        jobs = [(d, f"block_{i // block_size:05d}", plan[i:i + block_size]) for i in range(0, len(plan), block_size)]
+        b = HELDOUT_BLOCK
+        jobs = [(d, f"block_{i // b:05d}", plan[i:i + b]) for i in range(0, len(plan), b)]
         with _pool(min(workers, len(jobs))) as pool:
-            for name, meta in pool.imap(_worker_block, jobs):
-                pass
+            list(pool.imap(_worker_block, jobs))
         names = [j[1] for j in jobs]
     else:
         exclude = {t for _, t in heldout_sentences(gen, HELDOUT_RESERVE)}
         target = hours * 3600.0 * SR_OUT
-        # average kept utterance ~4 s: plan enough blocks, stop at the shortest sufficient prefix
-        est_blocks = int(math.ceil(hours * 3600.0 / 3.6 / block_size)) + 1
-
-        def jobs():
-            b = 0
-            while True:
-                yield (d, f"block_{b:05d}", train_plan_block(gen, b, block_size, exclude))
-                b += 1
-
-        names, total = [], 0
+        # blocks are submitted ahead (at most 2 per worker in flight) and consumed in order; the corpus
+        # is the shortest prefix of blocks whose kept audio reaches `hours`, whatever the timing
+        names, total, pending, nxt = [], 0, {}, 0
         with _pool(workers) as pool:
-            it = pool.imap(_worker_block, jobs())
-            for name, meta in it:
+            while True:
+                while len(pending) < 2 * workers:
+                    job = (d, f"block_{nxt:05d}", train_plan_block(gen, nxt, block_size, exclude))
+                    pending[nxt] = pool.apply_async(_worker_block, (job,))
+                    nxt += 1
+                name, meta = pending.pop(len(names)).get()
                 names.append(name)
                 total += sum(m["samples"] for m in meta if m["keep"])
                 if len(names) % 8 == 0 or total >= target:
-                    log(f"corpus: {len(names)} blocks, {total / SR_OUT / 3600:.2f} h "
-                        f"({time.time() - t0:.0f} s, est. {est_blocks} blocks)")
+                    log(f"corpus: {len(names)} blocks, {total / SR_OUT / 3600:.2f} h ({time.time() - t0:.0f} s)")
                 if total >= target:
                     break
             pool.terminate()
@@ -975,7 +996,7 @@ def build(out_root, kind, hours=None, per_voice=None, workers=None, block_size=5
             if f.startswith("block_") and f.split(".")[0] not in keep:
                 os.remove(os.path.join(d, f))
     with open(os.path.join(d, "index.json"), "w") as f:
-        json.dump({"kind": kind, "blocks": names, "cfg": cfg, "espeak": Espeak.__name__}, f)
+        json.dump({"kind": kind, "blocks": names, "cfg": cfg, "corpus_version": CORPUS_VERSION}, f)
     open(os.path.join(d, "DONE"), "w").close()
     log(f"corpus: {kind} ready in {d} ({time.time() - t0:.1f} s)")
     return d
@@ -1195,7 +1216,7 @@ def main(argv=None):
                     p["id"] = "s" + p["id"][1:]
                 block = 256
                 jobs = [(tmp, f"block_{i // block:05d}", plan[i:i + block]) for i in range(0, len(plan), block)]
-                with _pool(min(a.workers or (os.cpu_count() or 2), len(jobs))) as pool:
+                with _pool(min(a.workers or default_workers(), len(jobs))) as pool:
                     list(pool.imap(_worker_block, jobs))
                 with open(os.path.join(tmp, "index.json"), "w") as f:
                     json.dump({"blocks": [j[1] for j in jobs]}, f)
