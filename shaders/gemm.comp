@@ -47,7 +47,7 @@ shared float Bs[BK * SB];
 #ifdef W_F16
 // The op rounds x to f16 when w is f16 (that is what the tensor-core path computes); the product of
 // two f16 values is exact in f32, so f32 FMA then matches an f16 x f16 -> f32 MMA.
-float load_x(uint64_t i) { return float(float16_t(LOADF(pc.x, i))); }
+float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
 float load_w(uint64_t i) { return LOADH(pc.w, i); }
 #else
 float load_x(uint64_t i) { return LOADF(pc.x, i); }

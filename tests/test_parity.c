@@ -9,7 +9,9 @@
  *   EXPECTED_DIR  directory of <clip>/{mel.npy, encoder.npy, tokens.json}
  *   PRECISION     f32 | f16
  *   MEL_TOL       bound on max |mel - mel_hf|
- *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||  */
+ *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||
+ *   TOKENS        optional: "exact" (default: ids, frames and text must equal transformers') or "report"
+ *                 (print the agreement only; for f16, whose rounding may flip a close argmax)  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -22,6 +24,8 @@
 #include "vkasr.h"
 
 static int failures;
+static int token_report_only;
+static size_t tok_total, tok_same;
 
 static void fail(const char *clip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(const char *clip, const char *fmt, ...) {
@@ -173,10 +177,14 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
     size_t same = 0;
     while (same < n && same < ne && t[same].id == cJSON_GetArrayItem(ids, (int)same)->valueint)
         same++;
-    if (same != n || n != ne)
+    tok_total += ne;
+    tok_same += same;
+    if ((same != n || n != ne) && token_report_only)
+        printf("  %-28s tokens  differ from position %zu (report only)\n", clip, same);
+    else if (same != n || n != ne)
         fail(clip, "token ids differ from transformers at position %zu (vkasr %d, transformers %d; %zu vs %zu tokens)",
              same, same < n ? t[same].id : -1, same < ne ? cJSON_GetArrayItem(ids, (int)same)->valueint : -1, n, ne);
-    if (cJSON_IsArray(frames) && (size_t)cJSON_GetArraySize(frames) == n && same == n) {
+    if (cJSON_IsArray(frames) && (size_t)cJSON_GetArraySize(frames) == n && same == n && n == ne) {
         for (size_t i = 0; i < n; i++)
             if (t[i].frame != cJSON_GetArrayItem(frames, (int)i)->valueint) {
                 fail(clip, "token %zu emitted at frame %lld, transformers at frame %d", i, (long long)t[i].frame,
@@ -184,17 +192,21 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
                 break;
             }
     }
-    if (cJSON_IsString(text))
+    if (cJSON_IsString(text)) {
         printf("  %-28s text    vkasr \"%s\"\n  %-28s         transformers \"%s\"\n", clip, vkasr_result_text(r), "",
                text->valuestring);
+        if (!token_report_only && strcmp(vkasr_result_text(r), text->valuestring) != 0)
+            fail(clip, "transcript differs from transformers' decoding");
+    }
     cJSON_Delete(root);
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL\n");
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [exact|report]\n");
         return 2;
     }
+    token_report_only = argc == 8 && strcmp(argv[7], "report") == 0;
     const char *model = argv[1], *clips = argv[2], *expected = argv[3];
     double mel_tol = atof(argv[5]), enc_tol = atof(argv[6]);
     vkasr_model_params mp = vkasr_model_params_default();
@@ -242,6 +254,7 @@ int main(int argc, char **argv) {
         printf("FAIL: no clips found in %s\n", expected);
         return 1;
     }
-    printf("%d clip(s), %d failure(s)\n", nclips, failures);
+    printf("%d clip(s), token ids agreeing with transformers: %zu of %zu, %d failure(s)\n", nclips, tok_same,
+           tok_total, failures);
     return failures ? 1 : 0;
 }

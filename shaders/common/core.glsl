@@ -57,3 +57,16 @@ float act_apply(float x, uint act) {
 // and a function compiled before that declaration sees gl_WorkGroupSize.x == 1.
 #define grid_id_x() (uint64_t(gl_WorkGroupID.x) * uint64_t(gl_WorkGroupSize.x) + uint64_t(gl_LocalInvocationID.x))
 #define grid_stride_x() (uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_WorkGroupSize.x))
+
+// v rounded to the nearest f16 value (ties to even; overflow to +-inf), returned as f32. The rounding
+// is packHalf2x16's; the expansion back to f32 is done on the bits because NVIDIA's compiler folds
+// float(float16_t(v)), and unpackHalf2x16(packHalf2x16(v)), back to v.
+float round_to_f16(float v) {
+    const uint h = packHalf2x16(vec2(v, 0.0)) & 0xffffu;
+    const uint s = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0u) // zero or subnormal: m * 2^-24
+        return uintBitsToFloat(s | floatBitsToUint(float(m) * 5.9604644775390625e-08));
+    if (e == 31u) // inf or NaN
+        return uintBitsToFloat(s | 0x7f800000u | (m << 13));
+    return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
+}

@@ -43,6 +43,7 @@ struct vk_block {
     uint64_t size;
     uint64_t used;                   /* bump pointer (arenas)                                   */
     void *map;                       /* host pointer if host-visible                            */
+    uint64_t counted;                /* bytes added to vk_device.allocated (device-local blocks) */
 };
 
 /* A list of blocks with bump allocation; used for weights (grow only) and scratch (stack). */

@@ -66,8 +66,10 @@ vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_ty
     VkBufferDeviceAddressInfo ba = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
     b->addr = vkGetBufferDeviceAddress(d->dev, &ba);
     b->size = size;
-    if (mem_type == d->mem_device)
+    if (mem_type == d->mem_device) {
         atomic_fetch_add(&d->allocated, size);
+        b->counted = size;
+    }
     return VKASR_OK;
 }
 
@@ -78,8 +80,8 @@ void vk_block_destroy(struct vk_device *d, struct vk_block *b) {
         vkDestroyBuffer(d->dev, b->buf, NULL);
     if (b->mem) {
         vkFreeMemory(d->dev, b->mem, NULL);
-        if (b->size && b->addr)
-            atomic_fetch_sub(&d->allocated, b->size);
+        if (b->counted)
+            atomic_fetch_sub(&d->allocated, b->counted);
     }
     memset(b, 0, sizeof *b);
 }
