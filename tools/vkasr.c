@@ -12,9 +12,27 @@
 
 #include "vkasr.h"
 
-#ifndef VKASR_DEFAULT_MODEL
-#define VKASR_DEFAULT_MODEL ""
+#ifndef VKASR_DEFAULT_MODELS
+#define VKASR_DEFAULT_MODELS ""
 #endif
+
+/* The first path of VKASR_DEFAULT_MODELS (':'-separated) that exists, copied into buf; "" if none. */
+static const char *default_model(char *buf, size_t size) {
+    const char *p = VKASR_DEFAULT_MODELS;
+    buf[0] = '\0';
+    while (*p) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < size) {
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            if (access(buf, R_OK) == 0)
+                return buf;
+        }
+        p += n + (p[n] == ':');
+    }
+    buf[0] = '\0';
+    return buf;
+}
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 4, EXIT_DEVICE = 5 };
 
@@ -58,7 +76,8 @@ static void usage_transcribe(FILE *f) {
             "\n"
             "options:\n"
             "  -m, --model PATH        Hugging Face Parakeet directory or vkasr .gguf file\n"
-            "                          (default: $VKASR_MODEL, else %s)\n"
+            "                          (default: $VKASR_MODEL, else the first that exists of\n"
+            "                          %s)\n"
             "  -f, --file PATH         an input file (same as a positional AUDIO)\n"
             "      --format FMT        what goes to stdout: txt (default), json, srt, vtt\n"
             "  -otxt, --output-txt     also write <input>.txt (or BASE.txt with -of)\n"
@@ -84,7 +103,7 @@ static void usage_transcribe(FILE *f) {
             "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
             "            4 audio or I/O error, 5 no usable Vulkan device. With several inputs, vkasr keeps\n"
             "            going past a bad one and exits non-zero at the end.\n",
-            VKASR_DEFAULT_MODEL[0] ? VKASR_DEFAULT_MODEL : "none");
+            VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
 
 static void usage_convert(FILE *f) {
@@ -273,6 +292,7 @@ static void log_to_stderr(vkasr_log_level level, const char *msg, void *ud) {
 
 static int cmd_transcribe(int argc, char **argv) {
     const char *model = getenv("VKASR_MODEL");
+    char default_path[4096];
     const char *device = NULL, *of = NULL, *dump = NULL;
     const char **inputs = calloc((size_t)argc + 1, sizeof *inputs);
     if (!inputs)
@@ -359,9 +379,11 @@ static int cmd_transcribe(int argc, char **argv) {
         rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK && (!model || !*model)) {
-        model = VKASR_DEFAULT_MODEL;
+        model = default_model(default_path, sizeof default_path);
         if (!*model) {
-            fprintf(stderr, "vkasr: no model given: use -m MODEL or set VKASR_MODEL\n");
+            fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
+                            "use -m MODEL or set VKASR_MODEL\n",
+                    VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
             rc = EXIT_USAGE;
         }
     }
