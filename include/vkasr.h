@@ -25,7 +25,7 @@
  *         vkasr_error err;
  *         vkasr_model *model = NULL;
  *         vkasr_model_params mp = vkasr_model_params_default();
- *         if (vkasr_model_load("models/vkasr-en-small.gguf", &mp, &model, &err) != VKASR_OK) {
+ *         if (vkasr_model_load("models/vkasr-tdt-tiny-en.gguf", &mp, &model, &err) != VKASR_OK) {
  *             fprintf(stderr, "%s\n", err.message);
  *             return 1;
  *         }
