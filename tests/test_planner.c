@@ -76,16 +76,27 @@ int main(void) {
 
     /* op rules on huge shapes: a valid linear with M = 2^31 + 1 rows validates (planning only) */
     struct err e = {0};
-    struct op_linear lin = {.x = be_tensor_2d(4096, BE_F32, (1ll << 31) + 1, 1024),
-                            .w = be_tensor_2d(8192, BE_F16, 4096, 1024),
-                            .y = be_tensor_2d(16384, BE_F32, (1ll << 31) + 1, 4096),
+    /* (addresses are synthetic: far enough apart that the tensors do not overlap) */
+    struct op_linear lin = {.x = be_tensor_2d(1ull << 44, BE_F32, (1ll << 31) + 1, 1024),
+                            .w = be_tensor_2d(2ull << 44, BE_F16, 4096, 1024),
+                            .y = be_tensor_2d(3ull << 44, BE_F32, (1ll << 31) + 1, 4096),
                             .alpha = 1.0f};
     EXPECT(op_validate(OP_linear, &lin, &e) == VKASR_OK);
+    lin.res = lin.y; /* the residual may be the output itself ... */
+    EXPECT(op_validate(OP_linear, &lin, &e) == VKASR_OK);
+    lin.res.addr += 4; /* ... but not shifted against it */
+    EXPECT(op_validate(OP_linear, &lin, &e) == VKASR_ERR_INTERNAL);
+    lin.res = (be_tensor){0};
+    lin.y.addr = lin.x.addr + 4096; /* nor may the output overlap x */
+    EXPECT(op_validate(OP_linear, &lin, &e) == VKASR_ERR_INTERNAL);
+    lin.y.addr = 3ull << 44;
     lin.w.ne[1] = 1023;
     EXPECT(op_validate(OP_linear, &lin, &e) == VKASR_ERR_INTERNAL);
     /* conv tiles: a tile missing halo rows is rejected */
-    struct op_conv2d_s2 cv = {.x = be_tensor_2d(64, BE_F32, 100, 128), .w = be_tensor_2d(128, BE_F32, 256, 9),
-                              .b = be_tensor_1d(256, BE_F32, 256), .y = be_tensor_3d(512, BE_F32, 10, 64, 256),
+    struct op_conv2d_s2 cv = {.x = be_tensor_2d(1ull << 40, BE_F32, 100, 128),
+                              .w = be_tensor_2d(2ull << 40, BE_F32, 256, 9),
+                              .b = be_tensor_1d(3ull << 40, BE_F32, 256),
+                              .y = be_tensor_3d(4ull << 40, BE_F32, 10, 64, 256),
                               .x_row0 = 1000, .x_len = 1 << 30, .y_row0 = 500};
     /* output rows 500..509 read input rows 999..1019: a tile starting at 1000 lacks row 999 */
     EXPECT(op_validate(OP_conv2d_s2, &cv, &e) == VKASR_ERR_INTERNAL);

@@ -115,6 +115,28 @@ static vkasr_status need(struct vctx *c, const char *field, const be_tensor *t, 
 
 static bool present(const be_tensor *t) { return t->addr != 0; }
 
+/* Memory overlap of two tensors (both non-empty). */
+static bool overlaps(const be_tensor *a, const be_tensor *b) {
+    uint64_t na = be_nbytes(a), nb = be_nbytes(b);
+    return na && nb && a->addr < b->addr + nb && b->addr < a->addr + na;
+}
+
+/* Outputs of ops whose output elements read several input elements (neighbourhoods, rows, whole
+ * columns) must not overlap those inputs: the kernels would read values already overwritten. */
+static vkasr_status no_overlap(struct vctx *c, const be_tensor *y, const be_tensor *x, const char *field) {
+    if (overlaps(y, x))
+        return bad(c, field, x, "overlaps the output (in-place is not supported for this op)");
+    return VKASR_OK;
+}
+
+/* Row-wise ops (each row read completely before it is written, by the same workgroup) may run in place,
+ * but only exactly: a shifted overlap would read rows other workgroups already wrote. */
+static vkasr_status same_or_disjoint(struct vctx *c, const be_tensor *y, const be_tensor *x, const char *field) {
+    if (overlaps(y, x) && !(y->addr == x->addr && be_nbytes(y) == be_nbytes(x)))
+        return bad(c, field, x, "partially overlaps the output");
+    return VKASR_OK;
+}
+
 static vkasr_status need_dims(struct vctx *c, const char *field, const be_tensor *t, int64_t d0, int64_t d1) {
     if (t->ne[0] != d0 || (t->nd > 1 && d1 >= 0 && t->ne[1] != d1))
         return bad(c, field, t, "shape mismatch");
@@ -130,6 +152,7 @@ static vkasr_status v_unary(struct vctx *c, const struct op_unary *a) {
         return bad(c, "y", &a->y, "element count differs from x");
     if (!valid_act(a->act))
         return bad(c, "act", NULL, "unknown activation");
+    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -145,6 +168,8 @@ static vkasr_status v_binary(struct vctx *c, const struct op_binary *a) {
         return bad(c, "kind", NULL, "unknown kind");
     if (!valid_act(a->act))
         return bad(c, "act", NULL, "unknown activation");
+    TRY(same_or_disjoint(c, &a->y, &a->a, "a"));
+    TRY(same_or_disjoint(c, &a->y, &a->b, "b"));
     return VKASR_OK;
 }
 
@@ -153,6 +178,7 @@ static vkasr_status v_glu(struct vctx *c, const struct op_glu *a) {
     TRY(need(c, "y", &a->y, 2, BE_F32));
     if (a->x.ne[1] != 2 * a->y.ne[1] || a->x.ne[0] != a->y.ne[0])
         return bad(c, "y", &a->y, "must be [R, C] for x [R, 2C]");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -162,6 +188,7 @@ static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
     for (int d = 0; d < a->x.nd; d++)
         if (a->before[d] < 0 || a->y.ne[d] < a->x.ne[d] + a->before[d])
             return bad(c, "y", &a->y, "too small for x plus padding");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -177,6 +204,7 @@ static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
         if (a->y.ne[d] != a->x.ne[p])
             return bad(c, "y", &a->y, "shape is not x permuted");
     }
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -190,12 +218,14 @@ static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     TRY(need_dims(c, "beta", &a->beta, a->x.ne[1], -1));
     if (!(a->eps >= 0.0f))
         return bad(c, "eps", NULL, "must be >= 0");
+    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
 static vkasr_status v_softmax(struct vctx *c, const struct op_softmax *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
     TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
     return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
 }
 
@@ -205,6 +235,7 @@ static vkasr_status v_argmax(struct vctx *c, const struct op_argmax *a) {
     TRY(need_dims(c, "y", &a->y, a->x.ne[0], -1));
     if (a->c0 < 0 || a->c1 <= a->c0 || a->c1 > a->x.ne[1])
         return bad(c, "c0/c1", &a->x, "column range empty or out of bounds");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -228,6 +259,12 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
     }
     if (!valid_act(a->act))
         return bad(c, "act", NULL, "unknown activation");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
+    TRY(no_overlap(c, &a->y, &a->w, "w"));
+    if (present(&a->bias))
+        TRY(no_overlap(c, &a->y, &a->bias, "bias"));
+    if (present(&a->res)) /* res may be y itself: each output reads its own residual first */
+        TRY(same_or_disjoint(c, &a->y, &a->res, "res"));
     return VKASR_OK;
 }
 
@@ -260,6 +297,7 @@ static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
         return bad(c, "y", &a->y, "width must be ceil(W/2)");
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
 }
 
@@ -275,6 +313,7 @@ static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a
         return bad(c, "y", &a->y, "width must be ceil(W/2)");
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
 }
 
@@ -288,6 +327,7 @@ static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
         return bad(c, "w/b", &a->w, "must be [C, K odd] / [C]");
     if (!valid_act(a->act))
         return bad(c, "act", NULL, "unknown activation");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
@@ -317,6 +357,10 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
         reach = a->window;
     if (a->p.ne[0] < 2 * reach + 1)
         return bad(c, "p", &a->p, "too few position rows for the attention span");
+    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
+    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
+    for (int i = 0; i < 6; i++) /* every output row reads all keys and position rows of its head */
+        TRY(no_overlap(c, &a->y, in[i], in_name[i]));
     return VKASR_OK;
 }
 
@@ -336,8 +380,16 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     TRY(need_dims(c, "w_hh", &a->w_hh, 4 * P, P));
     TRY(need(c, "b", &a->b, 1, BE_F32));
     TRY(need_dims(c, "b", &a->b, 4 * P, -1));
-    if ((a->h_out.addr == a->h.addr || a->h_out.addr == a->c.addr || a->c_out.addr == a->h.addr) && P > 0)
-        return bad(c, "h_out/c_out", NULL, "must not alias h (read by every output)");
+    /* every output reads all of x and h; c_out may replace c element-wise */
+    const be_tensor *outs[] = {&a->h_out, &a->c_out};
+    for (int i = 0; i < 2; i++) {
+        TRY(no_overlap(c, outs[i], &a->x, "x"));
+        TRY(no_overlap(c, outs[i], &a->h, "h"));
+    }
+    TRY(no_overlap(c, &a->h_out, &a->c, "c"));
+    TRY(same_or_disjoint(c, &a->c_out, &a->c, "c"));
+    if (overlaps(&a->h_out, &a->c_out))
+        return bad(c, "h_out", &a->h_out, "overlaps c_out");
     return VKASR_OK;
 }
 
@@ -353,12 +405,14 @@ static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) 
         return bad(c, "y", &a->y, "must be [F, n_fft/2+1]");
     if (!(fabsf(a->preemph) <= 1.0f))
         return bad(c, "preemph", NULL, "out of range");
+    TRY(no_overlap(c, &a->y, &a->x, "x"));
     return VKASR_OK;
 }
 
 static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
     TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
     return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
 }
 
