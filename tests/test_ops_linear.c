@@ -193,8 +193,8 @@ static void selection_tests(struct th *h) {
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                                  .coopmat_nv = true};
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, "cm128x128");
-    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, "cm128x128");
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, "cm64x64");
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, "cm64x64");
     expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, "cm64x64");
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, "f16_8x128");
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, "f32_128x128");

@@ -120,9 +120,11 @@ const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, 
         return NULL;
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* Tensor cores whenever a product has more than a few rows: below that the op is a weight-bound
-     * matrix-vector product and the 8-row scalar tile reads the weights just as often. */
+     * matrix-vector product and the 8-row scalar tile reads the weights just as often. 64x64 tiles at
+     * every size: on an H100 they beat 128x128 even on 7500x4096x1024 (79 vs 65 TFLOP/s,
+     * docs/gpu-results.md), and small products need their extra workgroups anyway. */
     if (wtype == BE_F16 && M > 8 && N >= 16) {
-        const char *cm = tiles(M, N, 128, 128) >= 256 ? "cm128x128" : "cm64x64";
+        const char *cm = "cm64x64";
         const struct vk_gemm_cfg *c = vk_gemm_find(cm);
         if (c && vk_gemm_cfg_usable(c, caps))
             return c;
