@@ -16,5 +16,9 @@ $V convert /tmp/p06 -o /tmp/p06.gguf --type f16 2>&1 | tail -1
 for f in /tmp/a60.wav /tmp/a600.wav; do $V transcribe -m /tmp/p06.gguf -v $f $f >/dev/null 2>>"$OUT/vkasr-bench.log"; done
 for f in /tmp/a60.wav /tmp/a600.wav; do $V transcribe -m /tmp/p06 -p f32 -v $f $f >/dev/null 2>>"$OUT/vkasr-bench.log"; done
 $V transcribe -m /tmp/p06.gguf --profile /tmp/a60.wav /tmp/a600.wav >/dev/null 2>"$OUT/vkasr-profile.log"
+# an hour in one call: the default model, then the 0.6B-shaped one
+python3 tools/gpu/make_long_wav.py 3600 /tmp/a3600.wav
+$V transcribe -v /tmp/a3600.wav >/tmp/a3600.txt 2>>"$OUT/vkasr-bench.log"; wc -w /tmp/a3600.txt
+timeout 240 $V transcribe -m /tmp/p06.gguf -v /tmp/a3600.wav >/dev/null 2>>"$OUT/vkasr-bench.log"
 grep -E "RTF" "$OUT/vkasr-bench.log"; grep -E "relpos|linear|RTF" "$OUT/vkasr-profile.log"
 grep -E "^\|" "$OUT/bench-pytorch.log"
