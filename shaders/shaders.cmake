@@ -2,6 +2,14 @@
 # NAME becomes SPV_<NAME> in the generated table.
 vkasr_shader(unary unary.comp)
 vkasr_shader(attention attention.comp)
+# relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins run the same
+# code with emulated fragments on any f16 device (lavapipe tests). Must match src/backend/vulkan/vk_op_attention.c.
+vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_cm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_cm_dk128 attention_coopmat.comp DEFINES NWARP=4 DKP=128 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
+vkasr_shader(attention_cm_emu2_dk64 attention_coopmat.comp DEFINES NWARP=2 DKP=64 EMULATE_COOPMAT)
+vkasr_shader(attention_cm_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 EMULATE_COOPMAT)
 vkasr_shader(binary binary.comp)
 vkasr_shader(glu glu.comp)
 vkasr_shader(pad layout.comp DEFINES PAD)

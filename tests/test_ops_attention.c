@@ -1,17 +1,25 @@
-/* test_ops_attention.c — relpos_attention (fused flash-style kernel) on Vulkan vs the C reference:
- * sequence lengths around the 32-row tiles, head widths 1 .. 256, padding (n_valid < T), local windows
- * with a short position table, position tables longer than needed, large inputs (online-softmax
- * rescaling), and the errors the kernel reports (dk too wide, y overlapping an input). */
+/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on Vulkan vs the C reference:
+ * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
+ * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
+ * zero-length input, and the errors the kernel reports (dk too wide, y overlapping an input). The f32
+ * cases run the automatic choice (the scalar kernel); the f16 cases run every tensor-core
+ * configuration the device can (on lavapipe the emulated twins) against the reference with the same
+ * f16 rounding of the inputs, and the automatic f16 choice. Kernel selection is checked on synthetic
+ * devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/vulkan/vk_attention.h"
 #include "op_harness.h"
 
 #define TOL 1e-6
+/* f16 mode: inputs rounded alike on both sides; what remains is the f16 softmax weights and the f32
+ * accumulation order. The bound is the suite's f16 tolerance. */
+#define TOL_F16 5e-4
 
-static double worst_nmse;
+static double worst_nmse, worst_nmse_f16;
 
 /* NMSE of the Vulkan output against the reference (th_check leaves the reference in y->host). */
 static double measured_nmse(struct th *h, struct th_tensor *y) {
@@ -31,16 +39,18 @@ static double measured_nmse(struct th *h, struct th_tensor *y) {
     return sr > 0 ? se / sr : se;
 }
 
-/* P == 0 means the minimum the span needs (2 * reach + 1). */
-static void attn_case(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
-                      float mag) {
+/* P == 0 means the minimum the span needs (2 * reach + 1). f16: the op's f16 flag; cfg: force a Vulkan
+ * configuration (NULL: the automatic choice). */
+static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
+                          float mag, bool f16, const struct vk_att_cfg *cfg) {
     int64_t reach = T > 0 ? T - 1 : 0;
     if (window > 0 && window < reach)
         reach = window;
     if (P == 0)
         P = 2 * reach + 1;
-    th_case(h, "relpos_attention T=%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g", (long long)T,
-            (long long)D, heads, (long long)P, (long long)n_valid, (long long)window, mag);
+    th_case(h, "relpos_attention %s%s T=%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g",
+            cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)T, (long long)D, heads, (long long)P,
+            (long long)n_valid, (long long)window, mag);
     int64_t dk = D / heads;
     struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -mag, mag);
     struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -mag, mag);
@@ -62,15 +72,109 @@ static void attn_case(struct th *h, int64_t T, int64_t D, int heads, int64_t P, 
             .heads = heads,
             .n_valid = n_valid,
             .window = window,
+            .f16 = f16,
         };
-    if (!th_run(h, OP_relpos_attention, &a[0], &a[1]))
-        return;
-    bool ok = th_check(h, y, TOL);
+    if (!cfg) {
+        if (!th_run(h, OP_relpos_attention, &a[0], &a[1]))
+            return;
+    } else {
+        /* th_run, with the Vulkan side forced onto one configuration. */
+        h->checks++;
+        struct backend *vb = h->be[TH_VK];
+        vkasr_status st = be_run(h->be[TH_REF], OP_relpos_attention, &a[0]);
+        if (st == VKASR_OK)
+            st = be_sync(h->be[TH_REF]);
+        if (st != VKASR_OK) {
+            printf("FAIL [%s]: reference: %s\n", h->name, h->be[TH_REF]->err.msg);
+            h->failures++;
+            return;
+        }
+        st = op_validate(OP_relpos_attention, &a[1], &vb->err);
+        if (st == VKASR_OK)
+            st = vk_att_record((struct vk_backend *)vb, &a[1], cfg);
+        if (st == VKASR_OK)
+            st = be_sync(vb);
+        if (st != VKASR_OK) {
+            printf("FAIL [%s]: Vulkan: %s\n", h->name, vb->err.msg);
+            h->failures++;
+            return;
+        }
+    }
+    bool ok = th_check(h, y, f16 ? TOL_F16 : TOL);
     ok = th_check_guards(h) && ok;
     double nmse = measured_nmse(h, y);
-    if (nmse > worst_nmse)
-        worst_nmse = nmse;
-    printf("%s %-80s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
+    double *worst = f16 ? &worst_nmse_f16 : &worst_nmse;
+    if (nmse > *worst)
+        *worst = nmse;
+    printf("%s %-100s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
+}
+
+static void attn_case(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
+                      float mag) {
+    attn_case_cfg(h, T, D, heads, P, n_valid, window, mag, false, NULL);
+}
+
+/* The f16 cases for one configuration (cfg NULL: the automatic choice with the f16 flag): head widths
+ * the configuration's widest and a narrower one (zero padding of the staged rows), lengths around
+ * its query block and the 16-key blocks, padding, local windows, a longer position table, large
+ * scores (the reference max moves by more than the lazy-rescale margin), and eight heads (the head
+ * dimension grid-strides under a 3-group cap). */
+static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
+    const int64_t dkmax = cfg ? cfg->max_dk : 128, bq = cfg ? cfg->bq : 64;
+    const int64_t dks[] = {dkmax, dkmax - 12};
+    for (int w = 0; w < 2; w++) {
+        int64_t dk = dks[w], D2 = 2 * dk, L = 2 * bq + 37;
+        attn_case_cfg(h, 1, D2, 2, 0, 1, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, 17, D2, 2, 0, 17, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, bq + 1, D2, 2, 0, bq + 1, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, L, dk, 1, 0, L, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, bq + 40, D2, 2, 0, bq + 3, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, L, D2, 2, 0, L, 5, 1.0f, true, cfg);
+        attn_case_cfg(h, L, D2, 2, 0, L - 17, 40, 1.0f, true, cfg);
+        attn_case_cfg(h, bq + 9, D2, 2, 2 * (bq + 9) + 7, bq + 9, 0, 1.0f, true, cfg);
+        attn_case_cfg(h, L, D2, 2, 0, L, 0, 3.0f, true, cfg);
+        attn_case_cfg(h, L, D2, 2, 0, L - 7, 24, 3.0f, true, cfg);
+    }
+    attn_case_cfg(h, bq + 5, 8 * 16, 8, 0, bq + 5, 0, 1.0f, true, cfg);
+}
+
+/* Kernel selection on synthetic devices (a pure function of the capabilities). */
+static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t dk, bool f16,
+                          const char *want) {
+    h->checks++;
+    const struct vk_att_cfg *c = vk_att_choose(caps, dk, f16);
+    const char *got = c ? c->name : "(none)";
+    if (strcmp(got, want) != 0) {
+        printf("FAIL [choice %s dk=%lld f16=%d]: got %s, want %s\n", dev, (long long)dk, f16, got, want);
+        h->failures++;
+    } else {
+        printf("ok   choice %s dk=%lld f16=%d: %s\n", dev, (long long)dk, f16, got);
+    }
+}
+
+static void choice_cases(struct th *h) {
+    const struct vk_caps lvp = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
+    struct vk_caps nv = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
+                         .coopmat_nv = true};
+    expect_choice(h, "lavapipe", &lvp, 128, true, "scalar");
+    expect_choice(h, "lavapipe", &lvp, 256, false, "scalar");
+    expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    expect_choice(h, "nvidia", &nv, 128, false, "scalar");
+    expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");
+    expect_choice(h, "nvidia", &nv, 44, true, "cm_dk64");
+    expect_choice(h, "nvidia", &nv, 128, true, "cm_dk128");
+    expect_choice(h, "nvidia", &nv, 129, true, "scalar");
+    nv.subgroup_size = 64;
+    expect_choice(h, "nvidia-subgroup-64", &nv, 128, true, "scalar");
+    nv.subgroup_size = 32;
+    nv.max_shared = 32768;
+    expect_choice(h, "nvidia-32k-shared", &nv, 128, true, "scalar");
+    expect_choice(h, "nvidia-32k-shared", &nv, 64, true, "scalar"); /* cm_dk64 needs 34308 bytes */
+    expect_choice(h, "nvidia-32k-shared", &nv, 32, true, "cm_dk32");
+#else
+    expect_choice(h, "nvidia", &nv, 128, true, "scalar");
+#endif
 }
 
 /* Errors the Vulkan kernel itself reports (argument rules are tested with ops.c). */
@@ -128,7 +232,7 @@ static void error_cases(struct th *h) {
 
 int main(void) {
     struct th h;
-    th_open(&h, false);
+    th_open(&h, true);
 
     /* Full attention: lengths around the 32-row blocks x head layouts (dk 4, 16, 128, 64). */
     static const int64_t Ts[] = {1, 2, 7, 33, 130};
@@ -173,7 +277,27 @@ int main(void) {
     attn_case(&h, 130, 256, 2, 0, 125, 0, 4.0f);
     attn_case(&h, 130, 64, 2, 0, 130, 9, 4.0f);
 
+    /* Zero-length sequence: nothing to write. */
+    attn_case(&h, 0, 8, 2, 1, 0, 0, 1.0f);
+
+    /* f16 products: every tensor-core configuration this device can run, then the automatic choice. */
+    size_t ncfg;
+    const struct vk_att_cfg *cfgs = vk_att_configs(&ncfg);
+    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+    for (size_t i = 0; i < ncfg; i++) {
+        if (cfgs[i].kind == VK_ATT_SCALAR)
+            continue;
+        if (!vk_att_cfg_usable(&cfgs[i], caps)) {
+            printf("config %s: not usable on this device, skipped\n", cfgs[i].name);
+            continue;
+        }
+        f16_cases(&h, &cfgs[i]);
+    }
+    f16_cases(&h, NULL);
+
+    choice_cases(&h);
     error_cases(&h);
-    printf("worst nmse %.2e (tolerance %.0e)\n", worst_nmse, TOL);
+    printf("worst nmse: f32 %.2e (tolerance %.0e), f16 %.2e (tolerance %.0e)\n", worst_nmse, TOL, worst_nmse_f16,
+           TOL_F16);
     return th_close(&h);
 }

@@ -12,6 +12,7 @@ struct block_ctx {
     const struct model_config *cfg;
     struct backend *be;
     int64_t T;
+    bool f16; /* f16 precision: attention products may round to f16 (tensor cores) */
 };
 
 static be_tensor tmp(struct block_ctx *c, int64_t rows, int64_t cols, vkasr_status *st) {
@@ -72,7 +73,8 @@ static vkasr_status self_attention(struct block_ctx *c, const struct asr_layer *
         st = be_relpos_attention(c->be, &(struct op_relpos_attention){.q = q, .k = k, .v = v, .p = p,
                                                                       .bias_u = L->bias_u, .bias_v = L->bias_v,
                                                                       .y = a, .heads = c->cfg->n_heads,
-                                                                      .n_valid = T, .window = window});
+                                                                      .n_valid = T, .window = window,
+                                                                      .f16 = c->f16});
     // x += a Wo^T + bo
     if (st == VKASR_OK)
         st = be_linear(c->be, &(struct op_linear){.x = a, .w = L->wo, .bias = L->bo, .res = *x, .y = *x, .alpha = 1.0f});
@@ -106,7 +108,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
                                  be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e);
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e) {
-    struct block_ctx c = {&m->cfg, be, x->ne[0]};
+    struct block_ctx c = {&m->cfg, be, x->ne[0], m->precision == VKASR_PRECISION_F16};
     const int64_t D = m->cfg.d_model;
     uint64_t mark = be_mark(be);
     vkasr_status st = VKASR_OK;

@@ -146,6 +146,8 @@ struct op_relpos_attention {
     int32_t heads;
     int64_t n_valid;
     int64_t window;
+    bool f16; /* products may take q+u, q+v, k, p, v and the softmax weights rounded to f16 (tensor
+               * cores); the reference rounds the inputs alike. false: f32 throughout. */
 };
 
 /* ---- decoder ---------------------------------------------------------------------------------- */

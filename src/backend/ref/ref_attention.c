@@ -1,9 +1,16 @@
 /* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1): scores
- * ((q+u).k + (q+v).p[rel]) / sqrt(dk), masking, softmax, weighted sum, all in double. */
+ * ((q+u).k + (q+v).p[rel]) / sqrt(dk), masking, softmax, weighted sum, all in double. With the op's
+ * f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the tensor-core kernel takes
+ * them); the softmax weights stay exact. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "ref_internal.h"
+
+/* x as the products take it: itself, or rounded to f16 in f16 mode. */
+static double in(float x, bool f16) {
+    return f16 ? (double)half_to_float(float_to_half(x)) : (double)x;
+}
 
 vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_attention *a) {
     int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0], center = (P - 1) / 2;
@@ -32,8 +39,8 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
                 const float *qi = q + i * D + h * dk, *kj = k + j * D + h * dk, *pr = p + (center - r) * D + h * dk;
                 double ac = 0, bd = 0;
                 for (int64_t d = 0; d < dk; d++) {
-                    ac += ((double)qi[d] + u[h * dk + d]) * kj[d];
-                    bd += ((double)qi[d] + bv[h * dk + d]) * pr[d];
+                    ac += in(qi[d] + u[h * dk + d], a->f16) * in(kj[d], a->f16);
+                    bd += in(qi[d] + bv[h * dk + d], a->f16) * in(pr[d], a->f16);
                 }
                 s[j] = (ac + bd) * scale;
                 mx = fmax(mx, s[j]);
@@ -46,7 +53,7 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
             for (int64_t d = 0; d < dk; d++) {
                 double acc = 0;
                 for (int64_t j = 0; j < T; j++)
-                    acc += s[j] * v[j * D + h * dk + d];
+                    acc += s[j] * in(v[j * D + h * dk + d], a->f16);
                 yo[d] = (float)(acc / sum);
             }
         }

@@ -1,30 +1,87 @@
-/* vk_op_attention.c — host side of the fused relative-position attention kernel (attention.comp):
- * one dispatch, no scratch (scores stay in shared memory, so memory is linear in T). Only the scalar
- * f32 path exists; a tensor-core variant would be chosen in pick_path(). */
+/* vk_op_attention.c — host side of the fused relative-position attention: one dispatch, no scratch
+ * (scores stay in shared memory, so memory is linear in T). Chooses between the scalar f32 kernel
+ * (attention.comp) and, when the op allows f16 products and the device has NV cooperative matrices,
+ * the tensor-core kernel (attention_coopmat.comp) in the narrowest head-width variant that fits; see
+ * vk_attention.h for the selection contract. */
 #include <math.h>
+#include <string.h>
 
-#include "vk_internal.h"
-
-/* Mirrors of the kernel's constants (shaders/attention.comp). */
-#define ATT_WG 128u           /* workgroup size the kernel's thread maps are built for          */
-#define ATT_BQ 32u            /* query rows per workgroup                                        */
-#define ATT_DC 32u            /* dk chunk: the output accumulator holds NCH = ceil(dk/DC) chunks */
-#define ATT_MAX_NCH 8u        /* register budget: 8 chunks x 8 floats per thread -> dk <= 256    */
-#define ATT_SHARED_BYTES 25596u
+#include "vk_attention.h"
 
 struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
     uint32_t T, D, dk, H, P, center, n_valid, w;
     float scale;
-    uint32_t pad_;
+    uint32_t flags;
 };
-_Static_assert(sizeof(struct pc_attention) == 96, "mirror of attention.comp push constants");
+_Static_assert(sizeof(struct pc_attention) == 96, "mirror of attention.comp / attention_coopmat.comp push constants");
 
-enum att_path { ATT_SCALAR };
+#define ATT_FLAG_VEC 1u /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: vector loads (coopmat) */
 
-static enum att_path pick_path(const struct vk_device *d) {
-    (void)d; /* later: a cooperative-matrix kernel when d->caps.coopmat_nv */
-    return ATT_SCALAR;
+/* Scalar kernel (attention.comp): 128 invocations, 32 query rows, dk in chunks of 32 with up to 8
+ * chunks of output registers. */
+#define ATT_SCALAR_SHARED 25596u
+
+/* Tensor-core kernel (attention_coopmat.comp): shared memory for NWARP subgroups and head width DKP,
+ * mirroring the shader's layout in uvec4 units plus three per-row float arrays and a flag (plus the
+ * emulation's A-fragment exchange). */
+#define CM_DKS(dkp) ((dkp) / 8 + 1)
+#define CM_UVEC4(nw, dkp) ((16 * (nw) + 16) * CM_DKS(dkp) + 2 * 16 * CM_DKS(dkp) + (nw) * 16 * (5 + 9) + (nw) * 16 * 3)
+#define CM_SHARED(nw, dkp, emu) (16u * CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
+
+#define COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
+    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .wg = 32u * (nw), .bq = 16u * (nw), \
+     .max_dk = dkp, .shared_bytes = CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+
+/* Each emulated variant has the layout of a real one except for the subgroup count (lavapipe has
+ * 32 KiB of shared memory): the 2-subgroup twins check the DKP 128 unrolling, the 4-subgroup one
+ * the per-subgroup window offsets of the real variants. */
+static const struct vk_att_cfg configs[] = {
+    {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention, .wg = 128, .bq = 32,
+     .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
+    COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
+    COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
+#endif
+    COOPMAT("emu_dk32", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu_dk32, 4, 32),
+    COOPMAT("emu2_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk64, 2, 64),
+    COOPMAT("emu2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk128, 2, 128),
+};
+
+const struct vk_att_cfg *vk_att_configs(size_t *n) {
+    *n = sizeof configs / sizeof *configs;
+    return configs;
+}
+
+const struct vk_att_cfg *vk_att_find(const char *name) {
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
+        if (strcmp(configs[i].name, name) == 0)
+            return &configs[i];
+    return NULL;
+}
+
+bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
+    if (c->wg > caps->max_wg_invocations || c->shared_bytes > caps->max_shared)
+        return false;
+    if (c->kind != VK_ATT_SCALAR && !caps->f16)
+        return false;
+    /* The real kernel maps one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
+    if (c->kind == VK_ATT_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
+        return false;
+    return true;
+}
+
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16) {
+    if (f16) { /* the narrowest tensor-core variant that takes dk (configs are listed narrow first) */
+        for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
+            const struct vk_att_cfg *c = &configs[i];
+            if (c->kind == VK_ATT_COOPMAT && dk <= (int64_t)c->max_dk && vk_att_cfg_usable(c, caps))
+                return c;
+        }
+    }
+    const struct vk_att_cfg *s = &configs[0];
+    return dk <= (int64_t)s->max_dk && vk_att_cfg_usable(s, caps) ? s : NULL;
 }
 
 static bool overlaps(const be_tensor *a, const be_tensor *b) {
@@ -32,18 +89,25 @@ static bool overlaps(const be_tensor *a, const be_tensor *b) {
     return na && nb && a->addr < b->addr + nb && b->addr < a->addr + na;
 }
 
-vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos_attention *a) {
+vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg) {
     struct err *e = &b->base.err;
     struct vk_device *d = b->d;
     int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0];
     if (T == 0 || D == 0)
         return VKASR_OK;
-    if (dk > (int64_t)(ATT_MAX_NCH * ATT_DC))
+    if (dk > (int64_t)cfg->max_dk)
         return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "relpos_attention: head width dk = %lld (D = %lld / heads = %lld) exceeds the Vulkan "
-                       "kernel's limit of %u",
-                       (long long)dk, (long long)D, (long long)H, ATT_MAX_NCH * ATT_DC);
-    /* The kernel indexes rows and columns in 32 bits (offsets are 64-bit) and forms center - i + j. */
+                       "relpos_attention: head width dk = %lld (D = %lld / heads = %lld) exceeds the limit of the "
+                       "Vulkan kernel %s (%u)",
+                       (long long)dk, (long long)D, (long long)H, cfg->name, cfg->max_dk);
+    if (!vk_att_cfg_usable(cfg, &d->caps))
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "relpos_attention: kernel %s cannot run on this device (needs %u bytes of shared memory and "
+                       "%u invocations per workgroup; the device offers %u and %u%s)",
+                       cfg->name, cfg->shared_bytes, cfg->wg, d->caps.max_shared, d->caps.max_wg_invocations,
+                       cfg->kind == VK_ATT_COOPMAT ? "; needs NV cooperative matrices, subgroup size 32"
+                       : cfg->kind == VK_ATT_COOPMAT_EMU ? "; needs f16" : "");
+    /* The kernels index rows in 32 bits (offsets are 64-bit) and form center - i + j in int. */
     if (T > INT32_MAX / 2 || P > INT32_MAX / 2 || D > INT32_MAX)
         return err_set(e, VKASR_ERR_UNSUPPORTED,
                        "relpos_attention: q [%lld, %lld] / p [%lld rows] too large for the kernel's 32-bit indices",
@@ -54,17 +118,13 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
     for (int i = 0; i < 6; i++)
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
-    if (d->caps.max_shared < ATT_SHARED_BYTES || d->caps.max_wg_invocations < ATT_WG)
-        return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "relpos_attention: the kernel needs %u bytes of shared memory and %u invocations per "
-                       "workgroup; the device offers %u and %u",
-                       ATT_SHARED_BYTES, ATT_WG, d->caps.max_shared, d->caps.max_wg_invocations);
 
-    switch (pick_path(d)) {
-    case ATT_SCALAR: break;
-    }
     /* window 0 (full) and windows wider than the sequence are the same band: |i - j| <= T. */
     int64_t w = a->window > 0 && a->window < T ? a->window : T;
+    uint32_t flags = 0;
+    if (D % 4 == 0 && dk % 4 == 0 && a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 &&
+        a->p.addr % 16 == 0)
+        flags |= ATT_FLAG_VEC;
     struct pc_attention pc = {
         .q = a->q.addr,
         .k = a->k.addr,
@@ -82,17 +142,19 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
         .n_valid = (uint32_t)a->n_valid,
         .w = (uint32_t)w,
         .scale = (float)(1.0 / sqrt((double)dk)),
+        .flags = flags,
     };
-    uint32_t spec[2] = {ATT_WG, (uint32_t)((dk + ATT_DC - 1) / ATT_DC)};
-    uint64_t qblocks = ((uint64_t)T + ATT_BQ - 1) / ATT_BQ;
+    /* Scalar kernel: spec 1 is the number of 32-wide dk chunks its output registers hold. */
+    uint32_t spec[2] = {cfg->wg, (uint32_t)((dk + 31) / 32)};
+    uint64_t qblocks = ((uint64_t)T + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[6], wr = vk_tensor_range(&a->y);
     for (int i = 0; i < 6; i++)
         rd[i] = vk_tensor_range(in[i]);
     return vk_record(b, &(struct vk_dispatch){
-                            .name = "relpos_attention",
-                            .spv = SPV_attention,
+                            .name = cfg->prof,
+                            .spv = cfg->spv,
                             .spec = spec,
-                            .nspec = 2,
+                            .nspec = cfg->kind == VK_ATT_SCALAR ? 2 : 1,
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
@@ -101,4 +163,21 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
                             .writes = &wr,
                             .nwrites = 1,
                         });
+}
+
+vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos_attention *a) {
+    int64_t T = a->q.ne[0], D = a->q.ne[1], dk = D / a->heads;
+    if (T == 0 || D == 0)
+        return VKASR_OK;
+    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, dk, a->f16);
+    if (!cfg) {
+        const struct vk_att_cfg *s = vk_att_find("scalar");
+        if (dk > (int64_t)s->max_dk)
+            return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                           "relpos_attention: head width dk = %lld (D = %lld / heads = %d) exceeds the Vulkan "
+                           "kernel's limit of %u",
+                           (long long)dk, (long long)D, a->heads, s->max_dk);
+        cfg = s; /* vk_att_record names what the device lacks */
+    }
+    return vk_att_record(b, a, cfg);
 }

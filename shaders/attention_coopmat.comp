@@ -1,0 +1,370 @@
+#version 460
+// attention_coopmat.comp — the fused relative-position attention of attention.comp on tensor cores
+// (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 -> f32), for the op's f16 mode: q+u, q+v, k, p, v
+// and the softmax weights are rounded to f16; scores, softmax statistics and the output accumulate in
+// f32. Scores never reach memory, so memory stays linear in T. Not the portable path: needs
+// VK_NV_cooperative_matrix and 32-wide subgroups (attention.comp runs everywhere).
+//
+//   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
+// over keys j < n_valid with |i - j| <= w; query rows i >= n_valid get zeros.
+//
+// A workgroup of NWARP subgroups owns BQ = 16*NWARP query rows of one head (grid-stride over query
+// blocks in x and heads in y); subgroup w owns rows 16w .. 16w+15 and keeps their q+u and q+v as NDK
+// A-fragments in registers, and their output O (16 x DKP, f32) as NDK accumulators. Per key block of
+// BK = 16 keys starting at j0:
+//   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16;
+//   2. AC = (q+u) k^T (one 16x16 fragment) and BD = (q+v) W^T over the 32 position rows that this
+//      subgroup's rows reach (two fragments), both stored to shared memory as f32;
+//   3. one invocation per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative shift),
+//      masking, the online softmax, weights exp(s - m) stored as f16;
+//   4. O += P V (NDK products).
+// Position window: score (li, lj) of the block (li, lj local) uses P row nbase + lj - li + BQ - 1 with
+// nbase = center - i0 + j0 - (BQ - 1): rows nbase .. nbase + BQ + BK - 2. Consecutive key blocks shift
+// it by BK, so the rows live in a ring of NWIN = BQ + BK rows and each block stages only its BK new
+// rows (all of them for the first block of a query block). Fragments start at multiples of 16 and
+// NWIN is one, so a fragment never wraps around the ring.
+// Lazy rescaling: a row's reference max m moves only when a block's max exceeds it by more than TAU
+// (weights exp(s - m) <= e^TAU then fit f16); when any row's does, the workgroup rescales O through
+// shared memory (fragment layouts are opaque). O and the sum l always refer to the same m, so the
+// result is the exact softmax.
+//
+// -DEMULATE_COOPMAT replaces the fragment operations with plain code ("virtual subgroups" of 32
+// consecutive invocations, lane L holding elements 8L .. 8L+7 of a row-major 16x16 fragment): it runs
+// the identical staging, ring, softmax, rescaling and output code on any f16 device (lavapipe
+// included), so the tests check them. Real and emulated fragment operations read and write the same
+// shared layouts.
+//
+// Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
+// spec 0: workgroup size, must be 32 * NWARP.
+// push: as attention.comp; flags bit 0: D and dk multiples of 4 and q, k, v, p 16-byte aligned.
+#define HAS_F16
+#extension GL_KHR_shader_subgroup_basic : require
+#ifndef EMULATE_COOPMAT
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#endif
+#include "core.glsl"
+
+#ifndef NWARP
+#define NWARP 4
+#endif
+#ifndef DKP
+#define DKP 128
+#endif
+#if DKP % 16 != 0
+#error "DKP must be a multiple of 16"
+#endif
+
+#define NT (NWARP * 32)            // invocations per workgroup
+#define BQ (NWARP * 16)            // query rows per workgroup
+#define BK 16                      // keys per block
+#define NDK (DKP / 16)             // fragments across the padded head width
+#define NWIN (BQ + BK)             // ring of position rows
+#define DKC (DKP / 8)              // uvec4 chunks of a staged f16 row
+#define DKS (DKC + 1)              // row pitch of staged f16 rows, uvec4 (+1: conflict-free loads)
+#define SAC (BK / 4 + 1)           // row pitch of a subgroup's AC scores (16 x BK f32), uvec4
+#define SBD ((BK + 16) / 4 + 1)    // row pitch of its BD scores (16 x (BK + 16) f32), uvec4
+#define SO 5                       // row pitch of a 16x16 f32 fragment staged for rescaling / output
+#define SW (16 * (SAC + SBD))      // a subgroup's score area, uvec4
+#define PP (BK / 8 + 1)            // row pitch of a subgroup's softmax weights (16 x BK f16), uvec4
+#define WIN_OFF 0
+#define K_OFF (WIN_OFF + NWIN * DKS)
+#define V_OFF (K_OFF + BK * DKS)
+#define S_OFF (V_OFF + BK * DKS)
+#define P_OFF (S_OFF + NWARP * SW)
+#define SH_SIZE (P_OFF + NWARP * 16 * PP)
+
+// Masked scores: a finite sentinel (no infinities: fast-math drivers may mishandle them).
+#define MASKED (-3.0e38)
+#define MASKED_CMP (-1.0e38)
+#define TAU 8.0 // e^8 ~ 2981: weights stay far below the f16 maximum (65504)
+
+layout(local_size_x_id = 0) in;
+
+layout(push_constant) uniform PC {
+    uint64_t q, k, v, p, bu, bv, y;
+    uint T, D, dk, H, P, center, n_valid, w;
+    float scale;
+    uint flags;
+} pc;
+
+#define FLAG_VEC 1u
+
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
+
+// Shared memory: 48644 bytes at NWARP 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
+shared uvec4 sh[SH_SIZE];
+shared float sh_m[BQ], sh_l[BQ], sh_a[BQ]; // per query row: reference max, sum, rescale factor
+shared uint sh_rescale;                      // some row's reference max moved in this block
+
+float sh_f32(uint f) { return uintBitsToFloat(sh[f >> 2][f & 3u]); }
+void sh_set_f32(uint f, float x) { sh[f >> 2][f & 3u] = floatBitsToUint(x); }
+
+// ---- fragment operations ---------------------------------------------------------------------------
+// Offsets and pitches are in uvec4 units of sh (8 halves or 4 floats).
+#ifndef EMULATE_COOPMAT
+#define FragA fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FragB fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+#define FragC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+// A: row-major 16x16 f16.
+#define LOAD_A(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, false)
+// B = M^T for a row-major M (rows of k or position rows, dk contiguous): column n is row n of M.
+#define LOAD_BT(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, true)
+// B row-major (rows of v: key x dk).
+#define LOAD_B(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, false)
+#define LOAD_C(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, false)
+#define STORE_C(f, off, pitch) coopMatStoreNV(f, sh, off, pitch, false)
+#define MMA(c, a, b) c = coopMatMulAddNV(a, b, c)
+#define ZERO_C(c) c = FragC(0.0)
+#define WARP gl_SubgroupID
+#else
+#define WARP (gl_LocalInvocationID.x / 32u)
+struct FragA {
+    float v[8];
+};
+struct FragB {
+    uint off, pitch, colmajor;
+};
+struct FragC {
+    float v[8];
+};
+shared uint emu_a[NWARP * 128]; // a virtual subgroup's A fragment (f16 pairs) during a product
+
+float sh_half(uint h) {
+    const vec2 p = unpackHalf2x16(sh[h >> 3][(h >> 1) & 3u]);
+    return (h & 1u) != 0u ? p.y : p.x;
+}
+#define EMU_LANE (gl_LocalInvocationID.x % 32u)
+void emu_load_a(out FragA f, uint off, uint pitch) {
+    const uint r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
+    [[unroll]] for (uint i = 0; i < 8u; i++)
+        f.v[i] = sh_half((off + r * pitch) * 8u + c0 + i);
+}
+float emu_b(FragB b, uint k, uint n) {
+    return b.colmajor != 0u ? sh_half((b.off + n * b.pitch) * 8u + k) : sh_half((b.off + k * b.pitch) * 8u + n);
+}
+// Every invocation of the workgroup calls this in the same order (uniform control flow).
+void emu_mma(inout FragC c, FragA a, FragB b) {
+    const uint base = WARP * 128u, r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
+    barrier(); // the previous product's readers of emu_a are done
+    [[unroll]] for (uint i = 0; i < 4u; i++)
+        emu_a[base + 4u * EMU_LANE + i] = packHalf2x16(vec2(a.v[2u * i], a.v[2u * i + 1u]));
+    barrier();
+    [[unroll]] for (uint i = 0; i < 8u; i++) {
+        float s = c.v[i];
+        [[unroll]] for (uint k = 0; k < 16u; k++) {
+            const vec2 av = unpackHalf2x16(emu_a[base + r * 8u + k / 2u]);
+            s += ((k & 1u) != 0u ? av.y : av.x) * emu_b(b, k, c0 + i);
+        }
+        c.v[i] = s;
+    }
+}
+void emu_store_c(FragC c, uint off, uint pitch) {
+    const uint r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
+    [[unroll]] for (uint i = 0; i < 8u; i++)
+        sh_set_f32((off + r * pitch) * 4u + c0 + i, c.v[i]);
+}
+void emu_load_c(out FragC c, uint off, uint pitch) {
+    const uint r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
+    [[unroll]] for (uint i = 0; i < 8u; i++)
+        c.v[i] = sh_f32((off + r * pitch) * 4u + c0 + i);
+}
+#define LOAD_A(f, off, pitch) emu_load_a(f, off, pitch)
+#define LOAD_BT(f, off, pitch) f = FragB(off, pitch, 1u)
+#define LOAD_B(f, off, pitch) f = FragB(off, pitch, 0u)
+#define LOAD_C(f, off, pitch) emu_load_c(f, off, pitch)
+#define STORE_C(f, off, pitch) emu_store_c(f, off, pitch)
+#define MMA(c, a, b) emu_mma(c, a, b)
+#define ZERO_C(c) [[unroll]] for (uint z_ = 0; z_ < 8u; z_++) c.v[z_] = 0.0
+#endif
+
+// ---- staging -----------------------------------------------------------------------------------------
+uint pack2(float a, float b) { return packFloat2x16(f16vec2(float16_t(a), float16_t(b))); }
+
+// Elements hd+d .. hd+d+7 of row `row` of a [rows, D] f32 tensor (plus bias[hd+d ..] when bias != 0)
+// as eight f16; zero past dk and for rows that are not `valid`.
+uvec4 fetch8(uint64_t base, uint64_t bias, uint row, uint hd, uint d, bool valid) {
+    if (!valid || d >= pc.dk)
+        return uvec4(0);
+    const uint64_t off = uint64_t(row) * pc.D + hd + d;
+    float v[8];
+    if ((pc.flags & FLAG_VEC) != 0u && d + 8u <= pc.dk) {
+        const vec4 lo = V4Ref(base + off * 4ul).v, hi = V4Ref(base + off * 4ul + 16ul).v;
+        v = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+    } else {
+        [[unroll]] for (uint e = 0; e < 8u; e++)
+            v[e] = d + e < pc.dk ? LOADF(base, off + e) : 0.0;
+    }
+    if (bias != 0ul) {
+        [[unroll]] for (uint e = 0; e < 8u; e++)
+            if (d + e < pc.dk)
+                v[e] += LOADF(bias, hd + d + e);
+    }
+    return uvec4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+}
+
+// Rows row0 .. row0+n-1 of a [rows, D] tensor (head columns, plus bias) to staged rows dst0 ..
+// (modulo `ring` rows at `dst`); rows outside [lo, hi) are zeros.
+void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, uint64_t bias, int row0, uint n, uint hd, int lo,
+                int hi) {
+    for (uint e = gl_LocalInvocationID.x; e < n * DKC; e += NT) {
+        const uint r = e / DKC, c = e % DKC;
+        const int row = row0 + int(r);
+        sh[dst + ((dst0 + r) % ring) * DKS + c] = fetch8(base, bias, uint(max(row, 0)), hd, 8u * c, row >= lo && row < hi);
+    }
+}
+
+void main() {
+    const uint t = gl_LocalInvocationID.x, warp = WARP;
+    const uint nqb = (pc.T + BQ - 1u) / BQ;
+    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+        const uint hd = h * pc.dk; // < D <= INT32_MAX (host)
+        for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
+            const uint i0 = qb * BQ;
+            const uint ihi = min(i0 + BQ, pc.n_valid); // valid query rows of the block: [i0, ihi)
+            // Keys any valid row of the block can see: [jlo, jend) (empty when the block is padding).
+            uint jlo = 0u, jend = 0u;
+            if (i0 < ihi) {
+                jlo = i0 > pc.w ? i0 - pc.w : 0u;
+                jend = min(pc.n_valid, ihi + pc.w); // T < 2^30 and w <= T (host): no overflow
+            }
+
+            // ---- q + u and q + v of this subgroup's rows into registers (staged through the ring) ------
+            FragA qu[NDK], qv[NDK];
+            barrier(); // the previous query block's readers of shared memory are done
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, pc.bu, int(i0), BQ, hd, 0, int(ihi));
+            if (t < BQ) {
+                sh_m[t] = MASKED;
+                sh_l[t] = 0.0;
+            }
+            if (t == 0u)
+                sh_rescale = 0u;
+            barrier();
+            [[unroll]] for (uint kk = 0; kk < NDK; kk++)
+                LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+            barrier();
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, pc.bv, int(i0), BQ, hd, 0, int(ihi));
+            barrier();
+            [[unroll]] for (uint kk = 0; kk < NDK; kk++)
+                LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+
+            FragC o[NDK];
+            [[unroll]] for (uint n = 0; n < NDK; n++)
+                ZERO_C(o[n]);
+
+            const int nbase0 = int(pc.center) - int(i0) + int(jlo) - (BQ - 1);
+            const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
+            uint kb = 0u;
+            for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
+                // ---- stage k, v and the new position rows ---------------------------------------------
+                barrier(); // readers of the previous block (or of the staged q) are done
+                stage_rows(K_OFF, 0u, BK, pc.k, 0ul, int(j0), BK, hd, 0, int(jend));
+                stage_rows(V_OFF, 0u, BK, pc.v, 0ul, int(j0), BK, hd, 0, int(jend));
+                const uint nb = kb == 0u ? uint(NWIN) : uint(BK); // rows to stage: all of them first
+                const uint w0 = uint(NWIN) - nb;                   // first window row to stage
+                stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, 0ul, nbase0 + int(BK * kb + w0), nb, hd, 0, int(pc.P));
+                barrier();
+
+                // ---- AC and BD fragments -----------------------------------------------------------------
+                FragC ac, bd0, bd1;
+                ZERO_C(ac);
+                ZERO_C(bd0);
+                ZERO_C(bd1);
+                const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
+                [[unroll]] for (uint kk = 0; kk < NDK; kk++) {
+                    FragB fb;
+                    LOAD_BT(fb, K_OFF + 2u * kk, DKS);
+                    MMA(ac, qu[kk], fb);
+                    LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
+                    MMA(bd0, qv[kk], fb);
+                    LOAD_BT(fb, WIN_OFF + s1 * DKS + 2u * kk, DKS);
+                    MMA(bd1, qv[kk], fb);
+                }
+                const uint sw = S_OFF + warp * SW;
+                STORE_C(ac, sw, SAC);
+                STORE_C(bd0, sw + 16u * SAC, SBD);
+                STORE_C(bd1, sw + 16u * SAC + 4u, SBD);
+                barrier();
+
+                // ---- online softmax, one invocation per query row --------------------------------------
+                if (t < BQ) {
+                    const uint r = t % 16u, i = i0 + t;
+                    const uint acf = (S_OFF + (t / 16u) * SW + r * SAC) * 4u;
+                    const uint bdf = (S_OFF + (t / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r;
+                    float s[BK];
+                    float bm = MASKED;
+                    [[unroll]] for (uint c = 0; c < BK; c++) {
+                        const uint j = j0 + c;
+                        const bool ok = i < ihi && j < jend && (i > j ? i - j : j - i) <= pc.w;
+                        s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
+                        bm = max(bm, s[c]);
+                    }
+                    float m = sh_m[t], alpha = 1.0;
+                    if (bm > MASKED_CMP) {
+                        if (m <= MASKED_CMP) {
+                            m = bm; // the first keys this row sees: O and l are still zero
+                        } else if (bm > m + TAU) {
+                            alpha = exp(m - bm);
+                            m = bm;
+                            sh_rescale = 1u;
+                        }
+                    }
+                    float sum = 0.0;
+                    const uint pw = P_OFF + t * PP;
+                    [[unroll]] for (uint c = 0; c < BK; c += 2u) {
+                        // rounded as the product will use them, so that l sums the same weights
+                        const float e0 = s[c] > MASKED_CMP ? round_to_f16(exp(s[c] - m)) : 0.0;
+                        const float e1 = s[c + 1u] > MASKED_CMP ? round_to_f16(exp(s[c + 1u] - m)) : 0.0;
+                        sum += e0 + e1;
+                        sh[pw + c / 8u][(c / 2u) % 4u] = packHalf2x16(vec2(e0, e1));
+                    }
+                    sh_m[t] = m;
+                    sh_l[t] = sh_l[t] * alpha + sum;
+                    sh_a[t] = alpha;
+                }
+                barrier();
+
+                // ---- rescale O where a reference max moved (rare after the first blocks) ----------------
+                if (sh_rescale != 0u) {
+                    [[unroll]] for (uint n = 0; n < NDK; n++) {
+                        STORE_C(o[n], S_OFF + warp * SW, SO);
+                        barrier();
+                        for (uint e = t; e < BQ * 16u; e += NT) {
+                            const uint f = (S_OFF + (e / 256u) * SW + ((e / 16u) % 16u) * SO) * 4u + e % 16u;
+                            sh_set_f32(f, sh_f32(f) * sh_a[e / 16u]);
+                        }
+                        barrier();
+                        LOAD_C(o[n], S_OFF + warp * SW, SO);
+                        barrier();
+                    }
+                    if (t == 0u)
+                        sh_rescale = 0u; // everyone read the flag before the first barrier above
+                }
+
+                // ---- O += P V ----------------------------------------------------------------------------
+                FragA pa;
+                LOAD_A(pa, P_OFF + 16u * warp * PP, PP);
+                [[unroll]] for (uint n = 0; n < NDK; n++) {
+                    FragB fb;
+                    LOAD_B(fb, V_OFF + 2u * n, DKS);
+                    MMA(o[n], pa, fb);
+                }
+            }
+
+            // ---- y = O / l (zeros for padded query rows) ---------------------------------------------
+            [[unroll]] for (uint n = 0; n < NDK; n++) {
+                barrier(); // the score area's previous readers are done
+                STORE_C(o[n], S_OFF + warp * SW, SO);
+                barrier();
+                for (uint e = t; e < BQ * 16u; e += NT) {
+                    const uint li = e / 16u, c = e % 16u, i = i0 + li, d = 16u * n + c;
+                    if (i < pc.T && d < pc.dk) {
+                        const uint f = (S_OFF + (li / 16u) * SW + (li % 16u) * SO) * 4u + c;
+                        // A valid row always sees key i itself, so l > 0 there.
+                        STOREF(pc.y, uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
+ * the scalar kernel (attention.comp, any device, f32) and the tensor-core kernel
+ * (attention_coopmat.comp, f16 products) in a few head-width variants, the pure function that picks
+ * one for a device and an op, and a recorder that runs a given configuration (tests and the benchmark
+ * force configurations through it; the network only calls vk_op_relpos_attention). */
+#ifndef VKASR_VK_ATTENTION_H
+#define VKASR_VK_ATTENTION_H
+
+#include "vk_internal.h"
+
+enum vk_att_kernel {
+    VK_ATT_SCALAR = 0,      /* attention.comp: f32 FMA, any device                                  */
+    VK_ATT_COOPMAT = 1,     /* attention_coopmat.comp: NV cooperative matrices, subgroup size 32    */
+    VK_ATT_COOPMAT_EMU = 2  /* attention_coopmat.comp with emulated fragments: tests only           */
+};
+
+struct vk_att_cfg {
+    const char *name;       /* e.g. "cm_dk128": for --cfg in the benchmark and test messages        */
+    const char *prof;       /* dispatch name in profiles                                           */
+    enum vk_att_kernel kind;
+    enum spv_id spv;
+    uint32_t wg;            /* workgroup size (spec constant 0)                                    */
+    uint32_t bq;            /* query rows per workgroup                                            */
+    uint32_t max_dk;        /* widest head the variant takes                                       */
+    uint32_t shared_bytes;  /* shared memory the variant declares                                  */
+};
+
+/* Every configuration this build has; *n receives the count. */
+const struct vk_att_cfg *vk_att_configs(size_t *n);
+/* The configuration called `name` (NULL if none). */
+const struct vk_att_cfg *vk_att_find(const char *name);
+/* Whether a configuration can run on a device (features, subgroup size, limits). */
+bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps);
+/* The configuration vk_op_relpos_attention uses for head width dk; f16 is the op's f16 flag (tensor
+ * cores are used only when the op allows f16 products). NULL when none can run. Pure. */
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16);
+/* Records the op with a given configuration (arguments already validated). Errors if the
+ * configuration cannot run on this device or does not take this head width. */
+vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg);
+
+#endif
