@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/vulkan/vk_internal.h"
 #include "common/half.h"
+#include "validation_log.h"
 
 #define GUARD_BYTES 1024u
 /* A finite, odd bit pattern (about 1.5e16): unlike a NaN it cannot survive an out-of-bounds
@@ -34,7 +36,7 @@ static void die(const char *what, const struct err *e) {
 void th_open(struct th *h, bool want_f16) {
     memset(h, 0, sizeof *h);
     h->rng = 0x5eed1234abcdull;
-    static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
+    static const struct logger lg = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
     struct err e = {0};
     struct be_device_options ro = {.device = "cpu", .log = &lg};
     if (ref_device_open(&ro, &h->dev[TH_REF], &e) || be_backend_create(h->dev[TH_REF], &h->be[TH_REF], &e))
@@ -45,8 +47,27 @@ void th_open(struct th *h, bool want_f16) {
     struct be_device_options vo = {.device = want, .validation = true, .want_f16 = want_f16, .log = &lg};
     if (vk_device_open(&vo, &h->dev[TH_VK], &e) || be_backend_create(h->dev[TH_VK], &h->be[TH_VK], &e))
         die("Vulkan backend", &e);
-    printf("device: %s (f16 %s, tensor cores %s)\n", h->dev[TH_VK]->info.name, h->dev[TH_VK]->info.f16 ? "on" : "off",
-           h->dev[TH_VK]->info.coopmat ? "on" : "off");
+    const struct vk_device *vd = (const struct vk_device *)h->dev[TH_VK];
+    const uint32_t *mg = vd->caps.max_groups;
+    printf("device: %s (f16 %s, tensor cores %s, max groups %u x %u x %u, %s memory)\n", h->dev[TH_VK]->info.name,
+           h->dev[TH_VK]->info.f16 ? "on" : "off", h->dev[TH_VK]->info.coopmat ? "on" : "off", mg[0], mg[1], mg[2],
+           vd->device_mappable ? "host-mapped" : "staged");
+    /* The _tinygrid and _staging variants test nothing unless their variable took effect. */
+    const char *want_groups = getenv("VKASR_MAX_GROUPS");
+    if (want_groups && *want_groups) {
+        char *end;
+        unsigned long cap = strtoul(want_groups, &end, 10);
+        if (*end || cap == 0 || mg[0] > cap || mg[1] > cap || mg[2] > cap) {
+            fprintf(stderr, "FATAL: VKASR_MAX_GROUPS=%s did not limit the grid (max groups %u x %u x %u)\n",
+                    want_groups, mg[0], mg[1], mg[2]);
+            exit(1);
+        }
+    }
+    const char *staging = getenv("VKASR_FORCE_STAGING");
+    if (staging && *staging && strcmp(staging, "0") != 0 && vd->device_mappable) {
+        fprintf(stderr, "FATAL: VKASR_FORCE_STAGING=%s but device memory is host-mapped\n", staging);
+        exit(1);
+    }
 }
 
 static void free_tensors(struct th *h) {
@@ -62,16 +83,13 @@ static void free_tensors(struct th *h) {
 
 int th_close(struct th *h) {
     free_tensors(h);
-    uint64_t vmsg = h->dev[TH_VK]->vt->validation_messages(h->dev[TH_VK]);
     be_backend_destroy(h->be[TH_VK]);
     be_backend_destroy(h->be[TH_REF]);
-    vmsg += h->dev[TH_VK]->vt->validation_messages(h->dev[TH_VK]);
     be_device_close(h->dev[TH_VK]);
     be_device_close(h->dev[TH_REF]);
-    if (vmsg) {
-        printf("FAIL: %llu Vulkan validation message(s)\n", (unsigned long long)vmsg);
+    /* After the close: vkDestroyDevice reports objects still alive. */
+    if (tv_check())
         h->failures++;
-    }
     printf("%d check(s), %d failure(s)\n", h->checks, h->failures);
     return h->failures ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "validation_log.h"
 #include "vkasr.h"
 
 static int failures, checks;
@@ -42,6 +43,7 @@ static const char *path(const char *fmt, ...) {
 static vkasr_model *load(const char *dir, vkasr_precision prec) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.validation = true;
+    mp.log_callback = tv_log; /* any validation report fails the run (tv_check in main) */
     mp.precision = prec;
     vkasr_model *m = NULL;
     vkasr_error e;
@@ -343,6 +345,7 @@ int main(int argc, char **argv) {
         test_threads(m);
         vkasr_model_free(m);
     }
+    failures += tv_check();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -12,6 +12,7 @@
 
 #include "asr/asr.h"
 #include "audio/audio.h"
+#include "validation_log.h"
 
 static int failures, checks;
 
@@ -26,7 +27,7 @@ static int failures, checks;
         }                                                                                              \
     } while (0)
 
-static const struct logger quiet = {VKASR_LOG_WARN, NULL, NULL};
+static const struct logger quiet = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
 
 struct rig {
     struct be_device *dev;
@@ -182,6 +183,7 @@ int main(int argc, char **argv) {
         test_backends(dir, &a);
     }
     audio_free(&a);
+    failures += tv_check(); /* every device is closed by now */
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
 }

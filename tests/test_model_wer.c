@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "validation_log.h"
 #include "vkasr.h"
 #include "wer.h"
 
@@ -44,6 +45,7 @@ int main(int argc, char **argv) {
     }
     vkasr_model_params mp = vkasr_model_params_default();
     mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *s = NULL;
@@ -97,6 +99,7 @@ int main(int argc, char **argv) {
     fclose(refs);
     vkasr_session_free(s);
     vkasr_model_free(m);
+    failures += tv_check();
     double total = wer_rate(errors, words);
     printf("%zu clip(s), %zu words: WER %.2f%% (bound %.2f%%)\n", clips, words, 100.0 * total, 100.0 * max_wer);
     if (clips == 0) {

@@ -172,6 +172,8 @@ int main(void) {
     /* LSTM: tiny, Parakeet's P = 640 (In = P), In != P both ways, a P that is not a multiple of the
      * workgroup, saturating gates, and c updated in place (c_out = c is allowed). */
     lstm_case(&h, 1, 1, 0.5f, false);
+    lstm_case(&h, 0, 3, 0.5f, false); /* no input: gates from h and the bias alone */
+    lstm_case(&h, 0, 65, 0.5f, true);
     lstm_case(&h, 5, 3, 0.5f, false);
     lstm_case(&h, 640, 640, 0.05f, false);
     lstm_case(&h, 300, 1025, 0.05f, false);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "validation_log.h"
 #include "vkasr.h"
 
 static int failures;
@@ -212,6 +213,7 @@ int main(int argc, char **argv) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = strcmp(argv[4], "f16") == 0 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32;
     mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *s = NULL;
@@ -254,6 +256,7 @@ int main(int argc, char **argv) {
         printf("FAIL: no clips found in %s\n", expected);
         return 1;
     }
+    failures += tv_check();
     printf("%d clip(s), token ids agreeing with transformers: %zu of %zu, %d failure(s)\n", nclips, tok_same,
            tok_total, failures);
     return failures ? 1 : 0;

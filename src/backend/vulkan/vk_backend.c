@@ -48,7 +48,7 @@ static struct vk_block *find_block(struct vk_backend *b, uint64_t addr, uint64_t
 static vkasr_status ensure_staging(struct vk_backend *b) {
     if (b->staging.buf)
         return VKASR_OK;
-    return vk_block_create(b->d, VK_STAGING_BYTES, b->d->mem_staging, &b->staging, &b->base.err);
+    return vk_block_create(b->d, VK_STAGING_BYTES, true, &b->staging, &b->base.err);
 }
 
 static vkasr_status vkb_upload(struct backend *bb, uint64_t dst, const void *src, uint64_t bytes) {

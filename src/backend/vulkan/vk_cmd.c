@@ -95,8 +95,12 @@ static vkasr_status slot_wait(struct vk_backend *b, int i) {
             uint32_t nq = s->n_queries - q0 < 512 ? s->n_queries - q0 : 512;
             VkResult r = vkGetQueryPoolResults(d->dev, b->queries, base + 2 * q0, 2 * nq, sizeof ts, ts,
                                                sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
-            if (r != VK_SUCCESS)
+            if (r != VK_SUCCESS) {
+                /* Profiling is best effort, but a gap in it must not pass silently. */
+                LOG_WARN(d->base.log, "profiling: vkGetQueryPoolResults failed with %s; %u dispatch(es) not timed",
+                         vk_result_name(r), s->n_queries - q0);
                 break;
+            }
             for (uint32_t k = 0; k < nq; k++)
                 profile_add(b, s->query_names[q0 + k], (double)(ts[2 * k + 1] - ts[2 * k]) * d->caps.timestamp_period * 1e-6);
         }
@@ -120,6 +124,7 @@ static vkasr_status ensure_recording(struct vk_backend *b) {
         vkCmdResetQueryPool(s->cb, b->queries, (uint32_t)b->cur * 2 * b->d->submit_batch, 2 * b->d->submit_batch);
     s->recording = true;
     s->n_dispatch = 0;
+    s->n_queries = 0; /* already harvested; also drops the timestamps of a buffer whose end failed */
     return VKASR_OK;
 }
 
@@ -218,6 +223,9 @@ vkasr_status vk_submit(struct vk_backend *b, bool wait) {
         global_barrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,
                        VK_ACCESS_HOST_READ_BIT);
+        /* Not recording from here on whatever the outcome: after a failed end the buffer is invalid and
+         * the next dispatch must reset and begin it again rather than record into it. */
+        s->recording = false;
         VK_CHECK(&b->base.err, vkEndCommandBuffer(s->cb));
         VkSubmitInfo si = {
             .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
@@ -227,7 +235,6 @@ vkasr_status vk_submit(struct vk_backend *b, bool wait) {
         pthread_mutex_lock(&d->queue_lock);
         VkResult r = vkQueueSubmit(d->queue, 1, &si, s->fence);
         pthread_mutex_unlock(&d->queue_lock);
-        s->recording = false;
         if (r != VK_SUCCESS)
             return vk_fail(&b->base.err, r, "vkQueueSubmit", __FILE__, __LINE__);
         s->pending = true;

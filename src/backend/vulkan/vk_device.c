@@ -54,7 +54,7 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeveri
     if (sev >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT &&
         (type & (VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT))) {
         atomic_fetch_add(&d->validation_count, 1);
-        log_msg(d->base.log, VKASR_LOG_ERROR, "Vulkan validation: %s", data->pMessage ? data->pMessage : "?");
+        log_msg(d->base.log, VKASR_LOG_ERROR, VK_VALIDATION_LOG_PREFIX ": %s", data->pMessage ? data->pMessage : "?");
     }
     return VK_FALSE;
 }
@@ -116,13 +116,17 @@ vkasr_status vk_instance_create(bool validation, struct vk_device *d, VkInstance
         if (has_layer("VK_LAYER_KHRONOS_validation")) {
             layers[nlayers++] = "VK_LAYER_KHRONOS_validation";
         } else if (d) {
+            /* The VK_VALIDATION_LOG_PREFIX makes tests fail on this too: no layer is no check. */
             log_msg(d->base.log, VKASR_LOG_WARN,
-                    "validation requested but VK_LAYER_KHRONOS_validation is not installed "
+                    VK_VALIDATION_LOG_PREFIX " unavailable: VK_LAYER_KHRONOS_validation is not installed "
                     "(Debian: vulkan-validationlayers)");
         }
         if (d && has_instance_ext(VK_EXT_DEBUG_UTILS_EXTENSION_NAME)) {
             exts[next++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
             debug = true;
+        } else if (d) {
+            log_msg(d->base.log, VKASR_LOG_WARN,
+                    VK_VALIDATION_LOG_PREFIX " unavailable: without VK_EXT_debug_utils its messages are not received");
         }
     }
     VkDebugUtilsMessengerCreateInfoEXT dbg = {
@@ -404,6 +408,20 @@ static bool is_index(const char *s) {
     return true;
 }
 
+void vk_describe_unusable(const vkasr_device_info *infos, uint32_t n, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && len + 1 < size; i++) {
+        if (infos[i].usable)
+            continue;
+        int w = snprintf(buf + len, size - len, "%sdevice %d (%s) lacks %s", len ? "; " : "", infos[i].index,
+                         infos[i].name, infos[i].missing[0] ? infos[i].missing : "?");
+        if (w < 0)
+            break;
+        len += (size_t)w < size - len ? (size_t)w : size - len - 1;
+    }
+}
+
 static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysicalDevice *out,
                                   vkasr_device_info *chosen, struct err *e) {
     uint32_t n = 0;
@@ -451,9 +469,12 @@ static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysi
             for (uint32_t i = 0; i < n; i++)
                 if (infos[i].usable && (pick < 0 || type_rank(infos[i].type) < type_rank(infos[pick].type)))
                     pick = (int)i;
-            if (pick < 0)
-                st = err_set(e, VKASR_ERR_NO_DEVICE, "no usable Vulkan device: %s (device 0) lacks %s", infos[0].name,
-                             infos[0].missing);
+            if (pick < 0) {
+                /* Name every device: the one the user meant to use may not be device 0. */
+                char why[900];
+                vk_describe_unusable(infos, n, why, sizeof why);
+                st = err_set(e, VKASR_ERR_NO_DEVICE, "no usable Vulkan device: %s", why);
+            }
         }
     }
     if (st == VKASR_OK) {
@@ -465,13 +486,23 @@ static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysi
     return st;
 }
 
-static uint32_t env_u32(const char *name, uint32_t dflt) {
+/* A positive integer from the environment, dflt when unset. Anything else ("0", "-3", "abc") is ignored
+ * and a value above max clamped, each with a warning: a typo must not silently change behaviour. */
+static uint32_t env_u32(const struct logger *lg, const char *name, uint32_t dflt, uint32_t max) {
     const char *s = getenv(name);
     if (!s || !*s)
         return dflt;
     char *end;
-    unsigned long v = strtoul(s, &end, 10);
-    return (*end || v == 0 || v > 0xffffffffu) ? dflt : (uint32_t)v;
+    unsigned long v = strtoul(s, &end, 10); /* saturates at ULONG_MAX: clamped below */
+    if (!isdigit((unsigned char)s[0]) || *end || v == 0) {
+        LOG_WARN(lg, "%s=%s ignored: not a positive integer", name, s);
+        return dflt;
+    }
+    if (v > max) {
+        LOG_WARN(lg, "%s=%s clamped to %u", name, s, max);
+        return max;
+    }
+    return (uint32_t)v;
 }
 
 static bool env_flag(const char *name) {
@@ -518,7 +549,9 @@ static void choose_memory_types(struct vk_device *d) {
         stg = dev;
     d->mem_device = (uint32_t)dev;
     d->mem_staging = (uint32_t)stg;
-    d->device_mappable = (mp.memoryTypes[dev].propertyFlags & host) == host;
+    /* VKASR_FORCE_STAGING (a test hook): use the staged upload/download path of discrete GPUs even
+     * where device memory is mappable, so lavapipe runs it too. */
+    d->device_mappable = (mp.memoryTypes[dev].propertyFlags & host) == host && !env_flag("VKASR_FORCE_STAGING");
     d->heap_size = mp.memoryHeaps[mp.memoryTypes[dev].heapIndex].size;
 }
 
@@ -533,7 +566,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     struct vk_caps *c = &d->caps;
     c->api_version = p.props.apiVersion;
     c->subgroup_size = p.p11.subgroupSize ? p.p11.subgroupSize : 1;
-    uint32_t cap = env_u32("VKASR_MAX_GROUPS", 0xffffffffu);
+    uint32_t cap = env_u32(d->base.log, "VKASR_MAX_GROUPS", 0xffffffffu, 0xffffffffu);
     for (int i = 0; i < 3; i++) {
         c->max_groups[i] = p.props.limits.maxComputeWorkGroupCount[i];
         if (c->max_groups[i] > cap)
@@ -654,7 +687,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
-    d->submit_batch = env_u32("VKASR_SUBMIT_BATCH", 96);
+    d->submit_batch = env_u32(d->base.log, "VKASR_SUBMIT_BATCH", 96, VK_MAX_SUBMIT_BATCH);
     bool validation = opt->validation || env_flag("VKASR_VALIDATION");
 
     vkasr_device_info info;

@@ -23,6 +23,12 @@ const char *vk_result_name(VkResult r);
 
 /* ---- device ----------------------------------------------------------------------------------- */
 
+/* Every validation-layer message is logged (VKASR_LOG_ERROR) starting with this prefix, and so is the
+ * warning that validation was requested but cannot run: tests fail on any log line carrying it. */
+#define VK_VALIDATION_LOG_PREFIX "Vulkan validation"
+/* Upper bound of VKASR_SUBMIT_BATCH: the profiling query pool holds 2 * VK_RING * batch timestamps. */
+#define VK_MAX_SUBMIT_BATCH 4096u
+
 struct vk_caps {
     uint32_t api_version;
     uint32_t subgroup_size;
@@ -76,7 +82,8 @@ struct vk_device {
     pthread_mutex_t queue_lock;      /* vkQueueSubmit needs external synchronisation            */
     struct vk_caps caps;
     uint32_t mem_device;             /* memory type for tensors                                 */
-    bool device_mappable;            /* that type is HOST_VISIBLE|HOST_COHERENT (lavapipe, ReBAR) */
+    bool device_mappable;            /* that type is HOST_VISIBLE|HOST_COHERENT (lavapipe, ReBAR)
+                                        and VKASR_FORCE_STAGING is not set                      */
     uint32_t mem_staging;            /* HOST_VISIBLE|HOST_COHERENT type for staging             */
     uint64_t heap_size;              /* size of the tensor memory type's heap                   */
     atomic_uint_fast64_t allocated;  /* device bytes allocated by all arenas of this device     */
@@ -94,13 +101,17 @@ struct vk_device {
 
 /* Fills the public device description from a physical device (also used by vkasr_list_devices). */
 void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_device_info *info);
+/* Writes "device N (name) lacks what; ..." for every device of infos[0..n-1] that is not usable
+ * (the error when none is). */
+void vk_describe_unusable(const vkasr_device_info *infos, uint32_t n, char *buf, size_t size);
 vkasr_status vk_instance_create(bool validation, struct vk_device *d, VkInstance *out, struct err *e);
 vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struct err *e);
 
 /* ---- memory (vk_memory.c) --------------------------------------------------------------------- */
 
-vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_type, struct vk_block *b,
-                             struct err *e);
+/* staging: a host-mapped block of the staging memory type (not counted against the device heap);
+ * otherwise device memory for tensors, mapped when d->device_mappable. */
+vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, struct vk_block *b, struct err *e);
 void vk_block_destroy(struct vk_device *d, struct vk_block *b);
 void vk_arena_init(struct vk_arena *a, uint64_t block_size);
 vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t *addr,

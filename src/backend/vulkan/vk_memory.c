@@ -10,11 +10,12 @@
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_type, struct vk_block *b,
-                             struct err *e) {
+vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, struct vk_block *b, struct err *e) {
     memset(b, 0, sizeof *b);
+    /* By role, not by type index: both roles share one memory type on lavapipe (with VKASR_FORCE_STAGING). */
+    uint32_t mem_type = staging ? d->mem_staging : d->mem_device;
     uint64_t total = atomic_load(&d->allocated);
-    if (mem_type == d->mem_device && total + size > d->heap_size)
+    if (!staging && total + size > d->heap_size)
         return err_set(e, VKASR_ERR_DEVICE_MEMORY,
                        "device memory exhausted: %.1f MiB requested with %.1f MiB already allocated of a %.1f MiB heap",
                        size / 1048576.0, total / 1048576.0, d->heap_size / 1048576.0);
@@ -57,7 +58,7 @@ vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_ty
         return vk_fail(e, r, "vkAllocateMemory", __FILE__, __LINE__);
     }
     r = vkBindBufferMemory(d->dev, b->buf, b->mem, 0);
-    if (r == VK_SUCCESS && (mem_type != d->mem_device || d->device_mappable))
+    if (r == VK_SUCCESS && (staging || d->device_mappable))
         r = vkMapMemory(d->dev, b->mem, 0, VK_WHOLE_SIZE, 0, &b->map);
     if (r != VK_SUCCESS) {
         vk_block_destroy(d, b);
@@ -66,7 +67,7 @@ vkasr_status vk_block_create(struct vk_device *d, uint64_t size, uint32_t mem_ty
     VkBufferDeviceAddressInfo ba = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
     b->addr = vkGetBufferDeviceAddress(d->dev, &ba);
     b->size = size;
-    if (mem_type == d->mem_device) {
+    if (!staging) {
         atomic_fetch_add(&d->allocated, size);
         b->counted = size;
     }
@@ -130,7 +131,7 @@ vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t by
     if (size < bytes)
         size = bytes;
     struct vk_block *b = &a->blocks[a->n];
-    TRY(vk_block_create(d, size, d->mem_device, b, e));
+    TRY(vk_block_create(d, size, false, b, e));
     /* Blocks past the current one are free; put the new block right after the current one so the
      * stack order (and release by mark) stays valid. */
     size_t pos = a->n ? a->cur + 1 : 0;

@@ -1,0 +1,148 @@
+/* test_device_env.c — the VKASR_* variables read at device creation (lavapipe): VKASR_SUBMIT_BATCH is
+ * clamped (it sizes the profiling query pool) and garbage is ignored, each with a warning;
+ * VKASR_MAX_GROUPS limits the grid; VKASR_FORCE_STAGING turns host-mapped device memory off and the
+ * staged upload/download still round-trips with profiling on. Also the "no usable device" message
+ * names every device and what it lacks. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_internal.h"
+
+static int failures, checks;
+
+#define EXPECT(cond, ...)                                                                              \
+    do {                                                                                               \
+        checks++;                                                                                      \
+        if (!(cond)) {                                                                                 \
+            failures++;                                                                                \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
+            printf(__VA_ARGS__);                                                                       \
+            printf("\n");                                                                              \
+        }                                                                                              \
+    } while (0)
+
+static char last_warning[2048];
+static int warnings;
+
+static void on_log(vkasr_log_level level, const char *msg, void *ud) {
+    (void)ud;
+    if (level >= VKASR_LOG_WARN) {
+        warnings++;
+        snprintf(last_warning, sizeof last_warning, "%s", msg);
+        fprintf(stderr, "vkasr: %s\n", msg);
+    }
+}
+
+static const struct logger lg = {VKASR_LOG_WARN, on_log, NULL};
+
+/* Opens a device with one variable set (NULL: unset); returns NULL on failure. */
+static struct vk_device *open_with(const char *name, const char *value) {
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    warnings = 0;
+    last_warning[0] = '\0';
+    struct err e = {0};
+    struct be_device *bd = NULL;
+    struct be_device_options o = {.log = &lg};
+    vkasr_status st = vk_device_open(&o, &bd, &e);
+    unsetenv(name);
+    EXPECT(st == VKASR_OK, "open with %s=%s: %s", name, value ? value : "(unset)", e.msg);
+    return st == VKASR_OK ? (struct vk_device *)bd : NULL;
+}
+
+static void submit_batch(const char *value, uint32_t want, bool warn) {
+    struct vk_device *d = open_with("VKASR_SUBMIT_BATCH", value);
+    if (!d)
+        return;
+    EXPECT(d->submit_batch == want, "VKASR_SUBMIT_BATCH=%s: batch %u, want %u", value ? value : "(unset)",
+           d->submit_batch, want);
+    EXPECT((warnings > 0) == warn && (!warn || strstr(last_warning, "VKASR_SUBMIT_BATCH")),
+           "VKASR_SUBMIT_BATCH=%s: %d warning(s), want %s naming the variable", value ? value : "(unset)", warnings,
+           warn ? "one" : "none");
+    be_device_close(&d->base);
+}
+
+/* Upload, a copy through the device (relu of a relu is a copy for non-negative data), download. */
+static void round_trip(const char *what) {
+    setenv("VKASR_PROFILE", "1", 1);
+    struct vk_device *d = open_with("VKASR_FORCE_STAGING", "1");
+    unsetenv("VKASR_PROFILE");
+    if (!d)
+        return;
+    EXPECT(!d->device_mappable, "%s: VKASR_FORCE_STAGING=1 left device memory host-mapped", what);
+    struct backend *be = NULL;
+    struct err e = {0};
+    EXPECT(be_backend_create(&d->base, &be, &e) == VKASR_OK, "backend: %s", e.msg);
+    if (be) {
+        enum { N = 1000 };
+        static float in[N], out[N];
+        for (int i = 0; i < N; i++)
+            in[i] = (float)i * 0.5f;
+        uint64_t a = 0;
+        vkasr_status st = be_alloc(be, BE_POOL_SCRATCH, sizeof in, &a);
+        if (st == VKASR_OK)
+            st = be_upload(be, a, in, sizeof in);
+        if (st == VKASR_OK)
+            st = be_download(be, out, a, sizeof out);
+        EXPECT(st == VKASR_OK && memcmp(in, out, sizeof in) == 0, "%s: staged round trip: %s", what, be->err.msg);
+        be_backend_destroy(be);
+    }
+    be_device_close(&d->base);
+}
+
+static void unusable_message(void) {
+    vkasr_device_info infos[3];
+    memset(infos, 0, sizeof infos);
+    for (int i = 0; i < 3; i++)
+        infos[i].index = i;
+    snprintf(infos[0].name, sizeof infos[0].name, "Old GPU");
+    snprintf(infos[0].missing, sizeof infos[0].missing, "Vulkan 1.2");
+    snprintf(infos[1].name, sizeof infos[1].name, "Fine GPU");
+    infos[1].usable = true;
+    snprintf(infos[2].name, sizeof infos[2].name, "Small GPU");
+    snprintf(infos[2].missing, sizeof infos[2].missing, "shaderInt64, bufferDeviceAddress");
+    char buf[512];
+    vk_describe_unusable(infos, 3, buf, sizeof buf);
+    EXPECT(strcmp(buf, "device 0 (Old GPU) lacks Vulkan 1.2; device 2 (Small GPU) lacks shaderInt64, "
+                       "bufferDeviceAddress") == 0,
+           "unusable devices: \"%s\"", buf);
+    char tiny[20];
+    vk_describe_unusable(infos, 3, tiny, sizeof tiny); /* truncated, terminated, no overflow */
+    EXPECT(strlen(tiny) == sizeof tiny - 1 && strncmp(tiny, "device 0 (Old GPU)", 18) == 0, "truncated: \"%s\"", tiny);
+}
+
+int main(void) {
+    unsetenv("VKASR_MAX_GROUPS");
+    unsetenv("VKASR_FORCE_STAGING");
+    submit_batch(NULL, 96, false);
+    submit_batch("7", 7, false);
+    submit_batch("4096", VK_MAX_SUBMIT_BATCH, false);
+    submit_batch("4097", VK_MAX_SUBMIT_BATCH, true);
+    submit_batch("4000000000", VK_MAX_SUBMIT_BATCH, true); /* 2 * VK_RING * this overflows 32 bits */
+    submit_batch("99999999999999999999999", VK_MAX_SUBMIT_BATCH, true);
+    submit_batch("0", 96, true);
+    submit_batch("-5", 96, true);
+    submit_batch("12abc", 96, true);
+    submit_batch(" 12", 96, true);
+
+    struct vk_device *d = open_with("VKASR_MAX_GROUPS", "3");
+    if (d) {
+        EXPECT(d->caps.max_groups[0] == 3 && d->caps.max_groups[1] == 3 && d->caps.max_groups[2] == 3,
+               "VKASR_MAX_GROUPS=3: %u x %u x %u", d->caps.max_groups[0], d->caps.max_groups[1], d->caps.max_groups[2]);
+        be_device_close(&d->base);
+    }
+    d = open_with("VKASR_MAX_GROUPS", "three");
+    if (d) {
+        EXPECT(d->caps.max_groups[0] > 3 && warnings == 1 && strstr(last_warning, "VKASR_MAX_GROUPS"),
+               "VKASR_MAX_GROUPS=three: groups %u, %d warning(s)", d->caps.max_groups[0], warnings);
+        be_device_close(&d->base);
+    }
+    round_trip("forced staging");
+    unusable_message();
+    printf("%d check(s), %d failure(s)\n", checks, failures);
+    return failures ? 1 : 0;
+}
