@@ -177,7 +177,8 @@ typedef enum vkasr_precision {
 
 typedef struct vkasr_model_params {
     uint32_t struct_size;          /* sizeof(vkasr_model_params), set by the default function    */
-    const char *device;            /* NULL or "": $VKASR_DEVICE, else the first usable device;
+    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable device by type
+                                      (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
                                       "N": device index N; otherwise a case-insensitive name substring */
     vkasr_precision precision;
     vkasr_log_level log_level;     /* messages below this level are dropped (default WARN)      */
@@ -191,7 +192,8 @@ typedef struct vkasr_model_params {
 VKASR_API vkasr_model_params vkasr_model_params_default(void);
 
 /* Loads a model: a Hugging Face transformers Parakeet directory (config.json, model.safetensors or a
- * sharded index, tokenizer.json, preprocessor/processor config) or a vkasr GGUF file. */
+ * sharded index, tokenizer.json, preprocessor/processor config) or a vkasr GGUF file.
+ * VKASR_ERR_NO_DEVICE also when the chosen device lacks a requested feature (f16 precision). */
 VKASR_API vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params,
                                         vkasr_model **out_model, vkasr_error *error);
 VKASR_API void vkasr_model_free(vkasr_model *model); /* NULL is a no-op */
@@ -222,7 +224,9 @@ typedef enum vkasr_weight_type { VKASR_WEIGHTS_F32 = 0, VKASR_WEIGHTS_F16 = 1 } 
 
 /* Converts a model (HF directory or GGUF) into vkasr's GGUF file: weights in `type` (norms, biases and
  * the decoder stay f32), batch-norm folded into the depthwise convolutions, layouts ready for the
- * kernels, hyper-parameters and vocabulary. Needs no GPU. */
+ * kernels, hyper-parameters and vocabulary. Needs no GPU. A source that cannot be opened or read (a
+ * missing file or shard) is VKASR_ERR_MODEL, so VKASR_ERR_IO always means the destination could not be
+ * written; a destination that exists and is not a regular file (or a symlink to one) is refused. */
 VKASR_API vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
                                      vkasr_error *error);
 

@@ -1,6 +1,8 @@
 /* check_cli_output.c — validates vkasr CLI outputs for test_cli.sh:
  *   check_cli_output json FILE   each line is a JSON object with text, duration, tokens (id, piece, text,
- *                                frame, start, end), words and segments (text, start, end)
+ *                                frame, start, end), words and segments (text, start, end), in valid UTF-8
+ *                                (RFC 8259; cJSON itself accepts any bytes)
+ *   check_cli_output frames FILE N   no encoder frame carries more than N tokens; prints the largest count
  *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
@@ -22,6 +24,26 @@ static int isnum(const cJSON *v) { return cJSON_IsNumber(v); }
 static int isstr(const cJSON *v) { return cJSON_IsString(v); }
 static int isarr(const cJSON *v) { return cJSON_IsArray(v); }
 
+/* Strict UTF-8: no overlongs, surrogates, values above U+10FFFF or truncated sequences. */
+static int utf8_ok(const unsigned char *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i], len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                                               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (len == 0 || i + len > n)
+            return 0;
+        unsigned cp = len == 1 ? c : c & (0x7f >> len);
+        for (unsigned k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (p[i + k] & 0x3f);
+        }
+        if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
 static int check_json(const char *file) {
     FILE *f = fopen(file, "r");
     if (!f)
@@ -29,10 +51,13 @@ static int check_json(const char *file) {
     char *line = NULL;
     size_t cap = 0;
     int lines = 0, rc = 0;
-    while (getline(&line, &cap, f) > 0 && rc == 0) {
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) > 0 && rc == 0) {
         cJSON *o = cJSON_Parse(line);
         lines++;
-        if (!cJSON_IsObject(o)) {
+        if (!utf8_ok((const unsigned char *)line, (size_t)len)) {
+            rc = bad("a line is not valid UTF-8", file);
+        } else if (!cJSON_IsObject(o)) {
             rc = bad("a line is not a JSON object", file);
         } else if (!has(o, "text", isstr) || !has(o, "duration", isnum) || !has(o, "tokens", isarr) ||
                    !has(o, "words", isarr) || !has(o, "segments", isarr)) {
@@ -62,6 +87,39 @@ static int check_json(const char *file) {
         rc = bad("no output", file);
     if (rc == 0)
         printf("%s: %d JSON line(s) ok\n", file, lines);
+    return rc;
+}
+
+/* Tokens per encoder frame of every JSON line: fails when a frame has more than cap. */
+static int check_frames(const char *file, long cap_per_frame) {
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return bad("cannot open", file);
+    char *line = NULL;
+    size_t cap = 0;
+    long most = 0;
+    int rc = 0;
+    while (getline(&line, &cap, f) > 0 && rc == 0) {
+        cJSON *o = cJSON_Parse(line), *t;
+        long run = 0, prev = -1;
+        if (!cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(o, "tokens")))
+            rc = bad("no tokens array", file);
+        cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(o, "tokens")) {
+            const cJSON *fr = cJSON_GetObjectItemCaseSensitive(t, "frame");
+            long v = cJSON_IsNumber(fr) ? (long)fr->valuedouble : -1;
+            if (v < prev)
+                rc = bad("token frames go backwards", file);
+            run = v == prev ? run + 1 : 1;
+            prev = v;
+            most = run > most ? run : most;
+        }
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    printf("%s: at most %ld token(s) per frame\n", file, most);
+    if (rc == 0 && most > cap_per_frame)
+        rc = bad("a frame has more tokens than the cap", file);
     return rc;
 }
 
@@ -99,6 +157,8 @@ int main(int argc, char **argv) {
         return check_json(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "npy"))
         return check_npy(argv[2], atol(argv[3]));
-    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS\n");
+    if (argc == 4 && !strcmp(argv[1], "frames"))
+        return check_frames(argv[2], atol(argv[3]));
+    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX\n");
     return 2;
 }

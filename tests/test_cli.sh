@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
-# devices, several inputs with a bad one. usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR
+# devices, several inputs with a bad one, write errors on stdout, --max-symbols, --profile.
+# usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR
 set -u
 VKASR=$1 CHECK=$2 DATA=$3 WORK=$4
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
@@ -30,8 +31,19 @@ grep -q "no/such/model" "$WORK/err" || fail "model error names the path"
 expect 3 "$VKASR" transcribe -m "$DATA/malformed/st_truncated" "$WAV"
 expect 4 "$VKASR" transcribe -m "$M" "$WORK/missing.wav"
 grep -q "missing.wav" "$WORK/err" || fail "audio error names the file"
+[ "$(grep -o "missing.wav" "$WORK/err" | wc -l)" -eq 1 ] || fail "audio error names the file more than once"
 expect 4 "$VKASR" transcribe -m "$M" "$DATA/audio/not_audio.wav"
 expect 5 "$VKASR" transcribe -m "$M" -d 99 "$WAV"
+# f16 on a device without it (or with it disabled) is a device problem, not a model one
+expect 5 env VKASR_DISABLE_F16=1 "$VKASR" transcribe -m "$M" -p f16 "$WAV"
+grep -q "lacks f16" "$WORK/err" || fail "-p f16 without f16 says the device lacks f16"
+# a write error on stdout is an I/O error (exit 4), for every command
+if [ -c /dev/full ]; then
+    expect 4 sh -c "'$VKASR' transcribe -np -m '$M' '$WAV' >/dev/full"
+    grep -q "standard output" "$WORK/err" || fail "stdout write error not reported"
+    expect 4 sh -c "'$VKASR' devices >/dev/full"
+    expect 4 sh -c "'$VKASR' --help >/dev/full"
+fi
 
 # txt to stdout, same text from stdin ("-") and from a converted GGUF
 expect 0 "$VKASR" transcribe -np -m "$M" "$WAV";    cp "$WORK/out" "$WORK/a.txt"
@@ -43,10 +55,32 @@ expect 0 "$VKASR" convert "$M" -o "$WORK/m.gguf" --type f32
 expect 0 "$VKASR" transcribe -np -m "$WORK/m.gguf" "$WAV"
 cmp -s "$WORK/out" "$WORK/a.txt" || fail "GGUF transcript differs from the HF directory's"
 expect 4 "$VKASR" convert "$M" -o "$WORK/no/such/dir/m.gguf"
+# a model missing a shard is a model error (3), not an output error
+mkdir -p "$WORK/nosh" && cp "$DATA"/tiny/ctc_sharded/* "$WORK/nosh/" && rm "$WORK/nosh/model-00002-of-00002.safetensors"
+expect 3 "$VKASR" convert "$WORK/nosh" -o "$WORK/nosh.gguf"
+grep -q "model-00002-of-00002.safetensors" "$WORK/err" || fail "convert names the missing shard"
+# -o through a symlink writes its target and keeps the link; a FIFO is refused and left alone
+echo old >"$WORK/target.gguf" && ln -s target.gguf "$WORK/link.gguf"
+expect 0 "$VKASR" convert "$M" -o "$WORK/link.gguf" --type f32
+[ -L "$WORK/link.gguf" ] || fail "convert replaced the symlink"
+cmp -s "$WORK/target.gguf" "$WORK/m.gguf" || fail "convert through a symlink did not write its target"
+mkfifo "$WORK/fifo.gguf"
+expect 4 "$VKASR" convert "$M" -o "$WORK/fifo.gguf"
+[ -p "$WORK/fifo.gguf" ] || fail "convert replaced a FIFO"
+grep -q "fifo.gguf.*not a regular file" "$WORK/err" || fail "convert names the FIFO it refuses"
 
 # json / srt / vtt on stdout
 expect 0 "$VKASR" transcribe -np -m "$M" --format json "$WAV"
 "$CHECK" json "$WORK/out" || fail "json output"
+# a file name that is not UTF-8 still gives valid JSON (U+FFFD for the bad byte, control bytes escaped)
+BADNAME="$WORK/$(printf 'bad\377name\001').wav"
+cp "$WAV" "$BADNAME"
+expect 0 "$VKASR" transcribe -np -m "$M" --format json "$BADNAME"
+"$CHECK" json "$WORK/out" || fail "json output for a non-UTF-8 file name"
+if command -v python3 >/dev/null 2>&1; then
+    python3 -c 'import json, sys; f = json.loads(open(sys.argv[1], "rb").read())["file"]; sys.exit(not f.endswith("bad\ufffdname\x01.wav"))' \
+        "$WORK/out" || fail "python3 json: the file name is not bad<U+FFFD>name<U+0001>.wav"
+fi
 expect 0 "$VKASR" transcribe -np -m "$M" --format srt "$WAV"
 grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3} --> [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}$' "$WORK/out" || fail "srt timing line"
 head -1 "$WORK/out" | grep -q '^1$' || fail "srt numbering"
@@ -67,10 +101,39 @@ expect 0 "$VKASR" transcribe -np -m "$M" -osrt "$WORK/in.wav"
 expect 0 "$VKASR" transcribe -np -m "$M" --dump "$WORK/dump" "$WAV"
 "$CHECK" npy "$WORK/dump/mel.npy" 16 || fail "mel.npy"
 "$CHECK" npy "$WORK/dump/encoder.npy" 16 || fail "encoder.npy"
+# --dump errors name what could not be written: mel.npy (here a directory), or the dump directory
+mkdir -p "$WORK/dumpbad/mel.npy"
+expect 4 "$VKASR" transcribe -np -m "$M" --dump "$WORK/dumpbad" "$WAV"
+grep -q "cannot write $WORK/dumpbad/mel.npy:" "$WORK/err" || fail "--dump error names mel.npy"
+: >"$WORK/afile"
+expect 4 "$VKASR" transcribe -np -m "$M" --dump "$WORK/afile/sub" "$WAV"
+grep -q "cannot write $WORK/afile/sub:" "$WORK/err" || fail "--dump error names the directory"
 
 # several inputs, one bad: both good ones transcribed, exit non-zero at the end
 expect 4 "$VKASR" transcribe -np -m "$M" "$WAV" "$WORK/missing.wav" "$WAV"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "two transcripts expected past a bad input"
+
+# --max-symbols caps the symbols emitted at one encoder frame. The TDT fixture never emits two at one
+# frame, so the cap is tested where it binds: the RNN-T fixture (10, its model cap, at most frames) and
+# the shipped TDT model (3 at one frame of speech_8k_f32.wav).
+SHIPPED=$DATA/../../models/vkasr-tdt-tiny-en.gguf
+for c in "$DATA/tiny/rnnt $DATA/audio/parity/short_okay.wav" "$SHIPPED $DATA/audio/speech_8k_f32.wav"; do
+    set -- $c
+    expect 0 "$VKASR" transcribe -np -m "$1" --format json "$2";  cp "$WORK/out" "$WORK/ms0.json"
+    "$CHECK" frames "$WORK/ms0.json" 2 >/dev/null && fail "precondition: $1 emits no frame with 3+ symbols on $2"
+    for cap in 2 1; do
+        expect 0 "$VKASR" transcribe -np -m "$1" --format json --max-symbols $cap "$2"
+        "$CHECK" frames "$WORK/out" $cap || fail "--max-symbols $cap exceeded ($1)"
+        cmp -s "$WORK/out" "$WORK/ms0.json" && fail "--max-symbols $cap changed nothing ($1)"
+    done
+done
+
+# --profile (and VKASR_PROFILE=1): per-op GPU times and the real-time factor on stderr
+expect 0 "$VKASR" transcribe --profile -m "$M" "$WAV"
+grep -q "profile linear " "$WORK/err" || fail "--profile lists per-op times (linear)"
+grep -q "RTF" "$WORK/err" || fail "--profile prints the real-time factor"
+expect 0 env VKASR_PROFILE=1 "$VKASR" transcribe -m "$M" "$WAV"
+grep -q "profile linear " "$WORK/err" || fail "VKASR_PROFILE=1 prints the profile"
 
 # devices
 expect 0 "$VKASR" devices

@@ -573,6 +573,26 @@ static void test_config_variants(void) {
     expect_error(dir, VKASR_ERR_MODEL, "processor_config.json", "feature_size");
     write_file(IN("processor_config.json"), "{\"feature_extractor\": {\"feature_size\": 16, \"hop_length\": 1.5}}");
     expect_error(dir, VKASR_ERR_MODEL, "processor_config.json", "'feature_extractor.hop_length' must be an integer");
+    /* front-end sizes outside the spec's (16 kHz, n_fft 512, win 400, hop 160) plausible range: the error
+     * names the file that holds them and the field */
+    static const struct {
+        const char *json, *s1;
+    } fe_bad[] = {
+        {"\"sampling_rate\": 1", "sampling_rate 1 Hz"},
+        {"\"sampling_rate\": 8000", "sampling_rate 8000 Hz"},
+        {"\"hop_length\": 1", "hop_length 1:"},
+        {"\"hop_length\": 401", "hop_length 401:"},    /* longer than the window: samples skipped */
+        {"\"win_length\": 513", "win_length 513:"},    /* longer than n_fft */
+        {"\"win_length\": 8, \"hop_length\": 4", "win_length 8:"},
+        {"\"n_fft\": 511", "n_fft 511:"},
+        {"\"n_fft\": 8192, \"win_length\": 8000", "n_fft 8192:"},
+    };
+    for (size_t i = 0; i < sizeof fe_bad / sizeof fe_bad[0]; i++) {
+        char json[256];
+        snprintf(json, sizeof json, "{\"feature_extractor\": {\"feature_size\": 16, %s}}", fe_bad[i].json);
+        write_file(IN("processor_config.json"), json);
+        expect_error(dir, VKASR_ERR_MODEL, "processor_config.json", fe_bad[i].s1);
+    }
     unlink(IN("processor_config.json"));
     expect_error(dir, VKASR_ERR_MODEL, "preprocessor_config.json or processor_config.json", NULL);
     copy_file(data("tiny/ctc/preprocessor_config.json"), IN("preprocessor_config.json"));
@@ -615,6 +635,45 @@ static void test_config_variants(void) {
 #undef IN
 }
 
+/* Overwrites the u32 value of GGUF key `key` in file `path` (key string, then type u32, then the value). */
+static void gguf_patch_u32(const char *path, const char *key, uint32_t v) {
+    FILE *f = fopen(path, "r+b");
+    EXPECT(f != NULL, "open %s", path);
+    if (!f)
+        return;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f), kl = strlen(key);
+    long at = -1;
+    for (size_t i = 0; i + kl + 8 <= n && at < 0; i++)
+        if (memcmp(buf + i, key, kl) == 0 && buf[i + kl] == 4 && !buf[i + kl + 1] && !buf[i + kl + 2] && !buf[i + kl + 3])
+            at = (long)(i + kl + 4);
+    EXPECT(at >= 0, "key %s (u32) not found in %s", key, path);
+    uint8_t le[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    if (at >= 0)
+        EXPECT(fseek(f, at, SEEK_SET) == 0 && fwrite(le, 1, 4, f) == 4, "patch %s", path);
+    fclose(f);
+}
+
+/* GGUF metadata goes through the same range checks as an HF directory's. */
+static void test_gguf_bad_frontend(void) {
+    static const struct {
+        const char *key;
+        uint32_t v;
+        const char *s2;
+    } bad[] = {{"parakeet.sample_rate", 1, "sampling_rate 1 Hz"},
+               {"parakeet.hop_length", 1, "hop_length 1:"},
+               {"parakeet.win_length", 1024, "win_length 1024:"},
+               {"parakeet.n_fft", 100000, "n_fft 100000:"}};
+    const char *dst = tmp("bad_frontend.gguf");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        vkasr_error ve;
+        EXPECT(vkasr_convert(data("tiny/ctc"), dst, VKASR_WEIGHTS_F32, &ve) == VKASR_OK, "convert: %s", ve.message);
+        gguf_patch_u32(dst, bad[i].key, bad[i].v);
+        expect_error(dst, VKASR_ERR_MODEL, "bad_frontend.gguf", bad[i].s2);
+    }
+    unlink(dst);
+}
+
 static void test_convert_errors(void) {
     vkasr_error ve;
     /* unwritable destination: VKASR_ERR_IO naming the path, nothing left behind */
@@ -647,6 +706,60 @@ static void test_convert_errors(void) {
                "converted tdt");
     model_close(mf);
     unlink(dst);
+
+    /* a source that cannot be read (a shard missing) is a model error, not the destination's I/O error */
+    const char *sh = tmp("nosh");
+    mkdir(sh, 0777);
+    static const char *const shard_files[] = {"config.json", "model-00001-of-00002.safetensors",
+                                              "model.safetensors.index.json", "preprocessor_config.json",
+                                              "tokenizer.json"};
+    char from[512], to[512];
+    for (int i = 0; i < 5; i++) {
+        snprintf(from, sizeof from, "tiny/ctc_sharded/%s", shard_files[i]);
+        snprintf(to, sizeof to, "%s/%s", sh, shard_files[i]);
+        copy_file(data(from), to);
+    }
+    EXPECT(vkasr_convert(sh, dst, VKASR_WEIGHTS_F32, &ve) == VKASR_ERR_MODEL &&
+               strstr(ve.message, "model-00002-of-00002.safetensors"),
+           "missing shard: %d %s", ve.status, ve.message);
+    EXPECT(access(dst, F_OK) != 0, "missing shard: output written");
+    for (int i = 0; i < 5; i++) {
+        snprintf(to, sizeof to, "%s/%s", sh, shard_files[i]);
+        unlink(to);
+    }
+    rmdir(sh);
+
+    /* a symlink destination: the model goes to its target, the link stays a link */
+    const char *target = tmp("target.gguf"), *link = tmp("link.gguf");
+    write_file(target, "old");
+    EXPECT(symlink("target.gguf", link) == 0, "symlink: %s", strerror(errno));
+    EXPECT(vkasr_convert(data("tiny/ctc"), link, VKASR_WEIGHTS_F32, &ve) == VKASR_OK, "convert to a symlink: %s",
+           ve.message);
+    struct stat sb;
+    EXPECT(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode), "the symlink was replaced");
+    EXPECT(stat(target, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 1000, "the target was not written");
+    unlink(link);
+    unlink(target);
+    /* a dangling symlink: refused, nothing created */
+    EXPECT(symlink("nowhere.gguf", link) == 0, "symlink: %s", strerror(errno));
+    EXPECT(vkasr_convert(data("tiny/ctc"), link, VKASR_WEIGHTS_F32, &ve) == VKASR_ERR_IO && strstr(ve.message, link),
+           "dangling symlink: %d %s", ve.status, ve.message);
+    EXPECT(lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode), "the dangling symlink was replaced");
+    unlink(link);
+    /* a FIFO (or a directory) is refused, naming the path, and stays what it was */
+    const char *fifo = tmp("fifo.gguf");
+    EXPECT(mkfifo(fifo, 0666) == 0, "mkfifo: %s", strerror(errno));
+    EXPECT(vkasr_convert(data("tiny/ctc"), fifo, VKASR_WEIGHTS_F32, &ve) == VKASR_ERR_IO &&
+               strstr(ve.message, fifo) && strstr(ve.message, "not a regular file"),
+           "FIFO destination: %d %s", ve.status, ve.message);
+    EXPECT(lstat(fifo, &sb) == 0 && S_ISFIFO(sb.st_mode), "the FIFO was replaced");
+    unlink(fifo);
+    const char *dir = tmp("dir.gguf");
+    mkdir(dir, 0777);
+    EXPECT(vkasr_convert(data("tiny/ctc"), dir, VKASR_WEIGHTS_F32, &ve) == VKASR_ERR_IO && strstr(ve.message, dir),
+           "directory destination: %d %s", ve.status, ve.message);
+    rmdir(dir);
+
     /* no temporaries left in tmpdir */
     DIR *d = opendir(tmpdir);
     for (struct dirent *de; d && (de = readdir(d));)
@@ -833,6 +946,7 @@ int main(void) {
     test_python_gguf();
     test_malformed();
     test_config_variants();
+    test_gguf_bad_frontend();
     test_convert_errors();
     test_tokenizer();
     test_matrix_weights();

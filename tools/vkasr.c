@@ -47,6 +47,19 @@ static int exit_code_for(vkasr_status st, int model_stage) {
     }
 }
 
+/* Flushes stdout and reports a failed write once (a full disk, a closed pipe): a transcript that did not
+ * reach its destination must not exit 0. Returns EXIT_AUDIO (I/O error) on failure. */
+static int stdout_check(void) {
+    static bool reported;
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return EXIT_OK;
+    if (!reported)
+        fprintf(stderr, "vkasr: cannot write to standard output: %s\n", errno ? strerror(errno) : "write error");
+    reported = true;
+    return EXIT_AUDIO;
+}
+
 /* ---- help ----------------------------------------------------------------------------------------- */
 
 static void usage_main(FILE *f) {
@@ -91,7 +104,8 @@ static void usage_transcribe(FILE *f) {
             "                          \"cpu\" runs the slow plain-C reference backend\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
             "      --max-symbols N     transducers: most symbols emitted at one frame (default: model's)\n"
-            "      --profile           print per-op GPU time on stderr after each file\n"
+            "      --profile           print per-op GPU time on stderr after each file (also\n"
+            "                          $VKASR_PROFILE=1)\n"
             "  -np, --no-prints        print nothing on stderr but errors\n"
             "  -pp, --print-progress   show progress even when stderr is not a terminal\n"
             "  -v, --verbose           more log messages\n"
@@ -121,9 +135,47 @@ static void usage_devices(FILE *f) {
 
 /* ---- output formats ------------------------------------------------------------------------------- */
 
+/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 if it is not one (stray continuation byte,
+ * overlong form, surrogate, beyond U+10FFFF, truncated). */
+static size_t utf8_valid(const unsigned char *p) {
+    size_t n;
+    uint32_t cp;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2, cp = p[0] & 0x1fu;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3, cp = p[0] & 0x0fu;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4, cp = p[0] & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* A JSON string. File names are arbitrary bytes: each byte that does not start a well-formed UTF-8
+ * sequence becomes U+FFFD, so the output is always valid UTF-8 JSON (RFC 8259). */
 static void json_str(FILE *f, const char *s) {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_valid(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        if (n > 1) {
+            fwrite(p, 1, n, f);
+            p += n;
+            continue;
+        }
         switch (*p) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;
@@ -131,11 +183,12 @@ static void json_str(FILE *f, const char *s) {
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20 || *p == 0x7f)
                 fprintf(f, "\\u%04x", *p);
             else
                 fputc(*p, f);
         }
+        p++;
     }
     fputc('"', f);
 }
@@ -258,11 +311,6 @@ static void on_progress(const vkasr_progress *p, void *ud) {
 }
 
 /* ---- commands ------------------------------------------------------------------------------------- */
-
-static bool exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0;
-}
 
 static int mkdir_p(const char *dir) {
     char buf[4096];
@@ -395,6 +443,11 @@ static int cmd_transcribe(int argc, char **argv) {
         free(inputs);
         return rc;
     }
+    /* $VKASR_PROFILE=1 turns timestamps on in the library; print the report then too (same rule as the
+     * library: set, non-empty and not "0"). */
+    const char *env_profile = getenv("VKASR_PROFILE");
+    if (env_profile && *env_profile && strcmp(env_profile, "0") != 0)
+        profile = true;
 
     vkasr_model_params mp = vkasr_model_params_default();
     mp.device = device;
@@ -440,14 +493,24 @@ static int cmd_transcribe(int argc, char **argv) {
         if (pc.enabled)
             fprintf(stderr, "\r%*s\r", 79, "");
         if (st != VKASR_OK) {
-            fprintf(stderr, "vkasr: %s: %s\n", in, vkasr_session_last_error(s));
+            /* The library's audio messages already start with "<file>: " ("standard input" for "-");
+             * name the file here only when the message does not. */
+            const char *msg = vkasr_session_last_error(s), *name = strcmp(in, "-") ? in : "standard input";
+            size_t nl = strlen(name);
+            if (strncmp(msg, name, nl) == 0 && msg[nl] == ':')
+                fprintf(stderr, "vkasr: %s\n", msg);
+            else
+                fprintf(stderr, "vkasr: %s: %s\n", name, msg);
             int code = exit_code_for(st, 0);
             if (final_rc == EXIT_OK || code == EXIT_AUDIO)
                 final_rc = code;
             continue;
         }
         write_format(stdout, stdout_fmt, in, r);
-        fflush(stdout);
+        if (stdout_check() != EXIT_OK) {
+            final_rc = EXIT_AUDIO;
+            break; /* the transcripts cannot be delivered: do not transcribe the remaining inputs */
+        }
         const char *base = of ? of : (!strcmp(in, "-") ? "stdin" : in);
         for (int k = 0; k < FMT_COUNT; k++) {
             if (!write[k])
@@ -469,17 +532,23 @@ static int cmd_transcribe(int argc, char **argv) {
             else
                 snprintf(dir, sizeof dir, "%s", dump);
             size_t fr, dim;
-            const float *mel = vkasr_result_mel(r, &fr, &dim);
-            int bad = mkdir_p(dir);
-            snprintf(path, sizeof path, "%s/mel.npy", dir);
-            if (!bad)
-                bad = write_npy(path, mel, fr, dim);
-            const float *enc = vkasr_result_encoder(r, &fr, &dim);
-            snprintf(path, sizeof path, "%s/encoder.npy", dir);
-            if (!bad)
-                bad = write_npy(path, enc, fr, dim);
-            if (bad) {
-                fprintf(stderr, "vkasr: cannot write %s: %s\n", path, strerror(errno));
+            const char *failed = NULL; /* the directory or file that could not be written */
+            if (mkdir_p(dir) != 0)
+                failed = dir;
+            if (!failed) {
+                const float *mel = vkasr_result_mel(r, &fr, &dim);
+                snprintf(path, sizeof path, "%s/mel.npy", dir);
+                if (write_npy(path, mel, fr, dim) != 0)
+                    failed = path;
+            }
+            if (!failed) {
+                const float *enc = vkasr_result_encoder(r, &fr, &dim);
+                snprintf(path, sizeof path, "%s/encoder.npy", dir);
+                if (write_npy(path, enc, fr, dim) != 0)
+                    failed = path;
+            }
+            if (failed) {
+                fprintf(stderr, "vkasr: cannot write %s: %s\n", failed, strerror(errno));
                 final_rc = EXIT_AUDIO;
             }
         }
@@ -594,14 +663,15 @@ static int cmd_convert(int argc, char **argv) {
     vkasr_status st = vkasr_convert(src, dst, type, &err);
     if (st != VKASR_OK) {
         fprintf(stderr, "vkasr: %s\n", err.message);
-        /* An I/O error with a readable source is the output's: exit 4; model problems exit 3. */
-        return st == VKASR_ERR_IO && exists(src) ? EXIT_AUDIO : exit_code_for(st, 1);
+        /* vkasr_convert reports source problems as model errors (exit 3) and keeps VKASR_ERR_IO for the
+         * destination (exit 4). */
+        return st == VKASR_ERR_IO ? EXIT_AUDIO : exit_code_for(st, 1);
     }
     fprintf(stderr, "vkasr: wrote %s\n", dst);
     return EXIT_OK;
 }
 
-int main(int argc, char **argv) {
+static int run(int argc, char **argv) {
     if (argc < 2) {
         usage_main(stderr);
         return EXIT_USAGE;
@@ -624,4 +694,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "vkasr: unknown command '%s'\n\n", cmd);
     usage_main(stderr);
     return EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+    int rc = run(argc, argv);
+    /* Every command's output (help, device list, transcripts) must have reached stdout; fclose also
+     * catches errors a file system reports only on close. EBADF there means stdout was closed by the
+     * caller and nothing was written (a write would have failed the flush): not an error. */
+    if (stdout_check() != EXIT_OK)
+        return EXIT_AUDIO;
+    if (fclose(stdout) != 0 && errno != EBADF) {
+        fprintf(stderr, "vkasr: cannot write to standard output: %s\n", strerror(errno));
+        return EXIT_AUDIO;
+    }
+    return rc;
 }

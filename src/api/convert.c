@@ -18,6 +18,10 @@ vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_wei
         st = model_open(src_path, &mf, &e);
         if (st == VKASR_OK)
             st = model_prepare(mf, &e);
+        /* Reading the source is the model's problem (a missing shard, an unreadable file): report it as
+         * such, so that VKASR_ERR_IO always names a destination that could not be written. */
+        if (st == VKASR_ERR_IO)
+            st = e.code = VKASR_ERR_MODEL;
         if (st == VKASR_OK)
             st = model_write_gguf(mf, dst_gguf, type, &e);
         model_close(mf);

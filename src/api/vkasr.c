@@ -139,9 +139,12 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
     }
     vkasr_precision prec = VKASR_PRECISION_F32;
     if (st == VKASR_OK) {
+        /* A device without a required feature is VKASR_ERR_NO_DEVICE, like device selection reports it:
+         * the model is fine, another device (or f32) would serve it. */
         if (p.precision == VKASR_PRECISION_F16 && !m->dev->info.f16)
-            st = err_set(&e, VKASR_ERR_UNSUPPORTED,
-                         "f16 precision requested but %s lacks shaderFloat16/storageBuffer16BitAccess; use f32",
+            st = err_set(&e, VKASR_ERR_NO_DEVICE,
+                         "f16 precision requested but device %s lacks f16 support (shaderFloat16 and "
+                         "storageBuffer16BitAccess, or VKASR_DISABLE_F16 is set); use f32",
                          m->dev->info.name);
         else if (p.precision == VKASR_PRECISION_F16 || (p.precision == VKASR_PRECISION_AUTO && m->dev->info.f16 &&
                                                         !m->dev->info.reference))

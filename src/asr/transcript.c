@@ -161,6 +161,25 @@ static vkasr_status build_tokens(const struct tokenizer *tok, const struct model
     return VKASR_OK;
 }
 
+/* The time span of tokens [first, first + count) that produce text. Special pieces (CONTROL, UNUSED:
+ * <pad>, <s>, ... decoded as nothing) are left out: a random or undertrained model can emit them after
+ * the last word, and they must not stretch its end (or a segment's start) over seconds of nothing.
+ * Returns false when every token of the range is special. */
+static bool text_span(const struct tokenizer *tok, const struct transcript *tr, size_t first, size_t count,
+                      double *start, double *end) {
+    bool any = false;
+    for (size_t i = first; i < first + count; i++) {
+        int32_t id = tr->tokens[i].id;
+        if (id >= 0 && id < tok->n && (tok->type[id] == TOK_CONTROL || tok->type[id] == TOK_UNUSED))
+            continue;
+        if (!any)
+            *start = tr->tokens[i].start;
+        *end = tr->tokens[i].end;
+        any = true;
+    }
+    return any;
+}
+
 static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok, const struct asr_token *t, size_t first,
                               size_t count, const struct punct_set *ps, size_t *cap, struct err *e) {
     if (tr->nwords == *cap) {
@@ -176,8 +195,10 @@ static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok
     w->text = text;
     w->first_token = first;
     w->n_tokens = count;
-    w->start = tr->tokens[first].start;
-    w->end = tr->tokens[first + count - 1].end;
+    if (!text_span(tok, tr, first, count, &w->start, &w->end)) { /* only special tokens: their own span */
+        w->start = tr->tokens[first].start;
+        w->end = tr->tokens[first + count - 1].end;
+    }
     if (w->end < w->start)
         w->end = w->start;
     return VKASR_OK;
@@ -238,10 +259,14 @@ static vkasr_status build_segments(const struct tokenizer *tok, const struct asr
             tr->segments = ns;
         }
         const vkasr_word *a = &tr->words[first], *b = &tr->words[w];
+        size_t ntok = b->first_token + b->n_tokens - a->first_token;
+        double start = a->start, end = b->end; /* a segment of special tokens only keeps their span */
+        if (text_span(tok, tr, a->first_token, ntok, &start, &end) && end < start)
+            end = start;
         char *text = NULL;
-        TRY(decode_span(tok, t + a->first_token, b->first_token + b->n_tokens - a->first_token, ps, &text, e));
+        TRY(decode_span(tok, t + a->first_token, ntok, ps, &text, e));
         tr->segments[tr->nsegments++] =
-            (vkasr_segment){.text = text, .start = a->start, .end = b->end, .first_word = first, .n_words = w - first + 1};
+            (vkasr_segment){.text = text, .start = start, .end = end, .first_word = first, .n_words = w - first + 1};
         first = w + 1;
     }
     return VKASR_OK;

@@ -3,11 +3,13 @@
  * temporary file and renamed so a failed write never leaves a partial model). The key schema is
  * documented in docs/model-format.md. Tensor data are used in place from the mapping.
  */
+#define _XOPEN_SOURCE 700 /* realpath (XSI) for writing through a symlink */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/half.h"
@@ -875,10 +877,37 @@ vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vka
     }
 
     struct wbuf hdr = {0};
-    uint64_t *offsets = calloc(mf->ntensors ? (size_t)mf->ntensors : 1, sizeof *offsets);
-    char *tmp = malloc(strlen(path) + 40);
+    uint64_t *offsets = NULL;
+    char *tmp = NULL, *real = NULL;
     FILE *f = NULL;
     vkasr_status st = VKASR_OK;
+
+    /* The rename below replaces whatever entry is at `path`: a symlink itself (its target left stale),
+     * a FIFO or a device node. Write through a symlink to its target, and replace nothing but a
+     * regular file. */
+    struct stat sb;
+    bool exists = lstat(path, &sb) == 0;
+    if (!exists && errno != ENOENT) {
+        st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+        goto done;
+    }
+    if (exists && S_ISLNK(sb.st_mode)) {
+        real = realpath(path, NULL);
+        if (!real || stat(real, &sb) != 0) {
+            st = err_set(e, VKASR_ERR_IO, "cannot write '%s': a symbolic link whose target cannot be resolved: %s",
+                         path, strerror(errno));
+            goto done;
+        }
+        path = real;
+    }
+    if (exists && !S_ISREG(sb.st_mode)) {
+        st = err_set(e, VKASR_ERR_IO, "cannot write '%s': it exists and is not a regular file (refusing to replace it)",
+                     path);
+        goto done;
+    }
+
+    offsets = calloc(mf->ntensors ? (size_t)mf->ntensors : 1, sizeof *offsets);
+    tmp = malloc(strlen(path) + 40);
     if (!offsets || !tmp) {
         st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
         goto done;
@@ -944,6 +973,7 @@ done:
     if (st != VKASR_OK && tmp && tmp[0])
         unlink(tmp);
     free(tmp);
+    free(real);
     free(offsets);
     free(hdr.p);
     return st;

@@ -274,6 +274,25 @@ static int exists(const char *path) {
     return stat(path, &sb) == 0 || errno != ENOENT;
 }
 
+static vkasr_status frontend_check(const struct model_config *c, const char *src, struct err *e) {
+    /* Front end (spec §1.1): every Parakeet model takes 16 kHz audio, a 400-sample (25 ms) window in a
+     * 512-point FFT and a 160-sample (10 ms) hop. Other sizes pass only within bounds that keep the STFT
+     * meaningful (and the kernels within their limits): an even n_fft of 64..4096 (the STFT op), a window
+     * of at least 5 ms that fits in n_fft, and a hop of 2.5 ms up to the window (no skipped samples). */
+    if (c->sample_rate != VKASR_SAMPLE_RATE)
+        return err_set(e, VKASR_ERR_MODEL, "%s: sampling_rate %d Hz: Parakeet models take %d Hz", src, c->sample_rate,
+                       VKASR_SAMPLE_RATE);
+    if (c->n_fft < 64 || c->n_fft > 4096 || c->n_fft % 2 != 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: n_fft %d: must be even, 64..4096 (Parakeet: 512)", src, c->n_fft);
+    if (c->win_length < c->sample_rate / 200 || c->win_length > c->n_fft)
+        return err_set(e, VKASR_ERR_MODEL, "%s: win_length %d: must be %d (5 ms) .. n_fft = %d (Parakeet: 400)", src,
+                       c->win_length, c->sample_rate / 200, c->n_fft);
+    if (c->hop_length < c->sample_rate / 400 || c->hop_length > c->win_length)
+        return err_set(e, VKASR_ERR_MODEL, "%s: hop_length %d: must be %d (2.5 ms) .. win_length = %d (Parakeet: 160)",
+                       src, c->hop_length, c->sample_rate / 400, c->win_length);
+    return VKASR_OK;
+}
+
 vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e) {
     memset(cfg, 0, sizeof *cfg);
     char *cpath = path_join(dir, "config.json");
@@ -303,6 +322,8 @@ vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct er
     st = load_json(fe, &root, e);
     if (st == VKASR_OK)
         st = read_feature_extractor(fe, root, cfg, e);
+    if (st == VKASR_OK) /* here, so that an error names the file that holds the sizes */
+        st = frontend_check(cfg, fe, e);
     cJSON_Delete(root);
     if (st == VKASR_OK)
         st = config_check(cfg, cpath, e);
@@ -346,12 +367,7 @@ vkasr_status config_check(const struct model_config *c, const char *src, struct 
             if (c->durations[i] < 0)
                 return err_set(e, VKASR_ERR_MODEL, "%s: negative duration %d", src, c->durations[i]);
     }
-    if (c->sample_rate < 1 || c->n_fft < 1 || c->win_length < 1 || c->hop_length < 1 || c->n_fft > (1 << 16) ||
-        c->win_length > c->n_fft || c->hop_length > (1 << 16))
-        return err_set(e, VKASR_ERR_MODEL,
-                       "%s: feature extractor sizes out of range (sampling_rate %d, n_fft %d, win_length %d, "
-                       "hop_length %d; win_length must not exceed n_fft)",
-                       src, c->sample_rate, c->n_fft, c->win_length, c->hop_length);
+    TRY(frontend_check(c, src, e));
     if (!(c->preemph >= 0.0f && c->preemph < 1.0f))
         return err_set(e, VKASR_ERR_MODEL, "%s: preemphasis %g is outside [0, 1)", src, (double)c->preemph);
     return VKASR_OK;
