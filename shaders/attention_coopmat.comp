@@ -117,46 +117,67 @@ void sh_set_f32(uint f, float x) { sh[f >> 2][f & 3u] = floatBitsToUint(x); }
 #define MMA(c, a, b) c = coopMatMulAddNV(a, b, c)
 #define ZERO_C(c) c = FragC(0.0)
 #define WARP gl_SubgroupID
+#define FragBT FragB
+// Loops over fragments stay unrolled: arrays of cooperative matrices want constant indices.
+#define FRAG_LOOP [[unroll]]
 #else
+// Emulation. Kept small for llvmpipe's compiler (each emulated product is inlined where it is
+// called): fragment loops are not unrolled, and a product works on packed f16 vectors.
 #define WARP (gl_LocalInvocationID.x / 32u)
+#define EMU_LANE (gl_LocalInvocationID.x % 32u)
+#define FRAG_LOOP [[dont_unroll]]
 struct FragA {
-    float v[8];
+    uvec4 v; // elements 8L .. 8L+7 (row L/2, columns 8(L%2) ..) as f16
 };
-struct FragB {
-    uint off, pitch, colmajor;
+struct FragB {  // row-major B in shared memory: element (k, n) at half (off + k*pitch)*8 + n
+    uint off, pitch;
+};
+struct FragBT { // B = M^T: element (k, n) at half (off + n*pitch)*8 + k
+    uint off, pitch;
 };
 struct FragC {
     float v[8];
 };
-shared uint emu_a[NWARP * 128]; // a virtual subgroup's A fragment (f16 pairs) during a product
+shared uvec4 emu_a[NWARP * 32]; // a virtual subgroup's A fragment during a product (row r: 2 uvec4)
 
-float sh_half(uint h) {
-    const vec2 p = unpackHalf2x16(sh[h >> 3][(h >> 1) & 3u]);
-    return (h & 1u) != 0u ? p.y : p.x;
-}
-#define EMU_LANE (gl_LocalInvocationID.x % 32u)
-void emu_load_a(out FragA f, uint off, uint pitch) {
-    const uint r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
-    [[unroll]] for (uint i = 0; i < 8u; i++)
-        f.v[i] = sh_half((off + r * pitch) * 8u + c0 + i);
-}
-float emu_b(FragB b, uint k, uint n) {
-    return b.colmajor != 0u ? sh_half((b.off + n * b.pitch) * 8u + k) : sh_half((b.off + k * b.pitch) * 8u + n);
-}
-// Every invocation of the workgroup calls this in the same order (uniform control flow).
-void emu_mma(inout FragC c, FragA a, FragB b) {
-    const uint base = WARP * 128u, r = EMU_LANE / 2u, c0 = 8u * (EMU_LANE % 2u);
+vec4 lo4(uvec4 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
+vec4 hi4(uvec4 u) { return vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w)); }
+
+// Every invocation of the workgroup calls these in the same order (uniform control flow).
+// Publishes A; returns row L/2 of it as 16 floats (four vec4).
+void emu_publish(FragA a, out vec4 ar[4]) {
+    const uint base = WARP * 32u, r = EMU_LANE / 2u;
     barrier(); // the previous product's readers of emu_a are done
-    [[unroll]] for (uint i = 0; i < 4u; i++)
-        emu_a[base + 4u * EMU_LANE + i] = packHalf2x16(vec2(a.v[2u * i], a.v[2u * i + 1u]));
+    emu_a[base + EMU_LANE] = a.v; // row L/2, half L%2: uvec4 index 2*(L/2) + L%2 = L
     barrier();
-    [[unroll]] for (uint i = 0; i < 8u; i++) {
-        float s = c.v[i];
-        [[unroll]] for (uint k = 0; k < 16u; k++) {
-            const vec2 av = unpackHalf2x16(emu_a[base + r * 8u + k / 2u]);
-            s += ((k & 1u) != 0u ? av.y : av.x) * emu_b(b, k, c0 + i);
+    const uvec4 u0 = emu_a[base + 2u * r], u1 = emu_a[base + 2u * r + 1u];
+    ar[0] = lo4(u0);
+    ar[1] = hi4(u0);
+    ar[2] = lo4(u1);
+    ar[3] = hi4(u1);
+}
+void emu_mma(inout FragC c, FragA a, FragB b) {
+    vec4 ar[4];
+    emu_publish(a, ar);
+    const uint c0 = EMU_LANE % 2u; // uvec4 column block of this lane's 8 outputs
+    [[unroll]] for (uint k = 0; k < 16u; k++) {
+        const uvec4 u = sh[b.off + k * b.pitch + c0];
+        const float x = ar[k / 4u][k % 4u];
+        const vec4 l = lo4(u), h = hi4(u);
+        [[unroll]] for (uint i = 0; i < 4u; i++) {
+            c.v[i] += x * l[i];
+            c.v[4u + i] += x * h[i];
         }
-        c.v[i] = s;
+    }
+}
+void emu_mma(inout FragC c, FragA a, FragBT b) {
+    vec4 ar[4];
+    emu_publish(a, ar);
+    const uint n0 = 8u * (EMU_LANE % 2u);
+    [[unroll]] for (uint i = 0; i < 8u; i++) {
+        const uint o = b.off + (n0 + i) * b.pitch;
+        const uvec4 u0 = sh[o], u1 = sh[o + 1u];
+        c.v[i] += dot(ar[0], lo4(u0)) + dot(ar[1], hi4(u0)) + dot(ar[2], lo4(u1)) + dot(ar[3], hi4(u1));
     }
 }
 void emu_store_c(FragC c, uint off, uint pitch) {
@@ -169,9 +190,9 @@ void emu_load_c(out FragC c, uint off, uint pitch) {
     [[unroll]] for (uint i = 0; i < 8u; i++)
         c.v[i] = sh_f32((off + r * pitch) * 4u + c0 + i);
 }
-#define LOAD_A(f, off, pitch) emu_load_a(f, off, pitch)
-#define LOAD_BT(f, off, pitch) f = FragB(off, pitch, 1u)
-#define LOAD_B(f, off, pitch) f = FragB(off, pitch, 0u)
+#define LOAD_A(f, off, pitch) f.v = sh[(off) + (EMU_LANE / 2u) * (pitch) + EMU_LANE % 2u]
+#define LOAD_BT(f, off, pitch) f = FragBT(off, pitch)
+#define LOAD_B(f, off, pitch) f = FragB(off, pitch)
 #define LOAD_C(f, off, pitch) emu_load_c(f, off, pitch)
 #define STORE_C(f, off, pitch) emu_store_c(f, off, pitch)
 #define MMA(c, a, b) emu_mma(c, a, b)
@@ -240,16 +261,16 @@ void main() {
             if (t == 0u)
                 sh_rescale = 0u;
             barrier();
-            [[unroll]] for (uint kk = 0; kk < NDK; kk++)
+            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
             barrier();
             stage_rows(WIN_OFF, 0u, NWIN, pc.q, pc.bv, int(i0), BQ, hd, 0, int(ihi));
             barrier();
-            [[unroll]] for (uint kk = 0; kk < NDK; kk++)
+            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
 
             FragC o[NDK];
-            [[unroll]] for (uint n = 0; n < NDK; n++)
+            FRAG_LOOP for (uint n = 0; n < NDK; n++)
                 ZERO_C(o[n]);
 
             const int nbase0 = int(pc.center) - int(i0) + int(jlo) - (BQ - 1);
@@ -271,8 +292,8 @@ void main() {
                 ZERO_C(bd0);
                 ZERO_C(bd1);
                 const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
-                [[unroll]] for (uint kk = 0; kk < NDK; kk++) {
-                    FragB fb;
+                FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                    FragBT fb;
                     LOAD_BT(fb, K_OFF + 2u * kk, DKS);
                     MMA(ac, qu[kk], fb);
                     LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
@@ -326,7 +347,7 @@ void main() {
 
                 // ---- rescale O where a reference max moved (rare after the first blocks) ----------------
                 if (sh_rescale != 0u) {
-                    [[unroll]] for (uint n = 0; n < NDK; n++) {
+                    FRAG_LOOP for (uint n = 0; n < NDK; n++) {
                         STORE_C(o[n], S_OFF + warp * SW, SO);
                         barrier();
                         for (uint e = t; e < BQ * 16u; e += NT) {
@@ -344,7 +365,7 @@ void main() {
                 // ---- O += P V ----------------------------------------------------------------------------
                 FragA pa;
                 LOAD_A(pa, P_OFF + 16u * warp * PP, PP);
-                [[unroll]] for (uint n = 0; n < NDK; n++) {
+                FRAG_LOOP for (uint n = 0; n < NDK; n++) {
                     FragB fb;
                     LOAD_B(fb, V_OFF + 2u * n, DKS);
                     MMA(o[n], pa, fb);
@@ -352,7 +373,7 @@ void main() {
             }
 
             // ---- y = O / l (zeros for padded query rows) ---------------------------------------------
-            [[unroll]] for (uint n = 0; n < NDK; n++) {
+            FRAG_LOOP for (uint n = 0; n < NDK; n++) {
                 barrier(); // the score area's previous readers are done
                 STORE_C(o[n], S_OFF + warp * SW, SO);
                 barrier();

@@ -1,10 +1,13 @@
 #version 460
 // feature_norm.comp — per-column standardisation of x [L, M] (mel bins over time), f32, in passes:
-//   mode 0: part[p, c] = sum of x[r, c] over the rows r of chunk p
+//   mode 0: part[p, c] = sum of x[r, c] - x[0, c] over the rows r of chunk p  (shifted: see below)
 //   mode 1: part[p, c] = sum of (x[r, c] - mean[c])^2 over chunk p           (two-pass variance)
-//   mode 2: mean[c] = sum_p part[p, c] / L
+//   mode 2: mean[c] = x[0, c] + sum_p part[p, c] / L
 //   mode 3: std[c] = sqrt(sum_p part[p, c] / (L - 1)), 0 when L == 1        (unbiased)
 //   mode 4: y = (x - mean[c]) / (std[c] + eps)                               (y may alias x)
+// The shift by the first row makes a constant column (digital silence: log of the guard) come out as
+// exactly its value, so it normalises to exactly 0 like the double-precision reference, instead of
+// +-1 ulp of the mean divided by eps; it also avoids cancellation when |mean| >> std.
 // L reaches 360000 for an hour of audio: no value passes through a long serial running sum. Each
 // invocation adds at most chunk/TR values, then shared-memory trees combine the rest; chunks are
 // fixed by the host, so results do not depend on the grid. stats holds mean [M] then std [M].
@@ -60,13 +63,12 @@ void main() {
                 uint64_t r0 = p * pc.chunk, r1 = min(r0 + pc.chunk, pc.rows);
                 float s = 0.0;
                 if (col_ok) {
-                    float mean = pc.mode == 1u ? LOADF(pc.stats, c) : 0.0;
+                    float mean = pc.mode == 1u ? LOADF(pc.stats, c) : LOADF(pc.x, c);
                     for (uint64_t r = r0 + lr; r < r1; r += tr) {
                         float v = LOADF(pc.x, r * pc.cols + c);
-                        if (pc.mode == 1u) {
-                            v -= mean;
+                        v -= mean;
+                        if (pc.mode == 1u)
                             v *= v;
-                        }
                         s += v;
                     }
                 }
@@ -82,7 +84,7 @@ void main() {
             s = col_sum(s, lid, lr, lc);
             if (lr == 0u && col_ok) {
                 if (pc.mode == 2u)
-                    STOREF(pc.stats, c, s / float(pc.rows));
+                    STOREF(pc.stats, c, LOADF(pc.x, c) + s / float(pc.rows));
                 else
                     STOREF(pc.stats, pc.cols + c, pc.rows > 1ul ? sqrt(s / float(pc.rows - 1ul)) : 0.0);
             }

@@ -602,13 +602,21 @@ class SentenceGenerator:
         return spoken, normalize_text(text)
 
 
-def utterance_text(gen, rng):
+def utterance_parts(gen, rng):
     """One utterance: a sentence, or two when the first is short (about 4 s of speech on average
-    at the default rate); returns (espeak_text, target)."""
+    at the default rate); returns (espeak_text, target, [target of each sentence])."""
     spoken, target = gen.sentence(rng)
+    parts = [target]
     if len(target.split()) < 14 and rng.chance(0.5):
         s2, t2 = gen.sentence(rng)
         spoken, target = spoken + " " + s2, target + " " + t2
+        parts.append(t2)
+    return spoken, target, parts
+
+
+def utterance_text(gen, rng):
+    """utterance_parts without the parts: (espeak_text, target)."""
+    spoken, target, _ = utterance_parts(gen, rng)
     return spoken, target
 
 
@@ -658,25 +666,64 @@ def heldout_sentences(gen, n, seed=SEED_HELDOUT):
     return out
 
 
-def heldout_plan(gen, per_voice):
+class TrainingText:
+    """The targets of the first `blocks` training blocks (a superset of any corpus the recipe
+    builds: 30 h take about 56 blocks of 512), searchable for word sequences."""
+
+    def __init__(self, gen, blocks=None, block_size=512):
+        exclude = {t for _, t in heldout_sentences(gen, HELDOUT_RESERVE)}
+        texts = []
+        for i in range((blocks or TRAIN_BLOCKS_BOUND) * block_size):
+            rng = Rng(SEED_TRAIN * 13 + i)
+            while True:  # the loop of train_plan_block
+                _, target, _ = utterance_parts(gen, rng)
+                if target not in exclude:
+                    break
+            texts.append(target)
+        self.n = len(texts)
+        self._joined = "|" + "|".join(f" {t} " for t in texts) + "|"
+
+    def contains(self, words):
+        """Whether a training target contains `words` as a whole-word sequence."""
+        return f" {words} " in self._joined
+
+
+def heldout_plan(gen, per_voice, train_text=None):
     """The held-out utterances: per_voice distinct sentences for each HELDOUT_VOICES entry (every
-    sentence used once).  Returns a list of dicts."""
-    sents = heldout_sentences(gen, per_voice * len(HELDOUT_VOICES))
+    sentence used once), less those with a sentence that occurs anywhere in a training utterance.
+    Training excludes whole held-out utterances only, but half of all utterances join two sentences
+    and short sentences recur inside longer ones: 12 of the 550 would repeat a sentence heard in
+    training. Dropped utterances leave their ids unused, so ids are stable. train_text: a
+    TrainingText(gen), built when None. Returns a list of dicts."""
+    if train_text is None:
+        train_text = TrainingText(gen)
+    rng0 = Rng(SEED_HELDOUT)
+    sents, seen_t = [], set()
+    while len(sents) < per_voice * len(HELDOUT_VOICES):  # heldout_sentences, keeping the parts
+        spoken, target, parts = utterance_parts(gen, rng0)
+        if target in seen_t:
+            continue
+        seen_t.add(target)
+        sents.append((spoken, target, parts))
     plan = []
     for vi, (acc, var, seen) in enumerate(HELDOUT_VOICES):
         for j in range(per_voice):
             i = vi * per_voice + j
             rng = Rng(SEED_HELDOUT * 7 + i)
-            spoken, target = sents[i]
-            plan.append({"id": f"h{i:05d}", "spoken": spoken, "text": target, "voice": voice_name(acc, var),
-                         "seen_voice": seen, "params": synth_params(rng, heldout=True),
+            spoken, target, parts = sents[i]
+            if any(train_text.contains(t) for t in parts):
+                continue
+            plan.append({"id": f"h{i:05d}", "spoken": spoken, "text": target, "sentences": parts,
+                         "voice": voice_name(acc, var), "seen_voice": seen, "params": synth_params(rng, heldout=True),
                          "noise_seed": SEED_HELDOUT * 11 + i})
     return plan
 
 
-# Held-out sentences never occur in training: the training generator skips any target in this
-# reserve, which is larger than any held-out set we use (per_voice <= HELDOUT_RESERVE / voices).
+# Held-out utterances never occur in training: the training generator skips any target in this
+# reserve, which is larger than any held-out set we use (per_voice <= HELDOUT_RESERVE / voices); and
+# heldout_plan drops held-out utterances with a sentence that occurs inside a training utterance.
 HELDOUT_RESERVE = 4000
+TRAIN_BLOCKS_BOUND = 64
 
 
 def train_plan_block(gen, block, block_size, exclude):
@@ -1132,11 +1179,14 @@ def selftest():
     lens = np.array([len(t.split()) for _, t in a])
     assert 3 <= lens.min() and lens.mean() > 6 and lens.max() <= 45, (lens.min(), lens.mean(), lens.max())
     # split: held-out sentences never in the training plan
-    ho = heldout_plan(gen, 20)
     exclude = {t for _, t in heldout_sentences(gen, HELDOUT_RESERVE)}
-    assert all(p["text"] in exclude for p in ho)
     tr = train_plan_block(gen, 0, 3000, exclude)
+    tr_text = TrainingText(gen, blocks=6)  # 3072 utterances: covers tr
+    ho = heldout_plan(gen, 20, train_text=tr_text)
+    assert all(p["text"] in exclude for p in ho)
     assert not ({p["text"] for p in tr} & {p["text"] for p in ho})
+    # no held-out sentence occurs inside a training utterance (not only whole texts)
+    assert all(f" {s} " not in f" {t['text']} " for p in ho for s in p["sentences"] for t in tr)
     used_variants = {p["voice"].split("+")[1] if "+" in p["voice"] else "" for p in tr}
     used_accents = {p["voice"].split("+")[0] for p in tr}
     assert not (used_variants & set(HELDOUT_ONLY_VARIANTS)) and not (used_accents & set(HELDOUT_ONLY_ACCENTS))

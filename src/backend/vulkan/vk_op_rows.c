@@ -167,7 +167,7 @@ static vkasr_status fn_record(struct vk_backend *b, const struct op_feature_norm
     struct vk_range part = {pc.part, P * M * 4}, mean = {pc.stats, M * 4}, sd = {pc.stats + M * 4, M * 4};
     struct vk_range stats = {pc.stats, 2 * M * 4};
     TRY(fn_pass(b, &pc, FN_SUM, wg, &x, 1, part));
-    TRY(fn_pass(b, &pc, FN_MEAN, wg, &part, 1, mean));
+    TRY(fn_pass(b, &pc, FN_MEAN, wg, (struct vk_range[]){part, x}, 2, mean)); /* x[0] + shifted sum / L */
     TRY(fn_pass(b, &pc, FN_SQDEV, wg, (struct vk_range[]){x, mean}, 2, part));
     TRY(fn_pass(b, &pc, FN_STD, wg, &part, 1, sd));
     return fn_pass(b, &pc, FN_APPLY, wg, (struct vk_range[]){x, stats}, 2, y);
