@@ -11,8 +11,8 @@
 // accumulator O [BQ, dk] in registers (dk in chunks of DC columns: NCH = ceil(dk/DC), spec constant).
 // The position rows a tile needs are the contiguous window n = nbase .. nbase+BQ+BK-2, row
 // (lj - li + BQ - 1) for tile pair (li, lj); they are staged like K, so BD costs one dot per score.
-// A tensor-core variant would replace score_tile() / the PV loop (same tiles, same
-// shared-memory staging of S as ggml's cm1 path).
+// The tensor-core kernel for the op's f16 mode is attention_coopmat.comp (same tiles in spirit; the
+// host chooses, src/backend/vulkan/vk_op_attention.c).
 // The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
 #include "core.glsl"
 layout(local_size_x_id = 0) in;

@@ -1,6 +1,8 @@
 /* bench_attention.c — times relpos_attention on the Vulkan backend (an executable, not a ctest test).
- *   bench_attention [T=7500] [D=1024] [heads=8] [window=0] [iters=5]
- * The device is $VKASR_DEVICE or the default; inputs are random in [-1, 1). */
+ *   bench_attention [T=7500] [D=1024] [heads=8] [window=0] [iters=5] [f32|f16] [CONFIG|auto]
+ * f16 sets the op's f16 flag (tensor cores where the device has them); CONFIG forces a kernel
+ * configuration of vk_attention.h (scalar, cm_dk128, ...). The device is $VKASR_DEVICE or the default;
+ * inputs are random in [-1, 1). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +10,7 @@
 #include <time.h>
 
 #include "backend/backend.h"
+#include "backend/vulkan/vk_attention.h"
 
 /* Prints the best and mean wall time of op + sync per run, and TFLOP/s counted as
  *   flops    = 4 * T * K * D   (QK^T and PV, 2 flops per multiply-add: the usual attention count)
@@ -32,14 +35,23 @@ static long long arg(int argc, char **argv, int i, long long def) {
 int main(int argc, char **argv) {
     long long T = arg(argc, argv, 1, 7500), D = arg(argc, argv, 2, 1024), H = arg(argc, argv, 3, 8);
     long long window = arg(argc, argv, 4, 0), iters = arg(argc, argv, 5, 5);
-    if (T < 1 || D < 1 || H < 1 || D % H || window < 0 || iters < 1) {
-        fprintf(stderr, "usage: bench_attention [T] [D] [heads] [window] [iters]\n");
+    const char *prec = argc > 6 ? argv[6] : "f32", *cfg_name = argc > 7 ? argv[7] : "auto";
+    const struct vk_att_cfg *cfg = strcmp(cfg_name, "auto") == 0 ? NULL : vk_att_find(cfg_name);
+    if (T < 1 || D < 1 || H < 1 || D % H || window < 0 || iters < 1 ||
+        (strcmp(prec, "f32") != 0 && strcmp(prec, "f16") != 0) || (!cfg && strcmp(cfg_name, "auto") != 0)) {
+        fprintf(stderr, "usage: bench_attention [T] [D] [heads] [window] [iters] [f32|f16] [CONFIG|auto]\n"
+                        "configs:");
+        size_t n;
+        const struct vk_att_cfg *all = vk_att_configs(&n);
+        for (size_t i = 0; i < n; i++)
+            fprintf(stderr, " %s", all[i].name);
+        fprintf(stderr, "\n");
         return 2;
     }
     long long reach = window > 0 && window < T - 1 ? window : T - 1, P = 2 * reach + 1, dk = D / H;
 
     static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
-    struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .log = &lg};
+    struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .want_f16 = strcmp(prec, "f16") == 0, .log = &lg};
     struct err e = {0};
     struct be_device *dev = NULL;
     struct backend *b = NULL;
@@ -49,8 +61,10 @@ int main(int argc, char **argv) {
         be_device_close(dev);
         return fail("creating the backend", &e);
     }
-    printf("device: %s\nT=%lld D=%lld heads=%lld dk=%lld window=%lld P=%lld\n", dev->info.name, T, D, H, dk, window,
-           P);
+    const struct vk_att_cfg *chosen =
+        cfg ? cfg : vk_att_choose(&((struct vk_device *)dev)->caps, dk, strcmp(prec, "f16") == 0);
+    printf("device: %s\nT=%lld D=%lld heads=%lld dk=%lld window=%lld P=%lld %s kernel %s\n", dev->info.name, T, D, H,
+           dk, window, P, prec, chosen ? chosen->name : "(none)");
 
     int rc = 1;
     be_tensor t[7];
@@ -82,12 +96,13 @@ int main(int argc, char **argv) {
     }
     struct op_relpos_attention a = {
         .q = t[0], .k = t[1], .v = t[2], .p = t[3], .bias_u = t[4], .bias_v = t[5], .y = t[6],
-        .heads = (int32_t)H, .n_valid = T, .window = window,
+        .heads = (int32_t)H, .n_valid = T, .window = window, .f16 = strcmp(prec, "f16") == 0,
     };
     double best = INFINITY, sum = 0;
     for (long long it = -1; it < iters; it++) { /* iteration -1: warm-up (pipeline creation) */
         double t0 = now_ms();
-        if (be_relpos_attention(b, &a) || be_sync(b)) {
+        vkasr_status st = cfg ? vk_att_record((struct vk_backend *)b, &a, cfg) : be_relpos_attention(b, &a);
+        if (st || be_sync(b)) {
             fail("running relpos_attention", &b->err);
             goto out;
         }
