@@ -195,11 +195,23 @@ static bool fail(struct th *h, const char *fmt, ...) {
 }
 
 bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_vk) {
+    return th_run_forced(h, id, args_ref, args_vk, NULL, NULL);
+}
+
+bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void *args_vk, th_record_fn record,
+                   const void *cfg) {
     h->checks++;
     static const char *const side_name[2] = {"reference", "Vulkan"};
     const void *args[2] = {args_ref, args_vk};
     for (int s = 0; s < 2; s++) {
-        vkasr_status st = be_run(h->be[s], id, args[s]);
+        vkasr_status st;
+        if (s == TH_VK && record) { /* the op table's argument rules, then the forced kernel */
+            st = op_validate(id, args[s], &h->be[s]->err);
+            if (st == VKASR_OK)
+                st = record(h->be[s], args[s], cfg);
+        } else {
+            st = be_run(h->be[s], id, args[s]);
+        }
         if (st == VKASR_OK)
             st = be_sync(h->be[s]);
         if (st != VKASR_OK)

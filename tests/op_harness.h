@@ -52,6 +52,12 @@ struct th_tensor *th_output(struct th *h, be_dtype type, int nd, const int64_t *
 
 /* Runs the op on both sides (args[TH_REF], args[TH_VK]); a failure to run counts as a failed check. */
 bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_vk);
+/* Records an op on the Vulkan backend with a kernel configuration chosen by the test (vk_gemm_record,
+ * vk_att_record, ...). */
+typedef vkasr_status (*th_record_fn)(struct backend *vk, const void *args, const void *cfg);
+/* th_run with the Vulkan side validated by the op table and recorded by `record` with `cfg`. */
+bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void *args_vk, th_record_fn record,
+                   const void *cfg);
 /* Compares an output: NaN/Inf positions, NMSE <= tol (tol 0: bit-exact), Vulkan guards intact. */
 bool th_check(struct th *h, struct th_tensor *out, double tol);
 /* Checks that the guard regions of every tensor in the case are intact (inputs included). */

@@ -11,22 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "expect.h"
 #include "validation_log.h"
 #include "vkasr.h"
 
-static int failures, checks;
 static const char *data;
-
-#define EXPECT(cond, ...)                                                                              \
-    do {                                                                                               \
-        checks++;                                                                                      \
-        if (!(cond)) {                                                                                 \
-            failures++;                                                                                \
-            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                     \
-            printf(__VA_ARGS__);                                                                       \
-            printf("\n");                                                                              \
-        }                                                                                              \
-    } while (0)
 
 static const char *path(const char *fmt, ...) {
     static char buf[8][4096];

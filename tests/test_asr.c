@@ -12,20 +12,9 @@
 
 #include "asr/asr.h"
 #include "audio/audio.h"
+#include "expect.h"
 #include "validation_log.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                              \
-    do {                                                                                               \
-        checks++;                                                                                      \
-        if (!(cond)) {                                                                                 \
-            failures++;                                                                                \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-            printf(__VA_ARGS__);                                                                       \
-            printf("\n");                                                                              \
-        }                                                                                              \
-    } while (0)
 
 static const struct logger quiet = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
 

@@ -9,19 +9,8 @@
 #include <string.h>
 
 #include "backend/vulkan/vk_internal.h"
+#include "expect.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                              \
-    do {                                                                                               \
-        checks++;                                                                                      \
-        if (!(cond)) {                                                                                 \
-            failures++;                                                                                \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                \
-            printf(__VA_ARGS__);                                                                       \
-            printf("\n");                                                                              \
-        }                                                                                              \
-    } while (0)
 
 static char last_warning[2048];
 static int warnings;

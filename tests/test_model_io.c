@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/half.h"
+#include "expect.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 
@@ -22,18 +23,6 @@
 #error "VKASR_TEST_DATA must name tests/data"
 #endif
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                                              \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                                          \
-            fprintf(stderr, __VA_ARGS__);                                                                              \
-            fputc('\n', stderr);                                                                                       \
-        }                                                                                                              \
-    } while (0)
 
 static char tmpdir[256];
 

@@ -39,6 +39,10 @@ static double measured_nmse(struct th *h, struct th_tensor *y) {
     return sr > 0 ? se / sr : se;
 }
 
+static vkasr_status record_att(struct backend *vk, const void *args, const void *cfg) {
+    return vk_att_record((struct vk_backend *)vk, args, cfg);
+}
+
 /* P == 0 means the minimum the span needs (2 * reach + 1). f16: the op's f16 flag; cfg: force a Vulkan
  * configuration (NULL: the automatic choice). */
 static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
@@ -74,32 +78,8 @@ static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t
             .window = window,
             .f16 = f16,
         };
-    if (!cfg) {
-        if (!th_run(h, OP_relpos_attention, &a[0], &a[1]))
-            return;
-    } else {
-        /* th_run, with the Vulkan side forced onto one configuration. */
-        h->checks++;
-        struct backend *vb = h->be[TH_VK];
-        vkasr_status st = be_run(h->be[TH_REF], OP_relpos_attention, &a[0]);
-        if (st == VKASR_OK)
-            st = be_sync(h->be[TH_REF]);
-        if (st != VKASR_OK) {
-            printf("FAIL [%s]: reference: %s\n", h->name, h->be[TH_REF]->err.msg);
-            h->failures++;
-            return;
-        }
-        st = op_validate(OP_relpos_attention, &a[1], &vb->err);
-        if (st == VKASR_OK)
-            st = vk_att_record((struct vk_backend *)vb, &a[1], cfg);
-        if (st == VKASR_OK)
-            st = be_sync(vb);
-        if (st != VKASR_OK) {
-            printf("FAIL [%s]: Vulkan: %s\n", h->name, vb->err.msg);
-            h->failures++;
-            return;
-        }
-    }
+    if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
+        return;
     bool ok = th_check(h, y, f16 ? TOL_F16 : TOL);
     ok = th_check_guards(h) && ok;
     double nmse = measured_nmse(h, y);

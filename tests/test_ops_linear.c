@@ -78,6 +78,10 @@ static be_tensor view_at(struct th_tensor *t, int s, be_dtype type, int64_t r, i
     return be_tensor_2d(TH_T(t, s).addr + off * be_dtype_size(type), type, r, c);
 }
 
+static vkasr_status record_linear(struct backend *vk, const void *args, const void *cfg) {
+    return vk_gemm_record((struct vk_backend *)vk, args, cfg);
+}
+
 /* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
 static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
     th_case(h, "linear %s M=%lld N=%lld K=%lld w=%s bias=%d res=%d%s act=%d alpha=%g%s%s", cfg ? cfg->name : "auto",
@@ -124,32 +128,7 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
             .alpha = c->alpha,
         };
     }
-    bool ran;
-    if (!cfg) {
-        ran = th_run(h, OP_linear, &a[0], &a[1]);
-    } else {
-        /* th_run, with the Vulkan side forced onto one configuration. */
-        h->checks++;
-        struct backend *vb = h->be[TH_VK];
-        vkasr_status st = be_run(h->be[TH_REF], OP_linear, &a[0]);
-        if (st == VKASR_OK)
-            st = be_sync(h->be[TH_REF]);
-        if (st != VKASR_OK) {
-            printf("FAIL [%s]: reference: %s\n", h->name, h->be[TH_REF]->err.msg);
-            h->failures++;
-            return;
-        }
-        st = op_validate(OP_linear, &a[1], &vb->err);
-        if (st == VKASR_OK)
-            st = vk_gemm_record((struct vk_backend *)vb, &a[1], cfg);
-        if (st == VKASR_OK)
-            st = be_sync(vb);
-        ran = st == VKASR_OK;
-        if (!ran) {
-            printf("FAIL [%s]: Vulkan: %s\n", h->name, vb->err.msg);
-            h->failures++;
-        }
-    }
+    bool ran = th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, cfg);
     if (!ran)
         return;
     bool f16 = c->wt == BE_F16;

@@ -7,19 +7,8 @@
 #include <string.h>
 
 #include "asr/transcript.h"
+#include "expect.h"
 
-static int failures, checks;
-
-#define EXPECT(cond, ...)                                                                                              \
-    do {                                                                                                               \
-        checks++;                                                                                                      \
-        if (!(cond)) {                                                                                                 \
-            failures++;                                                                                                \
-            fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond);                                          \
-            fprintf(stderr, __VA_ARGS__);                                                                              \
-            fputc('\n', stderr);                                                                                       \
-        }                                                                                                              \
-    } while (0)
 
 static int near(double a, double b) { return fabs(a - b) < 1e-9; }
 
