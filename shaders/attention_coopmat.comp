@@ -15,8 +15,8 @@
 //   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16;
 //   2. AC = (q+u) k^T (one 16x16 fragment) and BD = (q+v) W^T over the 32 position rows that this
 //      subgroup's rows reach (two fragments), both stored to shared memory as f32;
-//   3. one invocation per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative shift),
-//      masking, the online softmax, weights exp(s - m) stored as f16;
+//   3. two invocations per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative
+//      shift), masking, the online softmax, weights exp(s - m) stored as f16;
 //   4. O += P V (NDK products).
 // Position window: score (li, lj) of the block (li, lj local) uses P row nbase + lj - li + BQ - 1 with
 // nbase = center - i0 + j0 - (BQ - 1): rows nbase .. nbase + BQ + BK - 2. Consecutive key blocks shift
@@ -307,43 +307,55 @@ void main() {
                 STORE_C(bd1, sw + 16u * SAC + 4u, SBD);
                 barrier();
 
-                // ---- online softmax, one invocation per query row --------------------------------------
-                if (t < BQ) {
-                    const uint r = t % 16u, i = i0 + t;
-                    const uint acf = (S_OFF + (t / 16u) * SW + r * SAC) * 4u;
-                    const uint bdf = (S_OFF + (t / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r;
-                    float s[BK];
-                    float bm = MASKED;
-                    [[unroll]] for (uint c = 0; c < BK; c++) {
-                        const uint j = j0 + c;
+                // ---- online softmax: two invocations per query row, eight keys each ------------------------
+                // The row's partial maxima and sums meet in the k block's staging area (k is not read
+                // again in this block; the next block restages it after a barrier).
+                {
+                    const uint row = t / 2u, hf = t % 2u, c0 = 8u * hf, r = row % 16u, i = i0 + row;
+                    const uint acf = (S_OFF + (row / 16u) * SW + r * SAC) * 4u + c0;
+                    const uint bdf = (S_OFF + (row / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r + c0;
+                    const uint xf = K_OFF * 4u, yf = K_OFF * 4u + NT; // partial max, partial sum [NT]
+                    const float mold = sh_m[row];
+                    float s[8];
+                    float pm = MASKED;
+                    [[unroll]] for (uint c = 0; c < 8u; c++) {
+                        const uint j = j0 + c0 + c;
                         const bool ok = i < ihi && j < jend && (i > j ? i - j : j - i) <= pc.w;
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
-                        bm = max(bm, s[c]);
+                        pm = max(pm, s[c]);
                     }
-                    float m = sh_m[t], alpha = 1.0;
+                    sh_set_f32(xf + t, pm);
+                    barrier();
+                    const float bm = max(pm, sh_f32(xf + (t ^ 1u)));
+                    float m = mold, alpha = 1.0; // both invocations of the row compute the same
                     if (bm > MASKED_CMP) {
                         if (m <= MASKED_CMP) {
                             m = bm; // the first keys this row sees: O and l are still zero
                         } else if (bm > m + TAU) {
                             alpha = exp(m - bm);
                             m = bm;
-                            sh_rescale = 1u;
+                            if (hf == 0u)
+                                sh_rescale = 1u;
                         }
                     }
                     float sum = 0.0;
-                    const uint pw = P_OFF + t * PP;
-                    [[unroll]] for (uint c = 0; c < BK; c += 2u) {
-                        // rounded as the product will use them, so that l sums the same weights
-                        const float e0 = s[c] > MASKED_CMP ? round_to_f16(exp(s[c] - m)) : 0.0;
-                        const float e1 = s[c + 1u] > MASKED_CMP ? round_to_f16(exp(s[c + 1u] - m)) : 0.0;
+                    uvec4 pk;
+                    [[unroll]] for (uint c = 0; c < 8u; c += 2u) {
+                        const float e0 = s[c] > MASKED_CMP ? exp(s[c] - m) : 0.0;
+                        const float e1 = s[c + 1u] > MASKED_CMP ? exp(s[c + 1u] - m) : 0.0;
                         sum += e0 + e1;
-                        sh[pw + c / 8u][(c / 2u) % 4u] = packHalf2x16(vec2(e0, e1));
+                        pk[c / 2u] = packHalf2x16(vec2(e0, e1));
                     }
-                    sh_m[t] = m;
-                    sh_l[t] = sh_l[t] * alpha + sum;
-                    sh_a[t] = alpha;
+                    sh[P_OFF + row * PP + hf] = pk;
+                    sh_set_f32(yf + t, sum);
+                    if (hf == 0u) {
+                        sh_m[row] = m;
+                        sh_a[row] = alpha;
+                    }
                 }
                 barrier();
+                if (t < BQ) // l = alpha l + this block's weights (the f16 weights' sum, to f16 rounding)
+                    sh_l[t] = sh_l[t] * sh_a[t] + sh_f32(K_OFF * 4u + NT + 2u * t) + sh_f32(K_OFF * 4u + NT + 2u * t + 1u);
 
                 // ---- rescale O where a reference max moved (rare after the first blocks) ----------------
                 if (sh_rescale != 0u) {
