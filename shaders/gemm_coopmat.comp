@@ -127,12 +127,14 @@ void emu_zero(inout FragC c) {
     [[unroll]] for (uint i = 0; i < 8; i++)
         c.v[i] = 0.0;
 }
+// The loops stay rolled: this path only has to be right, and llvmpipe (lavapipe's compiler) takes
+// minutes over the fully unrolled FM*FN*2 products per K step.
 void emu_mma(inout FragC c, uint a, uint b) {
     const uint lane = gl_LocalInvocationID.x % 32u;
-    [[unroll]] for (uint i = 0; i < 8; i++) {
+    [[dont_unroll]] for (uint i = 0; i < 8; i++) {
         const uint e = lane + 32u * i, r = e / 16u, col = e % 16u;
         float s = c.v[i];
-        for (uint k = 0; k < 16u; k++)
+        [[dont_unroll]] for (uint k = 0; k < 16u; k++)
             s += sh_half((a + r * SK) * 8u + k) * sh_half((b + col * SK) * 8u + k);
         c.v[i] = s;
     }
