@@ -131,6 +131,7 @@ done
 # --profile (and VKASR_PROFILE=1): per-op GPU times and the real-time factor on stderr
 expect 0 "$VKASR" transcribe --profile -m "$M" "$WAV"
 grep -q "profile linear " "$WORK/err" || fail "--profile lists per-op times (linear)"
+grep -q "profile (all ops) " "$WORK/err" || fail "--profile prints the sum over ops"
 grep -q "RTF" "$WORK/err" || fail "--profile prints the real-time factor"
 expect 0 env VKASR_PROFILE=1 "$VKASR" transcribe -m "$M" "$WAV"
 grep -q "profile linear " "$WORK/err" || fail "VKASR_PROFILE=1 prints the profile"

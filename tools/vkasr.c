@@ -563,9 +563,15 @@ static int cmd_transcribe(int argc, char **argv) {
             vkasr_op_profile ops[64];
             size_t n = 0;
             vkasr_session_profile(s, ops, 64, &n);
-            for (size_t k = 0; k < n && k < 64; k++)
+            double sum = 0;
+            unsigned long long calls = 0;
+            for (size_t k = 0; k < n && k < 64; k++) {
                 fprintf(stderr, "vkasr: profile %-20s %8llu calls %10.3f ms\n", ops[k].name,
                         (unsigned long long)ops[k].calls, ops[k].gpu_ms);
+                sum += ops[k].gpu_ms;
+                calls += ops[k].calls;
+            }
+            fprintf(stderr, "vkasr: profile %-20s %8llu calls %10.3f ms\n", "(all ops)", calls, sum);
             vkasr_session_profile_reset(s);
         }
     }

@@ -185,8 +185,11 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
     if (dp->pc_size)
         vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
     uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
+    /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
+     * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
+     * may still run, and its interval would then count that dispatch's tail too). */
     if (b->queries)
-        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b->queries, q);
+        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b->queries, q);
     vkCmdDispatch(s->cb, dp->groups[0], dp->groups[1], dp->groups[2]);
     if (b->queries) {
         /* Serialise while profiling so each interval covers one dispatch only. */
