@@ -2,7 +2,7 @@
 # Prepares a copy of espeak-ng that travels to the GPU machine (which has no espeak-ng and no network):
 # downloads Debian 12's packages with `apt-get download` into .espeak/ at the repository root and
 # builds .espeak/stub/libpcaudio.so.0 (tools/train/pcaudio_stub.c). Run it HERE (the build machine),
-# once; .espeak/ is ignored through .git/info/exclude and carried to the GPU machine with the
+# once; .espeak/ is ignored (.gitignore) and carried to the GPU machine with the
 # device tool's `carry: [".espeak", ...]`. tools/train/espeak_env.sh unpacks it there.
 #
 # Why a stub for libpcaudio0: libespeak-ng1 needs libpcaudio.so.0, libsonic.so.0, libm and libc.
@@ -27,12 +27,5 @@ for p in "${pkgs[@]}"; do
 done
 cc -O2 -shared -fPIC -Wall -Wextra -Werror -Wl,-soname,libpcaudio.so.0 -o "$dst/stub/libpcaudio.so.0" "$here/pcaudio_stub.c"
 
-# .git/info/exclude keeps .espeak/ (and the checkpoint folder .ckpt/) out of git without editing .gitignore
-if [ -d "$root/.git" ]; then
-    mkdir -p "$root/.git/info"
-    for pat in /.espeak/ /.ckpt/; do
-        grep -qxF "$pat" "$root/.git/info/exclude" 2>/dev/null || echo "$pat" >>"$root/.git/info/exclude"
-    done
-fi
 du -sh "$dst"
 ls -l "$dst" "$dst/stub"
