@@ -28,6 +28,8 @@ vkasr_shader(stft stft.comp)
 # must match the COOPMAT() rows in src/backend/vulkan/vk_op_gemm.c.
 vkasr_shader(gemm_f32 gemm.comp)
 vkasr_shader(gemm_f16 gemm.comp DEFINES W_F16)
+vkasr_shader(gemv_f32 gemv.comp)
+vkasr_shader(gemv_f16 gemv.comp DEFINES W_F16)
 vkasr_shader(gemm_cm_l gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm_m gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm_w gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 REQUIRES NV_COOPMAT)

@@ -5,7 +5,8 @@
  * (or forced with --cfg), wall time per run (op + be_sync), GPU time per run from timestamps when the
  * device has them, TFLOP/s counted as 2*M*N*K, and a spot check of 64 outputs against a
  * double-precision dot product (exit status 1 if it fails). The device is $VKASR_DEVICE or the
- * default; inputs are uniform in [-1, 1). */
+ * default; inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
+ * decoder's do), so the automatic choice is gemv.comp there. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +97,7 @@ int main(int argc, char **argv) {
     }
     const struct vk_device *vd = (const struct vk_device *)dev;
     const struct vk_caps *caps = &vd->caps;
-    const struct vk_gemm_cfg *cfg = cfg_name ? vk_gemm_find(cfg_name) : vk_gemm_choose(caps, M, N, K, wt);
+    const struct vk_gemm_cfg *cfg = cfg_name ? vk_gemm_find(cfg_name) : vk_gemm_choose(caps, M, N, K, wt, M <= 8);
     printf("device: %s (subgroup %u, shared %u B, f16 %s, tensor cores %s, timestamps %s)\n", dev->info.name,
            caps->subgroup_size, caps->max_shared, caps->f16 ? "on" : "off", caps->coopmat_nv ? "on" : "off",
            caps->timestamp_period > 0 ? "on" : "off");
@@ -114,7 +115,10 @@ int main(int argc, char **argv) {
     }
     printf("linear M=%lld N=%lld K=%lld, %s weights%s: kernel %s (%s, tile %ux%u, %u invocations)%s\n", M, N, K,
            wt == BE_F16 ? "f16" : "f32", bias ? ", bias" : "", cfg->name,
-           cfg->kind == VK_GEMM_COOPMAT ? "tensor cores" : cfg->kind == VK_GEMM_SCALAR ? "scalar" : "emulated coopmat",
+           cfg->kind == VK_GEMM_COOPMAT ? "tensor cores"
+           : cfg->kind == VK_GEMM_SCALAR ? "scalar"
+           : cfg->kind == VK_GEMM_GEMV   ? "matrix-vector"
+                                         : "emulated coopmat",
            cfg->bm, cfg->bn, cfg->wg, cfg_name ? " [forced]" : "");
 
     be_tensor x, w, bt = {0}, y;

@@ -33,6 +33,7 @@ struct lin_case {
     bool integer;        /* small-integer data, bit-exact check                                     */
     bool misalign;       /* x and w start 4 (resp. 2) bytes into their allocation: no vector loads   */
     bool f16_only;       /* run with f16 weights only (keeps the reference's time down)               */
+    bool matvec;         /* the op's matvec hint (automatic choice: gemv.comp up to 8 rows)           */
 };
 
 static double nmse_of(struct th *h, struct th_tensor *y) {
@@ -84,10 +85,10 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 
 /* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
 static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
-    th_case(h, "linear %s M=%lld N=%lld K=%lld w=%s bias=%d res=%d%s act=%d alpha=%g%s%s", cfg ? cfg->name : "auto",
+    th_case(h, "linear %s M=%lld N=%lld K=%lld w=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s", cfg ? cfg->name : "auto",
             (long long)c->M, (long long)c->N, (long long)c->K, c->wt == BE_F16 ? "f16" : "f32", c->bias, c->res,
             c->res_alias ? "(=y)" : "", c->act, c->alpha, c->integer ? " integer" : "",
-            c->misalign ? " misaligned" : "");
+            c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "");
     int64_t M = c->M, N = c->N, K = c->K;
     struct th_tensor *x, *w, *b = NULL, *r = NULL, *y;
     uint64_t pad = c->misalign ? 1 : 0;
@@ -126,6 +127,7 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
             .y = TH_T(y, s),
             .act = c->act,
             .alpha = c->alpha,
+            .matvec = c->matvec,
         };
     }
     bool ran = th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, cfg);
@@ -140,49 +142,92 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
     th_check_guards(h);
 }
 
+/* ---- a row's result does not depend on M ---------------------------------------------------------- */
+
+/* Without the matvec hint the automatic choice may differ by M, but a row must come out bit-identical
+ * whether the call has 1 row or 300 (halo tiles of the subsampling rely on it: their last tile may be
+ * a few rows). Checks the first rows of a 300-row product against calls with fewer rows. */
+static void row_invariance(struct th *h, be_dtype wt) {
+    const int64_t M = 300, N = 200, K = 136;
+    th_case(h, "linear row invariance w=%s", wt == BE_F16 ? "f16" : "f32");
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    struct backend *vk = h->be[TH_VK];
+    float *full = malloc((size_t)(M * N) * sizeof *full), *part = malloc((size_t)(M * N) * sizeof *part);
+    if (!full || !part)
+        exit(1);
+    const int64_t rows[] = {300, 1, 2, 3, 7, 8, 9, 16, 33, 64, 65};
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        const int64_t m = rows[i];
+        struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_VK), 0, m), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK),
+                              .y = be_tensor_rows(&TH_T(y, TH_VK), 0, m), .act = ACT_SILU, .alpha = 1.0f};
+        h->checks++;
+        if (be_linear(vk, &a) || be_download(vk, i == 0 ? full : part, a.y.addr, (uint64_t)(m * N) * sizeof(float))) {
+            printf("FAIL [%s]: M=%lld: %s\n", h->name, (long long)m, vk->err.msg);
+            h->failures++;
+            continue;
+        }
+        if (i > 0 && memcmp(full, part, (size_t)(m * N) * sizeof(float)) != 0) {
+            printf("FAIL [%s]: the first %lld rows differ from the same rows of the %lld-row product\n", h->name,
+                   (long long)m, (long long)M);
+            h->failures++;
+        }
+    }
+    free(full);
+    free(part);
+}
+
 /* ---- kernel selection on synthetic devices ------------------------------------------------------- */
 
 static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
-                          be_dtype wt, const char *want) {
+                          be_dtype wt, bool matvec, const char *want) {
     h->checks++;
-    const struct vk_gemm_cfg *c = vk_gemm_choose(caps, M, N, K, wt);
+    const struct vk_gemm_cfg *c = vk_gemm_choose(caps, M, N, K, wt, matvec);
     const char *got = c ? c->name : "(none)";
     if (strcmp(got, want) != 0) {
-        printf("FAIL [choose %s %lldx%lldx%lld %s]: got %s, want %s\n", dev, (long long)M, (long long)N, (long long)K,
-               wt == BE_F16 ? "f16" : "f32", got, want);
+        printf("FAIL [choose %s %lldx%lldx%lld %s%s]: got %s, want %s\n", dev, (long long)M, (long long)N,
+               (long long)K, wt == BE_F16 ? "f16" : "f32", matvec ? " matvec" : "", got, want);
         h->failures++;
     }
 }
 
 static void selection_tests(struct th *h) {
     const struct vk_caps lvp = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, "f32_128x128");
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, "f16_128x128");
-    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, "f16_8x128");
-    expect_choice(h, "lavapipe", &lvp, 20, 640, 640, BE_F32, "f32_32x64");
-    expect_choice(h, "lavapipe", &lvp, 37, 1024, 4096, BE_F32, "f32_64x64");
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
+    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, true, "f16_gemv");
+    expect_choice(h, "lavapipe", &lvp, 8, 1030, 320, BE_F32, true, "f32_gemv");
+    expect_choice(h, "lavapipe", &lvp, 9, 1030, 320, BE_F32, true, "f32_32x64");
+    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, false, "f16_32x64");
+    expect_choice(h, "lavapipe", &lvp, 20, 640, 640, BE_F32, false, "f32_32x64");
+    expect_choice(h, "lavapipe", &lvp, 37, 1024, 4096, BE_F32, false, "f32_64x64");
     struct vk_caps nof16 = lvp;
     nof16.f16 = false;
-    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, "(none)");
-    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, "f32_64x64");
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)");
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, false, "f32_64x64");
     struct vk_caps small = lvp;
     small.max_wg_invocations = 128; /* the Vulkan minimum */
     small.max_shared = 16384;
-    expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, "f32_32x32");
+    expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, false, "f32_32x32");
+    expect_choice(h, "minimal", &small, 1, 4096, 1024, BE_F32, true, "f32_32x32"); /* gemv needs 256 invocations */
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                                  .coopmat_nv = true};
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, "cm64x64");
-    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, "cm64x64");
-    expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, "cm64x64");
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, "f16_8x128");
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, "f32_128x128");
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm64x64");
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm64x64");
+    expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64");
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv");
+    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv");
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64"); /* rounding independent of M */
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
     struct vk_caps wave64 = h100;
     wave64.subgroup_size = 64; /* the kernel maps 32-wide subgroups to warp tiles */
-    expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, "f16_128x128");
+    expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
     struct vk_caps nocm = h100;
     nocm.coopmat_nv = false; /* VKASR_DISABLE_COOPMAT, or no VK_NV_cooperative_matrix */
-    expect_choice(h, "no-coopmat", &nocm, 7500, 4096, 1024, BE_F16, "f16_128x128");
+    expect_choice(h, "no-coopmat", &nocm, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
 #endif
 }
 
@@ -193,12 +238,19 @@ int main(void) {
     const char *mg = getenv("VKASR_MAX_GROUPS");
     bool tiny = mg && *mg;
     selection_tests(&h);
+    row_invariance(&h, BE_F32);
+    if (f16)
+        row_invariance(&h, BE_F16);
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
     const struct lin_case auto_cases[] = {
         {.M = 1, .N = 1, .K = 1},
         {.M = 3, .N = 5, .K = 7, .bias = true},
         {.M = 1, .N = 4096, .K = 1024, .bias = true},                        /* matrix-vector */
+        {.M = 1, .N = 4096, .K = 1024, .bias = true, .matvec = true},        /* ... hinted: gemv.comp */
+        {.M = 8, .N = 1035, .K = 320, .bias = true, .act = ACT_RELU, .matvec = true}, /* a decoder window */
+        {.M = 5, .N = 33, .K = 77, .res_alias = true, .alpha = -0.5f, .matvec = true},
+        {.M = 9, .N = 1035, .K = 320, .bias = true, .matvec = true},         /* hint above 8 rows: tiled */
         {.M = 37, .N = 1024, .K = 4096, .bias = true, .act = ACT_SILU},      /* M not a tile multiple */
         {.M = 257, .N = 2560, .K = 1024, .res = true, .alpha = 0.5f, .f16_only = true},
         {.M = 65, .N = 130, .K = 1025, .bias = true, .res = true, .act = ACT_RELU, .alpha = 2.0f}, /* K % 16 != 0 */

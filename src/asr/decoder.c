@@ -104,7 +104,7 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, struc
     // q: [1, P] = g Wp^T + bp
     be_tensor g = be_tensor_2d(x.addr, BE_F32, 1, x.ne[0]);
     return be_linear(be, &(struct op_linear){.x = g, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = s->q,
-                                             .alpha = 1.0f});
+                                             .alpha = 1.0f, .matvec = true});
 }
 
 static vkasr_status decode_transducer(const struct asr_model *m, struct backend *be, const be_tensor *enc,
@@ -119,14 +119,13 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
 
     uint64_t mark = be_mark(be);
     struct pred_state s = {0};
-    be_tensor f, z, y, ktok, kdur;
+    be_tensor f, z, y, best;
     vkasr_status st = VKASR_OK;
 #define ALLOC(t, ...) if (st == VKASR_OK) st = be_alloc_tensor(be, BE_POOL_SCRATCH, __VA_ARGS__, &(t))
     ALLOC(f, BE_F32, 2, (int64_t[]){T, P});
     ALLOC(z, BE_F32, 2, (int64_t[]){WINDOW_MAX, P});
     ALLOC(y, BE_F32, 2, (int64_t[]){WINDOW_MAX, J});
-    ALLOC(ktok, BE_I32, 1, (int64_t[]){WINDOW_MAX});
-    ALLOC(kdur, BE_I32, 1, (int64_t[]){WINDOW_MAX});
+    ALLOC(best, BE_I32, 1, (int64_t[]){2 * WINDOW_MAX}); /* a window's token ids, then its duration indices */
     ALLOC(s.q, BE_F32, 2, (int64_t[]){1, P});
     float *zeros = calloc((size_t)P, sizeof *zeros);
     if (!zeros && st == VKASR_OK)
@@ -150,7 +149,7 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
     if (st == VKASR_OK)
         st = predict(m, be, &s, (int32_t)V);
 
-    int32_t tok[WINDOW_MAX], dur[WINDOW_MAX];
+    int32_t ids[2 * WINDOW_MAX];
     int64_t t = 0, last_t = -1, windows = 0;
     int run = 0, W = WINDOW_MIN;
     while (st == VKASR_OK && t < T) {
@@ -160,18 +159,19 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
         st = be_binary(be, &(struct op_binary){.a = be_tensor_rows(&f, t0, n), .b = s.q, .y = zw, .kind = BINARY_ADD,
                                                 .act = ACT_RELU, .alpha = 1.0f, .beta = 1.0f});
         if (st == VKASR_OK)
-            st = be_linear(be, &(struct op_linear){.x = zw, .w = m->joint_w, .bias = m->joint_b, .y = yw, .alpha = 1.0f});
-        // token = argmax over [0, V] (blank included); duration index = argmax over the duration logits
+            st = be_linear(be, &(struct op_linear){.x = zw, .w = m->joint_w, .bias = m->joint_b, .y = yw, .alpha = 1.0f,
+                                                    .matvec = true});
+        // token = argmax over [0, V] (blank included); duration index = argmax over the duration logits;
+        // both in one download (one host round trip per window)
         if (st == VKASR_OK)
-            st = be_argmax(be, &(struct op_argmax){.x = yw, .y = be_tensor_rows(&ktok, 0, n), .c0 = 0, .c1 = V + 1});
+            st = be_argmax(be, &(struct op_argmax){.x = yw, .y = be_tensor_rows(&best, 0, n), .c0 = 0, .c1 = V + 1});
         if (st == VKASR_OK && tdt)
-            st = be_argmax(be, &(struct op_argmax){.x = yw, .y = be_tensor_rows(&kdur, 0, n), .c0 = V + 1, .c1 = J});
+            st = be_argmax(be, &(struct op_argmax){.x = yw, .y = be_tensor_rows(&best, n, n), .c0 = V + 1, .c1 = J});
         if (st == VKASR_OK)
-            st = be_download(be, tok, ktok.addr, (uint64_t)n * 4);
-        if (st == VKASR_OK && tdt)
-            st = be_download(be, dur, kdur.addr, (uint64_t)n * 4);
+            st = be_download(be, ids, best.addr, (uint64_t)(tdt ? 2 * n : n) * 4);
         if (st != VKASR_OK)
             break;
+        const int32_t *tok = ids, *dur = ids + n;
         // walk the window until the next emission (which changes q) or its end
         bool emitted = false;
         while (t < t0 + n && t < T) {

@@ -97,11 +97,15 @@ struct op_argmax {
 /* y = res + alpha * act(x w^T + bias)
  *   x [M, K] F32;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
  *   res [M, N] F32 optional (may alias y);  y [M, N] F32.
- * With w in F16, x is rounded to F16 for the product (tensor-core path); accumulation is F32. */
+ * With w in F16, x is rounded to F16 for the product (tensor-core path); accumulation is F32.
+ * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
+ * matvec hint lifts that guarantee for a product of a few rows that no tiled computation repeats
+ * (the decoder's): a backend may then pick a kernel by M (a matrix-vector one), and its rounding. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
     int act;
     float alpha;
+    bool matvec;
 };
 
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */

@@ -59,12 +59,14 @@ static vkasr_status vkb_upload(struct backend *bb, uint64_t dst, const void *src
     if (!blk)
         return err_set(&bb->err, VKASR_ERR_INTERNAL, "upload to unknown device range 0x%llx+%llu",
                        (unsigned long long)dst, (unsigned long long)bytes);
-    /* Pending work may still read the destination: finish it first. */
-    TRY(vk_submit(b, true));
     if (blk->map) {
+        /* Pending work may still read the destination: finish it first. */
+        TRY(vk_submit(b, true));
         memcpy((char *)blk->map + (dst - blk->addr), src, bytes);
         return VKASR_OK;
     }
+    /* Staged: the copy is recorded after the pending work (vk_record_copy orders it with barriers) and
+     * goes in the same submission; the staging buffer is free, as every staged copy is waited for. */
     TRY(ensure_staging(b));
     for (uint64_t off = 0; off < bytes; off += VK_STAGING_BYTES) {
         uint64_t n = bytes - off < VK_STAGING_BYTES ? bytes - off : VK_STAGING_BYTES;
@@ -83,11 +85,12 @@ static vkasr_status vkb_download(struct backend *bb, void *dst, uint64_t src, ui
     if (!blk)
         return err_set(&bb->err, VKASR_ERR_INTERNAL, "download from unknown device range 0x%llx+%llu",
                        (unsigned long long)src, (unsigned long long)bytes);
-    TRY(vk_submit(b, true));
     if (blk->map) {
+        TRY(vk_submit(b, true));
         memcpy(dst, (const char *)blk->map + (src - blk->addr), bytes);
         return VKASR_OK;
     }
+    /* Staged: one submission runs the pending work and then the copy (one round trip, not two). */
     TRY(ensure_staging(b));
     for (uint64_t off = 0; off < bytes; off += VK_STAGING_BYTES) {
         uint64_t n = bytes - off < VK_STAGING_BYTES ? bytes - off : VK_STAGING_BYTES;

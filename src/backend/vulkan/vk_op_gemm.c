@@ -1,7 +1,8 @@
 /* vk_op_gemm.c — host side of the linear op: y = res + alpha * act(x w^T + bias). Picks a kernel and
  * a tile configuration from the device and the shape (tensor cores for f16 weights where the device
- * has NV cooperative matrices and 32-wide subgroups, the scalar GEMM otherwise) and records it.
- * The kernels are gemm.comp and gemm_coopmat.comp; see vk_gemm.h for the selection contract. */
+ * has NV cooperative matrices and 32-wide subgroups, the scalar GEMM otherwise, a matrix-vector
+ * kernel for products of at most 8 rows) and records it. The kernels are gemm.comp,
+ * gemm_coopmat.comp and gemv.comp; see vk_gemm.h for the selection contract. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +30,10 @@ _Static_assert(sizeof(struct pc_gemm) == 64, "mirror of gemm.comp / gemm_coopmat
 #define SCALAR(nm, wt, sp, w_, m_, n_, k_, tm_, tn_)                                                  \
     {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt, .spv = sp, .wg = w_, .bm = m_,  \
      .bn = n_, .bk = k_, .tm = tm_, .tn = tn_, .shared_bytes = SCALAR_SHARED(m_, n_, k_)}
+/* Tiles of 8 rows x wg/32 columns: 32 invocations per column, partial sums of 8 rows in shared memory. */
+#define GEMV(nm, wt, sp, w_)                                                                           \
+    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .wg = w_, .bm = 8,  \
+     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .shared_bytes = 4 * 8 * (w_)}
 /* wm x wn subgroups of fm x fn fragments (must match the variant's defines in shaders.cmake). */
 #define COOPMAT(nm, kd, sp, wm, wn, fm, fn, pad)                                                       \
     {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .wg = 32 * (wm) * (wn),     \
@@ -49,13 +54,13 @@ static const struct vk_gemm_cfg configs[] = {
     SCALAR("f32_128x128", BE_F32, SPV_gemm_f32, 256, 128, 128, 16, 8, 8),
     SCALAR("f32_64x64", BE_F32, SPV_gemm_f32, 256, 64, 64, 16, 4, 4),
     SCALAR("f32_32x64", BE_F32, SPV_gemm_f32, 256, 32, 64, 32, 2, 4),
-    SCALAR("f32_8x128", BE_F32, SPV_gemm_f32, 256, 8, 128, 32, 1, 4),
     SCALAR("f32_32x32", BE_F32, SPV_gemm_f32, 64, 32, 32, 16, 4, 4),
     SCALAR("f16_128x128", BE_F16, SPV_gemm_f16, 256, 128, 128, 16, 8, 8),
     SCALAR("f16_64x64", BE_F16, SPV_gemm_f16, 256, 64, 64, 16, 4, 4),
     SCALAR("f16_32x64", BE_F16, SPV_gemm_f16, 256, 32, 64, 32, 2, 4),
-    SCALAR("f16_8x128", BE_F16, SPV_gemm_f16, 256, 8, 128, 32, 1, 4),
     SCALAR("f16_32x32", BE_F16, SPV_gemm_f16, 64, 32, 32, 16, 4, 4),
+    GEMV("f32_gemv", BE_F32, SPV_gemv_f32, 256),
+    GEMV("f16_gemv", BE_F16, SPV_gemv_f16, 256),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     CM("cm128x128", VK_GEMM_COOPMAT, SPV_gemm_cm_l, CM_L, 1),
     CM("cm64x64", VK_GEMM_COOPMAT, SPV_gemm_cm_m, CM_M, 1),
@@ -84,7 +89,8 @@ const struct vk_gemm_cfg *vk_gemm_find(const char *name) {
 bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps) {
     if (c->wg > caps->max_wg_invocations || c->shared_bytes > caps->max_shared)
         return false;
-    if ((c->wtype == BE_F16 || c->kind != VK_GEMM_SCALAR) && !caps->f16)
+    const bool cm = c->kind == VK_GEMM_COOPMAT || c->kind == VK_GEMM_COOPMAT_EMU;
+    if ((c->wtype == BE_F16 || cm) && !caps->f16)
         return false;
     /* The real kernel maps one 32-invocation subgroup to each warp tile (gl_SubgroupID). */
     if (c->kind == VK_GEMM_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
@@ -98,11 +104,10 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
 
 /* Preference order of scalar configs for a shape: the first usable one wins. Small M gets tiles
  * that do not waste rows; large problems get 128x128 only when that still yields enough
- * workgroups to fill a GPU (a guess without the compute-unit count: 64). */
+ * workgroups to fill a GPU (a guess without the compute-unit count: 64). All scalar tiles add a
+ * product's terms in the same order, so the choice by M does not change any result. */
 static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
     int n = 0;
-    if (M <= 8)
-        order[n++] = "8x128";
     if (M <= 32)
         order[n++] = "32x64";
     if (M > 64 && N > 64 && tiles(M, N, 128, 128) >= 64)
@@ -114,16 +119,22 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
 }
 
 const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
-                                         be_dtype wtype) {
+                                         be_dtype wtype, bool matvec) {
     (void)K; /* no K-dependent choice yet (a split-K variant would need one) */
     if (wtype != BE_F32 && wtype != BE_F16)
         return NULL;
+    /* A matrix-vector product (hinted, at most 8 rows): gemv.comp, parallel over columns and K, at the
+     * speed of reading w; the tiled kernels leave most of a GPU idle there (N / 64 workgroups). */
+    if (matvec && M <= 8) {
+        const struct vk_gemm_cfg *c = vk_gemm_find(wtype == BE_F16 ? "f16_gemv" : "f32_gemv");
+        if (c && vk_gemm_cfg_usable(c, caps))
+            return c;
+    }
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-    /* Tensor cores whenever a product has more than a few rows: below that the op is a weight-bound
-     * matrix-vector product and the 8-row scalar tile reads the weights just as often. 64x64 tiles at
+    /* Tensor cores for f16 weights at any M (a row's rounding must not depend on M). 64x64 tiles at
      * every size: on an H100 they beat 128x128 even on 7500x4096x1024 (79 vs 65 TFLOP/s,
      * docs/gpu-results.md), and small products need their extra workgroups anyway. */
-    if (wtype == BE_F16 && M > 8 && N >= 16) {
+    if (wtype == BE_F16 && N >= 16) {
         const char *cm = "cm64x64";
         const struct vk_gemm_cfg *c = vk_gemm_find(cm);
         if (c && vk_gemm_cfg_usable(c, caps))
@@ -198,7 +209,7 @@ vkasr_status vk_op_linear(struct vk_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (M == 0 || N == 0)
         return VKASR_OK;
-    const struct vk_gemm_cfg *cfg = vk_gemm_choose(&b->d->caps, M, N, K, a->w.type);
+    const struct vk_gemm_cfg *cfg = vk_gemm_choose(&b->d->caps, M, N, K, a->w.type, a->matvec);
     if (!cfg)
         return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
                        "linear: no GEMM kernel for %s weights on this device%s", a->w.type == BE_F16 ? "f16" : "f32",
