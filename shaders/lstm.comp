@@ -2,14 +2,17 @@
 // lstm.comp — one LSTM step (PyTorch gate order i, f, g, o) in one launch:
 //   G[q*P + j] = b[q*P + j] + w_ih[q*P + j, :] . x + w_hh[q*P + j, :] . h      (q = 0..3)
 //   c_out[j] = sigmoid(G_f) * c[j] + sigmoid(G_i) * tanh(G_g);  h_out[j] = sigmoid(G_o) * tanh(c_out[j])
-// A workgroup owns hidden unit j (grid-stride over j): its threads stride over In and P for the four
-// gate rows at once (loads contiguous across the workgroup), a shared-memory tree sums the partials,
-// and thread 0 applies the cell update. h_out / c_out are only written, never read; c_out may alias c
-// (unit j reads c[j] before writing c_out[j], and no other workgroup touches index j).
-// No subgroup operations: the reduction works for any subgroup and workgroup size.
+// A group of 32 consecutive invocations owns hidden unit j; a workgroup holds WG / 32 groups and
+// loops grid-stride over blocks of WG / 32 units. The group's lanes stride over In and P for the four
+// gate rows at once (each row is contiguous, so a group's loads are too), their partial sums go
+// through shared memory, and lane 0 adds them in lane order and applies the cell update: two
+// barriers per block of units (a tree over the whole workgroup per unit took nine, which cost
+// lavapipe ~9 ms per step at P = 256). h_out / c_out are only written, never read; c_out may alias
+// c (unit j reads c[j] before writing c_out[j], and no other invocation touches index j).
+// No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
-// push: see PC. spec 0: workgroup size.
+// push: see PC. spec 0: workgroup size, a multiple of 32.
 #include "core.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
@@ -17,46 +20,45 @@ layout(push_constant) uniform PC {
     int64_t in_dim, p;
 } pc;
 
-shared vec4 red[gl_WorkGroupSize.x];
+#define LANES 32u
+shared vec4 part[gl_WorkGroupSize.x];
 
 void main() {
-    const uint lid = gl_LocalInvocationID.x, wg = gl_WorkGroupSize.x;
+    const uint tid = gl_LocalInvocationID.x, lane = tid % LANES, grp = tid / LANES;
+    const uint NG = gl_WorkGroupSize.x / LANES;
+    const uint in_dim = uint(pc.in_dim), p = uint(pc.p);
     const uint64_t P = uint64_t(pc.p), IN = uint64_t(pc.in_dim);
-    // Largest power of two below wg: first stride of a tree that also handles non-power-of-two sizes.
-    const uint first = wg > 1u ? 1u << findMSB(wg - 1u) : 0u;
-    for (uint64_t j = gl_WorkGroupID.x; j < P; j += gl_NumWorkGroups.x) {
+    for (uint jb = gl_WorkGroupID.x * NG; jb < p; jb += gl_NumWorkGroups.x * NG) {
+        const uint j = jb + grp;
         vec4 acc = vec4(0.0);
-        const uint64_t ri = j * IN, rh = j * P; // row j of each gate block; gate q adds q*P rows
-        for (uint k = lid; k < uint(pc.in_dim); k += wg) {
-            const float xv = LOADF(pc.x, k);
-            acc.x += LOADF(pc.w_ih, ri + k) * xv;
-            acc.y += LOADF(pc.w_ih, ri + P * IN + k) * xv;
-            acc.z += LOADF(pc.w_ih, ri + 2ul * P * IN + k) * xv;
-            acc.w += LOADF(pc.w_ih, ri + 3ul * P * IN + k) * xv;
+        if (j < p) {
+            const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
+            for (uint k = lane; k < in_dim; k += LANES) {
+                const float xv = LOADF(pc.x, k);
+                acc.x += LOADF(pc.w_ih, ri + k) * xv;
+                acc.y += LOADF(pc.w_ih, ri + P * IN + k) * xv;
+                acc.z += LOADF(pc.w_ih, ri + 2ul * P * IN + k) * xv;
+                acc.w += LOADF(pc.w_ih, ri + 3ul * P * IN + k) * xv;
+            }
+            for (uint k = lane; k < p; k += LANES) {
+                const float hv = LOADF(pc.h, k);
+                acc.x += LOADF(pc.w_hh, rh + k) * hv;
+                acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
+                acc.z += LOADF(pc.w_hh, rh + 2ul * P * P + k) * hv;
+                acc.w += LOADF(pc.w_hh, rh + 3ul * P * P + k) * hv;
+            }
         }
-        for (uint k = lid; k < uint(pc.p); k += wg) {
-            const float hv = LOADF(pc.h, k);
-            acc.x += LOADF(pc.w_hh, rh + k) * hv;
-            acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
-            acc.z += LOADF(pc.w_hh, rh + 2ul * P * P + k) * hv;
-            acc.w += LOADF(pc.w_hh, rh + 3ul * P * P + k) * hv;
-        }
-        red[lid] = acc;
+        part[tid] = acc;
         barrier();
-        for (uint s = first; s > 0u; s >>= 1) {
-            if (lid < s && lid + s < wg)
-                red[lid] += red[lid + s];
-            barrier();
-        }
-        if (lid == 0u) {
-            const vec4 g = red[0] + vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
-                                         LOADF(pc.b, 3ul * P + j));
+        if (lane == 0u && j < p) {
+            vec4 g = vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j), LOADF(pc.b, 3ul * P + j));
+            for (uint l = 0; l < LANES; l++)
+                g += part[tid + l];
             const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
             const float cn = fg * LOADF(pc.c, j) + ig * gg;
             STOREF(pc.c_out, j, cn);
             STOREF(pc.h_out, j, og * tanh_f(cn));
         }
-        // red[0] is read above; no thread may overwrite red before that read of the next j.
-        barrier();
+        barrier(); // the next block overwrites the partial sums
     }
 }

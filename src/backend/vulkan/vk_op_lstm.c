@@ -1,5 +1,6 @@
-/* vk_op_lstm.c — host side of the LSTM step (lstm.comp): one launch per step, one workgroup per hidden
- * unit (grid-stride), computing its four gate rows and the cell update. Argument rules live in ops.c. */
+/* vk_op_lstm.c — host side of the LSTM step (lstm.comp): one launch per step, 32 invocations per hidden
+ * unit (grid-stride over blocks of units), computing its four gate rows and the cell update. Argument
+ * rules live in ops.c. */
 #include "vk_internal.h"
 
 struct pc_lstm {
@@ -20,9 +21,9 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
         .b = a->b.addr, .h_out = a->h_out.addr, .c_out = a->c_out.addr,
         .in_dim = a->x.ne[0], .p = P,
     };
-    /* The dot products are In + P long (1280 in Parakeet): the device's default 1-D size (256) gives
-     * each thread a handful of terms per gate before the tree reduction. */
-    uint32_t wg = vk_wg_size(b->d);
+    /* 32 invocations per hidden unit, 8 units per workgroup (4 on a device limited to the Vulkan
+     * minimum of 128 invocations). */
+    uint32_t wg = b->d->caps.max_wg_invocations >= 256 ? 256 : 128;
     struct vk_range rd[6] = {vk_tensor_range(&a->x),    vk_tensor_range(&a->h),    vk_tensor_range(&a->c),
                              vk_tensor_range(&a->w_ih), vk_tensor_range(&a->w_hh), vk_tensor_range(&a->b)};
     struct vk_range wr[2] = {vk_tensor_range(&a->h_out), vk_tensor_range(&a->c_out)};
@@ -33,7 +34,7 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
                             .nspec = 1,
                             .pc = &pc,
                             .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)P, 1), 1, 1},
+                            .groups = {vk_groups_x(b->d, (uint64_t)P, wg / 32), 1, 1},
                             .reads = rd,
                             .nreads = 6,
                             .writes = wr,
