@@ -28,6 +28,8 @@ vkasr_shader(stft stft.comp)
 # must match the COOPMAT() rows in src/backend/vulkan/vk_op_gemm.c.
 vkasr_shader(gemm_f32 gemm.comp)
 vkasr_shader(gemm_f16 gemm.comp DEFINES W_F16)
+vkasr_shader(gemm_direct_f32 gemm_direct.comp)
+vkasr_shader(gemm_direct_f16 gemm_direct.comp DEFINES W_F16)
 vkasr_shader(gemv_f32 gemv.comp)
 vkasr_shader(gemv_f16 gemv.comp DEFINES W_F16)
 vkasr_shader(gemm_cm_l gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 REQUIRES NV_COOPMAT)

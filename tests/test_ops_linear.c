@@ -192,6 +192,50 @@ static void row_invariance(struct th *h, be_dtype wt) {
     free(part);
 }
 
+/* gemm_direct.comp and the scalar tiles compute each output as the same FMA chain: bit-identical
+ * results (so a CPU driver may use one and a GPU the other, and the choice never changes a row).
+ * Shapes with and without vector loads, with a partial last tile. */
+static void direct_matches_scalar(struct th *h, be_dtype wt) {
+    const char *names[2][3] = {{"f32_direct", "f32_64x64", "f32_32x32"}, {"f16_direct", "f16_64x64", "f16_32x32"}};
+    const int64_t shapes[][3] = {{70, 130, 64}, {33, 17, 77}, {5, 300, 200}};
+    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_VK])->caps;
+    for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
+        const int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
+        th_case(h, "linear direct vs scalar M=%lld N=%lld K=%lld w=%s", (long long)M, (long long)N, (long long)K,
+                wt == BE_F16 ? "f16" : "f32");
+        struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+        struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+        struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+        struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+        float *out[3] = {malloc((size_t)(M * N) * sizeof(float)), malloc((size_t)(M * N) * sizeof(float)),
+                         malloc((size_t)(M * N) * sizeof(float))};
+        if (!out[0] || !out[1] || !out[2])
+            exit(1);
+        int ran = 0;
+        for (int k = 0; k < 3; k++) {
+            const struct vk_gemm_cfg *cfg = vk_gemm_find(names[wt == BE_F16][k]);
+            if (!cfg || !vk_gemm_cfg_usable(cfg, caps))
+                continue;
+            struct op_linear a = {.x = TH_T(x, TH_VK), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK), .y = TH_T(y, TH_VK),
+                                  .act = ACT_TANH, .alpha = 1.0f};
+            h->checks++;
+            if (vk_gemm_record((struct vk_backend *)h->be[TH_VK], &a, cfg) ||
+                be_download(h->be[TH_VK], out[ran], a.y.addr, (uint64_t)(M * N) * sizeof(float))) {
+                printf("FAIL [%s]: %s: %s\n", h->name, cfg->name, h->be[TH_VK]->err.msg);
+                h->failures++;
+                continue;
+            }
+            if (ran > 0 && memcmp(out[0], out[ran], (size_t)(M * N) * sizeof(float)) != 0) {
+                printf("FAIL [%s]: %s differs from %s\n", h->name, cfg->name, names[wt == BE_F16][0]);
+                h->failures++;
+            }
+            ran++;
+        }
+        for (int k = 0; k < 3; k++)
+            free(out[k]);
+    }
+}
+
 /* ---- kernel selection on synthetic devices ------------------------------------------------------- */
 
 static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
@@ -207,20 +251,27 @@ static void expect_choice(struct th *h, const char *dev, const struct vk_caps *c
 }
 
 static void selection_tests(struct th *h) {
-    const struct vk_caps lvp = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
-    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, true, "f16_gemv");
-    expect_choice(h, "lavapipe", &lvp, 8, 1030, 320, BE_F32, true, "f32_gemv");
-    expect_choice(h, "lavapipe", &lvp, 9, 1030, 320, BE_F32, true, "f32_32x64");
-    expect_choice(h, "lavapipe", &lvp, 1, 4096, 1024, BE_F16, false, "f16_32x64");
-    expect_choice(h, "lavapipe", &lvp, 20, 640, 640, BE_F32, false, "f32_32x64");
-    expect_choice(h, "lavapipe", &lvp, 37, 1024, 4096, BE_F32, false, "f32_64x64");
-    struct vk_caps nof16 = lvp;
+    /* a GPU without tensor cores (subgroups of 8, 32 KiB of shared memory) */
+    const struct vk_caps gpu = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
+    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
+    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
+    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, true, "f16_gemv");
+    expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv");
+    expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_32x64");
+    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64");
+    expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64");
+    expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64");
+    struct vk_caps lvp = gpu; /* a CPU driver: the barrier-free kernel for everything */
+    lvp.cpu = true;
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_direct");
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_direct");
+    expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct");
+    expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, true, "f32_direct");
+    struct vk_caps nof16 = gpu;
     nof16.f16 = false;
     expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)");
     expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, false, "f32_64x64");
-    struct vk_caps small = lvp;
+    struct vk_caps small = gpu;
     small.max_wg_invocations = 128; /* the Vulkan minimum */
     small.max_shared = 16384;
     expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, false, "f32_32x32");
@@ -252,8 +303,11 @@ int main(void) {
     bool tiny = mg && *mg;
     selection_tests(&h);
     row_invariance(&h, BE_F32);
-    if (f16)
+    direct_matches_scalar(&h, BE_F32);
+    if (f16) {
         row_invariance(&h, BE_F16);
+        direct_matches_scalar(&h, BE_F16);
+    }
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
     const struct lin_case auto_cases[] = {

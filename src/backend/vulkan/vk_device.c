@@ -577,6 +577,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->max_alloc = p.pm3.maxMemoryAllocationSize ? p.pm3.maxMemoryAllocationSize : (1ull << 30);
     c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
     c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
+    c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     c->f16 = want_f16 && info->shader_float16 && !env_flag("VKASR_DISABLE_F16");
     c->coopmat_nv = c->f16 && info->cooperative_matrix_nv && !env_flag("VKASR_DISABLE_COOPMAT");
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS

@@ -12,7 +12,8 @@ enum vk_gemm_kernel {
     VK_GEMM_SCALAR = 0,      /* gemm.comp: shared-memory tiles, f32 FMA, any device            */
     VK_GEMM_COOPMAT = 1,     /* gemm_coopmat.comp: NV cooperative matrices, subgroup size 32   */
     VK_GEMM_COOPMAT_EMU = 2, /* gemm_coopmat.comp with emulated fragments: tests only          */
-    VK_GEMM_GEMV = 3         /* gemv.comp: 32 invocations per output column, few rows, any device */
+    VK_GEMM_GEMV = 3,        /* gemv.comp: 32 invocations per output column, few rows, any device */
+    VK_GEMM_DIRECT = 4       /* gemm_direct.comp: no shared memory, for CPU drivers (lavapipe)  */
 };
 
 struct vk_gemm_cfg {

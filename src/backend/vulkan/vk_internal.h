@@ -40,6 +40,7 @@ struct vk_caps {
     float timestamp_period;          /* ns per tick; 0 if timestamps unusable                   */
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
+    bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
 };
 
 struct vk_block {

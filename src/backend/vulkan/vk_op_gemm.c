@@ -30,6 +30,10 @@ _Static_assert(sizeof(struct pc_gemm) == 64, "mirror of gemm.comp / gemm_coopmat
 #define SCALAR(nm, wt, sp, w_, m_, n_, k_, tm_, tn_)                                                  \
     {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt, .spv = sp, .wg = w_, .bm = m_,  \
      .bn = n_, .bk = k_, .tm = tm_, .tn = tn_, .shared_bytes = SCALAR_SHARED(m_, n_, k_)}
+/* Tiles of tm rows x wg*tn columns, no shared memory (CPU drivers). */
+#define DIRECT(nm, wt, sp, w_, tm_, tn_)                                                               \
+    {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt, .spv = sp, .wg = w_, .bm = tm_,   \
+     .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .shared_bytes = 0}
 /* Tiles of 8 rows x wg/32 columns: 32 invocations per column, partial sums of 8 rows in shared memory. */
 #define GEMV(nm, wt, sp, w_)                                                                           \
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .wg = w_, .bm = 8,  \
@@ -59,6 +63,8 @@ static const struct vk_gemm_cfg configs[] = {
     SCALAR("f16_64x64", BE_F16, SPV_gemm_f16, 256, 64, 64, 16, 4, 4),
     SCALAR("f16_32x64", BE_F16, SPV_gemm_f16, 256, 32, 64, 32, 2, 4),
     SCALAR("f16_32x32", BE_F16, SPV_gemm_f16, 64, 32, 32, 16, 4, 4),
+    DIRECT("f32_direct", BE_F32, SPV_gemm_direct_f32, 64, 4, 4),
+    DIRECT("f16_direct", BE_F16, SPV_gemm_direct_f16, 64, 4, 4),
     GEMV("f32_gemv", BE_F32, SPV_gemv_f32, 256),
     GEMV("f16_gemv", BE_F16, SPV_gemv_f16, 256),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -123,6 +129,14 @@ const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, 
     (void)K; /* no K-dependent choice yet (a split-K variant would need one) */
     if (wtype != BE_F32 && wtype != BE_F16)
         return NULL;
+    /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 2.6x the scalar
+     * tiles on an encoder product, 9-14x gemv.comp on the decoder's). Its FMA chains are those of
+     * the scalar tiles, so a row still does not depend on M. */
+    if (caps->cpu) {
+        const struct vk_gemm_cfg *c = vk_gemm_find(wtype == BE_F16 ? "f16_direct" : "f32_direct");
+        if (c && vk_gemm_cfg_usable(c, caps))
+            return c;
+    }
     /* A matrix-vector product (hinted, at most 8 rows): gemv.comp, parallel over columns and K, at the
      * speed of reading w; the tiled kernels leave most of a GPU idle there (N / 64 workgroups). */
     if (matvec && M <= 8) {
@@ -194,7 +208,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
                             .name = cfg->prof,
                             .spv = cfg->spv,
                             .spec = spec,
-                            .nspec = cfg->kind == VK_GEMM_SCALAR ? 6 : 1,
+                            .nspec = cfg->kind == VK_GEMM_SCALAR || cfg->kind == VK_GEMM_DIRECT ? 6 : 1,
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_x(b->d, tiles(M, N, cfg->bm, cfg->bn), 1), 1, 1},

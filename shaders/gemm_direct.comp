@@ -1,0 +1,115 @@
+#version 460
+// gemm_direct.comp — the linear op without shared memory or barriers, for CPU Vulkan drivers
+// (lavapipe): y = res + alpha * act(x w^T + bias), x [M,K] f32, w [N,K] f32 (or f16 with -DW_F16,
+// which rounds x to f16 as the op defines). llvmpipe runs a workgroup's invocations as SIMD lanes and
+// switches between them at every barrier, so the shared-memory tiles of gemm.comp cost it more than
+// they save; here each invocation computes TM x TN outputs straight from global memory (the CPU's
+// caches do the tiling). Each output is one f32 FMA chain over k = 0 .. K-1, exactly as in gemm.comp,
+// so the two kernels give bit-identical results and may be mixed freely.
+//
+// spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation; a workgroup covers WG*TN columns of
+// TM rows, looping grid-stride over those tiles).
+// push: as gemm.comp; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
+#ifdef W_F16
+#define HAS_F16
+#endif
+#include "core.glsl"
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+
+layout(push_constant) uniform PC {
+    uint64_t x, w, bias, res, y;
+    uint M, N, K;
+    uint act;
+    float alpha;
+    uint flags;
+} pc;
+
+#define FLAG_VEC 1u
+
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U2Ref { uvec2 v; };
+
+#ifdef W_F16
+float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
+float load_w(uint64_t i) { return LOADH(pc.w, i); }
+vec4 load_x4(uint64_t i) { return vec4(f16vec4(V4Ref(pc.x + i * 4ul).v)); }
+vec4 load_w4(uint64_t i) {
+    const uvec2 u = U2Ref(pc.w + i * 2ul).v;
+    return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+}
+#else
+float load_x(uint64_t i) { return LOADF(pc.x, i); }
+float load_w(uint64_t i) { return LOADF(pc.w, i); }
+vec4 load_x4(uint64_t i) { return V4Ref(pc.x + i * 4ul).v; }
+vec4 load_w4(uint64_t i) { return V4Ref(pc.w + i * 4ul).v; }
+#endif
+
+void main() {
+    const uint WG = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
+    const uint M = pc.M, N = pc.N, K = pc.K;
+    const uint BN = WG * TN;
+    const uint tiles_n = (N + BN - 1u) / BN;
+    const uint ntiles = ((M + TM - 1u) / TM) * tiles_n;
+    for (uint tile = gl_WorkGroupID.x; tile < ntiles; tile += gl_NumWorkGroups.x) {
+        const uint m0 = (tile / tiles_n) * TM, n0 = (tile % tiles_n) * BN + tid * TN;
+        float acc[16];
+        [[unroll]] for (uint i = 0; i < 16u; i++)
+            acc[i] = 0.0;
+        // rows / columns past the matrix read row M-1 / N-1 (no branch in the loop) and are not stored
+        uint64_t xr[4], wr[4];
+        [[unroll]] for (uint i = 0; i < 4u; i++) {
+            xr[i] = uint64_t(min(m0 + i, M - 1u)) * K;
+            wr[i] = uint64_t(min(n0 + i, N - 1u)) * K;
+        }
+        uint k = 0;
+        if ((pc.flags & FLAG_VEC) != 0u) { // K % 8 == 0, x and w 16-byte aligned: 4 k per load
+            for (; k < K; k += 4u) {
+                vec4 a[4], b[4];
+                [[unroll]] for (uint i = 0; i < 4u; i++) {
+                    a[i] = i < TM ? load_x4(xr[i] + k) : vec4(0.0);
+                    b[i] = i < TN ? load_w4(wr[i] + k) : vec4(0.0);
+                }
+                [[unroll]] for (uint i = 0; i < 4u; i++)
+                    [[unroll]] for (uint j = 0; j < 4u; j++)
+                        if (i < TM && j < TN) {
+                            float s = acc[i * 4u + j]; // the same FMA chain as one k at a time
+                            s = fma(a[i].x, b[j].x, s);
+                            s = fma(a[i].y, b[j].y, s);
+                            s = fma(a[i].z, b[j].z, s);
+                            acc[i * 4u + j] = fma(a[i].w, b[j].w, s);
+                        }
+            }
+        }
+        for (; k < K; k++) {
+            float a[4], b[4];
+            [[unroll]] for (uint i = 0; i < 4u; i++) {
+                a[i] = i < TM ? load_x(xr[i] + k) : 0.0;
+                b[i] = i < TN ? load_w(wr[i] + k) : 0.0;
+            }
+            [[unroll]] for (uint i = 0; i < 4u; i++)
+                [[unroll]] for (uint j = 0; j < 4u; j++)
+                    if (i < TM && j < TN)
+                        acc[i * 4u + j] = fma(a[i], b[j], acc[i * 4u + j]);
+        }
+        // Epilogue, in the reference's order: (sum + bias) -> act -> * alpha -> + res.
+        [[unroll]] for (uint i = 0; i < 4u; i++) {
+            const uint gm = m0 + i;
+            [[unroll]] for (uint j = 0; j < 4u; j++) {
+                const uint gn = n0 + j;
+                if (i < TM && j < TN && gm < M && gn < N) {
+                    float v = acc[i * 4u + j];
+                    if (pc.bias != 0ul)
+                        v += LOADF(pc.bias, gn);
+                    v = pc.alpha * act_apply(v, pc.act);
+                    const uint64_t o = uint64_t(gm) * N + gn;
+                    if (pc.res != 0ul)
+                        v += LOADF(pc.res, o);
+                    STOREF(pc.y, o, v);
+                }
+            }
+        }
+    }
+}
