@@ -348,21 +348,31 @@ int main(void) {
     /* x must be rounded to f16 with f16 weights: 1 + 2^-12 rounds to 1, so 64 such products sum to
      * exactly 64 (64.015625 without the rounding). */
     if (f16) {
-        th_case(&h, "linear f16 rounds x");
         float xv[64];
         uint16_t wv[64];
         for (int i = 0; i < 64; i++) {
             xv[i] = 1.0f + 1.0f / 4096.0f;
             wv[i] = float_to_half(1.0f);
         }
-        struct th_tensor *x = th_input_data(&h, BE_F32, 2, TH_SHAPE(1, 64), xv);
-        struct th_tensor *w = th_input_data(&h, BE_F16, 2, TH_SHAPE(1, 64), wv);
-        struct th_tensor *y = th_output(&h, BE_F32, 2, TH_SHAPE(1, 1));
-        struct op_linear a[2];
-        for (int s = 0; s < 2; s++)
-            a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f};
-        if (th_run(&h, OP_linear, &a[0], &a[1]))
-            th_check(&h, y, 0.0);
+        /* the automatic choice, then every f16 configuration (vector and scalar loads: K = 64, 63) */
+        size_t ncfg;
+        const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
+        const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+        for (int K = 64; K >= 63; K--)
+            for (size_t i = 0; i <= ncfg; i++) {
+                const struct vk_gemm_cfg *cfg = i < ncfg ? &cfgs[i] : NULL;
+                if (cfg && (cfg->wtype != BE_F16 || !vk_gemm_cfg_usable(cfg, caps)))
+                    continue;
+                th_case(&h, "linear f16 rounds x, K=%d, %s", K, cfg ? cfg->name : "auto");
+                struct th_tensor *x = th_input_data(&h, BE_F32, 2, TH_SHAPE(1, K), xv);
+                struct th_tensor *w = th_input_data(&h, BE_F16, 2, TH_SHAPE(1, K), wv);
+                struct th_tensor *y = th_output(&h, BE_F32, 2, TH_SHAPE(1, 1));
+                struct op_linear a[2];
+                for (int s = 0; s < 2; s++)
+                    a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f};
+                if (th_run_forced(&h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, cfg))
+                    th_check(&h, y, 0.0);
+            }
     }
 
     /* Every configuration this device can run, forced onto edge shapes around its tile. */
