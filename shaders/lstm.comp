@@ -2,17 +2,18 @@
 // lstm.comp — one LSTM step (PyTorch gate order i, f, g, o) in one launch:
 //   G[q*P + j] = b[q*P + j] + w_ih[q*P + j, :] . x + w_hh[q*P + j, :] . h      (q = 0..3)
 //   c_out[j] = sigmoid(G_f) * c[j] + sigmoid(G_i) * tanh(G_g);  h_out[j] = sigmoid(G_o) * tanh(c_out[j])
-// A group of 32 consecutive invocations owns hidden unit j; a workgroup holds WG / 32 groups and
-// loops grid-stride over blocks of WG / 32 units. The group's lanes stride over In and P for the four
-// gate rows at once (each row is contiguous, so a group's loads are too), their partial sums go
-// through shared memory, and lane 0 adds them in lane order and applies the cell update: two
-// barriers per block of units (a tree over the whole workgroup per unit took nine, which cost
-// lavapipe ~9 ms per step at P = 256). h_out / c_out are only written, never read; c_out may alias
+// A group of LPU consecutive invocations ("lanes") owns hidden unit j; a workgroup holds WG / LPU
+// groups and loops grid-stride over blocks of WG / LPU units. The group's lanes stride over In and P
+// for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
+// shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: the
+// whole workgroup on a GPU (many loads in flight per unit), 32 lanes on a CPU driver, where every
+// barrier makes llvmpipe switch between invocations (one unit per 256-wide workgroup cost lavapipe
+// ~9 ms per step at P = 256, eight units 2.5 ms). h_out / c_out are only written, never read; c_out may alias
 // c (unit j reads c[j] before writing c_out[j], and no other invocation touches index j).
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
-// push: see PC. spec 0: workgroup size, a multiple of 32.
+// push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it.
 #include "core.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
@@ -20,12 +21,12 @@ layout(push_constant) uniform PC {
     int64_t in_dim, p;
 } pc;
 
-#define LANES 32u
+layout(constant_id = 1) const uint LPU = 32;
 shared vec4 part[gl_WorkGroupSize.x];
 
 void main() {
-    const uint tid = gl_LocalInvocationID.x, lane = tid % LANES, grp = tid / LANES;
-    const uint NG = gl_WorkGroupSize.x / LANES;
+    const uint tid = gl_LocalInvocationID.x, lane = tid % LPU, grp = tid / LPU;
+    const uint NG = gl_WorkGroupSize.x / LPU;
     const uint in_dim = uint(pc.in_dim), p = uint(pc.p);
     const uint64_t P = uint64_t(pc.p), IN = uint64_t(pc.in_dim);
     for (uint jb = gl_WorkGroupID.x * NG; jb < p; jb += gl_NumWorkGroups.x * NG) {
@@ -33,14 +34,14 @@ void main() {
         vec4 acc = vec4(0.0);
         if (j < p) {
             const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
-            for (uint k = lane; k < in_dim; k += LANES) {
+            for (uint k = lane; k < in_dim; k += LPU) {
                 const float xv = LOADF(pc.x, k);
                 acc.x += LOADF(pc.w_ih, ri + k) * xv;
                 acc.y += LOADF(pc.w_ih, ri + P * IN + k) * xv;
                 acc.z += LOADF(pc.w_ih, ri + 2ul * P * IN + k) * xv;
                 acc.w += LOADF(pc.w_ih, ri + 3ul * P * IN + k) * xv;
             }
-            for (uint k = lane; k < p; k += LANES) {
+            for (uint k = lane; k < p; k += LPU) {
                 const float hv = LOADF(pc.h, k);
                 acc.x += LOADF(pc.w_hh, rh + k) * hv;
                 acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
@@ -50,10 +51,14 @@ void main() {
         }
         part[tid] = acc;
         barrier();
+        for (uint s = LPU / 2u; s > 0u; s >>= 1) {
+            if (lane < s)
+                part[tid] += part[tid + s];
+            barrier();
+        }
         if (lane == 0u && j < p) {
-            vec4 g = vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j), LOADF(pc.b, 3ul * P + j));
-            for (uint l = 0; l < LANES; l++)
-                g += part[tid + l];
+            const vec4 g = part[tid] + vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
+                                            LOADF(pc.b, 3ul * P + j));
             const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
             const float cn = fg * LOADF(pc.c, j) + ig * gg;
             STOREF(pc.c_out, j, cn);
