@@ -7,8 +7,8 @@
 // caches do the tiling). Each output is one f32 FMA chain over k = 0 .. K-1, exactly as in gemm.comp,
 // so the two kernels give bit-identical results and may be mixed freely.
 //
-// spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation; a workgroup covers WG*TN columns of
-// TM rows, looping grid-stride over those tiles).
+// spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation, at most 8 each; a workgroup covers
+// WG*TN columns of TM rows, looping grid-stride over those tiles).
 // push: as gemm.comp; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
 #ifdef W_F16
 #define HAS_F16
@@ -59,52 +59,52 @@ void main() {
     const uint ntiles = ((M + TM - 1u) / TM) * tiles_n;
     for (uint tile = gl_WorkGroupID.x; tile < ntiles; tile += gl_NumWorkGroups.x) {
         const uint m0 = (tile / tiles_n) * TM, n0 = (tile % tiles_n) * BN + tid * TN;
-        float acc[16];
-        [[unroll]] for (uint i = 0; i < 16u; i++)
+        float acc[64];
+        [[unroll]] for (uint i = 0; i < 64u; i++)
             acc[i] = 0.0;
         // rows / columns past the matrix read row M-1 / N-1 (no branch in the loop) and are not stored
-        uint64_t xr[4], wr[4];
-        [[unroll]] for (uint i = 0; i < 4u; i++) {
+        uint64_t xr[8], wr[8];
+        [[unroll]] for (uint i = 0; i < 8u; i++) {
             xr[i] = uint64_t(min(m0 + i, M - 1u)) * K;
             wr[i] = uint64_t(min(n0 + i, N - 1u)) * K;
         }
         uint k = 0;
         if ((pc.flags & FLAG_VEC) != 0u) { // K % 8 == 0, x and w 16-byte aligned: 4 k per load
             for (; k < K; k += 4u) {
-                vec4 a[4], b[4];
-                [[unroll]] for (uint i = 0; i < 4u; i++) {
+                vec4 a[8], b[8];
+                [[unroll]] for (uint i = 0; i < 8u; i++) {
                     a[i] = i < TM ? load_x4(xr[i] + k) : vec4(0.0);
                     b[i] = i < TN ? load_w4(wr[i] + k) : vec4(0.0);
                 }
-                [[unroll]] for (uint i = 0; i < 4u; i++)
-                    [[unroll]] for (uint j = 0; j < 4u; j++)
+                [[unroll]] for (uint i = 0; i < 8u; i++)
+                    [[unroll]] for (uint j = 0; j < 8u; j++)
                         if (i < TM && j < TN) {
-                            float s = acc[i * 4u + j]; // the same FMA chain as one k at a time
+                            float s = acc[i * 8u + j]; // the same FMA chain as one k at a time
                             s = fma(a[i].x, b[j].x, s);
                             s = fma(a[i].y, b[j].y, s);
                             s = fma(a[i].z, b[j].z, s);
-                            acc[i * 4u + j] = fma(a[i].w, b[j].w, s);
+                            acc[i * 8u + j] = fma(a[i].w, b[j].w, s);
                         }
             }
         }
         for (; k < K; k++) {
-            float a[4], b[4];
-            [[unroll]] for (uint i = 0; i < 4u; i++) {
+            float a[8], b[8];
+            [[unroll]] for (uint i = 0; i < 8u; i++) {
                 a[i] = i < TM ? load_x(xr[i] + k) : 0.0;
                 b[i] = i < TN ? load_w(wr[i] + k) : 0.0;
             }
-            [[unroll]] for (uint i = 0; i < 4u; i++)
-                [[unroll]] for (uint j = 0; j < 4u; j++)
+            [[unroll]] for (uint i = 0; i < 8u; i++)
+                [[unroll]] for (uint j = 0; j < 8u; j++)
                     if (i < TM && j < TN)
-                        acc[i * 4u + j] = fma(a[i], b[j], acc[i * 4u + j]);
+                        acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
         }
         // Epilogue, in the reference's order: (sum + bias) -> act -> * alpha -> + res.
-        [[unroll]] for (uint i = 0; i < 4u; i++) {
+        [[unroll]] for (uint i = 0; i < 8u; i++) {
             const uint gm = m0 + i;
-            [[unroll]] for (uint j = 0; j < 4u; j++) {
+            [[unroll]] for (uint j = 0; j < 8u; j++) {
                 const uint gn = n0 + j;
                 if (i < TM && j < TN && gm < M && gn < N) {
-                    float v = acc[i * 4u + j];
+                    float v = acc[i * 8u + j];
                     if (pc.bias != 0ul)
                         v += LOADF(pc.bias, gn);
                     v = pc.alpha * act_apply(v, pc.act);

@@ -196,7 +196,8 @@ static void row_invariance(struct th *h, be_dtype wt) {
  * results (so a CPU driver may use one and a GPU the other, and the choice never changes a row).
  * Shapes with and without vector loads, with a partial last tile. */
 static void direct_matches_scalar(struct th *h, be_dtype wt) {
-    const char *names[2][3] = {{"f32_direct", "f32_64x64", "f32_32x32"}, {"f16_direct", "f16_64x64", "f16_32x32"}};
+    const char *names[2][4] = {{"f32_direct", "f32_direct_mv", "f32_64x64", "f32_32x32"},
+                               {"f16_direct", "f16_direct_mv", "f16_64x64", "f16_32x32"}};
     const int64_t shapes[][3] = {{70, 130, 64}, {33, 17, 77}, {5, 300, 200}};
     const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_VK])->caps;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
@@ -207,12 +208,12 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
         struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
         struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
         struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
-        float *out[3] = {malloc((size_t)(M * N) * sizeof(float)), malloc((size_t)(M * N) * sizeof(float)),
-                         malloc((size_t)(M * N) * sizeof(float))};
-        if (!out[0] || !out[1] || !out[2])
-            exit(1);
+        float *out[4];
+        for (int k = 0; k < 4; k++)
+            if (!(out[k] = malloc((size_t)(M * N) * sizeof(float))))
+                exit(1);
         int ran = 0;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             const struct vk_gemm_cfg *cfg = vk_gemm_find(names[wt == BE_F16][k]);
             if (!cfg || !vk_gemm_cfg_usable(cfg, caps))
                 continue;
@@ -231,7 +232,7 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
             }
             ran++;
         }
-        for (int k = 0; k < 3; k++)
+        for (int k = 0; k < 4; k++)
             free(out[k]);
     }
 }
@@ -265,8 +266,9 @@ static void selection_tests(struct th *h) {
     lvp.cpu = true;
     expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_direct");
     expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_direct");
-    expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct");
-    expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, true, "f32_direct");
+    expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct_mv");
+    expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, false, "f32_direct_mv");
+    expect_choice(h, "lavapipe", &lvp, 9, 518, 256, BE_F16, true, "f16_direct");
     struct vk_caps nof16 = gpu;
     nof16.f16 = false;
     expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)");

@@ -63,8 +63,10 @@ static const struct vk_gemm_cfg configs[] = {
     SCALAR("f16_64x64", BE_F16, SPV_gemm_f16, 256, 64, 64, 16, 4, 4),
     SCALAR("f16_32x64", BE_F16, SPV_gemm_f16, 256, 32, 64, 32, 2, 4),
     SCALAR("f16_32x32", BE_F16, SPV_gemm_f16, 64, 32, 32, 16, 4, 4),
-    DIRECT("f32_direct", BE_F32, SPV_gemm_direct_f32, 64, 4, 4),
-    DIRECT("f16_direct", BE_F16, SPV_gemm_direct_f16, 64, 4, 4),
+    DIRECT("f32_direct", BE_F32, SPV_gemm_direct_f32, 8, 8, 8),
+    DIRECT("f16_direct", BE_F16, SPV_gemm_direct_f16, 8, 8, 8),
+    DIRECT("f32_direct_mv", BE_F32, SPV_gemm_direct_f32, 64, 4, 4),
+    DIRECT("f16_direct_mv", BE_F16, SPV_gemm_direct_f16, 64, 4, 4),
     GEMV("f32_gemv", BE_F32, SPV_gemv_f32, 256),
     GEMV("f16_gemv", BE_F16, SPV_gemv_f16, 256),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -129,11 +131,13 @@ const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, 
     (void)K; /* no K-dependent choice yet (a split-K variant would need one) */
     if (wtype != BE_F32 && wtype != BE_F16)
         return NULL;
-    /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 2.6x the scalar
-     * tiles on an encoder product, 9-14x gemv.comp on the decoder's). Its FMA chains are those of
-     * the scalar tiles, so a row still does not depend on M. */
+    /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
+     * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
+     * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
+     * scalar tiles, so a row still does not depend on M. */
     if (caps->cpu) {
-        const struct vk_gemm_cfg *c = vk_gemm_find(wtype == BE_F16 ? "f16_direct" : "f32_direct");
+        const struct vk_gemm_cfg *c = vk_gemm_find(M <= 8 ? (wtype == BE_F16 ? "f16_direct_mv" : "f32_direct_mv")
+                                                          : (wtype == BE_F16 ? "f16_direct" : "f32_direct"));
         if (c && vk_gemm_cfg_usable(c, caps))
             return c;
     }
