@@ -2,6 +2,7 @@
 # NAME becomes SPV_<NAME> in the generated table.
 vkasr_shader(unary unary.comp)
 vkasr_shader(attention attention.comp)
+vkasr_shader(attention_rows attention_rows.comp)
 # relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins run the same
 # code with emulated fragments on any f16 device (lavapipe tests). Must match src/backend/vulkan/vk_op_attention.c.
 vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)

@@ -89,9 +89,9 @@ static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t
     printf("%s %-100s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
 }
 
-static void attn_case(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
-                      float mag) {
-    attn_case_cfg(h, T, D, heads, P, n_valid, window, mag, false, NULL);
+static void attn_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t P,
+                      int64_t n_valid, int64_t window, float mag) {
+    attn_case_cfg(h, T, D, heads, P, n_valid, window, mag, false, cfg);
 }
 
 /* The f16 cases for one configuration (cfg NULL: the automatic choice with the f16 flag): head widths
@@ -133,11 +133,16 @@ static void expect_choice(struct th *h, const char *dev, const struct vk_caps *c
 }
 
 static void choice_cases(struct th *h) {
-    const struct vk_caps lvp = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
+    const struct vk_caps gpu = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
     struct vk_caps nv = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                          .coopmat_nv = true};
-    expect_choice(h, "lavapipe", &lvp, 128, true, "scalar");
-    expect_choice(h, "lavapipe", &lvp, 256, false, "scalar");
+    expect_choice(h, "gpu", &gpu, 128, true, "scalar"); /* no tensor cores */
+    expect_choice(h, "gpu", &gpu, 256, false, "scalar");
+    expect_choice(h, "gpu", &gpu, 257, false, "(none)");
+    struct vk_caps lvp = gpu; /* a CPU driver: the barrier-free kernel */
+    lvp.cpu = true;
+    expect_choice(h, "lavapipe", &lvp, 128, true, "rows");
+    expect_choice(h, "lavapipe", &lvp, 44, false, "rows");
     expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
@@ -210,10 +215,8 @@ static void error_cases(struct th *h) {
     }
 }
 
-int main(void) {
-    struct th h;
-    th_open(&h, true);
-
+/* The f32 cases for one f32 configuration (scalar, rows; cfg NULL: the automatic choice). */
+static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     /* Full attention: lengths around the 32-row blocks x head layouts (dk 4, 16, 128, 64). */
     static const int64_t Ts[] = {1, 2, 7, 33, 130};
     static const struct {
@@ -222,50 +225,64 @@ int main(void) {
     } geo[] = {{8, 2}, {48, 3}, {256, 2}, {64, 1}};
     for (unsigned g = 0; g < sizeof geo / sizeof *geo; g++)
         for (unsigned i = 0; i < sizeof Ts / sizeof *Ts; i++)
-            attn_case(&h, Ts[i], geo[g].D, geo[g].heads, 0, Ts[i], 0, 1.0f);
+            attn_case(h, cfg, Ts[i], geo[g].D, geo[g].heads, 0, Ts[i], 0, 1.0f);
 
     /* Other head widths: 1, 3, 256 (the limit), and 8 heads (heads grid-stride under a 3-group cap). */
-    attn_case(&h, 33, 3, 3, 0, 33, 0, 1.0f);
-    attn_case(&h, 33, 6, 2, 0, 33, 0, 1.0f);
-    attn_case(&h, 40, 256, 1, 0, 40, 0, 1.0f);
-    attn_case(&h, 130, 64, 8, 0, 130, 0, 1.0f);
+    attn_case(h, cfg, 33, 3, 3, 0, 33, 0, 1.0f);
+    attn_case(h, cfg, 33, 6, 2, 0, 33, 0, 1.0f);
+    attn_case(h, cfg, 40, 256, 1, 0, 40, 0, 1.0f);
+    attn_case(h, cfg, 130, 64, 8, 0, 130, 0, 1.0f);
 
     /* Padding: keys >= n_valid excluded, query rows >= n_valid zero. */
-    attn_case(&h, 33, 48, 3, 0, 20, 0, 1.0f);
-    attn_case(&h, 130, 64, 2, 0, 97, 0, 1.0f);
-    attn_case(&h, 130, 64, 2, 0, 31, 0, 1.0f);
-    attn_case(&h, 7, 8, 2, 0, 1, 0, 1.0f);
-    attn_case(&h, 7, 8, 2, 0, 0, 0, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 0, 20, 0, 1.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 97, 0, 1.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 31, 0, 1.0f);
+    attn_case(h, cfg, 7, 8, 2, 0, 1, 0, 1.0f);
+    attn_case(h, cfg, 7, 8, 2, 0, 0, 0, 1.0f);
 
     /* Local attention: band |i - j| <= window with the short table P = 2*window+1, and windows that
      * cover the whole sequence. */
-    attn_case(&h, 33, 48, 3, 0, 33, 1, 1.0f);
-    attn_case(&h, 33, 48, 3, 0, 33, 4, 1.0f);
-    attn_case(&h, 130, 64, 2, 0, 130, 4, 1.0f);
-    attn_case(&h, 130, 64, 2, 0, 130, 40, 1.0f);
-    attn_case(&h, 130, 256, 2, 0, 101, 20, 1.0f);
-    attn_case(&h, 33, 48, 3, 0, 33, 40, 1.0f);
-    attn_case(&h, 33, 48, 3, 0, 33, 32, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 0, 33, 1, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 0, 33, 4, 1.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 130, 4, 1.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 130, 40, 1.0f);
+    attn_case(h, cfg, 130, 256, 2, 0, 101, 20, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 0, 33, 40, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 0, 33, 32, 1.0f);
 
     /* Position tables longer than needed: the centre moves. */
-    attn_case(&h, 33, 48, 3, 2 * 33 + 5, 33, 0, 1.0f);
-    attn_case(&h, 130, 64, 2, 2 * 130 + 5, 120, 0, 1.0f);
-    attn_case(&h, 33, 48, 3, 2 * 33 + 5, 33, 4, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 2 * 33 + 5, 33, 0, 1.0f);
+    attn_case(h, cfg, 130, 64, 2, 2 * 130 + 5, 120, 0, 1.0f);
+    attn_case(h, cfg, 33, 48, 3, 2 * 33 + 5, 33, 4, 1.0f);
 
     /* Large inputs: wide score range, the running max changes between key blocks. */
-    attn_case(&h, 130, 64, 2, 0, 130, 0, 4.0f);
-    attn_case(&h, 130, 256, 2, 0, 125, 0, 4.0f);
-    attn_case(&h, 130, 64, 2, 0, 130, 9, 4.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 130, 0, 4.0f);
+    attn_case(h, cfg, 130, 256, 2, 0, 125, 0, 4.0f);
+    attn_case(h, cfg, 130, 64, 2, 0, 130, 9, 4.0f);
 
     /* Zero-length sequence: nothing to write. */
-    attn_case(&h, 0, 8, 2, 1, 0, 0, 1.0f);
+    attn_case(h, cfg, 0, 8, 2, 1, 0, 0, 1.0f);
+}
 
-    /* f16 products: every tensor-core configuration this device can run, then the automatic choice. */
+int main(void) {
+    struct th h;
+    th_open(&h, true);
+
+    /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
+     * for CPU drivers), forced, then the automatic choice on a few shapes. */
     size_t ncfg;
     const struct vk_att_cfg *cfgs = vk_att_configs(&ncfg);
     const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+    for (size_t i = 0; i < ncfg; i++)
+        if ((cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS) && vk_att_cfg_usable(&cfgs[i], caps))
+            f32_cases(&h, &cfgs[i]);
+    attn_case(&h, NULL, 130, 64, 2, 0, 97, 0, 1.0f);
+    attn_case(&h, NULL, 33, 48, 3, 0, 33, 4, 1.0f);
+    attn_case(&h, NULL, 0, 8, 2, 1, 0, 0, 1.0f);
+
+    /* f16 products: every tensor-core configuration this device can run, then the automatic choice. */
     for (size_t i = 0; i < ncfg; i++) {
-        if (cfgs[i].kind == VK_ATT_SCALAR)
+        if (cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS)
             continue;
         if (!vk_att_cfg_usable(&cfgs[i], caps)) {
             printf("config %s: not usable on this device, skipped\n", cfgs[i].name);

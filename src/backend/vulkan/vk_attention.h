@@ -1,5 +1,6 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
- * the scalar kernel (attention.comp, any device, f32) and the tensor-core kernel
+ * the scalar kernel (attention.comp, any device, f32), its barrier-free twin for CPU drivers
+ * (attention_rows.comp, f32) and the tensor-core kernel
  * (attention_coopmat.comp, f16 products) in a few head-width variants, the pure function that picks
  * one for a device and an op, and a recorder that runs a given configuration (tests and the benchmark
  * force configurations through it; the network only calls vk_op_relpos_attention). */
@@ -11,7 +12,8 @@
 enum vk_att_kernel {
     VK_ATT_SCALAR = 0,      /* attention.comp: f32 FMA, any device                                  */
     VK_ATT_COOPMAT = 1,     /* attention_coopmat.comp: NV cooperative matrices, subgroup size 32    */
-    VK_ATT_COOPMAT_EMU = 2  /* attention_coopmat.comp with emulated fragments: tests only           */
+    VK_ATT_COOPMAT_EMU = 2, /* attention_coopmat.comp with emulated fragments: tests only           */
+    VK_ATT_ROWS = 3         /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
 };
 
 struct vk_att_cfg {

@@ -39,6 +39,10 @@ _Static_assert(sizeof(struct pc_attention) == 96, "mirror of attention.comp / at
 static const struct vk_att_cfg configs[] = {
     {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention, .wg = 128, .bq = 32,
      .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
+    /* attention_rows.comp: 8 query rows per workgroup, each invocation's q+u, q+v and accumulator
+     * (3 x 256 floats) in its own slice of shared memory */
+    {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows, .wg = 8, .bq = 8,
+     .max_dk = 256, .shared_bytes = 3 * 8 * 256 * 4},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
@@ -64,7 +68,7 @@ const struct vk_att_cfg *vk_att_find(const char *name) {
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     if (c->wg > caps->max_wg_invocations || c->shared_bytes > caps->max_shared)
         return false;
-    if (c->kind != VK_ATT_SCALAR && !caps->f16)
+    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU) && !caps->f16)
         return false;
     /* The real kernel maps one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
     if (c->kind == VK_ATT_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
@@ -73,6 +77,12 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
 }
 
 const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16) {
+    /* A CPU driver: the barrier-free kernel (no tensor cores there). */
+    if (caps->cpu) {
+        const struct vk_att_cfg *r = vk_att_find("rows");
+        if (r && dk <= (int64_t)r->max_dk && vk_att_cfg_usable(r, caps))
+            return r;
+    }
     if (f16) { /* the narrowest tensor-core variant that takes dk (configs are listed narrow first) */
         for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
             const struct vk_att_cfg *c = &configs[i];
@@ -144,25 +154,35 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .scale = (float)(1.0 / sqrt((double)dk)),
         .flags = flags,
     };
-    /* Scalar kernel: spec 1 is the number of 32-wide dk chunks its output registers hold. */
+    /* Scalar kernel: spec 1 is the number of 32-wide dk chunks its output registers hold (the other
+     * kernels ignore it). */
     uint32_t spec[2] = {cfg->wg, (uint32_t)((dk + 31) / 32)};
     uint64_t qblocks = ((uint64_t)T + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[6], wr = vk_tensor_range(&a->y);
     for (int i = 0; i < 6; i++)
         rd[i] = vk_tensor_range(in[i]);
-    return vk_record(b, &(struct vk_dispatch){
-                            .name = cfg->prof,
-                            .spv = cfg->spv,
-                            .spec = spec,
-                            .nspec = cfg->kind == VK_ATT_SCALAR ? 2 : 1,
-                            .pc = &pc,
-                            .pc_size = sizeof pc,
-                            .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
-                            .reads = rd,
-                            .nreads = 6,
-                            .writes = &wr,
-                            .nwrites = 1,
-                        });
+    struct vk_dispatch dp = {
+        .name = cfg->prof,
+        .spv = cfg->spv,
+        .spec = spec,
+        .nspec = cfg->kind == VK_ATT_SCALAR ? 2 : 1,
+        .pc = &pc,
+        .pc_size = sizeof pc,
+        .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
+        .reads = rd,
+        .nreads = 6,
+        .writes = &wr,
+        .nwrites = 1,
+    };
+    if (cfg->kind != VK_ATT_ROWS)
+        return vk_record(b, &dp);
+    /* attention_rows.comp takes one row per invocation from row0 (in the flags word): one dispatch
+     * per grid's worth of rows. */
+    for (uint64_t r0 = 0; r0 < (uint64_t)T; r0 += (uint64_t)dp.groups[0] * cfg->bq) {
+        pc.flags = (uint32_t)r0;
+        TRY(vk_record(b, &dp));
+    }
+    return VKASR_OK;
 }
 
 vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos_attention *a) {
