@@ -90,7 +90,6 @@ layout(push_constant) uniform PC {
 
 #define FLAG_VEC 1u
 
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
 
 // Shared memory: 48644 bytes at NWARP 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
 shared uvec4 sh[SH_SIZE];

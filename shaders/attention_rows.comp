@@ -27,63 +27,53 @@ layout(push_constant) uniform PC {
 // The running max starts at a finite sentinel (no infinities: fast-math drivers may mishandle them);
 // the first key's exp(sentinel - s) is 0.
 #define NO_MAX (-3.0e38)
-#define WGMAX 8u
-// Each invocation's q+u, q+v and output accumulator, in its own slice of shared memory (never
-// shared, so no barriers): lavapipe gave garbage on the second grid-stride pass with these in private
-// arrays of DKMAX floats.
-shared float qu_s[WGMAX * DKMAX], qv_s[WGMAX * DKMAX], acc_s[WGMAX * DKMAX];
-#define qu(d) qu_s[sl + (d)]
-#define qv(d) qv_s[sl + (d)]
-#define acc(d) acc_s[sl + (d)]
 
 void main() {
     const uint T = pc.T, dk = pc.dk;
     const uint64_t D = uint64_t(pc.D);
-    const uint sl = gl_LocalInvocationID.x * DKMAX;
+    const uint i = pc.row0 + gl_GlobalInvocationID.x;
+    if (i >= T)
+        return;
     for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
-        {
-            const uint i = pc.row0 + gl_GlobalInvocationID.x;
-            if (i >= T)
-                continue;
-            const uint64_t yo = uint64_t(i) * D + hc;
-            if (i >= pc.n_valid) {
-                for (uint d = 0; d < dk; d++)
-                    STOREF(pc.y, yo + d, 0.0);
-                continue;
-            }
-            for (uint d = 0; d < dk; d++) {
-                const float qd = LOADF(pc.q, yo + d);
-                qu(d) = qd + LOADF(pc.bu, hc + d);
-                qv(d) = qd + LOADF(pc.bv, hc + d);
-                acc(d) = 0.0;
-            }
-            // keys of the band that exist: j in [i - w, i + w] and [0, n_valid); w <= T (host)
-            const uint j0 = i > pc.w ? i - pc.w : 0u, j1 = min(pc.n_valid, i + pc.w + 1u);
-            float m = NO_MAX, l = 0.0;
-            for (uint j = j0; j < j1; j++) {
-                const uint64_t kb = uint64_t(j) * D + hc;
-                const uint64_t pb = uint64_t(pc.center + j - i) * D + hc; // row center - (i - j)
-                float ac = 0.0, bd = 0.0;
-                for (uint d = 0; d < dk; d++) {
-                    ac += qu(d) * LOADF(pc.k, kb + d);
-                    bd += qv(d) * LOADF(pc.p, pb + d);
-                }
-                const float s = (ac + bd) * pc.scale;
-                if (s > m) {
-                    const float c = exp(m - s);
-                    l *= c;
-                    for (uint d = 0; d < dk; d++)
-                        acc(d) *= c;
-                    m = s;
-                }
-                const float e = exp(s - m);
-                l += e;
-                for (uint d = 0; d < dk; d++)
-                    acc(d) += e * LOADF(pc.v, kb + d);
-            }
+        const uint64_t yo = uint64_t(i) * D + hc;
+        if (i >= pc.n_valid) {
             for (uint d = 0; d < dk; d++)
-                STOREF(pc.y, yo + d, acc(d) / l);
+                STOREF(pc.y, yo + d, 0.0);
+            continue;
         }
+        float qu[DKMAX], qv[DKMAX], acc[DKMAX];
+        for (uint d = 0; d < dk; d++) {
+            const float qd = LOADF(pc.q, yo + d);
+            qu[d] = qd + LOADF(pc.bu, hc + d);
+            qv[d] = qd + LOADF(pc.bv, hc + d);
+            acc[d] = 0.0;
+        }
+        // keys of the band that exist: j in [i - w, i + w] and [0, n_valid); w <= T (host)
+        const uint j0 = i > pc.w ? i - pc.w : 0u, j1 = min(pc.n_valid, i + pc.w + 1u);
+        float m = NO_MAX, l = 0.0;
+        for (uint j = j0; j < j1; j++) {
+            const uint64_t kb = uint64_t(j) * D + hc;
+            const uint64_t pb = uint64_t(pc.center + j - i) * D + hc; // row center - (i - j)
+            float ac = 0.0, bd = 0.0;
+            for (uint d = 0; d < dk; d++) {
+                ac += qu[d] * LOADF(pc.k, kb + d);
+                bd += qv[d] * LOADF(pc.p, pb + d);
+            }
+            const float s = (ac + bd) * pc.scale;
+            if (s > m) {
+                const float c = exp(m - s);
+                l *= c;
+                for (uint d = 0; d < dk; d++)
+                    acc[d] *= c;
+                m = s;
+            }
+            const float e = exp(s - m);
+            l += e;
+            for (uint d = 0; d < dk; d++)
+                acc[d] += e * LOADF(pc.v, kb + d);
+        }
+        for (uint d = 0; d < dk; d++)
+            STOREF(pc.y, yo + d, acc[d] / l);
     }
 }

@@ -87,8 +87,6 @@ layout(push_constant) uniform PC {
 
 #define FLAG_VEC 1u
 
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer U4Ref { uvec4 v; };
 
 shared uvec4 sh[SH_SIZE];
 

@@ -29,17 +29,11 @@ layout(push_constant) uniform PC {
 
 #define FLAG_VEC 1u
 
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 8) buffer U2Ref { uvec2 v; };
 
 #ifdef W_F16
 float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
 float load_w(uint64_t i) { return LOADH(pc.w, i); }
-// x rounded with round_to_f16, component-wise (vec4(f16vec4(v)) is folded back to v by NVIDIA's compiler)
-vec4 load_x4(uint64_t i) {
-    const vec4 v = V4Ref(pc.x + i * 4ul).v;
-    return vec4(round_to_f16(v.x), round_to_f16(v.y), round_to_f16(v.z), round_to_f16(v.w));
-}
+vec4 load_x4(uint64_t i) { return round_to_f16(V4Ref(pc.x + i * 4ul).v); }
 vec4 load_w4(uint64_t i) {
     const uvec2 u = U2Ref(pc.w + i * 2ul).v;
     return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));

@@ -34,16 +34,13 @@ layout(push_constant) uniform PC {
 #define LANES 32u
 #define MR 8u
 
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
-layout(buffer_reference, std430, buffer_reference_align = 16) buffer U4Ref { uvec4 v; };
 
 shared float part[gl_WorkGroupSize.x * MR];
 
 #ifdef W_F16
 float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
 float load_w(uint64_t i) { return LOADH(pc.w, i); }
-// component-wise round_to_f16 (vec4(f16vec4(v)) is folded back to v by NVIDIA's compiler)
-vec4 round4(vec4 v) { return vec4(round_to_f16(v.x), round_to_f16(v.y), round_to_f16(v.z), round_to_f16(v.w)); }
+vec4 round4(vec4 v) { return round_to_f16(v); }
 // w[i .. i+7], i a multiple of 8 (16-byte aligned).
 void load_w8(uint64_t i, out vec4 lo, out vec4 hi) {
     const uvec4 u = U4Ref(pc.w + i * 2ul).v;

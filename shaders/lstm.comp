@@ -8,8 +8,8 @@
 // shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: the
 // whole workgroup on a GPU (many loads in flight per unit), 32 lanes on a CPU driver, where every
 // barrier makes llvmpipe switch between invocations (one unit per 256-wide workgroup cost lavapipe
-// ~9 ms per step at P = 256, eight units 2.5 ms). h_out / c_out are only written, never read; c_out may alias
-// c (unit j reads c[j] before writing c_out[j], and no other invocation touches index j).
+// ~9 ms per step at P = 256, eight units 2.5 ms). h_out / c_out are only written, never read; c_out
+// may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches index j).
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.

@@ -9,6 +9,10 @@
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Ref { float v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ref { int v; };
+// Vector loads (the caller checks the alignment, usually through a host-computed flag).
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer U4Ref { uvec4 v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer U2Ref { uvec2 v; };
 // Arrays for 32-bit indexing inside a region a tile bounds (the base address is 64-bit).
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Arr { float d[]; };
 
@@ -70,3 +74,5 @@ float round_to_f16(float v) {
         return uintBitsToFloat(s | 0x7f800000u | (m << 13));
     return uintBitsToFloat(s | ((e + 112u) << 23) | (m << 13));
 }
+// Component-wise (vec4(f16vec4(v)) would be folded back to v by NVIDIA's compiler, as above).
+vec4 round_to_f16(vec4 v) { return vec4(round_to_f16(v.x), round_to_f16(v.y), round_to_f16(v.z), round_to_f16(v.w)); }

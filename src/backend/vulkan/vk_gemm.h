@@ -1,6 +1,7 @@
 /* vk_gemm.h — kernel selection for the linear op (vk_op_gemm.c): the tile configurations of the scalar
- * GEMM (gemm.comp), of the tensor-core GEMM (gemm_coopmat.comp) and of the matrix-vector kernel
- * (gemv.comp), the pure function that picks one
+ * GEMM (gemm.comp), of the tensor-core GEMM (gemm_coopmat.comp), of the matrix-vector kernel
+ * (gemv.comp) and of the barrier-free kernel for CPU drivers (gemm_direct.comp), the pure function
+ * that picks one
  * for a device and a shape, and a recorder that runs a given configuration (tests and the benchmark
  * force configurations through it; the network only calls vk_op_linear). */
 #ifndef VKASR_VK_GEMM_H

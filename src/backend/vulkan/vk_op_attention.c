@@ -39,10 +39,9 @@ _Static_assert(sizeof(struct pc_attention) == 96, "mirror of attention.comp / at
 static const struct vk_att_cfg configs[] = {
     {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention, .wg = 128, .bq = 32,
      .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
-    /* attention_rows.comp: 8 query rows per workgroup, each invocation's q+u, q+v and accumulator
-     * (3 x 256 floats) in its own slice of shared memory */
+    /* attention_rows.comp: 8 query rows per workgroup, one per invocation, no shared memory */
     {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows, .wg = 8, .bq = 8,
-     .max_dk = 256, .shared_bytes = 3 * 8 * 256 * 4},
+     .max_dk = 256, .shared_bytes = 0},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),

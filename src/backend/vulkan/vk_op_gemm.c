@@ -1,8 +1,9 @@
 /* vk_op_gemm.c — host side of the linear op: y = res + alpha * act(x w^T + bias). Picks a kernel and
  * a tile configuration from the device and the shape (tensor cores for f16 weights where the device
  * has NV cooperative matrices and 32-wide subgroups, the scalar GEMM otherwise, a matrix-vector
- * kernel for products of at most 8 rows) and records it. The kernels are gemm.comp,
- * gemm_coopmat.comp and gemv.comp; see vk_gemm.h for the selection contract. */
+ * kernel for the decoder's hinted products of at most 8 rows, a barrier-free one on CPU drivers) and
+ * records it. The kernels are gemm.comp, gemm_coopmat.comp, gemv.comp and gemm_direct.comp; see
+ * vk_gemm.h for the selection contract. */
 #include <stdio.h>
 #include <string.h>
 
