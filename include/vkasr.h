@@ -316,6 +316,10 @@ typedef struct vkasr_timings {
 
 VKASR_API const char *vkasr_result_text(const vkasr_result *result);
 VKASR_API double vkasr_result_duration(const vkasr_result *result); /* input audio seconds */
+/* true when the call that made this result was aborted (VKASR_ABORTED): it holds only what was decoded
+ * before the stop. Decoding starts once the encoder has run over the whole input, so a call stopped
+ * during the features or the encoder yields no tokens. */
+VKASR_API bool vkasr_result_partial(const vkasr_result *result);
 VKASR_API const vkasr_token *vkasr_result_tokens(const vkasr_result *result, size_t *count);
 VKASR_API const vkasr_word *vkasr_result_words(const vkasr_result *result, size_t *count);
 VKASR_API const vkasr_segment *vkasr_result_segments(const vkasr_result *result, size_t *count);

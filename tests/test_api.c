@@ -189,6 +189,7 @@ static void test_progress_and_abort(vkasr_model *m) {
     take_ids(r, &full);
     int total_polls = pl.polls;
     EXPECT(total_polls >= 2 && full.n > 0, "polls %d, tokens %zu", total_polls, full.n);
+    EXPECT(!vkasr_result_partial(r), "a complete run's result is marked partial");
     /* abort at every poll position: ABORTED, a result with a prefix of the full token list */
     for (int k = 0; k < total_polls; k++) {
         struct progress_log al = {.monotonic = true, .abort_after = k};
@@ -197,6 +198,7 @@ static void test_progress_and_abort(vkasr_model *m) {
         vkasr_status st = vkasr_transcribe_file(s, wav, &tp, &r);
         EXPECT(st == VKASR_ABORTED && r, "abort after %d polls: status %d", k, st);
         EXPECT(strstr(vkasr_session_last_error(s), "abort") != NULL, "abort message: %s", vkasr_session_last_error(s));
+        EXPECT(vkasr_result_partial(r), "an aborted run's result (abort after %d polls) is not marked partial", k);
         if (r) {
             struct ids part;
             take_ids(r, &part);

@@ -15,7 +15,17 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-#define ADIR VKASR_TEST_AUDIO_DIR "/"
+/* tests/data/audio, from the command line (CTest passes it: the build tree may be moved). */
+static const char *audio_dir = "";
+
+/* The path of a file in audio_dir (a few rotating buffers: two may be used in one expression). */
+static const char *A(const char *name) {
+    static char buf[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", audio_dir, name);
+    return buf[k];
+}
 
 static int failures;
 
@@ -119,7 +129,7 @@ static void test_formats(void) {
     for (size_t f = 0; f < sizeof fixtures / sizeof *fixtures; f++) {
         const struct fixture *fx = &fixtures[f];
         char path[1024];
-        snprintf(path, sizeof path, ADIR "%s", fx->file);
+        snprintf(path, sizeof path, "%s/%s", audio_dir, fx->file);
         struct audio a;
         vkasr_status st = load(path, fx->rate, &a, &e);
         CHECK(st == VKASR_OK, "%s: %s", fx->file, e.msg);
@@ -153,13 +163,13 @@ static void test_formats(void) {
 
     /* Content: lossless formats equal the WAV exactly, lossy ones stay close. */
     struct audio w16, w44, x;
-    load(ADIR "speech_16k_mono.wav", 16000, &w16, &e);
-    load(ADIR "speech_44k_stereo.wav", 44100, &w44, &e);
-    CHECK(load(ADIR "speech_16k_mono.aiff", 16000, &x, &e) == VKASR_OK && x.n == w16.n &&
+    load(A("speech_16k_mono.wav"), 16000, &w16, &e);
+    load(A("speech_44k_stereo.wav"), 44100, &w44, &e);
+    CHECK(load(A("speech_16k_mono.aiff"), 16000, &x, &e) == VKASR_OK && x.n == w16.n &&
               !memcmp(x.samples, w16.samples, x.n * sizeof(float)),
           "AIFF != WAV");
     audio_free(&x);
-    CHECK(load(ADIR "speech_44k_stereo.flac", 44100, &x, &e) == VKASR_OK && x.n == w44.n &&
+    CHECK(load(A("speech_44k_stereo.flac"), 44100, &x, &e) == VKASR_OK && x.n == w44.n &&
               !memcmp(x.samples, w44.samples, x.n * sizeof(float)),
           "FLAC != WAV");
     audio_free(&x);
@@ -170,7 +180,7 @@ static void test_formats(void) {
     } lossy[] = {{"speech_44k_stereo.ogg", 1, 10}, {"speech_44k_stereo.mp3", 1, 10}, {"speech_16k_mono.opus", 0, 10}};
     for (size_t i = 0; i < 3; i++) {
         char path[1024];
-        snprintf(path, sizeof path, ADIR "%s", lossy[i].file);
+        snprintf(path, sizeof path, "%s/%s", audio_dir, lossy[i].file);
         const struct audio *ref = lossy[i].stereo ? &w44 : &w16;
         if (load(path, ref->rate, &x, &e) != VKASR_OK || x.n != ref->n) {
             CHECK(0, "%s: %s", lossy[i].file, e.msg);
@@ -182,7 +192,7 @@ static void test_formats(void) {
         audio_free(&x);
     }
     /* 8 kHz float: upsampled to 16 kHz it resembles the 16 kHz original (band-limited to 4 kHz). */
-    if (load(ADIR "speech_8k_f32.wav", 16000, &x, &e) == VKASR_OK) {
+    if (load(A("speech_8k_f32.wav"), 16000, &x, &e) == VKASR_OK) {
         size_t n = x.n < w16.n ? x.n : w16.n;
         double snr = snr_db(w16.samples, x.samples, n);
         printf("%-24s SNR vs 16k WAV after 8k->16k %.1f dB\n", "speech_8k_f32.wav", snr);
@@ -200,10 +210,10 @@ static void test_bit_exact(void) {
     struct err e;
     size_t frames = 0;
     int ch = 0;
-    int16_t *raw = wav16(ADIR "speech_16k_mono.wav", &frames, &ch);
+    int16_t *raw = wav16(A("speech_16k_mono.wav"), &frames, &ch);
     CHECK(raw && ch == 1 && frames == 27572, "independent WAV parse");
     struct audio a;
-    CHECK(load(ADIR "speech_16k_mono.wav", 16000, &a, &e) == VKASR_OK, "%s", e.msg);
+    CHECK(load(A("speech_16k_mono.wav"), 16000, &a, &e) == VKASR_OK, "%s", e.msg);
     size_t bad = 0;
     for (size_t i = 0; raw && i < frames && i < a.n; i++)
         bad += a.samples[i] != (float)raw[i] / 32768.0f;
@@ -212,7 +222,7 @@ static void test_bit_exact(void) {
     free(raw);
 
     /* Full-scale clipped square: exactly -1 and 32767/32768, nothing outside. */
-    CHECK(load(ADIR "clipped.wav", 16000, &a, &e) == VKASR_OK, "%s", e.msg);
+    CHECK(load(A("clipped.wav"), 16000, &a, &e) == VKASR_OK, "%s", e.msg);
     float lo = 0, hi = 0;
     for (size_t i = 0; i < a.n; i++) {
         lo = fminf(lo, a.samples[i]);
@@ -221,7 +231,7 @@ static void test_bit_exact(void) {
     CHECK(lo == -1.0f && hi == 32767.0f / 32768.0f, "clipped.wav range [%.9g, %.9g]", lo, hi);
     audio_free(&a);
 
-    CHECK(load(ADIR "silence_1s.wav", 16000, &a, &e) == VKASR_OK && a.n == 16000, "%s", e.msg);
+    CHECK(load(A("silence_1s.wav"), 16000, &a, &e) == VKASR_OK && a.n == 16000, "%s", e.msg);
     for (size_t i = 0; i < a.n; i++)
         if (a.samples[i] != 0) {
             CHECK(0, "silence sample %zu = %g", i, a.samples[i]);
@@ -235,10 +245,10 @@ static void test_mixdown(void) {
     struct err e;
     size_t frames = 0;
     int ch = 0;
-    int16_t *raw = wav16(ADIR "speech_44k_stereo.wav", &frames, &ch);
+    int16_t *raw = wav16(A("speech_44k_stereo.wav"), &frames, &ch);
     CHECK(raw && ch == 2, "independent WAV parse");
     struct audio a;
-    CHECK(load(ADIR "speech_44k_stereo.wav", 44100, &a, &e) == VKASR_OK, "%s", e.msg);
+    CHECK(load(A("speech_44k_stereo.wav"), 44100, &a, &e) == VKASR_OK, "%s", e.msg);
     size_t bad = 0;
     double rl = 0, rr = 0;
     for (size_t i = 0; raw && i < frames && i < a.n; i++) {
@@ -359,17 +369,17 @@ static void test_bad_inputs(void) {
     struct audio a;
     vkasr_status st;
 
-    st = load(ADIR "no_such_file.wav", 16000, &a, &e);
+    st = load(A("no_such_file.wav"), 16000, &a, &e);
     expect_fail("missing file", st, VKASR_ERR_IO, &e, "no_such_file.wav", "No such file");
-    st = load(ADIR "not_audio.wav", 16000, &a, &e);
+    st = load(A("not_audio.wav"), 16000, &a, &e);
     expect_fail("text file", st, VKASR_ERR_AUDIO, &e, "not_audio.wav", "not recognised");
-    st = load(ADIR "nan_f32.wav", 16000, &a, &e);
+    st = load(A("nan_f32.wav"), 16000, &a, &e);
     expect_fail("NaN sample", st, VKASR_ERR_AUDIO, &e, "nan_f32.wav", "sample 1234 ");
     CHECK(a.n == 0 && a.samples == NULL, "failed load leaves an empty audio");
-    st = load(ADIR "nan_f32.wav", 8000, &a, &e); /* same answer on the resampling path */
+    st = load(A("nan_f32.wav"), 8000, &a, &e); /* same answer on the resampling path */
     expect_fail("NaN sample resampled", st, VKASR_ERR_AUDIO, &e, "nan_f32.wav", "NaN");
-    st = load(VKASR_TEST_AUDIO_DIR, 16000, &a, &e);
-    expect_fail("directory", st, VKASR_ERR_IO, &e, VKASR_TEST_AUDIO_DIR, "directory");
+    st = load(audio_dir, 16000, &a, &e);
+    expect_fail("directory", st, VKASR_ERR_IO, &e, audio_dir, "directory");
     st = audio_load_memory("", 0, "zero.wav", 16000, &a, &e);
     expect_fail("0-byte input", st, VKASR_ERR_AUDIO, &e, "zero.wav", "empty");
     st = audio_load_memory("RIFF1234WAVEjunkjunk", 20, "junk.wav", 16000, &a, &e);
@@ -377,7 +387,7 @@ static void test_bad_inputs(void) {
     err_clear(&e);
     st = audio_load_file(NULL, 16000, &a, &e);
     expect_fail("NULL path", st, VKASR_ERR_INVALID_ARG, &e, NULL, NULL);
-    st = load(ADIR "speech_16k_mono.wav", 0, &a, &e);
+    st = load(A("speech_16k_mono.wav"), 0, &a, &e);
     expect_fail("target rate 0", st, VKASR_ERR_INVALID_ARG, &e, "speech_16k_mono.wav", NULL);
     float pcm[4] = {0, 0.5f, INFINITY, 0};
     err_clear(&e);
@@ -416,7 +426,7 @@ static void test_bad_inputs(void) {
     /* Empty PCM and an empty WAV resampled: OK with nothing. */
     err_clear(&e);
     CHECK(audio_from_pcm(NULL, 0, 44100, 2, 16000, &a, &e) == VKASR_OK && a.n == 0 && !a.samples, "%s", e.msg);
-    CHECK(load(ADIR "empty.wav", 16000, &a, &e) == VKASR_OK && a.n == 0, "%s", e.msg);
+    CHECK(load(A("empty.wav"), 16000, &a, &e) == VKASR_OK && a.n == 0, "%s", e.msg);
     audio_free(&a);
     audio_free(&a); /* double free of a cleared audio is harmless */
 }
@@ -439,6 +449,11 @@ static int stdin_mode(const char *file, const char *name) {
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--stdin"))
         return stdin_mode(argv[2], argc >= 4 ? argv[3] : "-");
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_audio AUDIO_DIR | test_audio --stdin FILE [PATH]\n");
+        return 2;
+    }
+    audio_dir = argv[1];
     test_formats();
     test_bit_exact();
     test_mixdown();

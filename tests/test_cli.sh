@@ -1,9 +1,11 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
 # devices, several inputs with a bad one, write errors on stdout, --max-symbols, --profile.
-# usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR
+# usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
+#   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
+#   for the tests that send it signals.
 set -u
-VKASR=$1 CHECK=$2 DATA=$3 WORK=$4
+VKASR=$1 CHECK=$2 DATA=$3 WORK=$4 VKASR_BIN=$5
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 M=$DATA/tiny/tdt
 WAV=$DATA/audio/speech_16k_mono.wav
@@ -135,6 +137,40 @@ grep -q "profile (all ops) " "$WORK/err" || fail "--profile prints the sum over 
 grep -q "RTF" "$WORK/err" || fail "--profile prints the real-time factor"
 expect 0 env VKASR_PROFILE=1 "$VKASR" transcribe -m "$M" "$WAV"
 grep -q "profile linear " "$WORK/err" || fail "VKASR_PROFILE=1 prints the profile"
+
+# Ctrl-C: the first SIGINT stops at the next poll, what was transcribed is printed (the file in progress
+# marked partial) and the remaining inputs are skipped, exit 130; SIGTERM likewise with 143. The signal
+# is sent once the first, short input is done (its timing line on stderr), so it lands in the second,
+# which takes the shipped model seconds on lavapipe (between two inputs would be a matter of microseconds).
+# interrupt SIG [SIG2]: runs 6 inputs in the background, sends SIG (then SIG2), waits; sets $status
+interrupt() {
+    LONG=$DATA/../../samples/sample.wav
+    rm -f "$WORK/int.out" "$WORK/int.err"
+    "$VKASR_BIN" transcribe -v -m "$SHIPPED" --format json "$WAV" "$LONG" "$LONG" "$LONG" "$LONG" "$LONG" \
+        >"$WORK/int.out" 2>"$WORK/int.err" &
+    pid=$!
+    n=0
+    while ! grep -q "s audio in" "$WORK/int.err" && kill -0 "$pid" 2>/dev/null && [ $n -lt 600 ]; do
+        sleep 0.05; n=$((n + 1))
+    done
+    kill -"$1" "$pid"
+    if [ $# -ge 2 ]; then sleep 0.05; kill -"$2" "$pid" 2>/dev/null; fi
+    wait "$pid"; status=$?
+}
+interrupt INT
+[ "$status" -eq 130 ] || fail "SIGINT mid-run: exit $status (want 130)"
+grep -q "interrupted: .*partial transcript" "$WORK/int.err" || fail "SIGINT: no 'interrupted ... partial' line on stderr"
+lines=$(wc -l <"$WORK/int.out")
+{ [ "$lines" -ge 2 ] && [ "$lines" -lt 6 ]; } || fail "SIGINT: $lines JSON lines (want the finished inputs and the partial one)"
+"$CHECK" json "$WORK/int.out" >/dev/null || fail "SIGINT: the JSON output is not valid"
+head -n 1 "$WORK/int.out" | grep -q '"partial":false' || fail "SIGINT: the first (finished) input is marked partial"
+tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGINT: the interrupted input is not marked partial"
+interrupt TERM
+[ "$status" -eq 143 ] || fail "SIGTERM mid-run: exit $status (want 143)"
+tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGTERM: the interrupted input is not marked partial"
+# A second SIGINT ends the process at once (killed by the signal: the shell reports 130 too).
+interrupt INT INT
+[ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
 
 # devices
 expect 0 "$VKASR" devices

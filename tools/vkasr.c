@@ -3,6 +3,7 @@
  * bar to stderr. Exit codes: 0 ok, 1 transcription failure, 2 usage, 3 model, 4 audio/IO, 5 no device. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,12 +112,19 @@ static void usage_transcribe(FILE *f) {
             "  -v, --verbose           more log messages\n"
             "  -h, --help              this help\n"
             "\n"
-            "--format json prints one JSON object per input on one line: text, duration, tokens (id, piece,\n"
-            "text, frame, start, end), words and segments (text, start, end). Times are in seconds.\n"
+            "--format json prints one JSON object per input on one line: text, duration, partial, tokens\n"
+            "(id, piece, text, frame, start, end), words and segments (text, start, end). Times are in\n"
+            "seconds.\n"
+            "\n"
+            "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
+            "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
+            "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
+            "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
+            "Ctrl-C ends vkasr at once.\n"
             "\n"
             "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            4 audio or I/O error, 5 no usable Vulkan device. With several inputs, vkasr keeps\n"
-            "            going past a bad one and exits non-zero at the end.\n",
+            "            4 audio or I/O error, 5 no usable Vulkan device, 130 interrupted. With several\n"
+            "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
 
@@ -202,7 +210,8 @@ static void write_json(FILE *f, const char *input, const vkasr_result *r) {
     json_str(f, input);
     fputs(",\"text\":", f);
     json_str(f, vkasr_result_text(r));
-    fprintf(f, ",\"duration\":%.6f,\"tokens\":[", vkasr_result_duration(r));
+    fprintf(f, ",\"duration\":%.6f,\"partial\":%s,\"tokens\":[", vkasr_result_duration(r),
+            vkasr_result_partial(r) ? "true" : "false");
     for (size_t i = 0; i < nt; i++) {
         fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", (int)t[i].id);
         json_str(f, t[i].piece);
@@ -308,6 +317,32 @@ static void on_progress(const vkasr_progress *p, void *ud) {
     fprintf(stderr, "\r[%.*s%*s] %3d%%  %.1f/%.1f s  RTF %.3f  %-8s", fill, "=========================", 25 - fill, "",
             pct, p->audio_seconds_done, p->audio_seconds_total, rtf, p->stage);
     fflush(stderr);
+}
+
+/* ---- interruption --------------------------------------------------------------------------------- */
+
+/* The first SIGINT or SIGTERM asks the library to stop (its abort callback) so that what was transcribed
+ * so far is still printed and written; a second one ends the process at once. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    if (interrupted) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    interrupted = sig;
+}
+
+static bool should_abort(void *ud) { return interrupted != 0; }
+
+static void catch_interrupts(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 /* ---- commands ------------------------------------------------------------------------------------- */
@@ -483,8 +518,10 @@ static int cmd_transcribe(int argc, char **argv) {
     tp.progress_user_data = &pc;
     tp.max_symbols_per_step = max_symbols;
     tp.keep_features = dump != NULL;
-    int final_rc = EXIT_OK;
-    for (int i = 0; i < ninputs; i++) {
+    tp.abort_callback = should_abort;
+    catch_interrupts();
+    int final_rc = EXIT_OK, i = 0;
+    for (; i < ninputs && !interrupted; i++) {
         const char *in = inputs[i];
         pc.t0 = now_s();
         pc.last_pct = -1;
@@ -492,7 +529,13 @@ static int cmd_transcribe(int argc, char **argv) {
         st = vkasr_transcribe_file(s, in, &tp, &r);
         if (pc.enabled)
             fprintf(stderr, "\r%*s\r", 79, "");
-        if (st != VKASR_OK) {
+        if (st == VKASR_ABORTED) {
+            size_t nt = 0;
+            const vkasr_token *tk = vkasr_result_tokens(r, &nt);
+            fprintf(stderr, "vkasr: interrupted: %s: partial transcript, %zu tokens up to %.1f s of %.1f s%s\n",
+                    strcmp(in, "-") ? in : "standard input", nt, nt ? tk[nt - 1].end : 0.0, vkasr_result_duration(r),
+                    i + 1 < ninputs ? "; the remaining inputs are skipped" : "");
+        } else if (st != VKASR_OK) {
             /* The library's audio messages already start with "<file>: " ("standard input" for "-");
              * name the file here only when the message does not. */
             const char *msg = vkasr_session_last_error(s), *name = strcmp(in, "-") ? in : "standard input";
@@ -575,9 +618,13 @@ static int cmd_transcribe(int argc, char **argv) {
             vkasr_session_profile_reset(s);
         }
     }
+    if (interrupted && st != VKASR_ABORTED && i < ninputs)
+        fprintf(stderr, "vkasr: interrupted between inputs: the remaining %d are skipped\n", ninputs - i);
     vkasr_session_free(s);
     vkasr_model_free(m);
     free(inputs);
+    if (interrupted)
+        return 128 + interrupted; /* the shell's status for a death by that signal: 130 for SIGINT */
     return final_rc;
 }
 

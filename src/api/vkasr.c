@@ -20,6 +20,7 @@ struct vkasr_result {
     struct transcript tr;
     struct asr_output out;
     double duration;
+    bool partial;                    /* the call was aborted: tokens cover the audio only in part */
     vkasr_timings timings;
     size_t mel_dim, enc_dim;
 };
@@ -314,6 +315,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
         if (sb != VKASR_OK)
             st = sb;
     }
+    r->partial = st == VKASR_ABORTED;
     if (st == VKASR_ABORTED)
         err_set(&s->err, VKASR_ABORTED, "transcription aborted by the abort callback after %zu tokens",
                 r->out.ntokens);
@@ -380,6 +382,7 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
 
 const char *vkasr_result_text(const vkasr_result *r) { return r && r->tr.text ? r->tr.text : ""; }
 double vkasr_result_duration(const vkasr_result *r) { return r ? r->duration : 0.0; }
+bool vkasr_result_partial(const vkasr_result *r) { return r && r->partial; }
 
 const vkasr_token *vkasr_result_tokens(const vkasr_result *r, size_t *count) {
     if (count)

@@ -1,9 +1,10 @@
 #!/bin/bash
 # GPU machine, idle GPU: the figures of docs/gpu-results.md — GEMM configurations, the 0.6B-shaped TDT
 # model through vkasr (60 s, 10 min; f16 and f32) with per-op profile, PyTorch on the same GPU, and an
-# hour of audio in one call. Carry [".gl", ".deps", ".gpucarry"].
+# hour of audio in one call.
 set -u
 . tools/gpu/env.sh
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=build-gpu/tools/vkasr
 nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
 { build-gpu/tests/bench_ops; for c in cm64x64 cm128x128; do build-gpu/tests/bench_ops --cfg $c; done; } 2>&1 |

@@ -2,9 +2,9 @@
 # GPU machine, correctness: the whole test suite on the NVIDIA driver (validation layer on; the
 # tensor-core attention and GEMM kernels are tested there against the C reference; f16 parity with
 # transformers), the attention kernels' timings, and the default model's WER on the held-out set.
-# Carry [".gl", ".deps", ".espeak", ".gpucarry"] (tools/gpu/README.md).
 set -u
 . tools/gpu/env.sh
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used,utilization.gpu --format=csv | tee "$OUT/gpu.txt"
 build-gpu/tools/vkasr devices 2>&1 | tee -a "$OUT/gpu.txt" | grep -E "device|usable"
 (cd build-gpu && ctest -j8 --output-on-failure --timeout 300 -E "test_big_tensor|test_install") >"$OUT/ctest-all.log" 2>&1

@@ -1,15 +1,30 @@
-# Source on the GPU machine from the repository root: Vulkan loader (.gl), runtime libraries and the
-# Khronos validation layer (.deps) unpacked from Debian 12 packages, the NVIDIA ICD, and /work/main
-# pointing here (the CTest files of build-gpu/ carry absolute paths of the build machine).
-for f in .gl/*.deb; do dpkg -x "$f" /; done
-ldconfig
-mkdir -p /tmp/deps
-for f in .deps/*.deb; do dpkg -x "$f" /tmp/deps; done
-export LD_LIBRARY_PATH=/tmp/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export VK_LAYER_PATH=/tmp/deps/usr/share/vulkan/explicit_layer.d
-if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1; then
+# Source from the repository root on a GPU machine that received a build tree made elsewhere
+# (build-gpu, or .gpucarry/build-gpu.tar.xz) and, where the machine lacks them, Debian 12's Vulkan
+# loader (.gl/*.deb), vkasr's runtime libraries and the Khronos validation layer (.deps/*.deb).
+# Works from any checkout location: the build tree's test files are pointed at this checkout.
+if ls .gl/*.deb >/dev/null 2>&1 && ! ldconfig -p | grep -q libvulkan.so.1; then
+    for f in .gl/*.deb; do dpkg -x "$f" /; done
+    ldconfig
+fi
+if ls .deps/*.deb >/dev/null 2>&1; then
+    mkdir -p /tmp/vkasr-deps
+    for f in .deps/*.deb; do dpkg -x "$f" /tmp/vkasr-deps; done
+    export LD_LIBRARY_PATH=/tmp/vkasr-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export VK_LAYER_PATH=/tmp/vkasr-deps/usr/share/vulkan/explicit_layer.d
+fi
+if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1 &&
+    [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
-[ -e /work/main ] || { mkdir -p /work && ln -s "$PWD" /work/main; }
-# build-gpu travels xz-compressed (the test executables share their embedded SPIR-V, so 43 MB become 1 MB)
+# build-gpu travels xz-compressed (the test executables share their embedded SPIR-V: 43 MB become 1 MB)
 [ -d build-gpu ] || [ ! -f .gpucarry/build-gpu.tar.xz ] || tar -xJf .gpucarry/build-gpu.tar.xz
+# CTest files name the checkout the tree was configured in: rewrite them to this one.
+if [ -f build-gpu/CMakeCache.txt ]; then
+    _vk_old=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' build-gpu/CMakeCache.txt)
+    if [ -n "$_vk_old" ] && [ "$_vk_old" != "$PWD" ]; then
+        find build-gpu \( -name CTestTestfile.cmake -o -name vkasr_validated \) -exec sed -i "s#$_vk_old#$PWD#g" {} +
+        sed -i "s#^CMAKE_HOME_DIRECTORY:INTERNAL=.*#CMAKE_HOME_DIRECTORY:INTERNAL=$PWD#" build-gpu/CMakeCache.txt
+    fi
+fi
+# The CLI's compiled-in default model path is the configuring checkout's: name this one's.
+export VKASR_MODEL="$PWD/models/vkasr-tdt-tiny-en.gguf"

@@ -11,7 +11,7 @@
 _vk_src="${VKASR_ESPEAK_DEBS:-$(pwd)/.espeak}"
 _vk_pre="${VKASR_ESPEAK_PREFIX:-/tmp/espeak}"
 if ! ls "$_vk_src"/*.deb >/dev/null 2>&1; then
-    echo "espeak_env.sh: no .deb files in $_vk_src (run tools/train/fetch_espeak.sh here and carry .espeak)" >&2
+    echo "espeak_env.sh: no .deb files in $_vk_src (run tools/train/fetch_espeak.sh on a machine with apt-get and copy .espeak/ here)" >&2
     return 1 2>/dev/null || exit 1
 fi
 mkdir -p "$_vk_pre"

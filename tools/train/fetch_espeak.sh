@@ -2,8 +2,8 @@
 # Prepares a copy of espeak-ng that travels to the GPU machine (which has no espeak-ng and no network):
 # downloads Debian 12's packages with `apt-get download` into .espeak/ at the repository root and
 # builds .espeak/stub/libpcaudio.so.0 (tools/train/pcaudio_stub.c). Run it HERE (the build machine),
-# once; .espeak/ is ignored (.gitignore) and carried to the GPU machine with the
-# device tool's `carry: [".espeak", ...]`. tools/train/espeak_env.sh unpacks it there.
+# once; .espeak/ is ignored (.gitignore): copy it to the GPU machine along with the tree.
+# tools/train/espeak_env.sh unpacks it there.
 #
 # Why a stub for libpcaudio0: libespeak-ng1 needs libpcaudio.so.0, libsonic.so.0, libm and libc.
 # libpcaudio0 in turn needs libasound2, libpulse0 (and through it libdbus, libsndfile1 with its codecs,
