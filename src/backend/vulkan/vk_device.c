@@ -553,6 +553,13 @@ static void choose_memory_types(struct vk_device *d) {
      * where device memory is mappable, so lavapipe runs it too. */
     d->device_mappable = (mp.memoryTypes[dev].propertyFlags & host) == host && !env_flag("VKASR_FORCE_STAGING");
     d->heap_size = mp.memoryHeaps[mp.memoryTypes[dev].heapIndex].size;
+    /* VKASR_MAX_DEVICE_MEMORY_MIB: allocate at most this much device memory (a GPU shared with other
+     * programs; tests of the out-of-memory path). Allocations past it fail as the heap's end would. */
+    uint64_t cap = (uint64_t)env_u32(d->base.log, "VKASR_MAX_DEVICE_MEMORY_MIB", 0xffffffffu, 0xffffffffu) << 20;
+    if (cap < d->heap_size) {
+        LOG_INFO(d->base.log, "device memory capped at %.0f MiB (VKASR_MAX_DEVICE_MEMORY_MIB)", cap / 1048576.0);
+        d->heap_size = cap;
+    }
 }
 
 static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info *info, bool want_f16,
