@@ -1,0 +1,63 @@
+/* cli.h — what the vkasr commands share: exit codes, argument helpers, output formats, the progress
+ * bar and Ctrl-C handling. Each command lives in its own cmd_<name>.c; main.c dispatches. The CLI uses
+ * nothing but the public API (include/vkasr.h). */
+#ifndef VKASR_CLI_H
+#define VKASR_CLI_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "vkasr.h"
+
+#ifndef VKASR_DEFAULT_MODELS
+#define VKASR_DEFAULT_MODELS ""
+#endif
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 4, EXIT_DEVICE = 5 };
+
+/* ---- cli_common.c ---- */
+
+/* The first path of VKASR_DEFAULT_MODELS (':'-separated) that exists, copied into buf; "" if none. */
+const char *default_model(char *buf, size_t size);
+/* The exit code for a status; model_stage: the error came from loading the model. */
+int exit_code_for(vkasr_status st, int model_stage);
+/* Flushes stdout; EXIT_AUDIO (reported once) when the write failed, EXIT_OK otherwise. */
+int stdout_check(void);
+/* The value after option argv[*i] (advancing *i), or NULL with a message when it is missing. */
+const char *arg_value(int argc, char **argv, int *i, const char *opt);
+void log_to_stderr(vkasr_log_level level, const char *msg, void *ud);
+double now_s(void);
+int mkdir_p(const char *dir);
+
+/* The first SIGINT/SIGTERM sets `interrupted` (the signal number); should_abort() is an abort callback
+ * that reports it; a second signal ends the process at once. */
+extern volatile sig_atomic_t interrupted;
+void catch_interrupts(void);
+bool should_abort(void *ud);
+
+/* A progress bar on stderr (a vkasr_progress_callback; ud is a struct progress_ctx). */
+struct progress_ctx {
+    bool enabled;
+    double t0;
+    int last_pct;
+};
+void on_progress(const vkasr_progress *p, void *ud);
+
+/* ---- output.c ---- */
+
+enum fmt { FMT_TXT, FMT_JSON, FMT_SRT, FMT_VTT, FMT_COUNT };
+extern const char *const fmt_ext[FMT_COUNT];
+/* A JSON string literal of arbitrary bytes (invalid UTF-8 becomes U+FFFD). */
+void json_str(FILE *f, const char *s);
+void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r);
+/* NumPy .npy v1.0, float32 [rows, cols]; 0 or -1 (errno set). */
+int write_npy(const char *path, const float *data, size_t rows, size_t cols);
+
+/* ---- commands: argv holds the arguments after the command's name ---- */
+
+int cmd_transcribe(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+
+#endif

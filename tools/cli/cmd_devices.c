@@ -1,0 +1,59 @@
+/* cmd_devices.c — `vkasr devices`: every Vulkan device, its limits and whether vkasr can use it. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void usage_devices(FILE *f) {
+    fprintf(f, "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses.\n");
+}
+
+int cmd_devices(int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage_devices(stdout);
+            return EXIT_OK;
+        }
+        fprintf(stderr, "vkasr: devices takes no arguments ('%s')\n", argv[i]);
+        return EXIT_USAGE;
+    }
+    vkasr_device_info info[16];
+    size_t n = 0;
+    vkasr_error err;
+    vkasr_status st = vkasr_list_devices(info, 16, &n, &err);
+    if (st != VKASR_OK) {
+        fprintf(stderr, "vkasr: %s\n", err.message);
+        return EXIT_DEVICE;
+    }
+    bool any = false;
+    for (size_t i = 0; i < n && i < 16; i++) {
+        const vkasr_device_info *d = &info[i];
+        any |= d->usable;
+        printf("device %d: %s\n", d->index, d->name);
+        printf("  type        %s\n", d->type);
+        printf("  driver      %s\n", d->driver);
+        printf("  vulkan      %u.%u.%u\n", d->api_version >> 22, (d->api_version >> 12) & 0x3ff, d->api_version & 0xfff);
+        for (uint32_t h = 0; h < d->heap_count; h++)
+            printf("  heap %u      %.1f GiB%s\n", h, d->heap_size[h] / 1073741824.0, d->heap_device_local[h] ? " (device local)" : "");
+        printf("  limits      subgroup %u, workgroups %u x %u x %u, shared memory %u KiB, storage buffer range %.0f MiB, "
+               "allocation %.0f MiB\n",
+               d->subgroup_size, d->max_workgroup_count[0], d->max_workgroup_count[1], d->max_workgroup_count[2],
+               d->max_shared_memory / 1024, d->max_storage_buffer_range / 1048576.0, d->max_allocation_size / 1048576.0);
+        printf("  features    shaderInt64 %s, bufferDeviceAddress %s, float16 %s, NV cooperative matrix %s, "
+               "KHR cooperative matrix %s, timestamps %s\n",
+               d->shader_int64 ? "yes" : "no", d->buffer_device_address ? "yes" : "no", d->shader_float16 ? "yes" : "no",
+               d->cooperative_matrix_nv ? "yes" : "no", d->cooperative_matrix_khr ? "yes" : "no",
+               d->timestamps ? "yes" : "no");
+        if (d->usable)
+            printf("  usable      yes%s\n", d->cooperative_matrix_nv ? " (tensor cores)" : "");
+        else
+            printf("  usable      no: lacks %s\n", d->missing);
+    }
+    if (!any) {
+        fprintf(stderr, "vkasr: no Vulkan device meets vkasr's requirements\n");
+        return EXIT_DEVICE;
+    }
+    return EXIT_OK;
+}

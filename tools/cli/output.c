@@ -1,0 +1,152 @@
+/* output.c — the transcript formats (txt, JSON, SRT, WebVTT) and NumPy dumps of the CLI. */
+#include <stdint.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 if it is not one (stray continuation byte,
+ * overlong form, surrogate, beyond U+10FFFF, truncated). */
+static size_t utf8_valid(const unsigned char *p) {
+    size_t n;
+    uint32_t cp;
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        n = 2, cp = p[0] & 0x1fu;
+    else if (p[0] >= 0xe0 && p[0] <= 0xef)
+        n = 3, cp = p[0] & 0x0fu;
+    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+        n = 4, cp = p[0] & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3fu);
+    }
+    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return n;
+}
+
+/* A JSON string. File names are arbitrary bytes: each byte that does not start a well-formed UTF-8
+ * sequence becomes U+FFFD, so the output is always valid UTF-8 JSON (RFC 8259). */
+void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_valid(p);
+        if (n == 0) {
+            fputs("\\ufffd", f);
+            p++;
+            continue;
+        }
+        if (n > 1) {
+            fwrite(p, 1, n, f);
+            p += n;
+            continue;
+        }
+        switch (*p) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*p < 0x20 || *p == 0x7f)
+                fprintf(f, "\\u%04x", *p);
+            else
+                fputc(*p, f);
+        }
+        p++;
+    }
+    fputc('"', f);
+}
+
+static void write_json(FILE *f, const char *input, const vkasr_result *r) {
+    size_t nt, nw, ns;
+    const vkasr_token *t = vkasr_result_tokens(r, &nt);
+    const vkasr_word *w = vkasr_result_words(r, &nw);
+    const vkasr_segment *s = vkasr_result_segments(r, &ns);
+    fputs("{\"file\":", f);
+    json_str(f, input);
+    fputs(",\"text\":", f);
+    json_str(f, vkasr_result_text(r));
+    fprintf(f, ",\"duration\":%.6f,\"partial\":%s,\"tokens\":[", vkasr_result_duration(r),
+            vkasr_result_partial(r) ? "true" : "false");
+    for (size_t i = 0; i < nt; i++) {
+        fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", (int)t[i].id);
+        json_str(f, t[i].piece);
+        fputs(",\"text\":", f);
+        json_str(f, t[i].text);
+        fprintf(f, ",\"frame\":%lld,\"duration\":%d,\"start\":%.3f,\"end\":%.3f}", (long long)t[i].frame,
+                (int)t[i].duration, t[i].start, t[i].end);
+    }
+    fputs("],\"words\":[", f);
+    for (size_t i = 0; i < nw; i++) {
+        fputs(i ? ",{\"text\":" : "{\"text\":", f);
+        json_str(f, w[i].text);
+        fprintf(f, ",\"start\":%.3f,\"end\":%.3f}", w[i].start, w[i].end);
+    }
+    fputs("],\"segments\":[", f);
+    for (size_t i = 0; i < ns; i++) {
+        fputs(i ? ",{\"text\":" : "{\"text\":", f);
+        json_str(f, s[i].text);
+        fprintf(f, ",\"start\":%.3f,\"end\":%.3f}", s[i].start, s[i].end);
+    }
+    fputs("]}\n", f);
+}
+
+static void timestamp(FILE *f, double sec, char frac_sep) {
+    long long ms = (long long)(sec * 1000.0 + 0.5);
+    fprintf(f, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
+}
+
+static void write_subtitles(FILE *f, const vkasr_result *r, bool vtt) {
+    size_t ns;
+    const vkasr_segment *s = vkasr_result_segments(r, &ns);
+    if (vtt)
+        fputs("WEBVTT\n\n", f);
+    for (size_t i = 0; i < ns; i++) {
+        if (!vtt)
+            fprintf(f, "%zu\n", i + 1);
+        timestamp(f, s[i].start, vtt ? '.' : ',');
+        fputs(" --> ", f);
+        timestamp(f, s[i].end, vtt ? '.' : ',');
+        fprintf(f, "\n%s\n\n", s[i].text);
+    }
+}
+
+const char *const fmt_ext[FMT_COUNT] = {"txt", "json", "srt", "vtt"};
+
+void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r) {
+    switch (fm) {
+    case FMT_TXT: fprintf(f, "%s\n", vkasr_result_text(r)); break;
+    case FMT_JSON: write_json(f, input, r); break;
+    case FMT_SRT: write_subtitles(f, r, false); break;
+    case FMT_VTT: write_subtitles(f, r, true); break;
+    default: break;
+    }
+}
+
+/* NumPy .npy v1.0: float32, C order. */
+int write_npy(const char *path, const float *data, size_t rows, size_t cols) {
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    char hdr[128];
+    int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%zu, %zu), }", rows, cols);
+    int total = 10 + n + 1;
+    int pad = (64 - total % 64) % 64;
+    unsigned short hlen = (unsigned short)(n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hlen & 0xff, f);
+    fputc(hlen >> 8, f);
+    fwrite(hdr, 1, (size_t)n, f);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    size_t n_el = rows * cols;
+    bool ok = n_el == 0 || fwrite(data, sizeof(float), n_el, f) == n_el;
+    ok = !ferror(f) && ok;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
