@@ -23,7 +23,8 @@ enum be_pool {
 };
 
 struct be_device_options {
-    const char *device;     /* NULL/"" = $VKASR_DEVICE or auto; "cpu" = reference backend; "N"; name */
+    const char *device;     /* backend.c: "cpu", "cuda[:N]", "vulkan[:N|NAME]", "N", NAME; NULL/"" =
+                             * $VKASR_DEVICE, else the best Vulkan device                            */
     bool validation;        /* Khronos validation layer                                           */
     bool profile;           /* GPU timestamps per dispatch                                        */
     bool want_f16;          /* request f16 arithmetic support (falls back silently if absent)    */
@@ -83,7 +84,7 @@ struct backend {
     struct err err;
 };
 
-/* Opens a device: the reference CPU backend for "cpu", otherwise a Vulkan device. */
+/* Opens the device a device string names (backend.c). */
 vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 void be_device_close(struct be_device *d);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
@@ -121,7 +122,7 @@ VKASR_OPS(X)
 /* Lists Vulkan devices (vkasr_list_devices). */
 vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);
 
-/* Constructors of the two backends (backend.c dispatches between them). */
+/* Constructors of the backends (backend.c dispatches between them). */
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 

@@ -1,5 +1,5 @@
 /* ops.c — tensor helpers and the argument rules of every op (shared by all backends), plus the
- * backend-independent entry points of backend.h. Kernels live in the backends, not here. */
+ * backend-independent op entry points of backend.h. Kernels live in the backends, not here. */
 #include "backend.h"
 
 #include <math.h>
@@ -443,29 +443,4 @@ vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type
     *out = be_tensor_make(0, type, nd, ne);
     uint64_t bytes = be_nbytes(out);
     return b->vt->alloc(b, pool, bytes ? bytes : 4, &out->addr);
-}
-
-vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
-    const char *want = opt->device;
-    if (!want || !*want)
-        want = getenv("VKASR_DEVICE");
-    if (want && strcmp(want, "cpu") == 0)
-        return ref_device_open(opt, out, e);
-    struct be_device_options o = *opt;
-    o.device = want;
-    return vk_device_open(&o, out, e);
-}
-
-void be_device_close(struct be_device *d) {
-    if (d)
-        d->vt->destroy(d);
-}
-
-vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e) {
-    return d->vt->create_backend(d, out, e);
-}
-
-void be_backend_destroy(struct backend *b) {
-    if (b)
-        b->vt->destroy(b);
 }

@@ -1,0 +1,60 @@
+/* backend.c — choosing a backend from a device string and the backend-independent lifetime calls:
+ *   "cpu"                      the plain-C reference backend
+ *   "cuda", "cuda:N"           the CUDA backend (builds with -DVKASR_CUDA=ON only)
+ *   "vulkan", "vulkan:N|NAME"  a Vulkan device (the best one, index N, or a name substring)
+ *   "N", "NAME", NULL/""       a Vulkan device as above; NULL/"" reads $VKASR_DEVICE first */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+
+/* "prefix" alone or "prefix:rest": returns rest ("" for the bare prefix), NULL if s is neither. */
+static const char *after_prefix(const char *s, const char *prefix) {
+    size_t n = strlen(prefix);
+    if (strncmp(s, prefix, n) != 0)
+        return NULL;
+    if (s[n] == '\0')
+        return s + n;
+    return s[n] == ':' ? s + n + 1 : NULL;
+}
+
+vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
+    const char *want = opt->device;
+    if (!want || !*want)
+        want = getenv("VKASR_DEVICE");
+    if (!want)
+        want = "";
+    if (strcmp(want, "cpu") == 0)
+        return ref_device_open(opt, out, e);
+    struct be_device_options o = *opt;
+    const char *rest;
+    if ((rest = after_prefix(want, "cuda"))) {
+#ifdef VKASR_HAVE_CUDA
+        o.device = rest;
+        return cuda_device_open(&o, out, e);
+#else
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "device '%s': this vkasr was built without the CUDA backend (configure with -DVKASR_CUDA=ON)",
+                       want);
+#endif
+    }
+    if ((rest = after_prefix(want, "vulkan")))
+        want = rest;
+    o.device = want;
+    return vk_device_open(&o, out, e);
+}
+
+void be_device_close(struct be_device *d) {
+    if (d)
+        d->vt->destroy(d);
+}
+
+vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e) {
+    return d->vt->create_backend(d, out, e);
+}
+
+void be_backend_destroy(struct backend *b) {
+    if (b)
+        b->vt->destroy(b);
+}
+
