@@ -4,9 +4,10 @@
  *                                (RFC 8259; cJSON itself accepts any bytes)
  *   check_cli_output frames FILE N   no encoder frame carries more than N tokens; prints the largest count
  *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row
- *   check_cli_output compare FILE ok|STAGE   `vkasr compare --json`: one object with every stage and its
- *                                figures; "ok": all within tolerance, transcripts equal; else STAGE
- *                                ("layer 1", "logits", ...) is the first stage past its tolerance */
+ *   check_cli_output compare FILE ok|equal|STAGE   `vkasr compare --json`: one object with every stage and
+ *                                its figures; "ok": all within tolerance; "equal": that, and tokens and
+ *                                transcripts equal; else STAGE ("layer 1", "logits", ...) is the first
+ *                                stage past its tolerance */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -178,8 +179,9 @@ static int isbool(const cJSON *v) { return cJSON_IsBool(v); }
 static int isnum_or_null(const cJSON *v) { return cJSON_IsNumber(v) || cJSON_IsNull(v); }
 
 /* One comparison of `vkasr compare --json`: every stage present with its figures; with want_ok, every stage
- * within tolerance and the transcripts equal; else the first failing stage is `want_stage`. */
-static int check_comparison(const cJSON *c, const char *file, int want_ok, const char *want_stage) {
+ * within tolerance (with want_equal also the tokens and transcripts equal); else the first failing stage
+ * is `want_stage`. */
+static int check_comparison(const cJSON *c, const char *file, int want_ok, int want_equal, const char *want_stage) {
     if (!has(c, "device", isstr) || !has(c, "name", isstr) || !has(c, "ok", isbool) || !has(c, "stages", isarr))
         return bad("a comparison lacks device/name/ok/stages", file);
     static const char *const needed[] = {"mel", "subsampling", "layer", "encoder", "logits", "tokens", "transcript"};
@@ -194,7 +196,7 @@ static int check_comparison(const cJSON *c, const char *file, int want_ok, const
         if (!strcmp(name->valuestring, "tokens") || !strcmp(name->valuestring, "transcript")) {
             if (!has(st, "equal", isbool))
                 rc = bad("tokens/transcript without 'equal'", file);
-            else if (want_ok && !cJSON_IsTrue(item(st, "equal")))
+            else if (want_equal && !cJSON_IsTrue(item(st, "equal")))
                 rc = bad("tokens or transcripts differ", file);
             continue;
         }
@@ -233,14 +235,14 @@ static int check_comparison(const cJSON *c, const char *file, int want_ok, const
     return rc;
 }
 
-/* `vkasr compare --json`: one JSON object; want "ok" (everything within tolerance) or the stage that
- * must fail first ("layer 1", "logits", ...). */
+/* `vkasr compare --json`: one JSON object; want "ok" (everything within tolerance), "equal" (that, and
+ * equal tokens and transcripts) or the stage that must fail first ("layer 1", "logits", ...). */
 static int check_compare(const char *file, const char *want) {
     char *text = slurp(file);
     if (!text)
         return bad("cannot read", file);
     cJSON *o = cJSON_Parse(text);
-    int rc = 0, want_ok = !strcmp(want, "ok");
+    int rc = 0, want_equal = !strcmp(want, "equal"), want_ok = want_equal || !strcmp(want, "ok");
     if (!cJSON_IsObject(o))
         rc = bad("not one JSON object", file);
     else if (!has(o, "model", isstr) || !has(o, "precision", isstr) || !has(o, "audio", isstr) ||
@@ -251,7 +253,7 @@ static int check_compare(const char *file, const char *want) {
         rc = bad("the baseline lacks device/text", file);
     else {
         const cJSON *c;
-        cJSON_ArrayForEach(c, item(o, "comparisons")) rc |= check_comparison(c, file, want_ok, want);
+        cJSON_ArrayForEach(c, item(o, "comparisons")) rc |= check_comparison(c, file, want_ok, want_equal, want);
         const cJSON *failed = item(o, "failed");
         if (want_ok ? !cJSON_IsTrue(item(o, "ok")) || !cJSON_IsNull(failed)
                     : cJSON_IsTrue(item(o, "ok")) || !cJSON_IsString(item(failed, "stage")) ||
@@ -274,6 +276,6 @@ int main(int argc, char **argv) {
         return check_frames(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return check_compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | compare FILE ok|STAGE\n");
+    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | compare FILE ok|equal|STAGE\n");
     return 2;
 }

@@ -19,11 +19,12 @@ expect() {
     [ "$got" -eq "$want" ] || { fail "exit $got (want $want): $*"; sed 's/^/  stderr: /' "$WORK/err" | head -5; }
 }
 
-# every head and precision: within tolerance, transcripts equal (one JSON object, checked field by field)
+# every head and precision: within tolerance (one JSON object, checked field by field); in f32 the tokens
+# and transcripts are equal too (in f16 a near tie may flip a choice: the logits are what is judged)
 for head in tdt rnnt ctc; do
     for p in f32 f16; do
         expect 0 "$VKASR" compare -m "$FX/$head" --devices vulkan,cpu -p $p --json "$CLIP"
-        "$CHECK" compare "$WORK/out" ok || fail "compare $head $p: report"
+        "$CHECK" compare "$WORK/out" "$([ $p = f32 ] && echo equal || echo ok)" || fail "compare $head $p: report"
         grep -q "\"precision\":\"$p\"" "$WORK/out" || fail "compare $head $p: precision not in the report"
     done
 done
