@@ -276,6 +276,7 @@ int main(int argc, char **argv) {
         return check_frames(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return check_compare(argv[2], argv[3]);
-    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | compare FILE ok|equal|STAGE\n");
+    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | "
+                    "compare FILE ok|equal|STAGE\n");
     return 2;
 }

@@ -9,7 +9,9 @@ vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const ch
                      const be_tensor *t, struct err *e) {
     if (!asr_tapped(hooks))
         return VKASR_OK;
-    const int64_t rows = t->ne[0], cols = be_numel(t) / (rows > 0 ? (uint64_t)rows : 1);
+    int64_t rows = t->ne[0], cols = 1; /* [rows, everything else] */
+    for (int i = 1; i < t->nd; i++)
+        cols *= t->ne[i];
     const uint64_t bytes = be_nbytes(t);
     CHECK_OR_RETURN(e, t->type == BE_F32);
     float *host = malloc(bytes ? bytes : 4);

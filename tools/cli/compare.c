@@ -48,7 +48,7 @@ static void accumulate(const float *a, const float *b, size_t n, double *se, dou
         double d = (double)b[i] - a[i];
         *se += d * d;
         *sa += (double)a[i] * a[i];
-        if (!(fabs(d) <= *max_abs)) /* NaN propagates */
+        if (!(fabs(d) <= *max_abs) && !isnan(*max_abs)) /* a NaN, once seen, stays */
             *max_abs = fabs(d);
     }
 }
@@ -220,7 +220,7 @@ static void compare_step(struct cmp_result *c, int64_t step, const float *row, s
     l->sa += sa;
     l->compared++;
     double r = rel(se, sa);
-    if (!(r <= l->worst_rel)) {
+    if (!(r <= l->worst_rel) && !isnan(l->worst_rel)) { /* a NaN, once seen, stays */
         l->worst_rel = r;
         l->worst_step = step;
     }
@@ -325,7 +325,9 @@ const char *cmp_first_failure(const struct cmp_result *c, char *buf, size_t size
 
 /* ---- report ------------------------------------------------------------------------------------- */
 
-static const char *head_name(vkasr_head h) { return h == VKASR_HEAD_TDT ? "TDT" : h == VKASR_HEAD_RNNT ? "RNN-T" : "CTC"; }
+static const char *head_name(vkasr_head h) {
+    return h == VKASR_HEAD_TDT ? "TDT" : h == VKASR_HEAD_RNNT ? "RNN-T" : "CTC";
+}
 static const char *prec_name(vkasr_precision p) { return p == VKASR_PRECISION_F16 ? "f16" : "f32"; }
 
 /* Why the logits failed, in words (NULL when they pass). */
@@ -335,8 +337,8 @@ static const char *logits_problem(const struct cmp_result *c, char *buf, size_t 
         snprintf(buf, size, "step %lld: %s's choice is not the argmax of its own logits", (long long)l->not_argmax_step,
                  l->not_argmax_baseline ? c->base->device : c->device);
     else if (l->first_past_tol >= 0 || !(l->worst_rel <= l->tol))
-        snprintf(buf, size, "step %lld: relative L2 error %.2e > %.1e", (long long)(l->first_past_tol >= 0 ? l->first_past_tol : l->worst_step),
-                 l->worst_rel, l->tol);
+        snprintf(buf, size, "step %lld: relative L2 error %.2e > %.1e",
+                 (long long)(l->first_past_tol >= 0 ? l->first_past_tol : l->worst_step), l->worst_rel, l->tol);
     else if (logits_ok(c))
         return NULL;
     else
@@ -497,10 +499,12 @@ void cmp_report_json(FILE *f, const struct cmp_run_info *ri, const struct cmp_ba
         jnum(f, l->part_margin);
         fprintf(f, ",\"not_argmax_step\":");
         jint_or_null(f, l->not_argmax_step);
-        fprintf(f, "},{\"stage\":\"tokens\",\"label\":\"tokens\",\"count\":%zu,\"baseline_count\":%zu,\"equal\":%s,\"first_difference\":",
+        fprintf(f, "},{\"stage\":\"tokens\",\"label\":\"tokens\",\"count\":%zu,\"baseline_count\":%zu,"
+                   "\"equal\":%s,\"first_difference\":",
                 r->ntokens, b->ntokens, r->first_token_diff < 0 ? "true" : "false");
         jint_or_null(f, r->first_token_diff);
-        fprintf(f, "},{\"stage\":\"transcript\",\"label\":\"transcript\",\"equal\":%s,\"text\":", strcmp(r->text, b->text) ? "false" : "true");
+        fprintf(f, "},{\"stage\":\"transcript\",\"label\":\"transcript\",\"equal\":%s,\"text\":",
+                strcmp(r->text, b->text) ? "false" : "true");
         json_str(f, r->text);
         fprintf(f, "}]}");
     }
