@@ -51,6 +51,8 @@ perturbed() { # CODE STAGE PERTURBATION ARGS...
 perturbed 1 "layer 1" cpu:encoder.layers.1.self_attn.o_proj.weight:-1 -m "$FX/tdt"
 # the subsampling's linear scaled on Vulkan, f16: it and everything after fail
 perturbed 1 subsampling vulkan:encoder.subsampling.linear.weight:1.1 -m "$FX/ctc" -p f16
+# NaN weights in layer 0 of the baseline (a NaN in either device fails the stage)
+perturbed 1 "layer 0" vulkan:encoder.layers.0.feed_forward1.linear1.weight:nan -m "$FX/ctc"
 # the joint scaled by 1 %: the encoder agrees, the logits do not; the decoding paths part, so the
 # reference is run again teacher-forced and every step is compared
 perturbed 1 logits vulkan:joint.head.weight:1.01 -m "$FX/rnnt"

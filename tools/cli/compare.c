@@ -40,7 +40,12 @@ static bool grow(void **p, size_t *cap, size_t need, size_t elem) {
     return true;
 }
 
-static double rel(double se, double sa) { return sa > 0 ? sqrt(se / sa) : se > 0 ? INFINITY : 0.0; }
+/* sqrt(se / sa); NaN when either is (a NaN anywhere in either tensor), which no tolerance accepts. */
+static double rel(double se, double sa) {
+    if (isnan(se) || isnan(sa))
+        return NAN;
+    return sa > 0 ? sqrt(se / sa) : se > 0 ? INFINITY : 0.0;
+}
 
 /* Accumulates the error of b against a over n values. */
 static void accumulate(const float *a, const float *b, size_t n, double *se, double *sa, double *max_abs) {
