@@ -253,6 +253,42 @@ typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segme
 /* Polled between GPU submissions and decoding steps; return true to stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
 
+/* Stage taps: copies of the network's intermediate results, handed to a callback as they are computed
+ * (vkasr compare uses them to check two devices against each other stage by stage; also a debugging
+ * aid). Taps cost nothing when no callback is set; with one, every tapped tensor is copied to the host,
+ * so a run is slower and the GPU waits for the host at each stage.
+ *
+ * The stages of one run, in this order (T encoder frames, L mel frames, D = d_model, V = vocab_size):
+ *   "mel"          [L, n_mels]   normalized log-mel features (the encoder's input)
+ *   "subsampling"  [T, D]        output of the x8 subsampling, before the input scaling
+ *   "layer"        [T, D]        output of conformer layer `index` (0 .. n_layers-1)
+ *   "encoder"      [T, D]        encoder output (equal to the last layer's)
+ *   "logits"       [rows, cols]  the decoder's logits, one row per decoder step, the first row being
+ *                                step `index`; `steps` says what the decoder chose at each row.
+ *                                CTC: one step per encoder frame, cols V+1 (blank last), several rows per
+ *                                call. RNN-T / TDT: a step is one joint evaluation the greedy search
+ *                                consumed (a frame with a token history), one row per call; cols V+1
+ *                                (token logits, blank last), followed for TDT by n_durations duration
+ *                                logits. */
+typedef struct vkasr_decoder_step {
+    int64_t frame;                 /* encoder frame of the step                                 */
+    int32_t token;                 /* vocabulary id, or vocab_size for blank                    */
+    int32_t duration;              /* TDT: frames the step advances (one of the model's durations);
+                                      RNN-T and CTC: 1                                           */
+} vkasr_decoder_step;
+
+typedef struct vkasr_stage {
+    const char *name;              /* "mel", "subsampling", "layer", "encoder", "logits"        */
+    int64_t index;                 /* "layer": the layer; "logits": the step of the first row; else 0 */
+    const float *data;             /* rows x cols, row-major float32                            */
+    size_t rows, cols;
+    const vkasr_decoder_step *steps; /* "logits": the decoder's own choice (the argmax of each row),
+                                      rows entries; NULL for the other stages                    */
+} vkasr_stage;
+
+/* Receives one stage; data and steps are valid during the call only. */
+typedef void (*vkasr_stage_callback)(const vkasr_stage *stage, void *user_data);
+
 typedef struct vkasr_transcribe_params {
     uint32_t struct_size;
     vkasr_progress_callback progress_callback;
@@ -263,6 +299,17 @@ typedef struct vkasr_transcribe_params {
     void *abort_user_data;
     int max_symbols_per_step;      /* transducers: symbols emitted at one frame; 0 = model default */
     bool keep_features;            /* keep the normalized mel and the encoder output in the result */
+    vkasr_stage_callback stage_callback; /* stage taps (vkasr_stage above); NULL: none             */
+    void *stage_user_data;
+    /* Transducers (RNN-T, TDT): teacher forcing. The greedy search takes forced_steps[i] (token and, for
+     * TDT, duration) at its step i instead of its own choice, for the first n_forced_steps steps, then
+     * goes on by itself. Given the steps another device took (from its "logits" taps), this device
+     * computes its logits for the same token histories, so the two can be compared at every step even
+     * where a near tie made their own choices differ. Each step's frame must be the frame the search is
+     * at (else VKASR_ERR_INVALID_ARG). The "logits" taps still report this device's own choices; the
+     * result's tokens follow the forced ones. Ignored by CTC, whose logits do not depend on choices. */
+    const vkasr_decoder_step *forced_steps;
+    size_t n_forced_steps;
 } vkasr_transcribe_params;
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);

@@ -289,6 +289,11 @@ static void on_tokens_added(void *ud) {
         publish_segments(s, false); /* best effort: a failure here resurfaces in the final build */
 }
 
+static void on_stage(void *ud, const vkasr_stage *stage) {
+    vkasr_session *s = ud;
+    s->params->stage_callback(stage, s->params->stage_user_data);
+}
+
 /* ---- transcription ----------------------------------------------------------------------------- */
 
 static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_transcribe_params *p, double load_ms,
@@ -299,8 +304,8 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     r->enc_dim = (size_t)s->model->am->cfg.d_model;
     s->params = p;
     s->seg_token0 = 0;
-    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, s};
-    struct asr_options opt = {p->max_symbols_per_step, p->keep_features};
+    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
+    struct asr_options opt = {p->max_symbols_per_step, p->keep_features, p->forced_steps, p->n_forced_steps};
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if (st == VKASR_OK || st == VKASR_ABORTED) {
         /* Report what the callbacks have not seen yet, then build the final transcript in one pass. */
@@ -347,6 +352,13 @@ static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
     return VKASR_OK;
 }
 
+static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params *p) {
+    if (p->n_forced_steps && !p->forced_steps)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "n_forced_steps is %zu but forced_steps is NULL",
+                       p->n_forced_steps);
+    return VKASR_OK;
+}
+
 vkasr_status vkasr_transcribe_pcm(vkasr_session *s, const float *samples, size_t n_frames, int sample_rate,
                                   int channels, const vkasr_transcribe_params *params, const vkasr_result **out) {
     TRY(begin(s, out));
@@ -355,6 +367,7 @@ vkasr_status vkasr_transcribe_pcm(vkasr_session *s, const float *samples, size_t
                        "vkasr_transcribe_pcm: need samples (or n_frames 0), sample_rate > 0 and channels > 0");
     vkasr_transcribe_params p;
     READ_PARAMS(p, params, vkasr_transcribe_params_default());
+    TRY(check_params(s, &p));
     struct audio a = {0};
     TRY(audio_from_pcm(samples, n_frames, sample_rate, channels, s->model->am->cfg.sample_rate, &a, &s->err));
     double load_ms = now_ms() - s->call_start_ms;
@@ -370,6 +383,7 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
         return err_set(&s->err, VKASR_ERR_INVALID_ARG, "vkasr_transcribe_file: path must not be NULL");
     vkasr_transcribe_params p;
     READ_PARAMS(p, params, vkasr_transcribe_params_default());
+    TRY(check_params(s, &p));
     struct audio a = {0};
     TRY(audio_load_file(path, s->model->am->cfg.sample_rate, &a, &s->err));
     double load_ms = now_ms() - s->call_start_ms;

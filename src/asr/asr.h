@@ -45,8 +45,16 @@ struct asr_hooks {
     bool (*should_abort)(void *ud);
     /* Called after tokens were appended to the output during decoding (segment callbacks). */
     void (*tokens_added)(void *ud);
+    /* Stage taps (vkasr_stage in vkasr.h): NULL costs nothing; set, each tapped tensor is copied out. */
+    void (*stage)(void *ud, const vkasr_stage *s);
     void *ud;
 };
+
+/* Hands a copy of the device tensor t ([rows, cols]) to hooks->stage as stage `name`, `index`;
+ * returns at once without a tap. */
+vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const char *name, int64_t index,
+                     const be_tensor *t, struct err *e);
+static inline bool asr_tapped(const struct asr_hooks *hooks) { return hooks && hooks->stage; }
 
 /* Per-session state kept between runs: the positional table cache. */
 struct asr_cache {
@@ -75,6 +83,8 @@ void asr_output_free(struct asr_output *o);
 struct asr_options {
     int max_symbols;                 /* 0: model default                                      */
     bool keep_features;
+    const vkasr_decoder_step *forced; /* transducers: teacher forcing of the first nforced steps */
+    size_t nforced;
 };
 
 /* Runs the whole network on 16 kHz mono samples. On VKASR_ABORTED the tokens decoded so far are kept.

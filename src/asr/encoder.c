@@ -33,6 +33,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     if (T == 0)
         return VKASR_OK;
     TRY(asr_subsample(m, be, feat, &x, e));
+    TRY(asr_tap(hooks, be, "subsampling", 0, &x, e));
     if (c->xscaling)
         TRY(be_unary(be, &(struct op_unary){.x = x, .y = x, .act = ACT_NONE, .alpha = sqrtf((float)D)}));
     // pos: [P, D], P = 2 reach + 1 rows of PE(r) for r = reach .. -reach
@@ -47,6 +48,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
         be_tensor t = x;
         x = y;
         y = t;
+        TRY(asr_tap(hooks, be, "layer", i, &x, e));
         /* Start this block, wait for the previous one: the GPU stays busy while the host never runs
          * more than a block ahead, so abort is prompt and progress truthful. */
         TRY(be_flush(be));

@@ -1,5 +1,6 @@
 /* pipeline.c — one utterance through the network: features -> encoder -> decoder, with per-stage
- * timings, optional copies of the features and encoder output, and scratch released at the end. */
+ * timings, optional copies of the features and encoder output (and their stage taps), and scratch
+ * released at the end. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -40,6 +41,8 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     out->mel_frames = st == VKASR_OK ? feat.ne[0] : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
         st = copy_out(be, &feat, &out->mel, e);
+    if (st == VKASR_OK)
+        st = asr_tap(hooks, be, "mel", 0, &feat, e);
     double t1 = now_ms();
     out->features_ms = t1 - t0;
     if (st == VKASR_OK && hooks && hooks->progress)
@@ -51,6 +54,8 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     out->frames = st == VKASR_OK ? enc.ne[0] : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
         st = copy_out(be, &enc, &out->encoder, e);
+    if (st == VKASR_OK)
+        st = asr_tap(hooks, be, "encoder", 0, &enc, e);
     double t2 = now_ms();
     out->encoder_ms = t2 - t1;
     if (st == VKASR_OK)

@@ -51,6 +51,7 @@ struct be_device {
     const struct be_device_vtbl *vt;
     struct be_device_info info;
     const struct logger *log;
+    const char *kind;       /* "cpu", "cuda" or "vulkan": the backend, set by be_device_open     */
 };
 
 struct be_op_stat {
