@@ -97,7 +97,7 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
 /* A cuBLASLt algorithm chosen for one product shape (cu_linear.cu). */
 struct cu_lt_entry {
     bool used;
-    int64_t m_key, n, k;   /* m_key: the M the heuristic was asked for (fixed unless matvec) */
+    int64_t m_key, n, k;   /* m_key: the M the heuristic was asked for (negated for matvec) */
     int wtype, epilogue, beta;
     cublasLtMatmulAlgo_t algo;
     uint64_t stamp;

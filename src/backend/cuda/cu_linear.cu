@@ -99,14 +99,14 @@ static vkasr_status lt_desc(struct err *e, struct lt_call *c, int epi, const flo
 
 /* The algorithm for a shape: from the backend's cache, else from the heuristic (asked with M = m_key;
  * split-K excluded unless matvec) and cached. */
-static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t M, int64_t N, int64_t K, cudaDataType_t ab,
+static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, int64_t N, int64_t K, cudaDataType_t ab,
                             int epi, int beta, const float *bias, cublasLtMatmulAlgo_t *out) {
     struct err *e = &b->base.err;
-    int64_t m_key = matvec ? M : LT_M_KEY;
+    const int64_t key = matvec ? -m_key : m_key; /* a matvec choice never serves a fixed-M one */
     struct cu_lt_entry *slot = NULL;
     for (int i = 0; i < CU_LT_CACHE; i++) {
         struct cu_lt_entry *c = &b->lt_cache[i];
-        if (c->used && c->m_key == m_key && c->n == N && c->k == K && c->wtype == (int)ab && c->epilogue == epi &&
+        if (c->used && c->m_key == key && c->n == N && c->k == K && c->wtype == (int)ab && c->epilogue == epi &&
             c->beta == beta) {
             c->stamp = ++b->lt_stamp;
             *out = c->algo;
@@ -157,31 +157,43 @@ static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t M, int64_
                            "op linear: cuBLASLt chose split-K (%d) for N=%lld K=%lld despite the reduction mask", splitk,
                            (long long)N, (long long)K);
     }
-    *slot = (struct cu_lt_entry){true, m_key, N, K, (int)ab, epi, beta, res.algo, ++b->lt_stamp};
+    *slot = (struct cu_lt_entry){true, key, N, K, (int)ab, epi, beta, res.algo, ++b->lt_stamp};
     *out = res.algo;
     return VKASR_OK;
 }
 
-/* D = alpha * A B (+ beta C) with the epilogue: A = w, B = x (both of type ab), C = res, D = out. */
+/* D = alpha * A B (+ beta C) with the epilogue: A = w, B = x (both of type ab), C = res, D = out. Without
+ * the matvec hint, the algorithm chosen for M = LT_M_KEY; should cuBLASLt refuse it for this M, the one
+ * chosen for this M (still without split-K; logged, as rows of such calls may then round differently). */
 static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int64_t N, int64_t K, cudaDataType_t ab,
                               const void *w, const void *x, const float *bias, int epi, float alpha, const float *res,
                               float *out) {
     struct err *e = &b->base.err;
     int beta_on = res != NULL;
-    cublasLtMatmulAlgo_t algo;
-    TRY(lt_algo(b, matvec, M, N, K, ab, epi, beta_on, bias, &algo));
     struct lt_call c;
     memset(&c, 0, sizeof c);
     vkasr_status st = lt_desc(e, &c, epi, bias);
     if (st == VKASR_OK)
         st = lt_layouts(e, &c, ab, M, N, K);
-    if (st == VKASR_OK) {
+    for (int attempt = 0; st == VKASR_OK && attempt < 2; attempt++) {
+        int64_t m_key = matvec || attempt == 1 ? M : LT_M_KEY;
+        cublasLtMatmulAlgo_t algo;
+        st = lt_algo(b, matvec, m_key, N, K, ab, epi, beta_on, bias, &algo);
+        if (st != VKASR_OK)
+            break;
         float beta = beta_on ? 1.0f : 0.0f;
         cublasStatus_t r = cublasLtMatmul(b->lt, c.op, &alpha, w, c.la, x, c.lb, &beta, res ? (const void *)res : out,
                                           c.lc, out, c.lc, &algo, (void *)(uintptr_t)b->workspace, CU_WORKSPACE_BYTES,
                                           b->stream);
-        if (r != CUBLAS_STATUS_SUCCESS)
-            st = cublas_fail(e, r, "cublasLtMatmul", __FILE__, __LINE__);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            break;
+        if (r == CUBLAS_STATUS_NOT_SUPPORTED && attempt == 0 && !matvec && M != LT_M_KEY) {
+            LOG_WARN(b->d->base.log, "linear: cuBLASLt's algorithm for N=%lld K=%lld does not take M=%lld; using one "
+                     "chosen for that M", (long long)N, (long long)K, (long long)M);
+            continue;
+        }
+        st = cublas_fail(e, r, "cublasLtMatmul", __FILE__, __LINE__);
+        break;
     }
     lt_call_free(&c);
     return st;
@@ -239,8 +251,14 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
         if (whole) {
             int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
             st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, epi, a->alpha, res, y);
-        } else {
-            /* Product + bias into y when y may be overwritten before the epilogue reads res, else into
+            if (st == VKASR_ERR_UNSUPPORTED && epi != EPI_NONE) { /* no algorithm with that epilogue: below */
+                err_clear(&b->base.err);
+                whole = false;
+                st = VKASR_OK;
+            }
+        }
+        if (!whole) {
+            /* Product (+ bias) into y when y may be overwritten before the epilogue reads res, else into
              * scratch; then y = res + alpha * act(t). */
             float *t = y;
             if (!aligned(y) || (res && res == y)) {
@@ -248,11 +266,18 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
                 st = cu_scratch(b, (uint64_t)n * 4, &tp);
                 t = (float *)tp;
             }
-            if (st == VKASR_OK)
+            const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
+            if (st == VKASR_OK) {
                 st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
+                if (st == VKASR_ERR_UNSUPPORTED && bias) {
+                    err_clear(&b->base.err);
+                    late_bias = bias;
+                    st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
+                }
+            }
             if (st == VKASR_OK) {
                 epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
-                    t, NULL, res, y, n, N, a->act, a->alpha);
+                    t, late_bias, res, y, n, N, a->act, a->alpha);
                 cudaError_t r = cudaGetLastError();
                 if (r != cudaSuccess)
                     st = cu_fail(&b->base.err, r, "epilogue_kernel", __FILE__, __LINE__);
