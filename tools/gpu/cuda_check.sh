@@ -29,9 +29,13 @@ grep -q "VKASR_CUDA:BOOL=ON" "$B/CMakeCache.txt" || { say "$B was not configured
 (cd "$B" && timeout 300 ctest -L cuda -j 6 --output-on-failure --timeout 280) >"$OUT/ctest-cuda.log" 2>&1
 say "ctest -L cuda rc=$?"
 grep -E "tests passed|\*\*\*Failed|Timeout|\(Failed\)|Not Run" "$OUT/ctest-cuda.log" | tee -a "$S"
+# the op tests' own report lines (worst NMSE per op, SKIP lines), run side by side
 (cd "$B" && for t in eltwise rows linear attention conv decoder_audio; do
-    VKASR_TEST_DEVICE=cuda tests/test_ops_$t 2>&1 | grep -E "^(device|SKIP|FAIL|largest|worst)|check\(s\)" | sed "s/^/test_ops_$t: /"
-done) >"$OUT/ops-cuda-summary.txt" 2>&1
+    VKASR_TEST_DEVICE=cuda timeout 200 tests/test_ops_$t >"/tmp/cuda-ops-$t.log" 2>&1 &
+done; wait)
+for t in eltwise rows linear attention conv decoder_audio; do
+    grep -E "^(device|SKIP|FAIL|largest|worst)|check\(s\)" "/tmp/cuda-ops-$t.log" | sed "s/^/test_ops_$t: /"
+done >"$OUT/ops-cuda-summary.txt" 2>&1
 grep -E "worst|largest|SKIP|FAIL|check\(s\)" "$OUT/ops-cuda-summary.txt" | tee -a "$S"
 grep -E "relative error|tokens  differ|token ids agreeing" "$OUT/ctest-cuda.log" | sort | uniq -c | sort -rn | head -8 >>"$S"
 grep -E "GB/s|PASS|FAIL" "$OUT/ctest-cuda.log" | grep -iE "relu|pad|mismatch" | tee -a "$S"
@@ -61,6 +65,15 @@ for dev in vulkan cuda; do
     run $dev f32 /tmp/a60.wav /tmp/a60.wav /tmp/a600.wav /tmp/a600.wav
     run $dev f16 /tmp/a3600.wav
 done
+# per-op GPU time on each device (f16, the second 10-minute file): the per-stage ratio
+for dev in vulkan cuda; do
+    timeout 60 "$V" transcribe -m /tmp/p06.gguf -d $dev --profile /tmp/a600.wav /tmp/a600.wav 2>&1 >/dev/null |
+        awk '/RTF/ {n++} n == 2 && /profile/' >"$OUT/profile-$dev.txt"
+done
+say "per-op GPU ms, 10 min f16 (op: vulkan | cuda):"
+awk 'FNR == 1 {f++} /profile/ {name=$3; ms=$(NF-1); if (f == 1) v[name]=ms; else c[name]=ms; seen[name]=1}
+     END {for (k in seen) printf "  %-22s %10s | %10s\n", k, v[k], c[k]}' "$OUT/profile-vulkan.txt" "$OUT/profile-cuda.txt" |
+    sort | tee -a "$S"
 # the same transcript on both devices (f16, 10 min)
 for dev in vulkan cuda; do timeout 60 "$V" transcribe -m /tmp/p06.gguf -d $dev /tmp/a600.wav >"$OUT/text-$dev.txt" 2>/dev/null; done
 cmp -s "$OUT/text-vulkan.txt" "$OUT/text-cuda.txt" && say "10 min f16 transcripts: identical" ||
