@@ -157,7 +157,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
 #define TC_WARPS 4
 #define TC_BQ (16 * TC_WARPS) /* query rows per block                                     */
 #define TC_BK 32              /* keys per tile                                            */
-#define TC_NWIN (TC_BQ + TC_BK) /* staged position rows (BQ + BK - 1 used, one spare)    */
+#define TC_NWIN (TC_BQ + TC_BK) /* ring of position rows (BQ + BK - 1 used, one spare)     */
 #define TC_BDW (TC_BK + 16)   /* window columns of a warp's position product               */
 #define TC_BDP (TC_BDW + 4)   /* their pitch (floats)                                     */
 #define TC_VP (TC_BK + 8)     /* pitch (halves) of the transposed value tile              */
@@ -201,11 +201,12 @@ static __device__ __forceinline__ void load_b(uint32_t *f, const __half *Y, int 
     f[1] = Y32[((n0 + g) * QP + k0 + 8 + 2 * t) / 2];
 }
 
-/* Rows [row0, row0 + n) of a [rows, D] tensor's head columns into dst [n][QP] as f16 (transposed into
- * dst [DKP][TC_VP] when trans); rows outside [lo, hi) and columns >= dk as zeros. */
+/* Rows [row0, row0 + n) of a [rows, D] tensor's head columns as f16 into rows (base + r) % ring of dst
+ * [ring][QP] (a ring of position rows), or transposed into dst [DKP][TC_VP] when trans; rows outside
+ * [lo, hi) and columns >= dk as zeros. */
 template <int DKP>
 static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64_t row0, int n, int64_t lo, int64_t hi,
-                                int64_t D, int64_t hoff, int dk, bool vec) {
+                                int64_t D, int64_t hoff, int dk, bool vec, int base = 0, int ring = 1 << 30) {
     constexpr int QP = tc_layout<DKP>::QP;
     if (vec) { /* dk % 4 == 0: a float4 is all in or all out */
         for (int idx = threadIdx.x; idx < n * (DKP / 4); idx += blockDim.x) {
@@ -221,7 +222,7 @@ static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64
                 dst[(d + 3) * TC_VP + r] = __float2half_rn(x.w);
             } else {
                 uint2 w2 = make_uint2(pack_half2(x.x, x.y), pack_half2(x.z, x.w));
-                *(uint2 *)(dst + r * QP + d) = w2;
+                *(uint2 *)(dst + (base + r) % ring * QP + d) = w2;
             }
         }
         return;
@@ -230,7 +231,7 @@ static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64
         int r = idx / DKP, d = idx - r * DKP;
         int64_t row = row0 + r;
         float x = row >= lo && row < hi && d < dk ? src[row * D + hoff + d] : 0.0f;
-        dst[trans ? d * TC_VP + r : r * QP + d] = __float2half_rn(x);
+        dst[trans ? d * TC_VP + r : (base + r) % ring * QP + d] = __float2half_rn(x);
     }
 }
 
@@ -263,12 +264,20 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
             o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
         int64_t jlo, jhi;
         key_range(a, i0, TC_BQ, &jlo, &jhi);
-        for (int64_t j0 = jlo; j0 < jhi; j0 += TC_BK) {
+        /* The position window (row wr = position row nbase + wr) lives in a ring: window row wr at ring row
+         * (rbase + wr) % TC_NWIN. The next key tile's window starts TC_BK rows later, so only its last TC_BK
+         * rows are new. */
+        int rbase = 0;
+        for (int64_t j0 = jlo; j0 < jhi; j0 += TC_BK, rbase = (rbase + TC_BK) % TC_NWIN) {
             const int64_t nbase = a.center - (i0 + TC_BQ - 1) + j0; /* window row 0 */
             __syncthreads();
             tc_stage<DKP>(Ks, false, a.k, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
             tc_stage<DKP>(Vt, true, a.v, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
-            tc_stage<DKP>(Ws, false, a.p, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec);
+            if (j0 == jlo)
+                tc_stage<DKP>(Ws, false, a.p, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec, rbase, TC_NWIN);
+            else
+                tc_stage<DKP>(Ws, false, a.p, nbase + TC_NWIN - TC_BK, TC_BK, 0, a.P, a.D, hoff, dk, a.vec,
+                              (rbase + TC_NWIN - TC_BK) % TC_NWIN, TC_NWIN);
             __syncthreads();
             /* this warp's window rows start at (i0 + BQ-1) - (iw + 15) */
             const int woff = TC_BQ - 16 - 16 * warp;
@@ -291,7 +300,11 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                 load_a<QP>(fa, Qv, 16 * warp, 16 * kc, g, t);
 #pragma unroll
                 for (int nt = 0; nt < TC_BDW / 8; nt++) {
-                    load_b<QP>(fb, Ws, woff + 8 * nt, 16 * kc, g, t);
+                    int wrow = rbase + woff + 8 * nt + g; /* < 2 * TC_NWIN */
+                    wrow -= wrow >= TC_NWIN ? TC_NWIN : 0;
+                    const uint32_t *W32 = (const uint32_t *)Ws;
+                    fb[0] = W32[(wrow * QP + 16 * kc + 2 * t) / 2];
+                    fb[1] = W32[(wrow * QP + 16 * kc + 8 + 2 * t) / 2];
                     mma16816(bd[nt], fa, fb);
                 }
             }
