@@ -283,6 +283,7 @@ static void cub_destroy(struct backend *bb) {
         for (int i = 0; i < 2; i++)
             if (b->staging_done[i])
                 cudaEventDestroy(b->staging_done[i]);
+        cu_lt_cache_free(b);
         if (b->lt)
             cublasLtDestroy(b->lt);
         cu_device_free(b->d, b->workspace, CU_WORKSPACE_BYTES);

@@ -101,7 +101,11 @@ struct cu_lt_entry {
     int wtype, epilogue, beta;
     cublasLtMatmulAlgo_t algo;
     uint64_t stamp;
+    /* matvec entries (M fixed): the descriptors too, so a decoder step builds none (cu_linear.cu) */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
 };
+void cu_lt_cache_free(struct cu_backend *b);
 
 struct cu_prof_pending {
     const char *name;

@@ -99,8 +99,19 @@ static vkasr_status lt_desc(struct err *e, struct lt_call *c, int epi, const flo
 
 /* The algorithm for a shape: from the backend's cache, else from the heuristic (asked with M = m_key;
  * split-K excluded unless matvec) and cached. */
+static void entry_free(struct cu_lt_entry *c) {
+    struct lt_call d = {c->op, c->la, c->lb, c->lc};
+    lt_call_free(&d);
+    memset(c, 0, sizeof *c);
+}
+
+void cu_lt_cache_free(struct cu_backend *b) {
+    for (int i = 0; i < CU_LT_CACHE; i++)
+        entry_free(&b->lt_cache[i]);
+}
+
 static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, int64_t N, int64_t K, cudaDataType_t ab,
-                            int epi, int beta, const float *bias, cublasLtMatmulAlgo_t *out) {
+                            int epi, int beta, const float *bias, struct cu_lt_entry **out) {
     struct err *e = &b->base.err;
     const int64_t key = matvec ? -m_key : m_key; /* a matvec choice never serves a fixed-M one */
     struct cu_lt_entry *slot = NULL;
@@ -109,7 +120,7 @@ static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, in
         if (c->used && c->m_key == key && c->n == N && c->k == K && c->wtype == (int)ab && c->epilogue == epi &&
             c->beta == beta) {
             c->stamp = ++b->lt_stamp;
-            *out = c->algo;
+            *out = c;
             return VKASR_OK;
         }
         if (!slot || !c->used || (slot->used && c->stamp < slot->stamp))
@@ -145,7 +156,8 @@ static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, in
     }
     if (pref)
         cublasLtMatmulPreferenceDestroy(pref);
-    lt_call_free(&q);
+    if (st != VKASR_OK || !matvec) /* a matvec entry keeps its descriptors: its M is the call's */
+        lt_call_free(&q);
     TRY(st);
     if (!matvec) { /* belt and braces: the chosen configuration must not split K */
         int32_t splitk = 0;
@@ -157,8 +169,10 @@ static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, in
                            "op linear: cuBLASLt chose split-K (%d) for N=%lld K=%lld despite the reduction mask", splitk,
                            (long long)N, (long long)K);
     }
-    *slot = (struct cu_lt_entry){true, key, N, K, (int)ab, epi, beta, res.algo, ++b->lt_stamp};
-    *out = res.algo;
+    entry_free(slot);
+    *slot = (struct cu_lt_entry){true, key, N, K, (int)ab, epi, beta, res.algo, ++b->lt_stamp,
+                                 matvec ? q.op : NULL, matvec ? q.la : NULL, matvec ? q.lb : NULL, matvec ? q.lc : NULL};
+    *out = slot;
     return VKASR_OK;
 }
 
@@ -170,24 +184,33 @@ static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int6
                               float *out) {
     struct err *e = &b->base.err;
     int beta_on = res != NULL;
+    float beta = beta_on ? 1.0f : 0.0f;
+    if (matvec) { /* the entry's descriptors were made for this M: only the bias pointer changes */
+        struct cu_lt_entry *ent;
+        TRY(lt_algo(b, true, M, N, K, ab, epi, beta_on, bias, &ent));
+        if (epi & EPI_BIAS)
+            CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(ent->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        CUBLAS_CHECK(e, cublasLtMatmul(b->lt, ent->op, &alpha, w, ent->la, x, ent->lb, &beta,
+                                       res ? (const void *)res : out, ent->lc, out, ent->lc, &ent->algo,
+                                       (void *)(uintptr_t)b->workspace, CU_WORKSPACE_BYTES, b->stream));
+        return VKASR_OK;
+    }
     struct lt_call c;
     memset(&c, 0, sizeof c);
     vkasr_status st = lt_desc(e, &c, epi, bias);
     if (st == VKASR_OK)
         st = lt_layouts(e, &c, ab, M, N, K);
     for (int attempt = 0; st == VKASR_OK && attempt < 2; attempt++) {
-        int64_t m_key = matvec || attempt == 1 ? M : LT_M_KEY;
-        cublasLtMatmulAlgo_t algo;
-        st = lt_algo(b, matvec, m_key, N, K, ab, epi, beta_on, bias, &algo);
+        struct cu_lt_entry *ent;
+        st = lt_algo(b, false, attempt == 0 ? LT_M_KEY : M, N, K, ab, epi, beta_on, bias, &ent);
         if (st != VKASR_OK)
             break;
-        float beta = beta_on ? 1.0f : 0.0f;
         cublasStatus_t r = cublasLtMatmul(b->lt, c.op, &alpha, w, c.la, x, c.lb, &beta, res ? (const void *)res : out,
-                                          c.lc, out, c.lc, &algo, (void *)(uintptr_t)b->workspace, CU_WORKSPACE_BYTES,
-                                          b->stream);
+                                          c.lc, out, c.lc, &ent->algo, (void *)(uintptr_t)b->workspace,
+                                          CU_WORKSPACE_BYTES, b->stream);
         if (r == CUBLAS_STATUS_SUCCESS)
             break;
-        if (r == CUBLAS_STATUS_NOT_SUPPORTED && attempt == 0 && !matvec && M != LT_M_KEY) {
+        if (r == CUBLAS_STATUS_NOT_SUPPORTED && attempt == 0 && M != LT_M_KEY) {
             LOG_WARN(b->d->base.log, "linear: cuBLASLt's algorithm for N=%lld K=%lld does not take M=%lld; using one "
                      "chosen for that M", (long long)N, (long long)K, (long long)M);
             continue;
