@@ -93,10 +93,12 @@ typedef enum vkasr_status {
     VKASR_ERR_IO = -3,            /* a file could not be opened, read or written               */
     VKASR_ERR_MODEL = -4,         /* a model file or directory is malformed or unsupported     */
     VKASR_ERR_AUDIO = -5,         /* audio could not be decoded or is unusable                 */
-    VKASR_ERR_NO_DEVICE = -6,     /* no Vulkan device, or none with the required features      */
+    VKASR_ERR_NO_DEVICE = -6,     /* no Vulkan device, or none with the required features; no
+                                     CUDA device or NVIDIA driver (device "cuda")              */
     VKASR_ERR_VULKAN = -7,        /* a Vulkan call failed                                      */
     VKASR_ERR_DEVICE_MEMORY = -8, /* device memory exhausted                                   */
-    VKASR_ERR_DEVICE_LOST = -9,   /* the device was lost; free the session and the model      */
+    VKASR_ERR_DEVICE_LOST = -9,   /* the device was lost (or a CUDA kernel faulted); free the
+                                     session and the model                                     */
     VKASR_ERR_UNSUPPORTED = -10,  /* a valid request this build or device cannot serve         */
     VKASR_ERR_INTERNAL = -11      /* a bug in vkasr; the message says where                    */
 } vkasr_status;
@@ -132,7 +134,9 @@ typedef void (*vkasr_log_callback)(vkasr_log_level level, const char *message, v
 /* Devices                                                                                        */
 
 typedef struct vkasr_device_info {
-    int index;                     /* position in Vulkan's enumeration; what --device N names   */
+    int index;                     /* Vulkan devices: position in Vulkan's enumeration, what
+                                      --device N names; CUDA devices: the CUDA device number,
+                                      what --device cuda:N names                                */
     char name[256];
     char type[16];                 /* "discrete", "integrated", "virtual", "cpu", "other"       */
     char driver[256];              /* driver name and info                                      */
@@ -154,13 +158,24 @@ typedef struct vkasr_device_info {
     bool timestamps;               /* compute-queue timestamps for profiling                    */
     bool usable;                   /* meets vkasr's requirements                                */
     char missing[256];             /* when !usable: what is missing, e.g. "Vulkan 1.2, shaderInt64" */
+    char backend[8];               /* "vulkan" or "cuda"                                        */
+    int compute_capability;        /* CUDA devices: major * 10 + minor (90 for an H100); 0 for
+                                      Vulkan devices. For CUDA devices the Vulkan-specific fields
+                                      describe the CUDA equivalents: subgroup_size is the warp size,
+                                      max_workgroup_count the grid limits, heap 0 the GPU's memory,
+                                      api_version 0                                             */
 } vkasr_device_info;
 
-/* Lists Vulkan devices into out[0..capacity-1]; *count receives the total number found (may exceed
- * capacity). out may be NULL when capacity is 0. Returns VKASR_ERR_NO_DEVICE when no Vulkan loader or
- * driver is present. */
+/* Lists Vulkan devices into out[0..capacity-1], then, in a library built with the CUDA backend
+ * (-DVKASR_CUDA=ON), CUDA devices; *count receives the total number found (may exceed capacity). out
+ * may be NULL when capacity is 0. Returns VKASR_ERR_NO_DEVICE when no device of any backend is found
+ * (no Vulkan loader or driver, and no CUDA device). */
 VKASR_API vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count,
                                           vkasr_error *error);
+
+/* Whether this build of the library has a backend: "vulkan" and "cpu" always, "cuda" when built with
+ * -DVKASR_CUDA=ON (whether a GPU is present is another matter: vkasr_list_devices). */
+VKASR_API bool vkasr_has_backend(const char *name);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Model                                                                                          */
@@ -177,9 +192,12 @@ typedef enum vkasr_precision {
 
 typedef struct vkasr_model_params {
     uint32_t struct_size;          /* sizeof(vkasr_model_params), set by the default function    */
-    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable device by type
-                                      (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
-                                      "N": device index N; otherwise a case-insensitive name substring */
+    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable Vulkan device by
+                                      type (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
+                                      "N" or "vulkan:N": Vulkan device index N; "cpu": the plain-C
+                                      reference backend; "cuda" or "cuda:N": the CUDA backend (a build
+                                      without it returns VKASR_ERR_UNSUPPORTED, see vkasr_has_backend);
+                                      otherwise a case-insensitive Vulkan device name substring      */
     vkasr_precision precision;
     vkasr_log_level log_level;     /* messages below this level are dropped (default WARN)      */
     vkasr_log_callback log_callback; /* NULL: print to stderr                                   */

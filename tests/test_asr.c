@@ -1,8 +1,9 @@
-/* test_asr.c — the network layer on lavapipe and the C reference:
+/* test_asr.c — the network layer on the device $VKASR_DEVICE names (lavapipe in CI; the CUDA backend in
+ * test_asr_cuda) and the C reference:
  *  - halo-tiled subsampling with tiles of 1, 2, 3, 7 frames is bit-identical to one untiled pass;
  *  - the relative positional table against a direct double evaluation of sin/cos(fl32(r * w_j)),
  *    including r near 50000 (an hour of audio), row order and the per-session cache's slices;
- *  - the whole network (features, encoder, tokens) on Vulkan f32 against the C reference backend.
+ *  - the whole network (features, encoder, tokens) on the device in f32 against the C reference backend.
  * usage: test_asr DATA_DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -118,7 +119,7 @@ static void test_backends(const char *model_dir, const struct audio *a) {
     struct asr_cache cv = {0}, cr = {0};
     struct asr_options opt = {.keep_features = true};
     struct asr_output ov = {0}, orf = {0};
-    EXPECT(asr_run(vk.m, vk.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "vulkan run: %s", e.msg);
+    EXPECT(asr_run(vk.m, vk.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "device run: %s", e.msg);
     EXPECT(asr_run(ref.m, ref.be, &cr, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
     if (ov.mel && orf.mel && ov.mel_frames == orf.mel_frames && ov.frames == orf.frames) {
         double mel = 0, se = 0, sr = 0;
@@ -138,7 +139,7 @@ static void test_backends(const char *model_dir, const struct audio *a) {
         for (size_t i = 0; same && i < ov.ntokens; i++)
             same = ov.tokens[i].id == orf.tokens[i].id && ov.tokens[i].frame == orf.tokens[i].frame &&
                    ov.tokens[i].duration == orf.tokens[i].duration;
-        EXPECT(same, "%s: tokens differ between Vulkan and the reference", model_dir);
+        EXPECT(same, "%s: tokens differ between the device and the reference", model_dir);
     } else {
         EXPECT(0, "%s: outputs missing or shapes differ", model_dir);
     }

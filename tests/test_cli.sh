@@ -36,6 +36,14 @@ grep -q "missing.wav" "$WORK/err" || fail "audio error names the file"
 [ "$(grep -o "missing.wav" "$WORK/err" | wc -l)" -eq 1 ] || fail "audio error names the file more than once"
 expect 4 "$VKASR" transcribe -m "$M" "$DATA/audio/not_audio.wav"
 expect 5 "$VKASR" transcribe -m "$M" -d 99 "$WAV"
+# cuda in a build without the CUDA backend is a usage error (--device or $VKASR_DEVICE); the help says
+# which device strings exist
+expect 0 "$VKASR" transcribe --help;      grep -q "cuda\[:N\]" "$WORK/out" || fail "transcribe --help names cuda[:N]"
+if ! "$VKASR" devices --help | grep -q "CUDA devices"; then
+    expect 2 "$VKASR" transcribe -m "$M" -d cuda "$WAV"
+    grep -q "without the CUDA backend" "$WORK/err" || fail "-d cuda without the backend says so"
+    expect 2 env VKASR_DEVICE=cuda:0 "$VKASR" transcribe -m "$M" "$WAV"
+fi
 # f16 on a device without it (or with it disabled) is a device problem, not a model one
 expect 5 env VKASR_DISABLE_F16=1 "$VKASR" transcribe -m "$M" -p f16 "$WAV"
 grep -q "lacks f16" "$WORK/err" || fail "-p f16 without f16 says the device lacks f16"

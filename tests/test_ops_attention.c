@@ -1,10 +1,12 @@
-/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on Vulkan vs the C reference:
+/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on the device under test (Vulkan,
+ * or CUDA with VKASR_TEST_DEVICE) vs the C reference:
  * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
  * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
  * zero-length input, and the errors the kernel reports (dk too wide, y overlapping an input). The f32
  * cases run the automatic choice (the scalar kernel); the f16 cases run every tensor-core
  * configuration the device can (on lavapipe the emulated twins) against the reference with the same
- * f16 rounding of the inputs, and the automatic f16 choice. Kernel selection is checked on synthetic
+ * f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the tensor-core kernel up to
+ * dk 128, the f32 kernel with rounded inputs above). Vulkan kernel selection is checked on synthetic
  * devices. */
 #include <math.h>
 #include <stdio.h>
@@ -25,7 +27,7 @@ static double worst_nmse, worst_nmse_f16;
 static double measured_nmse(struct th *h, struct th_tensor *y) {
     uint64_t bytes = be_nbytes(&TH_T(y, TH_REF)), n = bytes / 4;
     float *vk = malloc(bytes ? bytes : 4);
-    if (!vk || be_download(h->be[TH_VK], vk, TH_T(y, TH_VK).addr, bytes)) {
+    if (!vk || be_download(h->be[TH_DEV], vk, TH_T(y, TH_DEV).addr, bytes)) {
         free(vk);
         return INFINITY;
     }
@@ -170,23 +172,23 @@ static void error_cases(struct th *h) {
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 257), -1, 1);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(2, 257));
     struct op_relpos_attention a = {
-        .q = TH_T(q, TH_VK),
-        .k = TH_T(q, TH_VK),
-        .v = TH_T(q, TH_VK),
-        .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK),
-        .bias_v = TH_T(bu, TH_VK),
-        .y = TH_T(y, TH_VK),
+        .q = TH_T(q, TH_DEV),
+        .k = TH_T(q, TH_DEV),
+        .v = TH_T(q, TH_DEV),
+        .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV),
+        .bias_v = TH_T(bu, TH_DEV),
+        .y = TH_T(y, TH_DEV),
         .heads = 1,
         .n_valid = 2,
     };
     h->checks++;
-    vkasr_status st = be_relpos_attention(h->be[TH_VK], &a);
-    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "dk = 257")) {
-        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
+    vkasr_status st = be_relpos_attention(h->be[TH_DEV], &a);
+    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_DEV]->err.msg, "dk = 257")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
         h->failures++;
     } else {
-        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
     }
 
     th_case(h, "relpos_attention y overlapping q");
@@ -194,24 +196,24 @@ static void error_cases(struct th *h) {
     p = th_input(h, BE_F32, 2, TH_SHAPE(7, 8), -1, 1);
     bu = th_input(h, BE_F32, 2, TH_SHAPE(2, 4), -1, 1);
     a = (struct op_relpos_attention){
-        .q = TH_T(q, TH_VK),
-        .k = TH_T(q, TH_VK),
-        .v = TH_T(q, TH_VK),
-        .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK),
-        .bias_v = TH_T(bu, TH_VK),
-        .y = TH_T(q, TH_VK),
+        .q = TH_T(q, TH_DEV),
+        .k = TH_T(q, TH_DEV),
+        .v = TH_T(q, TH_DEV),
+        .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV),
+        .bias_v = TH_T(bu, TH_DEV),
+        .y = TH_T(q, TH_DEV),
         .heads = 2,
         .n_valid = 4,
     };
     h->checks++;
-    st = be_relpos_attention(h->be[TH_VK], &a);
+    st = be_relpos_attention(h->be[TH_DEV], &a);
     /* rejected by the op table's validation rules (src/backend/ops.c), before any backend runs */
-    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_VK]->err.msg, "overlap")) {
-        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
+    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_DEV]->err.msg, "overlap")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
         h->failures++;
     } else {
-        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
     }
 }
 
@@ -269,13 +271,17 @@ int main(void) {
     th_open(&h, true);
 
     /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
-     * for CPU drivers), forced, then the automatic choice on a few shapes. */
-    size_t ncfg;
-    const struct vk_att_cfg *cfgs = vk_att_configs(&ncfg);
-    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+     * for CPU drivers), forced, then the automatic choice on a few shapes. CUDA: its own choice. */
+    size_t ncfg = 0;
+    const struct vk_att_cfg *cfgs = h.vulkan ? vk_att_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
     for (size_t i = 0; i < ncfg; i++)
         if ((cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS) && vk_att_cfg_usable(&cfgs[i], caps))
             f32_cases(&h, &cfgs[i]);
+    if (!h.vulkan) {
+        th_skip(&h, "forced Vulkan attention configurations (the same cases run with the backend's choice)");
+        f32_cases(&h, NULL);
+    }
     attn_case(&h, NULL, 130, 64, 2, 0, 97, 0, 1.0f);
     attn_case(&h, NULL, 33, 48, 3, 0, 33, 4, 1.0f);
     attn_case(&h, NULL, 0, 8, 2, 1, 0, 0, 1.0f);
@@ -291,8 +297,16 @@ int main(void) {
         f16_cases(&h, &cfgs[i]);
     }
     f16_cases(&h, NULL);
+    /* f16 flag on narrow heads (the narrowest tensor-core variants) and on heads too wide for them */
+    attn_case_cfg(&h, 77, 40, 2, 0, 70, 0, 1.0f, true, NULL);
+    attn_case_cfg(&h, 77, 88, 2, 0, 77, 9, 1.0f, true, NULL);
+    attn_case_cfg(&h, 40, 256, 1, 0, 40, 0, 1.0f, true, NULL);
+    attn_case_cfg(&h, 33, 400, 2, 0, 30, 5, 1.0f, true, NULL);
 
-    choice_cases(&h);
+    if (h.vulkan)
+        choice_cases(&h);
+    else
+        th_skip(&h, "Vulkan attention kernel selection on synthetic devices");
     error_cases(&h);
     printf("worst nmse: f32 %.2e (tolerance %.0e), f16 %.2e (tolerance %.0e)\n", worst_nmse, TOL, worst_nmse_f16,
            TOL_F16);

@@ -1,10 +1,11 @@
-/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on Vulkan vs the C reference:
- * the kernel vk_op_linear picks for each shape (f32 and f16 weights), then every GEMM configuration
- * this device can run, forced, on edge shapes and on integer data whose products and sums are exact
- * in f32 (the results must then be bit-identical whatever the summation order, so any indexing,
- * padding or rounding mistake shows). The tensor-core kernel runs here through its emulated
- * variants (same staging, tiling and epilogue code); the real one where the device has NV
- * cooperative matrices. Also checks the pure kernel-selection function on synthetic devices. */
+/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on the device under test vs
+ * the C reference: the kernel the backend picks for each shape (f32 and f16 weights), then, on Vulkan,
+ * every GEMM configuration this device can run, forced, on edge shapes and on integer data whose
+ * products and sums are exact in f32 (the results must then be bit-identical whatever the summation
+ * order, so any indexing, padding or rounding mistake shows); on CUDA (cuBLASLt) the same edge shapes
+ * around 64- and 128-wide tiles with its own choice. The Vulkan tensor-core kernel runs here through its
+ * emulated variants (same staging, tiling and epilogue code); the real one where the device has NV
+ * cooperative matrices. Also checks the pure Vulkan kernel-selection function on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +42,7 @@ static double nmse_of(struct th *h, struct th_tensor *y) {
     float *vk = malloc(n ? n * sizeof *vk : 4);
     if (!vk)
         exit(1);
-    if (be_download(h->be[TH_VK], vk, TH_T(y, TH_VK).addr, n * sizeof *vk))
+    if (be_download(h->be[TH_DEV], vk, TH_T(y, TH_DEV).addr, n * sizeof *vk))
         exit(1);
     const float *ref = y->host; /* th_check left the reference output there */
     double se = 0, sr = 0;
@@ -147,9 +148,9 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
 /* y[0, m) = silu(x[r0, r0+m) w^T + b) on the Vulkan backend (automatic choice, no hint), downloaded. */
 static bool lin_rows(struct th *h, struct th_tensor *x, struct th_tensor *w, struct th_tensor *b, struct th_tensor *y,
                      int64_t r0, int64_t m, float *out) {
-    struct backend *vk = h->be[TH_VK];
-    struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_VK), r0, m), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK),
-                          .y = be_tensor_rows(&TH_T(y, TH_VK), 0, m), .act = ACT_SILU, .alpha = 1.0f};
+    struct backend *vk = h->be[TH_DEV];
+    struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_DEV), r0, m), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV),
+                          .y = be_tensor_rows(&TH_T(y, TH_DEV), 0, m), .act = ACT_SILU, .alpha = 1.0f};
     if (be_linear(vk, &a) || be_download(vk, out, a.y.addr, (uint64_t)(m * a.y.ne[1]) * sizeof(float))) {
         printf("FAIL [%s]: rows %lld+%lld: %s\n", h->name, (long long)r0, (long long)m, vk->err.msg);
         h->checks++;
@@ -199,7 +200,7 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
     const char *names[2][4] = {{"f32_direct", "f32_direct_mv", "f32_64x64", "f32_32x32"},
                                {"f16_direct", "f16_direct_mv", "f16_64x64", "f16_32x32"}};
     const int64_t shapes[][3] = {{70, 130, 64}, {33, 17, 77}, {5, 300, 200}};
-    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_VK])->caps;
+    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_DEV])->caps;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
         th_case(h, "linear direct vs scalar M=%lld N=%lld K=%lld w=%s", (long long)M, (long long)N, (long long)K,
@@ -217,12 +218,12 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
             const struct vk_gemm_cfg *cfg = vk_gemm_find(names[wt == BE_F16][k]);
             if (!cfg || !vk_gemm_cfg_usable(cfg, caps))
                 continue;
-            struct op_linear a = {.x = TH_T(x, TH_VK), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK), .y = TH_T(y, TH_VK),
+            struct op_linear a = {.x = TH_T(x, TH_DEV), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV), .y = TH_T(y, TH_DEV),
                                   .act = ACT_TANH, .alpha = 1.0f};
             h->checks++;
-            if (vk_gemm_record((struct vk_backend *)h->be[TH_VK], &a, cfg) ||
-                be_download(h->be[TH_VK], out[ran], a.y.addr, (uint64_t)(M * N) * sizeof(float))) {
-                printf("FAIL [%s]: %s: %s\n", h->name, cfg->name, h->be[TH_VK]->err.msg);
+            if (vk_gemm_record((struct vk_backend *)h->be[TH_DEV], &a, cfg) ||
+                be_download(h->be[TH_DEV], out[ran], a.y.addr, (uint64_t)(M * N) * sizeof(float))) {
+                printf("FAIL [%s]: %s: %s\n", h->name, cfg->name, h->be[TH_DEV]->err.msg);
                 h->failures++;
                 continue;
             }
@@ -300,15 +301,22 @@ static void selection_tests(struct th *h) {
 int main(void) {
     struct th h;
     th_open(&h, true);
-    bool f16 = h.dev[TH_VK]->info.f16;
+    bool f16 = h.dev[TH_DEV]->info.f16;
     const char *mg = getenv("VKASR_MAX_GROUPS");
     bool tiny = mg && *mg;
-    selection_tests(&h);
+    if (h.vulkan)
+        selection_tests(&h);
+    else
+        th_skip(&h, "Vulkan GEMM kernel selection on synthetic devices");
     row_invariance(&h, BE_F32);
-    direct_matches_scalar(&h, BE_F32);
+    if (h.vulkan)
+        direct_matches_scalar(&h, BE_F32);
+    else
+        th_skip(&h, "gemm_direct.comp against the scalar tiles (Vulkan kernels), f32 and f16");
     if (f16) {
         row_invariance(&h, BE_F16);
-        direct_matches_scalar(&h, BE_F16);
+        if (h.vulkan)
+            direct_matches_scalar(&h, BE_F16);
     }
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
@@ -356,10 +364,10 @@ int main(void) {
             xv[i] = 1.0f + 1.0f / 4096.0f;
             wv[i] = float_to_half(1.0f);
         }
-        /* the automatic choice, then every f16 configuration (vector and scalar loads: K = 64, 63) */
-        size_t ncfg;
-        const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
-        const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+        /* the automatic choice, then (Vulkan) every f16 configuration (vector and scalar loads: K = 64, 63) */
+        size_t ncfg = 0;
+        const struct vk_gemm_cfg *cfgs = h.vulkan ? vk_gemm_configs(&ncfg) : NULL;
+        const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
         for (int K = 64; K >= 63; K--)
             for (size_t i = 0; i <= ncfg; i++) {
                 const struct vk_gemm_cfg *cfg = i < ncfg ? &cfgs[i] : NULL;
@@ -377,17 +385,25 @@ int main(void) {
             }
     }
 
-    /* Every configuration this device can run, forced onto edge shapes around its tile. */
-    size_t ncfg;
-    const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
-    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
-    for (size_t i = 0; i < ncfg; i++) {
-        const struct vk_gemm_cfg *cfg = &cfgs[i];
-        if (!vk_gemm_cfg_usable(cfg, caps)) {
+    /* Every configuration this device can run, forced onto edge shapes around its tile (Vulkan); the
+     * backend's own choice on the same shapes around 64- and 128-wide tiles (CUDA). */
+    size_t ncfg = 0;
+    const struct vk_gemm_cfg *cfgs = h.vulkan ? vk_gemm_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
+    const int64_t tiles[] = {64, 128};
+    size_t nruns = h.vulkan ? ncfg : 2 * sizeof tiles / sizeof *tiles;
+    if (!h.vulkan)
+        th_skip(&h, "forced Vulkan GEMM configurations (their edge shapes run with the backend's choice)");
+    for (size_t i = 0; i < nruns; i++) {
+        const struct vk_gemm_cfg *cfg = h.vulkan ? &cfgs[i] : NULL;
+        if (cfg && !vk_gemm_cfg_usable(cfg, caps)) {
             printf("config %s: not usable on this device, skipped\n", cfg->name);
             continue;
         }
-        int64_t bm = cfg->bm, bn = cfg->bn;
+        be_dtype wt = cfg ? cfg->wtype : i % 2 ? BE_F16 : BE_F32;
+        if (wt == BE_F16 && !f16)
+            continue;
+        int64_t bm = cfg ? cfg->bm : tiles[i / 2], bn = cfg ? cfg->bn : tiles[i / 2];
         const struct lin_case cases[] = {
             {.M = 1, .N = 1, .K = 1, .alpha = 1.0f},
             {.M = bm + 3, .N = bn + 5, .K = 77, .bias = true, .alpha = 1.0f, .integer = true},
@@ -398,7 +414,7 @@ int main(void) {
         };
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             struct lin_case c = cases[k];
-            c.wt = cfg->wtype;
+            c.wt = wt;
             lin_run(&h, &c, cfg);
         }
     }

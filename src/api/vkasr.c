@@ -74,10 +74,34 @@ vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t 
     struct err e = {0};
     size_t n = 0;
     vkasr_status st = vk_list_devices(out, capacity, &n, &e);
+#ifdef VKASR_HAVE_CUDA
+    /* CUDA devices after the Vulkan ones; either backend alone is enough to list something. */
+    size_t filled = n < capacity ? n : capacity, nc = 0;
+    struct err ce = {0};
+    vkasr_status cst = cuda_list_devices(out ? out + filled : NULL, out ? capacity - filled : 0, &nc, &ce);
+    if (cst == VKASR_OK && nc > 0) {
+        if (st != VKASR_OK)
+            err_clear(&e);
+        st = VKASR_OK;
+        n = filled + nc; /* Vulkan entries past capacity are not listed: the CUDA ones follow those filled */
+    } else if (st != VKASR_OK) {
+        err_prefix(&e, "CUDA: %s; Vulkan", ce.msg);
+    }
+#endif
     if (count)
         *count = n;
     err_export(&e, error);
     return st;
+}
+
+bool vkasr_has_backend(const char *name) {
+    if (!name)
+        return false;
+#ifdef VKASR_HAVE_CUDA
+    if (strcmp(name, "cuda") == 0)
+        return true;
+#endif
+    return strcmp(name, "vulkan") == 0 || strcmp(name, "cpu") == 0;
 }
 
 /* ---- model ------------------------------------------------------------------------------------- */

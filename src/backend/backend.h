@@ -2,8 +2,9 @@
  *
  * A be_device is shared by every thread using a model: it owns the weights and (for Vulkan) the
  * VkDevice and pipelines. A backend is one thread's working context on a device: scratch memory,
- * command recording, profiling. Backends: vulkan/ (the engine) and ref/ (plain C, the test oracle
- * and a slow CPU fallback). src/asr only ever talks to this interface.
+ * command recording, profiling. Backends: vulkan/ (the engine), cuda/ (optional, -DVKASR_CUDA=ON: the
+ * NVIDIA-native yardstick) and ref/ (plain C, the test oracle and a slow CPU fallback). src/asr only
+ * ever talks to this interface.
  */
 #ifndef VKASR_BACKEND_H
 #define VKASR_BACKEND_H
@@ -38,6 +39,8 @@ struct be_device_info {
     bool coopmat;           /* tensor-core GEMM path available                                    */
     uint64_t max_alloc;     /* largest single allocation                                          */
     uint64_t heap_bytes;    /* device-local heap size                                             */
+    uint32_t max_groups;    /* largest workgroup / block count of a launch dimension, after
+                             * VKASR_MAX_GROUPS (tests check that a forced tiny grid took effect)  */
 };
 
 struct be_device_vtbl {
@@ -126,5 +129,9 @@ vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *co
 /* Constructors of the backends (backend.c dispatches between them). */
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+/* The CUDA backend (built with -DVKASR_CUDA=ON, which defines VKASR_HAVE_CUDA): opt->device is what
+ * follows "cuda:" ("" = device 0); cuda_list_devices appends CUDA devices to vkasr_list_devices. */
+vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+vkasr_status cuda_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);
 
 #endif

@@ -28,8 +28,10 @@ static void usage_transcribe(FILE *f) {
             "  -of, --output-file BASE base name of the output files (one input only)\n"
             "      --dump DIR          write DIR/mel.npy (normalized features) and DIR/encoder.npy (encoder\n"
             "                          output), float32 [frames, dim]; DIR/<n>/ per input when several\n"
-            "  -d, --device N|NAME     Vulkan device index or name substring (also $VKASR_DEVICE);\n"
-            "                          \"cpu\" runs the slow plain-C reference backend\n"
+            "  -d, --device DEV        the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"
+            "                          backend), cuda[:N] (the CUDA backend, in builds with it),\n"
+            "                          vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"
+            "                          device name substring); default: the best Vulkan device\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
             "      --max-symbols N     transducers: most symbols emitted at one frame (default: model's)\n"
             "      --profile           print per-op GPU time on stderr after each file (also\n"
@@ -50,7 +52,8 @@ static void usage_transcribe(FILE *f) {
             "Ctrl-C ends vkasr at once.\n"
             "\n"
             "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            4 audio or I/O error, 5 no usable Vulkan device, 130 interrupted. With several\n"
+            "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda),\n"
+            "            130 interrupted. With several\n"
             "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
@@ -156,6 +159,8 @@ int cmd_transcribe(int argc, char **argv) {
         fprintf(stderr, "vkasr: -of names the outputs of one input; %d inputs given\n", ninputs);
         rc = EXIT_USAGE;
     }
+    if (rc == EXIT_OK)
+        rc = check_device_backend(device);
     if (rc != EXIT_OK) {
         free(inputs);
         return rc;

@@ -282,6 +282,7 @@ void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_d
     probe_device(inst, pd, &p);
     memset(info, 0, sizeof *info);
     info->index = index;
+    snprintf(info->backend, sizeof info->backend, "vulkan");
     snprintf(info->name, sizeof info->name, "%s", p.props.deviceName);
     const char *type = "other";
     switch (p.props.deviceType) {
@@ -720,6 +721,10 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.info.coopmat = d->caps.coopmat_nv;
     d->base.info.max_alloc = d->caps.max_alloc;
     d->base.info.heap_bytes = d->heap_size;
+    d->base.info.max_groups = d->caps.max_groups[0];
+    for (int i = 1; i < 3; i++)
+        if (d->caps.max_groups[i] > d->base.info.max_groups)
+            d->base.info.max_groups = d->caps.max_groups[i];
     LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u, f16 %s, tensor cores %s, %s memory", info.index,
              info.name, info.type, d->caps.subgroup_size, d->caps.f16 ? "on" : "off", d->caps.coopmat_nv ? "on" : "off",
              d->device_mappable ? "host-mapped" : "staged");
