@@ -17,6 +17,7 @@ static const struct command {
     {"transcribe", cmd_transcribe, "transcribe audio files (vkasr transcribe --help)"},
     {"devices", cmd_devices, "list Vulkan devices and the features vkasr uses"},
     {"convert", cmd_convert, "convert a Hugging Face model directory to vkasr's GGUF file"},
+    {"bench", cmd_bench, "time transcriptions of synthetic audio (vkasr bench --help)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
