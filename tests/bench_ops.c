@@ -1,6 +1,6 @@
 /* bench_ops.c — times the linear op (GEMM) on the Vulkan backend; not a ctest test.
  *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] [--warmup n]
- *             [--cfg NAME[,NAME...]|all|list] [--split S[,S...]] [--shapes NAME=MxNxK[,...]|encoder] [--bias]
+ *             [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] [--shapes NAME=MxNxK[,...]|encoder] [--bias]
  * Defaults: M=7500 K=1024 N=4096, f16 weights, f32 x and y (the encoder's feed-forward shape for ~10
  * min of audio at the 8x subsampled frame rate), 3 warm-up and 10 timed runs, the configuration
  * vk_op_linear would choose. Each (shape, configuration, split) prints one line:
@@ -9,9 +9,10 @@
  * included), or wall time (op + be_sync) on a device without timestamps (then timer=wall). TFLOP/s
  * counts 2*M*N*K. check compares 64 outputs with a double-precision dot product of the same
  * (f16-rounded) operands (exit status 1 if any fails). --cfg all runs every configuration this device
- * can run for the weight type; --shapes encoder the 0.6B encoder's products at 60 s and 10 min of
- * audio (tools/gpu/gemm_sweep.sh). The device is $VKASR_DEVICE or the default; inputs are uniform in
- * [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the decoder's do). */
+ * can run for the weight type, tc its tensor-core ones; --shapes encoder the 0.6B encoder's products
+ * at 60 s and 10 min of audio (tools/gpu/gemm_sweep.sh). The device is $VKASR_DEVICE or the default;
+ * inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
+ * decoder's do). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +49,7 @@ static double now_ms(void) {
 
 static int usage(void) {
     fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] "
-                    "[--warmup n] [--cfg NAME[,NAME...]|all|list] [--split S[,S...]] "
+                    "[--warmup n] [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] "
                     "[--shapes NAME=MxNxK[,...]|encoder] [--bias]\n");
     return 2;
 }
@@ -330,10 +331,17 @@ int main(int argc, char **argv) {
     int rc = 1, ncfg = 0;
     size_t nall;
     const struct vk_gemm_cfg *all = vk_gemm_configs(&nall), *cfgs[64];
-    if (cfg_arg && strcmp(cfg_arg, "all") == 0) {
+    if (cfg_arg && (strcmp(cfg_arg, "all") == 0 || strcmp(cfg_arg, "tc") == 0)) {
+        const bool tc = strcmp(cfg_arg, "tc") == 0;
         for (size_t i = 0; i < nall && ncfg < 64; i++)
-            if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && vk_gemm_cfg_usable(&all[i], B.caps))
+            if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && vk_gemm_cfg_usable(&all[i], B.caps) &&
+                (!tc || all[i].kind == VK_GEMM_COOPMAT))
                 cfgs[ncfg++] = &all[i];
+        if (ncfg == 0) {
+            fprintf(stderr, "bench_ops: no %s configuration for %s weights can run here\n", tc ? "tensor-core" : "",
+                    B.wt == BE_F16 ? "f16" : "f32");
+            goto out;
+        }
     } else if (cfg_arg) {
         char buf[1024];
         snprintf(buf, sizeof buf, "%s", cfg_arg);
