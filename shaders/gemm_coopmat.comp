@@ -173,9 +173,9 @@ void emu_zero(inout FragC c) {
     [[unroll]] for (uint i = 0; i < 8; i++)
         c.v[i] = 0.0;
 }
-// The k loop is unrolled: llvmpipe ends every loop of an invocation once their iterations together
-// pass 65535 in one run of the outermost loop (docs/architecture.md), which a rolled k loop reached
-// within a few tiles of a grid-stride run.
+// The k loop is unrolled: llvmpipe limits an invocation's loop iterations (65535, docs/architecture.md);
+// with this loop rolled, a forced tiny grid (many tiles per workgroup) gave sums that differed in the
+// last bits after about 60,000 iterations, and unrolled they agree.
 void emu_mma(inout FragC c, uint a, uint b) {
     const uint lane = gl_LocalInvocationID.x % 32u;
     [[dont_unroll]] for (uint i = 0; i < 8; i++) {
