@@ -108,7 +108,7 @@
 #error "tile config: the staged blocks must split evenly over the workgroup"
 #endif
 #if FM != 1 && FM != 2 && FM != 4
-#error "tile config: FM must be 1, 2 or 4 (the epilogue is unrolled by hand)"
+#error "tile config: FM must be 1, 2 or 4 (the epilogue stores rows through a switch)"
 #endif
 #if AB_SIZE * 16 > 49152 || EPI_SIZE * 16 > 49152
 #error "tile config: more than 48 KiB of shared memory"

@@ -422,7 +422,8 @@ int main(void) {
         row_invariance(&h, BE_F16);
         direct_matches_scalar(&h, BE_F16);
         coopmat_agreement(&h, 200);
-        coopmat_agreement(&h, 208);
+        if (!tiny)
+            coopmat_agreement(&h, 208);
     }
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
@@ -533,6 +534,9 @@ int main(void) {
             struct lin_case c = cases[k];
             const bool f16io = c.xt == H || c.yt == H;
             if ((c.splits > 1 && !cm) || (f16io && (!f16 || !types_tested(cfg))))
+                continue;
+            /* The forced-tiny-grid run is about grid-stride loops, which the tensor types do not touch. */
+            if (tiny && f16io)
                 continue;
             c.wt = cfg->wtype;
             lin_run(&h, &c, cfg);

@@ -1,6 +1,7 @@
 /* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: the
- * configuration table (one row per compiled variant, matching shaders/shaders.cmake), the measured
- * tensor-core choice table (shape class -> configuration), the split-K rules and vk_gemm_choose.
+ * configuration table (one row per compiled variant, matching shaders/shaders.cmake), the tensor-core
+ * choice table (shape class -> configuration, filled from tools/gpu/gemm_sweep.sh's measurements), the
+ * split-K rules and vk_gemm_choose.
  * Recording lives in vk_op_gemm.c. */
 #include <stdint.h>
 #include <stdio.h>
