@@ -7,9 +7,13 @@
  *   check_cli_output compare FILE ok|equal|STAGE   `vkasr compare --json`: one object with every stage and
  *                                its figures; "ok": all within tolerance; "equal": that, and tokens and
  *                                transcripts equal; else STAGE ("layer 1", "logits", ...) is the first
- *                                stage past its tolerance */
+ *                                stage past its tolerance
+ *   check_cli_output bench FILE LENGTHS RUNS   vkasr bench --json: model, device, precision, runs, load_ms
+ *                                and LENGTHS entries whose spreads are ordered (min <= median <= max),
+ *                                positive, and whose RTFx is the audio length over the wall time */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +271,51 @@ static int check_compare(const char *file, const char *want) {
     return rc;
 }
 
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+}
+
+/* A {median, min, max} object: ordered, and >= lo; its values in m[3]. */
+static int spread_ok(const cJSON *o, const char *k, double lo, double m[3]) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    m[0] = num(v, "median");
+    m[1] = num(v, "min");
+    m[2] = num(v, "max");
+    return cJSON_IsObject(v) && m[1] >= lo && m[1] <= m[0] && m[0] <= m[2];
+}
+
+static int check_bench(const char *file, int nlengths, int runs) {
+    char *buf = slurp(file);
+    if (!buf)
+        return bad("cannot read", file);
+    cJSON *o = cJSON_Parse(buf);
+    free(buf);
+    int rc = 0;
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, "lengths"), *l;
+    if (!cJSON_IsObject(o) || !has(o, "model", isstr) || !has(o, "device", isstr) || !has(o, "precision", isstr) ||
+        num(o, "runs") != runs || num(o, "load_ms") < 0 || !cJSON_IsArray(ls) || cJSON_GetArraySize(ls) != nlengths)
+        rc = bad("missing model/device/precision, or wrong runs/load_ms/lengths", file);
+    cJSON_ArrayForEach(l, ls) {
+        if (rc)
+            break;
+        double sec = num(l, "seconds"), enc[3], dec[3], wall[3], rtfx[3];
+        if (!(sec > 0) || !(num(l, "first_ms") > 0) || !(num(l, "peak_device_mib") > 0) || num(l, "tokens") < 0)
+            rc = bad("a length lacks seconds/first_ms/peak_device_mib/tokens", file);
+        else if (!spread_ok(l, "encoder_ms", 1e-9, enc) || !spread_ok(l, "decoder_ms", 0, dec) ||
+                 !spread_ok(l, "wall_ms", 1e-9, wall) || !spread_ok(l, "rtfx", 1e-9, rtfx))
+            rc = bad("a spread is missing, unordered or not positive", file);
+        else if (fabs(rtfx[1] - sec * 1e3 / wall[2]) > 1e-3 * rtfx[1] || fabs(rtfx[2] - sec * 1e3 / wall[1]) > 1e-3 * rtfx[2])
+            rc = bad("rtfx is not the audio length over the wall time", file);
+        else if (enc[0] > wall[2])
+            rc = bad("the encoder took longer than the whole transcription", file);
+    }
+    cJSON_Delete(o);
+    if (rc == 0)
+        printf("%s: bench JSON ok (%d lengths, %d runs)\n", file, nlengths, runs);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "json"))
         return check_json(argv[2]);
@@ -276,7 +325,9 @@ int main(int argc, char **argv) {
         return check_frames(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return check_compare(argv[2], argv[3]);
+    if (argc == 5 && !strcmp(argv[1], "bench"))
+        return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | "
-                    "compare FILE ok|equal|STAGE\n");
+                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS\n");
     return 2;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
-# devices, several inputs with a bad one, write errors on stdout, --max-symbols, --profile.
+# devices, bench, several inputs with a bad one, write errors on stdout, --max-symbols, --profile.
 # usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
 #   for the tests that send it signals.
@@ -179,6 +179,17 @@ tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGTERM: the inter
 # A second SIGINT ends the process at once (killed by the signal: the shell reports 130 too).
 interrupt INT INT
 [ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
+
+# bench: synthetic audio of two lengths, a table and JSON; usage errors
+expect 0 "$VKASR" bench --help;           grep -q -- "--seconds" "$WORK/out" || fail "bench --help lists --seconds"
+expect 0 "$VKASR" bench -m "$M" --seconds 0.5,1 --runs 3
+grep -Eq '^ +0.5s +[0-9.]+ \(' "$WORK/out" && grep -Eq '^ +1s +[0-9.]+ \(' "$WORK/out" || fail "bench table rows"
+expect 0 "$VKASR" bench -m "$M" -s 0.5,1 -r 3 --json
+"$CHECK" bench "$WORK/out" 2 3 || fail "bench --json"
+for bad in "--seconds 0" "--seconds 1," "--seconds x" "--runs 0" "--runs 2x" "--frobnicate"; do
+    expect 2 "$VKASR" bench -m "$M" $bad
+done
+expect 3 "$VKASR" bench -m "$DATA/no/such/model" --seconds 1 --runs 1
 
 # devices
 expect 0 "$VKASR" devices

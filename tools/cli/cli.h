@@ -63,5 +63,6 @@ int cmd_transcribe(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

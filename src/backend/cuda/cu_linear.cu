@@ -224,6 +224,11 @@ static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int6
 
 vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
+    /* ops.h allows f16 activations (x, y, res); this backend does not take them yet. */
+    if (a->x.type != BE_F32 || a->y.type != BE_F32)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "linear: the CUDA backend takes f32 x and y only (x %s, y %s)",
+                       a->x.type == BE_F16 ? "f16" : "f32", a->y.type == BE_F16 ? "f16" : "f32");
     if (M == 0 || N == 0)
         return VKASR_OK;
     bool f16 = a->w.type == BE_F16;

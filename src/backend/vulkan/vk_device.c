@@ -586,6 +586,11 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
     c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    /* Pipeline creation feedback is core in Vulkan 1.3, for the instance (vk_instance_create asks for
+     * 1.3 when the loader has it) and the device alike. */
+    uint32_t loader = 0;
+    d->creation_feedback = p.props.apiVersion >= VK_API_VERSION_1_3 &&
+                           vkEnumerateInstanceVersion(&loader) == VK_SUCCESS && loader >= VK_API_VERSION_1_3;
     c->f16 = want_f16 && info->shader_float16 && !env_flag("VKASR_DISABLE_F16");
     c->coopmat_nv = c->f16 && info->cooperative_matrix_nv && !env_flag("VKASR_DISABLE_COOPMAT");
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -695,6 +700,8 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     pthread_mutex_init(&d->weights_lock, NULL);
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
+    atomic_init(&d->pipelines_created, 0);
+    atomic_init(&d->pipeline_cache_hits, 0);
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
     d->submit_batch = env_u32(d->base.log, "VKASR_SUBMIT_BATCH", 96, VK_MAX_SUBMIT_BATCH);
     bool validation = opt->validation || env_flag("VKASR_VALIDATION");
