@@ -1,6 +1,6 @@
 #!/bin/bash
 # GPU machine, the CUDA backend (issue 10): builds the -DVKASR_CUDA=ON tree where the machine can (else
-# uses build-cuda-gpu carried from a Debian 12 machine, tools/gpu/README.md), runs the CUDA tests
+# uses build-gpu carried from a Debian 12 machine, tools/gpu/README.md), runs the CUDA tests
 # (`ctest -L cuda`: every op test and its tiny-grid twin on CUDA against the C reference, relu and pad
 # over > 2^31 elements, transformers parity in f32 and f16), the Vulkan suite of the same tree on the
 # NVIDIA driver, then the 0.6B-shaped random TDT model on `-d cuda` and on Vulkan at 60 s, 10 min and
@@ -13,7 +13,7 @@ set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 W=${TMPDIR:-/tmp}/vkasr-cuda-check; mkdir -p "$W"
-B=${VKASR_CUDA_TREE:-build-cuda-gpu}
+B=${VKASR_CUDA_TREE:-build-gpu}
 S="$OUT/summary.txt"
 : >"$S"
 say() { echo "$*" | tee -a "$S"; }

@@ -1,5 +1,5 @@
 # Source from the repository root on a GPU machine that received a build tree made elsewhere
-# (build-gpu or build-cuda-gpu, or .gpucarry/<tree>.tar.xz) and, where the machine lacks them, Debian 12's Vulkan
+# (build-gpu, or .gpucarry/build-gpu.tar.xz) and, where the machine lacks them, Debian 12's Vulkan
 # loader (.gl/*.deb), vkasr's runtime libraries and the Khronos validation layer (.deps/*.deb).
 # Works from any checkout location: the build tree's test files are pointed at this checkout.
 if ls .gl/*.deb >/dev/null 2>&1 && ! ldconfig -p | grep -q libvulkan.so.1; then
@@ -16,9 +16,8 @@ if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&
     [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
     export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
-# Build trees travel xz-compressed (the test executables share their embedded SPIR-V: 43 MB become 1 MB):
-# build-gpu (Vulkan) and build-cuda-gpu (the same with -DVKASR_CUDA=ON, tools/gpu/cuda_check.sh).
-for _vk_tree in build-gpu build-cuda-gpu; do
+# The build tree travels xz-compressed (the test executables share their embedded SPIR-V and CUDA code).
+for _vk_tree in build-gpu; do
     [ -d $_vk_tree ] || [ ! -f .gpucarry/$_vk_tree.tar.xz ] || tar -xJf .gpucarry/$_vk_tree.tar.xz
     # CTest files name the checkout the tree was configured in: rewrite them to this one.
     if [ -f $_vk_tree/CMakeCache.txt ]; then
