@@ -385,17 +385,18 @@ static void selection_tests(struct th *h) {
     /* the choice table (vk_gemm_configs.c): rows by M, the same for every activation type */
     const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                                  .coopmat_nv = true};
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm128x128_k32", 1);
-    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm128x128_k32", 1);
-    expect_choice(h, "h100", &h100, 750, 4096, 1024, BE_F16, false, "cm128x64_k32", 1);
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm256x128_k32", 1);
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm256x128_k32", 1);
+    expect_choice(h, "h100", &h100, 480000, 256, 256, BE_F16, false, "cm128x128_k64", 1);
+    expect_choice(h, "h100", &h100, 750, 4096, 1024, BE_F16, false, "cm128x128_k32", 1);
     expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64_k32", 1);
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm32x64_k64", 1); /* rounding independent of M */
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv", 1);
     /* hinted products of 9-64 rows may split K by M: 10 tiles -> 2 slices (K / 256 at most) */
     expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "cm64x64_k32", 2);
-    expect_choice(h, "h100", &h100, 24, 640, 4096, BE_F16, true, "cm32x64_k64", 8);
-    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "cm64x64_k32", 1); /* the hint covers <= 64 rows */
+    expect_choice(h, "h100", &h100, 24, 640, 4096, BE_F16, true, "cm64x64_k32", 8);
+    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "cm128x128_k32", 1); /* the hint covers <= 64 rows */
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
     struct vk_caps small_shared = h100;

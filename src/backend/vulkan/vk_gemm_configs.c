@@ -142,24 +142,26 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
  * interchangeable bit for bit (each accumulator takes the same 16x16x16 products in the same k
  * order whatever the tile: test_ops_linear checks it on every configuration this device can run).
  *
- * Until that sweep has run on the new kernel these rows are estimates (not measurements): a 2-subgroup
- * tile for the last rows of a tiled subsampling, 64x64 for a few hundred rows (enough workgroups),
- * 128x64 for up to ~1000 rows (60 s of audio: 750), 128x128 with 8 subgroups and two K stages above. */
+ * Measured on the H100 (tools/gpu/gemm_sweep.sh, 2026-11-24; docs/gpu-results.md): 64x64 for a few
+ * rows (the subsampling's last tile, the joint's windows), 128x128 with BK 64 where K is small (the
+ * subsampling's pointwise convolutions, K = 256), 128x128 with 8 subgroups up to a couple of thousand
+ * rows (60 s of audio: 750), 256x128 above (10 minutes: 7500). */
 #define ANY INT64_MAX
 static const struct vk_gemm_rule {
     int64_t m_max, n_max, k_max; /* the class: M <= m_max, N <= n_max, K <= k_max */
     const char *cfg;
 } cm_rules[] = {
-    {32, ANY, ANY, "cm32x64_k64"},
-    {256, ANY, ANY, "cm64x64_k32"},
-    {1024, ANY, ANY, "cm128x64_k32"},
-    {ANY, ANY, ANY, "cm128x128_k32"},
+    {64, ANY, ANY, "cm64x64_k32"},
+    {ANY, ANY, 256, "cm128x128_k64"},
+    {2048, ANY, ANY, "cm128x128_k32"},
+    {ANY, ANY, ANY, "cm256x128_k32"},
 };
 
 /* Split-K without the matvec hint: by N and K only, so every M gets the same slices and a row keeps
  * its rounding whatever the call's M (the op's contract). A row here would apply to large products
  * too (the workspace costs 2 * splits * M * N * 4 bytes of traffic), so one belongs here only where
- * the sweep shows it does not slow the largest M of its class. None measured yet. */
+ * the sweep shows it does not slow the largest M of its class. None does on the H100: two slices helped
+ * some 750-row products with K = 4096 by 1.1x but slowed the same products at 7500 rows by 1.5x. */
 static const struct vk_gemm_split_rule {
     int64_t n_max, k_min; /* the class: N <= n_max, K >= k_min */
     uint32_t splits;
