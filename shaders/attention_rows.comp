@@ -1,7 +1,7 @@
 #version 460
 // attention_rows.comp — fused relative-position multi-head self-attention for CPU drivers (lavapipe):
-// the same op as attention.comp (spec §5.1, the band |i - j| <= w, keys j < n_valid, query rows
-// i >= n_valid get zeros), f32 throughout, but with no shared memory and no barriers: one invocation
+// the same op as attention.comp (spec §5.1, the band |i - j| <= w over key positions present in k and
+// below n_valid, query positions >= n_valid get zeros), f32 throughout, but with no shared memory and no barriers: one invocation
 // owns one (query row, head) and walks its keys in order with an online softmax,
 //   s_j = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,
 //   m = running max, l = running sum of exp(s - m), acc = running sum of exp(s - m) v_j,
@@ -18,9 +18,10 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
-    uint T, D, dk, H, P, center, n_valid, w;
+    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
     uint row0; // attention.comp's flags word: the first query row of this dispatch
+    uint pad_;
 } pc;
 
 #define DKMAX 256u
@@ -29,15 +30,15 @@ layout(push_constant) uniform PC {
 #define NO_MAX (-3.0e38)
 
 void main() {
-    const uint T = pc.T, dk = pc.dk;
+    const uint dk = pc.dk;
     const uint64_t D = uint64_t(pc.D);
-    const uint i = pc.row0 + gl_GlobalInvocationID.x;
-    if (i >= T)
+    const uint i = pc.row0 + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
+    if (i >= pc.Tq)
         return;
     for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
         const uint64_t yo = uint64_t(i) * D + hc;
-        if (i >= pc.n_valid) {
+        if (pi >= pc.n_valid) {
             for (uint d = 0; d < dk; d++)
                 STOREF(pc.y, yo + d, 0.0);
             continue;
@@ -49,12 +50,14 @@ void main() {
             qv[d] = qd + LOADF(pc.bv, hc + d);
             acc[d] = 0.0;
         }
-        // keys of the band that exist: j in [i - w, i + w] and [0, n_valid); w <= T (host)
-        const uint j0 = i > pc.w ? i - pc.w : 0u, j1 = min(pc.n_valid, i + pc.w + 1u);
+        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk) and [0, n_valid);
+        // positions and w < 2^30 (host): no overflow
+        const uint j0 = max(pc.k0, pi > pc.w ? pi - pc.w : 0u);
+        const uint j1 = min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u);
         float m = NO_MAX, l = 0.0;
         for (uint j = j0; j < j1; j++) {
-            const uint64_t kb = uint64_t(j) * D + hc;
-            const uint64_t pb = uint64_t(pc.center + j - i) * D + hc; // row center - (i - j)
+            const uint64_t kb = uint64_t(j - pc.k0) * D + hc;
+            const uint64_t pb = uint64_t(pc.center + j - pi) * D + hc; // row center - (pi - j)
             float ac = 0.0, bd = 0.0;
             for (uint d = 0; d < dk; d++) {
                 ac += qu[d] * LOADF(pc.k, kb + d);
