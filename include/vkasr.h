@@ -253,6 +253,18 @@ typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segme
 /* Polled between GPU submissions and decoding steps; return true to stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
 
+/* Self-attention over the encoder frames (80 ms each). The Parakeet models are trained with full
+ * attention (NeMo rel_pos): every frame sees every other, so time grows with the square of the length
+ * (memory stays linear: vkasr never builds the T x T matrix). NeMo's local attention
+ * (rel_pos_local_attn, context [w, w]) lets each frame see w frames on either side: time and memory
+ * linear, results close to full attention but not identical; NeMo recommends it beyond 24 minutes. */
+typedef enum vkasr_attention {
+    VKASR_ATTENTION_AUTO = 0,  /* full up to auto_full_seconds, local beyond; a model whose
+                                  configuration ships local attention keeps it                   */
+    VKASR_ATTENTION_FULL = 1,
+    VKASR_ATTENTION_LOCAL = 2
+} vkasr_attention;
+
 typedef struct vkasr_transcribe_params {
     uint32_t struct_size;
     vkasr_progress_callback progress_callback;
@@ -263,6 +275,17 @@ typedef struct vkasr_transcribe_params {
     void *abort_user_data;
     int max_symbols_per_step;      /* transducers: symbols emitted at one frame; 0 = model default */
     bool keep_features;            /* keep the normalized mel and the encoder output in the result */
+    vkasr_attention attention;     /* default AUTO                                              */
+    int attention_window;          /* local attention's w in encoder frames; 0 = the model's
+                                      context, else 128 (NeMo's documented [128, 128])           */
+    double auto_full_seconds;      /* AUTO: the longest input given full attention; 0 = 1440 (24 min) */
+    uint64_t max_memory;           /* device memory this call may use in bytes, the model's weights
+                                      included; 0 = what the device offers (VK_EXT_memory_budget's
+                                      budget where the driver reports one, else the heap size).
+                                      Every call plans its memory before allocating: it processes
+                                      the audio in chunks sized to fit (smaller chunks, same
+                                      results) and fails with VKASR_ERR_DEVICE_MEMORY, naming the
+                                      bytes needed and available, when even the smallest do not. */
 } vkasr_transcribe_params;
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
@@ -311,7 +334,9 @@ typedef struct vkasr_timings {
     double encoder_ms;
     double decoder_ms;
     double total_ms;
-    uint64_t peak_device_bytes;    /* weights + session scratch high-water mark                 */
+    uint64_t peak_device_bytes;    /* device memory held during the call: weights + the session's
+                                      scratch (kept between calls unless a call needs far less)  */
+    uint64_t planned_device_bytes; /* the call's memory plan: weights + planned scratch         */
 } vkasr_timings;
 
 VKASR_API const char *vkasr_result_text(const vkasr_result *result);
@@ -324,6 +349,10 @@ VKASR_API const vkasr_token *vkasr_result_tokens(const vkasr_result *result, siz
 VKASR_API const vkasr_word *vkasr_result_words(const vkasr_result *result, size_t *count);
 VKASR_API const vkasr_segment *vkasr_result_segments(const vkasr_result *result, size_t *count);
 VKASR_API vkasr_timings vkasr_result_timings(const vkasr_result *result);
+/* The attention the call used: VKASR_ATTENTION_FULL or VKASR_ATTENTION_LOCAL (never AUTO); *window
+ * (may be NULL) receives w for local attention, 0 for full. AUTO for a call that failed before
+ * choosing. */
+VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int *window);
 /* With keep_features: the normalized mel [frames][n_mels] and encoder output [frames][dim], row-major
  * float32; NULL otherwise. */
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);

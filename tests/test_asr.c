@@ -1,8 +1,11 @@
 /* test_asr.c — the network layer on lavapipe and the C reference:
  *  - halo-tiled subsampling with tiles of 1, 2, 3, 7 frames is bit-identical to one untiled pass;
- *  - the relative positional table against a direct double evaluation of sin/cos(fl32(r * w_j)),
- *    including r near 50000 (an hour of audio), row order and the per-session cache's slices;
- *  - the whole network (features, encoder, tokens) on Vulkan f32 against the C reference backend.
+ *  - the relative positional rows against a direct double evaluation of sin/cos(fl32(r * w_j)),
+ *    including r near 50000 (an hour of audio), row order, and blocks of rows equal to longer calls;
+ *  - chunked runs (spectra, subsampling tiles, conformer rows of a few frames) bit-identical to one
+ *    chunk, with full and local attention, and every run inside its memory plan;
+ *  - the whole network (features, encoder, tokens) on Vulkan f32 against the C reference backend, with
+ *    full attention and with local attention.
  * usage: test_asr DATA_DIR */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -60,8 +63,11 @@ static void test_tiling(const char *model_dir, const struct audio *a) {
         return;
     }
     be_tensor feat, x;
-    vkasr_status st = asr_features(r.m, r.be, a->samples, a->n, &feat, &e);
-    int64_t T = asr_encoder_frames(&r.m->cfg, feat.ne[0]);
+    const int64_t L = (int64_t)a->n / r.m->cfg.hop_length;
+    vkasr_status st = be_alloc_tensor(r.be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){L, r.m->cfg.n_mels}, &feat);
+    if (st == VKASR_OK)
+        st = asr_features(r.m, r.be, a->samples, a->n, L, &feat, &e);
+    int64_t T = asr_encoder_frames(&r.m->cfg, L);
     if (st == VKASR_OK)
         st = be_alloc_tensor(r.be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, r.m->cfg.d_model}, &x);
     if (st == VKASR_OK)
@@ -86,12 +92,12 @@ static void test_posenc(void) {
     struct asr_cache c = {0};
     struct err e = {0};
     const int D = 64;
-    const float *rows = NULL;
-    const int64_t T = 50001;
-    EXPECT(asr_posenc_table(&c, T, D, &rows, &e) == VKASR_OK, "table: %s", e.msg);
+    const int64_t R = 50000, n = 2 * R + 1;
+    float *rows = malloc((size_t)n * D * sizeof *rows), *part = malloc((size_t)1000 * D * sizeof *part);
+    EXPECT(rows && part && asr_posenc_rows(&c, D, R, n, rows, &e) == VKASR_OK, "rows: %s", e.msg);
     double worst = 0;
-    for (int64_t r = -(T - 1); rows && r <= T - 1; r += 97) {
-        const float *row = rows + (T - 1 - r) * D;
+    for (int64_t r = -R; rows && r <= R; r += 97) {
+        const float *row = rows + (R - r) * D;
         for (int j = 0; j < D / 2; j++) {
             float w = 1.0f / powf(10000.0f, (float)(2 * j) / (float)D);
             float arg = (float)r * w; /* the references' float32 argument */
@@ -100,15 +106,88 @@ static void test_posenc(void) {
         }
     }
     EXPECT(worst < 1e-7, "positional table off by %.3g from direct evaluation", worst);
-    /* a smaller T is a slice of the cached table: the row of r = 0 is centred */
-    const float *small = NULL;
-    EXPECT(asr_posenc_table(&c, 10, D, &small, &e) == VKASR_OK && small == rows + (T - 10) * D, "slice");
-    EXPECT(small && small[9 * D] == 0.0f && small[9 * D + 1] == 1.0f, "PE(0) = (0, 1, ...)");
-    printf("positional table: T = %lld, max error %.3g vs sin/cos(fl32(r*w)) in double\n", (long long)T, worst);
+    /* a block of rows is the same whichever call makes it (the encoder uploads blocks) */
+    EXPECT(rows && part && asr_posenc_rows(&c, D, 1234, 1000, part, &e) == VKASR_OK &&
+               memcmp(part, rows + (R - 1234) * D, (size_t)1000 * D * sizeof *part) == 0,
+           "a block of rows differs from the same rows of a longer call");
+    EXPECT(rows && rows[R * D] == 0.0f && rows[R * D + 1] == 1.0f, "PE(0) = (0, 1, ...)");
+    printf("positional rows: |r| <= %lld, max error %.3g vs sin/cos(fl32(r*w)) in double\n", (long long)R, worst);
+    free(rows);
+    free(part);
     asr_cache_free(&c);
 }
 
-static void test_backends(const char *model_dir, const struct audio *a) {
+/* One run on a fresh backend of the rig's device (so the memory it reserves is this run's alone). */
+static vkasr_status run_fresh(struct rig *r, const float *pcm, size_t n, const struct asr_options *opt,
+                              struct asr_output *out, uint64_t *held, struct err *e) {
+    struct backend *be = NULL;
+    struct asr_cache cache = {0};
+    vkasr_status st = be_backend_create(r->dev, &be, e);
+    if (st == VKASR_OK)
+        st = asr_run(r->m, be, &cache, pcm, n, opt, NULL, out, e);
+    if (be)
+        *held = be->vt->peak_bytes(be);
+    asr_cache_free(&cache);
+    be_backend_destroy(be);
+    return st;
+}
+
+/* Chunked runs are bit-identical to unchunked ones (f32, Vulkan): spectra, subsampling tiles and
+ * conformer rows forced to a few frames against one chunk each, with full and local attention; and
+ * every run stays inside its memory plan (the scratch it reserved never had to grow). */
+static void test_chunking(const char *model_dir, const float *pcm, size_t n) {
+    struct rig r;
+    struct err e = {0};
+    if (!open_rig(&r, NULL, model_dir, &e)) {
+        EXPECT(0, "open %s: %s", model_dir, e.msg);
+        return;
+    }
+    const int64_t L = (int64_t)n / r.m->cfg.hop_length, T = asr_encoder_frames(&r.m->cfg, L);
+    const struct asr_chunks whole = {L, T, T};
+    const struct asr_chunks tiny[] = {{37, 5, 7}, {160, 3, 1}, {L - 1, T - 2, 64}};
+    const struct {
+        enum asr_attention mode;
+        int64_t window;
+    } atts[] = {{ASR_ATT_FULL, 0}, {ASR_ATT_LOCAL, 12}, {ASR_ATT_LOCAL, 1}};
+    for (int a = 0; a < 3; a++) {
+        struct asr_options opt = {.keep_features = true, .attention = atts[a].mode, .window = atts[a].window,
+                                  .force = &whole};
+        struct asr_output ref = {0};
+        uint64_t held = 0;
+        vkasr_status st = run_fresh(&r, pcm, n, &opt, &ref, &held, &e);
+        EXPECT(st == VKASR_OK, "%s: unchunked run: %s", model_dir, e.msg);
+        EXPECT(st != VKASR_OK || held == be_scratch_bytes(ref.plan.scratch),
+               "%s: unchunked run held %llu bytes of scratch, planned %llu", model_dir, (unsigned long long)held,
+               (unsigned long long)ref.plan.scratch);
+        for (int k = 0; st == VKASR_OK && k < 3; k++) {
+            opt.force = &tiny[k];
+            struct asr_output o = {0};
+            st = run_fresh(&r, pcm, n, &opt, &o, &held, &e);
+            EXPECT(st == VKASR_OK, "%s: chunked run: %s", model_dir, e.msg);
+            bool same = st == VKASR_OK && o.mel_frames == ref.mel_frames && o.frames == ref.frames &&
+                        memcmp(o.mel, ref.mel, (size_t)L * r.m->cfg.n_mels * 4) == 0 &&
+                        memcmp(o.encoder, ref.encoder, (size_t)T * r.m->cfg.d_model * 4) == 0 &&
+                        o.ntokens == ref.ntokens;
+            for (size_t i = 0; same && i < o.ntokens; i++)
+                same = o.tokens[i].id == ref.tokens[i].id && o.tokens[i].frame == ref.tokens[i].frame;
+            EXPECT(same, "%s: %s attention w=%lld: spectra of %lld, tiles of %lld, rows of %lld differ from one chunk",
+                   model_dir, atts[a].mode == ASR_ATT_FULL ? "full" : "local", (long long)atts[a].window,
+                   (long long)tiny[k].stft_frames, (long long)tiny[k].sub_tile, (long long)tiny[k].rows);
+            EXPECT(st != VKASR_OK || held == be_scratch_bytes(o.plan.scratch),
+                   "%s: chunked run held %llu bytes of scratch, planned %llu", model_dir, (unsigned long long)held,
+                   (unsigned long long)o.plan.scratch);
+            asr_output_free(&o);
+        }
+        printf("chunking: %s, T = %lld, %s attention w=%lld: 3 chunkings bit-identical to one chunk (mel, encoder, "
+               "%zu tokens); plans held\n",
+               model_dir, (long long)T, atts[a].mode == ASR_ATT_FULL ? "full" : "local", (long long)atts[a].window,
+               ref.ntokens);
+        asr_output_free(&ref);
+    }
+    close_rig(&r);
+}
+
+static void test_backends(const char *model_dir, const struct audio *a, int64_t window) {
     struct rig vk, ref;
     struct err e = {0};
     if (!open_rig(&vk, NULL, model_dir, &e) || !open_rig(&ref, "cpu", model_dir, &e)) {
@@ -116,7 +195,8 @@ static void test_backends(const char *model_dir, const struct audio *a) {
         return;
     }
     struct asr_cache cv = {0}, cr = {0};
-    struct asr_options opt = {.keep_features = true};
+    struct asr_options opt = {.keep_features = true, .attention = window ? ASR_ATT_LOCAL : ASR_ATT_FULL,
+                              .window = window};
     struct asr_output ov = {0}, orf = {0};
     EXPECT(asr_run(vk.m, vk.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "vulkan run: %s", e.msg);
     EXPECT(asr_run(ref.m, ref.be, &cr, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
@@ -130,8 +210,8 @@ static void test_backends(const char *model_dir, const struct audio *a) {
             sr += (double)orf.encoder[i] * orf.encoder[i];
         }
         double rel = sqrt(se / (sr > 0 ? sr : 1));
-        printf("backends: %s: mel max-abs %.3g, encoder relative %.3g, %zu vs %zu tokens\n", model_dir, mel, rel,
-               ov.ntokens, orf.ntokens);
+        printf("backends: %s, %s attention: mel max-abs %.3g, encoder relative %.3g, %zu vs %zu tokens\n", model_dir,
+               window ? "local" : "full", mel, rel, ov.ntokens, orf.ntokens);
         EXPECT(mel < 1e-3, "%s: mel differs by %.3g", model_dir, mel);
         EXPECT(rel < 1e-4, "%s: encoder relative difference %.3g", model_dir, rel);
         bool same = ov.ntokens == orf.ntokens;
@@ -164,13 +244,26 @@ int main(int argc, char **argv) {
         return 1;
     }
     test_posenc();
+    /* 14 s of speech (the clip eight times): T = 172 encoder frames, longer than the local windows */
+    const size_t reps = 8, n = a.n * reps;
+    float *longer = malloc(n * sizeof *longer);
+    for (size_t i = 0; longer && i < n; i++)
+        longer[i] = a.samples[i % a.n];
+    struct audio la = {.samples = longer, .n = longer ? n : 0, .rate = 16000};
     static const char *const heads[] = {"tdt", "rnnt", "ctc"};
     for (int h = 0; h < 3; h++) {
         snprintf(dir, sizeof dir, "%s/tiny/%s", argv[1], heads[h]);
-        if (h == 0)
+        if (h == 0) {
             test_tiling(dir, &a);
-        test_backends(dir, &a);
+            if (longer)
+                test_chunking(dir, longer, n);
+            /* local attention (spec §5.2) through the whole network against the C reference */
+            test_backends(dir, &la, 8);
+        }
+        test_backends(dir, &a, 0);
     }
+    EXPECT(longer != NULL, "out of host memory");
+    free(longer);
     audio_free(&a);
     failures += tv_check(); /* every device is closed by now */
     printf("%d check(s), %d failure(s)\n", checks, failures);
