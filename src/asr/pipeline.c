@@ -87,7 +87,10 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     TRY(make_plan(m, be, n, opt, &out->plan, e));
     const struct asr_plan *plan = &out->plan;
     const int64_t L = plan->mel_frames, T = plan->frames;
-    vkasr_status st = be_reserve(be, plan->scratch);
+    /* What the session holds from earlier calls is kept when it is within this call's limit and not far
+     * above its plan (a short file after a long one gives the long one's memory back). */
+    uint64_t keep = 2 * plan->scratch + (64ull << 20);
+    vkasr_status st = be_reserve(be, plan->scratch, keep < plan->available ? keep : plan->available);
     if (st != VKASR_OK)
         return err_set(e, st, "reserving the planned %.1f MiB of device memory: %s", mib(plan->scratch), be->err.msg);
     uint64_t mark = be_mark(be);

@@ -98,8 +98,9 @@ struct backend_vtbl {
     uint64_t (*peak_bytes)(const struct backend *b); /* scratch memory held (blocks are kept between runs) */
     /* Makes the scratch pool hold at least `bytes` for stack allocations without growing, in as few
      * blocks as the device allows (a run's memory plan, reserved before it starts: its peak is then
-     * what was planned). Only while no scratch is in use; may free and replace the blocks held. */
-    vkasr_status (*reserve)(struct backend *b, uint64_t bytes);
+     * what was planned). What it holds already is kept when that serves and is at most `keep` bytes,
+     * else freed first. Only while no scratch is in use. */
+    vkasr_status (*reserve)(struct backend *b, uint64_t bytes, uint64_t keep);
     /* Per-op profile (Vulkan with profiling on): fills up to cap entries, returns the count. */
     size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
     void (*profile_reset)(struct backend *b);
@@ -131,7 +132,9 @@ static inline vkasr_status be_upload(struct backend *b, uint64_t dst, const void
 static inline vkasr_status be_download(struct backend *b, void *dst, uint64_t src, uint64_t n) {
     return b->vt->download(b, dst, src, n);
 }
-static inline vkasr_status be_reserve(struct backend *b, uint64_t bytes) { return b->vt->reserve(b, bytes); }
+static inline vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep) {
+    return b->vt->reserve(b, bytes, keep);
+}
 static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b); }
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }
 static inline vkasr_status be_throttle(struct backend *b, int max_pending) { return b->vt->throttle(b, max_pending); }

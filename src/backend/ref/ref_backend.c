@@ -128,7 +128,7 @@ static vkasr_status refb_run(struct backend *bb, enum op_id id, const void *args
 
 static uint64_t refb_peak(const struct backend *bb) { return ((const struct ref_backend *)bb)->peak; }
 /* Host memory: allocations are made as they come, there is nothing to reserve. */
-static vkasr_status refb_reserve(struct backend *bb, uint64_t bytes) { return VKASR_OK; }
+static vkasr_status refb_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) { return VKASR_OK; }
 
 static size_t refb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) { return 0; }
 static void refb_profile_reset(struct backend *bb) {}

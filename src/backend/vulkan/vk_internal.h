@@ -121,9 +121,9 @@ vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t by
                             struct err *e);
 /* Gives the arena at least `bytes` of blocks, one block where maxMemoryAllocationSize / maxBufferSize
  * allow (else blocks of that size): a run's planned scratch, so its stack never opens another block.
- * Keeps the blocks when the first already holds `bytes` and all of them are not much more (at most
- * twice plus 64 MiB), else frees them all first. Nothing may be in use. */
-vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, struct err *e);
+ * Keeps the blocks when the first already holds `bytes` and all of them are at most `keep` bytes, else
+ * frees them all first. Nothing may be in use. */
+vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
 uint64_t vk_arena_mark(const struct vk_arena *a);
 void vk_arena_release(struct vk_arena *a, uint64_t mark);
 void vk_arena_destroy(struct vk_device *d, struct vk_arena *a);

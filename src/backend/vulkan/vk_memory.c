@@ -152,14 +152,12 @@ vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t by
     return VKASR_OK;
 }
 
-vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, struct err *e) {
+vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e) {
     if (a->in_use)
         return err_set(e, VKASR_ERR_INTERNAL, "vk_arena_reserve: %llu bytes still in use",
                        (unsigned long long)a->in_use);
     bytes = align_up(bytes ? bytes : 1, VK_TENSOR_ALIGN);
-    /* Keep what is held when it serves and is not far larger (a short file after a long one gives the
-     * long one's memory back). */
-    if (a->n && a->blocks[0].size >= bytes && a->reserved <= 2 * bytes + (64ull << 20))
+    if (a->n && a->blocks[0].size >= bytes && a->reserved <= keep)
         return VKASR_OK;
     for (size_t i = 0; i < a->n; i++)
         vk_block_destroy(d, &a->blocks[i]);
