@@ -4,6 +4,8 @@
  *    including r near 50000 (an hour of audio), row order, and blocks of rows equal to longer calls;
  *  - chunked runs (spectra, subsampling tiles, conformer rows of a few frames) bit-identical to one
  *    chunk, with full and local attention, and every run inside its memory plan;
+ *  - full attention bit-identical to local attention with a window as long as the sequence (the two
+ *    network paths), with one block and with two;
  *  - the whole network (features, encoder, tokens) on Vulkan f32 against the C reference backend, with
  *    full attention and with local attention.
  * usage: test_asr DATA_DIR */
@@ -187,13 +189,53 @@ static void test_chunking(const char *model_dir, const float *pcm, size_t n) {
     close_rig(&r);
 }
 
-static void test_backends(const char *model_dir, const struct audio *a, int64_t window) {
+/* Full attention equals local attention with a window as long as the sequence (w = T - 1: every pair
+ * in the band), bit for bit (Vulkan, f32): the two take different paths through the network (full: keys
+ * and values of all rows first, residual updates in place, buffers swapped by every block and the
+ * output copied back after an odd block count; local: the band of each chunk, x -> y -> x). One block
+ * and the model's two. */
+static void test_full_is_widest_local(const char *model_dir, const float *pcm, size_t n) {
+    struct rig r;
+    struct err e = {0};
+    if (!open_rig(&r, NULL, model_dir, &e)) {
+        EXPECT(0, "open %s: %s", model_dir, e.msg);
+        return;
+    }
+    const int64_t T = asr_encoder_frames(&r.m->cfg, (int64_t)n / r.m->cfg.hop_length);
+    const struct asr_chunks chunks = {100, 17, 33};
+    const int all = r.m->cfg.n_layers;
+    for (int layers = 1; layers <= all; layers += all - 1) {
+        r.m->cfg.n_layers = layers;
+        struct asr_options full = {.keep_features = true, .attention = ASR_ATT_FULL, .force = &chunks};
+        struct asr_options local = {.keep_features = true, .attention = ASR_ATT_LOCAL, .window = T - 1, .force = &chunks};
+        struct asr_output a = {0}, b = {0};
+        uint64_t held;
+        vkasr_status st = run_fresh(&r, pcm, n, &full, &a, &held, &e);
+        if (st == VKASR_OK)
+            st = run_fresh(&r, pcm, n, &local, &b, &held, &e);
+        EXPECT(st == VKASR_OK, "%s: %s", model_dir, e.msg);
+        EXPECT(st == VKASR_OK && a.plan.attention == ASR_ATT_FULL && b.plan.attention == ASR_ATT_LOCAL &&
+                   a.frames == b.frames && !memcmp(a.encoder, b.encoder, (size_t)T * r.m->cfg.d_model * 4),
+               "%s, %d layer(s): full attention differs from local attention with w = T - 1", model_dir, layers);
+        printf("full = local w=T-1: %s, %d layer(s), T = %lld: encoder outputs bit-identical\n", model_dir, layers,
+               (long long)T);
+        asr_output_free(&a);
+        asr_output_free(&b);
+    }
+    r.m->cfg.n_layers = all;
+    close_rig(&r);
+}
+
+/* layers: run only the first `layers` blocks on both sides (0: all). */
+static void test_backends(const char *model_dir, const struct audio *a, int64_t window, int layers) {
     struct rig vk, ref;
     struct err e = {0};
     if (!open_rig(&vk, NULL, model_dir, &e) || !open_rig(&ref, "cpu", model_dir, &e)) {
         EXPECT(0, "open %s: %s", model_dir, e.msg);
         return;
     }
+    if (layers > 0 && layers < vk.m->cfg.n_layers)
+        vk.m->cfg.n_layers = ref.m->cfg.n_layers = layers;
     struct asr_cache cv = {0}, cr = {0};
     struct asr_options opt = {.keep_features = true, .attention = window ? ASR_ATT_LOCAL : ASR_ATT_FULL,
                               .window = window};
@@ -210,8 +252,8 @@ static void test_backends(const char *model_dir, const struct audio *a, int64_t 
             sr += (double)orf.encoder[i] * orf.encoder[i];
         }
         double rel = sqrt(se / (sr > 0 ? sr : 1));
-        printf("backends: %s, %s attention: mel max-abs %.3g, encoder relative %.3g, %zu vs %zu tokens\n", model_dir,
-               window ? "local" : "full", mel, rel, ov.ntokens, orf.ntokens);
+        printf("backends: %s, %s attention, %d layers: mel max-abs %.3g, encoder relative %.3g, %zu vs %zu tokens\n",
+               model_dir, window ? "local" : "full", vk.m->cfg.n_layers, mel, rel, ov.ntokens, orf.ntokens);
         EXPECT(mel < 1e-3, "%s: mel differs by %.3g", model_dir, mel);
         EXPECT(rel < 1e-4, "%s: encoder relative difference %.3g", model_dir, rel);
         bool same = ov.ntokens == orf.ntokens;
@@ -257,10 +299,12 @@ int main(int argc, char **argv) {
             test_tiling(dir, &a);
             if (longer)
                 test_chunking(dir, longer, n);
+            if (longer)
+                test_full_is_widest_local(dir, longer, n);
             /* local attention (spec §5.2) through the whole network against the C reference */
-            test_backends(dir, &la, 8);
+            test_backends(dir, &la, 8, 0);
         }
-        test_backends(dir, &a, 0);
+        test_backends(dir, &a, 0, 0);
     }
     EXPECT(longer != NULL, "out of host memory");
     free(longer);

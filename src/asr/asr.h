@@ -148,11 +148,13 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
                         const struct asr_plan *plan, be_tensor *x, const struct asr_hooks *hooks, struct err *e);
 uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows,
                             uint64_t *largest);
-/* One conformer block on x [T, D] in place; y [T, D] is scratch; pos [P, D] the sinusoid rows of the
- * attention's reach; kv: full attention's k and v [T, D] each and p [P, D] (local attention: p only). */
+/* One conformer block on the residual stream *x [T, D]; *y [T, D] is the second residual buffer (and
+ * full attention's keys), v [T, D] full attention's values (unused for local attention, window > 0);
+ * pos [P, D] the sinusoid rows of the attention's reach, p [P, D] scratch for their projection. The
+ * block's output is in *x on return: full attention swaps *x and *y. */
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
-                                 be_tensor *x, be_tensor *y, const be_tensor *pos, const be_tensor *p,
-                                 const be_tensor *k, const be_tensor *v, int64_t window, int64_t rows, struct err *e);
+                                 be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
+                                 int64_t window, int64_t rows, struct err *e);
 uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows);
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
                         const struct asr_hooks *hooks, struct asr_output *out, struct err *e);

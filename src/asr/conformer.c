@@ -1,10 +1,13 @@
 /* conformer.c — one FastConformer block (spec §4-5) on the backend:
  *   x = x + 0.5 FF1(LN(x));  x = x + MHSA(LN(x));  x = x + Conv(LN(x));  x = x + 0.5 FF2(LN(x));  x = LN(x)
  * Every sublayer runs in chunks of rows, so its temporaries are bounded by the chunk, not the audio:
- * the feed-forwards and the last LayerNorm are row-local and update x in place; attention and the
- * convolution module read rows around their chunk (the attention band, the depthwise halo), so they
- * read x and write the other residual buffer (x -> y -> x). A row's result never depends on the chunk
- * size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it per row). */
+ * the feed-forwards and the last LayerNorm are row-local and update x in place; the convolution module
+ * reads a halo of rows around its chunk, so it writes the other residual buffer. Local attention reads
+ * the band around its chunk and writes the other buffer too (x -> y -> x); full attention takes its
+ * keys and values from every row first, then updates x in place, and its convolution writes into the
+ * keys' buffer (dead by then), which becomes x (no third [T, D] buffer). A row's result never depends
+ * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
+ * per row). */
 #include <math.h>
 
 #include "asr.h"
@@ -26,7 +29,7 @@ uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int
     const int64_t T = frames, D = c->d_model, n = max64(1, min64(rows, T));
     // feed-forward: h [n, D], u [n, F]
     uint64_t ff = be_scratch_f32(n, D) + be_scratch_f32(n, c->ff_size);
-    // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v held by the encoder): h, q, a [n, D]
+    // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v [T, D] held by the encoder): h, q, a [n, D]
     const int64_t nk = window > 0 ? min64(T, n + 2 * window) : 0;
     uint64_t att = window > 0 ? 3 * be_scratch_f32(nk, D) + 2 * be_scratch_f32(n, D) : 3 * be_scratch_f32(n, D);
     // convolution: h [nh, D], u [nh, 2D], g, d [nh, D] with nh = n + 2 halo
@@ -117,10 +120,11 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
     return st;
 }
 
-// y: [T, D] = x + Wo attention(LN(x)) + bo with full attention: k, v [T, D] (held by the encoder) for
-// every row first, then the queries chunk by chunk against all of them
+// x: [T, D] += Wo attention(LN(x)) + bo with full attention: k, v [T, D] for every row first, then the
+// queries chunk by chunk against all of them, each chunk updating its own rows (no later chunk reads
+// them: the keys and values are already computed)
 static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *L, const be_tensor *x,
-                                   const be_tensor *y, const be_tensor *p, const be_tensor *k, const be_tensor *v) {
+                                   const be_tensor *p, const be_tensor *k, const be_tensor *v) {
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->rows, c->D, &st), q = tmp(c, c->rows, c->D, &st), a = tmp(c, c->rows, c->D, &st);
@@ -139,15 +143,15 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
                     st = linear(c, &hr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
                 continue;
             }
-            be_tensor qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n), yr = be_tensor_rows(y, r0, n);
+            be_tensor qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
             // q: [n, D];  a: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v, per head
             if (st == VKASR_OK)
                 st = linear(c, &hr, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
             if (st == VKASR_OK)
                 st = attend(c, L, &qr, r0, k, v, 0, p, 0, &ar);
-            // y rows = x rows + a Wo^T + bo
+            // x rows += a Wo^T + bo
             if (st == VKASR_OK)
-                st = linear(c, &ar, &L->wo, &L->bo, &xr, &yr, ACT_NONE, 1.0f);
+                st = linear(c, &ar, &L->wo, &L->bo, &xr, &xr, ACT_NONE, 1.0f);
         }
     be_release(c->be, mark);
     return st;
@@ -186,22 +190,33 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
 }
 
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
-                                 be_tensor *x, be_tensor *y, const be_tensor *pos, const be_tensor *p,
-                                 const be_tensor *k, const be_tensor *v, int64_t window, int64_t rows, struct err *e) {
+                                 be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
+                                 int64_t window, int64_t rows, struct err *e) {
     const int64_t T = x->ne[0];
     struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
                           m->precision == VKASR_PRECISION_F16};
     vkasr_status st = VKASR_OK;
     // x = x + 0.5 FF1(LN(x))
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
-    // p: [P, D] = pos Wpos^T (no bias);  y = x + MHSA(LN(x))
+    // p: [P, D] = pos Wpos^T (no bias)
     if (st == VKASR_OK)
         st = linear(&c, pos, &L->wpos, NULL, NULL, p, ACT_NONE, 1.0f);
-    if (st == VKASR_OK)
-        st = window > 0 ? attention_local(&c, L, x, y, p, window) : attention_full(&c, L, x, y, p, k, v);
-    // x = y + Conv(LN(y))
-    if (st == VKASR_OK)
-        st = conv_module(&c, L, y, x);
+    if (window > 0) {
+        // y = x + MHSA(LN(x));  x = y + Conv(LN(y))
+        if (st == VKASR_OK)
+            st = attention_local(&c, L, x, y, p, window);
+        if (st == VKASR_OK)
+            st = conv_module(&c, L, y, x);
+    } else {
+        // x = x + MHSA(LN(x)) with the keys in y;  y = x + Conv(LN(x)), which is x from here on
+        if (st == VKASR_OK)
+            st = attention_full(&c, L, x, p, y, v);
+        if (st == VKASR_OK)
+            st = conv_module(&c, L, x, y);
+        be_tensor t = *x;
+        *x = *y;
+        *y = t;
+    }
     // x = x + 0.5 FF2(LN(x))
     if (st == VKASR_OK)
         st = feed_forward(&c, x, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);

@@ -1,8 +1,9 @@
 /* encoder.c — the FastConformer stack after subsampling: optional x sqrt(D) input scaling, the
  * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local),
- * then the conformer blocks on the residual stream x [T, D] in place, with one more [T, D] buffer
- * (the blocks' ping-pong) and, for full attention, k and v [T, D]. Progress and abort are checked
- * between blocks. The choice of attention lives here too (spec §5.3). */
+ * then the conformer blocks on the residual stream x [T, D], with one more [T, D] buffer (the blocks'
+ * second residual buffer, which full attention also uses for its keys) and, for full attention, the
+ * values [T, D]. Progress and abort are checked between blocks. The choice of attention lives here too
+ * (spec §5.3). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -44,10 +45,10 @@ vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, 
     return VKASR_OK;
 }
 
-/* The band the kernels compute: a window reaching every row is full attention (same result, and k, v
- * computed once instead of per chunk). */
+/* The band the network computes: a window at least as long as the sequence is full attention (the
+ * same result, with k and v computed once instead of for every chunk). */
 static int64_t effective_window(int64_t frames, int64_t window) {
-    return window > 0 && window < frames - 1 ? window : 0;
+    return window > 0 && window < frames ? window : 0;
 }
 
 /* Position rows of the attention's reach: PE(r) for r = reach .. -reach. */
@@ -61,8 +62,8 @@ uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_
     const int64_t T = frames, D = c->d_model, P = pos_rows(T, window), w = effective_window(T, window);
     if (T == 0)
         return 0;
-    // y [T, D];  pos, p [P, D];  full attention: k, v [T, D]
-    uint64_t b = be_scratch_f32(T, D) + 2 * be_scratch_f32(P, D) + (w > 0 ? 0 : 2 * be_scratch_f32(T, D));
+    // y [T, D];  pos, p [P, D];  full attention: v [T, D]
+    uint64_t b = be_scratch_f32(T, D) + 2 * be_scratch_f32(P, D) + (w > 0 ? 0 : be_scratch_f32(T, D));
     if (largest && be_scratch_f32(P, D) > *largest)
         *largest = be_scratch_f32(P, D);
     return b + asr_conformer_scratch(c, T, w, rows);
@@ -95,24 +96,23 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     if (c->xscaling)
         TRY(be_unary(be, &(struct op_unary){.x = *x, .y = *x, .act = ACT_NONE, .alpha = sqrtf((float)D)}));
     uint64_t mark = be_mark(be);
-    be_tensor y, pos, p, k = {0}, v = {0};
-    // y: [T, D] the blocks' second residual buffer;  pos, p: [P, D] sinusoids and their projection
+    be_tensor y, pos, p, v = {0}, out = *x;
+    // y: [T, D] the blocks' second residual buffer (full attention's keys);  pos, p: [P, D] sinusoids
+    // and their projection;  full attention: v [T, D] the values
     vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &y);
     if (st == VKASR_OK)
         st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &pos);
     if (st == VKASR_OK)
         st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &p);
-    // full attention: k, v [T, D] of every row
-    if (st == VKASR_OK && w == 0)
-        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &k);
     if (st == VKASR_OK && w == 0)
         st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &v);
     if (st != VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     if (st == VKASR_OK)
         st = upload_positions(cache, be, &pos, e);
+    be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
-        st = asr_conformer_block(m, be, &m->layers[i], x, &y, &pos, &p, &k, &v, w, plan->chunks.rows, e);
+        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, e);
         /* Start this block, wait for the previous one: the GPU stays busy while the host never runs
          * more than a block ahead, so abort is prompt and progress truthful. */
         if (st == VKASR_OK)
@@ -124,6 +124,9 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
         if (st == VKASR_OK && hooks && hooks->progress)
             hooks->progress(hooks->ud, "encoder", (double)(i + 1) / c->n_layers, 0.0);
     }
+    // the output back in x when the blocks left it in the other buffer (full attention, odd layer count)
+    if (st == VKASR_OK && cur.addr != out.addr)
+        st = be_permute(be, &(struct op_permute){.x = cur, .y = out, .perm = {0, 1}});
     be_release(be, mark);
     if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
