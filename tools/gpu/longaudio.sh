@@ -1,6 +1,7 @@
 #!/bin/bash
 # GPU machine: long audio in one call (issue 12) with the 0.6B-shaped random TDT model in f16 —
-# 10, 60 and 180 minutes with auto attention, 60 and 180 minutes under --max-memory 3G, the 51-minute
+# 10, 60 and 180 minutes with auto attention, 60 and 180 minutes under --max-memory 3G (and 180 under
+# 2.5G, where the plan must shrink its chunks; transcripts compared with the uncapped runs), the 51-minute
 # input whose first subsampling convolution would hold 2,521,890,816 elements (-v shows its tiles), and
 # 180 minutes with full attention last (the slowest). Each file runs in its own process after a 5 s
 # warm-up file (pipelines are created on first use); -v gives wall, encoder, decoder, planned and peak
@@ -42,13 +43,20 @@ run 60min-auto 3600
 run 60min-3G 3600 --max-memory 3G
 run 180min-auto 10800
 run 180min-3G 10800 --max-memory 3G
+# tight enough that the subsampling tiles shrink: the transcript must not change
+run 180min-2.5G 10800 --max-memory 2.5G
 run 180min-full 10800 --attention full
+for pair in "60min-3G 60min-auto" "180min-3G 180min-auto" "180min-2.5G 180min-auto"; do
+    set -- $pair
+    if cmp -s "$OUT/longaudio-$1.txt" "$OUT/longaudio-$2.txt"; then echo "$1: transcript identical to $2"
+    else echo "$1: transcript DIFFERS from $2"; fi
+done | tee "$OUT/longaudio-compare.txt"
 
 # the table: one row per run from its -v lines
 {
     echo "| run | attention | wall s | features ms | encoder ms | decoder ms | device planned MiB | device peak MiB | host peak MiB |"
     echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-    for name in 10min-auto 51min-auto 60min-auto 60min-3G 180min-auto 180min-3G 180min-full; do
+    for name in 10min-auto 51min-auto 60min-auto 60min-3G 180min-auto 180min-3G 180min-2.5G 180min-full; do
         f="$OUT/longaudio-$name.log"
         att=$(grep -E "info: attention:" "$f" | tail -1 | sed -E 's/.*attention: ([a-z]+( \[[0-9]+, [0-9]+\])?).*/\1/')
         line=$(grep -E "s audio in .* ms \(RTF" "$f" | tail -1)
