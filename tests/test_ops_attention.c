@@ -354,6 +354,28 @@ static void error_cases(struct th *h) {
         printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
     }
 
+    th_case(h, "relpos_attention rows kernel: more keys per row than llvmpipe's loops allow");
+    q = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+    struct th_tensor *kk = th_input(h, BE_F32, 2, TH_SHAPE(VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+    p = th_input(h, BE_F32, 2, TH_SHAPE(2 * VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+    bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+    y = th_output(h, BE_F32, 2, TH_SHAPE(1, 2));
+    a = (struct op_relpos_attention){
+        .q = TH_T(q, TH_VK), .k = TH_T(kk, TH_VK), .v = TH_T(kk, TH_VK), .p = TH_T(p, TH_VK),
+        .bias_u = TH_T(bu, TH_VK), .bias_v = TH_T(bu, TH_VK), .y = TH_T(y, TH_VK),
+        .heads = 1, .n_valid = VK_ATT_ROWS_MAX_KEYS + 1,
+    };
+    h->checks++;
+    st = op_validate(OP_relpos_attention, &a, &h->be[TH_VK]->err);
+    if (st == VKASR_OK)
+        st = vk_att_record((struct vk_backend *)h->be[TH_VK], &a, vk_att_find("rows"));
+    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "local attention")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
+        h->failures++;
+    } else {
+        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+    }
+
     th_case(h, "relpos_attention y overlapping q");
     q = th_input(h, BE_F32, 2, TH_SHAPE(4, 8), -1, 1);
     p = th_input(h, BE_F32, 2, TH_SHAPE(7, 8), -1, 1);
@@ -438,6 +460,11 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     slice_case(h, cfg, 10, 37, 130, 0, 64, 2, 0, 130, 4, 1.0f, false);
     slice_case(h, cfg, 9, 5, 20, 0, 8, 2, 0, 20, 50, 1.0f, false);
     slice_case(h, cfg, 65, 63, 130, 1, 64, 2, 0, 131, 33, 4.0f, false);
+
+    /* Rows with more keys than llvmpipe's loop limit allows with loops over dk per key (700 keys of a
+     * 44-wide head: attention_rows.comp unrolls those loops). */
+    if (cfg && cfg->kind == VK_ATT_ROWS)
+        attn_case(h, cfg, 700, 88, 2, 0, 700, 0, 1.0f);
 
     /* Row chunks bit-identical to one call: full and local attention, padding, a window wider than the
      * sequence, chunks of 1, 7, 33 and 64 rows (within and across the kernels' query blocks). */

@@ -46,8 +46,9 @@ static uint64_t phase_bytes(const struct shape *s, enum phase ph, int64_t v) {
     return 0;
 }
 
-/* The largest v = min(top, unit * k), k in [1, ceil(pref / unit)], whose phase fits in avail; the
- * smallest such v when none fits (the caller reports it). Costs grow with v: a binary search. */
+/* The largest v = min(top, unit * k) for k from lo / unit (at least 1) to ceil(pref / unit) whose phase
+ * fits in avail; the smallest when none does (the caller reports it). Costs grow with v: a binary
+ * search. */
 static int64_t fit(const struct shape *s, enum phase ph, int64_t unit, int64_t lo, int64_t pref, int64_t top,
                    uint64_t avail) {
     pref = min64(pref, top);

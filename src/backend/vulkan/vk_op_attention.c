@@ -126,6 +126,20 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                        "large for the kernel's 32-bit indices",
                        (long long)Tq, (long long)D, (long long)a->q_pos0, (long long)Tk, (long long)a->k_pos0,
                        (long long)P);
+    /* llvmpipe stops an invocation's loops after 65535 iterations in total without an error
+     * (attention_rows.comp): one row's keys stay below that, else the result would silently be wrong;
+     * rows whose loops over dk would reach it get the unrolled variant. */
+    int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : Tk;
+    row_keys = row_keys < band ? row_keys : band;
+    const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * dk >= 60000;
+    if (cfg->kind == VK_ATT_ROWS) {
+        const int64_t keys = row_keys;
+        if (keys > VK_ATT_ROWS_MAX_KEYS)
+            return err_set(e, VKASR_ERR_UNSUPPORTED,
+                           "relpos_attention: %lld keys per query row on a CPU driver, whose loops stop after 65535 "
+                           "iterations (at most %d keys: about %d minutes of full attention); use local attention",
+                           (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
+    }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
     const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
     static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
@@ -163,9 +177,9 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .scale = (float)(1.0 / sqrt((double)dk)),
         .flags = flags,
     };
-    /* Scalar kernel: spec 1 is the number of 32-wide dk chunks its output registers hold (the other
-     * kernels ignore it). */
-    uint32_t spec[2] = {cfg->wg, (uint32_t)((dk + 31) / 32)};
+    /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
+     * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none. */
+    uint32_t spec[2] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32)};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[6], wr = vk_tensor_range(&a->y);
     for (int i = 0; i < 6; i++)
@@ -174,7 +188,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .name = cfg->prof,
         .spv = cfg->spv,
         .spec = spec,
-        .nspec = cfg->kind == VK_ATT_SCALAR ? 2 : 1,
+        .nspec = cfg->kind == VK_ATT_SCALAR || cfg->kind == VK_ATT_ROWS ? 2 : 1,
         .pc = &pc,
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
