@@ -241,6 +241,9 @@ static void test_backends(const char *model_dir, const struct audio *a, int64_t 
                               .window = window};
     struct asr_output ov = {0}, orf = {0};
     EXPECT(asr_run(vk.m, vk.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "vulkan run: %s", e.msg);
+    EXPECT(vk.be->vt->peak_bytes(vk.be) == be_scratch_bytes(ov.plan.scratch),
+           "%s: the run held %llu bytes of scratch, planned %llu", model_dir,
+           (unsigned long long)vk.be->vt->peak_bytes(vk.be), (unsigned long long)ov.plan.scratch);
     EXPECT(asr_run(ref.m, ref.be, &cr, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
     if (ov.mel && orf.mel && ov.mel_frames == orf.mel_frames && ov.frames == orf.frames) {
         double mel = 0, se = 0, sr = 0;
