@@ -93,10 +93,12 @@ typedef enum vkasr_status {
     VKASR_ERR_IO = -3,            /* a file could not be opened, read or written               */
     VKASR_ERR_MODEL = -4,         /* a model file or directory is malformed or unsupported     */
     VKASR_ERR_AUDIO = -5,         /* audio could not be decoded or is unusable                 */
-    VKASR_ERR_NO_DEVICE = -6,     /* no Vulkan device, or none with the required features      */
+    VKASR_ERR_NO_DEVICE = -6,     /* no Vulkan device, or none with the required features; no
+                                     CUDA device or NVIDIA driver (device "cuda")              */
     VKASR_ERR_VULKAN = -7,        /* a Vulkan call failed                                      */
     VKASR_ERR_DEVICE_MEMORY = -8, /* device memory exhausted                                   */
-    VKASR_ERR_DEVICE_LOST = -9,   /* the device was lost; free the session and the model      */
+    VKASR_ERR_DEVICE_LOST = -9,   /* the device was lost (or a CUDA kernel faulted); free the
+                                     session and the model                                     */
     VKASR_ERR_UNSUPPORTED = -10,  /* a valid request this build or device cannot serve         */
     VKASR_ERR_INTERNAL = -11      /* a bug in vkasr; the message says where                    */
 } vkasr_status;
@@ -132,7 +134,9 @@ typedef void (*vkasr_log_callback)(vkasr_log_level level, const char *message, v
 /* Devices                                                                                        */
 
 typedef struct vkasr_device_info {
-    int index;                     /* position in Vulkan's enumeration; what --device N names   */
+    int index;                     /* Vulkan devices: position in Vulkan's enumeration, what
+                                      --device N names; CUDA devices: the CUDA device number,
+                                      what --device cuda:N names                                */
     char name[256];
     char type[16];                 /* "discrete", "integrated", "virtual", "cpu", "other"       */
     char driver[256];              /* driver name and info                                      */
@@ -154,13 +158,24 @@ typedef struct vkasr_device_info {
     bool timestamps;               /* compute-queue timestamps for profiling                    */
     bool usable;                   /* meets vkasr's requirements                                */
     char missing[256];             /* when !usable: what is missing, e.g. "Vulkan 1.2, shaderInt64" */
+    char backend[8];               /* "vulkan" or "cuda"                                        */
+    int compute_capability;        /* CUDA devices: major * 10 + minor (90 for an H100); 0 for
+                                      Vulkan devices. For CUDA devices the Vulkan-specific fields
+                                      describe the CUDA equivalents: subgroup_size is the warp size,
+                                      max_workgroup_count the grid limits, heap 0 the GPU's memory,
+                                      api_version 0                                             */
 } vkasr_device_info;
 
-/* Lists Vulkan devices into out[0..capacity-1]; *count receives the total number found (may exceed
- * capacity). out may be NULL when capacity is 0. Returns VKASR_ERR_NO_DEVICE when no Vulkan loader or
- * driver is present. */
+/* Lists Vulkan devices into out[0..capacity-1], then, in a library built with the CUDA backend
+ * (-DVKASR_CUDA=ON), CUDA devices; *count receives the total number found (may exceed capacity). out
+ * may be NULL when capacity is 0. Returns VKASR_ERR_NO_DEVICE when no device of any backend is found
+ * (no Vulkan loader or driver, and no CUDA device). */
 VKASR_API vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count,
                                           vkasr_error *error);
+
+/* Whether this build of the library has a backend: "vulkan" and "cpu" always, "cuda" when built with
+ * -DVKASR_CUDA=ON (whether a GPU is present is another matter: vkasr_list_devices). */
+VKASR_API bool vkasr_has_backend(const char *name);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Model                                                                                          */
@@ -177,9 +192,12 @@ typedef enum vkasr_precision {
 
 typedef struct vkasr_model_params {
     uint32_t struct_size;          /* sizeof(vkasr_model_params), set by the default function    */
-    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable device by type
-                                      (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
-                                      "N": device index N; otherwise a case-insensitive name substring */
+    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable Vulkan device by
+                                      type (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
+                                      "N" or "vulkan:N": Vulkan device index N; "cpu": the plain-C
+                                      reference backend; "cuda" or "cuda:N": the CUDA backend (a build
+                                      without it returns VKASR_ERR_UNSUPPORTED, see vkasr_has_backend);
+                                      otherwise a case-insensitive Vulkan device name substring      */
     vkasr_precision precision;
     vkasr_log_level log_level;     /* messages below this level are dropped (default WARN)      */
     vkasr_log_callback log_callback; /* NULL: print to stderr                                   */
@@ -253,6 +271,42 @@ typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segme
 /* Polled between GPU submissions and decoding steps; return true to stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
 
+/* Stage taps: copies of the network's intermediate results, handed to a callback as they are computed
+ * (vkasr compare uses them to check two devices against each other stage by stage; also a debugging
+ * aid). Taps cost nothing when no callback is set; with one, every tapped tensor is copied to the host,
+ * so a run is slower and the GPU waits for the host at each stage.
+ *
+ * The stages of one run, in this order (T encoder frames, L mel frames, D = d_model, V = vocab_size):
+ *   "mel"          [L, n_mels]   normalized log-mel features (the encoder's input)
+ *   "subsampling"  [T, D]        output of the x8 subsampling, before the input scaling
+ *   "layer"        [T, D]        output of conformer layer `index` (0 .. n_layers-1)
+ *   "encoder"      [T, D]        encoder output (equal to the last layer's)
+ *   "logits"       [rows, cols]  the decoder's logits, one row per decoder step, the first row being
+ *                                step `index`; `steps` says what the decoder chose at each row.
+ *                                CTC: one step per encoder frame, cols V+1 (blank last), several rows per
+ *                                call. RNN-T / TDT: a step is one joint evaluation the greedy search
+ *                                consumed (a frame with a token history), one row per call; cols V+1
+ *                                (token logits, blank last), followed for TDT by n_durations duration
+ *                                logits. */
+typedef struct vkasr_decoder_step {
+    int64_t frame;                 /* encoder frame of the step                                 */
+    int32_t token;                 /* vocabulary id, or vocab_size for blank                    */
+    int32_t duration;              /* TDT: frames the step advances (one of the model's durations);
+                                      RNN-T and CTC: 1                                           */
+} vkasr_decoder_step;
+
+typedef struct vkasr_stage {
+    const char *name;              /* "mel", "subsampling", "layer", "encoder", "logits"        */
+    int64_t index;                 /* "layer": the layer; "logits": the step of the first row; else 0 */
+    const float *data;             /* rows x cols, row-major float32                            */
+    size_t rows, cols;
+    const vkasr_decoder_step *steps; /* "logits": the decoder's own choice (the argmax of each row),
+                                      rows entries; NULL for the other stages                    */
+} vkasr_stage;
+
+/* Receives one stage; data and steps are valid during the call only. */
+typedef void (*vkasr_stage_callback)(const vkasr_stage *stage, void *user_data);
+
 /* Self-attention over the encoder frames (80 ms each). The Parakeet models are trained with full
  * attention (NeMo rel_pos): every frame sees every other, so time grows with the square of the length
  * (memory stays linear: vkasr never builds the T x T matrix). NeMo's local attention
@@ -275,6 +329,17 @@ typedef struct vkasr_transcribe_params {
     void *abort_user_data;
     int max_symbols_per_step;      /* transducers: symbols emitted at one frame; 0 = model default */
     bool keep_features;            /* keep the normalized mel and the encoder output in the result */
+    vkasr_stage_callback stage_callback; /* stage taps (vkasr_stage above); NULL: none             */
+    void *stage_user_data;
+    /* Transducers (RNN-T, TDT): teacher forcing. The greedy search takes forced_steps[i] (token and, for
+     * TDT, duration) at its step i instead of its own choice, for the first n_forced_steps steps, then
+     * goes on by itself. Given the steps another device took (from its "logits" taps), this device
+     * computes its logits for the same token histories, so the two can be compared at every step even
+     * where a near tie made their own choices differ. Each step's frame must be the frame the search is
+     * at (else VKASR_ERR_INVALID_ARG). The "logits" taps still report this device's own choices; the
+     * result's tokens follow the forced ones. Ignored by CTC, whose logits do not depend on choices. */
+    const vkasr_decoder_step *forced_steps;
+    size_t n_forced_steps;
     vkasr_attention attention;     /* default AUTO                                              */
     int attention_window;          /* local attention's w in encoder frames; 0 = the model's
                                       context, else 128 (NeMo's documented [128, 128])           */

@@ -1,7 +1,8 @@
 #version 460
-// gemm.comp — the linear op on any device: y = res + alpha * act(x w^T + bias), x [M,K] f32, w [N,K]
-// (f32, or f16 with -DW_F16, which also rounds x to f16 as the op defines), f32 accumulation with
-// scalar FMA. Not the tensor-core path (gemm_coopmat.comp).
+// gemm.comp — the linear op on any device: y = res + alpha * act(x w^T + bias) with scalar f32 FMA.
+// Without F16_TYPES x, w and y are f32; with -DF16_TYPES each may be f16 (specialization constant 7,
+// linear.glsl), and an f32 x is rounded to f16 when w is f16, as the op defines. Not the tensor-core
+// path (gemm_coopmat.comp).
 //
 // Each workgroup computes BM x BN output tiles, looping grid-stride over the tile index (tiles are
 // numbered row-major, so neighbouring workgroups share x rows and sweep w). K advances in steps of
@@ -11,14 +12,14 @@
 // of outputs at rows ty + i*TY and columns tx + j*TX: strided so that neighbouring threads read
 // neighbouring shared words (no bank conflicts) and write neighbouring outputs (coalesced).
 //
-// spec: 0 workgroup size (must be (BM/TM)*(BN/TN)), 1 BM, 2 BN, 3 BK, 4 TM, 5 TN.
-// push: x, w, bias (0 = none), res (0 = none; may equal y), y, M, N, K, act, alpha, flags (unused
-// here). 32-bit tile coordinates: the host guarantees M, N, K < 2^31 and the tile count < 2^32;
-// element offsets are 64-bit.
-#ifdef W_F16
+// spec: 0 workgroup size (must be (BM/TM)*(BN/TN)), 1 BM, 2 BN, 3 BK, 4 TM, 5 TN, 7 tensor types.
+// push: linear.glsl (x, w, bias, res, y, M, N, K, act, alpha; flags unused here). 32-bit tile
+// coordinates: the host guarantees M, N, K < 2^31 and the tile count < 2^32; element offsets are 64-bit.
+#ifdef F16_TYPES
 #define HAS_F16
 #endif
 #include "core.glsl"
+#include "linear.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint BM = 64;
@@ -26,14 +27,6 @@ layout(constant_id = 2) const uint BN = 64;
 layout(constant_id = 3) const uint BK = 16;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
-
-layout(push_constant) uniform PC {
-    uint64_t x, w, bias, res, y;
-    uint M, N, K;
-    uint act;
-    float alpha;
-    uint flags;
-} pc;
 
 const uint TY = BM / TM;  // threads along m
 const uint TX = BN / TN;  // threads along n
@@ -44,15 +37,8 @@ const uint SB = BN + 1;
 shared float As[BK * SA];
 shared float Bs[BK * SB];
 
-#ifdef W_F16
-// The op rounds x to f16 when w is f16 (that is what the tensor-core path computes); the product of
-// two f16 values is exact in f32, so f32 FMA then matches an f16 x f16 -> f32 MMA.
-float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
-float load_w(uint64_t i) { return LOADH(pc.w, i); }
-#else
-float load_x(uint64_t i) { return LOADF(pc.x, i); }
-float load_w(uint64_t i) { return LOADF(pc.w, i); }
-#endif
+// load_x rounds an f32 x to f16 when w is f16 (linear.glsl): the product of two f16 values is exact
+// in f32, so f32 FMA then matches an f16 x f16 -> f32 MMA.
 
 void main() {
     const uint WG = gl_WorkGroupSize.x;
@@ -94,21 +80,13 @@ void main() {
             barrier(); // the next step overwrites the tiles
         }
 
-        // Epilogue, in the reference's order: (sum + bias) -> act -> * alpha -> + res.
+        // Epilogue (linear.glsl), in the reference's order.
         [[unroll]] for (uint i = 0; i < TM; i++) {
             const uint gm = m0 + ty + i * TY;
             [[unroll]] for (uint j = 0; j < TN; j++) {
                 const uint gn = n0 + tx + j * TX;
-                if (gm < M && gn < N) {
-                    float v = acc[i * TN + j];
-                    if (pc.bias != 0ul)
-                        v += LOADF(pc.bias, gn);
-                    v = pc.alpha * act_apply(v, pc.act);
-                    const uint64_t o = uint64_t(gm) * N + gn;
-                    if (pc.res != 0ul)
-                        v += LOADF(pc.res, o); // res may be y: read before the write, same thread
-                    STOREF(pc.y, o, v);
-                }
+                if (gm < M && gn < N)
+                    linear_epilogue(gm, gn, acc[i * TN + j]);
             }
         }
     }

@@ -1,39 +1,62 @@
 #version 460
 // gemm_coopmat.comp — the linear op on tensor cores (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 ->
-// f32): y = res + alpha * act(x w^T + bias), x [M,K] f32 (rounded to f16 while staged), w [N,K] f16.
-// Not the portable path (gemm.comp): this needs VK_NV_cooperative_matrix and a subgroup size of 32.
+// f32): y = res + alpha * act(x w^T + bias) with w [N,K] f16, x [M,K] f16 or f32 (rounded to f16 while
+// staged), y and res f32 or f16 (linear.glsl: specialization constant 7). Needs VK_NV_cooperative_matrix
+// and 32-wide subgroups; the portable path is gemm.comp.
 //
-// Shape (compile-time, one SPIR-V variant per tile config): WARPS_M x WARPS_N subgroups of 32
-// invocations; each subgroup owns FM x FN accumulator fragments (16x16 f32), so a workgroup computes
-// a BM x BN = (WARPS_M*FM*16) x (WARPS_N*FN*16) output tile, looping grid-stride over the tiles.
-// K advances by BK = 32: every thread fetches its share of the next x and w blocks into registers
-// (x converted to f16 there) while the subgroups multiply the current blocks from shared memory.
-// Partial blocks are zero-padded, so any M, N, K works.
+// Tiling (compile-time: one SPIR-V variant per configuration, named in vk_gemm_configs.c): WARPS_M x
+// WARPS_N subgroups of 32 invocations, each owning FM x FN accumulator fragments (16x16 f32), so a
+// workgroup computes a BM x BN = (WARPS_M*FM*16) x (WARPS_N*FN*16) tile, looping grid-stride over the
+// tiles (and K slices). K advances by BK (32 or 64) halves: every invocation fetches its 16-byte
+// chunks of the next x and w blocks into registers with 16-byte loads (f32 x: two), raw, and converts
+// them to f16 only when it stores them to shared memory, so the loads' latency hides behind the
+// products of the current block.
 //
-// Shared memory is one uvec4 array (8 halves per element; cooperative-matrix loads and stores need
-// 16-byte aligned pointers and strides, which uvec4 units guarantee): the A block (BM rows of BK
-// halves, k contiguous, row-major for the A fragments), the B block (BN rows = weight rows, k
-// contiguous, i.e. column-major for the K x N B fragments), each row padded by one uvec4 so that the
-// 8 rows a fragment load touches at once fall in distinct banks (SK_PAD=0 removes the pad). After
-// the K loop the same array stages accumulators: the element -> lane mapping of a fragment is
-// opaque, so each subgroup stores one row of its fragments (16 x WN f32) with coopMatStoreNV, and
-// then the whole workgroup applies the epilogue (bias, act, alpha, res) element-wise with bounds
-// checks and coalesced writes.
+// K pipeline. STAGES = 2: two shared blocks; block kt+1 is stored from registers into the other stage
+// while block kt is multiplied, and block kt+2 is fetched into registers right after: one barrier per K
+// step. STAGES = 1 (configurations whose two stages would not fit): store, barrier, fetch the next,
+// multiply, barrier: two barriers per step.
 //
-// -DEMULATE_COOPMAT replaces the three fragment operations with plain shared-memory loops ("virtual
-// subgroups" of 32 consecutive invocations) and needs no cooperative-matrix support: it runs the
-// identical staging, tiling and epilogue code on any f16 device (lavapipe included) so the tests
-// can check them. The real and emulated fragment operations read and write the same shared layout.
+// Shared layout (uvec4 units: cooperative-matrix loads and stores need 16-byte aligned pointers and
+// strides): a stage is the A block (BM rows of BK halves, k contiguous: row-major A fragments) followed
+// by the B block (BN weight rows of BK halves: column-major K x N B fragments). Each row is padded by
+// one uvec4 (SK_PAD) so the 8 rows of 16 bytes a fragment load reads at once fall in distinct banks
+// (pitch 80 or 144 bytes = 5 or 9 16-byte bank groups, coprime with the 8 groups of 128 bytes). After
+// the K loop the same memory stages accumulators: a fragment's element -> lane mapping is opaque, so
+// each subgroup stores one row of its fragments (16 x WN f32, pitch WN/4 + SK_PAD uvec4), and the whole
+// workgroup then applies the epilogue 4 columns per invocation: coalesced 16-byte reads of the stage and
+// 16-byte (f32) or 8-byte (f16) stores of y, bounds-checked.
 //
-// spec 0: workgroup size, must be WARPS_M*WARPS_N*32.
-// push: as gemm.comp; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
+// Shared-memory budget (NVIDIA: 48 KiB per workgroup; the larger of the K stages and the epilogue
+// stage), for the configurations of vk_gemm_configs.c:
+//   stage bytes = (BM + BN) * (BK/8 + SK_PAD) * 16;  epilogue bytes = NWARPS * 16 * (WN/4 + SK_PAD) * 16
+//   64x64,   BK 32, 2 stages: 2 * 10 KiB = 20 KiB       64x64,   BK 64, 2 stages: 2 * 18 KiB = 36 KiB
+//   128x64,  BK 32, 2 stages: 2 * 15 KiB = 30 KiB       32x64,   BK 64, 2 stages: 2 * 13.5 KiB = 27 KiB
+//   128x128, BK 32, 2 stages: 2 * 20 KiB = 40 KiB       128x128, BK 64, 1 stage:  36 KiB
+//   128x256, BK 32, 1 stage:  30 KiB (epilogue: 8 subgroups x 16 x 68 f32 = 34 KiB)
+//   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)
+//
+// Split-K (pc.splits > 1): item i of the grid-stride loop is tile i % tiles of K slice i / tiles
+// (k_slice elements, a multiple of BK); the raw f32 sums go to y = workspace [splits, M, N] and
+// gemm_reduce.comp adds the slices in order and applies the epilogue.
+//
+// -DEMULATE_COOPMAT replaces the fragment operations with plain loops ("virtual subgroups" of 32
+// consecutive invocations) and shared memory with a slice of device memory per workgroup (pc.emu_sh,
+// pc.emu_stride bytes each), so the identical staging, tiling, pipelining and epilogue code runs on any
+// f16 device whatever its shared-memory size (lavapipe: 32 KiB) and the tests can check every
+// configuration. The real and emulated fragment operations read and write the same layout.
+//
+// spec 0: workgroup size, must be WARPS_M*WARPS_N*32; 7: tensor types (linear.glsl).
+// push: linear.glsl; flags: FLAG_VEC (16-byte loads along K), FLAG_YVEC (4-column epilogue).
 #define HAS_F16
+#define F16_TYPES
 #extension GL_KHR_shader_subgroup_basic : require
 #ifndef EMULATE_COOPMAT
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #endif
 #include "core.glsl"
+#include "linear.glsl"
 
 #ifndef WARPS_M
 #define WARPS_M 2
@@ -42,56 +65,67 @@
 #define WARPS_N 2
 #endif
 #ifndef FM
-#define FM 4
+#define FM 2
 #endif
 #ifndef FN
-#define FN 4
+#define FN 2
+#endif
+#ifndef BK
+#define BK 32
+#endif
+#ifndef STAGES
+#define STAGES 2
 #endif
 #ifndef SK_PAD
 #define SK_PAD 1
 #endif
 
 #define NWARPS (WARPS_M * WARPS_N)
-#define NT (NWARPS * 32)            // invocations per workgroup
-#define WM (FM * 16)                // subgroup tile
+#define NT (NWARPS * 32)              // invocations per workgroup
+#define WM (FM * 16)                  // subgroup tile
 #define WN (FN * 16)
-#define BM (WARPS_M * WM)           // workgroup tile
+#define BM (WARPS_M * WM)             // workgroup tile
 #define BN (WARPS_N * WN)
-#define BK 32
-#define CPR (BK / 8)                // uvec4 chunks per staged row
-#define SK (CPR + SK_PAD)           // row pitch of the staged blocks, in uvec4
-#define A_OFF 0
-#define B_OFF (BM * SK)
-#define AB_SIZE ((BM + BN) * SK)
-#define STAGE_SIZE (NWARPS * 16 * WN / 4) // one row of fragments per subgroup, f32, in uvec4
-#define SH_SIZE (AB_SIZE > STAGE_SIZE ? AB_SIZE : STAGE_SIZE)
-#define A_CHUNKS (BM * CPR / NT)    // uvec4 chunks of the A block each invocation fetches
+#define CPR (BK / 8)                  // 16-byte chunks (8 halves) per staged row
+#define SK (CPR + SK_PAD)             // row pitch of the staged blocks, in uvec4
+#define STAGE_SIZE ((BM + BN) * SK)   // one stage: A block, then B block
+#define A_OFF(s) ((s) * STAGE_SIZE)
+#define B_OFF(s) ((s) * STAGE_SIZE + BM * SK)
+#define EP (WN / 4 + SK_PAD)          // row pitch of the epilogue stage, in uvec4 (4 f32)
+#define EPI_SIZE (NWARPS * 16 * EP)
+#define AB_SIZE (STAGES * STAGE_SIZE)
+#define A_CHUNKS (BM * CPR / NT)      // 16-byte chunks of the A block each invocation fetches
 #define B_CHUNKS (BN * CPR / NT)
+#define RPP (NT / CPR)                // rows of a block one pass of the workgroup fetches
 
+#if BK != 32 && BK != 64
+#error "tile config: BK must be 32 or 64"
+#endif
+#if STAGES != 1 && STAGES != 2
+#error "tile config: STAGES must be 1 or 2"
+#endif
 #if (BM * CPR) % NT != 0 || (BN * CPR) % NT != 0 || NT % CPR != 0
 #error "tile config: the staged blocks must split evenly over the workgroup"
 #endif
-#if (16 * WN) % NT != 0
-#error "tile config: the epilogue rows must split evenly over the workgroup"
+#if FM != 1 && FM != 2 && FM != 4
+#error "tile config: FM must be 1, 2 or 4 (the epilogue stores rows through a switch)"
+#endif
+#if AB_SIZE * 16 > 49152 || EPI_SIZE * 16 > 49152
+#error "tile config: more than 48 KiB of shared memory"
+#endif
+#if AB_SIZE > EPI_SIZE
+#define SH_SIZE AB_SIZE
+#else
+#define SH_SIZE EPI_SIZE
 #endif
 
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform PC {
-    uint64_t x, w, bias, res, y;
-    uint M, N, K;
-    uint act;
-    float alpha;
-    uint flags;
-} pc;
-
-#define FLAG_VEC 1u
-
-
-shared uvec4 sh[SH_SIZE];
-
-// ---- fragment operations ---------------------------------------------------------------------------
+// ---- shared memory and fragment operations ---------------------------------------------------------
 #ifndef EMULATE_COOPMAT
+shared uvec4 sh[SH_SIZE];
+#define SH(i) sh[i]
+#define BARRIER() barrier()
 #define FragAB fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
 #define FragC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 // A fragment: 16 rows (m) x 16 k at uvec4 offset `off`, rows SK apart (row-major).
@@ -100,12 +134,23 @@ shared uvec4 sh[SH_SIZE];
 #define LOAD_B(f, off) coopMatLoadNV(f, sh, off, SK, true)
 #define MMA(c, a, b) c = coopMatMulAddNV(a, b, c)
 #define ZERO_C(c) c = FragC(0.0)
-// Row-major f32 16x16 at uvec4 offset `off`, rows `pitch` uvec4 apart.
-#define STORE_C(c, off, pitch) coopMatStoreNV(c, sh, off, pitch, false)
+// Row-major f32 16x16 at uvec4 offset `off`, rows EP uvec4 apart.
+#define STORE_C(c, off) coopMatStoreNV(c, sh, off, EP, false)
 #define WARP_ID gl_SubgroupID
+#define UNROLL [[unroll]]
 #else
-// Emulation: an A/B fragment is the uvec4 offset of its first row/column; an accumulator holds the
-// 8 elements e = lane + 32*i (row e/16, column e%16) of a virtual subgroup's 16x16 tile.
+// This workgroup's stand-in for shared memory (coherent: invocations of the workgroup exchange data
+// through it, ordered by the barriers below).
+layout(buffer_reference, std430, buffer_reference_align = 16) coherent buffer ShArr { uvec4 d[]; };
+uint64_t sh_base;
+#define SH(i) ShArr(sh_base).d[i]
+#define BARRIER()                                                                                 \
+    do {                                                                                          \
+        memoryBarrierBuffer();                                                                    \
+        barrier();                                                                                \
+    } while (false)
+// An A/B fragment is the uvec4 offset of its first row/column; an accumulator holds the 8 elements
+// e = lane + 32*i (row e/16, column e%16) of a virtual subgroup's 16x16 tile.
 #define FragAB uint
 struct FragC {
     float v[8];
@@ -114,165 +159,251 @@ struct FragC {
 #define LOAD_B(f, off) f = (off)
 #define MMA(c, a, b) emu_mma(c, a, b)
 #define ZERO_C(c) emu_zero(c)
-#define STORE_C(c, off, pitch) emu_store(c, off, pitch)
+#define STORE_C(c, off) emu_store(c, off)
 #define WARP_ID (gl_LocalInvocationID.x / 32u)
+// The loops stay rolled: this path only has to be right, and llvmpipe (lavapipe's compiler) takes
+// minutes over the fully unrolled FM*FN*BK/16 products per K step.
+#define UNROLL [[dont_unroll]]
 
 float sh_half(uint h) {
-    const vec2 p = unpackHalf2x16(sh[h >> 3][(h >> 1) & 3u]);
+    const vec2 p = unpackHalf2x16(SH(h >> 3)[(h >> 1) & 3u]);
     return (h & 1u) != 0u ? p.y : p.x;
 }
 void emu_zero(inout FragC c) {
     [[unroll]] for (uint i = 0; i < 8; i++)
         c.v[i] = 0.0;
 }
-// The loops stay rolled: this path only has to be right, and llvmpipe (lavapipe's compiler) takes
-// minutes over the fully unrolled FM*FN*2 products per K step.
+// The k loop is unrolled: llvmpipe limits an invocation's loop iterations (65535, docs/architecture.md);
+// with this loop rolled, a forced tiny grid (many tiles per workgroup) gave sums that differed in the
+// last bits after about 60,000 iterations, and unrolled they agree.
 void emu_mma(inout FragC c, uint a, uint b) {
     const uint lane = gl_LocalInvocationID.x % 32u;
     [[dont_unroll]] for (uint i = 0; i < 8; i++) {
         const uint e = lane + 32u * i, r = e / 16u, col = e % 16u;
         float s = c.v[i];
-        [[dont_unroll]] for (uint k = 0; k < 16u; k++)
+        [[unroll]] for (uint k = 0; k < 16u; k++)
             s += sh_half((a + r * SK) * 8u + k) * sh_half((b + col * SK) * 8u + k);
         c.v[i] = s;
     }
 }
-void emu_store(FragC c, uint off, uint pitch) {
+void emu_store(FragC c, uint off) {
     const uint lane = gl_LocalInvocationID.x % 32u;
     [[unroll]] for (uint i = 0; i < 8; i++) {
         const uint e = lane + 32u * i, r = e / 16u, col = e % 16u;
-        const uint f = (off + r * pitch) * 4u + col;
-        sh[f >> 2][f & 3u] = floatBitsToUint(c.v[i]);
+        const uint f = (off + r * EP) * 4u + col;
+        SH(f >> 2)[f & 3u] = floatBitsToUint(c.v[i]);
     }
 }
 #endif
 
-// ---- global fetches (zero outside the matrices) ----------------------------------------------------
-uint pack2(float a, float b) { return packFloat2x16(f16vec2(float16_t(a), float16_t(b))); }
+// ---- global fetches into registers (zero outside the matrices) ---------------------------------------
+uint kc, r0;                                        // this invocation's chunk column and first row
+uvec4 xlo[A_CHUNKS], xhi[A_CHUNKS], wreg[B_CHUNKS]; // the next blocks, raw (xhi: f32 x only)
 
-// x[gm, gk .. gk+7] rounded to f16.
-uvec4 fetch_x8(uint gm, uint gk) {
-    if (gm >= pc.M)
-        return uvec4(0);
-    const uint64_t base = pc.x + (uint64_t(gm) * pc.K + gk) * 4ul;
-    if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K) {
-        const vec4 lo = V4Ref(base).v, hi = V4Ref(base + 16ul).v;
-        return uvec4(pack2(lo.x, lo.y), pack2(lo.z, lo.w), pack2(hi.x, hi.y), pack2(hi.z, hi.w));
+// min(n, 8) halves at address a, zero-padded to 8, element by element (the last chunk of a row, or
+// unaligned data: a rare path, so a rolled loop).
+uvec4 tail_halves(uint64_t a, uint n) {
+    uvec4 r = uvec4(0);
+    [[dont_unroll]] for (uint e = 0; e < 8u && e < n; e++) {
+        const uint h = packFloat2x16(f16vec2(F16Ref(a + 2ul * e).v, float16_t(0.0)));
+        r[e >> 1] |= h << ((e & 1u) * 16u);
     }
-    float v[8];
-    [[unroll]] for (uint e = 0; e < 8u; e++)
-        v[e] = gk + e < pc.K ? F32Ref(base + 4ul * e).v : 0.0;
-    return uvec4(pack2(v[0], v[1]), pack2(v[2], v[3]), pack2(v[4], v[5]), pack2(v[6], v[7]));
+    return r;
 }
 
-// w[gn, gk .. gk+7] (f16).
-uvec4 fetch_w8(uint gn, uint gk) {
-    if (gn >= pc.N)
-        return uvec4(0);
-    const uint64_t base = pc.w + (uint64_t(gn) * pc.K + gk) * 2ul;
-    if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K)
-        return U4Ref(base).v;
-    float16_t h[8];
-    [[unroll]] for (uint e = 0; e < 8u; e++)
-        h[e] = gk + e < pc.K ? F16Ref(base + 2ul * e).v : float16_t(0.0);
-    return uvec4(packFloat2x16(f16vec2(h[0], h[1])), packFloat2x16(f16vec2(h[2], h[3])),
-                 packFloat2x16(f16vec2(h[4], h[5])), packFloat2x16(f16vec2(h[6], h[7])));
-}
-
-// Applies the epilogue to a staged row of fragments (row i of every subgroup's FM x FN): subgroup
-// s holds 16 x WN f32 at float offset s*16*WN, row pitch WN. Bounds-checked, coalesced writes.
-void epilogue_stage(uint i, uint m0, uint n0) {
-    for (uint e = gl_LocalInvocationID.x; e < NWARPS * 16u * WN; e += NT) {
-        const uint s = e / (16u * WN), r = (e / WN) % 16u, c = e % WN;
-        const uint gm = m0 + (s / WARPS_N) * WM + i * 16u + r;
-        const uint gn = n0 + (s % WARPS_N) * WN + c;
-        if (gm < pc.M && gn < pc.N) {
-            float v = uintBitsToFloat(sh[e >> 2][e & 3u]);
-            if (pc.bias != 0ul)
-                v += LOADF(pc.bias, gn);
-            v = pc.alpha * act_apply(v, pc.act);
-            const uint64_t o = uint64_t(gm) * pc.N + gn;
-            if (pc.res != 0ul)
-                v += LOADF(pc.res, o); // res may be y: read before the write, same invocation
-            STOREF(pc.y, o, v);
+// x[gm, gk .. gk+7] as raw bits: f16 x: 8 halves in lo; f32 x: 4 floats in lo, 4 in hi.
+void fetch_x(uint gm, uint gk, out uvec4 lo, out uvec4 hi) {
+    lo = uvec4(0);
+    hi = uvec4(0);
+    if (gm >= pc.M || gk >= pc.K)
+        return;
+    const bool vec = (pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K;
+    if (X16) {
+        const uint64_t a = pc.x + (uint64_t(gm) * pc.K + gk) * 2ul;
+        if (vec) {
+            lo = U4Ref(a).v;
+            return;
+        }
+        lo = tail_halves(a, pc.K - gk);
+    } else {
+        const uint64_t a = pc.x + (uint64_t(gm) * pc.K + gk) * 4ul;
+        if (vec) {
+            lo = U4Ref(a).v;
+            hi = U4Ref(a + 16ul).v;
+            return;
+        }
+        // the last chunk of a row, or unaligned: element by element (a rolled loop: a rare path)
+        [[dont_unroll]] for (uint e = 0; e < 8u && gk + e < pc.K; e++) {
+            const uint u = floatBitsToUint(F32Ref(a + 4ul * e).v);
+            if (e < 4u)
+                lo[e] = u;
+            else
+                hi[e - 4u] = u;
         }
     }
 }
 
-// Row i of fragments: wait until nobody reads the shared array any more (blocks or the previous
-// stage), store, wait until every subgroup has stored, apply.
-#define EPILOGUE_ROW(i)                                                                           \
-    do {                                                                                          \
-        barrier();                                                                                \
-        [[unroll]] for (uint j = 0; j < FN; j++)                                                  \
-            STORE_C(acc[(i) * FN + j], warp * (4u * WN) + j * 4u, WN / 4u);                       \
-        barrier();                                                                                \
-        epilogue_stage(i, m0, n0);                                                                \
-    } while (false)
+// The 8 halves of a fetched x chunk (f32 x rounded to nearest f16 here, after the loads have landed).
+uvec4 x_half8(uvec4 lo, uvec4 hi) {
+    if (X16)
+        return lo;
+    const vec4 a = uintBitsToFloat(lo), b = uintBitsToFloat(hi);
+    return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
+}
 
-#if FM != 1 && FM != 2 && FM != 4
-#error "FM must be 1, 2 or 4 (the epilogue is unrolled by hand)"
-#endif
+// w[gn, gk .. gk+7] (f16).
+uvec4 fetch_w(uint gn, uint gk) {
+    if (gn >= pc.N || gk >= pc.K)
+        return uvec4(0);
+    const uint64_t a = pc.w + (uint64_t(gn) * pc.K + gk) * 2ul;
+    if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K)
+        return U4Ref(a).v;
+    return tail_halves(a, pc.K - gk);
+}
+
+// Issues the loads of the x and w blocks at K offset k into registers.
+void fetch_block(uint m0, uint n0, uint k) {
+    UNROLL for (uint i = 0; i < A_CHUNKS; i++)
+        fetch_x(m0 + r0 + i * RPP, k + kc * 8u, xlo[i], xhi[i]);
+    UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+        wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
+}
+
+// Stores the fetched blocks into stage s.
+void store_block(uint s) {
+    UNROLL for (uint i = 0; i < A_CHUNKS; i++)
+        SH(A_OFF(s) + (r0 + i * RPP) * SK + kc) = x_half8(xlo[i], xhi[i]);
+    UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+        SH(B_OFF(s) + (r0 + i * RPP) * SK + kc) = wreg[i];
+}
+
+// The products of the block in stage s: each subgroup's FM x FN fragments over BK/16 k-steps, in k order.
+#define COMPUTE_BLOCK(s)                                                                          \
+    UNROLL for (uint ks = 0; ks < BK / 16; ks++) {                                                \
+        FragAB fa[FM], fb[FN];                                                                    \
+        UNROLL for (uint i = 0; i < FM; i++)                                                      \
+            LOAD_A(fa[i], A_OFF(s) + (wm * WM + i * 16u) * SK + ks * 2u);                         \
+        UNROLL for (uint j = 0; j < FN; j++)                                                      \
+            LOAD_B(fb[j], B_OFF(s) + (wn * WN + j * 16u) * SK + ks * 2u);                         \
+        UNROLL for (uint i = 0; i < FM; i++)                                                      \
+            UNROLL for (uint j = 0; j < FN; j++)                                                  \
+                MMA(acc[i * FN + j], fa[i], fb[j]);                                               \
+    }
+
+// ---- epilogue ----------------------------------------------------------------------------------------
+// Row i of every subgroup's fragments is staged (subgroup s: 16 x WN f32 at uvec4 s*16*EP, pitch EP);
+// each invocation takes 4 consecutive columns of a row. Split-K: raw sums into slice `slice` of the
+// workspace; otherwise the op's epilogue (linear.glsl).
+void epilogue_stage(uint i, uint m0, uint n0, uint slice) {
+    const uint Q = WN / 4u; // 4-column groups per staged row
+    for (uint e = gl_LocalInvocationID.x; e < NWARPS * 16u * Q; e += NT) {
+        const uint s = e / (16u * Q), r = (e / Q) % 16u, c = (e % Q) * 4u;
+        const vec4 v = uintBitsToFloat(SH(s * 16u * EP + r * EP + c / 4u));
+        const uint gm = m0 + (s / WARPS_N) * WM + i * 16u + r;
+        const uint gn = n0 + (s % WARPS_N) * WN + c;
+        if (gm >= pc.M || gn >= pc.N)
+            continue;
+        if (pc.splits > 1u) {
+            const uint64_t o = (uint64_t(slice) * pc.M + gm) * pc.N + gn;
+            if (pc.N % 4u == 0u) { // the workspace is 16-byte aligned: gn + 4 <= N here
+                V4Ref(pc.y + o * 4ul).v = v;
+            } else {
+                [[dont_unroll]] for (uint q = 0; q < 4u && gn + q < pc.N; q++)
+                    STOREF(pc.y, o + q, v[q]);
+            }
+        } else if ((pc.flags & FLAG_YVEC) != 0u) { // N % 4 == 0: gn + 4 <= N
+            linear_epilogue4(gm, gn, v);
+        } else { // element-wise (N % 4 != 0 or unaligned tensors: a rare path, rolled)
+            [[dont_unroll]] for (uint q = 0; q < 4u && gn + q < pc.N; q++)
+                linear_epilogue(gm, gn + q, v[q]);
+        }
+    }
+}
+
+// Stores row i of the subgroup's fragments into its epilogue stage (constant accumulator indices: a
+// dynamically indexed accumulator array would leave registers).
+#define STORE_ROW(i)                                                                              \
+    [[unroll]] for (uint j = 0; j < FN; j++)                                                      \
+        STORE_C(acc[(i) * FN + j], warp * 16u * EP + j * 4u)
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
     const uint warp = WARP_ID;
     const uint wm = warp / WARPS_N, wn = warp % WARPS_N;
+#ifdef EMULATE_COOPMAT
+    // A stand-in of another size than this variant's layout would overlap the neighbouring
+    // workgroup's: write nothing (the tests then fail) rather than corrupt memory.
+    if (pc.emu_stride != SH_SIZE * 16)
+        return;
+    sh_base = pc.emu_sh + uint64_t(gl_WorkGroupID.x) * uint64_t(pc.emu_stride);
+#endif
+    kc = tid % CPR;
+    r0 = tid / CPR;
     const uint M = pc.M, N = pc.N, K = pc.K;
     const uint tiles_n = (N + BN - 1u) / BN;
     const uint ntiles = ((M + BM - 1u) / BM) * tiles_n;
-    const uint nk = (K + BK - 1u) / BK;
-    // This invocation's chunks: column chunk kc of rows r0 + i*(NT/CPR).
-    const uint kc = tid % CPR, r0 = tid / CPR;
+    const uint splits = max(pc.splits, 1u);
 
-    for (uint tile = gl_WorkGroupID.x; tile < ntiles; tile += gl_NumWorkGroups.x) {
+    for (uint item = gl_WorkGroupID.x; item < ntiles * splits; item += gl_NumWorkGroups.x) {
+        const uint tile = item % ntiles, slice = item / ntiles;
         const uint m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * BN;
+        // This item's K range [k0, k1): the whole of K, or one slice (k_slice is a multiple of BK).
+        const uint k0 = splits > 1u ? slice * pc.k_slice : 0u;
+        const uint k1 = splits > 1u ? min(K, k0 + pc.k_slice) : K;
+        const uint nk = k1 > k0 ? (k1 - k0 + BK - 1u) / BK : 0u;
         FragC acc[FM * FN];
         [[unroll]] for (uint f = 0; f < FM * FN; f++)
             ZERO_C(acc[f]);
 
-        uvec4 ra[A_CHUNKS], rb[B_CHUNKS];
-        [[unroll]] for (uint i = 0; i < A_CHUNKS; i++)
-            ra[i] = fetch_x8(m0 + r0 + i * (NT / CPR), kc * 8u);
-        [[unroll]] for (uint i = 0; i < B_CHUNKS; i++)
-            rb[i] = fetch_w8(n0 + r0 + i * (NT / CPR), kc * 8u);
-
-        for (uint kt = 0; kt < nk; kt++) {
-            barrier(); // every subgroup is done reading the previous block (or the epilogue stage)
-            [[unroll]] for (uint i = 0; i < A_CHUNKS; i++)
-                sh[A_OFF + (r0 + i * (NT / CPR)) * SK + kc] = ra[i];
-            [[unroll]] for (uint i = 0; i < B_CHUNKS; i++)
-                sh[B_OFF + (r0 + i * (NT / CPR)) * SK + kc] = rb[i];
-            barrier();
-            if (kt + 1u < nk) { // fetch the next block while this one is multiplied
-                const uint gk = (kt + 1u) * BK + kc * 8u;
-                [[unroll]] for (uint i = 0; i < A_CHUNKS; i++)
-                    ra[i] = fetch_x8(m0 + r0 + i * (NT / CPR), gk);
-                [[unroll]] for (uint i = 0; i < B_CHUNKS; i++)
-                    rb[i] = fetch_w8(n0 + r0 + i * (NT / CPR), gk);
-            }
-            [[unroll]] for (uint ks = 0; ks < BK / 16; ks++) {
-                FragAB fa[FM], fb[FN];
-                [[unroll]] for (uint i = 0; i < FM; i++)
-                    LOAD_A(fa[i], A_OFF + (wm * WM + i * 16u) * SK + ks * 2u);
-                [[unroll]] for (uint j = 0; j < FN; j++)
-                    LOAD_B(fb[j], B_OFF + (wn * WN + j * 16u) * SK + ks * 2u);
-                [[unroll]] for (uint i = 0; i < FM; i++)
-                    [[unroll]] for (uint j = 0; j < FN; j++)
-                        MMA(acc[i * FN + j], fa[i], fb[j]);
-            }
+#if STAGES == 2
+        BARRIER(); // the previous item's epilogue is done with the shared memory
+        if (nk > 0u) {
+            fetch_block(m0, n0, k0);
+            store_block(0u);
+            if (nk > 1u)
+                fetch_block(m0, n0, k0 + BK);
         }
+        BARRIER();
+        for (uint kt = 0; kt < nk; kt++) {
+            const uint s = kt & 1u;
+            COMPUTE_BLOCK(s)
+            if (kt + 1u < nk) {
+                store_block(s ^ 1u); // its readers (step kt-1) passed the barrier below
+                if (kt + 2u < nk)
+                    fetch_block(m0, n0, k0 + (kt + 2u) * BK);
+            }
+            BARRIER();
+        }
+#else
+        if (nk > 0u)
+            fetch_block(m0, n0, k0);
+        for (uint kt = 0; kt < nk; kt++) {
+            BARRIER(); // every subgroup is done with the previous block (or the epilogue stage)
+            store_block(0u);
+            BARRIER();
+            if (kt + 1u < nk) // fetch the next block while this one is multiplied
+                fetch_block(m0, n0, k0 + (kt + 1u) * BK);
+            COMPUTE_BLOCK(0u)
+        }
+#endif
 
-        // Epilogue, one row of fragments at a time (unrolled by hand: spirv-opt does not unroll a loop
-        // that contains another loop, and a dynamically indexed accumulator array would leave
-        // registers).
-        EPILOGUE_ROW(0);
+        // Epilogue, one row of fragments at a time: wait until nobody reads the shared memory any more
+        // (blocks or the previous row), store the row, wait until every subgroup has, apply. The loop
+        // stays rolled so that the epilogue's code exists once.
+        [[dont_unroll]] for (uint i = 0; i < FM; i++) {
+            BARRIER();
+            switch (i) {
+            case 0: STORE_ROW(0); break;
 #if FM > 1
-        EPILOGUE_ROW(1);
+            case 1: STORE_ROW(1); break;
 #endif
 #if FM > 2
-        EPILOGUE_ROW(2);
-        EPILOGUE_ROW(3);
+            case 2: STORE_ROW(2); break;
+            case 3: STORE_ROW(3); break;
 #endif
+            }
+            BARRIER();
+            epilogue_stage(i, m0, n0, slice);
+        }
     }
 }

@@ -1,49 +1,41 @@
 #version 460
 // gemm_direct.comp — the linear op without shared memory or barriers, for CPU Vulkan drivers
-// (lavapipe): y = res + alpha * act(x w^T + bias), x [M,K] f32, w [N,K] f32 (or f16 with -DW_F16,
-// which rounds x to f16 as the op defines). llvmpipe runs a workgroup's invocations as SIMD lanes and
-// switches between them at every barrier, so the shared-memory tiles of gemm.comp cost it more than
-// they save; here each invocation computes TM x TN outputs straight from global memory (the CPU's
-// caches do the tiling). Each output is one f32 FMA chain over k = 0 .. K-1, exactly as in gemm.comp,
-// so the two kernels give bit-identical results and may be mixed freely.
+// (lavapipe): y = res + alpha * act(x w^T + bias); x, w, y f32, or each f16 with -DF16_TYPES
+// (linear.glsl; an f32 x is rounded to f16 when w is f16, as the op defines). llvmpipe runs a
+// workgroup's invocations as SIMD lanes and switches between them at every barrier, so the
+// shared-memory tiles of gemm.comp cost it more than they save; here each invocation computes TM x TN
+// outputs straight from global memory (the CPU's caches do the tiling). Each output is one f32 FMA
+// chain over k = 0 .. K-1, exactly as in gemm.comp, so the two kernels give bit-identical results and
+// may be mixed freely.
 //
 // spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation, at most 8 each; a workgroup covers
-// WG*TN columns of TM rows, looping grid-stride over those tiles).
-// push: as gemm.comp; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
-#ifdef W_F16
+// WG*TN columns of TM rows, looping grid-stride over those tiles); 7 tensor types (linear.glsl).
+// push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
+#ifdef F16_TYPES
 #define HAS_F16
 #endif
 #include "core.glsl"
+#include "linear.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 4) const uint TM = 4;
 layout(constant_id = 5) const uint TN = 4;
 
-layout(push_constant) uniform PC {
-    uint64_t x, w, bias, res, y;
-    uint M, N, K;
-    uint act;
-    float alpha;
-    uint flags;
-} pc;
-
-#define FLAG_VEC 1u
-
-
-#ifdef W_F16
-float load_x(uint64_t i) { return round_to_f16(LOADF(pc.x, i)); }
-float load_w(uint64_t i) { return LOADH(pc.w, i); }
-vec4 load_x4(uint64_t i) { return round_to_f16(V4Ref(pc.x + i * 4ul).v); }
-vec4 load_w4(uint64_t i) {
-    const uvec2 u = U2Ref(pc.w + i * 2ul).v;
-    return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
-}
-#else
-float load_x(uint64_t i) { return LOADF(pc.x, i); }
-float load_w(uint64_t i) { return LOADF(pc.w, i); }
-vec4 load_x4(uint64_t i) { return V4Ref(pc.x + i * 4ul).v; }
-vec4 load_w4(uint64_t i) { return V4Ref(pc.w + i * 4ul).v; }
+// 4 consecutive elements at element i (a multiple of 4, 8- or 16-byte aligned), widened.
+vec4 load4(uint64_t base, bool f16, uint64_t i) {
+#ifdef F16_TYPES
+    if (f16) {
+        const uvec2 u = U2Ref(base + i * 2ul).v;
+        return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+    }
 #endif
+    return V4Ref(base + i * 4ul).v;
+}
+vec4 load_x4(uint64_t i) {
+    const vec4 v = load4(pc.x, X16, i);
+    return W16 && !X16 ? round_to_f16(v) : v;
+}
+vec4 load_w4(uint64_t i) { return load4(pc.w, W16, i); }
 
 void main() {
     const uint WG = gl_WorkGroupSize.x, tid = gl_LocalInvocationID.x;
@@ -92,21 +84,13 @@ void main() {
                     if (i < TM && j < TN)
                         acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
         }
-        // Epilogue, in the reference's order: (sum + bias) -> act -> * alpha -> + res.
+        // Epilogue (linear.glsl), in the reference's order.
         [[unroll]] for (uint i = 0; i < 8u; i++) {
             const uint gm = m0 + i;
             [[unroll]] for (uint j = 0; j < 8u; j++) {
                 const uint gn = n0 + j;
-                if (i < TM && j < TN && gm < M && gn < N) {
-                    float v = acc[i * 8u + j];
-                    if (pc.bias != 0ul)
-                        v += LOADF(pc.bias, gn);
-                    v = pc.alpha * act_apply(v, pc.act);
-                    const uint64_t o = uint64_t(gm) * N + gn;
-                    if (pc.res != 0ul)
-                        v += LOADF(pc.res, o);
-                    STOREF(pc.y, o, v);
-                }
+                if (i < TM && j < TN && gm < M && gn < N)
+                    linear_epilogue(gm, gn, acc[i * 8u + j]);
             }
         }
     }

@@ -1,12 +1,18 @@
 /* bench_ops.c — times the linear op (GEMM) on the Vulkan backend; not a ctest test.
- *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-i iters] [--warmup n] [--cfg NAME|list] [--bias]
- * Defaults: M=7500 K=1024 N=4096, f16 weights (the encoder's feed-forward shape for ~10 min of audio
- * at the 8x subsampled frame rate), 3 warm-up and 10 timed runs. Reports the configuration chosen
- * (or forced with --cfg), wall time per run (op + be_sync), GPU time per run from timestamps when the
- * device has them, TFLOP/s counted as 2*M*N*K, and a spot check of 64 outputs against a
- * double-precision dot product (exit status 1 if it fails). The device is $VKASR_DEVICE or the
- * default; inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
- * decoder's do), so the automatic choice is gemv.comp there. */
+ *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] [--warmup n]
+ *             [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] [--shapes NAME=MxNxK[,...]|encoder] [--bias]
+ * Defaults: M=7500 K=1024 N=4096, f16 weights, f32 x and y (the encoder's feed-forward shape for ~10
+ * min of audio at the 8x subsampled frame rate), 3 warm-up and 10 timed runs, the configuration
+ * vk_op_linear would choose. Each (shape, configuration, split) prints one line:
+ *   gemm shape=NAME M=.. N=.. K=.. x=f16 w=f16 y=f32 cfg=NAME split=S ms=.. tflops=.. check=ok
+ * ms is GPU time per product from timestamps (mean of the timed runs; the split-K reduction
+ * included), or wall time (op + be_sync) on a device without timestamps (then timer=wall). TFLOP/s
+ * counts 2*M*N*K. check compares 64 outputs with a double-precision dot product of the same
+ * (f16-rounded) operands (exit status 1 if any fails). --cfg all runs every configuration this device
+ * can run for the weight type, tc its tensor-core ones; --shapes encoder the 0.6B encoder's products
+ * at 60 s and 10 min of audio (tools/gpu/gemm_sweep.sh). The device is $VKASR_DEVICE or the default;
+ * inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
+ * decoder's do). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +22,25 @@
 #include "backend/vulkan/vk_gemm.h"
 #include "common/half.h"
 
+struct shape {
+    char name[32];
+    long long M, N, K;
+};
+
+/* The products of a 0.6B-shaped encoder (d_model 1024, ff 4096, 8 heads, subsampling channels 256,
+ * 128 mels; the TDT joint 640 wide, 8193 + 5 outputs) for T = 750 (60 s) and 7500 (10 min) frames. */
+static const struct shape encoder_shapes[] = {
+    {"ff_up_750", 750, 4096, 1024},      {"ff_down_750", 750, 1024, 4096},
+    {"attn_proj_750", 750, 1024, 1024},  {"pos_proj_750", 1499, 1024, 1024},
+    {"conv_pw1_750", 750, 2048, 1024},   {"sub_pw_750", 48000, 256, 256},
+    {"sub_lin_750", 750, 1024, 4096},    {"joint_enc_750", 750, 640, 1024},
+    {"ff_up_7500", 7500, 4096, 1024},    {"ff_down_7500", 7500, 1024, 4096},
+    {"attn_proj_7500", 7500, 1024, 1024}, {"pos_proj_7500", 14999, 1024, 1024},
+    {"conv_pw1_7500", 7500, 2048, 1024}, {"sub_pw_7500", 480000, 256, 256},
+    {"sub_lin_7500", 7500, 1024, 4096},  {"joint_enc_7500", 7500, 640, 1024},
+    {"sub_lin_tail", 37, 1024, 4096},    {"joint_out_64", 64, 8198, 640},
+};
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -23,8 +48,9 @@ static double now_ms(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-i iters] [--warmup n] [--cfg NAME|list] "
-                    "[--bias]\n");
+    fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] "
+                    "[--warmup n] [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] "
+                    "[--shapes NAME=MxNxK[,...]|encoder] [--bias]\n");
     return 2;
 }
 
@@ -37,193 +63,305 @@ static void list_configs(const struct vk_caps *caps) {
     size_t n;
     const struct vk_gemm_cfg *c = vk_gemm_configs(&n);
     for (size_t i = 0; i < n; i++)
-        printf("  %-16s %s weights, tile %ux%u, %u invocations, %u B shared%s\n", c[i].name,
-               c[i].wtype == BE_F16 ? "f16" : "f32", c[i].bm, c[i].bn, c[i].wg, c[i].shared_bytes,
+        printf("  %-18s %s weights, tile %ux%u, K step %u, %u invocations, %u B shared%s\n", c[i].name,
+               c[i].wtype == BE_F16 ? "f16" : "f32", c[i].bm, c[i].bn, c[i].bk, c[i].wg, c[i].shared_bytes,
                caps && !vk_gemm_cfg_usable(&c[i], caps) ? "  (not usable here)" : "");
 }
 
+static bool parse_type(const char *v, be_dtype *t) {
+    if (strcmp(v, "f16") == 0 || strcmp(v, "f32") == 0) {
+        *t = strcmp(v, "f16") == 0 ? BE_F16 : BE_F32;
+        return true;
+    }
+    return false;
+}
+
+/* NAME=MxNxK[,...] */
+static int parse_shapes(const char *v, struct shape *out, int cap) {
+    int n = 0;
+    while (*v && n < cap) {
+        struct shape *s = &out[n];
+        int used = 0;
+        if (sscanf(v, "%31[^=]=%lldx%lldx%lld%n", s->name, &s->M, &s->N, &s->K, &used) != 4 || s->M < 1 || s->N < 1 ||
+            s->K < 1)
+            return -1;
+        n++;
+        v += used;
+        if (*v == ',')
+            v++;
+        else if (*v)
+            return -1;
+    }
+    return n;
+}
+
+/* Values of a tensor on the host (f16 as bits) and on the device. */
+struct operand {
+    be_dtype type;
+    size_t n;
+    float *f;     /* the values as the product takes them (f16: exactly representable) */
+    void *bits;   /* what is uploaded */
+};
+
+static bool operand_fill(struct operand *o, be_dtype type, size_t n, uint64_t *seed) {
+    o->type = type;
+    o->n = n;
+    o->f = malloc(n * sizeof *o->f);
+    o->bits = malloc(n * (type == BE_F16 ? 2 : 4));
+    if (!o->f || !o->bits)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        float v = rnd(seed);
+        if (type == BE_F16) {
+            uint16_t h = float_to_half(v);
+            ((uint16_t *)o->bits)[i] = h;
+            o->f[i] = half_to_float(h);
+        } else {
+            ((float *)o->bits)[i] = o->f[i] = v;
+        }
+    }
+    return true;
+}
+
+static void operand_free(struct operand *o) {
+    free(o->f);
+    free(o->bits);
+}
+
+/* 64 outputs (the first, the last, random ones) against a double dot product of the operands as the
+ * op takes them (x rounded to f16 with f16 weights); the f16 y's own rounding is allowed for. */
+static bool spot_check(const struct shape *s, const struct operand *x, const struct operand *w, const float *bias,
+                       const void *y, be_dtype yt) {
+    double se = 0, sr = 0;
+    uint64_t seed = 0x1234567ull;
+    for (int t = 0; t < 64; t++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        size_t m = t == 0 ? 0 : t == 1 ? (size_t)s->M - 1 : (size_t)((seed >> 33) % (uint64_t)s->M);
+        size_t n = t == 0 ? 0 : t == 1 ? (size_t)s->N - 1 : (size_t)((seed >> 11) % (uint64_t)s->N);
+        double acc = bias ? bias[n] : 0.0;
+        for (long long k = 0; k < s->K; k++) {
+            float xv = x->f[m * (size_t)s->K + (size_t)k];
+            if (w->type == BE_F16 && x->type == BE_F32)
+                xv = half_to_float(float_to_half(xv));
+            acc += (double)xv * w->f[n * (size_t)s->K + (size_t)k];
+        }
+        size_t o = m * (size_t)s->N + n;
+        double got = yt == BE_F16 ? half_to_float(((const uint16_t *)y)[o]) : ((const float *)y)[o];
+        se += (got - acc) * (got - acc);
+        sr += acc * acc;
+    }
+    return (sr > 0 ? se / sr : se) <= (yt == BE_F16 ? 1e-6 : 1e-7);
+}
+
+struct bench {
+    struct backend *b;
+    const struct vk_caps *caps;
+    be_dtype wt, xt, yt;
+    bool bias;
+    long long iters, warmup;
+};
+
+/* One shape with every requested (configuration, split): one line each. Returns the failures. */
+static int run_shape(struct bench *B, const struct shape *s, const struct vk_gemm_cfg **cfgs, int ncfg,
+                     const uint32_t *splits, int nsplit) {
+    struct backend *b = B->b;
+    int failures = 0;
+    uint64_t seed = 0x9e3779b97f4a7c15ull ^ (uint64_t)(s->M * 131 + s->N * 7 + s->K);
+    size_t nx = (size_t)s->M * (size_t)s->K, nw = (size_t)s->N * (size_t)s->K, ny = (size_t)s->M * (size_t)s->N;
+    struct operand x = {0}, w = {0};
+    float *hb = malloc((size_t)s->N * sizeof *hb);
+    void *hy = malloc(ny * 4);
+    uint64_t mark = be_mark(b);
+    be_tensor tx, tw, tb = {0}, ty;
+    if (!hb || !hy || !operand_fill(&x, B->xt, nx, &seed) || !operand_fill(&w, B->wt, nw, &seed)) {
+        fprintf(stderr, "bench_ops: out of host memory\n");
+        failures++;
+        goto out;
+    }
+    for (long long i = 0; i < s->N; i++)
+        hb[i] = rnd(&seed);
+    if (be_alloc_tensor(b, BE_POOL_SCRATCH, B->xt, 2, (int64_t[]){s->M, s->K}, &tx) ||
+        be_alloc_tensor(b, BE_POOL_SCRATCH, B->wt, 2, (int64_t[]){s->N, s->K}, &tw) ||
+        (B->bias && be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){s->N}, &tb)) ||
+        be_alloc_tensor(b, BE_POOL_SCRATCH, B->yt, 2, (int64_t[]){s->M, s->N}, &ty) ||
+        be_upload(b, tx.addr, x.bits, be_nbytes(&tx)) || be_upload(b, tw.addr, w.bits, be_nbytes(&tw)) ||
+        (B->bias && be_upload(b, tb.addr, hb, (size_t)s->N * sizeof *hb))) {
+        fprintf(stderr, "bench_ops: %s: setting up the tensors: %s\n", s->name, b->err.msg);
+        failures++;
+        goto out;
+    }
+    struct op_linear a = {.x = tx, .w = tw, .bias = tb, .y = ty, .alpha = 1.0f, .matvec = s->M <= 8};
+    if (op_validate(OP_linear, &a, &b->err)) {
+        fprintf(stderr, "bench_ops: %s: %s\n", s->name, b->err.msg);
+        failures++;
+        goto out;
+    }
+    const double flop = 2.0 * (double)s->M * (double)s->N * (double)s->K;
+    for (int c = 0; c < (ncfg ? ncfg : 1); c++)
+        for (int k = 0; k < (nsplit ? nsplit : 1); k++) {
+            struct vk_gemm_plan plan = vk_gemm_choose(B->caps, s->M, s->N, s->K, B->wt, a.matvec);
+            if (ncfg)
+                plan.cfg = cfgs[c];
+            if (nsplit)
+                plan.splits = splits[k];
+            if (!plan.cfg) {
+                fprintf(stderr, "bench_ops: no kernel for %s weights here\n", B->wt == BE_F16 ? "f16" : "f32");
+                failures++;
+                goto out;
+            }
+            if (plan.splits > 1 && plan.cfg->kind != VK_GEMM_COOPMAT && plan.cfg->kind != VK_GEMM_COOPMAT_EMU)
+                continue; /* only the tensor-core kernel splits K */
+            double wall = 0;
+            bool ok = true;
+            for (long long it = 0; it < B->warmup + B->iters && ok; it++) {
+                if (it == B->warmup && b->vt->profile_reset)
+                    b->vt->profile_reset(b);
+                double t0 = now_ms();
+                ok = vk_gemm_record((struct vk_backend *)b, &a, &plan) == VKASR_OK && be_sync(b) == VKASR_OK;
+                if (it >= B->warmup)
+                    wall += now_ms() - t0;
+            }
+            if (!ok) {
+                printf("gemm shape=%s M=%lld N=%lld K=%lld cfg=%s split=%u error=\"%s\"\n", s->name, s->M, s->N, s->K,
+                       plan.cfg->name, plan.splits, b->err.msg);
+                failures++;
+                continue;
+            }
+            struct be_op_stat st[16];
+            size_t nst = b->vt->profile ? b->vt->profile(b, st, 16) : 0;
+            double gpu = 0;
+            for (size_t i = 0; i < nst; i++)
+                gpu += st[i].gpu_ms;
+            const bool timed = nst > 0 && gpu > 0;
+            double ms = (timed ? gpu : wall) / (double)B->iters;
+            bool good = be_download(b, hy, ty.addr, be_nbytes(&ty)) == VKASR_OK &&
+                        spot_check(s, &x, &w, B->bias ? hb : NULL, hy, B->yt);
+            failures += !good;
+            printf("gemm shape=%s M=%lld N=%lld K=%lld x=%s w=%s y=%s cfg=%s split=%u ms=%.4f tflops=%.2f%s check=%s\n",
+                   s->name, s->M, s->N, s->K, B->xt == BE_F16 ? "f16" : "f32", B->wt == BE_F16 ? "f16" : "f32",
+                   B->yt == BE_F16 ? "f16" : "f32", plan.cfg->name, plan.splits, ms, flop / (ms * 1e9),
+                   timed ? "" : " timer=wall", good ? "ok" : "FAILED");
+            fflush(stdout);
+        }
+out:
+    be_release(b, mark);
+    operand_free(&x);
+    operand_free(&w);
+    free(hb);
+    free(hy);
+    return failures;
+}
+
 int main(int argc, char **argv) {
-    long long M = 7500, N = 4096, K = 1024, iters = 10, warmup = 3;
-    be_dtype wt = BE_F16;
-    const char *cfg_name = NULL;
-    bool bias = false;
+    struct shape one = {"cli", 7500, 4096, 1024}, shapes[64];
+    int nshapes = 0;
+    struct bench B = {.wt = BE_F16, .xt = BE_F32, .yt = BE_F32, .iters = 10, .warmup = 3};
+    const char *cfg_arg = NULL, *split_arg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(o, "--bias") == 0) {
-            bias = true;
+            B.bias = true;
             continue;
         }
         if (!v)
             return usage();
         i++;
         if (strcmp(o, "-m") == 0)
-            M = atoll(v);
+            one.M = atoll(v);
         else if (strcmp(o, "-n") == 0)
-            N = atoll(v);
+            one.N = atoll(v);
         else if (strcmp(o, "-k") == 0)
-            K = atoll(v);
+            one.K = atoll(v);
         else if (strcmp(o, "-i") == 0)
-            iters = atoll(v);
+            B.iters = atoll(v);
         else if (strcmp(o, "--warmup") == 0)
-            warmup = atoll(v);
+            B.warmup = atoll(v);
         else if (strcmp(o, "--cfg") == 0)
-            cfg_name = v;
-        else if (strcmp(o, "-w") == 0 && (strcmp(v, "f16") == 0 || strcmp(v, "f32") == 0))
-            wt = strcmp(v, "f16") == 0 ? BE_F16 : BE_F32;
-        else
+            cfg_arg = v;
+        else if (strcmp(o, "--split") == 0)
+            split_arg = v;
+        else if (strcmp(o, "--shapes") == 0) {
+            if (strcmp(v, "encoder") == 0) {
+                nshapes = (int)(sizeof encoder_shapes / sizeof *encoder_shapes);
+                memcpy(shapes, encoder_shapes, sizeof encoder_shapes);
+            } else if ((nshapes = parse_shapes(v, shapes, 64)) <= 0) {
+                return usage();
+            }
+        } else if (!((strcmp(o, "-w") == 0 && parse_type(v, &B.wt)) || (strcmp(o, "-x") == 0 && parse_type(v, &B.xt)) ||
+                     (strcmp(o, "-y") == 0 && parse_type(v, &B.yt))))
             return usage();
     }
-    if (M < 1 || N < 1 || K < 1 || iters < 1 || warmup < 0)
+    if (one.M < 1 || one.N < 1 || one.K < 1 || B.iters < 1 || B.warmup < 0)
         return usage();
-    if (cfg_name && strcmp(cfg_name, "list") == 0) {
+    if (cfg_arg && strcmp(cfg_arg, "list") == 0) {
         printf("GEMM configurations of this build:\n");
         list_configs(NULL);
         return 0;
+    }
+    if (nshapes == 0)
+        shapes[nshapes++] = one;
+    uint32_t splits[8];
+    int nsplit = 0;
+    for (const char *p = split_arg; p && *p && nsplit < 8;) {
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > 64 || (*end && *end != ','))
+            return usage();
+        splits[nsplit++] = (uint32_t)v;
+        p = *end ? end + 1 : end;
     }
 
     static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
     struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .profile = true, .want_f16 = true, .log = &lg};
     struct err e = {0};
     struct be_device *dev = NULL;
-    struct backend *b = NULL;
     if (vk_device_open(&o, &dev, &e)) {
         fprintf(stderr, "bench_ops: opening the Vulkan device: %s\n", e.msg);
         return 1;
     }
-    if (be_backend_create(dev, &b, &e)) {
+    if (be_backend_create(dev, &B.b, &e)) {
         fprintf(stderr, "bench_ops: creating the backend: %s\n", e.msg);
         be_device_close(dev);
         return 1;
     }
-    const struct vk_device *vd = (const struct vk_device *)dev;
-    const struct vk_caps *caps = &vd->caps;
-    const struct vk_gemm_cfg *cfg = cfg_name ? vk_gemm_find(cfg_name) : vk_gemm_choose(caps, M, N, K, wt, M <= 8);
+    B.caps = &((const struct vk_device *)dev)->caps;
     printf("device: %s (subgroup %u, shared %u B, f16 %s, tensor cores %s, timestamps %s)\n", dev->info.name,
-           caps->subgroup_size, caps->max_shared, caps->f16 ? "on" : "off", caps->coopmat_nv ? "on" : "off",
-           caps->timestamp_period > 0 ? "on" : "off");
-    int rc = 1;
-    float *hx = NULL, *hb = NULL, *hy = NULL;
-    void *hw = NULL;
-    if (!cfg) {
-        fprintf(stderr, "bench_ops: %s\n", cfg_name ? "unknown --cfg; the configurations are:" : "no kernel for these weights here");
-        list_configs(caps);
-        goto out;
-    }
-    if (cfg->wtype != wt) {
-        fprintf(stderr, "bench_ops: config %s takes %s weights (use -w)\n", cfg->name, cfg->wtype == BE_F16 ? "f16" : "f32");
-        goto out;
-    }
-    printf("linear M=%lld N=%lld K=%lld, %s weights%s: kernel %s (%s, tile %ux%u, %u invocations)%s\n", M, N, K,
-           wt == BE_F16 ? "f16" : "f32", bias ? ", bias" : "", cfg->name,
-           cfg->kind == VK_GEMM_COOPMAT ? "tensor cores"
-           : cfg->kind == VK_GEMM_SCALAR ? "scalar"
-           : cfg->kind == VK_GEMM_GEMV   ? "matrix-vector"
-                                         : "emulated coopmat",
-           cfg->bm, cfg->bn, cfg->wg, cfg_name ? " [forced]" : "");
-
-    be_tensor x, w, bt = {0}, y;
-    size_t nx = (size_t)M * (size_t)K, nw = (size_t)N * (size_t)K, ny = (size_t)M * (size_t)N;
-    hx = malloc(nx * sizeof *hx);
-    hw = malloc(nw * (wt == BE_F16 ? 2 : 4));
-    hb = malloc((size_t)N * sizeof *hb);
-    hy = malloc(ny * sizeof *hy);
-    if (!hx || !hw || !hb || !hy) {
-        fprintf(stderr, "bench_ops: out of host memory\n");
-        goto out;
-    }
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    for (size_t i = 0; i < nx; i++)
-        hx[i] = rnd(&s);
-    for (size_t i = 0; i < nw; i++) {
-        float v = rnd(&s);
-        if (wt == BE_F16)
-            ((uint16_t *)hw)[i] = float_to_half(v);
-        else
-            ((float *)hw)[i] = v;
-    }
-    for (long long i = 0; i < N; i++)
-        hb[i] = rnd(&s);
-    if (be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){M, K}, &x) ||
-        be_alloc_tensor(b, BE_POOL_SCRATCH, wt, 2, (int64_t[]){N, K}, &w) ||
-        (bias && be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){N}, &bt)) ||
-        be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){M, N}, &y) ||
-        be_upload(b, x.addr, hx, nx * sizeof *hx) || be_upload(b, w.addr, hw, nw * (wt == BE_F16 ? 2 : 4)) ||
-        (bias && be_upload(b, bt.addr, hb, (size_t)N * sizeof *hb))) {
-        fprintf(stderr, "bench_ops: setting up the tensors: %s\n", b->err.msg);
-        goto out;
-    }
-    struct op_linear a = {.x = x, .w = w, .bias = bt, .y = y, .alpha = 1.0f};
-    if (op_validate(OP_linear, &a, &b->err)) {
-        fprintf(stderr, "bench_ops: %s\n", b->err.msg);
-        goto out;
-    }
-    double best = 1e300, total = 0;
-    for (long long it = 0; it < warmup + iters; it++) {
-        if (it == warmup && b->vt->profile_reset)
-            b->vt->profile_reset(b);
-        double t0 = now_ms();
-        if (vk_gemm_record((struct vk_backend *)b, &a, cfg) || be_sync(b)) {
-            fprintf(stderr, "bench_ops: run %lld: %s\n", it, b->err.msg);
+           B.caps->subgroup_size, B.caps->max_shared, B.caps->f16 ? "on" : "off", B.caps->coopmat_nv ? "on" : "off",
+           B.caps->timestamp_period > 0 ? "on" : "off");
+    int rc = 1, ncfg = 0;
+    size_t nall;
+    const struct vk_gemm_cfg *all = vk_gemm_configs(&nall), *cfgs[64];
+    if (cfg_arg && (strcmp(cfg_arg, "all") == 0 || strcmp(cfg_arg, "tc") == 0)) {
+        const bool tc = strcmp(cfg_arg, "tc") == 0;
+        for (size_t i = 0; i < nall && ncfg < 64; i++)
+            if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && vk_gemm_cfg_usable(&all[i], B.caps) &&
+                (!tc || all[i].kind == VK_GEMM_COOPMAT))
+                cfgs[ncfg++] = &all[i];
+        if (ncfg == 0) {
+            fprintf(stderr, "bench_ops: no %s configuration for %s weights can run here\n", tc ? "tensor-core" : "",
+                    B.wt == BE_F16 ? "f16" : "f32");
             goto out;
         }
-        double dt = now_ms() - t0;
-        if (it >= warmup) {
-            total += dt;
-            best = dt < best ? dt : best;
-        }
-    }
-    double flop = 2.0 * (double)M * (double)N * (double)K;
-    printf("wall (op + sync): best %.3f ms, mean %.3f ms  ->  %.3f TFLOP/s best (%.2f GFLOP/s), %.3f mean\n", best,
-           total / iters, flop / (best * 1e9), flop / (best * 1e6), flop / (total / iters * 1e9));
-    struct be_op_stat st[16];
-    size_t nst = b->vt->profile ? b->vt->profile(b, st, 16) : 0;
-    for (size_t i = 0; i < nst; i++)
-        if (strcmp(st[i].name, cfg->prof) == 0 && st[i].calls) {
-            double ms = st[i].gpu_ms / (double)st[i].calls;
-            printf("gpu (timestamps): %.3f ms per run over %llu runs  ->  %.3f TFLOP/s (%.2f GFLOP/s)\n", ms,
-                   (unsigned long long)st[i].calls, flop / (ms * 1e9), flop / (ms * 1e6));
-        }
-    if (nst == 0)
-        printf("gpu timestamps: not available on this device\n");
-
-    /* Spot check: 64 outputs against a double dot product of the same (f16-rounded) operands. */
-    if (be_download(b, hy, y.addr, ny * sizeof *hy)) {
-        fprintf(stderr, "bench_ops: download: %s\n", b->err.msg);
-        goto out;
-    }
-    double se = 0, sr = 0, worst = 0;
-    for (int t = 0; t < 64; t++) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        /* the first and last outputs, then random ones */
-        size_t m = t == 0 ? 0 : t == 1 ? (size_t)M - 1 : (size_t)((s >> 33) % (uint64_t)M);
-        size_t n = t == 0 ? 0 : t == 1 ? (size_t)N - 1 : (size_t)((s >> 11) % (uint64_t)N);
-        double acc = bias ? hb[n] : 0.0;
-        for (long long k = 0; k < K; k++) {
-            float xv = hx[m * (size_t)K + (size_t)k];
-            double wv;
-            if (wt == BE_F16) {
-                xv = half_to_float(float_to_half(xv));
-                wv = half_to_float(((uint16_t *)hw)[n * (size_t)K + (size_t)k]);
-            } else {
-                wv = ((float *)hw)[n * (size_t)K + (size_t)k];
+    } else if (cfg_arg) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", cfg_arg);
+        for (char *t = strtok(buf, ","); t && ncfg < 64; t = strtok(NULL, ",")) {
+            const struct vk_gemm_cfg *c = vk_gemm_find(t);
+            if (!c || c->wtype != B.wt) {
+                fprintf(stderr, "bench_ops: %s: not a configuration for %s weights; the configurations are:\n", t,
+                        B.wt == BE_F16 ? "f16" : "f32");
+                list_configs(B.caps);
+                goto out;
             }
-            acc += (double)xv * wv;
+            cfgs[ncfg++] = c;
         }
-        double d = hy[m * (size_t)N + n] - acc;
-        se += d * d;
-        sr += acc * acc;
-        worst = fabs(d) > worst ? fabs(d) : worst;
     }
-    double nmse = sr > 0 ? se / sr : se;
-    printf("spot check (64 outputs vs double): nmse %.3g, max abs error %.3g -> %s\n", nmse, worst,
-           nmse <= 1e-7 ? "ok" : "FAILED");
-    rc = nmse <= 1e-7 ? 0 : 1;
+    int failures = 0;
+    for (int i = 0; i < nshapes; i++)
+        failures += run_shape(&B, &shapes[i], cfgs, ncfg, splits, nsplit);
+    rc = failures ? 1 : 0;
 out:
-    free(hx);
-    free(hw);
-    free(hb);
-    free(hy);
-    be_backend_destroy(b);
+    be_backend_destroy(B.b);
     be_device_close(dev);
     return rc;
 }

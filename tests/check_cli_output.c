@@ -5,9 +5,17 @@
  *                                and attention (mode "full", or "local" with a window >= 1)
  *   check_cli_output attention FILE MODE [W]   every line's attention is MODE (full, local) with window W
  *   check_cli_output frames FILE N   no encoder frame carries more than N tokens; prints the largest count
- *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row */
+ *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row
+ *   check_cli_output compare FILE ok|equal|STAGE   `vkasr compare --json`: one object with every stage and
+ *                                its figures; "ok": all within tolerance; "equal": that, and tokens and
+ *                                transcripts equal; else STAGE ("layer 1", "logits", ...) is the first
+ *                                stage past its tolerance
+ *   check_cli_output bench FILE LENGTHS RUNS   vkasr bench --json: model, device, precision, runs, load_ms
+ *                                and LENGTHS entries whose spreads are ordered (min <= median <= max),
+ *                                positive, and whose RTFx is the audio length over the wall time */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +198,162 @@ static int check_npy(const char *file, long cols) {
     return rc;
 }
 
+static char *slurp(const char *file) {
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf)
+        buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static const cJSON *item(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static int isbool(const cJSON *v) { return cJSON_IsBool(v); }
+static int isnum_or_null(const cJSON *v) { return cJSON_IsNumber(v) || cJSON_IsNull(v); }
+
+/* One comparison of `vkasr compare --json`: every stage present with its figures; with want_ok, every stage
+ * within tolerance (with want_equal also the tokens and transcripts equal); else the first failing stage
+ * is `want_stage`. */
+static int check_comparison(const cJSON *c, const char *file, int want_ok, int want_equal, const char *want_stage) {
+    if (!has(c, "device", isstr) || !has(c, "name", isstr) || !has(c, "ok", isbool) || !has(c, "stages", isarr))
+        return bad("a comparison lacks device/name/ok/stages", file);
+    static const char *const needed[] = {"mel", "subsampling", "layer", "encoder", "logits", "tokens", "transcript"};
+    int seen[7] = {0}, before_failure = 1, rc = 0;
+    const cJSON *st;
+    cJSON_ArrayForEach(st, item(c, "stages")) {
+        const cJSON *name = item(st, "stage");
+        if (!cJSON_IsString(name))
+            return bad("a stage has no name", file);
+        for (int k = 0; k < 7; k++)
+            seen[k] |= !strcmp(name->valuestring, needed[k]);
+        if (!strcmp(name->valuestring, "tokens") || !strcmp(name->valuestring, "transcript")) {
+            if (!has(st, "equal", isbool))
+                rc = bad("tokens/transcript without 'equal'", file);
+            else if (want_equal && !cJSON_IsTrue(item(st, "equal")))
+                rc = bad("tokens or transcripts differ", file);
+            continue;
+        }
+        if (!has(st, "label", isstr) || !has(st, "rows", isnum) || !has(st, "cols", isnum) ||
+            !has(st, "max_abs", isnum_or_null) || !has(st, "rel_l2", isnum_or_null) || !has(st, "tolerance", isnum) ||
+            !has(st, "ok", isbool))
+            return bad("a stage lacks label/rows/cols/max_abs/rel_l2/tolerance/ok", file);
+        int ok = cJSON_IsTrue(item(st, "ok"));
+        const char *label = item(st, "label")->valuestring;
+        if (ok && cJSON_IsNumber(item(st, "rel_l2")) &&
+            !(item(st, "rel_l2")->valuedouble <= item(st, "tolerance")->valuedouble))
+            rc = bad("a stage passes beyond its tolerance", file);
+        if (want_ok && !ok) {
+            printf("stage %s not ok\n", label);
+            rc = bad("a stage is past its tolerance", file);
+        }
+        if (!want_ok && before_failure && !ok) {
+            before_failure = 0;
+            if (strcmp(label, want_stage)) {
+                printf("first failing stage %s, expected %s\n", label, want_stage);
+                rc = bad("the first failing stage is not the expected one", file);
+            }
+        }
+    }
+    for (int k = 0; k < 7; k++)
+        if (!seen[k]) {
+            printf("no stage %s\n", needed[k]);
+            rc = bad("a stage is missing", file);
+        }
+    if (!want_ok && before_failure)
+        rc = bad("no stage failed", file);
+    const cJSON *fs = item(c, "failed_stage");
+    if (want_ok ? !cJSON_IsTrue(item(c, "ok")) || !cJSON_IsNull(fs)
+                : cJSON_IsTrue(item(c, "ok")) || !cJSON_IsString(fs) || strcmp(fs->valuestring, want_stage))
+        rc = bad("ok/failed_stage of a comparison do not match its stages", file);
+    return rc;
+}
+
+/* `vkasr compare --json`: one JSON object; want "ok" (everything within tolerance), "equal" (that, and
+ * equal tokens and transcripts) or the stage that must fail first ("layer 1", "logits", ...). */
+static int check_compare(const char *file, const char *want) {
+    char *text = slurp(file);
+    if (!text)
+        return bad("cannot read", file);
+    cJSON *o = cJSON_Parse(text);
+    int rc = 0, want_equal = !strcmp(want, "equal"), want_ok = want_equal || !strcmp(want, "ok");
+    if (!cJSON_IsObject(o))
+        rc = bad("not one JSON object", file);
+    else if (!has(o, "model", isstr) || !has(o, "precision", isstr) || !has(o, "audio", isstr) ||
+             !has(o, "baseline", cJSON_IsObject) || !has(o, "comparisons", isarr) || !has(o, "ok", isbool) ||
+             cJSON_GetArraySize(item(o, "comparisons")) < 1)
+        rc = bad("missing model/precision/audio/baseline/comparisons/ok", file);
+    else if (!has(item(o, "baseline"), "device", isstr) || !has(item(o, "baseline"), "text", isstr))
+        rc = bad("the baseline lacks device/text", file);
+    else {
+        const cJSON *c;
+        cJSON_ArrayForEach(c, item(o, "comparisons")) rc |= check_comparison(c, file, want_ok, want_equal, want);
+        const cJSON *failed = item(o, "failed");
+        if (want_ok ? !cJSON_IsTrue(item(o, "ok")) || !cJSON_IsNull(failed)
+                    : cJSON_IsTrue(item(o, "ok")) || !cJSON_IsString(item(failed, "stage")) ||
+                          strcmp(item(failed, "stage")->valuestring, want))
+            rc = bad("top-level ok/failed do not match", file);
+    }
+    if (rc == 0)
+        printf("%s: compare report ok (%s)\n", file, want);
+    cJSON_Delete(o);
+    free(text);
+    return rc;
+}
+
+static double num(const cJSON *o, const char *k) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : -1.0;
+}
+
+/* A {median, min, max} object: ordered, and >= lo; its values in m[3]. */
+static int spread_ok(const cJSON *o, const char *k, double lo, double m[3]) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    m[0] = num(v, "median");
+    m[1] = num(v, "min");
+    m[2] = num(v, "max");
+    return cJSON_IsObject(v) && m[1] >= lo && m[1] <= m[0] && m[0] <= m[2];
+}
+
+static int check_bench(const char *file, int nlengths, int runs) {
+    char *buf = slurp(file);
+    if (!buf)
+        return bad("cannot read", file);
+    cJSON *o = cJSON_Parse(buf);
+    free(buf);
+    int rc = 0;
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(o, "lengths"), *l;
+    if (!cJSON_IsObject(o) || !has(o, "model", isstr) || !has(o, "device", isstr) || !has(o, "precision", isstr) ||
+        num(o, "runs") != runs || num(o, "load_ms") < 0 || !cJSON_IsArray(ls) || cJSON_GetArraySize(ls) != nlengths)
+        rc = bad("missing model/device/precision, or wrong runs/load_ms/lengths", file);
+    cJSON_ArrayForEach(l, ls) {
+        if (rc)
+            break;
+        double sec = num(l, "seconds"), enc[3], dec[3], wall[3], rtfx[3];
+        if (!(sec > 0) || !(num(l, "first_ms") > 0) || !(num(l, "peak_device_mib") > 0) || num(l, "tokens") < 0)
+            rc = bad("a length lacks seconds/first_ms/peak_device_mib/tokens", file);
+        else if (!spread_ok(l, "encoder_ms", 1e-9, enc) || !spread_ok(l, "decoder_ms", 0, dec) ||
+                 !spread_ok(l, "wall_ms", 1e-9, wall) || !spread_ok(l, "rtfx", 1e-9, rtfx))
+            rc = bad("a spread is missing, unordered or not positive", file);
+        else if (fabs(rtfx[1] - sec * 1e3 / wall[2]) > 1e-3 * rtfx[1] || fabs(rtfx[2] - sec * 1e3 / wall[1]) > 1e-3 * rtfx[2])
+            rc = bad("rtfx is not the audio length over the wall time", file);
+        else if (enc[0] > wall[2])
+            rc = bad("the encoder took longer than the whole transcription", file);
+    }
+    cJSON_Delete(o);
+    if (rc == 0)
+        printf("%s: bench JSON ok (%d lengths, %d runs)\n", file, nlengths, runs);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "json"))
         return check_json(argv[2]);
@@ -199,6 +363,11 @@ int main(int argc, char **argv) {
         return check_npy(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "frames"))
         return check_frames(argv[2], atol(argv[3]));
-    fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX\n");
+    if (argc == 4 && !strcmp(argv[1], "compare"))
+        return check_compare(argv[2], argv[3]);
+    if (argc == 5 && !strcmp(argv[1], "bench"))
+        return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX | "
+                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS\n");
     return 2;
 }

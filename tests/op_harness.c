@@ -41,33 +41,50 @@ void th_open(struct th *h, bool want_f16) {
     struct be_device_options ro = {.device = "cpu", .log = &lg};
     if (ref_device_open(&ro, &h->dev[TH_REF], &e) || be_backend_create(h->dev[TH_REF], &h->be[TH_REF], &e))
         die("reference backend", &e);
-    const char *want = getenv("VKASR_DEVICE");
-    if (want && strcmp(want, "cpu") == 0)
-        want = NULL;
-    struct be_device_options vo = {.device = want, .validation = true, .want_f16 = want_f16, .log = &lg};
-    if (vk_device_open(&vo, &h->dev[TH_VK], &e) || be_backend_create(h->dev[TH_VK], &h->be[TH_VK], &e))
-        die("Vulkan backend", &e);
-    const struct vk_device *vd = (const struct vk_device *)h->dev[TH_VK];
-    const uint32_t *mg = vd->caps.max_groups;
-    printf("device: %s (f16 %s, tensor cores %s, max groups %u x %u x %u, %s memory)\n", h->dev[TH_VK]->info.name,
-           h->dev[TH_VK]->info.f16 ? "on" : "off", h->dev[TH_VK]->info.coopmat ? "on" : "off", mg[0], mg[1], mg[2],
-           vd->device_mappable ? "host-mapped" : "staged");
-    /* The _tinygrid and _staging variants test nothing unless their variable took effect. */
+    /* VKASR_TEST_DEVICE=cuda[:N]: the CUDA backend is the device under test; otherwise Vulkan. */
+    const char *test_dev = getenv("VKASR_TEST_DEVICE");
+    h->vulkan = !(test_dev && strncmp(test_dev, "cuda", 4) == 0);
+    h->dev_name = h->vulkan ? "Vulkan" : "CUDA";
+    if (h->vulkan) {
+        const char *want = getenv("VKASR_DEVICE");
+        if (want && strcmp(want, "cpu") == 0)
+            want = NULL;
+        struct be_device_options vo = {.device = want, .validation = true, .want_f16 = want_f16, .log = &lg};
+        if (vk_device_open(&vo, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
+            die("Vulkan backend", &e);
+        const struct vk_device *vd = (const struct vk_device *)h->dev[TH_DEV];
+        const uint32_t *mg = vd->caps.max_groups;
+        printf("device: %s (f16 %s, tensor cores %s, max groups %u x %u x %u, %s memory)\n", h->dev[TH_DEV]->info.name,
+               h->dev[TH_DEV]->info.f16 ? "on" : "off", h->dev[TH_DEV]->info.coopmat ? "on" : "off", mg[0], mg[1],
+               mg[2], vd->device_mappable ? "host-mapped" : "staged");
+        const char *staging = getenv("VKASR_FORCE_STAGING");
+        if (staging && *staging && strcmp(staging, "0") != 0 && vd->device_mappable) {
+            fprintf(stderr, "FATAL: VKASR_FORCE_STAGING=%s but device memory is host-mapped\n", staging);
+            exit(1);
+        }
+    } else {
+        struct be_device_options co = {.device = test_dev, .want_f16 = want_f16, .log = &lg};
+        if (be_device_open(&co, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
+            die("CUDA backend (VKASR_TEST_DEVICE)", &e);
+        printf("device: %s (CUDA backend, tensor cores %s, grid capped at %u blocks)\n", h->dev[TH_DEV]->info.name,
+               h->dev[TH_DEV]->info.coopmat ? "on" : "off", h->dev[TH_DEV]->info.max_groups);
+    }
+    /* The _tinygrid variants test nothing unless their variable took effect. */
     const char *want_groups = getenv("VKASR_MAX_GROUPS");
     if (want_groups && *want_groups) {
         char *end;
         unsigned long cap = strtoul(want_groups, &end, 10);
-        if (*end || cap == 0 || mg[0] > cap || mg[1] > cap || mg[2] > cap) {
-            fprintf(stderr, "FATAL: VKASR_MAX_GROUPS=%s did not limit the grid (max groups %u x %u x %u)\n",
-                    want_groups, mg[0], mg[1], mg[2]);
+        uint32_t got = h->dev[TH_DEV]->info.max_groups;
+        if (*end || cap == 0 || got > cap) {
+            fprintf(stderr, "FATAL: VKASR_MAX_GROUPS=%s did not limit the grid (largest %u)\n", want_groups, got);
             exit(1);
         }
     }
-    const char *staging = getenv("VKASR_FORCE_STAGING");
-    if (staging && *staging && strcmp(staging, "0") != 0 && vd->device_mappable) {
-        fprintf(stderr, "FATAL: VKASR_FORCE_STAGING=%s but device memory is host-mapped\n", staging);
-        exit(1);
-    }
+}
+
+void th_skip(struct th *h, const char *what) {
+    h->skipped++;
+    printf("SKIP (not applicable to the %s backend): %s\n", h->dev_name, what);
 }
 
 static void free_tensors(struct th *h) {
@@ -83,14 +100,14 @@ static void free_tensors(struct th *h) {
 
 int th_close(struct th *h) {
     free_tensors(h);
-    be_backend_destroy(h->be[TH_VK]);
+    be_backend_destroy(h->be[TH_DEV]);
     be_backend_destroy(h->be[TH_REF]);
-    be_device_close(h->dev[TH_VK]);
+    be_device_close(h->dev[TH_DEV]);
     be_device_close(h->dev[TH_REF]);
     /* After the close: vkDestroyDevice reports objects still alive. */
     if (tv_check())
         h->failures++;
-    printf("%d check(s), %d failure(s)\n", h->checks, h->failures);
+    printf("%d check(s), %d failure(s), %d group(s) skipped on %s\n", h->checks, h->failures, h->skipped, h->dev_name);
     return h->failures ? 1 : 0;
 }
 
@@ -120,7 +137,7 @@ static struct th_tensor *new_tensor(struct th *h, be_dtype type, int nd, const i
     if (!t->host)
         exit(1);
     struct err *e;
-    /* Reference: exact size. Vulkan: guard | body | guard, guards filled with the sentinel. */
+    /* Reference: exact size. Device: guard | body | guard, guards filled with the sentinel. */
     e = &h->be[TH_REF]->err;
     if (be_alloc_tensor(h->be[TH_REF], BE_POOL_SCRATCH, type, nd, ne, &t->side[TH_REF]))
         die("reference alloc", e);
@@ -128,17 +145,17 @@ static struct th_tensor *new_tensor(struct th *h, be_dtype type, int nd, const i
     /* The sentinel is a byte pattern with period 4 in the allocation's own offsets, so guards are
      * byte-exact even when the body (an odd number of f16 elements) ends mid-word. */
     uint64_t total = (bytes + 2 * GUARD_BYTES + 3) / 4 * 4;
-    e = &h->be[TH_VK]->err;
-    if (be_alloc(h->be[TH_VK], BE_POOL_SCRATCH, total, &t->vk_base))
-        die("Vulkan alloc", e);
-    t->side[TH_VK] = be_tensor_make(t->vk_base + GUARD_BYTES, type, nd, ne);
+    e = &h->be[TH_DEV]->err;
+    if (be_alloc(h->be[TH_DEV], BE_POOL_SCRATCH, total, &t->dev_base))
+        die("device alloc", e);
+    t->side[TH_DEV] = be_tensor_make(t->dev_base + GUARD_BYTES, type, nd, ne);
     uint32_t *pat = malloc(total);
     if (!pat)
         exit(1);
     for (uint64_t i = 0; i < total / 4; i++)
         pat[i] = SENTINEL;
-    if (be_upload(h->be[TH_VK], t->vk_base, pat, total))
-        die("Vulkan upload", e);
+    if (be_upload(h->be[TH_DEV], t->dev_base, pat, total))
+        die("device upload", e);
     free(pat);
     h->tensors[h->ntensors++] = t;
     return t;
@@ -194,18 +211,20 @@ static bool fail(struct th *h, const char *fmt, ...) {
     return false;
 }
 
-bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_vk) {
-    return th_run_forced(h, id, args_ref, args_vk, NULL, NULL);
+bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_dev) {
+    return th_run_forced(h, id, args_ref, args_dev, NULL, NULL);
 }
 
-bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void *args_vk, th_record_fn record,
+bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void *args_dev, th_record_fn record,
                    const void *cfg) {
     h->checks++;
-    static const char *const side_name[2] = {"reference", "Vulkan"};
-    const void *args[2] = {args_ref, args_vk};
+    if (record && !h->vulkan)
+        return fail(h, "a forced Vulkan kernel configuration cannot run on the %s backend", h->dev_name);
+    const char *side_name[2] = {"reference", h->dev_name};
+    const void *args[2] = {args_ref, args_dev};
     for (int s = 0; s < 2; s++) {
         vkasr_status st;
-        if (s == TH_VK && record) { /* the op table's argument rules, then the forced kernel */
+        if (s == TH_DEV && record) { /* the op table's argument rules, then the forced kernel */
             st = op_validate(id, args[s], &h->be[s]->err);
             if (st == VKASR_OK)
                 st = record(h->be[s], args[s], cfg);
@@ -235,8 +254,8 @@ static bool guards_ok(struct th *h, struct th_tensor *t) {
     memcpy(pat, &SENTINEL, 4);
     for (int side = 0; side < 2; side++) {
         uint64_t off = side == 0 ? 0 : GUARD_BYTES + bytes; /* byte offset in the allocation */
-        if (be_download(h->be[TH_VK], g, t->vk_base + off, GUARD_BYTES))
-            die("download", &h->be[TH_VK]->err);
+        if (be_download(h->be[TH_DEV], g, t->dev_base + off, GUARD_BYTES))
+            die("download", &h->be[TH_DEV]->err);
         for (unsigned i = 0; i < GUARD_BYTES; i++)
             if (g[i] != pat[(off + i) % 4])
                 return fail(h, "write %s the tensor (guard byte %u of %u changed)", side == 0 ? "before" : "after",
@@ -259,8 +278,8 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
     if (!ref || !vk)
         exit(1);
     if (be_download(h->be[TH_REF], ref, out->side[TH_REF].addr, bytes) ||
-        be_download(h->be[TH_VK], vk, out->side[TH_VK].addr, bytes))
-        die("download", &h->be[TH_VK]->err);
+        be_download(h->be[TH_DEV], vk, out->side[TH_DEV].addr, bytes))
+        die("download", &h->be[TH_DEV]->err);
     bool ok = guards_ok(h, out);
     double se = 0, sr = 0;
     uint64_t worst = 0;
@@ -269,7 +288,8 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
         double a = as_double(out, vk, i), b = as_double(out, ref, i);
         if (isnan(b) || isnan(a) || isinf(a) || isinf(b)) {
             if (!(isnan(a) && isnan(b)) && !(isinf(a) && isinf(b) && (a > 0) == (b > 0)))
-                ok = fail(h, "element %llu: vulkan %g, reference %g (NaN/Inf mismatch)", (unsigned long long)i, a, b);
+                ok = fail(h, "element %llu: %s %g, reference %g (NaN/Inf mismatch)", (unsigned long long)i, h->dev_name,
+                          a, b);
             continue;
         }
         double d = (a - b) * (a - b);
@@ -283,7 +303,7 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
     if (ok) {
         double nmse = sr > 0 ? se / sr : se;
         if (tol == 0 ? memcmp(ref, vk, bytes) != 0 : !(nmse <= tol)) {
-            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: vulkan %.9g, reference %.9g)", nmse, tol,
+            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol, h->dev_name,
                       (unsigned long long)worst, as_double(out, vk, worst), as_double(out, ref, worst));
         }
     }

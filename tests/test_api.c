@@ -1,7 +1,8 @@
 /* test_api.c — the public API's contract on the tiny random-weight models (lavapipe): argument and
  * file errors, device selection errors, edge-case audio, PCM vs file input, features, abort with
  * partial results, progress, segment callbacks, one model shared by concurrent sessions, params
- * struct versioning, and that every failure leaves a message naming what failed.
+ * struct versioning, stage taps and teacher forcing, and that every failure leaves a message naming
+ * what failed.
  * usage: test_api DATA_DIR (tests/data) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -291,6 +292,162 @@ static void test_threads(vkasr_model *m) {
     }
 }
 
+/* What the stage taps of one run delivered. */
+struct tap_log {
+    vkasr_model_info info;
+    char names[64][16];            /* the stages before the decoder, in order                   */
+    int64_t index[64];
+    size_t nnames;
+    float *mel, *enc, *last_layer;
+    size_t mel_n, enc_n, layer_n;
+    vkasr_decoder_step steps[4096];
+    size_t nsteps;
+    bool contiguous, argmax, logits_last;
+};
+
+static float *keep_copy(const vkasr_stage *st, size_t *n) {
+    *n = st->rows * st->cols;
+    float *c = malloc(*n * sizeof *c + 4);
+    if (c)
+        memcpy(c, st->data, *n * sizeof *c);
+    return c;
+}
+
+/* Whether column c is a maximum of row[lo, hi). */
+static bool row_max(const float *row, size_t lo, size_t hi, long long c) {
+    if (c < (long long)lo || c >= (long long)hi)
+        return false;
+    for (size_t j = lo; j < hi; j++)
+        if (row[j] > row[c])
+            return false;
+    return true;
+}
+
+static void on_stage(const vkasr_stage *st, void *ud) {
+    struct tap_log *t = ud;
+    const vkasr_model_info *mi = &t->info;
+    if (strcmp(st->name, "logits") != 0) {
+        t->logits_last &= t->nsteps == 0;
+        if (t->nnames < 64) {
+            snprintf(t->names[t->nnames], 16, "%s", st->name);
+            t->index[t->nnames++] = st->index;
+        }
+        if (!strcmp(st->name, "mel"))
+            t->mel = keep_copy(st, &t->mel_n);
+        else if (!strcmp(st->name, "encoder"))
+            t->enc = keep_copy(st, &t->enc_n);
+        else if (!strcmp(st->name, "layer") && st->index == mi->n_layers - 1)
+            t->last_layer = keep_copy(st, &t->layer_n);
+        return;
+    }
+    const size_t V1 = (size_t)mi->vocab_size + 1;
+    t->contiguous &= st->index == (int64_t)t->nsteps && st->steps && st->cols == V1 + (size_t)mi->n_durations;
+    for (size_t i = 0; i < st->rows && t->contiguous; i++) {
+        const float *row = st->data + i * st->cols;
+        const vkasr_decoder_step *c = &st->steps[i];
+        bool ok = row_max(row, 0, V1, c->token);
+        if (mi->head == VKASR_HEAD_TDT) {
+            int j = 0;
+            while (j < mi->n_durations && mi->durations[j] != c->duration)
+                j++;
+            ok &= row_max(row, V1, st->cols, (long long)(V1 + (size_t)j));
+        }
+        t->argmax &= ok;
+        if (t->nsteps < 4096)
+            t->steps[t->nsteps++] = *c;
+    }
+}
+
+static void tap_log_free(struct tap_log *t) {
+    free(t->mel);
+    free(t->enc);
+    free(t->last_layer);
+}
+
+/* Stage taps and teacher forcing (vkasr compare's mechanism): the stages arrive in order, the mel and
+ * encoder taps equal the result's features bit for bit and the encoder the last layer's output, each
+ * decoder step's choice is the argmax of its logits (checked here on the host) and the emitted steps are
+ * the result's tokens; taps change nothing; forcing a run with its own steps changes nothing, forcing
+ * another token puts it in the result, and forced steps at the wrong frame are refused. */
+static void test_stage_taps(vkasr_model *m) {
+    vkasr_session *s = NULL;
+    vkasr_error e;
+    if (vkasr_session_create(m, &s, &e) != VKASR_OK)
+        return;
+    struct tap_log *t = calloc(1, sizeof *t);
+    vkasr_model_get_info(m, &t->info);
+    t->contiguous = t->argmax = t->logits_last = true;
+    const vkasr_model_info *mi = &t->info;
+    const char *wav = path("audio/speech_16k_mono.wav");
+    struct ids plain, tapped, forced;
+    const vkasr_result *r = NULL;
+    EXPECT(vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_OK, "untapped run");
+    take_ids(r, &plain);
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.keep_features = true;
+    tp.stage_callback = on_stage;
+    tp.stage_user_data = t;
+    EXPECT(vkasr_transcribe_file(s, wav, &tp, &r) == VKASR_OK, "tapped run: %s", vkasr_session_last_error(s));
+    take_ids(r, &tapped);
+    EXPECT(plain.n == tapped.n && memcmp(plain.v, tapped.v, plain.n * 4) == 0, "taps change the tokens");
+    /* order: mel, subsampling, layer 0 .. n-1, encoder, then only logits */
+    bool order = t->nnames == (size_t)mi->n_layers + 3 && !strcmp(t->names[0], "mel") &&
+                 !strcmp(t->names[1], "subsampling") && !strcmp(t->names[t->nnames - 1], "encoder") && t->logits_last;
+    for (int i = 0; order && i < mi->n_layers; i++)
+        order = !strcmp(t->names[2 + i], "layer") && t->index[2 + i] == i;
+    EXPECT(order, "stage order (%zu stages)", t->nnames);
+    size_t fr, dim, efr, edim;
+    const float *mel = vkasr_result_mel(r, &fr, &dim), *enc = vkasr_result_encoder(r, &efr, &edim);
+    EXPECT(t->mel && mel && t->mel_n == fr * dim && memcmp(t->mel, mel, fr * dim * 4) == 0, "mel tap = result mel");
+    EXPECT(t->enc && enc && t->enc_n == efr * edim && memcmp(t->enc, enc, efr * edim * 4) == 0,
+           "encoder tap = result encoder");
+    EXPECT(t->last_layer && t->enc && t->layer_n == t->enc_n && memcmp(t->last_layer, t->enc, t->enc_n * 4) == 0,
+           "encoder tap = last layer tap");
+    EXPECT(t->contiguous && t->nsteps > 0, "logits steps numbered from 0 with choices (%zu)", t->nsteps);
+    EXPECT(t->argmax, "every step's choice is the argmax of its logits");
+    /* the emitted steps are the tokens (CTC: frame argmaxes, repeats collapsed) */
+    size_t nt, k = 0;
+    const vkasr_token *tok = vkasr_result_tokens(r, &nt);
+    bool same = true;
+    for (size_t i = 0; i < t->nsteps && same; i++) {
+        const vkasr_decoder_step *c = &t->steps[i];
+        if (c->token == mi->vocab_size || (mi->head == VKASR_HEAD_CTC && i > 0 && t->steps[i - 1].token == c->token))
+            continue;
+        same = k < nt && tok[k].id == c->token && tok[k].frame == c->frame &&
+               (mi->head != VKASR_HEAD_TDT || tok[k].duration == c->duration);
+        k++;
+    }
+    EXPECT(same && k == nt, "emitted steps = result tokens (%zu of %zu)", k, nt);
+    /* teacher forcing with its own steps: the same tokens */
+    vkasr_transcribe_params fp = vkasr_transcribe_params_default();
+    fp.forced_steps = t->steps;
+    fp.n_forced_steps = t->nsteps;
+    EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_OK, "forced run: %s", vkasr_session_last_error(s));
+    take_ids(r, &forced);
+    EXPECT(forced.n == plain.n && memcmp(forced.v, plain.v, plain.n * 4) == 0, "forced with its own steps");
+    if (mi->head != VKASR_HEAD_CTC) {
+        /* another token at step 0 comes out first */
+        vkasr_decoder_step one = t->steps[0];
+        one.token = one.token == 0 ? 1 : 0;
+        fp.forced_steps = &one;
+        fp.n_forced_steps = 1;
+        EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_OK && vkasr_result_tokens(r, &nt) && nt > 0 &&
+                   vkasr_result_tokens(r, &nt)[0].id == one.token &&
+                   vkasr_result_tokens(r, &nt)[0].frame == one.frame,
+               "forced token %d at step 0", one.token);
+        one = t->steps[0];
+        one.frame++;
+        EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_ERR_INVALID_ARG &&
+                   strstr(vkasr_session_last_error(s), "frame"),
+               "forced step at the wrong frame: %s", vkasr_session_last_error(s));
+    }
+    fp.forced_steps = NULL;
+    EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_ERR_INVALID_ARG, "n_forced_steps without steps");
+    tap_log_free(t);
+    free(t);
+    vkasr_session_free(s);
+}
+
 /* A caller built against an older header passes a smaller struct: fields past it are defaults. */
 static void test_params_versioning(vkasr_session *s) {
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
@@ -334,6 +491,7 @@ int main(int argc, char **argv) {
         vkasr_session_free(s);
         test_progress_and_abort(m);
         test_threads(m);
+        test_stage_taps(m);
         vkasr_model_free(m);
     }
     failures += tv_check();

@@ -2,7 +2,8 @@
  * only; registered with -DVKASR_GPU_TESTS=ON). Runs unary relu in place over x [N] and the constant
  * pad x [N] -> y [N+17] (5 before, 12 after), then checks the first, last, boundary and ~1000
  * pseudo-random elements of each by downloading just those 4 bytes. Prints elements, GB, time per op
- * and effective bandwidth; exits non-zero on any mismatch or error.
+ * and effective bandwidth; exits non-zero on any mismatch or error. The device: $VKASR_TEST_DEVICE (e.g.
+ * "cuda": the CUDA backend), else the Vulkan device $VKASR_DEVICE names, else the best one.
  * Usage: test_big_tensor [elements]   (default 2.6e9, ~10.4 GB per tensor; e.g. 3e7 for a smoke run) */
 #include <math.h>
 #include <stdio.h>
@@ -154,11 +155,14 @@ int main(int argc, char **argv) {
     uint64_t n = (uint64_t)want;
     static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
     struct err e = {0};
-    struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .log = &lg};
+    const char *test_dev = getenv("VKASR_TEST_DEVICE");
+    bool named = test_dev && *test_dev;
+    struct be_device_options o = {.device = named ? test_dev : getenv("VKASR_DEVICE"), .log = &lg};
     struct be_device *dev = NULL;
     struct backend *b = NULL;
-    if (vk_device_open(&o, &dev, &e) || be_backend_create(dev, &b, &e)) {
-        fprintf(stderr, "FAIL: Vulkan device: %s\n", e.msg);
+    if ((named ? be_device_open(&o, &dev, &e) : vk_device_open(&o, &dev, &e)) ||
+        be_backend_create(dev, &b, &e)) {
+        fprintf(stderr, "FAIL: device: %s\n", e.msg);
         be_device_close(dev);
         return 1;
     }

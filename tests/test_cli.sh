@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
-# devices, several inputs with a bad one, write errors on stdout, --attention, --max-memory, -v,
-# --max-symbols, --profile.
+# devices, bench, several inputs with a bad one, write errors on stdout, --attention, --max-memory,
+# -v, --max-symbols, --profile.
 # usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
 #   for the tests that send it signals.
@@ -37,6 +37,14 @@ grep -q "missing.wav" "$WORK/err" || fail "audio error names the file"
 [ "$(grep -o "missing.wav" "$WORK/err" | wc -l)" -eq 1 ] || fail "audio error names the file more than once"
 expect 4 "$VKASR" transcribe -m "$M" "$DATA/audio/not_audio.wav"
 expect 5 "$VKASR" transcribe -m "$M" -d 99 "$WAV"
+# cuda in a build without the CUDA backend is a usage error (--device or $VKASR_DEVICE); the help says
+# which device strings exist
+expect 0 "$VKASR" transcribe --help;      grep -q "cuda\[:N\]" "$WORK/out" || fail "transcribe --help names cuda[:N]"
+if ! "$VKASR" devices --help | grep -q "CUDA devices"; then
+    expect 2 "$VKASR" transcribe -m "$M" -d cuda "$WAV"
+    grep -q "without the CUDA backend" "$WORK/err" || fail "-d cuda without the backend says so"
+    expect 2 env VKASR_DEVICE=cuda:0 "$VKASR" transcribe -m "$M" "$WAV"
+fi
 # f16 on a device without it (or with it disabled) is a device problem, not a model one
 expect 5 env VKASR_DISABLE_F16=1 "$VKASR" transcribe -m "$M" -p f16 "$WAV"
 grep -q "lacks f16" "$WORK/err" || fail "-p f16 without f16 says the device lacks f16"
@@ -201,6 +209,17 @@ tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGTERM: the inter
 # A second SIGINT ends the process at once (killed by the signal: the shell reports 130 too).
 interrupt INT INT
 [ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
+
+# bench: synthetic audio of two lengths, a table and JSON; usage errors
+expect 0 "$VKASR" bench --help;           grep -q -- "--seconds" "$WORK/out" || fail "bench --help lists --seconds"
+expect 0 "$VKASR" bench -m "$M" --seconds 0.5,1 --runs 3
+grep -Eq '^ +0.5s +[0-9.]+ \(' "$WORK/out" && grep -Eq '^ +1s +[0-9.]+ \(' "$WORK/out" || fail "bench table rows"
+expect 0 "$VKASR" bench -m "$M" -s 0.5,1 -r 3 --json
+"$CHECK" bench "$WORK/out" 2 3 || fail "bench --json"
+for bad in "--seconds 0" "--seconds 1," "--seconds x" "--runs 0" "--runs 2x" "--frobnicate"; do
+    expect 2 "$VKASR" bench -m "$M" $bad
+done
+expect 3 "$VKASR" bench -m "$DATA/no/such/model" --seconds 1 --runs 1
 
 # devices
 expect 0 "$VKASR" devices

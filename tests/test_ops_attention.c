@@ -1,4 +1,5 @@
-/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on Vulkan vs the C reference:
+/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on the device under test (Vulkan,
+ * or CUDA with VKASR_TEST_DEVICE) vs the C reference:
  * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
  * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
  * zero-length input, slices of a sequence (queries and keys at given positions), row chunks that must
@@ -6,7 +7,8 @@
  * the band), and the errors the kernel reports (dk too wide, y overlapping an input). The f32
  * cases run the automatic choice (the scalar kernel); the f16 cases run every tensor-core
  * configuration the device can (on lavapipe the emulated twins) against the reference with the same
- * f16 rounding of the inputs, and the automatic f16 choice. Kernel selection is checked on synthetic
+ * f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the tensor-core kernel up to
+ * dk 128, the f32 kernel with rounded inputs above). Vulkan kernel selection is checked on synthetic
  * devices. */
 #include <math.h>
 #include <stdio.h>
@@ -23,11 +25,11 @@
 
 static double worst_nmse, worst_nmse_f16;
 
-/* NMSE of the Vulkan output against the reference (th_check leaves the reference in y->host). */
+/* NMSE of the device's output against the reference (th_check leaves the reference in y->host). */
 static double measured_nmse(struct th *h, struct th_tensor *y) {
     uint64_t bytes = be_nbytes(&TH_T(y, TH_REF)), n = bytes / 4;
     float *vk = malloc(bytes ? bytes : 4);
-    if (!vk || be_download(h->be[TH_VK], vk, TH_T(y, TH_VK).addr, bytes)) {
+    if (!vk || be_download(h->be[TH_DEV], vk, TH_T(y, TH_DEV).addr, bytes)) {
         free(vk);
         return INFINITY;
     }
@@ -143,7 +145,8 @@ static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
 
 /* Row chunks are bit-identical to one call: the whole sequence in one op, then in chunks of `chunk`
  * query rows whose k and v hold only the chunk's band (the way src/asr computes local attention; full
- * attention keeps every key), on the Vulkan backend with a forced configuration (NULL: automatic). */
+ * attention keeps every key), on the device under test with a forced Vulkan configuration (NULL: the
+ * backend's own choice, the only one on CUDA). */
 static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t n_valid,
                        int64_t window, int64_t chunk, bool f16) {
     int64_t reach = T > 0 ? T - 1 : 0;
@@ -160,15 +163,15 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
     struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
     struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(T, D)), *y2 = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
-    struct backend *vk = h->be[TH_VK];
+    struct backend *dev = h->be[TH_DEV];
     struct op_relpos_attention a = {
-        .q = TH_T(q, TH_VK), .k = TH_T(k, TH_VK), .v = TH_T(v, TH_VK), .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK), .bias_v = TH_T(bv, TH_VK), .y = TH_T(y1, TH_VK),
+        .q = TH_T(q, TH_DEV), .k = TH_T(k, TH_DEV), .v = TH_T(v, TH_DEV), .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bv, TH_DEV), .y = TH_T(y1, TH_DEV),
         .heads = heads, .n_valid = n_valid, .window = window, .f16 = f16,
     };
-    vkasr_status st = cfg ? op_validate(OP_relpos_attention, &a, &vk->err) : VKASR_OK;
+    vkasr_status st = cfg ? op_validate(OP_relpos_attention, &a, &dev->err) : VKASR_OK;
     if (st == VKASR_OK)
-        st = cfg ? vk_att_record((struct vk_backend *)vk, &a, cfg) : be_relpos_attention(vk, &a);
+        st = cfg ? vk_att_record((struct vk_backend *)dev, &a, cfg) : be_relpos_attention(dev, &a);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < T; r0 += chunk) {
         const int64_t n = T - r0 < chunk ? T - r0 : chunk;
         int64_t ka = 0, kb = T;
@@ -178,24 +181,24 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
         }
         struct op_relpos_attention c = a;
         c.q = be_tensor_rows(&a.q, r0, n);
-        c.y = be_tensor_rows(&TH_T(y2, TH_VK), r0, n);
+        c.y = be_tensor_rows(&TH_T(y2, TH_DEV), r0, n);
         c.k = be_tensor_rows(&a.k, ka, kb - ka);
         c.v = be_tensor_rows(&a.v, ka, kb - ka);
         c.q_pos0 = r0;
         c.k_pos0 = ka;
-        st = op_validate(OP_relpos_attention, &c, &vk->err);
+        st = op_validate(OP_relpos_attention, &c, &dev->err);
         if (st == VKASR_OK)
-            st = cfg ? vk_att_record((struct vk_backend *)vk, &c, cfg) : be_relpos_attention(vk, &c);
+            st = cfg ? vk_att_record((struct vk_backend *)dev, &c, cfg) : be_relpos_attention(dev, &c);
     }
     if (st == VKASR_OK)
-        st = be_sync(vk);
+        st = be_sync(dev);
     h->checks++;
     uint64_t bytes = (uint64_t)T * D * 4;
     float *w1 = malloc(bytes + 4), *w2 = malloc(bytes + 4);
     if (st == VKASR_OK && w1 && w2)
-        st = be_download(vk, w1, TH_T(y1, TH_VK).addr, bytes);
+        st = be_download(dev, w1, TH_T(y1, TH_DEV).addr, bytes);
     if (st == VKASR_OK && w1 && w2)
-        st = be_download(vk, w2, TH_T(y2, TH_VK).addr, bytes);
+        st = be_download(dev, w2, TH_T(y2, TH_DEV).addr, bytes);
     uint64_t diff = 0;
     for (uint64_t i = 0; st == VKASR_OK && w1 && w2 && i < bytes / 4; i++)
         diff += memcmp(&w1[i], &w2[i], 4) != 0;
@@ -203,7 +206,7 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
     if (!ok)
         h->failures++;
     printf("%s %-100s %llu element(s) differ%s%s\n", ok ? "ok  " : "FAIL", h->name, (unsigned long long)diff,
-           st == VKASR_OK ? "" : ": ", st == VKASR_OK ? "" : vk->err.msg);
+           st == VKASR_OK ? "" : ": ", st == VKASR_OK ? "" : dev->err.msg);
     free(w1);
     free(w2);
 }
@@ -327,7 +330,7 @@ static void choice_cases(struct th *h) {
 #endif
 }
 
-/* Errors the Vulkan kernel itself reports (argument rules are tested with ops.c). */
+/* Errors the device's kernels themselves report (argument rules are tested with ops.c). */
 static void error_cases(struct th *h) {
     th_case(h, "relpos_attention dk=257 unsupported");
     struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(2, 257), -1, 1);
@@ -335,45 +338,49 @@ static void error_cases(struct th *h) {
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 257), -1, 1);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(2, 257));
     struct op_relpos_attention a = {
-        .q = TH_T(q, TH_VK),
-        .k = TH_T(q, TH_VK),
-        .v = TH_T(q, TH_VK),
-        .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK),
-        .bias_v = TH_T(bu, TH_VK),
-        .y = TH_T(y, TH_VK),
+        .q = TH_T(q, TH_DEV),
+        .k = TH_T(q, TH_DEV),
+        .v = TH_T(q, TH_DEV),
+        .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV),
+        .bias_v = TH_T(bu, TH_DEV),
+        .y = TH_T(y, TH_DEV),
         .heads = 1,
         .n_valid = 2,
     };
     h->checks++;
-    vkasr_status st = be_relpos_attention(h->be[TH_VK], &a);
-    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "dk = 257")) {
-        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
+    vkasr_status st = be_relpos_attention(h->be[TH_DEV], &a);
+    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_DEV]->err.msg, "dk = 257")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
         h->failures++;
     } else {
-        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
     }
 
-    th_case(h, "relpos_attention rows kernel: more keys per row than llvmpipe's loops allow");
-    q = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
-    struct th_tensor *kk = th_input(h, BE_F32, 2, TH_SHAPE(VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
-    p = th_input(h, BE_F32, 2, TH_SHAPE(2 * VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
-    bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
-    y = th_output(h, BE_F32, 2, TH_SHAPE(1, 2));
-    a = (struct op_relpos_attention){
-        .q = TH_T(q, TH_VK), .k = TH_T(kk, TH_VK), .v = TH_T(kk, TH_VK), .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK), .bias_v = TH_T(bu, TH_VK), .y = TH_T(y, TH_VK),
-        .heads = 1, .n_valid = VK_ATT_ROWS_MAX_KEYS + 1,
-    };
-    h->checks++;
-    st = op_validate(OP_relpos_attention, &a, &h->be[TH_VK]->err);
-    if (st == VKASR_OK)
-        st = vk_att_record((struct vk_backend *)h->be[TH_VK], &a, vk_att_find("rows"));
-    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "local attention")) {
-        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
-        h->failures++;
+    if (!h->vulkan) {
+        th_skip(h, "the Vulkan rows kernel's key limit (llvmpipe's loop limit)");
     } else {
-        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+        th_case(h, "relpos_attention rows kernel: more keys per row than llvmpipe's loops allow");
+        q = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+        struct th_tensor *kk = th_input(h, BE_F32, 2, TH_SHAPE(VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+        p = th_input(h, BE_F32, 2, TH_SHAPE(2 * VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+        bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+        y = th_output(h, BE_F32, 2, TH_SHAPE(1, 2));
+        a = (struct op_relpos_attention){
+            .q = TH_T(q, TH_DEV), .k = TH_T(kk, TH_DEV), .v = TH_T(kk, TH_DEV), .p = TH_T(p, TH_DEV),
+            .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bu, TH_DEV), .y = TH_T(y, TH_DEV),
+            .heads = 1, .n_valid = VK_ATT_ROWS_MAX_KEYS + 1,
+        };
+        h->checks++;
+        st = op_validate(OP_relpos_attention, &a, &h->be[TH_DEV]->err);
+        if (st == VKASR_OK)
+            st = vk_att_record((struct vk_backend *)h->be[TH_DEV], &a, vk_att_find("rows"));
+        if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_DEV]->err.msg, "local attention")) {
+            printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
+            h->failures++;
+        } else {
+            printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
+        }
     }
 
     th_case(h, "relpos_attention y overlapping q");
@@ -381,24 +388,24 @@ static void error_cases(struct th *h) {
     p = th_input(h, BE_F32, 2, TH_SHAPE(7, 8), -1, 1);
     bu = th_input(h, BE_F32, 2, TH_SHAPE(2, 4), -1, 1);
     a = (struct op_relpos_attention){
-        .q = TH_T(q, TH_VK),
-        .k = TH_T(q, TH_VK),
-        .v = TH_T(q, TH_VK),
-        .p = TH_T(p, TH_VK),
-        .bias_u = TH_T(bu, TH_VK),
-        .bias_v = TH_T(bu, TH_VK),
-        .y = TH_T(q, TH_VK),
+        .q = TH_T(q, TH_DEV),
+        .k = TH_T(q, TH_DEV),
+        .v = TH_T(q, TH_DEV),
+        .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV),
+        .bias_v = TH_T(bu, TH_DEV),
+        .y = TH_T(q, TH_DEV),
         .heads = 2,
         .n_valid = 4,
     };
     h->checks++;
-    st = be_relpos_attention(h->be[TH_VK], &a);
+    st = be_relpos_attention(h->be[TH_DEV], &a);
     /* rejected by the op table's validation rules (src/backend/ops.c), before any backend runs */
-    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_VK]->err.msg, "overlap")) {
-        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_VK]->err.msg);
+    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_DEV]->err.msg, "overlap")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
         h->failures++;
     } else {
-        printf("ok   %s: %s\n", h->name, h->be[TH_VK]->err.msg);
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
     }
 }
 
@@ -481,13 +488,17 @@ int main(void) {
     th_open(&h, true);
 
     /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
-     * for CPU drivers), forced, then the automatic choice on a few shapes. */
-    size_t ncfg;
-    const struct vk_att_cfg *cfgs = vk_att_configs(&ncfg);
-    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+     * for CPU drivers), forced, then the automatic choice on a few shapes. CUDA: its own choice. */
+    size_t ncfg = 0;
+    const struct vk_att_cfg *cfgs = h.vulkan ? vk_att_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
     for (size_t i = 0; i < ncfg; i++)
         if ((cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS) && vk_att_cfg_usable(&cfgs[i], caps))
             f32_cases(&h, &cfgs[i]);
+    if (!h.vulkan) {
+        th_skip(&h, "forced Vulkan attention configurations (the same cases run with the backend's choice)");
+        f32_cases(&h, NULL);
+    }
     attn_case(&h, NULL, 130, 64, 2, 0, 97, 0, 1.0f);
     attn_case(&h, NULL, 33, 48, 3, 0, 33, 4, 1.0f);
     attn_case(&h, NULL, 0, 8, 2, 1, 0, 0, 1.0f);
@@ -503,6 +514,11 @@ int main(void) {
         f16_cases(&h, &cfgs[i]);
     }
     f16_cases(&h, NULL);
+    /* f16 flag on narrow heads (the narrowest tensor-core variants) and on heads too wide for them */
+    attn_case_cfg(&h, 77, 40, 2, 0, 70, 0, 1.0f, true, NULL);
+    attn_case_cfg(&h, 77, 88, 2, 0, 77, 9, 1.0f, true, NULL);
+    attn_case_cfg(&h, 40, 256, 1, 0, 40, 0, 1.0f, true, NULL);
+    attn_case_cfg(&h, 33, 400, 2, 0, 30, 5, 1.0f, true, NULL);
 
     /* The reference against NeMo's sliding-window formulation: lengths below, at and above multiples
      * of 2w, windows of 1 .. wider than the sequence. */
@@ -512,7 +528,10 @@ int main(void) {
         for (unsigned j = 0; j < sizeof nemo_w / sizeof *nemo_w; j++)
             nemo_case(&h, nemo_T[i], 16, 2, nemo_w[j]);
 
-    choice_cases(&h);
+    if (h.vulkan)
+        choice_cases(&h);
+    else
+        th_skip(&h, "Vulkan attention kernel selection on synthetic devices");
     error_cases(&h);
     printf("worst nmse: f32 %.2e (tolerance %.0e), f16 %.2e (tolerance %.0e)\n", worst_nmse, TOL, worst_nmse_f16,
            TOL_F16);

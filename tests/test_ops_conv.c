@@ -19,14 +19,14 @@
 static double worst_nmse[3];
 
 static void vk_fail(struct th *h, const char *what) {
-    printf("FAIL [%s]: %s: %s\n", h->name, what, h->be[TH_VK]->err.msg);
+    printf("FAIL [%s]: %s: %s\n", h->name, what, h->be[TH_DEV]->err.msg);
     h->failures++;
 }
 
 /* Runs an op on the Vulkan backend only (tiles are compared with the untiled Vulkan result). */
 static bool vk_run(struct th *h, enum op_id id, const void *args) {
     h->checks++;
-    if (be_run(h->be[TH_VK], id, args) || be_sync(h->be[TH_VK])) {
+    if (be_run(h->be[TH_DEV], id, args) || be_sync(h->be[TH_DEV])) {
         vk_fail(h, op_name(id));
         return false;
     }
@@ -34,12 +34,12 @@ static bool vk_run(struct th *h, enum op_id id, const void *args) {
 }
 
 static float *vk_fetch(struct th *h, const struct th_tensor *t) {
-    uint64_t bytes = be_nbytes(&t->side[TH_VK]);
+    uint64_t bytes = be_nbytes(&t->side[TH_DEV]);
     float *p = malloc(bytes ? bytes : 4);
     if (!p)
         exit(1);
-    if (be_download(h->be[TH_VK], p, t->side[TH_VK].addr, bytes)) {
-        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_VK]->err.msg);
+    if (be_download(h->be[TH_DEV], p, t->side[TH_DEV].addr, bytes)) {
+        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_DEV]->err.msg);
         exit(1);
     }
     return p;
@@ -164,12 +164,12 @@ static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int6
         struct th_tensor *t1 = th_output(h, BE_F32, 3, TH_SHAPE(r11 - r10, M1, C));
         struct th_tensor *t2 = th_output(h, BE_F32, 3, TH_SHAPE(r21 - r20, M2, C));
         struct th_tensor *t3 = th_output(h, BE_F32, 3, TH_SHAPE(bnd - a, M3, C));
-        struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_VK), .w = TH_T(w[0], TH_VK), .b = TH_T(b[0], TH_VK),
-                                  .y = TH_T(t1, TH_VK), .x_row0 = m0, .x_len = L, .y_row0 = r10, .act = ACT_RELU};
-        struct op_dwconv2d_s2 c2 = {.x = TH_T(t1, TH_VK), .w = TH_T(w[1], TH_VK), .b = TH_T(b[1], TH_VK),
-                                    .y = TH_T(t2, TH_VK), .x_row0 = r10, .x_len = L1, .y_row0 = r20, .act = ACT_NONE};
-        struct op_dwconv2d_s2 c3 = {.x = TH_T(t2, TH_VK), .w = TH_T(w[2], TH_VK), .b = TH_T(b[2], TH_VK),
-                                    .y = TH_T(t3, TH_VK), .x_row0 = r20, .x_len = L2, .y_row0 = a, .act = ACT_RELU};
+        struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_DEV), .w = TH_T(w[0], TH_DEV), .b = TH_T(b[0], TH_DEV),
+                                  .y = TH_T(t1, TH_DEV), .x_row0 = m0, .x_len = L, .y_row0 = r10, .act = ACT_RELU};
+        struct op_dwconv2d_s2 c2 = {.x = TH_T(t1, TH_DEV), .w = TH_T(w[1], TH_DEV), .b = TH_T(b[1], TH_DEV),
+                                    .y = TH_T(t2, TH_DEV), .x_row0 = r10, .x_len = L1, .y_row0 = r20, .act = ACT_NONE};
+        struct op_dwconv2d_s2 c3 = {.x = TH_T(t2, TH_DEV), .w = TH_T(w[2], TH_DEV), .b = TH_T(b[2], TH_DEV),
+                                    .y = TH_T(t3, TH_DEV), .x_row0 = r20, .x_len = L2, .y_row0 = a, .act = ACT_RELU};
         if (!vk_run(h, OP_conv2d_s2, &c1) || !vk_run(h, OP_dwconv2d_s2, &c2) || !vk_run(h, OP_dwconv2d_s2, &c3))
             continue;
         h->checks++;
@@ -192,10 +192,10 @@ static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int6
     int64_t a = cuts[1];
     struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(8, M), xh + (8 * a - 6) * M);
     struct th_tensor *t1 = th_output(h, BE_F32, 3, TH_SHAPE(1, M1, C));
-    struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_VK), .w = TH_T(w[0], TH_VK), .b = TH_T(b[0], TH_VK),
-                              .y = TH_T(t1, TH_VK), .x_row0 = 8 * a - 6, .x_len = L, .y_row0 = 4 * a - 3,
+    struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_DEV), .w = TH_T(w[0], TH_DEV), .b = TH_T(b[0], TH_DEV),
+                              .y = TH_T(t1, TH_DEV), .x_row0 = 8 * a - 6, .x_len = L, .y_row0 = 4 * a - 3,
                               .act = ACT_RELU};
-    if (be_run(h->be[TH_VK], OP_conv2d_s2, &c1) == VKASR_OK) {
+    if (be_run(h->be[TH_DEV], OP_conv2d_s2, &c1) == VKASR_OK) {
         printf("FAIL [%s]: a tile lacking halo row %lld was accepted\n", h->name, (long long)(8 * a - 7));
         h->failures++;
     }

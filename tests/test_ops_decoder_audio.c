@@ -27,12 +27,12 @@
 static double worst_lstm, worst_stft, worst_rel;
 
 static float *vk_fetch(struct th *h, const struct th_tensor *t) {
-    uint64_t bytes = be_nbytes(&t->side[TH_VK]);
+    uint64_t bytes = be_nbytes(&t->side[TH_DEV]);
     float *p = malloc(bytes ? bytes : 4);
     if (!p)
         exit(1);
-    if (be_download(h->be[TH_VK], p, t->side[TH_VK].addr, bytes)) {
-        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_VK]->err.msg);
+    if (be_download(h->be[TH_DEV], p, t->side[TH_DEV].addr, bytes)) {
+        fprintf(stderr, "FATAL: download: %s\n", h->be[TH_DEV]->err.msg);
         exit(1);
     }
     return p;
@@ -153,16 +153,16 @@ static void stft_unsupported_case(struct th *h) {
     struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(1000), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, BE_F32, 1, TH_SHAPE(400), 0.0f, 1.0f);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(3, 201));
-    struct op_stft_power a = {.x = TH_T(x, TH_VK), .window = TH_T(w, TH_VK), .y = TH_T(y, TH_VK), .n_fft = 400,
+    struct op_stft_power a = {.x = TH_T(x, TH_DEV), .window = TH_T(w, TH_DEV), .y = TH_T(y, TH_DEV), .n_fft = 400,
                               .hop = 160, .preemph = 0.97f};
     h->checks++;
-    vkasr_status st = be_run(h->be[TH_VK], OP_stft_power, &a);
-    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_VK]->err.msg, "400")) {
+    vkasr_status st = be_run(h->be[TH_DEV], OP_stft_power, &a);
+    if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_DEV]->err.msg, "400")) {
         printf("FAIL [%s]: status %d (%s), want VKASR_ERR_UNSUPPORTED naming n_fft\n", h->name, (int)st,
-               h->be[TH_VK]->err.msg);
+               h->be[TH_DEV]->err.msg);
         h->failures++;
     }
-    err_clear(&h->be[TH_VK]->err);
+    err_clear(&h->be[TH_DEV]->err);
 }
 
 int main(void) {

@@ -1,10 +1,13 @@
-/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on Vulkan vs the C reference:
- * the kernel vk_op_linear picks for each shape (f32 and f16 weights), then every GEMM configuration
- * this device can run, forced, on edge shapes and on integer data whose products and sums are exact
- * in f32 (the results must then be bit-identical whatever the summation order, so any indexing,
- * padding or rounding mistake shows). The tensor-core kernel runs here through its emulated
- * variants (same staging, tiling and epilogue code); the real one where the device has NV
- * cooperative matrices. Also checks the pure kernel-selection function on synthetic devices. */
+/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on the device under test vs
+ * the C reference: the kernel the backend picks for each shape (f32 and f16 weights, f32 and f16 x and
+ * y), then, on Vulkan, every GEMM configuration this device can run, forced, on edge shapes and on
+ * integer data whose products and sums are exact in f32 (the results must then be bit-identical
+ * whatever the summation order, so any indexing, padding or rounding mistake shows), with and without
+ * a split of K; on CUDA (cuBLASLt) the same edge shapes around 64- and 128-wide tiles with its own
+ * choice. The Vulkan tensor-core kernel runs here through its emulated variants (same staging,
+ * pipelining, tiling and epilogue code); the real one where the device has NV cooperative matrices.
+ * Also checks what the kernel choice relies on (a row never depends on M; on Vulkan, the tensor-core
+ * tiles agree bit for bit) and the pure Vulkan kernel-selection function on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,11 +21,16 @@
  * path's reference rounds x to f16 exactly as the kernels do, so both sit at f32 summation error
  * (largest measured on lavapipe: 1.3e-12 for either weight type, K = 4096; printed at the end).
  * A missing f16 rounding of x would give only ~4e-8 on random data: the exact test below and the
- * integer cases catch that instead. */
+ * integer cases catch that instead. An f16 y adds the output's own rounding, where the kernel's f32
+ * sum and the reference's double one may round to neighbouring halves (one half-ulp, 2^-11 relative,
+ * on rare elements); a missing rounding would show as the absence of any difference only, which the
+ * integer cases cannot see either, so the bound is loose and the exactness of f16 stores comes from
+ * the integer cases (exact in f16). */
 #define TOL_F32 1e-7
 #define TOL_F16 1e-7
+#define TOL_Y16 1e-6
 
-static double worst_nmse[2]; /* [0] f32 weights, [1] f16 weights: largest measured, for the report */
+static double worst_nmse[3]; /* f32 weights, f16 weights, f16 y: largest measured, for the report */
 
 struct lin_case {
     int64_t M, N, K;
@@ -34,22 +42,29 @@ struct lin_case {
     bool misalign;       /* x and w start 4 (resp. 2) bytes into their allocation: no vector loads   */
     bool f16_only;       /* run with f16 weights only (keeps the reference's time down)               */
     bool matvec;         /* the op's matvec hint (automatic choice: gemv.comp up to 8 rows)           */
+    be_dtype xt, yt;     /* types of x and of y (and res)                                            */
+    uint32_t splits;     /* forced plans: slices of K (0 or 1: none)                                 */
 };
+
+static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
 
 static double nmse_of(struct th *h, struct th_tensor *y) {
     uint64_t n = be_numel(&TH_T(y, TH_REF));
-    float *vk = malloc(n ? n * sizeof *vk : 4);
+    const bool f16 = y->type == BE_F16;
+    void *vk = malloc(n ? n * 4 : 4);
     if (!vk)
         exit(1);
-    if (be_download(h->be[TH_VK], vk, TH_T(y, TH_VK).addr, n * sizeof *vk))
+    if (be_download(h->be[TH_DEV], vk, TH_T(y, TH_DEV).addr, n * (f16 ? 2 : 4)))
         exit(1);
-    const float *ref = y->host; /* th_check left the reference output there */
     double se = 0, sr = 0;
     for (uint64_t i = 0; i < n; i++) {
-        if (!isfinite(ref[i]) || !isfinite(vk[i]))
+        /* th_check left the reference output in y->host */
+        double r = f16 ? half_to_float(((uint16_t *)y->host)[i]) : ((float *)y->host)[i];
+        double v = f16 ? half_to_float(((uint16_t *)vk)[i]) : ((float *)vk)[i];
+        if (!isfinite(r) || !isfinite(v))
             continue;
-        se += ((double)vk[i] - ref[i]) * ((double)vk[i] - ref[i]);
-        sr += (double)ref[i] * ref[i];
+        se += (v - r) * (v - r);
+        sr += r * r;
     }
     free(vk);
     return sr > 0 ? se / sr : se;
@@ -79,48 +94,49 @@ static be_tensor view_at(struct th_tensor *t, int s, be_dtype type, int64_t r, i
     return be_tensor_2d(TH_T(t, s).addr + off * be_dtype_size(type), type, r, c);
 }
 
-static vkasr_status record_linear(struct backend *vk, const void *args, const void *cfg) {
-    return vk_gemm_record((struct vk_backend *)vk, args, cfg);
+static vkasr_status record_linear(struct backend *vk, const void *args, const void *plan) {
+    return vk_gemm_record((struct vk_backend *)vk, args, plan);
 }
 
 /* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
 static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
-    th_case(h, "linear %s M=%lld N=%lld K=%lld w=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s", cfg ? cfg->name : "auto",
-            (long long)c->M, (long long)c->N, (long long)c->K, c->wt == BE_F16 ? "f16" : "f32", c->bias, c->res,
-            c->res_alias ? "(=y)" : "", c->act, c->alpha, c->integer ? " integer" : "",
-            c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "");
+    th_case(h, "linear %s split=%u M=%lld N=%lld K=%lld x=%s w=%s y=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s",
+            cfg ? cfg->name : "auto", c->splits ? c->splits : 1, (long long)c->M, (long long)c->N, (long long)c->K,
+            tn(c->xt), tn(c->wt), tn(c->yt), c->bias, c->res, c->res_alias ? "(=y)" : "", c->act, c->alpha,
+            c->integer ? " integer" : "", c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "");
     int64_t M = c->M, N = c->N, K = c->K;
     struct th_tensor *x, *w, *b = NULL, *r = NULL, *y;
     uint64_t pad = c->misalign ? 1 : 0;
     /* w's allocation holds an even number of f16 elements: the harness's trailing guard check assumes
      * a 4-byte multiple (an odd f16 count shifts its sentinel pattern by 2 bytes). */
-    int64_t nw = N * K + (int64_t)pad;
+    int64_t nw = N * K + (int64_t)pad, nx = M * K + (int64_t)pad;
     nw += c->wt == BE_F16 ? nw % 2 : 0;
+    nx += c->xt == BE_F16 ? nx % 2 : 0;
     if (c->integer) {
-        x = int_input(h, BE_F32, 1, TH_SHAPE(M * K + (int64_t)pad), -4, 4);
+        x = int_input(h, c->xt, 1, TH_SHAPE(nx), -4, 4);
         w = int_input(h, c->wt, 1, TH_SHAPE(nw), -4, 4);
         if (c->bias)
             b = int_input(h, BE_F32, 1, TH_SHAPE(N), -64, 64);
     } else {
-        x = th_input(h, BE_F32, 1, TH_SHAPE(M * K + (int64_t)pad), -1.0f, 1.0f);
+        x = th_input(h, c->xt, 1, TH_SHAPE(nx), -1.0f, 1.0f);
         w = th_input(h, c->wt, 1, TH_SHAPE(nw), -1.0f, 1.0f);
         if (c->bias)
             b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
     }
     if (c->res_alias) {
         /* y starts as the residual: an input tensor that is also the output. */
-        y = c->integer ? int_input(h, BE_F32, 2, TH_SHAPE(M, N), -100, 100)
-                       : th_input(h, BE_F32, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
+        y = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, N), -100, 100)
+                       : th_input(h, c->yt, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
     } else {
         if (c->res)
-            r = c->integer ? int_input(h, BE_F32, 2, TH_SHAPE(M, N), -100, 100)
-                           : th_input(h, BE_F32, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
-        y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+            r = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, N), -100, 100)
+                           : th_input(h, c->yt, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
+        y = th_output(h, c->yt, 2, TH_SHAPE(M, N));
     }
     struct op_linear a[2];
     for (int s = 0; s < 2; s++) {
         a[s] = (struct op_linear){
-            .x = view_at(x, s, BE_F32, M, K, pad),
+            .x = view_at(x, s, c->xt, M, K, pad),
             .w = view_at(w, s, c->wt, N, K, pad),
             .bias = b ? TH_T(b, s) : (be_tensor){0},
             .res = c->res_alias ? TH_T(y, s) : r ? TH_T(r, s) : (be_tensor){0},
@@ -130,27 +146,33 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
             .matvec = c->matvec,
         };
     }
-    bool ran = th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, cfg);
+    struct vk_gemm_plan plan = {cfg, c->splits ? c->splits : 1};
+    bool ran = th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan);
     if (!ran)
         return;
-    bool f16 = c->wt == BE_F16;
-    if (th_check(h, y, c->integer ? 0.0 : f16 ? TOL_F16 : TOL_F32)) {
+    int kind = c->yt == BE_F16 ? 2 : c->wt == BE_F16 ? 1 : 0;
+    const double tol[3] = {TOL_F32, TOL_F16, TOL_Y16};
+    if (th_check(h, y, c->integer ? 0.0 : tol[kind])) {
         double e = nmse_of(h, y);
-        if (!c->integer && e > worst_nmse[f16])
-            worst_nmse[f16] = e;
+        if (!c->integer && e > worst_nmse[kind])
+            worst_nmse[kind] = e;
     }
     th_check_guards(h);
 }
 
 /* ---- a row's result does not depend on M ---------------------------------------------------------- */
 
-/* y[0, m) = silu(x[r0, r0+m) w^T + b) on the Vulkan backend (automatic choice, no hint), downloaded. */
+/* y[0, m) = silu(x[r0, r0+m) w^T + b) on the Vulkan backend (plan NULL: the automatic choice, no
+ * hint; else that plan, forced), downloaded. */
 static bool lin_rows(struct th *h, struct th_tensor *x, struct th_tensor *w, struct th_tensor *b, struct th_tensor *y,
-                     int64_t r0, int64_t m, float *out) {
-    struct backend *vk = h->be[TH_VK];
-    struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_VK), r0, m), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK),
-                          .y = be_tensor_rows(&TH_T(y, TH_VK), 0, m), .act = ACT_SILU, .alpha = 1.0f};
-    if (be_linear(vk, &a) || be_download(vk, out, a.y.addr, (uint64_t)(m * a.y.ne[1]) * sizeof(float))) {
+                     int64_t r0, int64_t m, const struct vk_gemm_plan *plan, float *out) {
+    struct backend *vk = h->be[TH_DEV];
+    struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_DEV), r0, m), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV),
+                          .y = be_tensor_rows(&TH_T(y, TH_DEV), 0, m), .act = ACT_SILU, .alpha = 1.0f};
+    vkasr_status st = plan ? op_validate(OP_linear, &a, &vk->err) : be_linear(vk, &a);
+    if (st == VKASR_OK && plan)
+        st = vk_gemm_record((struct vk_backend *)vk, &a, plan);
+    if (st || be_download(vk, out, a.y.addr, (uint64_t)(m * a.y.ne[1]) * sizeof(float))) {
         printf("FAIL [%s]: rows %lld+%lld: %s\n", h->name, (long long)r0, (long long)m, vk->err.msg);
         h->checks++;
         h->failures++;
@@ -159,10 +181,36 @@ static bool lin_rows(struct th *h, struct th_tensor *x, struct th_tensor *w, str
     return true;
 }
 
+/* Rows of a 300-row product `full` against calls on fewer rows (starting at row 0 and at row 37, or
+ * only at 37 when `few`), bit for bit. */
+static void rows_match(struct th *h, struct th_tensor *x, struct th_tensor *w, struct th_tensor *b, struct th_tensor *y,
+                       int64_t M, int64_t N, const struct vk_gemm_plan *plan, const float *full, bool few) {
+    float *part = malloc((size_t)(M * N) * sizeof *part);
+    if (!part)
+        exit(1);
+    const int64_t starts[] = {37, 0}, rows[] = {1, 2, 3, 7, 8, 9, 16, 33, 64, 65, 200};
+    for (size_t i = 0; i < (few ? 1u : 2u); i++)
+        for (size_t j = 0; j < sizeof rows / sizeof *rows; j++) {
+            const int64_t r0 = starts[i], m = rows[j];
+            if (few && m != 1 && m != 9 && m != 33)
+                continue;
+            if (r0 + m > M || !lin_rows(h, x, w, b, y, r0, m, plan, part))
+                continue;
+            h->checks++;
+            if (memcmp(full + r0 * N, part, (size_t)(m * N) * sizeof(float)) != 0) {
+                printf("FAIL [%s]: rows %lld..%lld computed in a %lld-row call differ from the same rows of the "
+                       "%lld-row product%s%s split %u\n",
+                       h->name, (long long)r0, (long long)(r0 + m - 1), (long long)m, (long long)M, plan ? ": " : "",
+                       plan ? plan->cfg->name : "", plan ? plan->splits : 1);
+                h->failures++;
+            }
+        }
+    free(part);
+}
+
 /* Without the matvec hint the automatic choice may differ by M, but a row must come out bit-identical
  * whether the call has 1 row or 300, and wherever it sits in the call (halo tiles of the subsampling
- * rely on it: a tile starts anywhere and the last one may be a few rows). Checks rows of a 300-row
- * product against calls on fewer rows, starting at row 0 and at row 37. */
+ * rely on it: a tile starts anywhere and the last one may be a few rows). */
 static void row_invariance(struct th *h, be_dtype wt) {
     const int64_t M = 300, N = 200, K = 136;
     th_case(h, "linear row invariance w=%s", wt == BE_F16 ? "f16" : "f32");
@@ -170,26 +218,62 @@ static void row_invariance(struct th *h, be_dtype wt) {
     struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
-    float *full = malloc((size_t)(M * N) * sizeof *full), *part = malloc((size_t)(M * N) * sizeof *part);
-    if (!full || !part)
+    float *full = malloc((size_t)(M * N) * sizeof *full);
+    if (!full)
         exit(1);
-    bool ok = lin_rows(h, x, w, b, y, 0, M, full);
-    const int64_t starts[] = {0, 37}, rows[] = {1, 2, 3, 7, 8, 9, 16, 33, 64, 65, 200};
-    for (size_t i = 0; ok && i < sizeof starts / sizeof *starts; i++)
-        for (size_t j = 0; j < sizeof rows / sizeof *rows; j++) {
-            const int64_t r0 = starts[i], m = rows[j];
-            if (r0 + m > M || !lin_rows(h, x, w, b, y, r0, m, part))
+    if (lin_rows(h, x, w, b, y, 0, M, NULL, full))
+        rows_match(h, x, w, b, y, M, N, NULL, full, false);
+    free(full);
+}
+
+/* What the tensor-core choice table relies on: every tile configuration computes a row bit-identically
+ * (each accumulator takes the same 16x16x16 products in k order whatever the tile, the number of
+ * subgroups, K step or shared stages), wherever the row sits and whatever the call's M; and with a
+ * fixed split of K (chosen by N and K only), rows still do not depend on M. On every tensor-core
+ * configuration this device can run: the emulated ones (any f16 device), the real ones on an NVIDIA
+ * GPU (compared among themselves: hardware and emulated products round differently). N = 200: the
+ * element-wise epilogue; N = 208: the 4-column one. */
+static void coopmat_agreement(struct th *h, int64_t N) {
+    const int64_t M = 300, K = 136;
+    th_case(h, "linear tensor-core tiles agree, N=%lld", (long long)N);
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, BE_F16, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    float *first[2] = {NULL, NULL}, *full = malloc((size_t)(M * N) * sizeof *full);
+    const char *first_name[2] = {NULL, NULL};
+    if (!full)
+        exit(1);
+    size_t ncfg;
+    const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
+    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_DEV])->caps;
+    for (size_t i = 0; i < ncfg; i++) {
+        const struct vk_gemm_cfg *c = &cfgs[i];
+        const int emu = c->kind == VK_GEMM_COOPMAT_EMU;
+        if ((c->kind != VK_GEMM_COOPMAT && !emu) || !vk_gemm_cfg_usable(c, caps))
+            continue;
+        for (uint32_t splits = 1; splits <= 3; splits += 2) {
+            const struct vk_gemm_plan plan = {c, splits};
+            if (!lin_rows(h, x, w, b, y, 0, M, &plan, full))
                 continue;
-            h->checks++;
-            if (memcmp(full + r0 * N, part, (size_t)(m * N) * sizeof(float)) != 0) {
-                printf("FAIL [%s]: rows %lld..%lld computed in a %lld-row call differ from the same rows of the "
-                       "%lld-row product\n",
-                       h->name, (long long)r0, (long long)(r0 + m - 1), (long long)m, (long long)M);
-                h->failures++;
+            rows_match(h, x, w, b, y, M, N, &plan, full, true);
+            if (splits == 1 && !first[emu]) {
+                first[emu] = full;
+                first_name[emu] = c->name;
+                if (!(full = malloc((size_t)(M * N) * sizeof *full)))
+                    exit(1);
+            } else if (splits == 1) {
+                h->checks++;
+                if (memcmp(first[emu], full, (size_t)(M * N) * sizeof(float)) != 0) {
+                    printf("FAIL [%s]: %s differs from %s\n", h->name, c->name, first_name[emu]);
+                    h->failures++;
+                }
             }
         }
+    }
+    free(first[0]);
+    free(first[1]);
     free(full);
-    free(part);
 }
 
 /* gemm_direct.comp and the scalar tiles compute each output as the same FMA chain: bit-identical
@@ -199,7 +283,7 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
     const char *names[2][4] = {{"f32_direct", "f32_direct_mv", "f32_64x64", "f32_32x32"},
                                {"f16_direct", "f16_direct_mv", "f16_64x64", "f16_32x32"}};
     const int64_t shapes[][3] = {{70, 130, 64}, {33, 17, 77}, {5, 300, 200}};
-    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_VK])->caps;
+    const struct vk_caps *caps = &((struct vk_device *)h->dev[TH_DEV])->caps;
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const int64_t M = shapes[si][0], N = shapes[si][1], K = shapes[si][2];
         th_case(h, "linear direct vs scalar M=%lld N=%lld K=%lld w=%s", (long long)M, (long long)N, (long long)K,
@@ -217,12 +301,13 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
             const struct vk_gemm_cfg *cfg = vk_gemm_find(names[wt == BE_F16][k]);
             if (!cfg || !vk_gemm_cfg_usable(cfg, caps))
                 continue;
-            struct op_linear a = {.x = TH_T(x, TH_VK), .w = TH_T(w, TH_VK), .bias = TH_T(b, TH_VK), .y = TH_T(y, TH_VK),
+            struct op_linear a = {.x = TH_T(x, TH_DEV), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV), .y = TH_T(y, TH_DEV),
                                   .act = ACT_TANH, .alpha = 1.0f};
             h->checks++;
-            if (vk_gemm_record((struct vk_backend *)h->be[TH_VK], &a, cfg) ||
-                be_download(h->be[TH_VK], out[ran], a.y.addr, (uint64_t)(M * N) * sizeof(float))) {
-                printf("FAIL [%s]: %s: %s\n", h->name, cfg->name, h->be[TH_VK]->err.msg);
+            const struct vk_gemm_plan plan = {cfg, 1};
+            if (vk_gemm_record((struct vk_backend *)h->be[TH_DEV], &a, &plan) ||
+                be_download(h->be[TH_DEV], out[ran], a.y.addr, (uint64_t)(M * N) * sizeof(float))) {
+                printf("FAIL [%s]: %s: %s\n", h->name, cfg->name, h->be[TH_DEV]->err.msg);
                 h->failures++;
                 continue;
             }
@@ -237,16 +322,34 @@ static void direct_matches_scalar(struct th *h, be_dtype wt) {
     }
 }
 
+/* Whether the forced f16-activation cases run on a configuration. The type-dependent code (loads,
+ * conversion while staging, the epilogue's stores) is one per kernel and does not depend on the tile,
+ * while every type combination of a configuration is a pipeline that costs lavapipe seconds to
+ * compile. So they run on every configuration of the kernels lavapipe and GPUs use for the network's
+ * products (gemm_direct.comp, gemv.comp, real tensor cores), and on representatives of the others:
+ * two scalar tiles (one per weight type), and three emulated tensor-core tiles (two K stages with
+ * BK 32, one stage with BK 64, 2 subgroups). */
+static bool types_tested(const struct vk_gemm_cfg *c) {
+    static const char *const reps[] = {"f32_32x32", "f16_64x64", "emu64x64_k32", "emu128x128_k64", "emu32x64_k64"};
+    if (c->kind != VK_GEMM_COOPMAT_EMU && c->kind != VK_GEMM_SCALAR)
+        return true;
+    for (size_t i = 0; i < sizeof reps / sizeof *reps; i++)
+        if (!strcmp(c->name, reps[i]))
+            return true;
+    return false;
+}
+
 /* ---- kernel selection on synthetic devices ------------------------------------------------------- */
 
 static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
-                          be_dtype wt, bool matvec, const char *want) {
+                          be_dtype wt, bool matvec, const char *want, uint32_t want_splits) {
     h->checks++;
-    const struct vk_gemm_cfg *c = vk_gemm_choose(caps, M, N, K, wt, matvec);
-    const char *got = c ? c->name : "(none)";
-    if (strcmp(got, want) != 0) {
-        printf("FAIL [choose %s %lldx%lldx%lld %s%s]: got %s, want %s\n", dev, (long long)M, (long long)N,
-               (long long)K, wt == BE_F16 ? "f16" : "f32", matvec ? " matvec" : "", got, want);
+    const struct vk_gemm_plan p = vk_gemm_choose(caps, M, N, K, wt, matvec);
+    const char *got = p.cfg ? p.cfg->name : "(none)";
+    if (strcmp(got, want) != 0 || p.splits != want_splits) {
+        printf("FAIL [choose %s %lldx%lldx%lld %s%s]: got %s split %u, want %s split %u\n", dev, (long long)M,
+               (long long)N, (long long)K, wt == BE_F16 ? "f16" : "f32", matvec ? " matvec" : "", got, p.splits, want,
+               want_splits);
         h->failures++;
     }
 }
@@ -254,61 +357,84 @@ static void expect_choice(struct th *h, const char *dev, const struct vk_caps *c
 static void selection_tests(struct th *h) {
     /* a GPU without tensor cores (subgroups of 8, 32 KiB of shared memory) */
     const struct vk_caps gpu = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
-    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
-    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
-    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, true, "f16_gemv");
-    expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv");
-    expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_32x64");
-    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64");
-    expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64");
-    expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64");
+    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
+    expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F16, false, "f16_128x128", 1);
+    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv", 1);
+    expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_32x64", 1);
+    expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64", 1);
+    expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64", 1);
+    expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64", 1);
     struct vk_caps lvp = gpu; /* a CPU driver: the barrier-free kernel for everything */
     lvp.cpu = true;
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_direct");
-    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_direct");
-    expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct_mv");
-    expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, false, "f32_direct_mv");
-    expect_choice(h, "lavapipe", &lvp, 9, 518, 256, BE_F16, true, "f16_direct");
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F32, false, "f32_direct", 1);
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_F16, false, "f16_direct", 1);
+    expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct_mv", 1);
+    expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, false, "f32_direct_mv", 1);
+    expect_choice(h, "lavapipe", &lvp, 9, 518, 256, BE_F16, true, "f16_direct", 1);
     struct vk_caps nof16 = gpu;
     nof16.f16 = false;
-    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)");
-    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, false, "f32_64x64");
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)", 1);
+    expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F32, false, "f32_64x64", 1);
     struct vk_caps small = gpu;
     small.max_wg_invocations = 128; /* the Vulkan minimum */
     small.max_shared = 16384;
-    expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, false, "f32_32x32");
-    expect_choice(h, "minimal", &small, 1, 4096, 1024, BE_F32, true, "f32_32x32"); /* gemv needs 256 invocations */
+    expect_choice(h, "minimal", &small, 7500, 4096, 1024, BE_F32, false, "f32_32x32", 1);
+    expect_choice(h, "minimal", &small, 1, 4096, 1024, BE_F32, true, "f32_32x32", 1); /* gemv needs 256 invocations */
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    /* the choice table (vk_gemm_configs.c): rows by M, the same for every activation type */
     const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                                  .coopmat_nv = true};
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm64x64");
-    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm64x64");
-    expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64");
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv");
-    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv");
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64"); /* rounding independent of M */
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128");
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm128x128_k32", 1);
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm128x128_k32", 1);
+    expect_choice(h, "h100", &h100, 750, 4096, 1024, BE_F16, false, "cm128x64_k32", 1);
+    expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64_k32", 1);
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm32x64_k64", 1); /* rounding independent of M */
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv", 1);
+    /* hinted products of 9-64 rows may split K by M: 10 tiles -> 2 slices (K / 256 at most) */
+    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "cm64x64_k32", 2);
+    expect_choice(h, "h100", &h100, 24, 640, 4096, BE_F16, true, "cm32x64_k64", 8);
+    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "cm64x64_k32", 1); /* the hint covers <= 64 rows */
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
+    expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
+    struct vk_caps small_shared = h100;
+    small_shared.max_shared = 32768; /* the table's tile does not fit: the smallest tensor-core tile */
+    expect_choice(h, "h100-32k", &small_shared, 7500, 4096, 1024, BE_F16, false, "cm64x64_k32", 1);
     struct vk_caps wave64 = h100;
     wave64.subgroup_size = 64; /* the kernel maps 32-wide subgroups to warp tiles */
-    expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
+    expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, false, "f16_128x128", 1);
     struct vk_caps nocm = h100;
     nocm.coopmat_nv = false; /* VKASR_DISABLE_COOPMAT, or no VK_NV_cooperative_matrix */
-    expect_choice(h, "no-coopmat", &nocm, 7500, 4096, 1024, BE_F16, false, "f16_128x128");
+    expect_choice(h, "no-coopmat", &nocm, 7500, 4096, 1024, BE_F16, false, "f16_128x128", 1);
 #endif
 }
 
 int main(void) {
     struct th h;
     th_open(&h, true);
-    bool f16 = h.dev[TH_VK]->info.f16;
+    bool f16 = h.dev[TH_DEV]->info.f16;
     const char *mg = getenv("VKASR_MAX_GROUPS");
     bool tiny = mg && *mg;
-    selection_tests(&h);
+    if (h.vulkan)
+        selection_tests(&h);
+    else
+        th_skip(&h, "Vulkan GEMM kernel selection on synthetic devices");
     row_invariance(&h, BE_F32);
-    direct_matches_scalar(&h, BE_F32);
+    if (h.vulkan)
+        direct_matches_scalar(&h, BE_F32);
+    else
+        th_skip(&h, "gemm_direct.comp against the scalar tiles (Vulkan kernels), f32 and f16");
     if (f16) {
         row_invariance(&h, BE_F16);
-        direct_matches_scalar(&h, BE_F16);
+        if (h.vulkan) {
+            direct_matches_scalar(&h, BE_F16);
+            coopmat_agreement(&h, 200);
+            if (!tiny)
+                coopmat_agreement(&h, 208);
+        } else {
+            th_skip(&h, "Vulkan tensor-core tiles agreeing with each other");
+        }
     }
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
@@ -328,7 +454,15 @@ int main(void) {
         {.M = 9, .N = 17, .K = 0, .bias = true, .act = ACT_RELU},             /* K = 0: y = act(bias) */
         {.M = 0, .N = 16, .K = 8, .bias = true},                              /* no rows: nothing to do */
         {.M = 16, .N = 0, .K = 8, .res = true},                               /* no columns */
+        /* f16 activations (x, y and res in f16) */
+        {.M = 37, .N = 1024, .K = 1024, .bias = true, .act = ACT_SILU, .xt = BE_F16},
+        {.M = 130, .N = 264, .K = 136, .bias = true, .res_alias = true, .alpha = 0.5f, .xt = BE_F16, .yt = BE_F16},
+        {.M = 65, .N = 130, .K = 77, .res = true, .act = ACT_RELU, .yt = BE_F16},
+        {.M = 8, .N = 1035, .K = 320, .bias = true, .matvec = true, .xt = BE_F16, .yt = BE_F16},
+        {.M = 40, .N = 640, .K = 640, .bias = true, .matvec = true, .xt = BE_F16},  /* hinted: may split K */
     };
+    if (!h.vulkan)
+        th_skip(&h, "f16 x and y (the CUDA backend takes f32 activations only so far)");
     for (int wt = 0; wt < 2; wt++) {
         if (wt == 1 && !f16) {
             printf("skipping f16 weights: the device has no f16 support\n");
@@ -336,7 +470,7 @@ int main(void) {
         }
         for (size_t i = 0; i < sizeof auto_cases / sizeof *auto_cases; i++) {
             struct lin_case c = auto_cases[i];
-            if (c.f16_only && wt == 0)
+            if ((c.f16_only && wt == 0) || ((c.xt == BE_F16 || c.yt == BE_F16) && (!f16 || !h.vulkan)))
                 continue;
             /* The forced-tiny-grid run is about grid-stride loops: the large shapes add only time. */
             if (tiny && c.M * c.N * c.K > (1 << 26))
@@ -356,10 +490,10 @@ int main(void) {
             xv[i] = 1.0f + 1.0f / 4096.0f;
             wv[i] = float_to_half(1.0f);
         }
-        /* the automatic choice, then every f16 configuration (vector and scalar loads: K = 64, 63) */
-        size_t ncfg;
-        const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
-        const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
+        /* the automatic choice, then (Vulkan) every f16 configuration (vector and scalar loads: K = 64, 63) */
+        size_t ncfg = 0;
+        const struct vk_gemm_cfg *cfgs = h.vulkan ? vk_gemm_configs(&ncfg) : NULL;
+        const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
         for (int K = 64; K >= 63; K--)
             for (size_t i = 0; i <= ncfg; i++) {
                 const struct vk_gemm_cfg *cfg = i < ncfg ? &cfgs[i] : NULL;
@@ -372,22 +506,34 @@ int main(void) {
                 struct op_linear a[2];
                 for (int s = 0; s < 2; s++)
                     a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f};
-                if (th_run_forced(&h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, cfg))
+                const struct vk_gemm_plan plan = {cfg, 1};
+                if (th_run_forced(&h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
                     th_check(&h, y, 0.0);
             }
     }
 
-    /* Every configuration this device can run, forced onto edge shapes around its tile. */
-    size_t ncfg;
-    const struct vk_gemm_cfg *cfgs = vk_gemm_configs(&ncfg);
-    const struct vk_caps *caps = &((struct vk_device *)h.dev[TH_VK])->caps;
-    for (size_t i = 0; i < ncfg; i++) {
-        const struct vk_gemm_cfg *cfg = &cfgs[i];
-        if (!vk_gemm_cfg_usable(cfg, caps)) {
+    /* Every configuration this device can run, forced onto edge shapes around its tile (Vulkan); the
+     * backend's own choice on the same shapes around 64- and 128-wide tiles (CUDA). */
+    size_t ncfg = 0;
+    const struct vk_gemm_cfg *cfgs = h.vulkan ? vk_gemm_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
+    const int64_t tiles[] = {64, 128};
+    size_t nruns = h.vulkan ? ncfg : 2 * sizeof tiles / sizeof *tiles;
+    if (!h.vulkan)
+        th_skip(&h, "forced Vulkan GEMM configurations (their edge shapes run with the backend's choice)");
+    for (size_t i = 0; i < nruns; i++) {
+        const struct vk_gemm_cfg *cfg = h.vulkan ? &cfgs[i] : NULL;
+        if (cfg && !vk_gemm_cfg_usable(cfg, caps)) {
             printf("config %s: not usable on this device, skipped\n", cfg->name);
             continue;
         }
-        int64_t bm = cfg->bm, bn = cfg->bn;
+        be_dtype wt = cfg ? cfg->wtype : i % 2 ? BE_F16 : BE_F32;
+        if (wt == BE_F16 && !f16)
+            continue;
+        int64_t bm = cfg ? cfg->bm : tiles[i / 2], bn = cfg ? cfg->bn : tiles[i / 2];
+        const bool cm = cfg && (cfg->kind == VK_GEMM_COOPMAT || cfg->kind == VK_GEMM_COOPMAT_EMU);
+        /* Integer cases are exact whatever the order of the sums and in f16 too (|sum| < 2048 here). */
+        const be_dtype H = BE_F16;
         const struct lin_case cases[] = {
             {.M = 1, .N = 1, .K = 1, .alpha = 1.0f},
             {.M = bm + 3, .N = bn + 5, .K = 77, .bias = true, .alpha = 1.0f, .integer = true},
@@ -395,13 +541,29 @@ int main(void) {
             {.M = bm, .N = bn, .K = 64, .bias = true, .res_alias = true, .alpha = 1.0f, .integer = true, .misalign = true},
             {.M = 3 * bm + 1, .N = 17, .K = 40, .bias = true, .act = ACT_SILU, .alpha = 0.25f},
             {.M = 5, .N = 2 * bn + 3, .K = 200, .res = true, .act = ACT_RELU, .alpha = -1.0f},
+            /* f16 x (vector and element-wise loads), f16 y and res (4-column and element-wise epilogue) */
+            {.M = bm + 1, .N = bn, .K = 64, .bias = true, .res_alias = true, .alpha = 1.0f, .integer = true, .xt = H, .yt = H},
+            {.M = bm - 1, .N = bn + 1, .K = 77, .res = true, .alpha = 1.0f, .integer = true, .xt = H},
+            {.M = 2 * bm + 5, .N = 2 * bn + 4, .K = 72, .bias = true, .act = ACT_SILU, .alpha = 1.0f, .yt = H},
+            {.M = 3, .N = 2 * bn + 3, .K = 48, .res = true, .alpha = 1.0f, .misalign = true, .xt = H, .yt = H},
+            /* tensor cores: K split into slices (integer: exact; random: 2 slices and a remainder) */
+            {.M = bm + 3, .N = bn + 4, .K = 200, .bias = true, .res = true, .alpha = 1.0f, .integer = true, .splits = 3},
+            {.M = 2 * bm - 3, .N = bn + 1, .K = 136, .bias = true, .act = ACT_TANH, .alpha = 1.0f, .splits = 2, .yt = H},
+            {.M = bm - 5, .N = 2 * bn, .K = 300, .res_alias = true, .alpha = 0.5f, .splits = 4, .xt = H},
         };
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             struct lin_case c = cases[k];
-            c.wt = cfg->wtype;
+            const bool f16io = c.xt == H || c.yt == H;
+            if ((c.splits > 1 && !cm) || (f16io && (!f16 || !cfg || !types_tested(cfg))))
+                continue;
+            /* The forced-tiny-grid run is about grid-stride loops, which the tensor types do not touch. */
+            if (tiny && f16io)
+                continue;
+            c.wt = wt;
             lin_run(&h, &c, cfg);
         }
     }
-    printf("largest nmse on random data: f32 weights %.3g, f16 weights %.3g\n", worst_nmse[0], worst_nmse[1]);
+    printf("largest nmse on random data: f32 weights %.3g, f16 weights %.3g, f16 y %.3g\n", worst_nmse[0],
+           worst_nmse[1], worst_nmse[2]);
     return th_close(&h);
 }

@@ -74,10 +74,34 @@ vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t 
     struct err e = {0};
     size_t n = 0;
     vkasr_status st = vk_list_devices(out, capacity, &n, &e);
+#ifdef VKASR_HAVE_CUDA
+    /* CUDA devices after the Vulkan ones; either backend alone is enough to list something. */
+    size_t filled = n < capacity ? n : capacity, nc = 0;
+    struct err ce = {0};
+    vkasr_status cst = cuda_list_devices(out ? out + filled : NULL, out ? capacity - filled : 0, &nc, &ce);
+    if (cst == VKASR_OK && nc > 0) {
+        if (st != VKASR_OK)
+            err_clear(&e);
+        st = VKASR_OK;
+        n = filled + nc; /* Vulkan entries past capacity are not listed: the CUDA ones follow those filled */
+    } else if (st != VKASR_OK) {
+        err_prefix(&e, "CUDA: %s; Vulkan", ce.msg);
+    }
+#endif
     if (count)
         *count = n;
     err_export(&e, error);
     return st;
+}
+
+bool vkasr_has_backend(const char *name) {
+    if (!name)
+        return false;
+#ifdef VKASR_HAVE_CUDA
+    if (strcmp(name, "cuda") == 0)
+        return true;
+#endif
+    return strcmp(name, "vulkan") == 0 || strcmp(name, "cpu") == 0;
 }
 
 /* ---- model ------------------------------------------------------------------------------------- */
@@ -289,6 +313,11 @@ static void on_tokens_added(void *ud) {
         publish_segments(s, false); /* best effort: a failure here resurfaces in the final build */
 }
 
+static void on_stage(void *ud, const vkasr_stage *stage) {
+    vkasr_session *s = ud;
+    s->params->stage_callback(stage, s->params->stage_user_data);
+}
+
 /* ---- transcription ----------------------------------------------------------------------------- */
 
 /* Parameters checked before the audio is decoded (a bad one must not cost an hour of decoding). */
@@ -299,6 +328,9 @@ static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params
                        "transcribe params: attention %d, attention_window %d, auto_full_seconds %g: need a "
                        "vkasr_attention value, a window >= 0 and seconds >= 0",
                        (int)p->attention, p->attention_window, p->auto_full_seconds);
+    if (p->n_forced_steps && !p->forced_steps)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "n_forced_steps is %zu but forced_steps is NULL",
+                       p->n_forced_steps);
     return VKASR_OK;
 }
 
@@ -310,7 +342,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     r->enc_dim = (size_t)s->model->am->cfg.d_model;
     s->params = p;
     s->seg_token0 = 0;
-    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, s};
+    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
     static const enum asr_attention att[] = {ASR_ATT_AUTO, ASR_ATT_FULL, ASR_ATT_LOCAL};
     struct asr_options opt = {
         .max_symbols = p->max_symbols_per_step,
@@ -319,6 +351,8 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
         .window = p->attention_window,
         .auto_full_seconds = p->auto_full_seconds,
         .max_memory = p->max_memory,
+        .forced = p->forced_steps,
+        .nforced = p->n_forced_steps,
     };
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if (st == VKASR_OK || st == VKASR_ABORTED) {

@@ -45,8 +45,16 @@ struct asr_hooks {
     bool (*should_abort)(void *ud);
     /* Called after tokens were appended to the output during decoding (segment callbacks). */
     void (*tokens_added)(void *ud);
+    /* Stage taps (vkasr_stage in vkasr.h): NULL costs nothing; set, each tapped tensor is copied out. */
+    void (*stage)(void *ud, const vkasr_stage *s);
     void *ud;
 };
+
+/* Hands a copy of the device tensor t ([rows, cols]) to hooks->stage as stage `name`, `index`;
+ * returns at once without a tap. */
+vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const char *name, int64_t index,
+                     const be_tensor *t, struct err *e);
+static inline bool asr_tapped(const struct asr_hooks *hooks) { return hooks && hooks->stage; }
 
 /* Per-session state kept between runs: the sinusoid tables behind the positional encoding (the
  * rows themselves are generated in blocks as they are uploaded). */
@@ -109,6 +117,8 @@ struct asr_options {
     double auto_full_seconds;        /* AUTO: full attention up to this much audio; 0 = 1440  */
     uint64_t max_memory;             /* device bytes, weights included; 0 = the device budget */
     const struct asr_chunks *force;  /* tests: these chunks instead of planned ones           */
+    const vkasr_decoder_step *forced; /* transducers: teacher forcing of the first nforced steps */
+    size_t nforced;
 };
 
 /* Runs the whole network on 16 kHz mono samples: plans the memory (failing with

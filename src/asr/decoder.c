@@ -3,7 +3,8 @@
  * Transducers run on the device in windows: with the prediction-network output q fixed, the joint
  * for frames [t, t+W) is one matrix product plus two row argmaxes; the host walks the window
  * (blanks, TDT duration skips) until the next emission, then one LSTM step and projection update q.
- * Host round trips therefore scale with emitted tokens, not with frames. */
+ * Host round trips therefore scale with emitted tokens, not with frames. A stage tap receives each
+ * step's joint logits; teacher forcing (asr_options.forced) replaces the search's choices. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,29 @@ static double frame_seconds(const struct model_config *c) {
 
 /* ---- CTC ---------------------------------------------------------------------------------------- */
 
+/* Stage tap of a CTC chunk: frames r0 .. r0+n-1, logits lg [n, V+1], their argmaxes best[r0 ..]. */
+static vkasr_status tap_ctc_chunk(const struct asr_hooks *hooks, struct backend *be, int64_t r0, const be_tensor *lg,
+                                  const be_tensor *best, struct err *e) {
+    const int64_t n = lg->ne[0], V1 = lg->ne[1];
+    float *rows = malloc(be_nbytes(lg) + 4);
+    int32_t *ids = malloc((size_t)n * sizeof *ids + 4);
+    vkasr_decoder_step *steps = malloc((size_t)n * sizeof *steps + 4);
+    vkasr_status st = rows && ids && steps ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    if (st == VKASR_OK)
+        st = be_download(be, rows, lg->addr, be_nbytes(lg));
+    if (st == VKASR_OK)
+        st = be_download(be, ids, best->addr + (uint64_t)r0 * sizeof *ids, (uint64_t)n * sizeof *ids);
+    for (int64_t i = 0; st == VKASR_OK && i < n; i++)
+        steps[i] = (vkasr_decoder_step){.frame = r0 + i, .token = ids[i], .duration = 1};
+    if (st == VKASR_OK)
+        hooks->stage(hooks->ud, &(vkasr_stage){.name = "logits", .index = r0, .data = rows, .rows = (size_t)n,
+                                               .cols = (size_t)V1, .steps = steps});
+    free(rows);
+    free(ids);
+    free(steps);
+    return st;
+}
+
 static vkasr_status decode_ctc(const struct asr_model *m, struct backend *be, const be_tensor *enc,
                                const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
     const int64_t T = enc->ne[0], V1 = m->ctc_w.ne[0], blank = V1 - 1;
@@ -61,6 +85,8 @@ static vkasr_status decode_ctc(const struct asr_model *m, struct backend *be, co
                                                 .y = lg, .alpha = 1.0f});
         if (st == VKASR_OK)
             st = be_argmax(be, &(struct op_argmax){.x = lg, .y = be_tensor_rows(&best, r0, n), .c0 = 0, .c1 = V1});
+        if (st == VKASR_OK && asr_tapped(hooks))
+            st = tap_ctc_chunk(hooks, be, r0, &lg, &best, e);
     }
     if (st == VKASR_OK)
         st = be_download(be, ids, best.addr, (uint64_t)T * sizeof *ids);
@@ -107,6 +133,39 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, struc
                                              .alpha = 1.0f, .matvec = true});
 }
 
+/* Teacher forcing (asr_options.forced): the caller's step i replaces the search's own choice (k, d). */
+static vkasr_status force_step(const struct model_config *c, const vkasr_decoder_step *f, int64_t i, int64_t t,
+                               int32_t *k, int32_t *d, struct err *e) {
+    if (f->frame != t)
+        return err_set(e, VKASR_ERR_INVALID_ARG,
+                       "forced decoder step %lld is at frame %lld but the search is at frame %lld (forced steps "
+                       "must come from a run on the same audio and model)",
+                       (long long)i, (long long)f->frame, (long long)t);
+    if (f->token < 0 || f->token > c->vocab_size)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "forced decoder step %lld: token %d is not in 0..%d",
+                       (long long)i, f->token, c->vocab_size);
+    if (c->head == VKASR_HEAD_TDT) {
+        bool known = false;
+        for (int j = 0; j < c->n_durations; j++)
+            known |= c->durations[j] == f->duration;
+        if (!known)
+            return err_set(e, VKASR_ERR_INVALID_ARG,
+                           "forced decoder step %lld: duration %d is not one of the model's durations",
+                           (long long)i, f->duration);
+        *d = f->duration;
+    }
+    *k = f->token;
+    return VKASR_OK;
+}
+
+/* Stage tap of one transducer step: its joint logits row [J] and the search's own choice. */
+static void tap_step(const struct asr_hooks *hooks, int64_t step, const float *row, int64_t J, int64_t t, int32_t k,
+                     int32_t d) {
+    vkasr_decoder_step s = {.frame = t, .token = k, .duration = d};
+    hooks->stage(hooks->ud, &(vkasr_stage){.name = "logits", .index = step, .data = row, .rows = 1,
+                                           .cols = (size_t)J, .steps = &s});
+}
+
 static vkasr_status decode_transducer(const struct asr_model *m, struct backend *be, const be_tensor *enc,
                                       const struct asr_options *opt, const struct asr_hooks *hooks,
                                       struct asr_output *out, struct err *e) {
@@ -128,7 +187,8 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
     ALLOC(best, BE_I32, 1, (int64_t[]){2 * WINDOW_MAX}); /* a window's token ids, then its duration indices */
     ALLOC(s.q, BE_F32, 2, (int64_t[]){1, P});
     float *zeros = calloc((size_t)P, sizeof *zeros);
-    if (!zeros && st == VKASR_OK)
+    float *logits = asr_tapped(hooks) ? malloc((size_t)(WINDOW_MAX * J) * sizeof *logits) : NULL; /* a window's y */
+    if ((!zeros || (asr_tapped(hooks) && !logits)) && st == VKASR_OK)
         st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     for (int b = 0; b < 2; b++)
         for (int l = 0; l < c->pred_layers; l++) {
@@ -150,7 +210,8 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
         st = predict(m, be, &s, (int32_t)V);
 
     int32_t ids[2 * WINDOW_MAX];
-    int64_t t = 0, last_t = -1, windows = 0;
+    const size_t nforced = opt ? opt->nforced : 0;
+    int64_t t = 0, last_t = -1, windows = 0, step = 0; /* step: joint evaluations the search consumed */
     int run = 0, W = WINDOW_MIN;
     while (st == VKASR_OK && t < T) {
         const int64_t t0 = t, n = T - t < W ? T - t : W;
@@ -169,19 +230,26 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
             st = be_argmax(be, &(struct op_argmax){.x = yw, .y = be_tensor_rows(&best, n, n), .c0 = V + 1, .c1 = J});
         if (st == VKASR_OK)
             st = be_download(be, ids, best.addr, (uint64_t)(tdt ? 2 * n : n) * 4);
+        if (st == VKASR_OK && logits)
+            st = be_download(be, logits, yw.addr, be_nbytes(&yw));
         if (st != VKASR_OK)
             break;
         const int32_t *tok = ids, *dur = ids + n;
         // walk the window until the next emission (which changes q) or its end
         bool emitted = false;
         while (t < t0 + n && t < T) {
-            const int32_t k = tok[t - t0];
+            int32_t k = tok[t - t0];
             const int32_t di = tdt ? dur[t - t0] : 0;
             if (tdt && (di < 0 || di >= c->n_durations)) {
                 st = err_set(e, VKASR_ERR_INTERNAL, "duration index %d out of range", di);
                 break;
             }
             int32_t d = tdt ? c->durations[di] : 1;
+            if (logits)
+                tap_step(hooks, step, logits + (t - t0) * J, J, t, k, d);
+            if ((size_t)step < nforced && (st = force_step(c, &opt->forced[step], step, t, &k, &d, e)) != VKASR_OK)
+                break;
+            step++;
             if (k == V) { /* blank */
                 if (tdt)
                     t += d > 0 ? d : 1; /* blank with duration 0 advances one frame */
@@ -220,6 +288,7 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
         }
     }
     be_release(be, mark);
+    free(logits);
     if (st == VKASR_OK)
         progress(hooks, T, T, fs);
     return st;

@@ -113,6 +113,8 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
         st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, e);
+        if (st == VKASR_OK)
+            st = asr_tap(hooks, be, "layer", i, &cur, e);
         /* Start this block, wait for the previous one: the GPU stays busy while the host never runs
          * more than a block ahead, so abort is prompt and progress truthful. */
         if (st == VKASR_OK)

@@ -1,8 +1,10 @@
 /* pipeline.c — one utterance through the network: the memory plan (checked against the device's
  * budget and the caller's cap before anything is allocated, then reserved), features -> subsampling
  * -> conformer stack -> decoder on one scratch stack where each buffer is released once dead (the
- * features after subsampling, the blocks' second buffer before decoding), per-stage timings and
- * optional copies of the features and encoder output. */
+ * features after subsampling, the blocks' second buffer before decoding), per-stage timings,
+ * optional copies of the features and encoder output, and the stage taps of each (host copies: a tap
+ * takes no device memory beyond the backend's fixed staging buffer, so the plan is the same with or
+ * without them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -108,13 +110,17 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     out->mel_frames = st == VKASR_OK ? L : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
         st = copy_out(be, &feat, &out->mel, e);
+    if (st == VKASR_OK)
+        st = asr_tap(hooks, be, "mel", 0, &feat, e);
     double t1 = now_ms();
     out->features_ms = t1 - t0;
     if (st == VKASR_OK && hooks && hooks->progress)
         hooks->progress(hooks->ud, "features", 1.0, 0.0);
-    // x = subsample(feat), then feat is released
+    // x = subsample(feat), then feat is released (its copy and tap are taken above)
     if (st == VKASR_OK && T > 0)
         st = asr_subsample_tiled(m, be, &feat, &x, plan->chunks.sub_tile, e);
+    if (st == VKASR_OK && T > 0)
+        st = asr_tap(hooks, be, "subsampling", 0, &x, e); /* before the encoder's x sqrt(D) scaling */
     be_release(be, mark_x);
     if (st == VKASR_OK)
         st = asr_encode(m, be, cache, plan, &x, hooks, e);
@@ -123,6 +129,8 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     out->frames = st == VKASR_OK ? T : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
         st = copy_out(be, &x, &out->encoder, e);
+    if (st == VKASR_OK)
+        st = asr_tap(hooks, be, "encoder", 0, &x, e);
     double t2 = now_ms();
     out->encoder_ms = t2 - t1;
     if (st == VKASR_OK)

@@ -1,5 +1,6 @@
 /* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: encoder matrices in the
- * session precision (f16 or f32), everything else in f32; builds the mel window and filterbank. */
+ * session precision (f16 or f32), everything else in f32; builds the mel window and filterbank; the
+ * VKASR_TEST_PERTURB test hook. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +10,42 @@
 #include "audio/mel.h"
 #include "common/half.h"
 
+/* VKASR_TEST_PERTURB=BACKEND:TENSOR:FACTOR, a test hook for vkasr compare: when a model is loaded on
+ * BACKEND ("cpu", "vulkan", "cuda"), the weight TENSOR (its name after preparation, e.g.
+ * "encoder.layers.1.self_attn.o_proj.weight") is multiplied by FACTOR, so that one of two devices runs a
+ * deliberately wrong network. A malformed value, or a tensor the model lacks, fails the load. */
+struct perturb {
+    bool active, applied;
+    char tensor[256];
+    float factor;
+};
+
+static vkasr_status read_perturb(const struct be_device *dev, struct perturb *p, struct err *e) {
+    *p = (struct perturb){0};
+    const char *v = getenv("VKASR_TEST_PERTURB");
+    if (!v || !*v)
+        return VKASR_OK;
+    /* BACKEND is before the first ':', FACTOR after the last, TENSOR (which has no ':') between */
+    const char *c1 = strchr(v, ':'), *c2 = strrchr(v, ':');
+    const size_t nb = c1 ? (size_t)(c1 - v) : 0, nt = c1 && c2 > c1 ? (size_t)(c2 - c1 - 1) : 0;
+    char *end = NULL;
+    const float f = nt ? strtof(c2 + 1, &end) : 0.0f;
+    if (nb == 0 || nt == 0 || nt >= sizeof p->tensor || end == c2 + 1 || *end)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "VKASR_TEST_PERTURB='%s': expected BACKEND:TENSOR:FACTOR", v);
+    if (!dev->kind || strlen(dev->kind) != nb || strncmp(v, dev->kind, nb) != 0)
+        return VKASR_OK; /* another backend's */
+    memcpy(p->tensor, c1 + 1, nt);
+    p->factor = f;
+    p->active = true;
+    return VKASR_OK;
+}
+
 struct loader {
     const struct model_file *mf;
     struct backend *be;
     vkasr_precision precision;
     uint64_t n_params;
+    struct perturb perturb;
     struct err *e;
 };
 
@@ -26,8 +58,16 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
     void *buf = malloc(n ? be_nbytes(out) : 4);
     if (!buf)
         return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
+    const bool perturbed = ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0;
+    if (perturbed) {
+        ld->perturb.applied = true;
+        LOG_WARN(ld->be->dev->log, "VKASR_TEST_PERTURB: %s multiplied by %g on the %s backend (a test hook: "
+                 "results are deliberately wrong)", t->name, ld->perturb.factor, ld->be->dev->kind);
+    }
     for (uint64_t i = 0; i < n; i++) {
         float v = t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+        if (perturbed)
+            v *= ld->perturb.factor;
         if (type == BE_F16)
             ((uint16_t *)buf)[i] = float_to_half(v);
         else
@@ -194,8 +234,13 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
     struct backend *be = NULL;
     vkasr_status st = be_backend_create(dev, &be, e);
     if (st == VKASR_OK) {
-        struct loader ld = {mf, be, precision, 0, e};
-        st = load_all(&ld, m);
+        struct loader ld = {mf, be, precision, 0, {0}, e};
+        st = read_perturb(dev, &ld.perturb, e);
+        if (st == VKASR_OK)
+            st = load_all(&ld, m);
+        if (st == VKASR_OK && ld.perturb.active && !ld.perturb.applied)
+            st = err_set(e, VKASR_ERR_INVALID_ARG, "VKASR_TEST_PERTURB: %s has no tensor '%s'", mf->path,
+                         ld.perturb.tensor);
         if (st == VKASR_OK)
             st = be_sync(be);
         if (st != VKASR_OK && e->code == VKASR_OK)

@@ -18,6 +18,13 @@ static const char *after_prefix(const char *s, const char *prefix) {
     return s[n] == ':' ? s + n + 1 : NULL;
 }
 
+/* Records which backend an opened device belongs to. */
+static vkasr_status opened(vkasr_status st, const char *kind, struct be_device **out) {
+    if (st == VKASR_OK)
+        (*out)->kind = kind;
+    return st;
+}
+
 vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
     const char *want = opt->device;
     if (!want || !*want)
@@ -25,13 +32,13 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
     if (!want)
         want = "";
     if (strcmp(want, "cpu") == 0)
-        return ref_device_open(opt, out, e);
+        return opened(ref_device_open(opt, out, e), "cpu", out);
     struct be_device_options o = *opt;
     const char *rest;
     if ((rest = after_prefix(want, "cuda"))) {
 #ifdef VKASR_HAVE_CUDA
         o.device = rest;
-        return cuda_device_open(&o, out, e);
+        return opened(cuda_device_open(&o, out, e), "cuda", out);
 #else
         return err_set(e, VKASR_ERR_UNSUPPORTED,
                        "device '%s': this vkasr was built without the CUDA backend (configure with -DVKASR_CUDA=ON)",
@@ -41,7 +48,7 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
     if ((rest = after_prefix(want, "vulkan")))
         want = rest;
     o.device = want;
-    return vk_device_open(&o, out, e);
+    return opened(vk_device_open(&o, out, e), "vulkan", out);
 }
 
 void be_device_close(struct be_device *d) {

@@ -2,8 +2,9 @@
  *
  * A be_device is shared by every thread using a model: it owns the weights and (for Vulkan) the
  * VkDevice and pipelines. A backend is one thread's working context on a device: scratch memory,
- * command recording, profiling. Backends: vulkan/ (the engine) and ref/ (plain C, the test oracle
- * and a slow CPU fallback). src/asr only ever talks to this interface.
+ * command recording, profiling. Backends: vulkan/ (the engine), cuda/ (optional, -DVKASR_CUDA=ON: the
+ * NVIDIA-native yardstick) and ref/ (plain C, the test oracle and a slow CPU fallback). src/asr only
+ * ever talks to this interface.
  */
 #ifndef VKASR_BACKEND_H
 #define VKASR_BACKEND_H
@@ -50,6 +51,8 @@ struct be_device_info {
     bool coopmat;           /* tensor-core GEMM path available                                    */
     uint64_t max_alloc;     /* largest single allocation                                          */
     uint64_t heap_bytes;    /* device-local heap size                                             */
+    uint32_t max_groups;    /* largest workgroup / block count of a launch dimension, after
+                             * VKASR_MAX_GROUPS (tests check that a forced tiny grid took effect)  */
 };
 
 /* The device memory a run may plan with (the heap tensors live on). */
@@ -74,6 +77,7 @@ struct be_device {
     const struct be_device_vtbl *vt;
     struct be_device_info info;
     const struct logger *log;
+    const char *kind;       /* "cpu", "cuda" or "vulkan": the backend, set by be_device_open     */
 };
 
 struct be_op_stat {
@@ -156,5 +160,9 @@ vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *co
 /* Constructors of the backends (backend.c dispatches between them). */
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+/* The CUDA backend (built with -DVKASR_CUDA=ON, which defines VKASR_HAVE_CUDA): opt->device is what
+ * follows "cuda:" ("" = device 0); cuda_list_devices appends CUDA devices to vkasr_list_devices. */
+vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+vkasr_status cuda_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);
 
 #endif

@@ -240,8 +240,12 @@ static vkasr_status v_argmax(struct vctx *c, const struct op_argmax *a) {
 }
 
 static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    if (a->x.type != BE_F32 && a->x.type != BE_F16)
+        return bad(c, "x", &a->x, "must be f32 or f16");
+    TRY(need(c, "x", &a->x, 2, a->x.type));
+    if (a->y.type != BE_F32 && a->y.type != BE_F16)
+        return bad(c, "y", &a->y, "must be f32 or f16");
+    TRY(need(c, "y", &a->y, 2, a->y.type));
     if (a->w.type != BE_F32 && a->w.type != BE_F16)
         return bad(c, "w", &a->w, "must be f32 or f16");
     TRY(need(c, "w", &a->w, 2, a->w.type));
@@ -254,7 +258,7 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
         TRY(need_dims(c, "bias", &a->bias, N, -1));
     }
     if (present(&a->res)) {
-        TRY(need(c, "res", &a->res, 2, BE_F32));
+        TRY(need(c, "res", &a->res, 2, a->y.type)); /* may alias y: same type */
         TRY(need_dims(c, "res", &a->res, M, N));
     }
     if (!valid_act(a->act))

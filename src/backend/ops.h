@@ -95,12 +95,16 @@ struct op_argmax {
 /* ---- matrix products -------------------------------------------------------------------------- */
 
 /* y = res + alpha * act(x w^T + bias)
- *   x [M, K] F32;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
- *   res [M, N] F32 optional (may alias y);  y [M, N] F32.
- * With w in F16, x is rounded to F16 for the product (tensor-core path); accumulation is F32.
+ *   x [M, K] F32 or F16;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
+ *   y [M, N] F32 or F16;  res [M, N] optional, of y's type (may alias y).
+ * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
+ * it is. Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
+ * F16 (ties to even). Any combination of the three types is valid.
  * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
  * matvec hint lifts that guarantee for a product of a few rows that no tiled computation repeats
- * (the decoder's): a backend may then pick a kernel by M (a matrix-vector one), and its rounding. */
+ * (the decoder's): a backend may then pick a kernel by M (a matrix-vector one, or a split of K into
+ * slices added afterwards), and its rounding. Without the hint a backend may still split K, but
+ * only by N and K, never by M. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
     int act;

@@ -22,6 +22,9 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 
 const char *default_model(char *buf, size_t size);
 /* The exit code for a status; model_stage: the error came from loading the model. */
 int exit_code_for(vkasr_status st, int model_stage);
+/* EXIT_USAGE with a message when a device string (NULL or "": $VKASR_DEVICE) names a backend this
+ * build lacks ("cuda" without -DVKASR_CUDA=ON), EXIT_OK otherwise. */
+int check_device_backend(const char *device);
 /* Flushes stdout; EXIT_AUDIO (reported once) when the write failed, EXIT_OK otherwise. */
 int stdout_check(void);
 /* The value after option argv[*i] (advancing *i), or NULL with a message when it is missing. */
@@ -59,5 +62,7 @@ int write_npy(const char *path, const float *data, size_t rows, size_t cols);
 int cmd_transcribe(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 #endif

@@ -39,6 +39,21 @@ int exit_code_for(vkasr_status st, int model_stage) {
     }
 }
 
+int check_device_backend(const char *device) {
+    const char *from = "--device";
+    if (!device || !*device) {
+        device = getenv("VKASR_DEVICE");
+        from = "$VKASR_DEVICE";
+    }
+    if (device && strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':') &&
+        !vkasr_has_backend("cuda")) {
+        fprintf(stderr, "vkasr: %s %s: this vkasr was built without the CUDA backend (configure with "
+                        "-DVKASR_CUDA=ON); devices here: cpu, vulkan[:N|NAME], N, NAME\n", from, device);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 /* Flushes stdout and reports a failed write once (a full disk, a closed pipe): a transcript that did not
  * reach its destination must not exit 0. Returns EXIT_AUDIO (I/O error) on failure. */
 int stdout_check(void) {

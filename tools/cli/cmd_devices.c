@@ -1,4 +1,5 @@
-/* cmd_devices.c — `vkasr devices`: every Vulkan device, its limits and whether vkasr can use it. */
+/* cmd_devices.c — `vkasr devices`: every Vulkan device (and, in a build with the CUDA backend, every
+ * CUDA device), its limits and whether vkasr can use it. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdlib.h>
@@ -7,7 +8,24 @@
 #include "cli.h"
 
 static void usage_devices(FILE *f) {
-    fprintf(f, "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses.\n");
+    fprintf(f, "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses%s.\n",
+            vkasr_has_backend("cuda") ? ", then the CUDA devices (--device cuda:N)" : "");
+}
+
+/* A CUDA device: what --device cuda:N names. */
+static void print_cuda(const vkasr_device_info *d) {
+    printf("device cuda:%d: %s\n", d->index, d->name);
+    printf("  backend     cuda\n");
+    printf("  type        %s\n", d->type);
+    printf("  driver      %s\n", d->driver);
+    printf("  compute     capability %d.%d\n", d->compute_capability / 10, d->compute_capability % 10);
+    printf("  memory      %.1f GiB\n", d->heap_size[0] / 1073741824.0);
+    printf("  limits      warp %u, grid %u x %u x %u, shared memory %u KiB per block\n", d->subgroup_size,
+           d->max_workgroup_count[0], d->max_workgroup_count[1], d->max_workgroup_count[2], d->max_shared_memory / 1024);
+    if (d->usable)
+        printf("  usable      yes%s\n", d->compute_capability >= 80 ? " (tensor cores)" : "");
+    else
+        printf("  usable      no: %s\n", d->missing);
 }
 
 int cmd_devices(int argc, char **argv) {
@@ -31,6 +49,10 @@ int cmd_devices(int argc, char **argv) {
     for (size_t i = 0; i < n && i < 16; i++) {
         const vkasr_device_info *d = &info[i];
         any |= d->usable;
+        if (strcmp(d->backend, "cuda") == 0) {
+            print_cuda(d);
+            continue;
+        }
         printf("device %d: %s\n", d->index, d->name);
         printf("  type        %s\n", d->type);
         printf("  driver      %s\n", d->driver);
@@ -52,7 +74,7 @@ int cmd_devices(int argc, char **argv) {
             printf("  usable      no: lacks %s\n", d->missing);
     }
     if (!any) {
-        fprintf(stderr, "vkasr: no Vulkan device meets vkasr's requirements\n");
+        fprintf(stderr, "vkasr: no device meets vkasr's requirements\n");
         return EXIT_DEVICE;
     }
     return EXIT_OK;

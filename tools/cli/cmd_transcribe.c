@@ -31,8 +31,10 @@ static void usage_transcribe(FILE *f) {
             "  -of, --output-file BASE base name of the output files (one input only)\n"
             "      --dump DIR          write DIR/mel.npy (normalized features) and DIR/encoder.npy (encoder\n"
             "                          output), float32 [frames, dim]; DIR/<n>/ per input when several\n"
-            "  -d, --device N|NAME     Vulkan device index or name substring (also $VKASR_DEVICE);\n"
-            "                          \"cpu\" runs the slow plain-C reference backend\n"
+            "  -d, --device DEV        the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"
+            "                          backend), cuda[:N] (the CUDA backend, in builds with it),\n"
+            "                          vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"
+            "                          device name substring); default: the best Vulkan device\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
             "      --attention MODE    auto (default): full attention up to --attention-threshold, local\n"
             "                          beyond; full: every frame sees every frame (what the models were\n"
@@ -55,22 +57,25 @@ static void usage_transcribe(FILE *f) {
             "  -v, --verbose           more log messages: the attention chosen, the memory plan and the\n"
             "                          subsampling tiles, and per file its timings, planned and peak\n"
             "                          device memory and the process's peak host memory\n"
-            "  -h, --help              this help\n"
-            "\n"
-            "--format json prints one JSON object per input on one line: text, duration, partial,\n"
-            "attention (mode \"full\" or \"local\" and its window), tokens (id, piece, text, frame, start,\n"
-            "end), words and segments (text, start, end). Times are in seconds.\n"
-            "\n"
-            "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
-            "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
-            "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
-            "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
-            "Ctrl-C ends vkasr at once.\n"
-            "\n"
-            "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            4 audio or I/O error, 5 no usable Vulkan device, 130 interrupted. With several\n"
-            "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
+            "  -h, --help              this help\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+    /* a second call: one string literal of the whole text would exceed C99's 4095 characters */
+    fputs("\n"
+          "--format json prints one JSON object per input on one line: text, duration, partial,\n"
+          "attention (mode \"full\" or \"local\" and its window), tokens (id, piece, text, frame, start,\n"
+          "end), words and segments (text, start, end). Times are in seconds.\n"
+          "\n"
+          "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
+          "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
+          "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
+          "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
+          "Ctrl-C ends vkasr at once.\n"
+          "\n"
+          "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
+          "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda),\n"
+          "            130 interrupted. With several\n"
+          "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
+          f);
 }
 
 /* "full", "auto", "local" or "local:W" (W >= 1). */
@@ -248,6 +253,8 @@ int cmd_transcribe(int argc, char **argv) {
         fprintf(stderr, "vkasr: -of names the outputs of one input; %d inputs given\n", ninputs);
         rc = EXIT_USAGE;
     }
+    if (rc == EXIT_OK)
+        rc = check_device_backend(device);
     if (rc != EXIT_OK) {
         free(inputs);
         return rc;

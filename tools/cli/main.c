@@ -17,6 +17,8 @@ static const struct command {
     {"transcribe", cmd_transcribe, "transcribe audio files (vkasr transcribe --help)"},
     {"devices", cmd_devices, "list Vulkan devices and the features vkasr uses"},
     {"convert", cmd_convert, "convert a Hugging Face model directory to vkasr's GGUF file"},
+    {"compare", cmd_compare, "run one file on several devices and compare them stage by stage"},
+    {"bench", cmd_bench, "time transcriptions of synthetic audio (vkasr bench --help)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

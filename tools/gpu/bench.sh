@@ -1,23 +1,85 @@
 #!/bin/bash
-# GPU machine, idle GPU: the figures of docs/gpu-results.md — GEMM configurations, the 0.6B-shaped TDT
-# model through vkasr (60 s, 10 min; f16 and f32) with per-op profile, PyTorch on the same GPU, and an
-# hour of audio in one call.
+# GPU machine, idle GPU: vkasr next to PyTorch on the 0.6B-shaped random TDT model, in one run —
+# PyTorch's encoder in bf16 and fp32 (tools/fixtures/bench_pytorch.py, which also saves the model as an
+# HF directory), `vkasr bench` in f16 and f32 at 60 s and 10 min (and the CUDA backend, -d cuda, when
+# this build has it), the ratios; the cold start (process wall of a 60 s transcription with the
+# driver's shader cache and vkasr's pipeline cache both emptied, with vkasr's only, with the driver's
+# only, and warm); the per-op GPU profile at 10 min. About 5 minutes. The GEMM configurations are
+# gemm_sweep.sh's. Logs and JSON in $OUT (default gpu-out/).
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-V=build-gpu/tools/vkasr
-nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader
-{ build-gpu/tests/bench_ops; for c in cm64x64 cm128x128; do build-gpu/tests/bench_ops --cfg $c; done; } 2>&1 |
-    grep -E "kernel|gpu \(" | tee "$OUT/bench-ops.log"
-python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
-python3 tools/gpu/make_long_wav.py 3600 /tmp/a3600.wav
-timeout 200 python3 tools/fixtures/bench_pytorch.py --save /tmp/p06 --no-generate --out /tmp/pt >"$OUT/bench-pytorch.log" 2>&1
+V=$PWD/build-gpu/tools/vkasr
+P06=${P06:-/tmp/p06}          # the 0.6B-shaped HF directory (made here when missing)
+G06=${G06:-/tmp/p06.gguf}     # ... converted to f16
+nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader
+
+# PyTorch: the encoder in fp32, fp32+TF32 and bf16 at 60 s and 10 min
+SAVE=""; [ -f "$P06/config.json" ] || SAVE="--save $P06"
+timeout 500 python3 tools/fixtures/bench_pytorch.py $SAVE --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
 echo "pytorch rc=$?"; grep -E "^\|" "$OUT/bench-pytorch.log"
-$V convert /tmp/p06 -o /tmp/p06.gguf --type f16 2>&1 | tail -1
-for f in /tmp/a60.wav /tmp/a600.wav; do timeout 120 $V transcribe -m /tmp/p06.gguf -v $f $f >/dev/null 2>>"$OUT/vkasr-bench.log"; done
-for f in /tmp/a60.wav /tmp/a600.wav; do timeout 120 $V transcribe -m /tmp/p06 -p f32 -v $f $f >/dev/null 2>>"$OUT/vkasr-bench.log"; done
-timeout 120 $V transcribe -m /tmp/p06.gguf --profile /tmp/a60.wav /tmp/a600.wav >/dev/null 2>"$OUT/vkasr-profile.log"
-# an hour in one call: the default model, then the 0.6B-shaped one
-timeout 120 $V transcribe -v /tmp/a3600.wav >/tmp/a3600.txt 2>>"$OUT/vkasr-bench.log"; echo "hour default rc=$? words $(wc -w </tmp/a3600.txt)"
-timeout 200 $V transcribe -m /tmp/p06.gguf -v /tmp/a3600.wav >/dev/null 2>>"$OUT/vkasr-bench.log"; echo "hour 0.6B rc=$?"
-grep -E "RTF|peak|encoder" "$OUT/vkasr-bench.log" | tail -20; grep -E "relpos|linear|RTF|peak" "$OUT/vkasr-profile.log"
+[ -f "$G06" ] || $V convert "$P06" -o "$G06" --type f16 2>&1 | tail -n 1
+
+# vkasr bench: f16 (the GGUF), f32 (the HF directory); the CUDA backend when built in
+timeout 300 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-vkasr-f16.json"; echo "vkasr f16 rc=$?"
+timeout 300 $V bench -m "$P06" -p f32 --seconds 60,600 --runs 3 --json >"$OUT/bench-vkasr-f32.json"; echo "vkasr f32 rc=$?"
+if $V bench -m "$G06" -d cuda --seconds 1 --runs 1 --json >/dev/null 2>"$OUT/cuda-probe.log"; then
+    timeout 300 $V bench -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-cuda-f16.json"
+    timeout 300 $V bench -m "$P06" -d cuda -p f32 --seconds 60,600 --runs 3 --json >"$OUT/bench-cuda-f32.json"
+else
+    echo "CUDA backend: not run ($(head -n 1 "$OUT/cuda-probe.log"))"
+fi
+
+# the table and the ratios (encoder against PyTorch's encoder; end to end for vkasr only)
+python3 - "$OUT" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return None
+pt = (load("pytorch/bench_pytorch.json") or {}).get("encoder", {})
+def pt_ms(label, secs):
+    r = pt.get(f"{label} {'60s' if secs == 60 else '10min'}")
+    return r["median_ms"] if r else None
+print("| engine | precision | audio | encoder ms | decoder ms | wall ms | RTFx | peak MiB | first run ms | encoder / PyTorch bf16 | / fp32 |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
+for eng, prec, name in (("vkasr", "f16", "bench-vkasr-f16.json"), ("vkasr", "f32", "bench-vkasr-f32.json"),
+                        ("vkasr cuda", "f16", "bench-cuda-f16.json"), ("vkasr cuda", "f32", "bench-cuda-f32.json")):
+    b = load(name)
+    for L in (b or {}).get("lengths", []):
+        s, e = L["seconds"], L["encoder_ms"]["median"]
+        bf, fp = pt_ms("bf16", s), pt_ms("fp32", s)
+        f = lambda k: f"{L[k]['median']:.1f} ({L[k]['min']:.1f}-{L[k]['max']:.1f})"
+        print(f"| {eng} | {prec} | {s:g} s | {f('encoder_ms')} | {f('decoder_ms')} | {f('wall_ms')} | "
+              f"{L['rtfx']['median']:.0f} | {L['peak_device_mib']:.0f} | {L['first_ms']:.0f} | "
+              f"{e / bf if bf else float('nan'):.2f} | {e / fp if fp else float('nan'):.2f} |")
+for label in ("bf16", "fp32", "fp32+tf32"):
+    print(f"PyTorch {label}: encoder 60 s {pt_ms(label, 60)} ms, 10 min {pt_ms(label, 600)} ms")
+EOF
+
+# cold start: process wall of one 60 s transcription; fresh HOME (so the driver's cache, ~/.cache/nvidia
+# or __GL_SHADER_DISK_CACHE_PATH, starts empty) and VKASR_CACHE_DIR per state
+python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
+VC=$(mktemp -d); H1=$(mktemp -d); H2=$(mktemp -d); H3=$(mktemp -d)
+run60() { # STATE HOME [env...]: prints the wall and the pipeline-cache line of the run
+    local state=$1 home=$2; shift 2
+    local t0=$(date +%s%N)
+    env HOME="$home" __GL_SHADER_DISK_CACHE_PATH="$home/glcache" VKASR_CACHE_DIR="$VC" "$@" \
+        "$V" transcribe -v -m "$G06" /tmp/a60.wav >/dev/null 2>"$OUT/cold-$state.log"
+    local rc=$? t1=$(date +%s%N)
+    echo "cold_start state=$state wall_ms=$(((t1 - t0) / 1000000)) rc=$rc"
+    grep -o "pipeline cache: .*" "$OUT/cold-$state.log" | sed 's/^/    /' 
+}
+mkdir -p "$H1/glcache" "$H2/glcache" "$H3/glcache"
+run60 cold "$H1"                                     # nothing cached
+run60 vkasr_cache_only "$H2"                         # vkasr's cache from the run above, the driver's empty
+run60 warm "$H2"                                     # both
+run60 driver_cache_only "$H3" VKASR_NO_PIPELINE_CACHE=1   # today's behaviour without vkasr's cache: twice
+run60 driver_cache_only_2 "$H3" VKASR_NO_PIPELINE_CACHE=1
+rm -rf "$VC" "$H1" "$H2" "$H3"
+
+# per-op GPU time at 10 min (the second file of the process: pipelines already made)
+timeout 200 $V transcribe -m "$G06" --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/vkasr-profile.log"
+grep -E "profile|RTF" "$OUT/vkasr-profile.log" | tail -n 25

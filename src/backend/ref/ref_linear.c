@@ -4,19 +4,25 @@
 
 #include "ref_internal.h"
 
+/* Element i of an F32 or F16 tensor, widened to double. */
+static double ref_elem(const be_tensor *t, uint64_t i) {
+    return t->type == BE_F16 ? (double)half_to_float(ref_u16(t)[i]) : (double)ref_f32(t)[i];
+}
+
 vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
-    const float *x = ref_f32(&a->x), *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
-    const float *res = a->res.addr ? ref_f32(&a->res) : NULL;
-    float *y = ref_f32(&a->y);
-    bool f16 = a->w.type == BE_F16;
+    const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
+    /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input); an f16 x
+     * is exact already */
+    bool round_x = a->w.type == BE_F16 && a->x.type == BE_F32;
     double *xr = malloc((size_t)(K > 0 ? K : 1) * sizeof *xr);
     if (!xr)
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     for (int64_t m = 0; m < M; m++) {
-        /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input) */
-        for (int64_t k = 0; k < K; k++)
-            xr[k] = f16 ? (double)half_to_float(float_to_half(x[m * K + k])) : (double)x[m * K + k];
+        for (int64_t k = 0; k < K; k++) {
+            uint64_t i = (uint64_t)(m * K + k);
+            xr[k] = round_x ? (double)half_to_float(float_to_half(ref_f32(&a->x)[i])) : ref_elem(&a->x, i);
+        }
         for (int64_t n = 0; n < N; n++) {
             double acc = 0;
             for (int64_t k = 0; k < K; k++)
@@ -24,9 +30,13 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
             if (bias)
                 acc += bias[n];
             double v = (double)a->alpha * ref_act(acc, a->act);
-            if (res)
-                v += res[m * N + n];
-            y[m * N + n] = (float)v;
+            uint64_t o = (uint64_t)(m * N + n);
+            if (a->res.addr)
+                v += ref_elem(&a->res, o); /* res may be y: read before the write */
+            if (a->y.type == BE_F16)
+                ref_u16(&a->y)[o] = float_to_half((float)v);
+            else
+                ref_f32(&a->y)[o] = (float)v;
         }
     }
     free(xr);

@@ -283,6 +283,7 @@ void vk_describe_device(VkInstance inst, VkPhysicalDevice pd, int index, vkasr_d
     probe_device(inst, pd, &p);
     memset(info, 0, sizeof *info);
     info->index = index;
+    snprintf(info->backend, sizeof info->backend, "vulkan");
     snprintf(info->name, sizeof info->name, "%s", p.props.deviceName);
     const char *type = "other";
     switch (p.props.deviceType) {
@@ -587,6 +588,11 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
     c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    /* Pipeline creation feedback is core in Vulkan 1.3, for the instance (vk_instance_create asks for
+     * 1.3 when the loader has it) and the device alike. */
+    uint32_t loader = 0;
+    d->creation_feedback = p.props.apiVersion >= VK_API_VERSION_1_3 &&
+                           vkEnumerateInstanceVersion(&loader) == VK_SUCCESS && loader >= VK_API_VERSION_1_3;
     c->f16 = want_f16 && info->shader_float16 && !env_flag("VKASR_DISABLE_F16");
     c->coopmat_nv = c->f16 && info->cooperative_matrix_nv && !env_flag("VKASR_DISABLE_COOPMAT");
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -724,6 +730,8 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     pthread_mutex_init(&d->weights_lock, NULL);
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
+    atomic_init(&d->pipelines_created, 0);
+    atomic_init(&d->pipeline_cache_hits, 0);
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
     d->submit_batch = env_u32(d->base.log, "VKASR_SUBMIT_BATCH", 96, VK_MAX_SUBMIT_BATCH);
     bool validation = opt->validation || env_flag("VKASR_VALIDATION");
@@ -750,6 +758,10 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.info.coopmat = d->caps.coopmat_nv;
     d->base.info.max_alloc = d->caps.max_alloc;
     d->base.info.heap_bytes = d->heap_size;
+    d->base.info.max_groups = d->caps.max_groups[0];
+    for (int i = 1; i < 3; i++)
+        if (d->caps.max_groups[i] > d->base.info.max_groups)
+            d->base.info.max_groups = d->caps.max_groups[i];
     LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u, f16 %s, tensor cores %s, %s memory", info.index,
              info.name, info.type, d->caps.subgroup_size, d->caps.f16 ? "on" : "off", d->caps.coopmat_nv ? "on" : "off",
              d->device_mappable ? "host-mapped" : "staged");

@@ -1,9 +1,9 @@
-/* vk_gemm.h — kernel selection for the linear op (vk_op_gemm.c): the tile configurations of the scalar
- * GEMM (gemm.comp), of the tensor-core GEMM (gemm_coopmat.comp), of the matrix-vector kernel
- * (gemv.comp) and of the barrier-free kernel for CPU drivers (gemm_direct.comp), the pure function
- * that picks one
- * for a device and a shape, and a recorder that runs a given configuration (tests and the benchmark
- * force configurations through it; the network only calls vk_op_linear). */
+/* vk_gemm.h — kernel selection for the linear op: the configurations of the scalar GEMM (gemm.comp),
+ * the tensor-core GEMM (gemm_coopmat.comp, with split-K through gemm_reduce.comp), the matrix-vector
+ * kernel (gemv.comp) and the barrier-free kernel for CPU drivers (gemm_direct.comp); the pure
+ * function that plans a product from the device and its shape (vk_gemm_configs.c, which holds the
+ * measured choice table); and the recorder that runs a given plan (vk_op_gemm.c; tests and the
+ * benchmark force plans through it, the network only calls vk_op_linear). */
 #ifndef VKASR_VK_GEMM_H
 #define VKASR_VK_GEMM_H
 
@@ -18,15 +18,25 @@ enum vk_gemm_kernel {
 };
 
 struct vk_gemm_cfg {
-    const char *name;        /* e.g. "cm128x128": for --cfg in the benchmark and test messages */
+    const char *name;        /* e.g. "cm128x128_k32": for --cfg in the benchmark and test messages */
     const char *prof;        /* dispatch name in profiles                                     */
     enum vk_gemm_kernel kind;
     be_dtype wtype;          /* weight type the variant reads                                 */
-    enum spv_id spv;
+    enum spv_id spv;         /* the variant for x, w, y of f32 (f16 weights: the F16_TYPES one) */
+    enum spv_id spv_f16io;   /* the F16_TYPES variant: f16 x or y (types by spec constant 7)  */
     uint32_t wg;             /* workgroup size (spec constant 0)                              */
     uint32_t bm, bn, bk;     /* output tile and K step                                        */
     uint32_t tm, tn;         /* scalar: outputs per invocation (spec constants 4, 5)          */
-    uint32_t shared_bytes;   /* shared memory the variant declares                            */
+    uint32_t stages;         /* tensor cores: shared-memory stages of the K loop (1 or 2)     */
+    uint32_t shared_bytes;   /* shared memory the variant declares (emulated: the same layout,
+                                in device memory per workgroup instead)                       */
+};
+
+/* A product's plan: the configuration and how many slices K is split into (tensor cores only; the
+ * slices are added by gemm_reduce.comp in order, which rounds differently from splits = 1). */
+struct vk_gemm_plan {
+    const struct vk_gemm_cfg *cfg; /* NULL: no kernel can run the product here */
+    uint32_t splits;               /* >= 1                                     */
 };
 
 /* Every configuration this build has, in no particular order; *n receives the count. */
@@ -35,14 +45,17 @@ const struct vk_gemm_cfg *vk_gemm_configs(size_t *n);
 const struct vk_gemm_cfg *vk_gemm_find(const char *name);
 /* Whether a configuration can run on a device (features, subgroup size, limits). */
 bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps);
-/* The configuration vk_op_linear uses for an M x N x K product with weights of type wtype (matvec:
- * the op's hint); NULL when none can run (f16 weights on a device without f16). Pure: depends on
- * its arguments only. Without the hint, configurations chosen for different M compute a row
- * identically. */
-const struct vk_gemm_cfg *vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
-                                         be_dtype wtype, bool matvec);
-/* Records the linear op with a given configuration (arguments already validated). Errors if the
- * configuration cannot run on this device or does not take this weight type. */
-vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg);
+/* The plan vk_op_linear uses for an M x N x K product with weights of type wtype (matvec: the op's
+ * hint); plan.cfg is NULL when none can run (f16 weights on a device without f16). The activation and
+ * output types do not change it. Pure: depends on its arguments only.
+ * Without the hint a row does not depend on M: configurations chosen for different M add a product's
+ * terms in the same order (the scalar tiles and gemm_direct.comp: one FMA chain per output; the
+ * tensor-core tiles: the same 16x16x16 products in k order whatever the tile), and the split of K is
+ * chosen by N and K only. With the hint (at most 64 rows) the kernel and the split may follow M. */
+struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
+                                   bool matvec);
+/* Records the linear op with a given plan (arguments already validated). Errors if the configuration
+ * cannot run on this device, does not take this weight type, or cannot split K (not tensor cores). */
+vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_plan *plan);
 
 #endif

@@ -91,7 +91,12 @@ struct vk_device {
     bool memory_budget;              /* VK_EXT_memory_budget enabled                            */
     atomic_uint_fast64_t allocated;  /* device bytes allocated by all arenas of this device     */
     VkPipelineLayout layout;         /* push constants only: tensors are addressed by BDA       */
-    VkPipelineCache cache;
+    VkPipelineCache cache;           /* seeded from and saved to disk (vk_pipeline_cache.c)     */
+    char pcache_path[4096];          /* the cache's file; "" when off                           */
+    size_t pcache_loaded;            /* bytes the cache was seeded with                         */
+    bool creation_feedback;          /* Vulkan 1.3: the driver reports pipeline-cache hits      */
+    atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
+    atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
     pthread_mutex_t pipe_lock;
     struct vk_pipeline_entry *pipes;
     size_t npipes, cappipes;
@@ -133,8 +138,16 @@ struct vk_block *vk_arena_find(struct vk_arena *a, uint64_t addr, uint64_t bytes
 /* ---- pipelines (vk_pipeline.c) ---------------------------------------------------------------- */
 
 #define VK_PUSH_CONSTANT_BYTES 128
+/* The pipeline layout and the cache; pipelines themselves are created on first use. */
 vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e);
+/* Saves the cache to disk (when pipelines were created), then destroys pipelines, cache and layout. */
 void vk_pipelines_destroy(struct vk_device *d);
+/* vk_pipeline_cache.c: creates d->cache, seeded from the cache file when one matches this device,
+ * driver and vkasr version (VKASR_CACHE_DIR, $XDG_CACHE_HOME/vkasr, ~/.cache/vkasr; off with
+ * VKASR_NO_PIPELINE_CACHE=1); and writes it back, atomically. Problems with the file are logged (INFO)
+ * and cost only the cache. */
+vkasr_status vk_pcache_create(struct vk_device *d, struct err *e);
+void vk_pcache_save(struct vk_device *d);
 /* Returns the pipeline for a shader and its specialization constants (ids 0..nspec-1), creating it on
  * first use. Thread-safe. */
 vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,

@@ -1,6 +1,8 @@
 /* vk_pipeline.c — compute pipelines from the embedded SPIR-V table, created lazily per (shader,
- * specialization constants) and shared by all backends of a device. One pipeline layout for all:
- * 128 bytes of push constants and no descriptors (tensors are buffer device addresses). */
+ * specialization constants) on first use, so a run pays only for the kernels it uses, and shared by
+ * all backends of a device; created through the persistent pipeline cache (vk_pipeline_cache.c). One
+ * pipeline layout for all: 128 bytes of push constants and no descriptors (tensors are buffer device
+ * addresses). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,12 +20,11 @@ vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e) {
         .pPushConstantRanges = &pcr,
     };
     VK_CHECK(e, vkCreatePipelineLayout(d->dev, &li, NULL, &d->layout));
-    VkPipelineCacheCreateInfo ci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-    VK_CHECK(e, vkCreatePipelineCache(d->dev, &ci, NULL, &d->cache));
-    return VKASR_OK;
+    return vk_pcache_create(d, e);
 }
 
 void vk_pipelines_destroy(struct vk_device *d) {
+    vk_pcache_save(d);
     for (size_t i = 0; i < d->npipes; i++)
         vkDestroyPipeline(d->dev, d->pipes[i].pipeline, NULL);
     free(d->pipes);
@@ -56,8 +57,17 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
         .dataSize = 4 * nspec,
         .pData = spec,
     };
+    /* Whether the driver found the pipeline in the cache (Vulkan 1.3; counted for logs and tests). */
+    VkPipelineCreationFeedback fb = {0}, fb_stage = {0};
+    VkPipelineCreationFeedbackCreateInfo fci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO,
+        .pPipelineCreationFeedback = &fb,
+        .pipelineStageCreationFeedbackCount = 1,
+        .pPipelineStageCreationFeedbacks = &fb_stage,
+    };
     VkComputePipelineCreateInfo ci = {
         .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .pNext = d->creation_feedback ? &fci : NULL,
         .stage =
             {
                 .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
@@ -70,6 +80,12 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
     };
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
     vkDestroyShaderModule(d->dev, mod, NULL);
+    if (r == VK_SUCCESS) {
+        atomic_fetch_add(&d->pipelines_created, 1);
+        if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
+            (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
+            atomic_fetch_add(&d->pipeline_cache_hits, 1);
+    }
     if (r != VK_SUCCESS)
         return err_set(e, r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? VKASR_ERR_DEVICE_MEMORY : VKASR_ERR_VULKAN,
                        "creating the compute pipeline of shader %s failed: %s", blob->name, vk_result_name(r));

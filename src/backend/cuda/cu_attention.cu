@@ -1,0 +1,458 @@
+/* cu_attention.cu — the fused relative-position attention on CUDA (ops.h op_relpos_attention): scores
+ *   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[c - (i - j)]) / sqrt(dk),  c = (P-1)/2,
+ * over keys j < n_valid (and |i - j| <= window when window > 0), an online softmax, y_i = sum_j w_ij v_j;
+ * query rows >= n_valid get zeros. Neither kernel builds a T x T matrix: a block owns a block of query
+ * rows of one head (work items grid-stride), stages key tiles, their value rows and the position rows
+ * the tile needs in shared memory, and keeps the softmax state in registers.
+ *   att_f32: exact f32 (FMA), a warp per 4 query rows, lanes split the head width (dk <= 256); with the
+ *     op's f16 flag it rounds its inputs to f16 as the reference does (heads too wide for the tensor
+ *     cores).
+ *   att_tc:  tensor cores (mma.sync m16n8k16, f16 x f16 -> f32) for the f16 flag and dk <= 128: a warp
+ *     per 16 query rows; AC = (q+u) K^T and the position term (q+v) W^T over the 16 + BK window rows
+ *     the warp's rows reach, shifted through shared memory (row r, key column c uses window column
+ *     c - r + 15), then P V with the softmax weights rounded to f16. */
+#include <math.h>
+#include <string.h>
+
+#include "cu_internal.h"
+#include <cuda_fp16.h>
+
+struct att_args {
+    const float *q, *k, *v, *p, *u, *bv;
+    float *y;
+    int64_t T, D, P, n_valid, window, center;
+    int H, dk;
+    float scale;
+    bool f16;
+    bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: float4 loads */
+};
+
+/* The keys query rows [i0, i0 + rows) may see: [*lo, *hi). */
+static __device__ __forceinline__ void key_range(const att_args &a, int64_t i0, int64_t rows, int64_t *lo, int64_t *hi) {
+    *lo = 0;
+    *hi = a.n_valid;
+    if (a.window > 0) {
+        *lo = i0 - a.window > 0 ? i0 - a.window : 0;
+        int64_t h = i0 + rows + a.window;
+        *hi = h < a.n_valid ? h : a.n_valid;
+    }
+    if (i0 >= a.n_valid)
+        *hi = *lo;
+}
+
+static __device__ __forceinline__ float round16(float x, bool f16) { return f16 ? __half2float(__float2half_rn(x)) : x; }
+
+/* ---- f32 -------------------------------------------------------------------------------------- */
+
+#define AF_WARPS 4
+#define AF_ROWS 4                  /* query rows per warp */
+#define AF_BQ (AF_WARPS * AF_ROWS) /* query rows per block */
+#define AF_BK 32                   /* keys per staged tile */
+#define AF_NWIN (AF_BQ + AF_BK)    /* position rows staged per tile (one spare) */
+
+static size_t af_smem(int dk) { return (size_t)(2 * AF_BK + AF_NWIN) * (size_t)dk * sizeof(float); }
+
+/* rows [row0, row0 + n) of a [rows, D] tensor, head columns [hoff, hoff + dk), into dst [n][dk]; rows
+ * outside [lo, hi) as zeros. */
+static __device__ void af_stage(float *dst, const float *src, int64_t row0, int n, int64_t lo, int64_t hi, int64_t D,
+                                int64_t hoff, int dk, bool f16) {
+    for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
+        int r = idx / dk, d = idx - r * dk;
+        int64_t row = row0 + r;
+        dst[idx] = row >= lo && row < hi ? round16(src[row * D + hoff + d], f16) : 0.0f;
+    }
+}
+
+template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f32_kernel(att_args a) {
+    extern __shared__ float af_sm[];
+    const int dk = a.dk, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *Ks = af_sm, *Vs = Ks + AF_BK * dk, *Ws = Vs + AF_BK * dk;
+    const int64_t nqb = (a.T + AF_BQ - 1) / AF_BQ, items = nqb * a.H;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const int h = (int)(item % a.H);
+        const int64_t i0 = item / a.H * AF_BQ, hoff = (int64_t)h * dk;
+        float qu[AF_ROWS][NE], qv[AF_ROWS][NE], o[AF_ROWS][NE], m[AF_ROWS], l[AF_ROWS];
+#pragma unroll
+        for (int r = 0; r < AF_ROWS; r++) {
+            int64_t i = i0 + warp * AF_ROWS + r;
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+#pragma unroll
+            for (int e = 0; e < NE; e++) {
+                int d = lane + 32 * e;
+                bool in = i < a.T && d < dk;
+                float x = in ? a.q[i * a.D + hoff + d] : 0.0f;
+                qu[r][e] = in ? round16(x + a.u[hoff + d], a.f16) : 0.0f;
+                qv[r][e] = in ? round16(x + a.bv[hoff + d], a.f16) : 0.0f;
+                o[r][e] = 0.0f;
+            }
+        }
+        int64_t jlo, jhi;
+        key_range(a, i0, AF_BQ, &jlo, &jhi);
+        for (int64_t j0 = jlo; j0 < jhi; j0 += AF_BK) {
+            /* window row wr holds position row nbase + wr; score (i, j) uses nbase + (i0 + BQ-1 - i) + (j - j0) */
+            const int64_t nbase = a.center - (i0 + AF_BQ - 1) + j0;
+            __syncthreads(); /* the previous tile is consumed */
+            af_stage(Ks, a.k, j0, AF_BK, 0, a.T, a.D, hoff, dk, a.f16);
+            af_stage(Vs, a.v, j0, AF_BK, 0, a.T, a.D, hoff, dk, a.f16);
+            af_stage(Ws, a.p, nbase, AF_NWIN, 0, a.P, a.D, hoff, dk, a.f16);
+            __syncthreads();
+            const int nk = jhi - j0 < AF_BK ? (int)(jhi - j0) : AF_BK;
+#pragma unroll
+            for (int r = 0; r < AF_ROWS; r++) {
+                const int64_t i = i0 + warp * AF_ROWS + r;
+                if (i >= a.n_valid) /* warp-uniform */
+                    continue;
+                for (int jj = 0; jj < nk; jj++) {
+                    const int64_t j = j0 + jj;
+                    if (a.window > 0 && (i - j > a.window || j - i > a.window))
+                        continue;
+                    const float *kr = Ks + jj * dk, *wr = Ws + (int)(i0 + AF_BQ - 1 - i + jj) * dk;
+                    float part = 0.0f;
+#pragma unroll
+                    for (int e = 0; e < NE; e++) {
+                        int d = lane + 32 * e;
+                        if (d < dk)
+                            part = fmaf(qu[r][e], kr[d], fmaf(qv[r][e], wr[d], part));
+                    }
+                    const float s = cu_warp_sum(part) * a.scale; /* identical in every lane */
+                    if (s > m[r]) {
+                        const float c = expf(m[r] - s);
+                        l[r] *= c;
+#pragma unroll
+                        for (int e = 0; e < NE; e++)
+                            o[r][e] *= c;
+                        m[r] = s;
+                    }
+                    const float w = expf(s - m[r]);
+                    l[r] += w;
+                    const float *vr = Vs + jj * dk;
+#pragma unroll
+                    for (int e = 0; e < NE; e++) {
+                        int d = lane + 32 * e;
+                        if (d < dk)
+                            o[r][e] = fmaf(w, vr[d], o[r][e]);
+                    }
+                }
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < AF_ROWS; r++) {
+            const int64_t i = i0 + warp * AF_ROWS + r;
+            if (i >= a.T)
+                continue;
+            const float inv = i < a.n_valid ? 1.0f / l[r] : 0.0f;
+#pragma unroll
+            for (int e = 0; e < NE; e++) {
+                int d = lane + 32 * e;
+                if (d < dk)
+                    a.y[i * a.D + hoff + d] = i < a.n_valid ? o[r][e] * inv : 0.0f;
+            }
+        }
+    }
+}
+
+/* ---- tensor cores ----------------------------------------------------------------------------- */
+
+#define TC_WARPS 4
+#define TC_BQ (16 * TC_WARPS) /* query rows per block                                     */
+#define TC_BK 32              /* keys per tile                                            */
+#define TC_NWIN (TC_BQ + TC_BK) /* ring of position rows (BQ + BK - 1 used, one spare)     */
+#define TC_BDW (TC_BK + 16)   /* window columns of a warp's position product               */
+#define TC_BDP (TC_BDW + 4)   /* their pitch (floats)                                     */
+#define TC_VP (TC_BK + 8)     /* pitch (halves) of the transposed value tile              */
+
+template <int DKP> struct tc_layout {
+    static constexpr int QP = DKP + 8; /* row pitch (halves) of q+u, q+v, k and window rows: conflict-free fragment loads */
+    static constexpr size_t qu = 0, qv = qu + (size_t)TC_BQ * QP * 2, ks = qv + (size_t)TC_BQ * QP * 2,
+                            ws = ks + (size_t)TC_BK * QP * 2, vt = ws + (size_t)TC_NWIN * QP * 2,
+                            bd = vt + (size_t)DKP * TC_VP * 2, bytes = bd + (size_t)TC_WARPS * 16 * TC_BDP * 4;
+};
+
+static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, const uint32_t *b) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+static __device__ __forceinline__ uint32_t pack_half2(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi); /* lo in the low 16 bits: the smaller column index */
+    uint32_t u;
+    memcpy(&u, &h, 4);
+    return u;
+}
+
+/* A fragment (16 x 16, row-major source with pitch QP halves) of rows r0.., columns c0.. */
+template <int QP>
+static __device__ __forceinline__ void load_a(uint32_t *f, const __half *X, int r0, int c0, int g, int t) {
+    const uint32_t *X32 = (const uint32_t *)X;
+    f[0] = X32[((r0 + g) * QP + c0 + 2 * t) / 2];
+    f[1] = X32[((r0 + g + 8) * QP + c0 + 2 * t) / 2];
+    f[2] = X32[((r0 + g) * QP + c0 + 8 + 2 * t) / 2];
+    f[3] = X32[((r0 + g + 8) * QP + c0 + 8 + 2 * t) / 2];
+}
+
+/* B fragment (16 x 8) from a matrix stored [n][k] (pitch QP halves): columns n0.., depth k0.. */
+template <int QP>
+static __device__ __forceinline__ void load_b(uint32_t *f, const __half *Y, int n0, int k0, int g, int t) {
+    const uint32_t *Y32 = (const uint32_t *)Y;
+    f[0] = Y32[((n0 + g) * QP + k0 + 2 * t) / 2];
+    f[1] = Y32[((n0 + g) * QP + k0 + 8 + 2 * t) / 2];
+}
+
+/* Rows [row0, row0 + n) of a [rows, D] tensor's head columns as f16 into rows (base + r) % ring of dst
+ * [ring][QP] (a ring of position rows), or transposed into dst [DKP][TC_VP] when trans; rows outside
+ * [lo, hi) and columns >= dk as zeros. */
+template <int DKP>
+static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64_t row0, int n, int64_t lo, int64_t hi,
+                                int64_t D, int64_t hoff, int dk, bool vec, int base = 0, int ring = 1 << 30) {
+    constexpr int QP = tc_layout<DKP>::QP;
+    if (vec) { /* dk % 4 == 0: a float4 is all in or all out */
+        for (int idx = threadIdx.x; idx < n * (DKP / 4); idx += blockDim.x) {
+            int r = idx / (DKP / 4), d = (idx - r * (DKP / 4)) * 4;
+            int64_t row = row0 + r;
+            float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (row >= lo && row < hi && d < dk)
+                x = *(const float4 *)(src + row * D + hoff + d);
+            if (trans) {
+                dst[(d + 0) * TC_VP + r] = __float2half_rn(x.x);
+                dst[(d + 1) * TC_VP + r] = __float2half_rn(x.y);
+                dst[(d + 2) * TC_VP + r] = __float2half_rn(x.z);
+                dst[(d + 3) * TC_VP + r] = __float2half_rn(x.w);
+            } else {
+                uint2 w2 = make_uint2(pack_half2(x.x, x.y), pack_half2(x.z, x.w));
+                *(uint2 *)(dst + (base + r) % ring * QP + d) = w2;
+            }
+        }
+        return;
+    }
+    for (int idx = threadIdx.x; idx < n * DKP; idx += blockDim.x) {
+        int r = idx / DKP, d = idx - r * DKP;
+        int64_t row = row0 + r;
+        float x = row >= lo && row < hi && d < dk ? src[row * D + hoff + d] : 0.0f;
+        dst[trans ? d * TC_VP + r : (base + r) % ring * QP + d] = __float2half_rn(x);
+    }
+}
+
+template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_tc_kernel(att_args a) {
+    typedef tc_layout<DKP> Ly;
+    constexpr int QP = Ly::QP, NDK = DKP / 16, NT = DKP / 8;
+    extern __shared__ __align__(16) unsigned char tc_sm[];
+    __half *Qu = (__half *)(tc_sm + Ly::qu), *Qv = (__half *)(tc_sm + Ly::qv), *Ks = (__half *)(tc_sm + Ly::ks);
+    __half *Ws = (__half *)(tc_sm + Ly::ws), *Vt = (__half *)(tc_sm + Ly::vt);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+    float *BD = (float *)(tc_sm + Ly::bd) + warp * 16 * TC_BDP;
+    const int dk = a.dk;
+    const int64_t nqb = (a.T + TC_BQ - 1) / TC_BQ, items = nqb * a.H;
+    for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+        const int h = (int)(item % a.H);
+        const int64_t i0 = item / a.H * TC_BQ, hoff = (int64_t)h * dk, iw = i0 + 16 * warp;
+        __syncthreads(); /* the previous item is done with shared memory */
+        /* q + u and q + v of the block's rows, rounded to f16 */
+        for (int idx = threadIdx.x; idx < TC_BQ * DKP; idx += blockDim.x) {
+            int r = idx / DKP, d = idx - r * DKP;
+            int64_t i = i0 + r;
+            float x = i < a.T && d < dk ? a.q[i * a.D + hoff + d] : 0.0f;
+            bool in = i < a.T && d < dk;
+            Qu[r * QP + d] = __float2half_rn(in ? x + a.u[hoff + d] : 0.0f);
+            Qv[r * QP + d] = __float2half_rn(in ? x + a.bv[hoff + d] : 0.0f);
+        }
+        float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++)
+            o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+        int64_t jlo, jhi;
+        key_range(a, i0, TC_BQ, &jlo, &jhi);
+        /* The position window (row wr = position row nbase + wr) lives in a ring: window row wr at ring row
+         * (rbase + wr) % TC_NWIN. The next key tile's window starts TC_BK rows later, so only its last TC_BK
+         * rows are new. */
+        int rbase = 0;
+        for (int64_t j0 = jlo; j0 < jhi; j0 += TC_BK, rbase = (rbase + TC_BK) % TC_NWIN) {
+            const int64_t nbase = a.center - (i0 + TC_BQ - 1) + j0; /* window row 0 */
+            __syncthreads();
+            tc_stage<DKP>(Ks, false, a.k, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
+            tc_stage<DKP>(Vt, true, a.v, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
+            if (j0 == jlo)
+                tc_stage<DKP>(Ws, false, a.p, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec, rbase, TC_NWIN);
+            else
+                tc_stage<DKP>(Ws, false, a.p, nbase + TC_NWIN - TC_BK, TC_BK, 0, a.P, a.D, hoff, dk, a.vec,
+                              (rbase + TC_NWIN - TC_BK) % TC_NWIN, TC_NWIN);
+            __syncthreads();
+            /* this warp's window rows start at (i0 + BQ-1) - (iw + 15) */
+            const int woff = TC_BQ - 16 - 16 * warp;
+            float s[TC_BK / 8][4], bd[TC_BDW / 8][4];
+#pragma unroll
+            for (int nt = 0; nt < TC_BK / 8; nt++)
+                s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < TC_BDW / 8; nt++)
+                bd[nt][0] = bd[nt][1] = bd[nt][2] = bd[nt][3] = 0.0f;
+#pragma unroll
+            for (int kc = 0; kc < NDK; kc++) {
+                uint32_t fa[4], fb[2];
+                load_a<QP>(fa, Qu, 16 * warp, 16 * kc, g, t);
+#pragma unroll
+                for (int nt = 0; nt < TC_BK / 8; nt++) {
+                    load_b<QP>(fb, Ks, 8 * nt, 16 * kc, g, t);
+                    mma16816(s[nt], fa, fb);
+                }
+                load_a<QP>(fa, Qv, 16 * warp, 16 * kc, g, t);
+#pragma unroll
+                for (int nt = 0; nt < TC_BDW / 8; nt++) {
+                    int wrow = rbase + woff + 8 * nt + g; /* < 2 * TC_NWIN */
+                    wrow -= wrow >= TC_NWIN ? TC_NWIN : 0;
+                    const uint32_t *W32 = (const uint32_t *)Ws;
+                    fb[0] = W32[(wrow * QP + 16 * kc + 2 * t) / 2];
+                    fb[1] = W32[(wrow * QP + 16 * kc + 8 + 2 * t) / 2];
+                    mma16816(bd[nt], fa, fb);
+                }
+            }
+            /* the relative shift: score (r, c) takes window column c - r + 15 */
+#pragma unroll
+            for (int nt = 0; nt < TC_BDW / 8; nt++) {
+                BD[g * TC_BDP + 8 * nt + 2 * t] = bd[nt][0];
+                BD[g * TC_BDP + 8 * nt + 2 * t + 1] = bd[nt][1];
+                BD[(g + 8) * TC_BDP + 8 * nt + 2 * t] = bd[nt][2];
+                BD[(g + 8) * TC_BDP + 8 * nt + 2 * t + 1] = bd[nt][3];
+            }
+            __syncwarp();
+            /* scores, masks and the online softmax; rr 0: row g (c0, c1), rr 1: row g + 8 (c2, c3) */
+#pragma unroll
+            for (int rr = 0; rr < 2; rr++) {
+                const int r = g + 8 * rr;
+                const int64_t i = iw + r;
+                float mx = -INFINITY;
+#pragma unroll
+                for (int nt = 0; nt < TC_BK / 8; nt++)
+#pragma unroll
+                    for (int q = 0; q < 2; q++) {
+                        const int c = 8 * nt + 2 * t + q;
+                        const int64_t j = j0 + c;
+                        bool ok = j < jhi && (a.window <= 0 || (i - j <= a.window && j - i <= a.window));
+                        float v = ok ? (s[nt][2 * rr + q] + BD[r * TC_BDP + c - r + 15]) * a.scale : -INFINITY;
+                        s[nt][2 * rr + q] = v;
+                        mx = fmaxf(mx, v);
+                    }
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                const float mn = fmaxf(m[rr], mx);
+                const float alpha = mn == -INFINITY ? 1.0f : expf(m[rr] - mn);
+                float sum = 0.0f;
+#pragma unroll
+                for (int nt = 0; nt < TC_BK / 8; nt++)
+#pragma unroll
+                    for (int q = 0; q < 2; q++) {
+                        float v = s[nt][2 * rr + q];
+                        float w = v == -INFINITY ? 0.0f : expf(v - mn);
+                        s[nt][2 * rr + q] = w;
+                        sum += w;
+                    }
+                l[rr] = l[rr] * alpha + sum;
+                m[rr] = mn;
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    o[nt][2 * rr] *= alpha;
+                    o[nt][2 * rr + 1] *= alpha;
+                }
+            }
+            __syncwarp(); /* BD is rewritten by the next tile */
+            /* O += P V: the weights' accumulator layout is the A-fragment layout of two key chunks */
+#pragma unroll
+            for (int kc = 0; kc < TC_BK / 16; kc++) {
+                uint32_t fa[4] = {pack_half2(s[2 * kc][0], s[2 * kc][1]), pack_half2(s[2 * kc][2], s[2 * kc][3]),
+                                  pack_half2(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+                                  pack_half2(s[2 * kc + 1][2], s[2 * kc + 1][3])};
+#pragma unroll
+                for (int nt = 0; nt < NT; nt++) {
+                    uint32_t fb[2];
+                    load_b<TC_VP>(fb, Vt, 8 * nt, 16 * kc, g, t);
+                    mma16816(o[nt], fa, fb);
+                }
+            }
+        }
+        /* y = O / l; rows >= n_valid get zeros */
+#pragma unroll
+        for (int rr = 0; rr < 2; rr++) {
+            float lt = l[rr];
+            lt += __shfl_xor_sync(0xffffffffu, lt, 1);
+            lt += __shfl_xor_sync(0xffffffffu, lt, 2);
+            const int64_t i = iw + g + 8 * rr;
+            if (i >= a.T)
+                continue;
+            const float inv = i < a.n_valid ? 1.0f / lt : 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < NT; nt++)
+#pragma unroll
+                for (int q = 0; q < 2; q++) {
+                    int d = 8 * nt + 2 * t + q;
+                    if (d < dk)
+                        a.y[i * a.D + hoff + d] = i < a.n_valid ? o[nt][2 * rr + q] * inv : 0.0f;
+                }
+        }
+    }
+}
+
+/* ---- host ------------------------------------------------------------------------------------- */
+
+template <typename K> static vkasr_status launch(struct cu_backend *b, K kernel, size_t smem, uint64_t items,
+                                                 const att_args &args) {
+    struct err *e = &b->base.err;
+    if (smem > b->d->prop.sharedMemPerBlockOptin)
+        return err_set(e, VKASR_ERR_UNSUPPORTED, "op relpos_attention: dk = %d needs %zu bytes of shared memory, the device has %zu",
+                       args.dk, smem, (size_t)b->d->prop.sharedMemPerBlockOptin);
+    if (smem > 48u * 1024)
+        CU_CHECK(e, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    kernel<<<cu_grid(b, items, 1), 32 * 4, smem, b->stream>>>(args);
+    CU_LAUNCHED(b);
+    return VKASR_OK;
+}
+
+static bool aligned16(const be_tensor &t) { return t.addr % 16 == 0; }
+
+vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos_attention *a) {
+    int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H;
+    if (dk > 256)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "op relpos_attention: head width dk = %lld is not supported (at most 256)", (long long)dk);
+    if (T == 0)
+        return VKASR_OK;
+    att_args args;
+    args.q = cu_ptr<float>(a->q);
+    args.k = cu_ptr<float>(a->k);
+    args.v = cu_ptr<float>(a->v);
+    args.p = cu_ptr<float>(a->p);
+    args.u = cu_ptr<float>(a->bias_u);
+    args.bv = cu_ptr<float>(a->bias_v);
+    args.y = cu_ptr<float>(a->y);
+    args.T = T;
+    args.D = D;
+    args.P = a->p.ne[0];
+    args.n_valid = a->n_valid;
+    args.window = a->window;
+    args.center = (args.P - 1) / 2;
+    args.H = (int)H;
+    args.dk = (int)dk;
+    args.scale = (float)(1.0 / sqrt((double)dk));
+    args.f16 = a->f16;
+    args.vec = D % 4 == 0 && dk % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->p);
+    if (a->f16 && b->d->tensor_cores && dk <= 128) {
+        b->op_label = "relpos_attention_tc";
+        uint64_t items = (uint64_t)((T + TC_BQ - 1) / TC_BQ) * (uint64_t)H;
+        if (dk <= 32)
+            return launch(b, att_tc_kernel<32>, tc_layout<32>::bytes, items, args);
+        if (dk <= 64)
+            return launch(b, att_tc_kernel<64>, tc_layout<64>::bytes, items, args);
+        return launch(b, att_tc_kernel<128>, tc_layout<128>::bytes, items, args);
+    }
+    b->op_label = "relpos_attention";
+    uint64_t items = (uint64_t)((T + AF_BQ - 1) / AF_BQ) * (uint64_t)H;
+    size_t smem = af_smem((int)dk);
+    if (dk <= 32)
+        return launch(b, att_f32_kernel<1>, smem, items, args);
+    if (dk <= 64)
+        return launch(b, att_f32_kernel<2>, smem, items, args);
+    if (dk <= 128)
+        return launch(b, att_f32_kernel<4>, smem, items, args);
+    return launch(b, att_f32_kernel<8>, smem, items, args);
+}

@@ -1,0 +1,212 @@
+/* cu_internal.h — shared declarations of the CUDA backend (CUDA C++ compiled by nvcc, C interface to the
+ * rest of vkasr): device, memory arenas, the backend object (one stream, cuBLASLt, pinned staging,
+ * profiling events), launch helpers and the op entry points (cu_<family>.cu). Nothing outside
+ * backend/cuda includes this file. */
+#ifndef VKASR_CU_INTERNAL_H
+#define VKASR_CU_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdint.h>
+
+extern "C" {
+#include "../backend.h"
+}
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+/* Maps a CUDA error to a vkasr status (out of memory, no device/driver, sticky = device lost) and
+ * writes "what failed: cudaErrorName (description) at file:line". Clears a non-sticky error. */
+vkasr_status cu_fail(struct err *e, cudaError_t r, const char *what, const char *file, int line);
+vkasr_status cublas_fail(struct err *e, cublasStatus_t r, const char *what, const char *file, int line);
+#define CU_CHECK(e, call)                                                                              \
+    do {                                                                                               \
+        cudaError_t cu_r_ = (call);                                                                    \
+        if (cu_r_ != cudaSuccess)                                                                      \
+            return cu_fail((e), cu_r_, #call, __FILE__, __LINE__);                                     \
+    } while (0)
+#define CUBLAS_CHECK(e, call)                                                                          \
+    do {                                                                                               \
+        cublasStatus_t cb_r_ = (call);                                                                 \
+        if (cb_r_ != CUBLAS_STATUS_SUCCESS)                                                            \
+            return cublas_fail((e), cb_r_, #call, __FILE__, __LINE__);                                 \
+    } while (0)
+
+/* ---- memory (cu_memory.cu) -------------------------------------------------------------------- */
+
+#define CU_TENSOR_ALIGN 256u /* every tensor starts 256-byte aligned (cuBLASLt's default assumption) */
+
+struct cu_device;
+
+struct cu_block {
+    uint64_t addr;  /* device pointer of byte 0 */
+    uint64_t size;
+    uint64_t used;  /* bump pointer             */
+};
+
+/* Blocks with bump allocation: weights (grow only, under the device's lock) and each backend's scratch
+ * (stack discipline: mark / release). Blocks are never moved or freed before the arena is destroyed, so
+ * live tensors keep their addresses when the arena grows. */
+struct cu_arena {
+    struct cu_block *blocks;
+    size_t n, cap;
+    size_t cur;          /* block currently bumped          */
+    uint64_t block_size; /* largest block made for growth   */
+    uint64_t in_use;     /* bytes handed out                */
+    uint64_t reserved;   /* bytes of all blocks             */
+};
+
+void cu_arena_init(struct cu_arena *a, uint64_t block_size);
+vkasr_status cu_arena_alloc(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t *addr, struct err *e);
+uint64_t cu_arena_mark(const struct cu_arena *a);
+void cu_arena_release(struct cu_arena *a, uint64_t mark);
+void cu_arena_destroy(struct cu_device *d, struct cu_arena *a);
+bool cu_arena_holds(const struct cu_arena *a, uint64_t addr, uint64_t bytes);
+/* One cudaMalloc counted against the device's budget (VKASR_MAX_DEVICE_MEMORY_MIB, the card's memory). */
+vkasr_status cu_device_malloc(struct cu_device *d, uint64_t bytes, uint64_t *addr, struct err *e);
+void cu_device_free(struct cu_device *d, uint64_t addr, uint64_t bytes);
+
+/* ---- device (cu_device.cu) -------------------------------------------------------------------- */
+
+struct cu_device {
+    struct be_device base;
+    int ordinal;                 /* CUDA device number                                         */
+    cudaDeviceProp prop;
+    uint64_t budget;             /* device bytes vkasr may allocate                             */
+    uint64_t allocated;          /* device bytes allocated by all arenas (under alloc_lock)     */
+    pthread_mutex_t alloc_lock;  /* allocated                                                   */
+    pthread_mutex_t weights_lock; /* the weights arena (shared by every session of a model)     */
+    struct cu_arena weights;
+    uint32_t max_grid;           /* blocks of a 1-D launch (VKASR_MAX_GROUPS applied)           */
+    bool profile;
+    bool tensor_cores;           /* mma.sync f16 (sm_80+): the tensor-core attention kernel     */
+};
+
+/* Makes the device current for the calling thread (every entry point calls it first: a session may
+ * run on another thread than the one that opened the model). */
+vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
+
+/* ---- backend (cu_backend.cu) ------------------------------------------------------------------ */
+
+#define CU_STAGING_BYTES (32ull << 20) /* per half of the double-buffered pinned staging buffer */
+#define CU_THROTTLE_RING 8
+#define CU_LT_CACHE 64
+#define CU_WORKSPACE_BYTES (32ull << 20)
+
+/* A cuBLASLt algorithm chosen for one product shape (cu_linear.cu). */
+struct cu_lt_entry {
+    bool used;
+    int64_t m_key, n, k;   /* m_key: the M the heuristic was asked for (negated for matvec) */
+    int wtype, epilogue, beta;
+    cublasLtMatmulAlgo_t algo;
+    uint64_t stamp;
+    /* matvec entries (M fixed): the descriptors too, so a decoder step builds none (cu_linear.cu) */
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc;
+};
+void cu_lt_cache_free(struct cu_backend *b);
+
+struct cu_prof_pending {
+    const char *name;
+    cudaEvent_t start, stop;
+};
+
+struct cu_prof_total {
+    const char *name;
+    uint64_t calls;
+    double ms;
+};
+
+struct cu_backend {
+    struct backend base;
+    struct cu_device *d;
+    cudaStream_t stream;
+    struct cu_arena scratch;
+    uint64_t peak;                         /* scratch reserved high-water mark                 */
+    /* Pinned staging: two halves, each reusable once its last copy (event) completed. */
+    unsigned char *staging;
+    cudaEvent_t staging_done[2];
+    bool staging_busy[2];
+    int staging_next;
+    /* flush/throttle: events recorded at each flush, oldest first. */
+    cudaEvent_t flush_ev[CU_THROTTLE_RING];
+    int flush_head, flush_count;
+    /* cuBLASLt */
+    cublasLtHandle_t lt;
+    uint64_t workspace;
+    struct cu_lt_entry lt_cache[CU_LT_CACHE];
+    uint64_t lt_stamp;
+    /* profiling */
+    const char *op_label;                  /* set by an op to name its kernel in the profile    */
+    struct cu_prof_pending *pend;
+    size_t npend, cappend;
+    cudaEvent_t *free_ev;
+    size_t nfree_ev, capfree_ev;
+    struct cu_prof_total *prof;
+    size_t nprof, capprof;
+};
+
+vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struct err *e);
+
+/* Scratch for the duration of one op: stream order makes it safe to release at the op's end (the next
+ * op that reuses the bytes runs after this op's kernels). */
+static inline vkasr_status cu_scratch(struct cu_backend *b, uint64_t bytes, void **p) {
+    uint64_t addr = 0;
+    vkasr_status st = b->base.vt->alloc(&b->base, BE_POOL_SCRATCH, bytes ? bytes : 4, &addr);
+    *p = (void *)(uintptr_t)addr;
+    return st;
+}
+
+/* ---- launches --------------------------------------------------------------------------------- */
+
+/* Blocks for `items` units of work at `per_block` units per block, capped at the device's max_grid
+ * (kernels loop grid-stride). At least 1. */
+static inline unsigned cu_grid(const struct cu_backend *b, uint64_t items, uint64_t per_block) {
+    uint64_t want = (items + per_block - 1) / per_block;
+    if (want == 0)
+        want = 1;
+    return want > b->d->max_grid ? b->d->max_grid : (unsigned)want;
+}
+
+/* Checks the launch that was just made (configuration errors show here; faults at the next sync). */
+#define CU_LAUNCHED(b) CU_CHECK(&(b)->base.err, cudaGetLastError())
+
+/* Tensor element pointers. */
+template <typename T> static inline T *cu_ptr(const be_tensor &t) { return (T *)(uintptr_t)t.addr; }
+
+/* Grid-stride loop over [0, n) in 64 bits: correct for any grid size. */
+#define CU_GRID_STRIDE(i, n)                                                                           \
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < (int64_t)(n);                 \
+         i += (int64_t)gridDim.x * blockDim.x)
+
+/* The op's activations (ops.h enum be_act) in f32, as the Vulkan kernels compute them (core.glsl). */
+static __device__ __forceinline__ float cu_act(float x, int act) {
+    switch (act) {
+    case ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case ACT_SILU: return x / (1.0f + expf(-x));
+    case ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case ACT_TANH: return tanhf(x);
+    case ACT_LOG_GUARD: return logf(x + 5.9604644775390625e-08f); /* 2^-24 */
+    default: return x;
+    }
+}
+
+static __device__ __forceinline__ float cu_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+static __device__ __forceinline__ float cu_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ---- op implementations (cu_<family>.cu) ------------------------------------------------------ */
+
+#define X(name) vkasr_status cu_op_##name(struct cu_backend *b, const struct op_##name *a);
+VKASR_OPS(X)
+#undef X
+
+#endif

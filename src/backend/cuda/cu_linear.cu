@@ -1,0 +1,317 @@
+/* cu_linear.cu — the linear op on CUDA: y = res + alpha * act(x w^T + bias) through cuBLASLt.
+ *   f16 weights: x is rounded to f16 (round to nearest even, as the reference and the Vulkan kernels do)
+ *     into scratch, then an f16 x f16 product on tensor cores with f32 accumulation and f32 output;
+ *   f32 weights: an f32 product with CUBLAS_COMPUTE_32F (never TF32), the reference's function.
+ * Bias, ReLU, alpha and the residual go into cuBLASLt's epilogue (D = alpha*AB + beta*C, + bias, relu)
+ * where that computes exactly the op's expression; otherwise the product (with its bias) is followed by
+ * one fused element-wise kernel.
+ * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
+ * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
+ * shape runs it, so each output is the same dot product in the same order whatever M is. With the
+ * hint (the decoder's few-row products) the heuristic sees the real M. */
+#include <string.h>
+
+#include "cu_internal.h"
+
+#define LIN_THREADS 256
+#define LT_M_KEY 4096      /* the M the heuristic sees for products without the matvec hint */
+#define LT_ALIGN 16u       /* the alignment every pointer handed to cuBLASLt has (else copied) */
+
+enum epi { EPI_NONE = 0, EPI_BIAS = 1, EPI_RELU = 2, EPI_RELU_BIAS = 3 };
+
+static __global__ void to_f16_kernel(const float *x, __half *y, int64_t n) {
+    CU_GRID_STRIDE(i, n) { y[i] = __float2half_rn(x[i]); }
+}
+
+static __global__ void copy_kernel(const unsigned char *x, unsigned char *y, int64_t n) {
+    CU_GRID_STRIDE(i, n) { y[i] = x[i]; }
+}
+
+/* y = res + alpha * act(t + bias): the epilogue cuBLASLt cannot express. t may be y (in place), t NULL
+ * means a zero product (K = 0). */
+static __global__ void epilogue_kernel(const float *t, const float *bias, const float *res, float *y, int64_t n,
+                                       int64_t N, int act, float alpha) {
+    CU_GRID_STRIDE(i, n) {
+        float v = t ? t[i] : 0.0f;
+        if (bias)
+            v += bias[i % N];
+        v = alpha * cu_act(v, act);
+        if (res)
+            v += res[i];
+        y[i] = v;
+    }
+}
+
+static bool aligned(const void *p) { return ((uintptr_t)p % LT_ALIGN) == 0; }
+
+/* A copy of n bytes at p in scratch (256-byte aligned) when p is not LT_ALIGN-aligned. */
+static vkasr_status aligned_copy(struct cu_backend *b, const void *p, uint64_t n, const void **out) {
+    *out = p;
+    if (aligned(p) || n == 0)
+        return VKASR_OK;
+    void *q;
+    TRY(cu_scratch(b, n, &q));
+    copy_kernel<<<cu_grid(b, n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>((const unsigned char *)p, (unsigned char *)q,
+                                                                          (int64_t)n);
+    CU_LAUNCHED(b);
+    *out = q;
+    return VKASR_OK;
+}
+
+struct lt_call {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t la, lb, lc; /* A = w [K x N col-major, transposed], B = x [K x M], C/D = y [N x M] */
+};
+
+static void lt_call_free(struct lt_call *c) {
+    if (c->op)
+        cublasLtMatmulDescDestroy(c->op);
+    if (c->la)
+        cublasLtMatrixLayoutDestroy(c->la);
+    if (c->lb)
+        cublasLtMatrixLayoutDestroy(c->lb);
+    if (c->lc)
+        cublasLtMatrixLayoutDestroy(c->lc);
+}
+
+static vkasr_status lt_layouts(struct err *e, struct lt_call *c, cudaDataType_t ab, int64_t M, int64_t N, int64_t K) {
+    CUBLAS_CHECK(e, cublasLtMatrixLayoutCreate(&c->la, ab, (uint64_t)K, (uint64_t)N, K));
+    CUBLAS_CHECK(e, cublasLtMatrixLayoutCreate(&c->lb, ab, (uint64_t)K, (uint64_t)M, K));
+    CUBLAS_CHECK(e, cublasLtMatrixLayoutCreate(&c->lc, CUDA_R_32F, (uint64_t)N, (uint64_t)M, N));
+    return VKASR_OK;
+}
+
+static vkasr_status lt_desc(struct err *e, struct lt_call *c, int epi, const float *bias) {
+    CUBLAS_CHECK(e, cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    static const cublasLtEpilogue_t lt_epi[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_RELU,
+                                                CUBLASLT_EPILOGUE_RELU_BIAS};
+    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &lt_epi[epi], sizeof lt_epi[epi]));
+    if (epi & EPI_BIAS) {
+        cudaDataType_t bt = CUDA_R_32F;
+        CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
+        CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    return VKASR_OK;
+}
+
+/* The algorithm for a shape: from the backend's cache, else from the heuristic (asked with M = m_key;
+ * split-K excluded unless matvec) and cached. */
+static void entry_free(struct cu_lt_entry *c) {
+    struct lt_call d = {c->op, c->la, c->lb, c->lc};
+    lt_call_free(&d);
+    memset(c, 0, sizeof *c);
+}
+
+void cu_lt_cache_free(struct cu_backend *b) {
+    for (int i = 0; i < CU_LT_CACHE; i++)
+        entry_free(&b->lt_cache[i]);
+}
+
+static vkasr_status lt_algo(struct cu_backend *b, bool matvec, int64_t m_key, int64_t N, int64_t K, cudaDataType_t ab,
+                            int epi, int beta, const float *bias, struct cu_lt_entry **out) {
+    struct err *e = &b->base.err;
+    const int64_t key = matvec ? -m_key : m_key; /* a matvec choice never serves a fixed-M one */
+    struct cu_lt_entry *slot = NULL;
+    for (int i = 0; i < CU_LT_CACHE; i++) {
+        struct cu_lt_entry *c = &b->lt_cache[i];
+        if (c->used && c->m_key == key && c->n == N && c->k == K && c->wtype == (int)ab && c->epilogue == epi &&
+            c->beta == beta) {
+            c->stamp = ++b->lt_stamp;
+            *out = c;
+            return VKASR_OK;
+        }
+        if (!slot || !c->used || (slot->used && c->stamp < slot->stamp))
+            slot = c; /* a free entry, else the least recently used */
+    }
+    struct lt_call q;
+    memset(&q, 0, sizeof q);
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    vkasr_status st = lt_desc(e, &q, epi, bias);
+    if (st == VKASR_OK)
+        st = lt_layouts(e, &q, ab, m_key, N, K);
+    if (st == VKASR_OK) {
+        uint64_t ws = CU_WORKSPACE_BYTES;
+        uint32_t al = LT_ALIGN, red = CUBLASLT_REDUCTION_SCHEME_NONE;
+        cublasStatus_t r = cublasLtMatmulPreferenceCreate(&pref);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+        for (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES; r == CUBLAS_STATUS_SUCCESS &&
+                                                                 a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)
+            r = cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a, &al, sizeof al);
+        if (r == CUBLAS_STATUS_SUCCESS && !matvec) /* a fixed summation order: no split-K */
+            r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            r = cublasLtMatmulAlgoGetHeuristic(b->lt, q.op, q.la, q.lb, q.lc, q.lc, pref, 1, &res, &got);
+        if (r != CUBLAS_STATUS_SUCCESS)
+            st = cublas_fail(e, r, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+        else if (got < 1)
+            st = err_set(e, VKASR_ERR_UNSUPPORTED,
+                         "op linear: cuBLASLt has no algorithm for N=%lld K=%lld (%s weights, epilogue %d)", (long long)N,
+                         (long long)K, ab == CUDA_R_16F ? "f16" : "f32", epi);
+    }
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (st != VKASR_OK || !matvec) /* a matvec entry keeps its descriptors: its M is the call's */
+        lt_call_free(&q);
+    TRY(st);
+    if (!matvec) { /* belt and braces: the chosen configuration must not split K */
+        int32_t splitk = 0;
+        size_t written = 0;
+        if (cublasLtMatmulAlgoConfigGetAttribute(&res.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splitk, sizeof splitk,
+                                                 &written) == CUBLAS_STATUS_SUCCESS &&
+            splitk > 1)
+            return err_set(e, VKASR_ERR_INTERNAL,
+                           "op linear: cuBLASLt chose split-K (%d) for N=%lld K=%lld despite the reduction mask", splitk,
+                           (long long)N, (long long)K);
+    }
+    entry_free(slot);
+    *slot = (struct cu_lt_entry){true, key, N, K, (int)ab, epi, beta, res.algo, ++b->lt_stamp,
+                                 matvec ? q.op : NULL, matvec ? q.la : NULL, matvec ? q.lb : NULL, matvec ? q.lc : NULL};
+    *out = slot;
+    return VKASR_OK;
+}
+
+/* D = alpha * A B (+ beta C) with the epilogue: A = w, B = x (both of type ab), C = res, D = out. Without
+ * the matvec hint, the algorithm chosen for M = LT_M_KEY; should cuBLASLt refuse it for this M, the one
+ * chosen for this M (still without split-K; logged, as rows of such calls may then round differently). */
+static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int64_t N, int64_t K, cudaDataType_t ab,
+                              const void *w, const void *x, const float *bias, int epi, float alpha, const float *res,
+                              float *out) {
+    struct err *e = &b->base.err;
+    int beta_on = res != NULL;
+    float beta = beta_on ? 1.0f : 0.0f;
+    if (matvec) { /* the entry's descriptors were made for this M: only the bias pointer changes */
+        struct cu_lt_entry *ent;
+        TRY(lt_algo(b, true, M, N, K, ab, epi, beta_on, bias, &ent));
+        if (epi & EPI_BIAS)
+            CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(ent->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        CUBLAS_CHECK(e, cublasLtMatmul(b->lt, ent->op, &alpha, w, ent->la, x, ent->lb, &beta,
+                                       res ? (const void *)res : out, ent->lc, out, ent->lc, &ent->algo,
+                                       (void *)(uintptr_t)b->workspace, CU_WORKSPACE_BYTES, b->stream));
+        return VKASR_OK;
+    }
+    struct lt_call c;
+    memset(&c, 0, sizeof c);
+    vkasr_status st = lt_desc(e, &c, epi, bias);
+    if (st == VKASR_OK)
+        st = lt_layouts(e, &c, ab, M, N, K);
+    for (int attempt = 0; st == VKASR_OK && attempt < 2; attempt++) {
+        struct cu_lt_entry *ent;
+        st = lt_algo(b, false, attempt == 0 ? LT_M_KEY : M, N, K, ab, epi, beta_on, bias, &ent);
+        if (st != VKASR_OK)
+            break;
+        cublasStatus_t r = cublasLtMatmul(b->lt, c.op, &alpha, w, c.la, x, c.lb, &beta, res ? (const void *)res : out,
+                                          c.lc, out, c.lc, &ent->algo, (void *)(uintptr_t)b->workspace,
+                                          CU_WORKSPACE_BYTES, b->stream);
+        if (r == CUBLAS_STATUS_SUCCESS)
+            break;
+        if (r == CUBLAS_STATUS_NOT_SUPPORTED && attempt == 0 && M != LT_M_KEY) {
+            LOG_WARN(b->d->base.log, "linear: cuBLASLt's algorithm for N=%lld K=%lld does not take M=%lld; using one "
+                     "chosen for that M", (long long)N, (long long)K, (long long)M);
+            continue;
+        }
+        st = cublas_fail(e, r, "cublasLtMatmul", __FILE__, __LINE__);
+        break;
+    }
+    lt_call_free(&c);
+    return st;
+}
+
+vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
+    int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
+    /* ops.h allows f16 activations (x, y, res); this backend does not take them yet. */
+    if (a->x.type != BE_F32 || a->y.type != BE_F32)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "linear: the CUDA backend takes f32 x and y only (x %s, y %s)",
+                       a->x.type == BE_F16 ? "f16" : "f32", a->y.type == BE_F16 ? "f16" : "f32");
+    if (M == 0 || N == 0)
+        return VKASR_OK;
+    bool f16 = a->w.type == BE_F16;
+    b->op_label = f16 ? "linear_tc" : "linear";
+    const float *bias = a->bias.addr ? cu_ptr<float>(a->bias) : NULL;
+    const float *res = a->res.addr ? cu_ptr<float>(a->res) : NULL;
+    float *y = cu_ptr<float>(a->y);
+    int64_t n = M * N;
+    uint64_t mark = cu_arena_mark(&b->scratch);
+    vkasr_status st = VKASR_OK;
+    if (K == 0) { /* no product: y = res + alpha * act(bias) */
+        epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(NULL, bias, res, y, n, N,
+                                                                                             a->act, a->alpha);
+        CU_LAUNCHED(b);
+        return VKASR_OK;
+    }
+    /* Operands as cuBLASLt takes them: x rounded to f16 (f16 weights), every pointer 16-byte aligned. */
+    const void *xin = cu_ptr<void>(a->x), *win = cu_ptr<void>(a->w);
+    if (f16) {
+        void *xh;
+        st = cu_scratch(b, (uint64_t)(M * K) * 2, &xh);
+        if (st == VKASR_OK) {
+            to_f16_kernel<<<cu_grid(b, (uint64_t)(M * K), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
+                cu_ptr<float>(a->x), (__half *)xh, M * K);
+            cudaError_t r = cudaGetLastError();
+            if (r != cudaSuccess)
+                st = cu_fail(&b->base.err, r, "to_f16_kernel", __FILE__, __LINE__);
+            xin = xh;
+        }
+    } else if (st == VKASR_OK) {
+        st = aligned_copy(b, xin, (uint64_t)(M * K) * 4, &xin);
+    }
+    if (st == VKASR_OK)
+        st = aligned_copy(b, win, be_nbytes(&a->w), &win);
+    if (st == VKASR_OK && res && res != y) {
+        const void *r;
+        st = aligned_copy(b, res, (uint64_t)n * 4, &r);
+        res = (const float *)r;
+    }
+    if (st == VKASR_OK) {
+        cudaDataType_t ab = f16 ? CUDA_R_16F : CUDA_R_32F;
+        /* Exactly the op in the epilogue: no activation (bias only when alpha = 1, as cuBLASLt adds it
+         * after alpha), or ReLU with neither alpha nor a residual. A misaligned y (tests only) takes
+         * the path through scratch. */
+        bool whole = aligned(y) &&
+                     ((a->act == ACT_NONE && (!bias || a->alpha == 1.0f)) ||
+                      (a->act == ACT_RELU && !res && a->alpha == 1.0f));
+        if (whole) {
+            int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
+            st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, epi, a->alpha, res, y);
+            if (st == VKASR_ERR_UNSUPPORTED && epi != EPI_NONE) { /* no algorithm with that epilogue: below */
+                err_clear(&b->base.err);
+                whole = false;
+                st = VKASR_OK;
+            }
+        }
+        if (!whole) {
+            /* Product (+ bias) into y when y may be overwritten before the epilogue reads res, else into
+             * scratch; then y = res + alpha * act(t). */
+            float *t = y;
+            if (!aligned(y) || (res && res == y)) {
+                void *tp;
+                st = cu_scratch(b, (uint64_t)n * 4, &tp);
+                t = (float *)tp;
+            }
+            const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
+            if (st == VKASR_OK) {
+                st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
+                if (st == VKASR_ERR_UNSUPPORTED && bias) {
+                    err_clear(&b->base.err);
+                    late_bias = bias;
+                    st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
+                }
+            }
+            if (st == VKASR_OK) {
+                epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
+                    t, late_bias, res, y, n, N, a->act, a->alpha);
+                cudaError_t r = cudaGetLastError();
+                if (r != cudaSuccess)
+                    st = cu_fail(&b->base.err, r, "epilogue_kernel", __FILE__, __LINE__);
+            }
+        }
+    }
+    cu_arena_release(&b->scratch, mark); /* stream order: later ops reuse the bytes after these kernels */
+    return st;
+}

@@ -1,0 +1,258 @@
+/* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: the
+ * configuration table (one row per compiled variant, matching shaders/shaders.cmake), the tensor-core
+ * choice table (shape class -> configuration, filled from tools/gpu/gemm_sweep.sh's measurements), the
+ * split-K rules and vk_gemm_choose.
+ * Recording lives in vk_op_gemm.c. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_gemm.h"
+
+/* Shared memory of the scalar kernel: two k-major tiles with a one-word pad per row. */
+#define SCALAR_SHARED(bm, bn, bk) ((uint32_t)(4 * (bk) * ((bm) + 1 + (bn) + 1)))
+/* Shared memory of the tensor-core kernel (gemm_coopmat.comp: SH_SIZE uvec4): the larger of the K
+ * stages, (bm + bn) rows of bk/8 + pad uvec4 each, and the epilogue stage, nwarps rows of 16 x
+ * (fn*16/4 + pad) uvec4. */
+#define CM_STAGES_U4(bm, bn, bk, st, pad) ((st) * ((bm) + (bn)) * ((bk) / 8 + (pad)))
+#define CM_EPI_U4(nw, fn, pad) ((nw) * 16 * ((fn) * 4 + (pad)))
+#define CM_SHARED(bm, bn, bk, st, pad, nw, fn)                                                        \
+    ((uint32_t)(16 * (CM_STAGES_U4(bm, bn, bk, st, pad) > CM_EPI_U4(nw, fn, pad)                      \
+                          ? CM_STAGES_U4(bm, bn, bk, st, pad)                                          \
+                          : CM_EPI_U4(nw, fn, pad))))
+
+#define SCALAR(nm, wt, w_, m_, n_, k_, tm_, tn_)                                                      \
+    {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt,                                \
+     .spv = (wt) == BE_F16 ? SPV_gemm_h : SPV_gemm_f32, .spv_f16io = SPV_gemm_h, .wg = w_, .bm = m_,   \
+     .bn = n_, .bk = k_, .tm = tm_, .tn = tn_, .stages = 1, .shared_bytes = SCALAR_SHARED(m_, n_, k_)}
+/* Tiles of tm rows x wg*tn columns, no shared memory (CPU drivers). */
+#define DIRECT(nm, wt, w_, tm_, tn_)                                                                   \
+    {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
+     .spv = (wt) == BE_F16 ? SPV_gemm_direct_h : SPV_gemm_direct_f32, .spv_f16io = SPV_gemm_direct_h,  \
+     .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
+/* Tiles of 8 rows x wg/32 columns: 32 invocations per column, partial sums of 8 rows in shared memory. */
+#define GEMV(nm, wt, w_)                                                                               \
+    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
+     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = 8,     \
+     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * 8 * (w_)}
+/* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
+ * variant's defines in shaders/shaders.cmake). */
+#define COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
+    {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .spv_f16io = sp,          \
+     .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0, \
+     .stages = st,                                                                                      \
+     .shared_bytes = CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), bk_, st, pad, (wm) * (wn), fn)}
+
+/* Tensor-core shapes: WARPS_M, WARPS_N, FM, FN, BK, STAGES, SK_PAD of the variants in
+ * shaders/shaders.cmake (shared memory: the budget comment of gemm_coopmat.comp). Each real variant
+ * and its emulated twin share one shape, so the lavapipe tests of the twin check the numbers. */
+#define T_64x64_K32 2, 2, 2, 2, 32, 2, 1       /* 4 subgroups of 32x32, 20 KiB          */
+#define T_64x64_K64 2, 2, 2, 2, 64, 2, 1       /* 36 KiB                                */
+#define T_32x64_K64 1, 2, 2, 2, 64, 2, 1       /* 2 subgroups, for few rows: 27 KiB     */
+#define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
+#define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
+#define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
+#define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
+#define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
+#define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
+#define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB                                */
+#define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
+#define CM(...) COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
+
+/* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
+ * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
+static const struct vk_gemm_cfg configs[] = {
+    SCALAR("f32_128x128", BE_F32, 256, 128, 128, 16, 8, 8),
+    SCALAR("f32_64x64", BE_F32, 256, 64, 64, 16, 4, 4),
+    SCALAR("f32_32x64", BE_F32, 256, 32, 64, 32, 2, 4),
+    SCALAR("f32_32x32", BE_F32, 64, 32, 32, 16, 4, 4),
+    SCALAR("f16_128x128", BE_F16, 256, 128, 128, 16, 8, 8),
+    SCALAR("f16_64x64", BE_F16, 256, 64, 64, 16, 4, 4),
+    SCALAR("f16_32x64", BE_F16, 256, 32, 64, 32, 2, 4),
+    SCALAR("f16_32x32", BE_F16, 64, 32, 32, 16, 4, 4),
+    DIRECT("f32_direct", BE_F32, 8, 8, 8),
+    DIRECT("f16_direct", BE_F16, 8, 8, 8),
+    DIRECT("f32_direct_mv", BE_F32, 64, 4, 4),
+    DIRECT("f16_direct_mv", BE_F16, 64, 4, 4),
+    GEMV("f32_gemv", BE_F32, 256),
+    GEMV("f16_gemv", BE_F16, 256),
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    CM("cm64x64_k32", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k32, T_64x64_K32),
+    CM("cm64x64_k64", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k64, T_64x64_K64),
+    CM("cm32x64_k64", VK_GEMM_COOPMAT, SPV_gemm_cm32x64_k64, T_32x64_K64),
+    CM("cm128x64_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x64_k32, T_128x64_K32),
+    CM("cm64x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm64x128_k32, T_64x128_K32),
+    CM("cm128x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k32, T_128x128_K32),
+    CM("cm128x128w4_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w4_k32, T_128x128W4_K32),
+    CM("cm128x128_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k64, T_128x128_K64),
+    CM("cm128x256_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256_k32, T_128x256_K32),
+    CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
+    CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
+#endif
+    CM("emu64x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k32, T_64x64_K32),
+    CM("emu64x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k64, T_64x64_K64),
+    CM("emu32x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu32x64_k64, T_32x64_K64),
+    CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
+    CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
+    CM("emu128x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k32, T_128x128_K32),
+    CM("emu128x128w4_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w4_k32, T_128x128W4_K32),
+    CM("emu128x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k64, T_128x128_K64),
+    CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
+    CM("emu256x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu256x128_k32, T_256x128_K32),
+    CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
+};
+
+const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
+    *n = sizeof configs / sizeof *configs;
+    return configs;
+}
+
+const struct vk_gemm_cfg *vk_gemm_find(const char *name) {
+    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
+        if (strcmp(configs[i].name, name) == 0)
+            return &configs[i];
+    return NULL;
+}
+
+bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps) {
+    /* An emulated tensor-core variant keeps its "shared memory" in device memory. */
+    uint32_t shared = c->kind == VK_GEMM_COOPMAT_EMU ? 0 : c->shared_bytes;
+    if (c->wg > caps->max_wg_invocations || shared > caps->max_shared)
+        return false;
+    const bool cm = c->kind == VK_GEMM_COOPMAT || c->kind == VK_GEMM_COOPMAT_EMU;
+    if ((c->wtype == BE_F16 || cm) && !caps->f16)
+        return false;
+    /* The real kernel maps one 32-invocation subgroup to each warp tile (gl_SubgroupID). */
+    if (c->kind == VK_GEMM_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
+        return false;
+    return true;
+}
+
+static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
+    return (uint64_t)((M + bm - 1) / bm) * (uint64_t)((N + bn - 1) / bn);
+}
+
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+/* ---- the tensor-core choice table ---------------------------------------------------------------
+ * Shape class -> configuration, for devices with NV cooperative matrices (measured on an H100; a
+ * device of another kind uses the same table). The first row whose bounds hold the product wins;
+ * the last row must hold every shape. tools/gpu/gemm_sweep.sh times every configuration on the
+ * encoder's real shapes next to cuBLAS and prints the best per shape: refill the rows from its output
+ * (docs/gpu-results.md keeps the figures). A row may bound M because the tile configurations are
+ * interchangeable bit for bit (each accumulator takes the same 16x16x16 products in the same k
+ * order whatever the tile: test_ops_linear checks it on every configuration this device can run).
+ *
+ * Until that sweep has run on the new kernel these rows are estimates (not measurements): a 2-subgroup
+ * tile for the last rows of a tiled subsampling, 64x64 for a few hundred rows (enough workgroups),
+ * 128x64 for up to ~1000 rows (60 s of audio: 750), 128x128 with 8 subgroups and two K stages above. */
+#define ANY INT64_MAX
+static const struct vk_gemm_rule {
+    int64_t m_max, n_max, k_max; /* the class: M <= m_max, N <= n_max, K <= k_max */
+    const char *cfg;
+} cm_rules[] = {
+    {32, ANY, ANY, "cm32x64_k64"},
+    {256, ANY, ANY, "cm64x64_k32"},
+    {1024, ANY, ANY, "cm128x64_k32"},
+    {ANY, ANY, ANY, "cm128x128_k32"},
+};
+
+/* Split-K without the matvec hint: by N and K only, so every M gets the same slices and a row keeps
+ * its rounding whatever the call's M (the op's contract). A row here would apply to large products
+ * too (the workspace costs 2 * splits * M * N * 4 bytes of traffic), so one belongs here only where
+ * the sweep shows it does not slow the largest M of its class. None measured yet. */
+static const struct vk_gemm_split_rule {
+    int64_t n_max, k_min; /* the class: N <= n_max, K >= k_min */
+    uint32_t splits;
+} split_rules[] = {
+    {0, ANY, 1}, /* placeholder that matches nothing (N >= 16 on tensor cores) */
+};
+
+/* Slices of K for a tensor-core plan: the split rules, or with the matvec hint (few rows, which no
+ * tiled computation repeats) enough slices to give ~128 workgroups, each slice >= 256 of K. */
+static uint32_t cm_splits(const struct vk_gemm_cfg *c, int64_t M, int64_t N, int64_t K, bool matvec) {
+    if (matvec) {
+        uint64_t t = tiles(M, N, c->bm, c->bn), s = t >= 128 ? 1 : 128 / t;
+        uint64_t smax = (uint64_t)K / 256;
+        s = s > smax ? smax : s;
+        s = s > 8 ? 8 : s;
+        return s < 1 ? 1 : (uint32_t)s;
+    }
+    for (size_t i = 0; i < sizeof split_rules / sizeof *split_rules; i++)
+        if (N <= split_rules[i].n_max && K >= split_rules[i].k_min)
+            return split_rules[i].splits;
+    return 1;
+}
+
+#endif
+
+/* Preference order of scalar configs for a shape: the first usable one wins. Small M gets tiles
+ * that do not waste rows; large problems get 128x128 only when that still yields enough
+ * workgroups to fill a GPU (a guess without the compute-unit count: 64). All scalar tiles add a
+ * product's terms in the same order, so the choice by M does not change any result. */
+static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
+    int n = 0;
+    if (M <= 32)
+        order[n++] = "32x64";
+    if (M > 64 && N > 64 && tiles(M, N, 128, 128) >= 64)
+        order[n++] = "128x128";
+    order[n++] = "64x64";
+    order[n++] = "32x32";
+    while (n < 5)
+        order[n++] = NULL;
+}
+
+struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
+                                   bool matvec) {
+    struct vk_gemm_plan p = {NULL, 1};
+    if (wtype != BE_F32 && wtype != BE_F16)
+        return p;
+    /* The hint covers products of a few rows only. */
+    matvec = matvec && M <= 64;
+    /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
+     * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
+     * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
+     * scalar tiles, so a row still does not depend on M. */
+    if (caps->cpu) {
+        p.cfg = vk_gemm_find(M <= 8 ? (wtype == BE_F16 ? "f16_direct_mv" : "f32_direct_mv")
+                                    : (wtype == BE_F16 ? "f16_direct" : "f32_direct"));
+        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+            return p;
+        p.cfg = NULL;
+    }
+    /* A matrix-vector product (hinted, at most 8 rows): gemv.comp, parallel over columns and K, at the
+     * speed of reading w; the tiled kernels leave most of a GPU idle there (N / 64 workgroups). */
+    if (matvec && M <= 8) {
+        p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemv" : "f32_gemv");
+        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+            return p;
+        p.cfg = NULL;
+    }
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    /* Tensor cores for f16 weights at any M, from the choice table (a configuration that cannot run
+     * here falls back to the smallest). */
+    if (wtype == BE_F16 && N >= 16) {
+        for (size_t i = 0; i < sizeof cm_rules / sizeof *cm_rules && !p.cfg; i++)
+            if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max)
+                p.cfg = vk_gemm_find(cm_rules[i].cfg);
+        if (p.cfg && !vk_gemm_cfg_usable(p.cfg, caps))
+            p.cfg = vk_gemm_find("cm64x64_k32");
+        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps)) {
+            p.splits = cm_splits(p.cfg, M, N, K, matvec);
+            return p;
+        }
+        p.cfg = NULL;
+    }
+#endif
+    const char *order[5];
+    scalar_order(M, N, order);
+    for (int i = 0; i < 5 && order[i]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%s", wtype == BE_F16 ? "f16" : "f32", order[i]);
+        const struct vk_gemm_cfg *c = vk_gemm_find(name);
+        if (c && vk_gemm_cfg_usable(c, caps)) {
+            p.cfg = c;
+            return p;
+        }
+    }
+    return p;
+}

@@ -1,0 +1,296 @@
+/* cmd_bench.c — `vkasr bench`: how fast a model transcribes on this machine. Synthesises speech-like
+ * audio of each requested length (no files needed), runs one warm-up and N timed transcriptions per
+ * length, and prints encoder, decoder and wall time, the real-time factor's inverse (RTFx) and the peak
+ * device memory as median and spread (min-max), as a table or one JSON object. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define MAX_LENGTHS 16
+
+static void usage_bench(FILE *f) {
+    fprintf(f,
+            "usage: vkasr bench [-m MODEL] [options]\n"
+            "\n"
+            "Times transcriptions of synthetic speech-like audio (a voiced, syllable-rate signal: no files\n"
+            "needed) of each length: one warm-up run (it pays for creating the GPU pipelines, unless they are\n"
+            "cached) and N timed runs, then prints per length the median and the spread (min-max) of the\n"
+            "encoder, decoder and wall time of a transcription, its RTFx (audio seconds per wall second) and\n"
+            "the peak device memory (weights + the session's scratch high-water mark).\n"
+            "\n"
+            "options:\n"
+            "  -m, --model PATH        Hugging Face Parakeet directory or vkasr .gguf file\n"
+            "                          (default: $VKASR_MODEL, else the first that exists of\n"
+            "                          %s)\n"
+            "  -s, --seconds LIST      audio lengths in seconds, comma-separated (default 60,600)\n"
+            "  -r, --runs N            timed runs per length (default 5)\n"
+            "  -d, --device N|NAME     Vulkan device index or name substring (also $VKASR_DEVICE);\n"
+            "                          \"cpu\" runs the slow plain-C reference backend\n"
+            "  -p, --precision P       f16 (default where supported) or f32\n"
+            "      --json              print one JSON object instead of the table\n"
+            "  -v, --verbose           more log messages\n"
+            "  -h, --help              this help\n"
+            "\n"
+            "JSON: {\"model\", \"device\", \"precision\", \"runs\", \"load_ms\", \"lengths\": [{\"seconds\",\n"
+            "\"first_ms\" (the warm-up's wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each\n"
+            "{\"median\", \"min\", \"max\"}), \"peak_device_mib\", \"tokens\"}]}.\n"
+            "\n"
+            "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
+            "            5 no usable Vulkan device, 130 interrupted.\n",
+            VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+}
+
+/* "60,600" -> {60, 600}; the count, or -1 for anything but positive numbers up to 24 hours. */
+static int parse_lengths(const char *s, double *out, int cap) {
+    int n = 0;
+    while (*s) {
+        char *end;
+        double v = strtod(s, &end);
+        if (end == s || !(v > 0.0 && v <= 86400.0) || n == cap || (*end && *end != ','))
+            return -1;
+        out[n++] = v;
+        s = *end ? end + 1 : end;
+        if (*end && !*s)
+            return -1; /* a trailing comma */
+    }
+    return n;
+}
+
+/* Speech-like audio: a voiced source (10 harmonics of a pitch gliding around 120 Hz) under a 4 Hz
+ * syllable envelope, phrases of 2.5 s separated by 0.5 s pauses, and a faint noise floor; the same
+ * samples every time. */
+static void synthesize(float *x, size_t n) {
+    const double rate = VKASR_SAMPLE_RATE, two_pi = 6.283185307179586;
+    uint64_t s = 0x9e3779b97f4a7c15ull;
+    double phase = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double t = (double)i / rate;
+        double f0 = 120.0 + 30.0 * sin(two_pi * 0.7 * t) + 10.0 * sin(two_pi * 3.1 * t);
+        phase += two_pi * f0 / rate;
+        if (phase > two_pi)
+            phase -= two_pi;
+        double syl = sin(two_pi * 4.0 * t), env = syl > 0 ? syl * syl : 0.0;
+        if (fmod(t, 3.0) >= 2.5)
+            env = 0.0;
+        double v = 0.0;
+        for (int h = 1; h <= 10; h++)
+            v += sin(h * phase) / h * (1.0 + 0.5 * sin(two_pi * (0.3 + 0.1 * h) * t));
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        double noise = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.01;
+        x[i] = (float)(0.1 * env * v + noise);
+    }
+}
+
+struct spread {
+    double median, min, max;
+};
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static struct spread spread_of(const double *v, int n) {
+    double s[256];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    double med = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    return (struct spread){med, s[0], s[n - 1]};
+}
+
+struct length_result {
+    double seconds, first_ms, peak_mib;
+    size_t tokens;
+    struct spread enc, dec, wall, rtfx;
+};
+
+static void print_spread_json(const char *name, struct spread s, bool comma) {
+    printf("\"%s\": {\"median\": %.3f, \"min\": %.3f, \"max\": %.3f}%s", name, s.median, s.min, s.max,
+           comma ? ", " : "");
+}
+
+static void print_json(const char *model, const vkasr_model_info *info, int runs, double load_ms,
+                       const struct length_result *r, int n) {
+    printf("{\"model\": ");
+    json_str(stdout, model);
+    printf(", \"device\": ");
+    json_str(stdout, info->device_name);
+    printf(", \"precision\": \"%s\", \"runs\": %d, \"load_ms\": %.3f, \"lengths\": [",
+           info->precision == VKASR_PRECISION_F16 ? "f16" : "f32", runs, load_ms);
+    for (int i = 0; i < n; i++) {
+        printf("%s{\"seconds\": %g, \"first_ms\": %.3f, ", i ? ", " : "", r[i].seconds, r[i].first_ms);
+        print_spread_json("encoder_ms", r[i].enc, true);
+        print_spread_json("decoder_ms", r[i].dec, true);
+        print_spread_json("wall_ms", r[i].wall, true);
+        print_spread_json("rtfx", r[i].rtfx, true);
+        printf("\"peak_device_mib\": %.1f, \"tokens\": %zu}", r[i].peak_mib, r[i].tokens);
+    }
+    printf("]}\n");
+}
+
+static void print_table(const char *model, const vkasr_model_info *info, int runs, double load_ms,
+                        const struct length_result *r, int n) {
+    printf("model %s on %s, %s, %d timed run%s per length after one warm-up; model load %.0f ms\n", model,
+           info->device_name, info->precision == VKASR_PRECISION_F16 ? "f16" : "f32", runs, runs == 1 ? "" : "s",
+           load_ms);
+    printf("median (min-max) per transcription:\n");
+    printf("%10s  %-22s  %-22s  %-22s  %-20s  %9s  %9s\n", "audio", "encoder ms", "decoder ms", "wall ms", "RTFx",
+           "peak MiB", "first ms");
+    for (int i = 0; i < n; i++) {
+        char c[4][64];
+        const struct spread *s[4] = {&r[i].enc, &r[i].dec, &r[i].wall, &r[i].rtfx};
+        for (int k = 0; k < 4; k++)
+            snprintf(c[k], sizeof c[k], "%.1f (%.1f-%.1f)", s[k]->median, s[k]->min, s[k]->max);
+        printf("%9gs  %-22s  %-22s  %-22s  %-20s  %9.1f  %9.1f\n", r[i].seconds, c[0], c[1], c[2], c[3], r[i].peak_mib,
+               r[i].first_ms);
+    }
+}
+
+int cmd_bench(int argc, char **argv) {
+    const char *model = getenv("VKASR_MODEL"), *device = NULL;
+    char default_path[4096];
+    double lengths[MAX_LENGTHS] = {60, 600};
+    int nlengths = 2, runs = 5;
+    bool json = false, verbose = false;
+    vkasr_precision precision = VKASR_PRECISION_AUTO;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage_bench(stdout);
+            return EXIT_OK;
+        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+            if (!(model = arg_value(argc, argv, &i, a)))
+                return EXIT_USAGE;
+        } else if (!strcmp(a, "-s") || !strcmp(a, "--seconds")) {
+            if (!(v = arg_value(argc, argv, &i, a)))
+                return EXIT_USAGE;
+            if ((nlengths = parse_lengths(v, lengths, MAX_LENGTHS)) < 1) {
+                fprintf(stderr, "vkasr: --seconds needs up to %d positive lengths, e.g. 60,600 (got '%s')\n",
+                        MAX_LENGTHS, v);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "-r") || !strcmp(a, "--runs")) {
+            char *end = NULL;
+            if (!(v = arg_value(argc, argv, &i, a)) || (runs = (int)strtol(v, &end, 10)) < 1 || runs > 256 || *end) {
+                fprintf(stderr, "vkasr: --runs needs an integer from 1 to 256\n");
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "-d") || !strcmp(a, "--device")) {
+            if (!(device = arg_value(argc, argv, &i, a)))
+                return EXIT_USAGE;
+        } else if (!strcmp(a, "-p") || !strcmp(a, "--precision")) {
+            if (!(v = arg_value(argc, argv, &i, a)))
+                return EXIT_USAGE;
+            if (!strcmp(v, "f32") || !strcmp(v, "f16")) {
+                precision = !strcmp(v, "f32") ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
+            } else {
+                fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", v);
+                return EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
+            verbose = true;
+        } else {
+            fprintf(stderr, "vkasr: unknown bench argument '%s' (see vkasr bench --help)\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (!model || !*model) {
+        model = default_model(default_path, sizeof default_path);
+        if (!*model) {
+            fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
+                            "use -m MODEL or set VKASR_MODEL\n",
+                    VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
+            return EXIT_USAGE;
+        }
+    }
+
+    catch_interrupts();
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.device = device;
+    mp.precision = precision;
+    mp.log_level = verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
+    mp.log_callback = log_to_stderr;
+    vkasr_error err;
+    vkasr_model *m = NULL;
+    vkasr_session *s = NULL;
+    double t0 = now_s();
+    vkasr_status st = vkasr_model_load(model, &mp, &m, &err);
+    if (st == VKASR_OK)
+        st = vkasr_session_create(m, &s, &err);
+    double load_ms = (now_s() - t0) * 1e3;
+    if (st != VKASR_OK) {
+        fprintf(stderr, "vkasr: %s\n", err.message);
+        vkasr_model_free(m);
+        return exit_code_for(st, 1);
+    }
+    vkasr_model_info info;
+    vkasr_model_get_info(m, &info);
+
+    struct length_result res[MAX_LENGTHS];
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.abort_callback = should_abort;
+    int rc = EXIT_OK;
+    for (int li = 0; li < nlengths && rc == EXIT_OK; li++) {
+        size_t n = (size_t)llround(lengths[li] * VKASR_SAMPLE_RATE);
+        float *audio = malloc((n ? n : 1) * sizeof *audio);
+        if (!audio) {
+            fprintf(stderr, "vkasr: out of memory for %g s of audio\n", lengths[li]);
+            rc = EXIT_FAIL;
+            break;
+        }
+        synthesize(audio, n);
+        double enc[256], dec[256], wall[256], rtfx[256], peak = 0;
+        struct length_result *r = &res[li];
+        memset(r, 0, sizeof *r);
+        r->seconds = lengths[li];
+        for (int k = -1; k < runs && rc == EXIT_OK; k++) { /* k = -1: the warm-up */
+            const vkasr_result *out = NULL;
+            double t = now_s();
+            st = vkasr_transcribe_pcm(s, audio, n, VKASR_SAMPLE_RATE, 1, &tp, &out);
+            double ms = (now_s() - t) * 1e3;
+            if (st != VKASR_OK) {
+                if (st == VKASR_ABORTED)
+                    fprintf(stderr, "vkasr: interrupted\n");
+                else
+                    fprintf(stderr, "vkasr: %g s of audio: %s\n", lengths[li], vkasr_session_last_error(s));
+                rc = st == VKASR_ABORTED ? 128 + (int)interrupted : exit_code_for(st, 0);
+                break;
+            }
+            vkasr_timings tm = vkasr_result_timings(out);
+            if (k < 0) {
+                r->first_ms = ms;
+                vkasr_result_tokens(out, &r->tokens);
+                continue;
+            }
+            enc[k] = tm.encoder_ms;
+            dec[k] = tm.decoder_ms;
+            wall[k] = ms;
+            rtfx[k] = ms > 0 ? lengths[li] * 1e3 / ms : 0;
+            peak = fmax(peak, tm.peak_device_bytes / 1048576.0);
+        }
+        free(audio);
+        if (rc != EXIT_OK)
+            break;
+        r->enc = spread_of(enc, runs);
+        r->dec = spread_of(dec, runs);
+        r->wall = spread_of(wall, runs);
+        r->rtfx = spread_of(rtfx, runs);
+        r->peak_mib = peak;
+        if (!json)
+            fprintf(stderr, "vkasr: %g s done\n", lengths[li]);
+    }
+    if (rc == EXIT_OK) {
+        if (json)
+            print_json(model, &info, runs, load_ms, res, nlengths);
+        else
+            print_table(model, &info, runs, load_ms, res, nlengths);
+    }
+    vkasr_session_free(s);
+    vkasr_model_free(m);
+    return rc;
+}
