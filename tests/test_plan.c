@@ -5,7 +5,7 @@
  * hours with auto attention within 4 GiB and with full attention within 6 GiB; an hour and three hours
  * under a 3 GiB cap; smaller budgets give smaller chunks and never a plan above the budget; budgets
  * below the smallest chunks and tensors above the device's largest allocation fail with
- * VKASR_ERR_DEVICE_MEMORY naming the bytes. Prints the plans (docs/long-audio.md quotes them). */
+ * VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is planned above every phase. Prints the plans (docs/long-audio.md quotes them). */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,10 +29,17 @@ static struct model_config shape_06b(void) {
 /* the 0.6B shape's f16 weights on the device (docs/gpu-results.md: the GGUF is 1.29 GB) */
 static const uint64_t W06 = 1290000000ull;
 
+static vkasr_status plan_op(const struct model_config *c, double seconds, const struct asr_options *opt,
+                            uint64_t available, uint64_t max_tensor, uint64_t op_scratch, struct asr_plan *p,
+                            struct err *e) {
+    memset(e, 0, sizeof *e);
+    return asr_plan_make(c, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor, op_scratch,
+                         "test budget", p, e);
+}
+
 static vkasr_status plan(const struct model_config *c, double seconds, const struct asr_options *opt,
                          uint64_t available, uint64_t max_tensor, struct asr_plan *p, struct err *e) {
-    memset(e, 0, sizeof *e);
-    return asr_plan_make(c, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor, "test budget", p, e);
+    return plan_op(c, seconds, opt, available, max_tensor, 0, p, e);
 }
 
 static void show(const char *what, const struct asr_plan *p) {
@@ -152,8 +159,24 @@ static void test_06b_plans(void) {
     EXPECT(plan(&c, 10, &o, h100, alloc, &p, &e) == VKASR_OK && p.chunks.rows == 7 && p.chunks.sub_tile == 3 &&
                p.chunks.stft_frames == 5,
            "forced chunks");
-    /* nothing to do: no audio */
+    /* a backend's op scratch (CUDA: 32 MiB) sits above every phase: the same chunks when the budget has
+     * room for it, smaller ones within the same budget when not, and the error names it */
     o.force = NULL;
+    const uint64_t op = 32ull << 20;
+    struct asr_plan q;
+    EXPECT(plan(&c, 60 * 60, &o, h100, alloc, &p, &e) == VKASR_OK &&
+               plan_op(&c, 60 * 60, &o, h100, alloc, op, &q, &e) == VKASR_OK && q.scratch == p.scratch + op &&
+               q.op_scratch == op && q.chunks.rows == p.chunks.rows && q.encoder == p.encoder,
+           "op scratch on a roomy budget: %.1f MiB planned, %.1f without (%s)", q.scratch / MIB, p.scratch / MIB, e.msg);
+    EXPECT(plan(&c, 60 * 60, &o, 1ull << 30, alloc, &p, &e) == VKASR_OK &&
+               plan_op(&c, 60 * 60, &o, 1ull << 30, alloc, op, &q, &e) == VKASR_OK && q.scratch <= (1ull << 30) &&
+               q.chunks.rows <= p.chunks.rows && q.scratch - op <= p.scratch,
+           "op scratch within 1 GiB: %.1f MiB planned, rows %lld (%lld without) (%s)", q.scratch / MIB,
+           (long long)q.chunks.rows, (long long)p.chunks.rows, e.msg);
+    st = plan_op(&c, 60 * 60, &o, 400ull << 20, alloc, 300ull << 20, &q, &e);
+    EXPECT(st == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "op scratch 300.0"), "op scratch above the budget: %s",
+           e.msg);
+    /* nothing to do: no audio */
     EXPECT(plan(&c, 0, &o, h100, alloc, &p, &e) == VKASR_OK && p.frames == 0, "empty input: %s", e.msg);
 }
 

@@ -93,6 +93,7 @@ struct asr_plan {
     uint64_t weights;                /* device bytes of the weights (already held)               */
     uint64_t scratch;                /* planned session scratch: the largest phase below         */
     uint64_t features, subsampling, encoder, decoder; /* scratch of each phase                   */
+    uint64_t op_scratch;             /* the backend's own temporaries of one op, above each phase    */
     uint64_t available;              /* scratch the run may use                                  */
     uint64_t largest;                /* its largest single tensor                                */
 };
@@ -132,10 +133,11 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
 /* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
  * can take within `available` scratch bytes; VKASR_ERR_DEVICE_MEMORY naming the bytes needed and
  * available (and `limit`, what set them) when even the smallest do not fit. A pure function of its
- * arguments; max_tensor is the largest single allocation the device makes (0: no limit). */
+ * arguments; max_tensor is the largest single allocation the device makes (0: no limit), op_scratch
+ * what one op of the backend may take for itself above any phase (be_memory.op_scratch). */
 vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
-                           uint64_t weights, uint64_t available, uint64_t max_tensor, const char *limit,
-                           struct asr_plan *out, struct err *e);
+                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
+                           const char *limit, struct asr_plan *out, struct err *e);
 /* The attention a run of `frames` encoder frames uses (window 0 for full). */
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e);

@@ -47,8 +47,9 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, siz
     if (mem.budget == UINT64_MAX)
         snprintf(limit, sizeof limit, "host memory");
     else
-        snprintf(limit, sizeof limit, "device budget %.1f MiB%s, %.1f MiB of it held by weights and other sessions",
-                 mib(mem.budget), mem.from_driver ? " (VK_EXT_memory_budget)" : "", mib(others));
+        snprintf(limit, sizeof limit, "device budget %.1f MiB%s%s%s, %.1f MiB of it held by weights and other sessions",
+                 mib(mem.budget), mem.source ? " (" : "", mem.source ? mem.source : "", mem.source ? ")" : "",
+                 mib(others));
     if (opt && opt->max_memory) {
         if (opt->max_memory <= weights)
             return err_set(e, VKASR_ERR_DEVICE_MEMORY,
@@ -60,7 +61,7 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, siz
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    TRY(asr_plan_make(&m->cfg, (int64_t)n, opt, weights, avail, mem.max_tensor, limit, plan, e));
+    TRY(asr_plan_make(&m->cfg, (int64_t)n, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e));
     const struct asr_chunks *k = &plan->chunks;
     const struct model_config *c = &m->cfg;
     if (plan->attention == ASR_ATT_FULL)
@@ -69,12 +70,15 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, siz
         LOG_INFO(be->dev->log, "attention: local [%lld, %lld] (%.2f s each side; %.1f s of audio)",
                  (long long)plan->window, (long long)plan->window,
                  (double)plan->window * c->sub_factor * c->hop_length / c->sample_rate, (double)n / c->sample_rate);
+    char op[64] = "";
+    if (plan->op_scratch)
+        snprintf(op, sizeof op, ", op scratch %.1f above each", mib(plan->op_scratch));
     LOG_INFO(be->dev->log,
              "memory plan: %.1f MiB of device memory = weights %.1f + activations %.1f (features %.1f, subsampling "
-             "%.1f, encoder %.1f, decoder %.1f; %lld encoder frames in chunks of %lld rows, subsampling tiles of "
+             "%.1f, encoder %.1f, decoder %.1f%s; %lld encoder frames in chunks of %lld rows, subsampling tiles of "
              "%lld frames, spectra of %lld frames) of %.1f MiB available (%s)",
              mib(weights + plan->scratch), mib(weights), mib(plan->scratch), mib(plan->features),
-             mib(plan->subsampling), mib(plan->encoder), mib(plan->decoder), (long long)plan->frames,
+             mib(plan->subsampling), mib(plan->encoder), mib(plan->decoder), op, (long long)plan->frames,
              (long long)k->rows, (long long)k->sub_tile, (long long)k->stft_frames, mib(weights + avail), limit);
     return VKASR_OK;
 }

@@ -6,6 +6,7 @@
  *   subsampling  x, feat, one halo tile of the three convolutions
  *   encoder      x, y [T, D], positional rows (full attention: k, v [T, D] too), one chunk of rows
  *   decoder      x, the decoder's state (transducers: the joint's encoder half [T, P])
+ * plus, above the largest, what one op of the backend may take for itself (be_memory.op_scratch).
  * A pure function: tested on shapes of hours without a device. */
 #include <stdio.h>
 
@@ -69,9 +70,11 @@ static int64_t fit(const struct shape *s, enum phase ph, int64_t unit, int64_t l
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
 vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
-                           uint64_t weights, uint64_t available, uint64_t max_tensor, const char *limit,
-                           struct asr_plan *out, struct err *e) {
-    struct asr_plan p = {.samples = samples, .weights = weights, .available = available};
+                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
+                           const char *limit, struct asr_plan *out, struct err *e) {
+    struct asr_plan p = {.samples = samples, .weights = weights, .available = available, .op_scratch = op_scratch};
+    /* what the phases themselves may hold: the backend's op scratch sits above each of them */
+    const uint64_t avail = available > op_scratch ? available - op_scratch : 0;
     p.mel_frames = samples / c->hop_length;
     p.frames = asr_encoder_frames(c, p.mel_frames);
     TRY(asr_attention_choose(c, p.frames, opt, &p.attention, &p.window, e));
@@ -87,9 +90,9 @@ vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const 
         p.chunks.sub_tile = max64(1, min64(opt->force->sub_tile, T));
         p.chunks.rows = max64(1, min64(opt->force->rows, T));
     } else {
-        p.chunks.stft_frames = fit(&s, PH_FEATURES, 1, MIN_STFT_FRAMES, PREF_STFT_FRAMES, max64(1, L), available);
-        p.chunks.sub_tile = fit(&s, PH_SUBSAMPLING, 1, MIN_SUB_TILE, pref_tile, max64(1, T), available);
-        p.chunks.rows = fit(&s, PH_ENCODER, ROW_ALIGN, MIN_ROWS, PREF_ROWS, max64(1, T), available);
+        p.chunks.stft_frames = fit(&s, PH_FEATURES, 1, MIN_STFT_FRAMES, PREF_STFT_FRAMES, max64(1, L), avail);
+        p.chunks.sub_tile = fit(&s, PH_SUBSAMPLING, 1, MIN_SUB_TILE, pref_tile, max64(1, T), avail);
+        p.chunks.rows = fit(&s, PH_ENCODER, ROW_ALIGN, MIN_ROWS, PREF_ROWS, max64(1, T), avail);
     }
     p.features = phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames);
     p.subsampling = phase_bytes(&s, PH_SUBSAMPLING, p.chunks.sub_tile);
@@ -97,7 +100,7 @@ vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const 
     p.decoder = x + asr_decode_scratch(c, T);
     p.largest = maxu(x, feat);
     asr_encode_scratch(c, T, p.window, p.chunks.rows, &p.largest);
-    p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder));
+    p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder)) + op_scratch;
     /* Scratch beyond the largest allocation comes in several blocks; a tensor that does not fit the
      * rest of one starts the next: allow the largest tensor per block boundary. */
     if (max_tensor && p.scratch > max_tensor)
@@ -110,13 +113,16 @@ vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const 
                        "not enough device memory for %.1f minutes of audio: one of its tensors needs %.1f MiB, more "
                        "than the device's largest allocation (%.1f MiB)",
                        minutes, mib(p.largest), mib(max_tensor));
+    char op[64] = "";
+    if (op_scratch)
+        snprintf(op, sizeof op, "; the backend's op scratch %.1f above each", mib(op_scratch));
     if (p.scratch > available)
         return err_set(e, VKASR_ERR_DEVICE_MEMORY,
                        "not enough device memory for %.1f minutes of audio: it needs %.1f MiB (weights %.1f MiB + "
                        "activations %.1f MiB with the smallest chunks: features %.1f, subsampling %.1f, encoder %.1f, "
-                       "decoder %.1f), %.1f MiB available (%s)",
+                       "decoder %.1f%s), %.1f MiB available (%s)",
                        minutes, mib(weights + p.scratch), mib(weights), mib(p.scratch), mib(p.features),
-                       mib(p.subsampling), mib(p.encoder), mib(p.decoder), mib(weights + available),
+                       mib(p.subsampling), mib(p.encoder), mib(p.decoder), op, mib(weights + available),
                        limit ? limit : "the device's budget");
     return VKASR_OK;
 }

@@ -58,11 +58,18 @@ struct be_device_info {
 /* The device memory a run may plan with (the heap tensors live on). */
 struct be_memory {
     uint64_t budget;        /* bytes this process may hold there: VK_EXT_memory_budget's heap budget where
-                             * the driver has it, else the heap size; VKASR_MAX_DEVICE_MEMORY_MIB caps it */
+                             * the driver has it, else the heap size (Vulkan); what vkasr holds plus the
+                             * free memory cudaMemGetInfo reports (CUDA); VKASR_MAX_DEVICE_MEMORY_MIB
+                             * caps it */
     uint64_t used;          /* bytes held now: every arena of the device (weights, all sessions' scratch),
                              * or the driver's count of this process's usage when larger               */
-    bool from_driver;       /* budget and usage reported by VK_EXT_memory_budget                       */
+    const char *source;     /* what reported budget and usage ("VK_EXT_memory_budget", "cudaMemGetInfo");
+                             * NULL: the heap's size and vkasr's own count                             */
     uint64_t max_tensor;    /* the largest single tensor (allocation) the device makes                 */
+    uint64_t op_scratch;    /* scratch one op may take for itself on top of the stack, beyond its tensors
+                             * (the CUDA linear's f16 copy of x and epilogue temporaries, which it bounds
+                             * by working in row chunks); plans reserve it above every phase. 0 where ops
+                             * take none or only what the phase's own released temporaries leave        */
 };
 
 struct be_device_vtbl {

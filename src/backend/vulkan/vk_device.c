@@ -703,7 +703,7 @@ static void vk_device_memory(const struct be_device *bd, struct be_memory *out) 
     vkGetPhysicalDeviceMemoryProperties2(d->phys, &mp);
     if (d->heap_index >= mp.memoryProperties.memoryHeapCount || b.heapBudget[d->heap_index] == 0)
         return; /* a driver that fills nothing in */
-    out->from_driver = true;
+    out->source = "VK_EXT_memory_budget";
     if (b.heapBudget[d->heap_index] < out->budget)
         out->budget = b.heapBudget[d->heap_index];
     if (b.heapUsage[d->heap_index] > out->used)
