@@ -307,6 +307,18 @@ typedef struct vkasr_stage {
 /* Receives one stage; data and steps are valid during the call only. */
 typedef void (*vkasr_stage_callback)(const vkasr_stage *stage, void *user_data);
 
+/* Self-attention over the encoder frames (80 ms each). The Parakeet models are trained with full
+ * attention (NeMo rel_pos): every frame sees every other, so time grows with the square of the length
+ * (memory stays linear: vkasr never builds the T x T matrix). NeMo's local attention
+ * (rel_pos_local_attn, context [w, w]) lets each frame see w frames on either side: time and memory
+ * linear, results close to full attention but not identical; NeMo recommends it beyond 24 minutes. */
+typedef enum vkasr_attention {
+    VKASR_ATTENTION_AUTO = 0,  /* full up to auto_full_seconds, local beyond; a model whose
+                                  configuration ships local attention keeps it                   */
+    VKASR_ATTENTION_FULL = 1,
+    VKASR_ATTENTION_LOCAL = 2
+} vkasr_attention;
+
 typedef struct vkasr_transcribe_params {
     uint32_t struct_size;
     vkasr_progress_callback progress_callback;
@@ -328,6 +340,17 @@ typedef struct vkasr_transcribe_params {
      * result's tokens follow the forced ones. Ignored by CTC, whose logits do not depend on choices. */
     const vkasr_decoder_step *forced_steps;
     size_t n_forced_steps;
+    vkasr_attention attention;     /* default AUTO                                              */
+    int attention_window;          /* local attention's w in encoder frames; 0 = the model's
+                                      context, else 128 (NeMo's documented [128, 128])           */
+    double auto_full_seconds;      /* AUTO: the longest input given full attention; 0 = 1440 (24 min) */
+    uint64_t max_memory;           /* device memory this call may use in bytes, the model's weights
+                                      included; 0 = what the device offers (VK_EXT_memory_budget's
+                                      budget where the driver reports one, else the heap size).
+                                      Every call plans its memory before allocating: it processes
+                                      the audio in chunks sized to fit (smaller chunks, same
+                                      results) and fails with VKASR_ERR_DEVICE_MEMORY, naming the
+                                      bytes needed and available, when even the smallest do not. */
 } vkasr_transcribe_params;
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
@@ -376,7 +399,9 @@ typedef struct vkasr_timings {
     double encoder_ms;
     double decoder_ms;
     double total_ms;
-    uint64_t peak_device_bytes;    /* weights + session scratch high-water mark                 */
+    uint64_t peak_device_bytes;    /* device memory held during the call: weights + the session's
+                                      scratch (kept between calls unless a call needs far less)  */
+    uint64_t planned_device_bytes; /* the call's memory plan: weights + planned scratch         */
 } vkasr_timings;
 
 VKASR_API const char *vkasr_result_text(const vkasr_result *result);
@@ -389,6 +414,10 @@ VKASR_API const vkasr_token *vkasr_result_tokens(const vkasr_result *result, siz
 VKASR_API const vkasr_word *vkasr_result_words(const vkasr_result *result, size_t *count);
 VKASR_API const vkasr_segment *vkasr_result_segments(const vkasr_result *result, size_t *count);
 VKASR_API vkasr_timings vkasr_result_timings(const vkasr_result *result);
+/* The attention the call used: VKASR_ATTENTION_FULL or VKASR_ATTENTION_LOCAL (never AUTO); *window
+ * (may be NULL) receives w for local attention, 0 for full. AUTO for a call that failed before
+ * choosing. */
+VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int *window);
 /* With keep_features: the normalized mel [frames][n_mels] and encoder output [frames][dim], row-major
  * float32; NULL otherwise. */
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);

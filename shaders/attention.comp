@@ -1,16 +1,21 @@
 #version 460
 // attention.comp — fused relative-position multi-head self-attention (spec §5.1; the symmetric local
 // band of §5.2 via `w`), flash style: scores never reach memory, so memory stays linear in T.
-// Scalar f32; push: q,k,v,y [T,D], p [P,D], bu,bv [H,dk]; spec 0: workgroup size, spec 1: NCH.
+// Scalar f32; push: q,y [Tq,D] (positions q0 ..), k,v [Tk,D] (positions k0 ..), p [P,D], bu,bv [H,dk];
+// spec 0: workgroup size, spec 1: NCH.
 //
 //   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
-// over keys j < n_valid with |i - j| <= w; query rows i >= n_valid get zeros.
+// over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions); query positions
+// >= n_valid get zeros.
 // One workgroup per (query block of BQ rows, head), grid-stride in x (blocks) and y (heads). For each
 // key block [j0, j0+BK) intersecting the band the workgroup computes the BQ x BK score tile, then an
 // online-softmax update (running max m, sum l per row in shared memory) and O += P.V with the output
 // accumulator O [BQ, dk] in registers (dk in chunks of DC columns: NCH = ceil(dk/DC), spec constant).
 // The position rows a tile needs are the contiguous window n = nbase .. nbase+BQ+BK-2, row
 // (lj - li + BQ - 1) for tile pair (li, lj); they are staged like K, so BD costs one dot per score.
+// Key blocks start at multiples of BK of the key *position*, whatever the query block: a block that
+// holds none of a row's keys leaves its running max, sum and output exactly unchanged, so a row's
+// result does not depend on which rows share its query block or call (row chunks are bit-identical).
 // The tensor-core kernel for the op's f16 mode is attention_coopmat.comp (same tiles in spirit; the
 // host chooses, src/backend/vulkan/vk_op_attention.c).
 // The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
@@ -32,8 +37,9 @@ layout(constant_id = 1) const uint NCH = 4;
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
-    uint T, D, dk, H, P, center, n_valid, w;
+    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
+    uint flags_;
     uint pad_;
 } pc;
 
@@ -49,8 +55,8 @@ shared float sh_m[BQ], sh_l[BQ], sh_alpha[BQ];
 // Micro-tile of a thread (both phases): rows 2*tr + {0,1}, columns 4*tc + {0..3}.
 // (BQ/2) * (BK/4) = 128 = WG threads cover the BQ x BK score tile and each BQ x DC output chunk.
 
-// Stages chunk [d0, d0+DC) of q+u, q+v (rows i0.., valid below ihi), k (rows j0.., valid below jend)
-// and the position window (rows nbase.., valid inside [0, P)); everything else is zero.
+// Stages chunk [d0, d0+DC) of q+u, q+v (rows i0.., valid below ihi), k (key positions j0.., present in
+// [k0, jend)) and the position window (rows nbase.., valid inside [0, P)); everything else is zero.
 void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint d0) {
     uint t = gl_LocalInvocationID.x;
     uint64_t hd = uint64_t(h) * pc.dk;
@@ -67,7 +73,7 @@ void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint
     }
     for (uint e = t; e < BK * DC; e += WG) {
         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = d0 + dd;
-        sh_k[lj * DCP + dd] = (j < jend && d < pc.dk) ? LOADF(pc.k, uint64_t(j) * pc.D + hd + d) : 0.0;
+        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.k, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
     }
     for (uint e = t; e < NP * DC; e += WG) {
         uint r = e / DC, dd = e % DC, d = d0 + dd;
@@ -97,16 +103,21 @@ void score_tile(uint tr, uint tc, inout float acc[8]) {
 void main() {
     const uint t = gl_LocalInvocationID.x;
     const uint tc = t % (BK / 4u), tr = t / (BK / 4u);
-    const uint nqb = (pc.T + BQ - 1u) / BQ;
+    const uint nqb = (pc.Tq + BQ - 1u) / BQ;
+    // valid query rows: inside q and at positions below n_valid
+    const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
     for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             uint i0 = qb * BQ;
-            uint ihi = min(i0 + BQ, pc.n_valid); // valid query rows of the block: [i0, ihi)
-            // Keys any valid row of the block can see: [jlo, jend) (empty when the block is padding).
+            uint ihi = min(i0 + BQ, nvq); // valid query rows of the block: [i0, ihi)
+            // Key positions any valid row of the block can see: [jlo, jend), jlo on the global BK grid
+            // (keys below k0 in the first block are absent); empty when the block is padding.
             uint jlo = 0u, jend = 0u;
             if (i0 < ihi) {
-                jlo = i0 > pc.w ? i0 - pc.w : 0u;
-                jend = min(pc.n_valid, ihi + pc.w); // T < 2^31 and w <= T (host): no overflow
+                uint p0 = pc.q0 + i0; // positions < 2^30 and w < 2^30 (host): no overflow
+                jlo = max(pc.k0, p0 > pc.w ? p0 - pc.w : 0u);
+                jlo -= jlo % BK;
+                jend = min(min(pc.k0 + pc.Tk, pc.n_valid), pc.q0 + ihi + pc.w);
             }
             float o[NCH * 8u];
             [[unroll]] for (uint x = 0; x < NCH * 8u; x++)
@@ -122,7 +133,7 @@ void main() {
                 float acc[8];
                 [[unroll]] for (uint x = 0; x < 8u; x++)
                     acc[x] = 0.0;
-                int nbase = int(pc.center) - int(i0) + int(j0) - int(BQ - 1u);
+                int nbase = int(pc.center) - int(pc.q0 + i0) + int(j0) - int(BQ - 1u);
                 for (uint d0 = 0; d0 < pc.dk; d0 += DC) {
                     barrier(); // the previous chunk's (or PV phase's) readers are done
                     stage_scores(h, i0, ihi, j0, jend, nbase, d0);
@@ -131,8 +142,8 @@ void main() {
                 }
                 [[unroll]] for (uint r = 0; r < 2u; r++)
                     [[unroll]] for (uint c = 0; c < 4u; c++) {
-                        uint li = 2u * tr + r, lj = 4u * tc + c, i = i0 + li, j = j0 + lj;
-                        bool ok = i < ihi && j < jend && (i > j ? i - j : j - i) <= pc.w;
+                        uint li = 2u * tr + r, lj = 4u * tc + c, i = i0 + li, j = j0 + lj, pi = pc.q0 + i;
+                        bool ok = i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
                         sh_s[li * SP + lj] = ok ? acc[r * 4u + c] * pc.scale : MASKED;
                     }
                 barrier();
@@ -173,8 +184,8 @@ void main() {
                     barrier(); // readers of sh_k (scores, previous chunk) are done
                     for (uint e = t; e < BK * DC; e += WG) {
                         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = m * DC + dd;
-                        // Keys past jend must be finite (their weight is 0): load zeros, not memory.
-                        sh_k[lj * DCP + dd] = (j < jend && d < pc.dk) ? LOADF(pc.v, uint64_t(j) * pc.D + hd + d) : 0.0;
+                        // Absent keys must be finite (their weight is 0): load zeros, not memory.
+                        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.v, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
                     }
                     barrier();
                     for (uint lj = 0; lj < BK; lj++) {
@@ -191,7 +202,7 @@ void main() {
             // ---- y = O / l (zeros for padded query rows) --------------------------------------
             [[unroll]] for (uint r = 0; r < 2u; r++) {
                 uint li = 2u * tr + r, i = i0 + li;
-                if (i < pc.T) {
+                if (i < pc.Tq) {
                     // A valid row always sees key i itself, so l > 0 there.
                     float inv = i < ihi ? 1.0 / sh_l[li] : 0.0;
                     uint64_t row = uint64_t(i) * pc.D + uint64_t(h) * pc.dk;

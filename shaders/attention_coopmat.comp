@@ -6,7 +6,8 @@
 // VK_NV_cooperative_matrix and 32-wide subgroups (attention.comp runs everywhere).
 //
 //   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
-// over keys j < n_valid with |i - j| <= w; query rows i >= n_valid get zeros.
+// over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions: q holds positions
+// q0 .., k and v positions k0 ..); query positions >= n_valid get zeros.
 //
 // A workgroup of NWARP subgroups owns BQ = 16*NWARP query rows of one head (grid-stride over query
 // blocks in x and heads in y); subgroup w owns rows 16w .. 16w+15 and keeps their q+u and q+v as NDK
@@ -27,6 +28,9 @@
 // (weights exp(s - m) <= e^TAU then fit f16); when any row's does, the workgroup rescales O through
 // shared memory (fragment layouts are opaque). O and the sum l always refer to the same m, so the
 // result is the exact softmax.
+// Key blocks start at multiples of BK of the key position: a block holding none of a row's keys
+// leaves its m, l and O exactly unchanged, so a row's result does not depend on its block-mates
+// (row chunks of the op are bit-identical to one call).
 //
 // -DEMULATE_COOPMAT replaces the fragment operations with plain code ("virtual subgroups" of 32
 // consecutive invocations, lane L holding elements 8L .. 8L+7 of a row-major 16x16 fragment): it runs
@@ -83,9 +87,10 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
-    uint T, D, dk, H, P, center, n_valid, w;
+    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
     uint flags;
+    uint pad_;
 } pc;
 
 #define FLAG_VEC 1u
@@ -236,17 +241,23 @@ void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, uint64_t bias, in
 
 void main() {
     const uint t = gl_LocalInvocationID.x, warp = WARP;
-    const uint nqb = (pc.T + BQ - 1u) / BQ;
+    const uint nqb = (pc.Tq + BQ - 1u) / BQ;
+    // valid query rows: inside q and at positions below n_valid
+    const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
+    const uint kend = min(pc.k0 + pc.Tk, pc.n_valid); // key positions present and valid: [k0, kend)
     for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
         const uint hd = h * pc.dk; // < D <= INT32_MAX (host)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             const uint i0 = qb * BQ;
-            const uint ihi = min(i0 + BQ, pc.n_valid); // valid query rows of the block: [i0, ihi)
-            // Keys any valid row of the block can see: [jlo, jend) (empty when the block is padding).
+            const uint ihi = min(i0 + BQ, nvq); // valid query rows of the block: [i0, ihi)
+            // Key positions any valid row of the block can see: [jlo, jend), jlo on the global BK grid
+            // (keys below k0 in the first block are absent); empty when the block is padding.
             uint jlo = 0u, jend = 0u;
             if (i0 < ihi) {
-                jlo = i0 > pc.w ? i0 - pc.w : 0u;
-                jend = min(pc.n_valid, ihi + pc.w); // T < 2^30 and w <= T (host): no overflow
+                const uint p0 = pc.q0 + i0; // positions < 2^30 and w < 2^30 (host): no overflow
+                jlo = max(pc.k0, p0 > pc.w ? p0 - pc.w : 0u);
+                jlo -= jlo % BK;
+                jend = min(kend, pc.q0 + ihi + pc.w);
             }
 
             // ---- q + u and q + v of this subgroup's rows into registers (staged through the ring) ------
@@ -272,14 +283,15 @@ void main() {
             FRAG_LOOP for (uint n = 0; n < NDK; n++)
                 ZERO_C(o[n]);
 
-            const int nbase0 = int(pc.center) - int(i0) + int(jlo) - (BQ - 1);
+            const int nbase0 = int(pc.center) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
             uint kb = 0u;
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
                 // ---- stage k, v and the new position rows ---------------------------------------------
                 barrier(); // readers of the previous block (or of the staged q) are done
-                stage_rows(K_OFF, 0u, BK, pc.k, 0ul, int(j0), BK, hd, 0, int(jend));
-                stage_rows(V_OFF, 0u, BK, pc.v, 0ul, int(j0), BK, hd, 0, int(jend));
+                // key position j is row j - k0 of k and v
+                stage_rows(K_OFF, 0u, BK, pc.k, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
+                stage_rows(V_OFF, 0u, BK, pc.v, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
                 const uint nb = kb == 0u ? uint(NWIN) : uint(BK); // rows to stage: all of them first
                 const uint w0 = uint(NWIN) - nb;                   // first window row to stage
                 stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, 0ul, nbase0 + int(BK * kb + w0), nb, hd, 0, int(pc.P));
@@ -310,7 +322,7 @@ void main() {
                 // The row's partial maxima and sums meet in the k block's staging area (k is not read
                 // again in this block; the next block restages it after a barrier).
                 {
-                    const uint row = t / 2u, hf = t % 2u, c0 = 8u * hf, r = row % 16u, i = i0 + row;
+                    const uint row = t / 2u, hf = t % 2u, c0 = 8u * hf, r = row % 16u, i = i0 + row, pi = pc.q0 + i;
                     const uint acf = (S_OFF + (row / 16u) * SW + r * SAC) * 4u + c0;
                     const uint bdf = (S_OFF + (row / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r + c0;
                     const uint xf = K_OFF * 4u, yf = K_OFF * 4u + NT; // partial max, partial sum [NT]
@@ -319,7 +331,7 @@ void main() {
                     float pm = MASKED;
                     [[unroll]] for (uint c = 0; c < 8u; c++) {
                         const uint j = j0 + c0 + c;
-                        const bool ok = i < ihi && j < jend && (i > j ? i - j : j - i) <= pc.w;
+                        const bool ok = i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
                         pm = max(pm, s[c]);
                     }
@@ -390,7 +402,7 @@ void main() {
                 barrier();
                 for (uint e = t; e < BQ * 16u; e += NT) {
                     const uint li = e / 16u, c = e % 16u, i = i0 + li, d = 16u * n + c;
-                    if (i < pc.T && d < pc.dk) {
+                    if (i < pc.Tq && d < pc.dk) {
                         const uint f = (S_OFF + (li / 16u) * SW + (li % 16u) * SO) * 4u + c;
                         // A valid row always sees key i itself, so l > 0 there.
                         STOREF(pc.y, uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);

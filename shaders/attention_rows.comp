@@ -1,7 +1,7 @@
 #version 460
 // attention_rows.comp — fused relative-position multi-head self-attention for CPU drivers (lavapipe):
-// the same op as attention.comp (spec §5.1, the band |i - j| <= w, keys j < n_valid, query rows
-// i >= n_valid get zeros), f32 throughout, but with no shared memory and no barriers: one invocation
+// the same op as attention.comp (spec §5.1, the band |i - j| <= w over key positions present in k and
+// below n_valid, query positions >= n_valid get zeros), f32 throughout, but with no shared memory and no barriers: one invocation
 // owns one (query row, head) and walks its keys in order with an online softmax,
 //   s_j = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,
 //   m = running max, l = running sum of exp(s - m), acc = running sum of exp(s - m) v_j,
@@ -10,7 +10,8 @@
 // key block. Scores never reach memory: memory stays linear in T.
 // Grid: x over query rows row0 .. row0 + groups*WG - 1, one row per invocation (the host records
 // more dispatches when the device's grid cap is smaller: a grid-stride loop over rows here gave
-// garbage on its second pass under lavapipe), y over heads (grid-stride). dk <= DKMAX (host-checked).
+// garbage on its second pass under lavapipe), y over heads (grid-stride). dk <= 256 (host-checked);
+// spec 1: DK below; at most VK_ATT_ROWS_MAX_KEYS keys per row (host-checked).
 // Loop counters are 32-bit (lavapipe loses work with 64-bit counters that differ between invocations
 // inside other loops); offsets are 64-bit. push: as attention.comp. spec 0: workgroup size.
 #include "core.glsl"
@@ -18,60 +19,81 @@ layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
-    uint T, D, dk, H, P, center, n_valid, w;
+    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
     uint row0; // attention.comp's flags word: the first query row of this dispatch
+    uint pad_;
 } pc;
 
-#define DKMAX 256u
+// llvmpipe stops an invocation's loops after 65535 iterations in total (Mesa's
+// LP_MAX_TGSI_LOOP_ITERATIONS) without an error; the loops over dk per key reach that at about 650 keys
+// of a 44-wide head. For rows with more keys the host sets DK, the head width as a specialization
+// constant, and the loops over it are unrolled when the pipeline is made: only the key loop counts
+// (the host keeps keys per row below the limit). DK 0 (short rows): plain loops over pc.dk, a pipeline
+// for every head width without the compile time of unrolled ones.
+layout(constant_id = 1) const uint DK = 0;
+const uint DKA = DK > 0u ? DK : 256u; // register arrays
+
+// The online softmax over key positions [j0, j1) of one (row, head), with loops of ND over the head
+// width (UNROLL: [[unroll]] or nothing; the hint must not reach loops of unknown trip count, which the
+// driver would unroll to the arrays' size with guards).
+#define ATTEND_KEYS(ND, UNROLL)                                                                      \
+    for (uint j = j0; j < j1; j++) {                                                                 \
+        const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                            \
+        const uint64_t pb = uint64_t(pc.center + j - pi) * D + hc; /* row center - (pi - j) */       \
+        float ac = 0.0, bd = 0.0;                                                                    \
+        UNROLL for (uint d = 0; d < ND; d++) {                                                       \
+            ac += qu[d] * LOADF(pc.k, kb + d);                                                       \
+            bd += qv[d] * LOADF(pc.p, pb + d);                                                       \
+        }                                                                                            \
+        const float s = (ac + bd) * pc.scale;                                                        \
+        if (s > m) {                                                                                 \
+            const float c = exp(m - s);                                                              \
+            l *= c;                                                                                  \
+            UNROLL for (uint d = 0; d < ND; d++)                                                     \
+                acc[d] *= c;                                                                         \
+            m = s;                                                                                   \
+        }                                                                                            \
+        const float e = exp(s - m);                                                                  \
+        l += e;                                                                                      \
+        UNROLL for (uint d = 0; d < ND; d++)                                                         \
+            acc[d] += e * LOADF(pc.v, kb + d);                                                       \
+    }
+
 // The running max starts at a finite sentinel (no infinities: fast-math drivers may mishandle them);
 // the first key's exp(sentinel - s) is 0.
 #define NO_MAX (-3.0e38)
 
 void main() {
-    const uint T = pc.T, dk = pc.dk;
+    const uint dk = pc.dk;
     const uint64_t D = uint64_t(pc.D);
-    const uint i = pc.row0 + gl_GlobalInvocationID.x;
-    if (i >= T)
+    const uint i = pc.row0 + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
+    if (i >= pc.Tq)
         return;
     for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
         const uint64_t yo = uint64_t(i) * D + hc;
-        if (i >= pc.n_valid) {
+        if (pi >= pc.n_valid) {
             for (uint d = 0; d < dk; d++)
                 STOREF(pc.y, yo + d, 0.0);
             continue;
         }
-        float qu[DKMAX], qv[DKMAX], acc[DKMAX];
+        float qu[DKA], qv[DKA], acc[DKA];
         for (uint d = 0; d < dk; d++) {
             const float qd = LOADF(pc.q, yo + d);
             qu[d] = qd + LOADF(pc.bu, hc + d);
             qv[d] = qd + LOADF(pc.bv, hc + d);
             acc[d] = 0.0;
         }
-        // keys of the band that exist: j in [i - w, i + w] and [0, n_valid); w <= T (host)
-        const uint j0 = i > pc.w ? i - pc.w : 0u, j1 = min(pc.n_valid, i + pc.w + 1u);
+        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk) and [0, n_valid);
+        // positions and w < 2^30 (host): no overflow
+        const uint j0 = max(pc.k0, pi > pc.w ? pi - pc.w : 0u);
+        const uint j1 = min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u);
         float m = NO_MAX, l = 0.0;
-        for (uint j = j0; j < j1; j++) {
-            const uint64_t kb = uint64_t(j) * D + hc;
-            const uint64_t pb = uint64_t(pc.center + j - i) * D + hc; // row center - (i - j)
-            float ac = 0.0, bd = 0.0;
-            for (uint d = 0; d < dk; d++) {
-                ac += qu[d] * LOADF(pc.k, kb + d);
-                bd += qv[d] * LOADF(pc.p, pb + d);
-            }
-            const float s = (ac + bd) * pc.scale;
-            if (s > m) {
-                const float c = exp(m - s);
-                l *= c;
-                for (uint d = 0; d < dk; d++)
-                    acc[d] *= c;
-                m = s;
-            }
-            const float e = exp(s - m);
-            l += e;
-            for (uint d = 0; d < dk; d++)
-                acc[d] += e * LOADF(pc.v, kb + d);
+        if (DK > 0u) {
+            ATTEND_KEYS(DK, [[unroll]])
+        } else {
+            ATTEND_KEYS(dk, )
         }
         for (uint d = 0; d < dk; d++)
             STOREF(pc.y, yo + d, acc[d] / l);

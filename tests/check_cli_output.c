@@ -2,6 +2,8 @@
  *   check_cli_output json FILE   each line is a JSON object with text, duration, tokens (id, piece, text,
  *                                frame, start, end), words and segments (text, start, end), in valid UTF-8
  *                                (RFC 8259; cJSON itself accepts any bytes)
+ *                                and attention (mode "full", or "local" with a window >= 1)
+ *   check_cli_output attention FILE MODE [W]   every line's attention is MODE (full, local) with window W
  *   check_cli_output frames FILE N   no encoder frame carries more than N tokens; prints the largest count
  *   check_cli_output npy FILE COLS   a float32 C-order 2-D .npy with COLS columns and >= 1 row
  *   check_cli_output compare FILE ok|equal|STAGE   `vkasr compare --json`: one object with every stage and
@@ -52,6 +54,40 @@ static int utf8_ok(const unsigned char *p, size_t n) {
     return 1;
 }
 
+/* {"mode": "full"} or {"mode": "local", "window": W >= 1}; with want, that mode (and window, if > 0). */
+static int attention_ok(const cJSON *a, const char *want, long window) {
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(a, "mode"), *w = cJSON_GetObjectItemCaseSensitive(a, "window");
+    if (!cJSON_IsObject(a) || !cJSON_IsString(m))
+        return 0;
+    if (want && strcmp(m->valuestring, want) != 0)
+        return 0;
+    if (!strcmp(m->valuestring, "full"))
+        return w == NULL;
+    if (strcmp(m->valuestring, "local") != 0 || !cJSON_IsNumber(w) || w->valuedouble < 1)
+        return 0;
+    return window <= 0 || (long)w->valuedouble == window;
+}
+
+/* Every line's attention is `mode` (and its window `window` when > 0). */
+static int check_attention(const char *file, const char *mode, long window) {
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return bad("cannot open", file);
+    char *line = NULL;
+    size_t cap = 0;
+    int lines = 0, rc = 0;
+    while (getline(&line, &cap, f) > 0 && rc == 0) {
+        cJSON *o = cJSON_Parse(line);
+        lines++;
+        if (!attention_ok(cJSON_GetObjectItemCaseSensitive(o, "attention"), mode, window))
+            rc = bad("attention differs from the expected one", file);
+        cJSON_Delete(o);
+    }
+    free(line);
+    fclose(f);
+    return rc == 0 && lines == 0 ? bad("no output", file) : rc;
+}
+
 static int check_json(const char *file) {
     FILE *f = fopen(file, "r");
     if (!f)
@@ -70,6 +106,8 @@ static int check_json(const char *file) {
         } else if (!has(o, "text", isstr) || !has(o, "duration", isnum) || !has(o, "tokens", isarr) ||
                    !has(o, "words", isarr) || !has(o, "segments", isarr)) {
             rc = bad("missing text/duration/tokens/words/segments", file);
+        } else if (!attention_ok(cJSON_GetObjectItemCaseSensitive(o, "attention"), NULL, 0)) {
+            rc = bad("attention is not {\"mode\": \"full\"} or {\"mode\": \"local\", \"window\": W >= 1}", file);
         } else {
             const cJSON *t;
             cJSON_ArrayForEach(t, cJSON_GetObjectItemCaseSensitive(o, "tokens")) {
@@ -319,6 +357,8 @@ static int check_bench(const char *file, int nlengths, int runs) {
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "json"))
         return check_json(argv[2]);
+    if ((argc == 4 || argc == 5) && !strcmp(argv[1], "attention"))
+        return check_attention(argv[2], argv[3], argc == 5 ? strtol(argv[4], NULL, 10) : 0);
     if (argc == 4 && !strcmp(argv[1], "npy"))
         return check_npy(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "frames"))
@@ -327,7 +367,7 @@ int main(int argc, char **argv) {
         return check_compare(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "bench"))
         return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
-    fprintf(stderr, "usage: check_cli_output json FILE | npy FILE COLS | frames FILE MAX | "
+    fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX | "
                     "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS\n");
     return 2;
 }

@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
-# devices, bench, several inputs with a bad one, write errors on stdout, --max-symbols, --profile.
+# devices, bench, several inputs with a bad one, write errors on stdout, --attention, --max-memory,
+# -v, --max-symbols, --profile.
 # usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
 #   for the tests that send it signals.
@@ -97,6 +98,35 @@ head -1 "$WORK/out" | grep -q '^1$' || fail "srt numbering"
 expect 0 "$VKASR" transcribe -np -m "$M" --format vtt "$WAV"
 head -1 "$WORK/out" | grep -q '^WEBVTT' || fail "vtt header"
 grep -Eq '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} --> ' "$WORK/out" || fail "vtt timing line"
+
+# --attention, --attention-threshold, --max-memory (the memory plan), and -v's report of them
+expect 0 "$VKASR" transcribe -np -m "$M" --format json --attention local:4 "$WAV"
+"$CHECK" attention "$WORK/out" local 4 || fail "--attention local:4"
+expect 0 "$VKASR" transcribe -np -m "$M" --format json "$WAV"
+"$CHECK" attention "$WORK/out" full || fail "auto attention on a short file is full"
+expect 0 "$VKASR" transcribe -np -m "$M" --format json --attention-threshold 1 "$WAV"
+"$CHECK" attention "$WORK/out" local 128 || fail "auto past --attention-threshold is local [128, 128]"
+expect 0 "$VKASR" transcribe -np -m "$M" --format json --attention full --attention-threshold 1 "$WAV"
+"$CHECK" attention "$WORK/out" full || fail "--attention full"
+for bad in "--attention bogus" "--attention local:0" "--attention local:x" "--attention-threshold 0" \
+    "--attention-threshold x" "--max-memory 12Q" "--max-memory -1G" "--max-memory 0" "--max-memory"; do
+    expect 2 "$VKASR" transcribe -m "$M" $bad "$WAV"
+done
+expect 0 "$VKASR" transcribe -v -m "$M" --max-memory 1G "$WAV"
+cmp -s "$WORK/out" "$WORK/a.txt" || fail "--max-memory 1G changed the transcript"
+grep -q "attention: full" "$WORK/err" || fail "-v names the attention"
+grep -Eq "memory plan: [0-9.]+ MiB of device memory = weights [0-9.]+ \+ activations" "$WORK/err" || fail "-v prints the plan"
+grep -q "subsampling: one tile of" "$WORK/err" || fail "-v prints the subsampling tiles"
+grep -Eq "device memory planned [0-9.]+ MiB, peak [0-9.]+ MiB; host peak [0-9.]+ MiB" "$WORK/err" ||
+    fail "-v prints planned and peak device memory and the host peak"
+expect 1 "$VKASR" transcribe -m "$M" --max-memory 1K "$WAV"
+grep -q "not above the model's weights" "$WORK/err" || fail "--max-memory below the weights: the message"
+# a cap between the weights and what the input needs: exit 1, the bytes needed and available named
+expect 0 "$VKASR" transcribe -v -m "$M" "$WAV"
+W=$(sed -nE 's/.*= weights ([0-9.]+) \+ activations.*/\1/p' "$WORK/err" | head -1)
+expect 1 "$VKASR" transcribe -m "$M" --max-memory "$(awk -v w="$W" 'BEGIN { printf "%dK", w * 1024 + 16 }')" "$WAV"
+grep -q "not enough device memory for .* it needs .* MiB available (max_memory" "$WORK/err" ||
+    fail "--max-memory below the smallest chunks: the message"
 
 # whisper-cli style file outputs
 expect 0 "$VKASR" transcribe -np -m "$M" -otxt -ojson -osrt -ovtt -of "$WORK/base" "$WAV"

@@ -2,7 +2,9 @@
  * or CUDA with VKASR_TEST_DEVICE) vs the C reference:
  * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
  * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
- * zero-length input, and the errors the kernel reports (dk too wide, y overlapping an input). The f32
+ * zero-length input, slices of a sequence (queries and keys at given positions), row chunks that must
+ * be bit-identical to one call, the reference against NeMo's rel_pos_local_attn written out (edges of
+ * the band), and the errors the kernel reports (dk too wide, y overlapping an input). The f32
  * cases run the automatic choice (the scalar kernel); the f16 cases run every tensor-core
  * configuration the device can (on lavapipe the emulated twins) against the reference with the same
  * f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the tensor-core kernel up to
@@ -23,7 +25,7 @@
 
 static double worst_nmse, worst_nmse_f16;
 
-/* NMSE of the Vulkan output against the reference (th_check leaves the reference in y->host). */
+/* NMSE of the device's output against the reference (th_check leaves the reference in y->host). */
 static double measured_nmse(struct th *h, struct th_tensor *y) {
     uint64_t bytes = be_nbytes(&TH_T(y, TH_REF)), n = bytes / 4;
     float *vk = malloc(bytes ? bytes : 4);
@@ -45,26 +47,32 @@ static vkasr_status record_att(struct backend *vk, const void *args, const void 
     return vk_att_record((struct vk_backend *)vk, args, cfg);
 }
 
-/* P == 0 means the minimum the span needs (2 * reach + 1). f16: the op's f16 flag; cfg: force a Vulkan
- * configuration (NULL: the automatic choice). */
-static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
-                          float mag, bool f16, const struct vk_att_cfg *cfg) {
-    int64_t reach = T > 0 ? T - 1 : 0;
-    if (window > 0 && window < reach)
-        reach = window;
-    if (P == 0)
+/* One case: queries at positions q0 .. q0+Tq-1, keys at k0 .. k0+Tk-1 (the whole sequence: q0 = k0 = 0,
+ * Tq = Tk = T). P == 0 means the minimum the scored pairs need. f16: the op's f16 flag; cfg: force a
+ * Vulkan configuration (NULL: the automatic choice). */
+static void slice_case(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, int64_t q0, int64_t Tk, int64_t k0,
+                       int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window, float mag, bool f16) {
+    if (P == 0) {
+        int64_t qb = q0 + Tq < n_valid ? q0 + Tq : n_valid, kb = k0 + Tk < n_valid ? k0 + Tk : n_valid;
+        int64_t reach = 0;
+        if (q0 < qb) {
+            reach = llabs(qb - 1 - k0) > llabs(q0 - (kb - 1)) ? llabs(qb - 1 - k0) : llabs(q0 - (kb - 1));
+            if (window > 0 && window < reach)
+                reach = window;
+        }
         P = 2 * reach + 1;
-    th_case(h, "relpos_attention %s%s T=%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g",
-            cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)T, (long long)D, heads, (long long)P,
-            (long long)n_valid, (long long)window, mag);
+    }
+    th_case(h, "relpos_attention %s%s Tq=%lld@%lld Tk=%lld@%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g",
+            cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)Tq, (long long)q0, (long long)Tk, (long long)k0,
+            (long long)D, heads, (long long)P, (long long)n_valid, (long long)window, mag);
     int64_t dk = D / heads;
-    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -mag, mag);
-    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -mag, mag);
-    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(Tq, D), -mag, mag);
+    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(Tk, D), -mag, mag);
+    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(Tk, D), -1.0f, 1.0f);
     struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -mag, mag);
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -mag, mag);
     struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -mag, mag);
-    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(Tq, D));
     struct op_relpos_attention a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_relpos_attention){
@@ -78,6 +86,8 @@ static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t
             .heads = heads,
             .n_valid = n_valid,
             .window = window,
+            .q_pos0 = q0,
+            .k_pos0 = k0,
             .f16 = f16,
         };
     if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
@@ -91,6 +101,11 @@ static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t
     printf("%s %-100s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
 }
 
+static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
+                          float mag, bool f16, const struct vk_att_cfg *cfg) {
+    slice_case(h, cfg, T, 0, T, 0, D, heads, P, n_valid, window, mag, f16);
+}
+
 static void attn_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t P,
                       int64_t n_valid, int64_t window, float mag) {
     attn_case_cfg(h, T, D, heads, P, n_valid, window, mag, false, cfg);
@@ -101,6 +116,9 @@ static void attn_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int
  * its query block and the 16-key blocks, padding, local windows, a longer position table, large
  * scores (the reference max moves by more than the lazy-rescale margin), and eight heads (the head
  * dimension grid-strides under a 3-group cap). */
+static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t n_valid,
+                       int64_t window, int64_t chunk, bool f16);
+#define D2F16(dk) (2 * (dk))
 static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
     const int64_t dkmax = cfg ? cfg->max_dk : 128, bq = cfg ? cfg->bq : 64;
     const int64_t dks[] = {dkmax, dkmax - 12};
@@ -118,6 +136,154 @@ static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
         attn_case_cfg(h, L, D2, 2, 0, L - 7, 24, 3.0f, true, cfg);
     }
     attn_case_cfg(h, bq + 5, 8 * 16, 8, 0, bq + 5, 0, 1.0f, true, cfg);
+    /* slices and row chunks (bit-identical to one call) in f16 mode too */
+    slice_case(h, cfg, 33, 70, 51, 61, D2F16(dkmax), 2, 0, 200, 9, 1.0f, true);
+    slice_case(h, cfg, bq + 3, 5, 2 * bq + 9, 0, D2F16(dkmax), 2, 0, 2 * bq + 9, 0, 1.0f, true);
+    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 37, 0, 7, true);
+    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 30, 24, 33, true);
+}
+
+/* Row chunks are bit-identical to one call: the whole sequence in one op, then in chunks of `chunk`
+ * query rows whose k and v hold only the chunk's band (the way src/asr computes local attention; full
+ * attention keeps every key), on the device under test with a forced Vulkan configuration (NULL: the
+ * backend's own choice, the only one on CUDA). */
+static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t n_valid,
+                       int64_t window, int64_t chunk, bool f16) {
+    int64_t reach = T > 0 ? T - 1 : 0;
+    if (window > 0 && window < reach)
+        reach = window;
+    const int64_t P = 2 * reach + 1, dk = D / heads;
+    th_case(h, "relpos_attention chunks %s%s T=%lld D=%lld H=%d n_valid=%lld window=%lld chunk=%lld",
+            cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)T, (long long)D, heads, (long long)n_valid,
+            (long long)window, (long long)chunk);
+    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -2.0f, 2.0f);
+    struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(T, D)), *y2 = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct backend *dev = h->be[TH_DEV];
+    struct op_relpos_attention a = {
+        .q = TH_T(q, TH_DEV), .k = TH_T(k, TH_DEV), .v = TH_T(v, TH_DEV), .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bv, TH_DEV), .y = TH_T(y1, TH_DEV),
+        .heads = heads, .n_valid = n_valid, .window = window, .f16 = f16,
+    };
+    vkasr_status st = cfg ? op_validate(OP_relpos_attention, &a, &dev->err) : VKASR_OK;
+    if (st == VKASR_OK)
+        st = cfg ? vk_att_record((struct vk_backend *)dev, &a, cfg) : be_relpos_attention(dev, &a);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < T; r0 += chunk) {
+        const int64_t n = T - r0 < chunk ? T - r0 : chunk;
+        int64_t ka = 0, kb = T;
+        if (window > 0) {
+            ka = r0 - window > 0 ? r0 - window : 0;
+            kb = r0 + n + window < T ? r0 + n + window : T;
+        }
+        struct op_relpos_attention c = a;
+        c.q = be_tensor_rows(&a.q, r0, n);
+        c.y = be_tensor_rows(&TH_T(y2, TH_DEV), r0, n);
+        c.k = be_tensor_rows(&a.k, ka, kb - ka);
+        c.v = be_tensor_rows(&a.v, ka, kb - ka);
+        c.q_pos0 = r0;
+        c.k_pos0 = ka;
+        st = op_validate(OP_relpos_attention, &c, &dev->err);
+        if (st == VKASR_OK)
+            st = cfg ? vk_att_record((struct vk_backend *)dev, &c, cfg) : be_relpos_attention(dev, &c);
+    }
+    if (st == VKASR_OK)
+        st = be_sync(dev);
+    h->checks++;
+    uint64_t bytes = (uint64_t)T * D * 4;
+    float *w1 = malloc(bytes + 4), *w2 = malloc(bytes + 4);
+    if (st == VKASR_OK && w1 && w2)
+        st = be_download(dev, w1, TH_T(y1, TH_DEV).addr, bytes);
+    if (st == VKASR_OK && w1 && w2)
+        st = be_download(dev, w2, TH_T(y2, TH_DEV).addr, bytes);
+    uint64_t diff = 0;
+    for (uint64_t i = 0; st == VKASR_OK && w1 && w2 && i < bytes / 4; i++)
+        diff += memcmp(&w1[i], &w2[i], 4) != 0;
+    bool ok = st == VKASR_OK && w1 && w2 && diff == 0 && th_check_guards(h);
+    if (!ok)
+        h->failures++;
+    printf("%s %-100s %llu element(s) differ%s%s\n", ok ? "ok  " : "FAIL", h->name, (unsigned long long)diff,
+           st == VKASR_OK ? "" : ": ", st == VKASR_OK ? "" : dev->err.msg);
+    free(w1);
+    free(w2);
+}
+
+/* The C reference against NeMo's rel_pos_local_attn written out as NeMo computes it (spec §5.2, a
+ * single item, context [w, w]): the sequence zero-padded to T' (a multiple of 2w), window column
+ * c = 0 .. 2w holding key j = i - w + c, AC = (q_i + u).k_j with -inf for j outside [0, T'), the
+ * positional term from PosLoc[m] = PE(L - m) (columns c < L: row c; columns c >= 2w - R: row
+ * L + c - 2w + R), -10000 added for padded keys j >= T, softmax over the 2w + 1 columns, all in double.
+ * The band's edges at the start and the end of the sequence are where the two formulations could
+ * part; lengths around multiples of 2w and windows wider than the sequence are checked. */
+static void nemo_case(struct th *h, int64_t T, int64_t D, int heads, int64_t w) {
+    const int64_t L = w, R = w, P = L + R + 1, dk = D / heads, Tp = T + ((2 * w - T % (2 * w)) % (2 * w));
+    th_case(h, "relpos_attention reference vs NeMo rel_pos_local_attn T=%lld D=%lld H=%d context [%lld, %lld]",
+            (long long)T, (long long)D, heads, (long long)L, (long long)R);
+    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -2.0f, 2.0f);
+    struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct backend *ref = h->be[TH_REF];
+    struct op_relpos_attention a = {
+        .q = TH_T(q, TH_REF), .k = TH_T(k, TH_REF), .v = TH_T(v, TH_REF), .p = TH_T(p, TH_REF),
+        .bias_u = TH_T(bu, TH_REF), .bias_v = TH_T(bv, TH_REF), .y = TH_T(y, TH_REF),
+        .heads = heads, .n_valid = T, .window = w,
+    };
+    h->checks++;
+    if (be_relpos_attention(ref, &a) != VKASR_OK) {
+        h->failures++;
+        printf("FAIL %s: %s\n", h->name, ref->err.msg);
+        return;
+    }
+    const float *Q = q->host, *K = k->host, *V = v->host, *Pl = p->host, *U = bu->host, *BV = bv->host;
+    const float *Y = (const float *)(uintptr_t)TH_T(y, TH_REF).addr;
+    double *sc = malloc((size_t)(2 * w + 1) * sizeof *sc), se = 0, sr = 0;
+    for (int64_t hh = 0; sc && hh < heads; hh++)
+        for (int64_t i = 0; i < T; i++) {
+            double mx = -INFINITY;
+            for (int64_t c = 0; c <= 2 * w; c++) {
+                const int64_t j = i - w + c;
+                if (j < 0 || j >= Tp || c < w - L || c > w + R) { /* outside the padded sequence */
+                    sc[c] = -INFINITY;
+                    continue;
+                }
+                const int64_t m = c < L ? c : L + (c - 2 * w + R); /* PosLoc row of column c */
+                double ac = 0, bd = 0;
+                for (int64_t d = 0; d < dk; d++) {
+                    const double qd = Q[i * D + hh * dk + d];
+                    ac += (qd + U[hh * dk + d]) * (j < T ? K[j * D + hh * dk + d] : 0.0); /* padding: zeros */
+                    bd += (qd + BV[hh * dk + d]) * Pl[m * D + hh * dk + d];
+                }
+                sc[c] = (ac + bd) / sqrt((double)dk) + (j >= T ? -10000.0 : 0.0);
+                mx = fmax(mx, sc[c]);
+            }
+            double sum = 0;
+            for (int64_t c = 0; c <= 2 * w; c++)
+                sum += sc[c] = isinf(sc[c]) ? 0.0 : exp(sc[c] - mx);
+            for (int64_t d = 0; d < dk; d++) {
+                double o = 0;
+                for (int64_t c = 0; c <= 2 * w; c++) {
+                    const int64_t j = i - w + c;
+                    o += sc[c] * (j >= 0 && j < T ? V[j * D + hh * dk + d] : 0.0);
+                }
+                o /= sum;
+                const double yr = Y[i * D + hh * dk + d];
+                se += (yr - o) * (yr - o);
+                sr += o * o;
+            }
+        }
+    const double nmse = sr > 0 ? se / sr : se;
+    const bool ok = sc && nmse < 1e-12;
+    if (!ok)
+        h->failures++;
+    printf("%s %-100s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
+    free(sc);
 }
 
 /* Kernel selection on synthetic devices (a pure function of the capabilities). */
@@ -164,7 +330,7 @@ static void choice_cases(struct th *h) {
 #endif
 }
 
-/* Errors the Vulkan kernel itself reports (argument rules are tested with ops.c). */
+/* Errors the device's kernels themselves report (argument rules are tested with ops.c). */
 static void error_cases(struct th *h) {
     th_case(h, "relpos_attention dk=257 unsupported");
     struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(2, 257), -1, 1);
@@ -189,6 +355,32 @@ static void error_cases(struct th *h) {
         h->failures++;
     } else {
         printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
+    }
+
+    if (!h->vulkan) {
+        th_skip(h, "the Vulkan rows kernel's key limit (llvmpipe's loop limit)");
+    } else {
+        th_case(h, "relpos_attention rows kernel: more keys per row than llvmpipe's loops allow");
+        q = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+        struct th_tensor *kk = th_input(h, BE_F32, 2, TH_SHAPE(VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+        p = th_input(h, BE_F32, 2, TH_SHAPE(2 * VK_ATT_ROWS_MAX_KEYS + 1, 2), -1, 1);
+        bu = th_input(h, BE_F32, 2, TH_SHAPE(1, 2), -1, 1);
+        y = th_output(h, BE_F32, 2, TH_SHAPE(1, 2));
+        a = (struct op_relpos_attention){
+            .q = TH_T(q, TH_DEV), .k = TH_T(kk, TH_DEV), .v = TH_T(kk, TH_DEV), .p = TH_T(p, TH_DEV),
+            .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bu, TH_DEV), .y = TH_T(y, TH_DEV),
+            .heads = 1, .n_valid = VK_ATT_ROWS_MAX_KEYS + 1,
+        };
+        h->checks++;
+        st = op_validate(OP_relpos_attention, &a, &h->be[TH_DEV]->err);
+        if (st == VKASR_OK)
+            st = vk_att_record((struct vk_backend *)h->be[TH_DEV], &a, vk_att_find("rows"));
+        if (st != VKASR_ERR_UNSUPPORTED || !strstr(h->be[TH_DEV]->err.msg, "local attention")) {
+            printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
+            h->failures++;
+        } else {
+            printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
+        }
     }
 
     th_case(h, "relpos_attention y overlapping q");
@@ -264,6 +456,31 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
 
     /* Zero-length sequence: nothing to write. */
     attn_case(h, cfg, 0, 8, 2, 1, 0, 0, 1.0f);
+
+    /* Slices of a sequence: queries at q_pos0 against keys at k_pos0 (positions, the band and n_valid
+     * in sequence coordinates): full attention over a longer key range, a local chunk with its band,
+     * the chunk at the end with padding, keys reaching past the band, a window wider than the
+     * sequence, and starts that are not multiples of any kernel block. */
+    slice_case(h, cfg, 40, 50, 140, 0, 64, 2, 0, 140, 0, 1.0f, false);
+    slice_case(h, cfg, 33, 70, 51, 61, 48, 3, 0, 200, 9, 1.0f, false);
+    slice_case(h, cfg, 20, 110, 30, 100, 64, 2, 0, 125, 10, 1.0f, false);
+    slice_case(h, cfg, 10, 37, 130, 0, 64, 2, 0, 130, 4, 1.0f, false);
+    slice_case(h, cfg, 9, 5, 20, 0, 8, 2, 0, 20, 50, 1.0f, false);
+    slice_case(h, cfg, 65, 63, 130, 1, 64, 2, 0, 131, 33, 4.0f, false);
+
+    /* Rows with more keys than llvmpipe's loop limit allows with loops over dk per key (700 keys of a
+     * 44-wide head: attention_rows.comp unrolls those loops). */
+    if (cfg && cfg->kind == VK_ATT_ROWS)
+        attn_case(h, cfg, 700, 88, 2, 0, 700, 0, 1.0f);
+
+    /* Row chunks bit-identical to one call: full and local attention, padding, a window wider than the
+     * sequence, chunks of 1, 7, 33 and 64 rows (within and across the kernels' query blocks). */
+    chunk_case(h, cfg, 130, 64, 2, 130, 0, 7, false);
+    chunk_case(h, cfg, 130, 64, 2, 130, 5, 7, false);
+    chunk_case(h, cfg, 130, 64, 2, 130, 40, 33, false);
+    chunk_case(h, cfg, 130, 64, 2, 101, 20, 64, false);
+    chunk_case(h, cfg, 70, 48, 3, 70, 200, 33, false);
+    chunk_case(h, cfg, 45, 8, 2, 45, 3, 1, false);
 }
 
 int main(void) {
@@ -302,6 +519,14 @@ int main(void) {
     attn_case_cfg(&h, 77, 88, 2, 0, 77, 9, 1.0f, true, NULL);
     attn_case_cfg(&h, 40, 256, 1, 0, 40, 0, 1.0f, true, NULL);
     attn_case_cfg(&h, 33, 400, 2, 0, 30, 5, 1.0f, true, NULL);
+
+    /* The reference against NeMo's sliding-window formulation: lengths below, at and above multiples
+     * of 2w, windows of 1 .. wider than the sequence. */
+    static const int64_t nemo_T[] = {1, 5, 16, 17, 40, 63, 64, 65};
+    static const int64_t nemo_w[] = {1, 4, 16, 70};
+    for (unsigned i = 0; i < sizeof nemo_T / sizeof *nemo_T; i++)
+        for (unsigned j = 0; j < sizeof nemo_w / sizeof *nemo_w; j++)
+            nemo_case(&h, nemo_T[i], 16, 2, nemo_w[j]);
 
     if (h.vulkan)
         choice_cases(&h);

@@ -7,7 +7,8 @@
  * choice. The Vulkan tensor-core kernel runs here through its emulated variants (same staging,
  * pipelining, tiling and epilogue code); the real one where the device has NV cooperative matrices.
  * Also checks what the kernel choice relies on (a row never depends on M; on Vulkan, the tensor-core
- * tiles agree bit for bit) and the pure Vulkan kernel-selection function on synthetic devices. */
+ * tiles agree bit for bit; on CUDA, a call split into row chunks inside the op) and the pure Vulkan
+ * kernel-selection function on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,44 @@ static void row_invariance(struct th *h, be_dtype wt) {
     free(full);
 }
 
+/* The CUDA backend runs a call whose temporaries exceed its op scratch (CU_OP_SCRATCH_BYTES, 32 MiB) in
+ * row chunks inside the op: here x rounded to f16 takes 8300 x 2048 halves (34 MB), so the call splits
+ * at row 8188. The whole call matches the reference, and the rows on both sides of the split equal the
+ * same rows computed by a call of their own, bit for bit. */
+static void long_call_rows(struct th *h) {
+    const int64_t M = 8300, N = 8, K = 2048, r0 = 8176, m = 24;
+    th_case(h, "linear in row chunks inside one call, M=%lld N=%lld K=%lld w=f16", (long long)M, (long long)N,
+            (long long)K);
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, BE_F16, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    struct op_linear a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .bias = TH_T(b, s), .y = TH_T(y, s),
+                                  .act = ACT_SILU, .alpha = 1.0f};
+    if (!th_run(h, OP_linear, &a[0], &a[1]))
+        return;
+    th_check(h, y, TOL_F16);
+    float *full = malloc((size_t)(M * N) * sizeof *full), *part = malloc((size_t)(m * N) * sizeof *part);
+    if (!full || !part)
+        exit(1);
+    if (be_download(h->be[TH_DEV], full, TH_T(y, TH_DEV).addr, (uint64_t)(M * N) * sizeof *full) == VKASR_OK &&
+        lin_rows(h, x, w, b, y, r0, m, NULL, part)) {
+        h->checks++;
+        if (memcmp(full + r0 * N, part, (size_t)(m * N) * sizeof *part) != 0) {
+            printf("FAIL [%s]: rows %lld..%lld of a %lld-row call differ from a call of their own\n", h->name,
+                   (long long)r0, (long long)(r0 + m - 1), (long long)M);
+            h->failures++;
+        } else {
+            printf("ok   %s: rows %lld..%lld equal a call of their own\n", h->name, (long long)r0,
+                   (long long)(r0 + m - 1));
+        }
+    }
+    free(full);
+    free(part);
+}
+
 /* What the tensor-core choice table relies on: every tile configuration computes a row bit-identically
  * (each accumulator takes the same 16x16x16 products in k order whatever the tile, the number of
  * subgroups, K step or shared stages), wherever the row sits and whatever the call's M; and with a
@@ -435,8 +474,11 @@ int main(void) {
                 coopmat_agreement(&h, 208);
         } else {
             th_skip(&h, "Vulkan tensor-core tiles agreeing with each other");
+            long_call_rows(&h);
         }
     }
+    if (h.vulkan)
+        th_skip(&h, "a call in row chunks inside the op (the CUDA backend's op scratch)");
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
     const struct lin_case auto_cases[] = {

@@ -320,6 +320,20 @@ static void on_stage(void *ud, const vkasr_stage *stage) {
 
 /* ---- transcription ----------------------------------------------------------------------------- */
 
+/* Parameters checked before the audio is decoded (a bad one must not cost an hour of decoding). */
+static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params *p) {
+    if (p->attention < VKASR_ATTENTION_AUTO || p->attention > VKASR_ATTENTION_LOCAL || p->attention_window < 0 ||
+        !(p->auto_full_seconds >= 0 && p->auto_full_seconds <= 1e12))
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "transcribe params: attention %d, attention_window %d, auto_full_seconds %g: need a "
+                       "vkasr_attention value, a window >= 0 and seconds >= 0",
+                       (int)p->attention, p->attention_window, p->auto_full_seconds);
+    if (p->n_forced_steps && !p->forced_steps)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "n_forced_steps is %zu but forced_steps is NULL",
+                       p->n_forced_steps);
+    return VKASR_OK;
+}
+
 static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_transcribe_params *p, double load_ms,
                         const vkasr_result **out) {
     struct vkasr_result *r = &s->result;
@@ -329,7 +343,17 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     s->params = p;
     s->seg_token0 = 0;
     struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
-    struct asr_options opt = {p->max_symbols_per_step, p->keep_features, p->forced_steps, p->n_forced_steps};
+    static const enum asr_attention att[] = {ASR_ATT_AUTO, ASR_ATT_FULL, ASR_ATT_LOCAL};
+    struct asr_options opt = {
+        .max_symbols = p->max_symbols_per_step,
+        .keep_features = p->keep_features,
+        .attention = att[p->attention],
+        .window = p->attention_window,
+        .auto_full_seconds = p->auto_full_seconds,
+        .max_memory = p->max_memory,
+        .forced = p->forced_steps,
+        .nforced = p->n_forced_steps,
+    };
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if (st == VKASR_OK || st == VKASR_ABORTED) {
         /* Report what the callbacks have not seen yet, then build the final transcript in one pass. */
@@ -356,6 +380,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
         .decoder_ms = r->out.decoder_ms,
         .total_ms = now_ms() - s->call_start_ms,
         .peak_device_bytes = s->model->dev->vt->weight_bytes(s->model->dev) + s->be->vt->peak_bytes(s->be),
+        .planned_device_bytes = r->out.plan.weights + r->out.plan.scratch,
     };
     s->params = NULL;
     if (st == VKASR_OK || st == VKASR_ABORTED)
@@ -373,13 +398,6 @@ static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
         *out = NULL;
     if (!out)
         return err_set(&s->err, VKASR_ERR_INVALID_ARG, "out_result must not be NULL");
-    return VKASR_OK;
-}
-
-static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params *p) {
-    if (p->n_forced_steps && !p->forced_steps)
-        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "n_forced_steps is %zu but forced_steps is NULL",
-                       p->n_forced_steps);
     return VKASR_OK;
 }
 
@@ -441,6 +459,16 @@ const vkasr_segment *vkasr_result_segments(const vkasr_result *r, size_t *count)
 }
 
 vkasr_timings vkasr_result_timings(const vkasr_result *r) { return r ? r->timings : (vkasr_timings){0}; }
+
+vkasr_attention vkasr_result_attention(const vkasr_result *r, int *window) {
+    const struct asr_plan *p = r ? &r->out.plan : NULL;
+    vkasr_attention a = !p || p->attention == ASR_ATT_AUTO ? VKASR_ATTENTION_AUTO
+                        : p->attention == ASR_ATT_FULL     ? VKASR_ATTENTION_FULL
+                                                           : VKASR_ATTENTION_LOCAL;
+    if (window)
+        *window = a == VKASR_ATTENTION_LOCAL ? (int)p->window : 0;
+    return a;
+}
 
 const float *vkasr_result_mel(const vkasr_result *r, size_t *frames, size_t *n_mels) {
     bool ok = r && r->out.mel;

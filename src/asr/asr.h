@@ -56,10 +56,12 @@ vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const ch
                      const be_tensor *t, struct err *e);
 static inline bool asr_tapped(const struct asr_hooks *hooks) { return hooks && hooks->stage; }
 
-/* Per-session state kept between runs: the positional table cache. */
+/* Per-session state kept between runs: the sinusoid tables behind the positional encoding (the
+ * rows themselves are generated in blocks as they are uploaded). */
 struct asr_cache {
-    float *pos_host;                 /* sinusoid table rows for r = Tmax-1 .. -(Tmax-1)        */
-    int64_t pos_tmax;
+    int D;
+    int64_t rmax;                    /* tables cover |r| <= rmax                              */
+    double *w, *hs, *hc, *ls, *lc;
 };
 void asr_cache_free(struct asr_cache *c);
 
@@ -67,6 +69,33 @@ struct asr_token {
     int32_t id;
     int64_t frame;
     int32_t duration;                /* frames the token spans (TDT duration; 1 for RNN-T; CTC run) */
+};
+
+/* Attention of a run (spec §5.1-5.3): NeMo's full rel_pos attention, its local rel_pos_local_attn
+ * with a symmetric context [w, w], or auto: full up to a length, local beyond. */
+enum asr_attention { ASR_ATT_AUTO = 0, ASR_ATT_FULL = 1, ASR_ATT_LOCAL = 2 };
+#define ASR_AUTO_FULL_SECONDS 1440.0 /* NeMo's guidance: full attention up to 24 minutes          */
+#define ASR_DEFAULT_WINDOW 128       /* NeMo's documented context for long audio: [128, 128]      */
+
+/* How a run is cut into pieces (memory scales with these, never results). */
+struct asr_chunks {
+    int64_t stft_frames;             /* mel frames per spectrum tile (features)                  */
+    int64_t sub_tile;                /* encoder frames per subsampling tile                      */
+    int64_t rows;                    /* encoder rows per chunk of every conformer sublayer       */
+};
+
+/* The memory plan of one run, made before anything is allocated (plan.c). */
+struct asr_plan {
+    int64_t samples, mel_frames, frames;
+    enum asr_attention attention;    /* FULL or LOCAL: the choice made                           */
+    int64_t window;                  /* LOCAL: w                                                 */
+    struct asr_chunks chunks;
+    uint64_t weights;                /* device bytes of the weights (already held)               */
+    uint64_t scratch;                /* planned session scratch: the largest phase below         */
+    uint64_t features, subsampling, encoder, decoder; /* scratch of each phase                   */
+    uint64_t op_scratch;             /* the backend's own temporaries of one op, above each phase    */
+    uint64_t available;              /* scratch the run may use                                  */
+    uint64_t largest;                /* its largest single tensor                                */
 };
 
 struct asr_output {
@@ -77,40 +106,75 @@ struct asr_output {
     float *mel;                      /* [mel_frames][n_mels] when keep_features               */
     float *encoder;                  /* [frames][d_model] when keep_features                  */
     double features_ms, encoder_ms, decoder_ms;
+    struct asr_plan plan;            /* what the run planned                                  */
 };
 void asr_output_free(struct asr_output *o);
 
 struct asr_options {
     int max_symbols;                 /* 0: model default                                      */
     bool keep_features;
+    enum asr_attention attention;
+    int64_t window;                  /* LOCAL: w; 0 = the model's context, else 128           */
+    double auto_full_seconds;        /* AUTO: full attention up to this much audio; 0 = 1440  */
+    uint64_t max_memory;             /* device bytes, weights included; 0 = the device budget */
+    const struct asr_chunks *force;  /* tests: these chunks instead of planned ones           */
     const vkasr_decoder_step *forced; /* transducers: teacher forcing of the first nforced steps */
     size_t nforced;
 };
 
-/* Runs the whole network on 16 kHz mono samples. On VKASR_ABORTED the tokens decoded so far are kept.
- * Scratch memory of `be` is released before returning. */
+/* Runs the whole network on 16 kHz mono samples: plans the memory (failing with
+ * VKASR_ERR_DEVICE_MEMORY before allocating when even the smallest chunks do not fit), reserves it,
+ * then features -> subsampling -> conformer stack -> decoder. On VKASR_ABORTED the tokens decoded so
+ * far are kept. Scratch memory of `be` is released before returning. */
 vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const float *samples,
                      size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e);
 
-/* Pieces of asr_run, exposed for tests. */
-vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
-                          be_tensor *feat, struct err *e);
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const be_tensor *feat,
-                        const struct asr_hooks *hooks, be_tensor *enc, struct err *e);
-vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
-                        const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
+/* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
+ * can take within `available` scratch bytes; VKASR_ERR_DEVICE_MEMORY naming the bytes needed and
+ * available (and `limit`, what set them) when even the smallest do not fit. A pure function of its
+ * arguments; max_tensor is the largest single allocation the device makes (0: no limit), op_scratch
+ * what one op of the backend may take for itself above any phase (be_memory.op_scratch). */
+vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
+                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
+                           const char *limit, struct asr_plan *out, struct err *e);
+/* The attention a run of `frames` encoder frames uses (window 0 for full). */
+vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
+                                  enum asr_attention *mode, int64_t *window, struct err *e);
 
-/* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames (asr_subsample
- * picks the tile from a memory budget); any tile size gives bit-identical results. */
-vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                           struct err *e);
+/* Pieces of asr_run, exposed for tests; each allocates its temporaries on top of the scratch stack
+ * and releases them. Their *_scratch twins give the bytes those temporaries take (the plan sums them;
+ * each lives next to the allocations it mirrors). */
+/* feat [mel_frames(n), M] (allocated by the caller) = normalised log-mel features, spectra computed in
+ * tiles of `stft_frames` frames from blocks of samples uploaded as needed. */
+vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
+                          int64_t stft_frames, const be_tensor *feat, struct err *e);
+uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int64_t stft_frames);
+/* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames; any tile size
+ * gives bit-identical results. */
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
                                  int64_t tile, struct err *e);
+uint64_t asr_subsample_scratch(const struct model_config *c, int64_t mel_frames, int64_t tile);
+/* The conformer stack on x [T, D] in place (x: the subsampled input, then the encoder output). */
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
+                        const struct asr_plan *plan, be_tensor *x, const struct asr_hooks *hooks, struct err *e);
+uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows,
+                            uint64_t *largest);
+/* One conformer block on the residual stream *x [T, D]; *y [T, D] is the second residual buffer (and
+ * full attention's keys), v [T, D] full attention's values (unused for local attention, window > 0);
+ * pos [P, D] the sinusoid rows of the attention's reach, p [P, D] scratch for their projection. The
+ * block's output is in *x on return: full attention swaps *x and *y. */
+vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
+                                 be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
+                                 int64_t window, int64_t rows, struct err *e);
+uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows);
+vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
+                        const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
+uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames);
 
-/* Sinusoid rows PE(r) for r = T-1 down to -(T-1): out [2T-1][D] (spec §3.2/3.3; argument rounded to
- * float32 like both reference implementations, sin/cos evaluated in double). */
-vkasr_status asr_posenc_table(struct asr_cache *c, int64_t T, int D, const float **rows, struct err *e);
+/* Sinusoid rows PE(r) for r = r_hi, r_hi - 1, .., r_hi - count + 1 into out [count][D] (spec §3.2-3.3;
+ * argument rounded to float32 like both reference implementations, sin/cos evaluated in double). */
+vkasr_status asr_posenc_rows(struct asr_cache *c, int D, int64_t r_hi, int64_t count, float *out, struct err *e);
 
 /* Subsampling output length: ceil(L/8) for factor 8 (each stride-2 stage: ceil(l/2)). */
 int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames);

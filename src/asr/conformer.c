@@ -1,19 +1,42 @@
 /* conformer.c — one FastConformer block (spec §4-5) on the backend:
  *   x = x + 0.5 FF1(LN(x));  x = x + MHSA(LN(x));  x = x + Conv(LN(x));  x = x + 0.5 FF2(LN(x));  x = LN(x)
- * Feed-forward hidden activations are computed in row chunks so their memory stays bounded. */
+ * Every sublayer runs in chunks of rows, so its temporaries are bounded by the chunk, not the audio:
+ * the feed-forwards and the last LayerNorm are row-local and update x in place; the convolution module
+ * reads a halo of rows around its chunk, so it writes the other residual buffer. Local attention reads
+ * the band around its chunk and writes the other buffer too (x -> y -> x); full attention takes its
+ * keys and values from every row first, then updates x in place, and its convolution writes into the
+ * keys' buffer (dead by then), which becomes x (no third [T, D] buffer). A row's result never depends
+ * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
+ * per row). */
 #include <math.h>
 
 #include "asr.h"
 
-/* Rows per feed-forward chunk: the [rows, F] hidden tensor stays under ~128 MiB. */
-#define FF_HIDDEN_BUDGET (128ull << 20)
-
 struct block_ctx {
     const struct model_config *cfg;
     struct backend *be;
-    int64_t T;
-    bool f16; /* f16 precision: attention products may round to f16 (tensor cores) */
+    int64_t T, D, rows; /* sequence length, width, rows per chunk (<= T) */
+    bool f16;           /* f16 precision: attention products may round to f16 (tensor cores) */
 };
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+/* Rows of the depthwise convolution's halo on each side: (K-1)/2 (4 for K = 9). */
+static int64_t conv_halo(const struct model_config *c) { return (c->conv_kernel - 1) / 2; }
+
+uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows) {
+    const int64_t T = frames, D = c->d_model, n = max64(1, min64(rows, T));
+    // feed-forward: h [n, D], u [n, F]
+    uint64_t ff = be_scratch_f32(n, D) + be_scratch_f32(n, c->ff_size);
+    // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v [T, D] held by the encoder): h, q, a [n, D]
+    const int64_t nk = window > 0 ? min64(T, n + 2 * window) : 0;
+    uint64_t att = window > 0 ? 3 * be_scratch_f32(nk, D) + 2 * be_scratch_f32(n, D) : 3 * be_scratch_f32(n, D);
+    // convolution: h [nh, D], u [nh, 2D], g, d [nh, D] with nh = n + 2 halo
+    const int64_t nh = min64(T, n + 2 * conv_halo(c));
+    uint64_t conv = 3 * be_scratch_f32(nh, D) + be_scratch_f32(nh, 2 * D);
+    return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
+}
 
 static be_tensor tmp(struct block_ctx *c, int64_t rows, int64_t cols, vkasr_status *st) {
     be_tensor t = {0};
@@ -22,121 +45,184 @@ static be_tensor tmp(struct block_ctx *c, int64_t rows, int64_t cols, vkasr_stat
     return t;
 }
 
-// x: [T, D] += 0.5 * W2 silu(W1 h + b1) + b2, with h = LN(x) already in `h`
-static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_tensor *h, const be_tensor *w1,
-                                 const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
-    const int64_t F = w1->ne[0];
-    int64_t chunk = (int64_t)(FF_HIDDEN_BUDGET / (4 * (uint64_t)F));
-    chunk = chunk < 1 ? 1 : chunk > c->T ? c->T : chunk;
+static vkasr_status layernorm(struct block_ctx *c, const be_tensor *x, const be_tensor *g, const be_tensor *b,
+                              const be_tensor *y) {
+    return be_layernorm(c->be, &(struct op_layernorm){.x = *x, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f});
+}
+
+static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_tensor *w, const be_tensor *b,
+                           const be_tensor *res, const be_tensor *y, int act, float alpha) {
+    return be_linear(c->be, &(struct op_linear){.x = *x, .w = *w, .bias = b ? *b : (be_tensor){0},
+                                                 .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
+                                                 .alpha = alpha});
+}
+
+// x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place
+static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_tensor *ln_w, const be_tensor *ln_b,
+                                 const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor u = tmp(c, chunk, F, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += chunk) {
-        int64_t n = c->T - r0 < chunk ? c->T - r0 : chunk;
-        be_tensor ur = be_tensor_rows(&u, 0, n), xr = be_tensor_rows(x, r0, n);
-        // u: [n, F] = silu(h W1^T + b1)
-        st = be_linear(c->be, &(struct op_linear){.x = be_tensor_rows(h, r0, n), .w = *w1, .bias = *b1, .y = ur,
-                                                   .act = ACT_SILU, .alpha = 1.0f});
-        // x: [n, D] += 0.5 * (u W2^T + b2)
+    be_tensor h = tmp(c, c->rows, c->D, &st), u = tmp(c, c->rows, w1->ne[0], &st);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
+        const int64_t n = min64(c->rows, c->T - r0);
+        be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
+        // h: [n, D] = LN(x rows);  u: [n, F] = silu(h W1^T + b1);  x rows += 0.5 (u W2^T + b2)
+        st = layernorm(c, &xr, ln_w, ln_b, &hr);
         if (st == VKASR_OK)
-            st = be_linear(c->be, &(struct op_linear){.x = ur, .w = *w2, .bias = *b2, .res = xr, .y = xr,
-                                                       .alpha = 0.5f});
+            st = linear(c, &hr, w1, b1, NULL, &ur, ACT_SILU, 1.0f);
+        if (st == VKASR_OK)
+            st = linear(c, &ur, w2, b2, &xr, &xr, ACT_NONE, 0.5f);
     }
     be_release(c->be, mark);
     return st;
 }
 
-static vkasr_status layernorm(struct block_ctx *c, const be_tensor *x, const be_tensor *g, const be_tensor *b,
-                              be_tensor *y) {
-    return be_layernorm(c->be, &(struct op_layernorm){.x = *x, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f});
+/* a: [n, D] = attention of the queries q (positions r0 ..) over the keys k, v (positions ka ..). */
+static vkasr_status attend(struct block_ctx *c, const struct asr_layer *L, const be_tensor *q, int64_t r0,
+                           const be_tensor *k, const be_tensor *v, int64_t ka, const be_tensor *p, int64_t window,
+                           const be_tensor *a) {
+    return be_relpos_attention(c->be, &(struct op_relpos_attention){
+                                          .q = *q, .k = *k, .v = *v, .p = *p, .bias_u = L->bias_u,
+                                          .bias_v = L->bias_v, .y = *a, .heads = c->cfg->n_heads, .n_valid = c->T,
+                                          .window = window, .q_pos0 = r0, .k_pos0 = ka, .f16 = c->f16});
 }
 
-// x: [T, D] += Wo attention(q, k, v, p) + bo, with h = LN(x); pos: [P, D] sinusoids
-static vkasr_status self_attention(struct block_ctx *c, const struct asr_layer *L, be_tensor *x, const be_tensor *h,
-                                   const be_tensor *pos, int64_t window) {
-    const int64_t T = c->T, D = c->cfg->d_model;
+// y: [T, D] = x + Wo attention(LN(x)) + bo with local attention [w, w]: each chunk of queries
+// computes the keys and values of its band (its rows and w more on each side) itself
+static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer *L, const be_tensor *x,
+                                    const be_tensor *y, const be_tensor *p, int64_t w) {
+    const int64_t nk_max = min64(c->T, c->rows + 2 * w), D = c->D;
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor q = tmp(c, T, D, &st), k = tmp(c, T, D, &st), v = tmp(c, T, D, &st), a = tmp(c, T, D, &st);
-    be_tensor p = tmp(c, pos->ne[0], D, &st);
-    // q, k, v: [T, D];  p: [P, D] (no bias)
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = *h, .w = L->wq, .bias = L->bq, .y = q, .alpha = 1.0f});
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = *h, .w = L->wk, .bias = L->bk, .y = k, .alpha = 1.0f});
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = *h, .w = L->wv, .bias = L->bv, .y = v, .alpha = 1.0f});
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = *pos, .w = L->wpos, .y = p, .alpha = 1.0f});
-    // a: [T, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v, per head
-    if (st == VKASR_OK)
-        st = be_relpos_attention(c->be, &(struct op_relpos_attention){.q = q, .k = k, .v = v, .p = p,
-                                                                      .bias_u = L->bias_u, .bias_v = L->bias_v,
-                                                                      .y = a, .heads = c->cfg->n_heads,
-                                                                      .n_valid = T, .window = window,
-                                                                      .f16 = c->f16});
-    // x += a Wo^T + bo
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = a, .w = L->wo, .bias = L->bo, .res = *x, .y = *x, .alpha = 1.0f});
+    be_tensor hk = tmp(c, nk_max, D, &st), k = tmp(c, nk_max, D, &st), v = tmp(c, nk_max, D, &st);
+    be_tensor q = tmp(c, c->rows, D, &st), a = tmp(c, c->rows, D, &st);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
+        const int64_t n = min64(c->rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
+        be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
+        be_tensor hq = be_tensor_rows(&hk, r0 - ka, n), qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
+        be_tensor xk = be_tensor_rows(x, ka, nk), xr = be_tensor_rows(x, r0, n), yr = be_tensor_rows(y, r0, n);
+        // hk: [nk, D] = LN(x rows ka ..);  k, v: [nk, D];  q: [n, D] from the chunk's own rows of hk
+        st = layernorm(c, &xk, &L->att_norm_w, &L->att_norm_b, &hkr);
+        if (st == VKASR_OK)
+            st = linear(c, &hkr, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = linear(c, &hkr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = linear(c, &hq, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
+        // a: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v over |i - j| <= w, per head
+        if (st == VKASR_OK)
+            st = attend(c, L, &qr, r0, &kr, &vr, ka, p, w, &ar);
+        // y rows = x rows + a Wo^T + bo
+        if (st == VKASR_OK)
+            st = linear(c, &ar, &L->wo, &L->bo, &xr, &yr, ACT_NONE, 1.0f);
+    }
     be_release(c->be, mark);
     return st;
 }
 
-// x: [T, D] += PW2 silu(BN(DW(GLU(PW1 h)))), BN folded into DW
-static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, be_tensor *x, const be_tensor *h) {
-    const int64_t T = c->T, D = c->cfg->d_model;
+// x: [T, D] += Wo attention(LN(x)) + bo with full attention: k, v [T, D] for every row first, then the
+// queries chunk by chunk against all of them, each chunk updating its own rows (no later chunk reads
+// them: the keys and values are already computed)
+static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *L, const be_tensor *x,
+                                   const be_tensor *p, const be_tensor *k, const be_tensor *v) {
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor u = tmp(c, T, 2 * D, &st), g = tmp(c, T, D, &st), d = tmp(c, T, D, &st);
-    // u: [T, 2D] = h PW1^T + b1;  g: [T, D] = u[:, :D] * sigmoid(u[:, D:])
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = *h, .w = L->pw1_w, .bias = L->pw1_b, .y = u, .alpha = 1.0f});
-    if (st == VKASR_OK)
-        st = be_glu(c->be, &(struct op_glu){.x = u, .y = g});
-    // d: [T, D] = silu(depthwise_conv_K(g) with BN folded)
-    if (st == VKASR_OK)
-        st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = g, .w = L->dw_w, .b = L->dw_b, .y = d, .act = ACT_SILU});
-    // x += d PW2^T + b2
-    if (st == VKASR_OK)
-        st = be_linear(c->be, &(struct op_linear){.x = d, .w = L->pw2_w, .bias = L->pw2_b, .res = *x, .y = *x,
-                                                   .alpha = 1.0f});
+    be_tensor h = tmp(c, c->rows, c->D, &st), q = tmp(c, c->rows, c->D, &st), a = tmp(c, c->rows, c->D, &st);
+    for (int pass = 0; pass < 2; pass++)
+        for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
+            const int64_t n = min64(c->rows, c->T - r0);
+            be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
+            // h: [n, D] = LN(x rows)
+            st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr);
+            if (pass == 0) {
+                // k, v rows: [n, D]
+                be_tensor kr = be_tensor_rows(k, r0, n), vr = be_tensor_rows(v, r0, n);
+                if (st == VKASR_OK)
+                    st = linear(c, &hr, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
+                if (st == VKASR_OK)
+                    st = linear(c, &hr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
+                continue;
+            }
+            be_tensor qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
+            // q: [n, D];  a: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v, per head
+            if (st == VKASR_OK)
+                st = linear(c, &hr, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
+            if (st == VKASR_OK)
+                st = attend(c, L, &qr, r0, k, v, 0, p, 0, &ar);
+            // x rows += a Wo^T + bo
+            if (st == VKASR_OK)
+                st = linear(c, &ar, &L->wo, &L->bo, &xr, &xr, ACT_NONE, 1.0f);
+        }
+    be_release(c->be, mark);
+    return st;
+}
+
+// x: [T, D] = y + PW2 silu(BN(DW(GLU(PW1 LN(y))))) + b, BN folded into DW; each chunk computes LN,
+// PW1 and GLU for its rows and the depthwise halo around them
+static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, const be_tensor *y,
+                                const be_tensor *x) {
+    const int64_t halo = conv_halo(c->cfg), nh_max = min64(c->T, c->rows + 2 * halo), D = c->D;
+    uint64_t mark = be_mark(c->be);
+    vkasr_status st = VKASR_OK;
+    be_tensor h = tmp(c, nh_max, D, &st), u = tmp(c, nh_max, 2 * D, &st), g = tmp(c, nh_max, D, &st);
+    be_tensor d = tmp(c, nh_max, D, &st);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
+        const int64_t n = min64(c->rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
+        be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh), ur = be_tensor_rows(&u, 0, nh);
+        be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
+        // h: [nh, D] = LN(y rows ha ..);  u: [nh, 2D] = h PW1^T + b1;  g: [nh, D] = u[:, :D] * sigmoid(u[:, D:])
+        st = layernorm(c, &yh, &L->conv_norm_w, &L->conv_norm_b, &hr);
+        if (st == VKASR_OK)
+            st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &ur, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = be_glu(c->be, &(struct op_glu){.x = ur, .y = gr});
+        // d: [nh, D] = silu(depthwise_conv_K(g)); the slice's zero padding only reaches halo rows that
+        // are not the chunk's own, or lies outside the sequence, where it is the real padding
+        if (st == VKASR_OK)
+            st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = gr, .w = L->dw_w, .b = L->dw_b, .y = dr, .act = ACT_SILU});
+        // x rows = y rows + d (own rows) PW2^T + b2
+        be_tensor dn = be_tensor_rows(&d, r0 - ha, n), yr = be_tensor_rows(y, r0, n), xr = be_tensor_rows(x, r0, n);
+        if (st == VKASR_OK)
+            st = linear(c, &dn, &L->pw2_w, &L->pw2_b, &yr, &xr, ACT_NONE, 1.0f);
+    }
     be_release(c->be, mark);
     return st;
 }
 
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
-                                 be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e);
-vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
-                                 be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e) {
-    struct block_ctx c = {&m->cfg, be, x->ne[0], m->precision == VKASR_PRECISION_F16};
-    const int64_t D = m->cfg.d_model;
-    uint64_t mark = be_mark(be);
+                                 be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
+                                 int64_t window, int64_t rows, struct err *e) {
+    const int64_t T = x->ne[0];
+    struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
+                          m->precision == VKASR_PRECISION_F16};
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(&c, c.T, D, &st);
-    // x: [T, D] = x + 0.5 FF1(LN(x))
+    // x = x + 0.5 FF1(LN(x))
+    st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
+    // p: [P, D] = pos Wpos^T (no bias)
     if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &h);
-    if (st == VKASR_OK)
-        st = feed_forward(&c, x, &h, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
-    // x = x + MHSA(LN(x))
-    if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->att_norm_w, &L->att_norm_b, &h);
-    if (st == VKASR_OK)
-        st = self_attention(&c, L, x, &h, pos, window);
-    // x = x + Conv(LN(x))
-    if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->conv_norm_w, &L->conv_norm_b, &h);
-    if (st == VKASR_OK)
-        st = conv_module(&c, L, x, &h);
+        st = linear(&c, pos, &L->wpos, NULL, NULL, p, ACT_NONE, 1.0f);
+    if (window > 0) {
+        // y = x + MHSA(LN(x));  x = y + Conv(LN(y))
+        if (st == VKASR_OK)
+            st = attention_local(&c, L, x, y, p, window);
+        if (st == VKASR_OK)
+            st = conv_module(&c, L, y, x);
+    } else {
+        // x = x + MHSA(LN(x)) with the keys in y;  y = x + Conv(LN(x)), which is x from here on
+        if (st == VKASR_OK)
+            st = attention_full(&c, L, x, p, y, v);
+        if (st == VKASR_OK)
+            st = conv_module(&c, L, x, y);
+        be_tensor t = *x;
+        *x = *y;
+        *y = t;
+    }
     // x = x + 0.5 FF2(LN(x))
     if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->ff2_norm_w, &L->ff2_norm_b, &h);
+        st = feed_forward(&c, x, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
+    // x = LN_out(x), row by row in place
     if (st == VKASR_OK)
-        st = feed_forward(&c, x, &h, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
-    // y = LN_out(x)
-    if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->out_norm_w, &L->out_norm_b, y);
-    be_release(be, mark);
+        st = layernorm(&c, x, &L->out_norm_w, &L->out_norm_b, x);
     if (st != VKASR_OK && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     return st;

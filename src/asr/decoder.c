@@ -294,6 +294,22 @@ static vkasr_status decode_transducer(const struct asr_model *m, struct backend 
     return st;
 }
 
+uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames) {
+    const int64_t T = frames, V1 = c->vocab_size + 1, P = c->pred_hidden;
+    if (T == 0)
+        return 0;
+    if (c->head == VKASR_HEAD_CTC) {
+        int64_t chunk = (int64_t)(LOGITS_BUDGET / (4 * (uint64_t)V1));
+        chunk = chunk < 1 ? 1 : chunk > T ? T : chunk;
+        // logits [chunk, V+1];  best [T] i32
+        return be_scratch_f32(chunk, V1) + be_scratch_f32(T, 1);
+    }
+    const int64_t J = V1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
+    // f [T, P];  z [W, P];  y [W, J];  best [2W] i32;  q [1, P];  h, c [P] x layers x 2
+    return be_scratch_f32(T, P) + be_scratch_f32(WINDOW_MAX, P) + be_scratch_f32(WINDOW_MAX, J) +
+           be_scratch_f32(2 * WINDOW_MAX, 1) + be_scratch_f32(1, P) + 4 * (uint64_t)c->pred_layers * be_scratch_f32(P, 1);
+}
+
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
                         const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
     out->frames = enc->ne[0];

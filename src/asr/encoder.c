@@ -1,63 +1,136 @@
-/* encoder.c — the FastConformer encoder: subsampling (halo-tiled), optional x sqrt(D) input scaling,
- * relative positional table, the conformer stack. Progress and abort are checked between blocks. */
+/* encoder.c — the FastConformer stack after subsampling: optional x sqrt(D) input scaling, the
+ * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local),
+ * then the conformer blocks on the residual stream x [T, D], with one more [T, D] buffer (the blocks'
+ * second residual buffer, which full attention also uses for its keys) and, for full attention, the
+ * values [T, D]. Progress and abort are checked between blocks. The choice of attention lives here too
+ * (spec §5.3). */
 #include <math.h>
+#include <stdlib.h>
 
 #include "asr.h"
 
-vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
-                                 be_tensor *x, be_tensor *y, const be_tensor *pos, int64_t window, struct err *e);
+/* Positional rows generated and uploaded at a time (host buffer: rows x D floats). */
+#define POS_UPLOAD_ROWS 2048
 
-/* Local attention: NeMo's rel_pos_local_attn with a symmetric context [w, w] (spec §5.2). */
-static vkasr_status attention_window(const struct model_config *c, int64_t *window, struct err *e) {
-    *window = 0;
-    if (c->att_left < 0 && c->att_right < 0)
-        return VKASR_OK;
-    if (c->att_left != c->att_right || c->att_left < 1)
-        return err_set(e, VKASR_ERR_UNSUPPORTED, "local attention context [%d, %d]: only symmetric [w, w] is supported",
-                       c->att_left, c->att_right);
-    *window = c->att_left;
+vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
+                                  enum asr_attention *mode, int64_t *window, struct err *e) {
+    /* The model's own context (spec §5.2-5.3): honoured when it ships local attention. */
+    if ((c->att_left >= 0 || c->att_right >= 0) && (c->att_left != c->att_right || c->att_left < 1))
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "local attention context [%d, %d]: only symmetric [w, w] is supported", c->att_left,
+                       c->att_right);
+    const int64_t model_w = c->att_left > 0 ? c->att_left : 0;
+    const enum asr_attention want = opt ? opt->attention : ASR_ATT_AUTO;
+    const int64_t asked_w = opt && opt->window > 0 ? opt->window : 0;
+    if (opt && opt->window < 0)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "attention window %lld: must be >= 1 (0 = the model's)",
+                       (long long)opt->window);
+    double limit_s = opt && opt->auto_full_seconds > 0 ? opt->auto_full_seconds : ASR_AUTO_FULL_SECONDS;
+    const double seconds = (double)frames * c->sub_factor * c->hop_length / c->sample_rate;
+    switch (want) {
+    case ASR_ATT_FULL:
+        *mode = ASR_ATT_FULL;
+        break;
+    case ASR_ATT_LOCAL:
+        *mode = ASR_ATT_LOCAL;
+        break;
+    case ASR_ATT_AUTO:
+        /* a model trained or shipped with local attention keeps it; a full-context one switches by length */
+        *mode = model_w > 0 || seconds > limit_s ? ASR_ATT_LOCAL : ASR_ATT_FULL;
+        break;
+    default:
+        return err_set(e, VKASR_ERR_INVALID_ARG, "unknown attention mode %d", (int)want);
+    }
+    *window = *mode == ASR_ATT_FULL ? 0 : asked_w ? asked_w : model_w ? model_w : ASR_DEFAULT_WINDOW;
     return VKASR_OK;
 }
 
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const be_tensor *feat,
-                        const struct asr_hooks *hooks, be_tensor *enc, struct err *e) {
+/* The band the network computes: a window at least as long as the sequence is full attention (the
+ * same result, with k and v computed once instead of for every chunk). */
+static int64_t effective_window(int64_t frames, int64_t window) {
+    return window > 0 && window < frames ? window : 0;
+}
+
+/* Position rows of the attention's reach: PE(r) for r = reach .. -reach. */
+static int64_t pos_rows(int64_t frames, int64_t window) {
+    const int64_t w = effective_window(frames, window), reach = w > 0 ? w : frames > 0 ? frames - 1 : 0;
+    return 2 * reach + 1;
+}
+
+uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows,
+                            uint64_t *largest) {
+    const int64_t T = frames, D = c->d_model, P = pos_rows(T, window), w = effective_window(T, window);
+    if (T == 0)
+        return 0;
+    // y [T, D];  pos, p [P, D];  full attention: v [T, D]
+    uint64_t b = be_scratch_f32(T, D) + 2 * be_scratch_f32(P, D) + (w > 0 ? 0 : be_scratch_f32(T, D));
+    if (largest && be_scratch_f32(P, D) > *largest)
+        *largest = be_scratch_f32(P, D);
+    return b + asr_conformer_scratch(c, T, w, rows);
+}
+
+/* pos [P, D] = PE(r) for r = reach .. -reach, generated and uploaded in blocks of rows. */
+static vkasr_status upload_positions(struct asr_cache *cache, struct backend *be, const be_tensor *pos, struct err *e) {
+    const int64_t P = pos->ne[0], D = pos->ne[1], reach = (P - 1) / 2;
+    const int64_t block = P < POS_UPLOAD_ROWS ? P : POS_UPLOAD_ROWS;
+    float *buf = malloc((size_t)block * (size_t)D * sizeof *buf);
+    if (!buf)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory for %lld positional rows", (long long)block);
+    vkasr_status st = VKASR_OK;
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < P; r0 += block) {
+        const int64_t n = P - r0 < block ? P - r0 : block;
+        st = asr_posenc_rows(cache, (int)D, reach - r0, n, buf, e);
+        if (st == VKASR_OK && (st = be_upload(be, be_tensor_rows(pos, r0, n).addr, buf, (uint64_t)(n * D) * 4)) != VKASR_OK)
+            err_set(e, st, "%s", be->err.msg);
+    }
+    free(buf);
+    return st;
+}
+
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
+                        const struct asr_plan *plan, be_tensor *x, const struct asr_hooks *hooks, struct err *e) {
     const struct model_config *c = &m->cfg;
-    const int64_t T = asr_encoder_frames(c, feat->ne[0]), D = c->d_model;
-    int64_t window;
-    TRY(attention_window(c, &window, e));
-    // x, y: [T, D] residual stream (ping-pong: the block output LN writes the other buffer)
-    be_tensor x, y;
-    TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &x));
-    TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &y));
-    *enc = x;
+    const int64_t T = x->ne[0], D = c->d_model, w = effective_window(T, plan->window), P = pos_rows(T, plan->window);
     if (T == 0)
         return VKASR_OK;
-    TRY(asr_subsample(m, be, feat, &x, e));
-    TRY(asr_tap(hooks, be, "subsampling", 0, &x, e));
     if (c->xscaling)
-        TRY(be_unary(be, &(struct op_unary){.x = x, .y = x, .act = ACT_NONE, .alpha = sqrtf((float)D)}));
-    // pos: [P, D], P = 2 reach + 1 rows of PE(r) for r = reach .. -reach
-    const int64_t reach = window > 0 && window < T - 1 ? window : T - 1;
-    const float *rows;
-    TRY(asr_posenc_table(cache, T, (int)D, &rows, e));
-    be_tensor pos;
-    TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){2 * reach + 1, D}, &pos));
-    TRY(be_upload(be, pos.addr, rows + (T - 1 - reach) * D, be_nbytes(&pos)));
-    for (int i = 0; i < c->n_layers; i++) {
-        TRY(asr_conformer_block(m, be, &m->layers[i], &x, &y, &pos, window, e));
-        be_tensor t = x;
-        x = y;
-        y = t;
-        TRY(asr_tap(hooks, be, "layer", i, &x, e));
+        TRY(be_unary(be, &(struct op_unary){.x = *x, .y = *x, .act = ACT_NONE, .alpha = sqrtf((float)D)}));
+    uint64_t mark = be_mark(be);
+    be_tensor y, pos, p, v = {0}, out = *x;
+    // y: [T, D] the blocks' second residual buffer (full attention's keys);  pos, p: [P, D] sinusoids
+    // and their projection;  full attention: v [T, D] the values
+    vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &y);
+    if (st == VKASR_OK)
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &pos);
+    if (st == VKASR_OK)
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &p);
+    if (st == VKASR_OK && w == 0)
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &v);
+    if (st != VKASR_OK)
+        err_set(e, st, "%s", be->err.msg);
+    if (st == VKASR_OK)
+        st = upload_positions(cache, be, &pos, e);
+    be_tensor cur = *x;
+    for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
+        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, e);
+        if (st == VKASR_OK)
+            st = asr_tap(hooks, be, "layer", i, &cur, e);
         /* Start this block, wait for the previous one: the GPU stays busy while the host never runs
          * more than a block ahead, so abort is prompt and progress truthful. */
-        TRY(be_flush(be));
-        TRY(be_throttle(be, 1));
-        if (hooks && hooks->should_abort && hooks->should_abort(hooks->ud))
-            return VKASR_ABORTED;
-        if (hooks && hooks->progress)
+        if (st == VKASR_OK)
+            st = be_flush(be);
+        if (st == VKASR_OK)
+            st = be_throttle(be, 1);
+        if (st == VKASR_OK && hooks && hooks->should_abort && hooks->should_abort(hooks->ud))
+            st = VKASR_ABORTED;
+        if (st == VKASR_OK && hooks && hooks->progress)
             hooks->progress(hooks->ud, "encoder", (double)(i + 1) / c->n_layers, 0.0);
     }
-    *enc = x;
-    return VKASR_OK;
+    // the output back in x when the blocks left it in the other buffer (full attention, odd layer count)
+    if (st == VKASR_OK && cur.addr != out.addr)
+        st = be_permute(be, &(struct op_permute){.x = cur, .y = out, .perm = {0, 1}});
+    be_release(be, mark);
+    if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
+        err_set(e, st, "%s", be->err.msg);
+    return st;
 }

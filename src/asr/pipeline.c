@@ -1,6 +1,11 @@
-/* pipeline.c — one utterance through the network: features -> encoder -> decoder, with per-stage
- * timings, optional copies of the features and encoder output (and their stage taps), and scratch
- * released at the end. */
+/* pipeline.c — one utterance through the network: the memory plan (checked against the device's
+ * budget and the caller's cap before anything is allocated, then reserved), features -> subsampling
+ * -> conformer stack -> decoder on one scratch stack where each buffer is released once dead (the
+ * features after subsampling, the blocks' second buffer before decoding), per-stage timings,
+ * optional copies of the features and encoder output, and the stage taps of each (host copies: a tap
+ * takes no device memory beyond the backend's fixed staging buffer, so the plan is the same with or
+ * without them). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -11,6 +16,8 @@ static double now_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
+
+static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
 void asr_output_free(struct asr_output *o) {
     free(o->tokens);
@@ -27,18 +34,84 @@ static vkasr_status copy_out(struct backend *be, const be_tensor *t, float **dst
     return be_download(be, *dst, t->addr, bytes);
 }
 
+/* The plan within what this session may hold: the device's budget less what others hold (weights,
+ * other sessions; this session's own scratch is replaced), and the caller's cap less the weights. */
+static vkasr_status make_plan(const struct asr_model *m, struct backend *be, size_t n, const struct asr_options *opt,
+                              struct asr_plan *plan, struct err *e) {
+    struct be_memory mem;
+    be->dev->vt->memory(be->dev, &mem);
+    const uint64_t weights = be->dev->vt->weight_bytes(be->dev), own = be->vt->peak_bytes(be);
+    const uint64_t others = mem.used > own ? mem.used - own : 0;
+    uint64_t avail = mem.budget > others ? mem.budget - others : 0;
+    char limit[256];
+    if (mem.budget == UINT64_MAX)
+        snprintf(limit, sizeof limit, "host memory");
+    else
+        snprintf(limit, sizeof limit, "device budget %.1f MiB%s%s%s, %.1f MiB of it held by weights and other sessions",
+                 mib(mem.budget), mem.source ? " (" : "", mem.source ? mem.source : "", mem.source ? ")" : "",
+                 mib(others));
+    if (opt && opt->max_memory) {
+        if (opt->max_memory <= weights)
+            return err_set(e, VKASR_ERR_DEVICE_MEMORY,
+                           "device memory limit %.1f MiB (max_memory) is not above the model's weights (%.1f MiB): "
+                           "nothing is left for the audio",
+                           mib(opt->max_memory), mib(weights));
+        if (opt->max_memory - weights < avail) {
+            avail = opt->max_memory - weights;
+            snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
+        }
+    }
+    TRY(asr_plan_make(&m->cfg, (int64_t)n, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e));
+    const struct asr_chunks *k = &plan->chunks;
+    const struct model_config *c = &m->cfg;
+    if (plan->attention == ASR_ATT_FULL)
+        LOG_INFO(be->dev->log, "attention: full (%.1f s of audio)", (double)n / c->sample_rate);
+    else
+        LOG_INFO(be->dev->log, "attention: local [%lld, %lld] (%.2f s each side; %.1f s of audio)",
+                 (long long)plan->window, (long long)plan->window,
+                 (double)plan->window * c->sub_factor * c->hop_length / c->sample_rate, (double)n / c->sample_rate);
+    char op[64] = "";
+    if (plan->op_scratch)
+        snprintf(op, sizeof op, ", op scratch %.1f above each", mib(plan->op_scratch));
+    LOG_INFO(be->dev->log,
+             "memory plan: %.1f MiB of device memory = weights %.1f + activations %.1f (features %.1f, subsampling "
+             "%.1f, encoder %.1f, decoder %.1f%s; %lld encoder frames in chunks of %lld rows, subsampling tiles of "
+             "%lld frames, spectra of %lld frames) of %.1f MiB available (%s)",
+             mib(weights + plan->scratch), mib(weights), mib(plan->scratch), mib(plan->features),
+             mib(plan->subsampling), mib(plan->encoder), mib(plan->decoder), op, (long long)plan->frames,
+             (long long)k->rows, (long long)k->sub_tile, (long long)k->stft_frames, mib(weights + avail), limit);
+    return VKASR_OK;
+}
+
 vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const float *samples,
                      size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e) {
     err_clear(e);
     err_clear(&be->err);
-    uint64_t mark = be_mark(be);
-    be_tensor feat, enc;
+    const struct model_config *c = &m->cfg;
     double t0 = now_ms();
-    vkasr_status st = asr_features(m, be, samples, n, &feat, e);
+    TRY(make_plan(m, be, n, opt, &out->plan, e));
+    const struct asr_plan *plan = &out->plan;
+    const int64_t L = plan->mel_frames, T = plan->frames;
+    /* What the session holds from earlier calls is kept when it is within this call's limit and not far
+     * above its plan (a short file after a long one gives the long one's memory back). */
+    uint64_t keep = 2 * plan->scratch + (64ull << 20);
+    vkasr_status st = be_reserve(be, plan->scratch, keep < plan->available ? keep : plan->available);
+    if (st != VKASR_OK)
+        return err_set(e, st, "reserving the planned %.1f MiB of device memory: %s", mib(plan->scratch), be->err.msg);
+    uint64_t mark = be_mark(be);
+    be_tensor x, feat;
+    // x: [T, D] the encoder's residual stream, below everything else
+    st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, c->d_model}, &x);
+    uint64_t mark_x = be_mark(be);
+    // feat: [L, M] normalised features, dead once subsampled
+    if (st == VKASR_OK)
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){L, c->n_mels}, &feat);
+    if (st == VKASR_OK)
+        st = asr_features(m, be, samples, n, plan->chunks.stft_frames, &feat, e);
     if (st == VKASR_OK)
         st = be_sync(be);
-    out->mel_frames = st == VKASR_OK ? feat.ne[0] : 0;
+    out->mel_frames = st == VKASR_OK ? L : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
         st = copy_out(be, &feat, &out->mel, e);
     if (st == VKASR_OK)
@@ -47,19 +120,25 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
     out->features_ms = t1 - t0;
     if (st == VKASR_OK && hooks && hooks->progress)
         hooks->progress(hooks->ud, "features", 1.0, 0.0);
+    // x = subsample(feat), then feat is released (its copy and tap are taken above)
+    if (st == VKASR_OK && T > 0)
+        st = asr_subsample_tiled(m, be, &feat, &x, plan->chunks.sub_tile, e);
+    if (st == VKASR_OK && T > 0)
+        st = asr_tap(hooks, be, "subsampling", 0, &x, e); /* before the encoder's x sqrt(D) scaling */
+    be_release(be, mark_x);
     if (st == VKASR_OK)
-        st = asr_encode(m, be, cache, &feat, hooks, &enc, e);
+        st = asr_encode(m, be, cache, plan, &x, hooks, e);
     if (st == VKASR_OK)
         st = be_sync(be);
-    out->frames = st == VKASR_OK ? enc.ne[0] : 0;
+    out->frames = st == VKASR_OK ? T : 0;
     if (st == VKASR_OK && opt && opt->keep_features)
-        st = copy_out(be, &enc, &out->encoder, e);
+        st = copy_out(be, &x, &out->encoder, e);
     if (st == VKASR_OK)
-        st = asr_tap(hooks, be, "encoder", 0, &enc, e);
+        st = asr_tap(hooks, be, "encoder", 0, &x, e);
     double t2 = now_ms();
     out->encoder_ms = t2 - t1;
     if (st == VKASR_OK)
-        st = asr_decode(m, be, &enc, opt, hooks, out, e);
+        st = asr_decode(m, be, &x, opt, hooks, out, e);
     if (st == VKASR_OK)
         st = be_sync(be);
     out->decoder_ms = now_ms() - t2;

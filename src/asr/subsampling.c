@@ -4,9 +4,6 @@
  * bounded by the tile, not the audio length. Activations are channels-last: [rows, freq, C]. */
 #include "asr.h"
 
-/* Bytes of stage-1 activations a tile may use (the largest of the tile's temporaries). */
-#define TILE_BUDGET (192ull << 20)
-
 static int64_t half_up(int64_t v) { return (v + 1) / 2; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -22,6 +19,24 @@ int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames) {
  * [rows, W*C] for the final linear. */
 static be_tensor flat2(const be_tensor *t, int64_t r, int64_t c) { return be_tensor_2d(t->addr, t->type, r, c); }
 
+/* Rows each stage holds for a tile of encoder frames [a, a+tile): stage 1 [4a-3, 4b), stage 2
+ * [2a-1, 2b), stage 3 [a, b), clipped to the stage's length (the most any tile of that size needs). */
+static void tile_rows(int64_t L, int64_t tile, int64_t *n1, int64_t *n2, int64_t *n3) {
+    const int64_t L1 = half_up(L), L2 = half_up(L1), T = half_up(L2);
+    tile = max64(1, min64(tile, T));
+    *n1 = min64(L1, 4 * tile + 3);
+    *n2 = min64(L2, 2 * tile + 1);
+    *n3 = tile;
+}
+
+uint64_t asr_subsample_scratch(const struct model_config *c, int64_t mel_frames, int64_t tile) {
+    const int64_t F1 = half_up(c->n_mels), F2 = half_up(F1), F3 = half_up(F2), C = c->sub_channels;
+    int64_t n1, n2, n3;
+    tile_rows(mel_frames, tile, &n1, &n2, &n3);
+    // s1 [n1, F1, C];  s2a, s2 [n2, F2, C];  s3a, s3 [n3, F3, C]
+    return be_scratch_f32(n1 * F1, C) + 2 * be_scratch_f32(n2 * F2, C) + 2 * be_scratch_f32(n3 * F3, C);
+}
+
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
                                  int64_t tile, struct err *e) {
     const struct model_config *c = &m->cfg;
@@ -30,6 +45,20 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
     const int64_t F1 = half_up(M), F2 = half_up(F1), F3 = half_up(F2);
     CHECK_OR_RETURN(e, c->sub_factor == 8 && x->ne[0] == T && x->ne[1] == c->d_model);
     tile = max64(1, min64(tile, T));
+    if (T > 0) {
+        int64_t n1, n2, n3;
+        tile_rows(L, tile, &n1, &n2, &n3);
+        const long long whole = (long long)(L1 * F1 * C), per = (long long)(n1 * F1 * C);
+        if (tile < T)
+            LOG_INFO(be->dev->log,
+                     "subsampling: %lld tiles of up to %lld encoder frames; first conv %lld x %lld x %lld = %lld elements "
+                     "per tile, the whole %lld x %lld x %lld = %lld never materialised",
+                     (long long)((T + tile - 1) / tile), (long long)tile, (long long)n1, (long long)F1, (long long)C, per,
+                     (long long)L1, (long long)F1, (long long)C, whole);
+        else
+            LOG_INFO(be->dev->log, "subsampling: one tile of %lld encoder frames; first conv %lld x %lld x %lld = %lld elements",
+                     (long long)T, (long long)L1, (long long)F1, (long long)C, whole);
+    }
     for (int64_t a = 0; a < T; a += tile) {
         const int64_t b = min64(T, a + tile);
         // global rows each stage needs for encoder frames [a, b): stage k row r reads rows 2r-1..2r+1
@@ -62,12 +91,4 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
         be_release(be, mark);
     }
     return VKASR_OK;
-}
-
-vkasr_status asr_subsample(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                           struct err *e) {
-    /* stage-1 rows (about 4 per encoder frame) bound a tile's memory */
-    const int64_t F1 = half_up(feat->ne[1]), C = m->cfg.sub_channels;
-    int64_t tile = (int64_t)(TILE_BUDGET / ((uint64_t)4 * (uint64_t)F1 * (uint64_t)C * 4)) - 1;
-    return asr_subsample_tiled(m, be, feat, x, tile, e);
 }

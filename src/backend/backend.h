@@ -18,6 +18,18 @@
 struct be_device;
 struct backend;
 
+/* Scratch tensors start at multiples of this many bytes (>= minStorageBufferOffsetAlignment everywhere;
+ * keeps vec4 loads aligned): a tensor of n bytes takes be_scratch_bytes(n) of the stack, which is what
+ * memory plans count. */
+#define BE_SCRATCH_ALIGN 256u
+static inline uint64_t be_scratch_bytes(uint64_t n) {
+    return ((n ? n : 1) + BE_SCRATCH_ALIGN - 1) / BE_SCRATCH_ALIGN * BE_SCRATCH_ALIGN;
+}
+/* be_scratch_bytes of an f32/i32 tensor of `rows` x `cols` elements. */
+static inline uint64_t be_scratch_f32(int64_t rows, int64_t cols) {
+    return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * 4u);
+}
+
 enum be_pool {
     BE_POOL_WEIGHTS = 0, /* lives as long as the device; shared read-only by all backends */
     BE_POOL_SCRATCH = 1  /* per backend, stack discipline: be_mark / be_release          */
@@ -43,11 +55,29 @@ struct be_device_info {
                              * VKASR_MAX_GROUPS (tests check that a forced tiny grid took effect)  */
 };
 
+/* The device memory a run may plan with (the heap tensors live on). */
+struct be_memory {
+    uint64_t budget;        /* bytes this process may hold there: VK_EXT_memory_budget's heap budget where
+                             * the driver has it, else the heap size (Vulkan); what vkasr holds plus the
+                             * free memory cudaMemGetInfo reports (CUDA); VKASR_MAX_DEVICE_MEMORY_MIB
+                             * caps it */
+    uint64_t used;          /* bytes held now: every arena of the device (weights, all sessions' scratch),
+                             * or the driver's count of this process's usage when larger               */
+    const char *source;     /* what reported budget and usage ("VK_EXT_memory_budget", "cudaMemGetInfo");
+                             * NULL: the heap's size and vkasr's own count                             */
+    uint64_t max_tensor;    /* the largest single tensor (allocation) the device makes                 */
+    uint64_t op_scratch;    /* scratch one op may take for itself on top of the stack, beyond its tensors
+                             * (the CUDA linear's f16 copy of x and epilogue temporaries, which it bounds
+                             * by working in row chunks); plans reserve it above every phase. 0 where ops
+                             * take none or only what the phase's own released temporaries leave        */
+};
+
 struct be_device_vtbl {
     void (*destroy)(struct be_device *d);
     vkasr_status (*create_backend)(struct be_device *d, struct backend **out, struct err *e);
     uint64_t (*weight_bytes)(const struct be_device *d);
     uint64_t (*validation_messages)(const struct be_device *d);
+    void (*memory)(const struct be_device *d, struct be_memory *out);
 };
 
 struct be_device {
@@ -76,7 +106,12 @@ struct backend_vtbl {
     vkasr_status (*throttle)(struct backend *b, int max_pending);
     vkasr_status (*sync)(struct backend *b);  /* wait for all recorded work          */
     vkasr_status (*run)(struct backend *b, enum op_id id, const void *args);
-    uint64_t (*peak_bytes)(const struct backend *b); /* scratch high-water mark */
+    uint64_t (*peak_bytes)(const struct backend *b); /* scratch memory held (blocks are kept between runs) */
+    /* Makes the scratch pool hold at least `bytes` for stack allocations without growing, in as few
+     * blocks as the device allows (a run's memory plan, reserved before it starts: its peak is then
+     * what was planned). What it holds already is kept when that serves and is at most `keep` bytes,
+     * else freed first. Only while no scratch is in use. */
+    vkasr_status (*reserve)(struct backend *b, uint64_t bytes, uint64_t keep);
     /* Per-op profile (Vulkan with profiling on): fills up to cap entries, returns the count. */
     size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
     void (*profile_reset)(struct backend *b);
@@ -107,6 +142,9 @@ static inline vkasr_status be_upload(struct backend *b, uint64_t dst, const void
 }
 static inline vkasr_status be_download(struct backend *b, void *dst, uint64_t src, uint64_t n) {
     return b->vt->download(b, dst, src, n);
+}
+static inline vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep) {
+    return b->vt->reserve(b, bytes, keep);
 }
 static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b); }
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }

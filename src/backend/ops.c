@@ -337,16 +337,17 @@ static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
 
 static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_attention *a) {
     TRY(need(c, "q", &a->q, 2, BE_F32));
-    int64_t T = a->q.ne[0], D = a->q.ne[1];
+    int64_t Tq = a->q.ne[0], D = a->q.ne[1];
     if (a->heads < 1 || D % a->heads != 0)
         return bad(c, "heads", &a->q, "must divide the width");
     int64_t dk = D / a->heads;
     TRY(need(c, "k", &a->k, 2, BE_F32));
-    TRY(need_dims(c, "k", &a->k, T, D));
+    int64_t Tk = a->k.ne[0];
+    TRY(need_dims(c, "k", &a->k, Tk, D));
     TRY(need(c, "v", &a->v, 2, BE_F32));
-    TRY(need_dims(c, "v", &a->v, T, D));
+    TRY(need_dims(c, "v", &a->v, Tk, D));
     TRY(need(c, "y", &a->y, 2, BE_F32));
-    TRY(need_dims(c, "y", &a->y, T, D));
+    TRY(need_dims(c, "y", &a->y, Tq, D));
     TRY(need(c, "p", &a->p, 2, BE_F32));
     if (a->p.ne[1] != D || a->p.ne[0] % 2 == 0)
         return bad(c, "p", &a->p, "must be [P odd, D]");
@@ -354,13 +355,26 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
     TRY(need_dims(c, "bias_u", &a->bias_u, a->heads, dk));
     TRY(need(c, "bias_v", &a->bias_v, 2, BE_F32));
     TRY(need_dims(c, "bias_v", &a->bias_v, a->heads, dk));
-    if (a->n_valid < 0 || a->n_valid > T || a->window < 0)
-        return bad(c, "n_valid/window", NULL, "out of range");
-    int64_t reach = T > 0 ? T - 1 : 0;
-    if (a->window > 0 && a->window < reach)
-        reach = a->window;
-    if (a->p.ne[0] < 2 * reach + 1)
-        return bad(c, "p", &a->p, "too few position rows for the attention span");
+    /* positions stay far below 2^62: sums of two never overflow */
+    const int64_t lim = (int64_t)1 << 60;
+    if (a->n_valid < 0 || a->window < 0 || a->q_pos0 < 0 || a->k_pos0 < 0 || a->n_valid > lim || a->window > lim ||
+        a->q_pos0 > lim || a->k_pos0 > lim || Tq > lim || Tk > lim)
+        return bad(c, "n_valid/window/q_pos0/k_pos0", NULL, "out of range");
+    /* valid query positions [qa, qb) must be keys too; scored relative positions need a row of p */
+    int64_t qa = a->q_pos0, qb = a->q_pos0 + Tq < a->n_valid ? a->q_pos0 + Tq : a->n_valid;
+    if (qa < qb) {
+        if (qa < a->k_pos0 || qb > a->k_pos0 + Tk)
+            return bad(c, "k", &a->k, "must hold every valid query position (q_pos0 .. min(q_pos0+Tq, n_valid)-1)");
+        int64_t kb = a->k_pos0 + Tk < a->n_valid ? a->k_pos0 + Tk : a->n_valid;
+        int64_t rmax = qb - 1 - a->k_pos0, rmin = qa - (kb - 1); /* i - j over the scored pairs */
+        if (a->window > 0) {
+            rmax = rmax < a->window ? rmax : a->window;
+            rmin = rmin > -a->window ? rmin : -a->window;
+        }
+        int64_t center = (a->p.ne[0] - 1) / 2;
+        if (rmax > center || -rmin > center)
+            return bad(c, "p", &a->p, "too few position rows for the attention span");
+    }
     const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
     static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
     for (int i = 0; i < 6; i++) /* every output row reads all keys and position rows of its head */

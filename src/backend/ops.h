@@ -142,18 +142,28 @@ struct op_dwconv1d {
 
 /* ---- attention -------------------------------------------------------------------------------- */
 
-/* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections):
- *   q, k, v [T, H*dk] F32;  p [P, H*dk] F32, projected positions: row n encodes relative position
- *   (P-1)/2 - n, so query i and key j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
- *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk), keys j >= n_valid and, when
- *   window > 0, keys with |i-j| > window are excluded; y[i, h*dk..] = softmax_j(S) . v.
- *   Query rows >= n_valid get zeros. P must be >= 2*min(T-1, window or T-1)+1 (odd).
- * Never materialises more than a bounded block of scores. */
+/* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections), on
+ * a slice of the sequence (positions are sequence indices; one call over the whole sequence has
+ * q_pos0 = k_pos0 = 0 and q, k, v of the same length T):
+ *   q, y [Tq, H*dk] F32 hold the queries at positions q_pos0 .. q_pos0+Tq-1;
+ *   k, v [Tk, H*dk] F32 hold the keys at positions k_pos0 .. k_pos0+Tk-1;
+ *   p [P, H*dk] F32, projected positions: row n encodes relative position (P-1)/2 - n, so query
+ *   position i and key position j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
+ *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk) over the keys j present in k with
+ *   j < n_valid and, when window > 0, |i - j| <= window (NeMo's rel_pos_local_attn [w, w]: keys
+ *   outside the sequence simply do not exist); y[i, h*dk..] = softmax_j(S) . v.
+ *   Query positions >= n_valid get zeros. Rules: every valid query position must be present in k
+ *   (so each valid row scores at least its own key), and p must have a row for every (i - j) scored.
+ * A row's result depends only on its position and the keys it scores, never on which other rows the
+ * call has or how far k extends past its band: the network computes attention in row chunks (k, v
+ * holding the chunk's band) bit-identically to one call. Never materialises more than a bounded block
+ * of scores. */
 struct op_relpos_attention {
     be_tensor q, k, v, p, bias_u, bias_v, y;
     int32_t heads;
     int64_t n_valid;
     int64_t window;
+    int64_t q_pos0, k_pos0; /* positions of q's and k's row 0 */
     bool f16; /* products may take q+u, q+v, k, p, v and the softmax weights rounded to f16 (tensor
                * cores); the reference rounds the inputs alike. false: f32 throughout. */
 };

@@ -1,9 +1,12 @@
 /* cmd_transcribe.c — `vkasr transcribe`: audio files to transcripts on stdout and in files,
  * with progress, profiles, feature dumps and Ctrl-C keeping partial results. */
 #define _POSIX_C_SOURCE 200809L
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -33,29 +36,97 @@ static void usage_transcribe(FILE *f) {
             "                          vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"
             "                          device name substring); default: the best Vulkan device\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
+            "      --attention MODE    auto (default): full attention up to --attention-threshold, local\n"
+            "                          beyond; full: every frame sees every frame (what the models were\n"
+            "                          trained with; time grows with the square of the length); local[:W]:\n"
+            "                          NeMo's local attention, W frames of 80 ms on each side (default:\n"
+            "                          the model's context, else 128)\n"
+            "      --attention-threshold SECONDS  auto: the longest audio given full attention\n"
+            "                          (default 1440, NeMo's 24 minutes)\n"
+            "      --max-memory SIZE   device memory to use at most, weights included (K, M, G suffixes:\n"
+            "                          KiB, MiB, GiB; default: what the device offers). Long audio runs\n"
+            "                          in smaller chunks to fit, with the same results; below what even\n"
+            "                          the smallest chunks need, the file fails with a message naming\n"
+            "                          the bytes needed and available (exit 1)\n"
             "      --max-symbols N     transducers: most symbols emitted at one frame (default: model's)\n"
-            "      --profile           print per-op GPU time on stderr after each file (also\n"
+            "      --profile           print per-op GPU time on stderr after each file, with its\n"
+            "                          timings and planned and peak device memory (also\n"
             "                          $VKASR_PROFILE=1)\n"
             "  -np, --no-prints        print nothing on stderr but errors\n"
             "  -pp, --print-progress   show progress even when stderr is not a terminal\n"
-            "  -v, --verbose           more log messages\n"
-            "  -h, --help              this help\n"
-            "\n"
-            "--format json prints one JSON object per input on one line: text, duration, partial, tokens\n"
-            "(id, piece, text, frame, start, end), words and segments (text, start, end). Times are in\n"
-            "seconds.\n"
-            "\n"
-            "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
-            "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
-            "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
-            "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
-            "Ctrl-C ends vkasr at once.\n"
-            "\n"
-            "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda),\n"
-            "            130 interrupted. With several\n"
-            "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
+            "  -v, --verbose           more log messages: the attention chosen, the memory plan and the\n"
+            "                          subsampling tiles, and per file its timings, planned and peak\n"
+            "                          device memory and the process's peak host memory\n"
+            "  -h, --help              this help\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+    /* a second call: one string literal of the whole text would exceed C99's 4095 characters */
+    fputs("\n"
+          "--format json prints one JSON object per input on one line: text, duration, partial,\n"
+          "attention (mode \"full\" or \"local\" and its window), tokens (id, piece, text, frame, start,\n"
+          "end), words and segments (text, start, end). Times are in seconds.\n"
+          "\n"
+          "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
+          "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
+          "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
+          "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
+          "Ctrl-C ends vkasr at once.\n"
+          "\n"
+          "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
+          "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda),\n"
+          "            130 interrupted. With several\n"
+          "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
+          f);
+}
+
+/* "full", "auto", "local" or "local:W" (W >= 1). */
+static bool parse_attention(const char *s, vkasr_attention *mode, int *window) {
+    *window = 0;
+    if (!strcmp(s, "full") || !strcmp(s, "auto") || !strcmp(s, "local")) {
+        *mode = !strcmp(s, "full") ? VKASR_ATTENTION_FULL : !strcmp(s, "auto") ? VKASR_ATTENTION_AUTO : VKASR_ATTENTION_LOCAL;
+        return true;
+    }
+    if (strncmp(s, "local:", 6) != 0)
+        return false;
+    char *end = NULL;
+    errno = 0;
+    long w = strtol(s + 6, &end, 10);
+    if (errno || end == s + 6 || *end || w < 1 || w > 1000000)
+        return false;
+    *mode = VKASR_ATTENTION_LOCAL;
+    *window = (int)w;
+    return true;
+}
+
+/* A size in bytes: a number with an optional K, M, G or T (KiB .. TiB, optionally followed by "B" or
+ * "iB"), e.g. 3G, 1.5GiB, 800M, 2000000000. */
+static bool parse_size(const char *s, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return false;
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+    if (*end && (!u || !*u))
+        return false;
+    if (u) {
+        v *= pow(1024.0, (double)(u - units + 1));
+        end++;
+        if (*end == 'i' && end[1] == 'B')
+            end += 2;
+        else if (*end == 'B')
+            end++;
+    }
+    if (*end || v >= 1.8e19)
+        return false;
+    *out = (uint64_t)v;
+    return *out > 0;
+}
+
+/* The process's peak resident memory (host), in bytes. */
+static double host_peak_bytes(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss * 1024.0 : 0.0;
 }
 
 int cmd_transcribe(int argc, char **argv) {
@@ -69,6 +140,10 @@ int cmd_transcribe(int argc, char **argv) {
     enum fmt stdout_fmt = FMT_TXT;
     bool write[FMT_COUNT] = {false}, no_prints = false, force_progress = false, verbose = false, profile = false;
     vkasr_precision precision = VKASR_PRECISION_AUTO;
+    vkasr_attention attention = VKASR_ATTENTION_AUTO;
+    int attention_window = 0;
+    double attention_threshold = 0;
+    uint64_t max_memory = 0;
     int rc = EXIT_OK;
     for (int i = 0; i < argc && rc == EXIT_OK; i++) {
         const char *a = argv[i], *v;
@@ -119,6 +194,25 @@ int cmd_transcribe(int argc, char **argv) {
                 precision = VKASR_PRECISION_F16;
             else {
                 fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", v);
+                rc = EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--attention")) {
+            if (!(v = arg_value(argc, argv, &i, a))) {
+                rc = EXIT_USAGE;
+            } else if (!parse_attention(v, &attention, &attention_window)) {
+                fprintf(stderr, "vkasr: unknown --attention '%s' (full, local, local:W with W >= 1, auto)\n", v);
+                rc = EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--attention-threshold")) {
+            char *end = NULL;
+            if (!(v = arg_value(argc, argv, &i, a)) || !((attention_threshold = strtod(v, &end)) > 0) || *end ||
+                attention_threshold > 1e9) {
+                fprintf(stderr, "vkasr: --attention-threshold needs a positive number of seconds\n");
+                rc = EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--max-memory")) {
+            if (!(v = arg_value(argc, argv, &i, a)) || !parse_size(v, &max_memory)) {
+                fprintf(stderr, "vkasr: --max-memory needs a size such as 3G, 800M or a number of bytes\n");
                 rc = EXIT_USAGE;
             }
         } else if (!strcmp(a, "--max-symbols")) {
@@ -205,6 +299,10 @@ int cmd_transcribe(int argc, char **argv) {
     tp.progress_user_data = &pc;
     tp.max_symbols_per_step = max_symbols;
     tp.keep_features = dump != NULL;
+    tp.attention = attention;
+    tp.attention_window = attention_window;
+    tp.auto_full_seconds = attention_threshold;
+    tp.max_memory = max_memory;
     tp.abort_callback = should_abort;
     catch_interrupts();
     int final_rc = EXIT_OK, i = 0;
@@ -286,9 +384,10 @@ int cmd_transcribe(int argc, char **argv) {
         if (!no_prints && (verbose || profile))
             fprintf(stderr,
                     "vkasr: %s: %.2f s audio in %.1f ms (RTF %.4f): load %.1f, features %.1f, encoder %.1f, decoder "
-                    "%.1f ms; peak device memory %.1f MiB\n",
+                    "%.1f ms; device memory planned %.1f MiB, peak %.1f MiB; host peak %.1f MiB\n",
                     in, tm.audio_seconds, tm.total_ms, tm.audio_seconds > 0 ? tm.total_ms / 1e3 / tm.audio_seconds : 0,
-                    tm.load_ms, tm.features_ms, tm.encoder_ms, tm.decoder_ms, tm.peak_device_bytes / 1048576.0);
+                    tm.load_ms, tm.features_ms, tm.encoder_ms, tm.decoder_ms, tm.planned_device_bytes / 1048576.0,
+                    tm.peak_device_bytes / 1048576.0, host_peak_bytes() / 1048576.0);
         if (profile) {
             vkasr_op_profile ops[64];
             size_t n = 0;

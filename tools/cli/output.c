@@ -71,8 +71,14 @@ static void write_json(FILE *f, const char *input, const vkasr_result *r) {
     json_str(f, input);
     fputs(",\"text\":", f);
     json_str(f, vkasr_result_text(r));
-    fprintf(f, ",\"duration\":%.6f,\"partial\":%s,\"tokens\":[", vkasr_result_duration(r),
-            vkasr_result_partial(r) ? "true" : "false");
+    fprintf(f, ",\"duration\":%.6f,\"partial\":%s", vkasr_result_duration(r), vkasr_result_partial(r) ? "true" : "false");
+    int window = 0;
+    vkasr_attention att = vkasr_result_attention(r, &window);
+    if (att == VKASR_ATTENTION_LOCAL)
+        fprintf(f, ",\"attention\":{\"mode\":\"local\",\"window\":%d}", window);
+    else if (att == VKASR_ATTENTION_FULL)
+        fputs(",\"attention\":{\"mode\":\"full\"}", f);
+    fputs(",\"tokens\":[", f);
     for (size_t i = 0; i < nt; i++) {
         fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", (int)t[i].id);
         json_str(f, t[i].piece);

@@ -2,10 +2,12 @@
 # GPU machine, the CUDA backend (issue 10): builds the -DVKASR_CUDA=ON tree where the machine can (else
 # uses build-gpu carried from a Debian 12 machine, tools/gpu/README.md), runs the CUDA tests
 # (`ctest -L cuda`: every op test and its tiny-grid twin on CUDA against the C reference, relu and pad
-# over > 2^31 elements, transformers parity in f32 and f16), the Vulkan suite of the same tree on the
-# NVIDIA driver, then the 0.6B-shaped random TDT model on `-d cuda` and on Vulkan at 60 s, 10 min and
-# 1 hour (wall, features, encoder, decoder, peak device memory; f16, and f32 up to 10 min), with
-# PyTorch's encoder (bf16, fp32) on the same GPU from bench_pytorch.py. About 6 minutes on an H100.
+# over > 2^31 elements, transformers parity in f32 and f16, the network's chunking and stage taps, the
+# memory plan and 30 minutes in one call: test_asr_cuda, test_long_audio*_cuda), the Vulkan suite of the
+# same tree on the NVIDIA driver, then the 0.6B-shaped random TDT model on `-d cuda` and on Vulkan at
+# 60 s, 10 min and 1 hour (wall, features, encoder, decoder, peak device memory; f16, and f32 up to
+# 10 min), with PyTorch's encoder (bf16, fp32) on the same GPU from bench_pytorch.py. About 6 minutes on
+# an H100.
 # Seven files go to $OUT (default gpu-out/): summary.txt (read it first), devices.txt, ctest-cuda.log
 # (every CUDA test's output), ops-cuda.txt (its report lines), ctest-vulkan.log, bench-pytorch.log,
 # speed.log; scratch files to $W.

@@ -1,16 +1,22 @@
 /* cu_attention.cu — the fused relative-position attention on CUDA (ops.h op_relpos_attention): scores
  *   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[c - (i - j)]) / sqrt(dk),  c = (P-1)/2,
- * over keys j < n_valid (and |i - j| <= window when window > 0), an online softmax, y_i = sum_j w_ij v_j;
- * query rows >= n_valid get zeros. Neither kernel builds a T x T matrix: a block owns a block of query
- * rows of one head (work items grid-stride), stages key tiles, their value rows and the position rows
- * the tile needs in shared memory, and keeps the softmax state in registers.
+ * over key positions j in [k_pos0, k_pos0 + Tk) with j < n_valid (and |i - j| <= window when window > 0),
+ * i and j positions (q holds positions q_pos0 .., k and v positions k_pos0 ..: a slice of the sequence),
+ * an online softmax, y_i = sum_j w_ij v_j; query positions >= n_valid get zeros. Neither kernel builds a
+ * T x T matrix: a block owns a block of query rows of one head (work items grid-stride), stages key
+ * tiles, their value rows and the position rows the tile needs in shared memory, and keeps the softmax
+ * state in registers. A row's result does not depend on which rows share its call (row chunks of the
+ * op are bit-identical to one call, as src/asr's chunked encoder needs):
  *   att_f32: exact f32 (FMA), a warp per 4 query rows, lanes split the head width (dk <= 256); with the
  *     op's f16 flag it rounds its inputs to f16 as the reference does (heads too wide for the tensor
- *     cores).
+ *     cores). It takes a row's keys one at a time in position order, so the chunking cannot change it.
  *   att_tc:  tensor cores (mma.sync m16n8k16, f16 x f16 -> f32) for the f16 flag and dk <= 128: a warp
  *     per 16 query rows; AC = (q+u) K^T and the position term (q+v) W^T over the 16 + BK window rows
  *     the warp's rows reach, shifted through shared memory (row r, key column c uses window column
- *     c - r + 15), then P V with the softmax weights rounded to f16. */
+ *     c - r + 15), then P V with the softmax weights rounded to f16. Key tiles start at multiples of BK
+ *     of the key position (as the Vulkan kernels' blocks do): each key keeps its column in the products
+ *     and sums whatever the call, and a tile holding none of a row's keys leaves its max, sum and
+ *     output exactly unchanged. */
 #include <math.h>
 #include <string.h>
 
@@ -20,24 +26,31 @@
 struct att_args {
     const float *q, *k, *v, *p, *u, *bv;
     float *y;
-    int64_t T, D, P, n_valid, window, center;
+    int64_t Tq, Tk, q0, k0; /* rows of q (positions q0 ..) and of k, v (positions k0 ..)                 */
+    int64_t nvq;            /* rows of q at valid positions (below n_valid): the rest get zeros          */
+    int64_t kend;           /* key positions present and valid: [k0, kend)                               */
+    int64_t D, P, window, center;
     int H, dk;
     float scale;
     bool f16;
     bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: float4 loads */
 };
 
-/* The keys query rows [i0, i0 + rows) may see: [*lo, *hi). */
+/* The key positions the valid ones of q's rows [i0, i0 + rows) may see: [*lo, *hi) (empty when none is
+ * valid). */
 static __device__ __forceinline__ void key_range(const att_args &a, int64_t i0, int64_t rows, int64_t *lo, int64_t *hi) {
-    *lo = 0;
-    *hi = a.n_valid;
-    if (a.window > 0) {
-        *lo = i0 - a.window > 0 ? i0 - a.window : 0;
-        int64_t h = i0 + rows + a.window;
-        *hi = h < a.n_valid ? h : a.n_valid;
-    }
-    if (i0 >= a.n_valid)
+    const int64_t ihi = i0 + rows < a.nvq ? i0 + rows : a.nvq;
+    *lo = a.k0;
+    *hi = a.kend;
+    if (i0 >= ihi) {
         *hi = *lo;
+        return;
+    }
+    if (a.window > 0) {
+        const int64_t first = a.q0 + i0 - a.window, last = a.q0 + ihi + a.window; /* positions */
+        *lo = first > *lo ? first : *lo;
+        *hi = last < *hi ? last : *hi;
+    }
 }
 
 static __device__ __forceinline__ float round16(float x, bool f16) { return f16 ? __half2float(__float2half_rn(x)) : x; }
@@ -67,7 +80,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
     extern __shared__ float af_sm[];
     const int dk = a.dk, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     float *Ks = af_sm, *Vs = Ks + AF_BK * dk, *Ws = Vs + AF_BK * dk;
-    const int64_t nqb = (a.T + AF_BQ - 1) / AF_BQ, items = nqb * a.H;
+    const int64_t nqb = (a.Tq + AF_BQ - 1) / AF_BQ, items = nqb * a.H;
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         const int h = (int)(item % a.H);
         const int64_t i0 = item / a.H * AF_BQ, hoff = (int64_t)h * dk;
@@ -80,7 +93,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
 #pragma unroll
             for (int e = 0; e < NE; e++) {
                 int d = lane + 32 * e;
-                bool in = i < a.T && d < dk;
+                bool in = i < a.Tq && d < dk;
                 float x = in ? a.q[i * a.D + hoff + d] : 0.0f;
                 qu[r][e] = in ? round16(x + a.u[hoff + d], a.f16) : 0.0f;
                 qv[r][e] = in ? round16(x + a.bv[hoff + d], a.f16) : 0.0f;
@@ -90,22 +103,24 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
         int64_t jlo, jhi;
         key_range(a, i0, AF_BQ, &jlo, &jhi);
         for (int64_t j0 = jlo; j0 < jhi; j0 += AF_BK) {
-            /* window row wr holds position row nbase + wr; score (i, j) uses nbase + (i0 + BQ-1 - i) + (j - j0) */
-            const int64_t nbase = a.center - (i0 + AF_BQ - 1) + j0;
+            /* window row wr holds position row nbase + wr; score (i, j) (i a row of q, j a key position)
+             * uses nbase + (i0 + BQ-1 - i) + (j - j0) = center - (q0 + i - j) */
+            const int64_t nbase = a.center - (a.q0 + i0 + AF_BQ - 1) + j0;
             __syncthreads(); /* the previous tile is consumed */
-            af_stage(Ks, a.k, j0, AF_BK, 0, a.T, a.D, hoff, dk, a.f16);
-            af_stage(Vs, a.v, j0, AF_BK, 0, a.T, a.D, hoff, dk, a.f16);
+            /* key position j is row j - k0 of k and v */
+            af_stage(Ks, a.k, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
+            af_stage(Vs, a.v, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
             af_stage(Ws, a.p, nbase, AF_NWIN, 0, a.P, a.D, hoff, dk, a.f16);
             __syncthreads();
             const int nk = jhi - j0 < AF_BK ? (int)(jhi - j0) : AF_BK;
 #pragma unroll
             for (int r = 0; r < AF_ROWS; r++) {
-                const int64_t i = i0 + warp * AF_ROWS + r;
-                if (i >= a.n_valid) /* warp-uniform */
+                const int64_t i = i0 + warp * AF_ROWS + r, pi = a.q0 + i;
+                if (i >= a.nvq) /* warp-uniform */
                     continue;
                 for (int jj = 0; jj < nk; jj++) {
                     const int64_t j = j0 + jj;
-                    if (a.window > 0 && (i - j > a.window || j - i > a.window))
+                    if (a.window > 0 && (pi - j > a.window || j - pi > a.window))
                         continue;
                     const float *kr = Ks + jj * dk, *wr = Ws + (int)(i0 + AF_BQ - 1 - i + jj) * dk;
                     float part = 0.0f;
@@ -139,14 +154,15 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
 #pragma unroll
         for (int r = 0; r < AF_ROWS; r++) {
             const int64_t i = i0 + warp * AF_ROWS + r;
-            if (i >= a.T)
+            if (i >= a.Tq)
                 continue;
-            const float inv = i < a.n_valid ? 1.0f / l[r] : 0.0f;
+            /* a valid row sees its own position at least (ops.c), so l > 0 there */
+            const float inv = i < a.nvq ? 1.0f / l[r] : 0.0f;
 #pragma unroll
             for (int e = 0; e < NE; e++) {
                 int d = lane + 32 * e;
                 if (d < dk)
-                    a.y[i * a.D + hoff + d] = i < a.n_valid ? o[r][e] * inv : 0.0f;
+                    a.y[i * a.D + hoff + d] = i < a.nvq ? o[r][e] * inv : 0.0f;
             }
         }
     }
@@ -244,7 +260,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
     float *BD = (float *)(tc_sm + Ly::bd) + warp * 16 * TC_BDP;
     const int dk = a.dk;
-    const int64_t nqb = (a.T + TC_BQ - 1) / TC_BQ, items = nqb * a.H;
+    const int64_t nqb = (a.Tq + TC_BQ - 1) / TC_BQ, items = nqb * a.H;
     for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
         const int h = (int)(item % a.H);
         const int64_t i0 = item / a.H * TC_BQ, hoff = (int64_t)h * dk, iw = i0 + 16 * warp;
@@ -253,8 +269,8 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
         for (int idx = threadIdx.x; idx < TC_BQ * DKP; idx += blockDim.x) {
             int r = idx / DKP, d = idx - r * DKP;
             int64_t i = i0 + r;
-            float x = i < a.T && d < dk ? a.q[i * a.D + hoff + d] : 0.0f;
-            bool in = i < a.T && d < dk;
+            float x = i < a.Tq && d < dk ? a.q[i * a.D + hoff + d] : 0.0f;
+            bool in = i < a.Tq && d < dk;
             Qu[r * QP + d] = __float2half_rn(in ? x + a.u[hoff + d] : 0.0f);
             Qv[r * QP + d] = __float2half_rn(in ? x + a.bv[hoff + d] : 0.0f);
         }
@@ -264,15 +280,17 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
             o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
         int64_t jlo, jhi;
         key_range(a, i0, TC_BQ, &jlo, &jhi);
+        jlo -= jlo % TC_BK; /* tiles on the global grid of key positions (keys below k0 are absent) */
         /* The position window (row wr = position row nbase + wr) lives in a ring: window row wr at ring row
          * (rbase + wr) % TC_NWIN. The next key tile's window starts TC_BK rows later, so only its last TC_BK
          * rows are new. */
         int rbase = 0;
         for (int64_t j0 = jlo; j0 < jhi; j0 += TC_BK, rbase = (rbase + TC_BK) % TC_NWIN) {
-            const int64_t nbase = a.center - (i0 + TC_BQ - 1) + j0; /* window row 0 */
+            const int64_t nbase = a.center - (a.q0 + i0 + TC_BQ - 1) + j0; /* window row 0 */
             __syncthreads();
-            tc_stage<DKP>(Ks, false, a.k, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
-            tc_stage<DKP>(Vt, true, a.v, j0, TC_BK, 0, a.T, a.D, hoff, dk, a.vec);
+            /* key position j is row j - k0 of k and v */
+            tc_stage<DKP>(Ks, false, a.k, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
+            tc_stage<DKP>(Vt, true, a.v, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
             if (j0 == jlo)
                 tc_stage<DKP>(Ws, false, a.p, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec, rbase, TC_NWIN);
             else
@@ -321,7 +339,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
 #pragma unroll
             for (int rr = 0; rr < 2; rr++) {
                 const int r = g + 8 * rr;
-                const int64_t i = iw + r;
+                const int64_t pi = a.q0 + iw + r; /* the row's position */
                 float mx = -INFINITY;
 #pragma unroll
                 for (int nt = 0; nt < TC_BK / 8; nt++)
@@ -329,7 +347,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                     for (int q = 0; q < 2; q++) {
                         const int c = 8 * nt + 2 * t + q;
                         const int64_t j = j0 + c;
-                        bool ok = j < jhi && (a.window <= 0 || (i - j <= a.window && j - i <= a.window));
+                        bool ok = j >= a.k0 && j < jhi && (a.window <= 0 || (pi - j <= a.window && j - pi <= a.window));
                         float v = ok ? (s[nt][2 * rr + q] + BD[r * TC_BDP + c - r + 15]) * a.scale : -INFINITY;
                         s[nt][2 * rr + q] = v;
                         mx = fmaxf(mx, v);
@@ -371,23 +389,23 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                 }
             }
         }
-        /* y = O / l; rows >= n_valid get zeros */
+        /* y = O / l; rows at positions >= n_valid get zeros (a valid row sees itself: l > 0) */
 #pragma unroll
         for (int rr = 0; rr < 2; rr++) {
             float lt = l[rr];
             lt += __shfl_xor_sync(0xffffffffu, lt, 1);
             lt += __shfl_xor_sync(0xffffffffu, lt, 2);
             const int64_t i = iw + g + 8 * rr;
-            if (i >= a.T)
+            if (i >= a.Tq)
                 continue;
-            const float inv = i < a.n_valid ? 1.0f / lt : 0.0f;
+            const float inv = i < a.nvq ? 1.0f / lt : 0.0f;
 #pragma unroll
             for (int nt = 0; nt < NT; nt++)
 #pragma unroll
                 for (int q = 0; q < 2; q++) {
                     int d = 8 * nt + 2 * t + q;
                     if (d < dk)
-                        a.y[i * a.D + hoff + d] = i < a.n_valid ? o[nt][2 * rr + q] * inv : 0.0f;
+                        a.y[i * a.D + hoff + d] = i < a.nvq ? o[nt][2 * rr + q] * inv : 0.0f;
                 }
         }
     }
@@ -411,11 +429,11 @@ template <typename K> static vkasr_status launch(struct cu_backend *b, K kernel,
 static bool aligned16(const be_tensor &t) { return t.addr % 16 == 0; }
 
 vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos_attention *a) {
-    int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H;
+    int64_t Tq = a->q.ne[0], Tk = a->k.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H;
     if (dk > 256)
         return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
                        "op relpos_attention: head width dk = %lld is not supported (at most 256)", (long long)dk);
-    if (T == 0)
+    if (Tq == 0)
         return VKASR_OK;
     att_args args;
     args.q = cu_ptr<float>(a->q);
@@ -425,10 +443,17 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.u = cu_ptr<float>(a->bias_u);
     args.bv = cu_ptr<float>(a->bias_v);
     args.y = cu_ptr<float>(a->y);
-    args.T = T;
+    /* positions and counts in 64 bits throughout (ops.c keeps them below 2^60) */
+    args.Tq = Tq;
+    args.Tk = Tk;
+    args.q0 = a->q_pos0;
+    args.k0 = a->k_pos0;
+    args.nvq = a->n_valid > a->q_pos0 ? (a->n_valid - a->q_pos0 < Tq ? a->n_valid - a->q_pos0 : Tq) : 0;
+    args.kend = a->k_pos0 + Tk < a->n_valid ? a->k_pos0 + Tk : a->n_valid;
+    if (args.kend < args.k0)
+        args.kend = args.k0;
     args.D = D;
     args.P = a->p.ne[0];
-    args.n_valid = a->n_valid;
     args.window = a->window;
     args.center = (args.P - 1) / 2;
     args.H = (int)H;
@@ -438,7 +463,7 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.vec = D % 4 == 0 && dk % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->p);
     if (a->f16 && b->d->tensor_cores && dk <= 128) {
         b->op_label = "relpos_attention_tc";
-        uint64_t items = (uint64_t)((T + TC_BQ - 1) / TC_BQ) * (uint64_t)H;
+        uint64_t items = (uint64_t)((Tq + TC_BQ - 1) / TC_BQ) * (uint64_t)H;
         if (dk <= 32)
             return launch(b, att_tc_kernel<32>, tc_layout<32>::bytes, items, args);
         if (dk <= 64)
@@ -446,7 +471,7 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
         return launch(b, att_tc_kernel<128>, tc_layout<128>::bytes, items, args);
     }
     b->op_label = "relpos_attention";
-    uint64_t items = (uint64_t)((T + AF_BQ - 1) / AF_BQ) * (uint64_t)H;
+    uint64_t items = (uint64_t)((Tq + AF_BQ - 1) / AF_BQ) * (uint64_t)H;
     size_t smem = af_smem((int)dk);
     if (dk <= 32)
         return launch(b, att_f32_kernel<1>, smem, items, args);

@@ -1,5 +1,6 @@
 /* cu_backend.cu — the CUDA backend object (one per session): one stream that every op, upload and
- * download goes through in order, the scratch arena, double-buffered pinned staging for uploads and
+ * download goes through in order, the scratch arena (reserved to each run's memory plan),
+ * double-buffered pinned staging for uploads and
  * downloads, flush/throttle through events, the op table generated from VKASR_OPS, cuBLASLt's handle
  * and workspace, and per-op GPU times from CUDA events when profiling is on. */
 #include <stdlib.h>
@@ -119,10 +120,15 @@ static vkasr_status cub_alloc(struct backend *bb, enum be_pool pool, uint64_t by
         pthread_mutex_unlock(&b->d->weights_lock);
         return st;
     }
-    vkasr_status st = cu_arena_alloc(b->d, &b->scratch, bytes, addr, &bb->err);
-    if (b->scratch.reserved > b->peak)
-        b->peak = b->scratch.reserved;
-    return st;
+    return cu_arena_alloc(b->d, &b->scratch, bytes, addr, &bb->err);
+}
+
+/* A run's planned scratch in one block (src/asr/pipeline.c reserves it before the run starts). */
+static vkasr_status cub_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) {
+    struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_use_device(b->d, &bb->err));
+    TRY(stream_sync(b)); /* the blocks about to be freed may still be read by queued work */
+    return cu_arena_reserve(b->d, &b->scratch, bytes, keep, &bb->err);
 }
 
 static uint64_t cub_mark(struct backend *bb) { return cu_arena_mark(&((struct cu_backend *)bb)->scratch); }
@@ -252,7 +258,8 @@ static vkasr_status cub_run(struct backend *bb, enum op_id id, const void *args)
     return VKASR_OK;
 }
 
-static uint64_t cub_peak(const struct backend *bb) { return ((const struct cu_backend *)bb)->peak; }
+/* The scratch held (blocks are kept between runs; a run reserves its plan, so this is its peak). */
+static uint64_t cub_peak(const struct backend *bb) { return ((const struct cu_backend *)bb)->scratch.reserved; }
 
 static size_t cub_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) {
     const struct cu_backend *b = (const struct cu_backend *)bb;
@@ -301,8 +308,8 @@ static void cub_destroy(struct backend *bb) {
 }
 
 static const struct backend_vtbl cu_backend_vtbl = {
-    cub_destroy, cub_alloc,    cub_mark, cub_release, cub_upload,  cub_download,      cub_flush,
-    cub_throttle, cub_sync,    cub_run,  cub_peak,    cub_profile, cub_profile_reset,
+    cub_destroy,  cub_alloc, cub_mark, cub_release, cub_upload,  cub_download,      cub_flush,
+    cub_throttle, cub_sync,  cub_run,  cub_peak,    cub_reserve, cub_profile, cub_profile_reset,
 };
 
 static vkasr_status backend_init(struct cu_backend *b, struct err *e) {

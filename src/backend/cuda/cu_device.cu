@@ -1,7 +1,7 @@
 /* cu_device.cu — the CUDA device: choosing it from "cuda" / "cuda:N", what the machine lacks when no
- * driver or GPU is there, the memory budget and launch caps read from the environment, the weights
- * arena, device listing for vkasr_list_devices, and the mapping of CUDA and cuBLAS errors to vkasr
- * statuses. */
+ * driver or GPU is there, the memory budget and launch caps read from the environment, the figures
+ * memory plans start from (cudaMemGetInfo), the weights arena, device listing for vkasr_list_devices,
+ * and the mapping of CUDA and cuBLAS errors to vkasr statuses. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,11 +147,32 @@ static void cud_destroy(struct be_device *bd) {
 static uint64_t cud_weight_bytes(const struct be_device *bd) { return ((const struct cu_device *)bd)->weights.reserved; }
 static uint64_t cud_validation(const struct be_device *bd) { return 0; }
 
+/* The planner's view of the device: vkasr's own blocks plus the free memory cudaMemGetInfo reports (what
+ * other processes hold is not ours to plan with), within the budget (the card's memory, or
+ * VKASR_MAX_DEVICE_MEMORY_MIB). cudaMalloc has no per-allocation limit below that. Ops take scratch for
+ * themselves only in the linear op, bounded by CU_OP_SCRATCH_BYTES. */
+static void cud_memory(const struct be_device *bd, struct be_memory *out) {
+    struct cu_device *d = (struct cu_device *)bd; /* the lock, not the device's state, changes */
+    pthread_mutex_lock(&d->alloc_lock);
+    const uint64_t held = d->allocated;
+    pthread_mutex_unlock(&d->alloc_lock);
+    memset(out, 0, sizeof *out);
+    out->budget = d->budget;
+    out->used = held;
+    out->max_tensor = d->budget;
+    out->op_scratch = CU_OP_SCRATCH_BYTES;
+    size_t free_b = 0, total_b = 0;
+    if (cudaSetDevice(d->ordinal) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError(); /* no figure from the driver: plan with the budget (allocation errors stay clean) */
+        return;
+    }
+    out->source = "cudaMemGetInfo";
+    if (held + free_b < out->budget)
+        out->budget = held + free_b;
+}
+
 static const struct be_device_vtbl cu_device_vtbl = {
-    cud_destroy,
-    cu_backend_create,
-    cud_weight_bytes,
-    cud_validation,
+    cud_destroy, cu_backend_create, cud_weight_bytes, cud_validation, cud_memory,
 };
 
 extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {

@@ -59,6 +59,11 @@ struct cu_arena {
 
 void cu_arena_init(struct cu_arena *a, uint64_t block_size);
 vkasr_status cu_arena_alloc(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t *addr, struct err *e);
+/* Gives the arena at least `bytes` in one block (a run's planned scratch, so its stack never opens
+ * another block): keeps what it holds when the first block already has `bytes` and all blocks together
+ * are at most `keep` bytes, else frees them all first. Nothing may be in use, and no queued work may
+ * still read the blocks (the caller drains its stream). */
+vkasr_status cu_arena_reserve(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
 uint64_t cu_arena_mark(const struct cu_arena *a);
 void cu_arena_release(struct cu_arena *a, uint64_t mark);
 void cu_arena_destroy(struct cu_device *d, struct cu_arena *a);
@@ -93,6 +98,9 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
 #define CU_THROTTLE_RING 8
 #define CU_LT_CACHE 64
 #define CU_WORKSPACE_BYTES (32ull << 20)
+/* Scratch one op takes for itself on top of the stack (be_memory.op_scratch): the linear op works in row
+ * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it. */
+#define CU_OP_SCRATCH_BYTES (32ull << 20)
 
 /* A cuBLASLt algorithm chosen for one product shape (cu_linear.cu). */
 struct cu_lt_entry {
@@ -123,7 +131,6 @@ struct cu_backend {
     struct cu_device *d;
     cudaStream_t stream;
     struct cu_arena scratch;
-    uint64_t peak;                         /* scratch reserved high-water mark                 */
     /* Pinned staging: two halves, each reusable once its last copy (event) completed. */
     unsigned char *staging;
     cudaEvent_t staging_done[2];

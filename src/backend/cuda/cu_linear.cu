@@ -8,7 +8,8 @@
  * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
  * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
  * shape runs it, so each output is the same dot product in the same order whatever M is. With the
- * hint (the decoder's few-row products) the heuristic sees the real M. */
+ * hint (the decoder's few-row products) the heuristic sees the real M. Long calls run in row chunks
+ * whose temporaries fit the op scratch memory plans reserve (CU_OP_SCRATCH_BYTES). */
 #include <string.h>
 
 #include "cu_internal.h"
@@ -222,6 +223,84 @@ static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int6
     return st;
 }
 
+/* Where a chunk's operands and product go; the same for every chunk of a call (chunks start at multiples
+ * of 4 rows, so each is aligned as row 0 is). */
+struct lin_path {
+    bool f16;      /* x rounded to f16 into scratch                                             */
+    bool x_copy;   /* f32 x copied to an aligned scratch buffer                                 */
+    bool res_copy; /* res copied likewise (res != y)                                           */
+    bool whole;    /* the epilogue inside cuBLASLt (cleared for good when it has no algorithm) */
+    bool tmp;      /* without it, the product goes to scratch (y misaligned, or res is y)       */
+};
+
+/* Rows [r0, r0 + M) of the op. Temporaries come from scratch and are released by the caller. */
+static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a, struct lin_path *path, const void *win,
+                                int64_t r0, int64_t M) {
+    const int64_t K = a->x.ne[1], N = a->w.ne[0], n = M * N;
+    const float *bias = a->bias.addr ? cu_ptr<float>(a->bias) : NULL;
+    const float *res = a->res.addr ? cu_ptr<float>(a->res) + r0 * N : NULL;
+    const float *x = cu_ptr<float>(a->x) + r0 * K;
+    float *y = cu_ptr<float>(a->y) + r0 * N;
+    const bool in_place = res && res == y;
+    /* Operands as cuBLASLt takes them: x rounded to f16 (f16 weights), every pointer 16-byte aligned. */
+    const void *xin = x;
+    vkasr_status st = VKASR_OK;
+    if (path->f16) {
+        void *xh;
+        st = cu_scratch(b, (uint64_t)(M * K) * 2, &xh);
+        if (st == VKASR_OK) {
+            to_f16_kernel<<<cu_grid(b, (uint64_t)(M * K), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(x, (__half *)xh,
+                                                                                                   M * K);
+            cudaError_t r = cudaGetLastError();
+            if (r != cudaSuccess)
+                st = cu_fail(&b->base.err, r, "to_f16_kernel", __FILE__, __LINE__);
+            xin = xh;
+        }
+    } else if (path->x_copy) {
+        st = aligned_copy(b, xin, (uint64_t)(M * K) * 4, &xin);
+    }
+    if (st == VKASR_OK && path->res_copy) {
+        const void *rc;
+        st = aligned_copy(b, res, (uint64_t)n * 4, &rc);
+        res = (const float *)rc;
+    }
+    if (st != VKASR_OK)
+        return st;
+    cudaDataType_t ab = path->f16 ? CUDA_R_16F : CUDA_R_32F;
+    if (path->whole) {
+        int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
+        st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, epi, a->alpha, res, y);
+        if (st != VKASR_ERR_UNSUPPORTED || epi == EPI_NONE)
+            return st;
+        err_clear(&b->base.err); /* no algorithm with that epilogue: below, for this chunk and the next */
+        path->whole = false;
+    }
+    /* Product (+ bias) into y when y may be overwritten before the epilogue reads res, else into scratch;
+     * then y = res + alpha * act(t). */
+    float *t = y;
+    if (path->tmp || in_place) {
+        void *tp;
+        TRY(cu_scratch(b, (uint64_t)n * 4, &tp));
+        t = (float *)tp;
+    }
+    const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
+    st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
+    if (st == VKASR_ERR_UNSUPPORTED && bias) {
+        err_clear(&b->base.err);
+        late_bias = bias;
+        st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
+    }
+    TRY(st);
+    epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(t, late_bias, res, y, n, N,
+                                                                                         a->act, a->alpha);
+    CU_LAUNCHED(b);
+    return VKASR_OK;
+}
+
+/* Rows go through in chunks whose temporaries fit CU_OP_SCRATCH_BYTES (the scratch memory plans reserve
+ * for an op, be_memory.op_scratch). Chunks start at multiples of 4 rows (each chunk aligned as the whole
+ * call is, so all take the same path) and, without the matvec hint, cuBLASLt's algorithm does not depend
+ * on M: a row's result does not depend on the chunking. */
 vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     /* ops.h allows f16 activations (x, y, res); this backend does not take them yet. */
@@ -231,87 +310,48 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
                        a->x.type == BE_F16 ? "f16" : "f32", a->y.type == BE_F16 ? "f16" : "f32");
     if (M == 0 || N == 0)
         return VKASR_OK;
-    bool f16 = a->w.type == BE_F16;
+    const bool f16 = a->w.type == BE_F16;
     b->op_label = f16 ? "linear_tc" : "linear";
     const float *bias = a->bias.addr ? cu_ptr<float>(a->bias) : NULL;
-    const float *res = a->res.addr ? cu_ptr<float>(a->res) : NULL;
+    const float *res = a->res.addr ? cu_ptr<float>(a->res) : NULL, *x = cu_ptr<float>(a->x);
     float *y = cu_ptr<float>(a->y);
-    int64_t n = M * N;
-    uint64_t mark = cu_arena_mark(&b->scratch);
-    vkasr_status st = VKASR_OK;
     if (K == 0) { /* no product: y = res + alpha * act(bias) */
-        epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(NULL, bias, res, y, n, N,
-                                                                                             a->act, a->alpha);
+        epilogue_kernel<<<cu_grid(b, (uint64_t)(M * N), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
+            NULL, bias, res, y, M * N, N, a->act, a->alpha);
         CU_LAUNCHED(b);
         return VKASR_OK;
     }
-    /* Operands as cuBLASLt takes them: x rounded to f16 (f16 weights), every pointer 16-byte aligned. */
-    const void *xin = cu_ptr<void>(a->x), *win = cu_ptr<void>(a->w);
-    if (f16) {
-        void *xh;
-        st = cu_scratch(b, (uint64_t)(M * K) * 2, &xh);
-        if (st == VKASR_OK) {
-            to_f16_kernel<<<cu_grid(b, (uint64_t)(M * K), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
-                cu_ptr<float>(a->x), (__half *)xh, M * K);
-            cudaError_t r = cudaGetLastError();
-            if (r != cudaSuccess)
-                st = cu_fail(&b->base.err, r, "to_f16_kernel", __FILE__, __LINE__);
-            xin = xh;
-        }
-    } else if (st == VKASR_OK) {
-        st = aligned_copy(b, xin, (uint64_t)(M * K) * 4, &xin);
+    struct lin_path path;
+    path.f16 = f16;
+    path.x_copy = !f16 && !aligned(x);
+    path.res_copy = res && res != y && !aligned(res);
+    /* Exactly the op in the epilogue: no activation (bias only when alpha = 1, as cuBLASLt adds it after
+     * alpha), or ReLU with neither alpha nor a residual. A misaligned y (tests only) takes the path through
+     * scratch. */
+    path.whole = aligned(y) && ((a->act == ACT_NONE && (!bias || a->alpha == 1.0f)) ||
+                                (a->act == ACT_RELU && !res && a->alpha == 1.0f));
+    path.tmp = !aligned(y);
+    /* bytes per row of a chunk's temporaries (the product's whenever the path may need it) */
+    const uint64_t per_row = (f16 ? (uint64_t)K * 2 : path.x_copy ? (uint64_t)K * 4 : 0) +
+                             (path.res_copy ? (uint64_t)N * 4 : 0) + (path.tmp || (res && res == y) ? (uint64_t)N * 4 : 0);
+    const uint64_t room = CU_OP_SCRATCH_BYTES - 3 * CU_TENSOR_ALIGN; /* three buffers, each 256-aligned */
+    const uint64_t fit = per_row ? room / per_row : (uint64_t)M;
+    const int64_t rows = fit >= (uint64_t)M ? M : (int64_t)(fit - fit % 4);
+    if (rows == 0)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "linear: a row of x [K = %lld] -> y [N = %lld] needs %llu bytes of temporaries: fewer than "
+                       "4 rows fit the op's %llu MiB of scratch",
+                       (long long)K, (long long)N, (unsigned long long)per_row,
+                       (unsigned long long)(CU_OP_SCRATCH_BYTES >> 20));
+    uint64_t mark = cu_arena_mark(&b->scratch);
+    /* A misaligned w (slices only tests make: weights are 256-aligned) is copied whole, beyond that bound. */
+    const void *win = cu_ptr<void>(a->w);
+    vkasr_status st = aligned_copy(b, win, be_nbytes(&a->w), &win);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows) {
+        uint64_t chunk = cu_arena_mark(&b->scratch);
+        st = linear_rows(b, a, &path, win, r0, M - r0 < rows ? M - r0 : rows);
+        cu_arena_release(&b->scratch, chunk); /* stream order: the next chunk's kernels run after these */
     }
-    if (st == VKASR_OK)
-        st = aligned_copy(b, win, be_nbytes(&a->w), &win);
-    if (st == VKASR_OK && res && res != y) {
-        const void *r;
-        st = aligned_copy(b, res, (uint64_t)n * 4, &r);
-        res = (const float *)r;
-    }
-    if (st == VKASR_OK) {
-        cudaDataType_t ab = f16 ? CUDA_R_16F : CUDA_R_32F;
-        /* Exactly the op in the epilogue: no activation (bias only when alpha = 1, as cuBLASLt adds it
-         * after alpha), or ReLU with neither alpha nor a residual. A misaligned y (tests only) takes
-         * the path through scratch. */
-        bool whole = aligned(y) &&
-                     ((a->act == ACT_NONE && (!bias || a->alpha == 1.0f)) ||
-                      (a->act == ACT_RELU && !res && a->alpha == 1.0f));
-        if (whole) {
-            int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
-            st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, epi, a->alpha, res, y);
-            if (st == VKASR_ERR_UNSUPPORTED && epi != EPI_NONE) { /* no algorithm with that epilogue: below */
-                err_clear(&b->base.err);
-                whole = false;
-                st = VKASR_OK;
-            }
-        }
-        if (!whole) {
-            /* Product (+ bias) into y when y may be overwritten before the epilogue reads res, else into
-             * scratch; then y = res + alpha * act(t). */
-            float *t = y;
-            if (!aligned(y) || (res && res == y)) {
-                void *tp;
-                st = cu_scratch(b, (uint64_t)n * 4, &tp);
-                t = (float *)tp;
-            }
-            const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
-            if (st == VKASR_OK) {
-                st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
-                if (st == VKASR_ERR_UNSUPPORTED && bias) {
-                    err_clear(&b->base.err);
-                    late_bias = bias;
-                    st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
-                }
-            }
-            if (st == VKASR_OK) {
-                epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
-                    t, late_bias, res, y, n, N, a->act, a->alpha);
-                cudaError_t r = cudaGetLastError();
-                if (r != cudaSuccess)
-                    st = cu_fail(&b->base.err, r, "epilogue_kernel", __FILE__, __LINE__);
-            }
-        }
-    }
-    cu_arena_release(&b->scratch, mark); /* stream order: later ops reuse the bytes after these kernels */
+    cu_arena_release(&b->scratch, mark);
     return st;
 }

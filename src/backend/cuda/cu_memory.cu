@@ -1,7 +1,8 @@
 /* cu_memory.cu — device memory of the CUDA backend: cudaMalloc'd blocks counted against a budget (the
  * card's memory, or VKASR_MAX_DEVICE_MEMORY_MIB), and arenas that bump-allocate tensors inside them:
- * the device's grow-only weights arena and each backend's scratch stack (mark / release). No op
- * allocates device memory by itself: everything comes from these arenas. */
+ * the device's grow-only weights arena and each backend's scratch stack (mark / release; reserved to a
+ * run's memory plan before it starts). No op allocates device memory by itself: everything comes from
+ * these arenas. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +103,32 @@ vkasr_status cu_arena_alloc(struct cu_device *d, struct cu_arena *a, uint64_t by
     a->reserved += size;
     a->in_use += bytes;
     *addr = nbk.addr;
+    return VKASR_OK;
+}
+
+vkasr_status cu_arena_reserve(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t keep, struct err *e) {
+    if (a->in_use)
+        return err_set(e, VKASR_ERR_INTERNAL, "cu_arena_reserve: %llu bytes still in use", (unsigned long long)a->in_use);
+    bytes = align_up(bytes ? bytes : 1, CU_TENSOR_ALIGN);
+    if (a->n && a->blocks[0].size >= bytes && a->reserved <= keep)
+        return VKASR_OK;
+    for (size_t i = 0; i < a->n; i++)
+        cu_device_free(d, a->blocks[i].addr, a->blocks[i].size);
+    a->n = a->cur = 0;
+    a->reserved = a->in_use = 0;
+    if (a->cap == 0) {
+        struct cu_block *nb = (struct cu_block *)malloc(8 * sizeof *nb);
+        if (!nb)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        a->blocks = nb;
+        a->cap = 8;
+    }
+    /* cudaMalloc has no per-allocation limit below the memory itself: one block */
+    struct cu_block nbk = {0, bytes, 0};
+    TRY(cu_device_malloc(d, bytes, &nbk.addr, e));
+    a->blocks[0] = nbk;
+    a->n = 1;
+    a->reserved = bytes;
     return VKASR_OK;
 }
 

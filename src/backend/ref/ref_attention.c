@@ -1,5 +1,6 @@
-/* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1): scores
- * ((q+u).k + (q+v).p[rel]) / sqrt(dk), masking, softmax, weighted sum, all in double. With the op's
+/* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1, the symmetric
+ * local band of §5.2): scores ((q+u).k + (q+v).p[rel]) / sqrt(dk) over the keys a query position
+ * may see (present, valid, inside the band), softmax, weighted sum, all in double. With the op's
  * f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the tensor-core kernel takes
  * them); the softmax weights stay exact. */
 #include <math.h>
@@ -13,47 +14,49 @@ static double in(float x, bool f16) {
 }
 
 vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_attention *a) {
-    int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0], center = (P - 1) / 2;
+    int64_t Tq = a->q.ne[0], Tk = a->k.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0];
+    int64_t center = (P - 1) / 2;
     const float *q = ref_f32(&a->q), *k = ref_f32(&a->k), *v = ref_f32(&a->v), *p = ref_f32(&a->p);
     const float *u = ref_f32(&a->bias_u), *bv = ref_f32(&a->bias_v);
     float *y = ref_f32(&a->y);
-    double *s = malloc((size_t)(T > 0 ? T : 1) * sizeof *s);
+    double *s = malloc((size_t)(Tk > 0 ? Tk : 1) * sizeof *s);
     if (!s)
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     double scale = 1.0 / sqrt((double)dk);
     for (int64_t h = 0; h < H; h++)
-        for (int64_t i = 0; i < T; i++) {
-            float *yo = y + i * D + h * dk;
+        for (int64_t li = 0; li < Tq; li++) {
+            const int64_t i = a->q_pos0 + li; /* positions */
+            float *yo = y + li * D + h * dk;
             if (i >= a->n_valid) {
                 for (int64_t d = 0; d < dk; d++)
                     yo[d] = 0.0f;
                 continue;
             }
             double mx = -INFINITY;
-            for (int64_t j = 0; j < T; j++) {
-                int64_t r = i - j;
+            for (int64_t lj = 0; lj < Tk; lj++) {
+                const int64_t j = a->k_pos0 + lj, r = i - j;
                 if (j >= a->n_valid || (a->window > 0 && llabs(r) > a->window)) {
-                    s[j] = -INFINITY;
+                    s[lj] = -INFINITY;
                     continue;
                 }
-                const float *qi = q + i * D + h * dk, *kj = k + j * D + h * dk, *pr = p + (center - r) * D + h * dk;
+                const float *qi = q + li * D + h * dk, *kj = k + lj * D + h * dk, *pr = p + (center - r) * D + h * dk;
                 double ac = 0, bd = 0;
                 for (int64_t d = 0; d < dk; d++) {
                     ac += in(qi[d] + u[h * dk + d], a->f16) * in(kj[d], a->f16);
                     bd += in(qi[d] + bv[h * dk + d], a->f16) * in(pr[d], a->f16);
                 }
-                s[j] = (ac + bd) * scale;
-                mx = fmax(mx, s[j]);
+                s[lj] = (ac + bd) * scale;
+                mx = fmax(mx, s[lj]);
             }
             double sum = 0;
-            for (int64_t j = 0; j < T; j++) {
-                s[j] = isinf(s[j]) ? 0.0 : exp(s[j] - mx);
-                sum += s[j];
+            for (int64_t lj = 0; lj < Tk; lj++) {
+                s[lj] = isinf(s[lj]) ? 0.0 : exp(s[lj] - mx);
+                sum += s[lj];
             }
             for (int64_t d = 0; d < dk; d++) {
                 double acc = 0;
-                for (int64_t j = 0; j < T; j++)
-                    acc += s[j] * in(v[j * D + h * dk + d], a->f16);
+                for (int64_t lj = 0; lj < Tk; lj++)
+                    acc += s[lj] * in(v[lj * D + h * dk + d], a->f16);
                 yo[d] = (float)(acc / sum);
             }
         }

@@ -127,6 +127,8 @@ static vkasr_status refb_run(struct backend *bb, enum op_id id, const void *args
 }
 
 static uint64_t refb_peak(const struct backend *bb) { return ((const struct ref_backend *)bb)->peak; }
+/* Host memory: allocations are made as they come, there is nothing to reserve. */
+static vkasr_status refb_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) { return VKASR_OK; }
 
 static size_t refb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) { return 0; }
 static void refb_profile_reset(struct backend *bb) {}
@@ -151,6 +153,7 @@ static const struct backend_vtbl ref_backend_vtbl = {
     .sync = refb_nop,
     .run = refb_run,
     .peak_bytes = refb_peak,
+    .reserve = refb_reserve,
     .profile = refb_profile,
     .profile_reset = refb_profile_reset,
 };
@@ -176,12 +179,17 @@ static void refd_destroy(struct be_device *bd) {
 
 static uint64_t refd_weight_bytes(const struct be_device *bd) { return ((const struct ref_device *)bd)->weight_bytes; }
 static uint64_t refd_validation(const struct be_device *bd) { return 0; }
+/* Host memory, not budgeted: plans take their preferred chunk sizes. */
+static void refd_memory(const struct be_device *bd, struct be_memory *out) {
+    *out = (struct be_memory){.budget = UINT64_MAX, .used = refd_weight_bytes(bd), .max_tensor = UINT64_MAX};
+}
 
 static const struct be_device_vtbl ref_device_vtbl = {
     .destroy = refd_destroy,
     .create_backend = refd_create_backend,
     .weight_bytes = refd_weight_bytes,
     .validation_messages = refd_validation,
+    .memory = refd_memory,
 };
 
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {

@@ -16,6 +16,10 @@ enum vk_att_kernel {
     VK_ATT_ROWS = 3         /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
 };
 
+/* Keys one query row of attention_rows.comp may score: its key loop is the only loop llvmpipe counts
+ * against its limit of 65535 iterations per invocation (a few to spare for the rest). */
+#define VK_ATT_ROWS_MAX_KEYS 65000
+
 struct vk_att_cfg {
     const char *name;       /* e.g. "cm_dk128": for --cfg in the benchmark and test messages        */
     const char *prof;       /* dispatch name in profiles                                           */

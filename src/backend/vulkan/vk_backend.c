@@ -128,6 +128,13 @@ static vkasr_status vkb_run(struct backend *bb, enum op_id id, const void *args)
 
 static uint64_t vkb_peak(const struct backend *bb) { return ((const struct vk_backend *)bb)->scratch.reserved; }
 
+static vkasr_status vkb_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) {
+    struct vk_backend *b = (struct vk_backend *)bb;
+    /* The blocks about to be freed may still be read by recorded work. */
+    TRY(vk_submit(b, true));
+    return vk_arena_reserve(b->d, &b->scratch, bytes, keep, &bb->err);
+}
+
 static size_t vkb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) {
     const struct vk_backend *b = (const struct vk_backend *)bb;
     size_t n = 0;
@@ -150,6 +157,7 @@ static const struct backend_vtbl vk_backend_vtbl = {
     .sync = vkb_sync,
     .run = vkb_run,
     .peak_bytes = vkb_peak,
+    .reserve = vkb_reserve,
     .profile = vkb_profile,
     .profile_reset = vkb_profile_reset,
 };

@@ -215,7 +215,7 @@ struct vk_probe {
     VkPhysicalDeviceVulkan11Properties p11;
     VkPhysicalDeviceMaintenance3Properties pm3;
     VkPhysicalDeviceMaintenance4Properties pm4;
-    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability;
+    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget;
     bool coopmat_nv_shape;
 };
 
@@ -225,6 +225,7 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->ext_coopmat_nv = has_device_ext(pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     p->ext_coopmat_khr = has_device_ext(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     p->ext_portability = has_device_ext(pd, VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME);
+    p->ext_memory_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     if (p->props.apiVersion < VK_API_VERSION_1_2)
         return; /* the 1.1/1.2 feature structs may not be chained: the device is unusable anyway */
     p->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -553,7 +554,8 @@ static void choose_memory_types(struct vk_device *d) {
     /* VKASR_FORCE_STAGING (a test hook): use the staged upload/download path of discrete GPUs even
      * where device memory is mappable, so lavapipe runs it too. */
     d->device_mappable = (mp.memoryTypes[dev].propertyFlags & host) == host && !env_flag("VKASR_FORCE_STAGING");
-    d->heap_size = mp.memoryHeaps[mp.memoryTypes[dev].heapIndex].size;
+    d->heap_index = mp.memoryTypes[dev].heapIndex;
+    d->heap_size = mp.memoryHeaps[d->heap_index].size;
     /* VKASR_MAX_DEVICE_MEMORY_MIB: allocate at most this much device memory (a GPU shared with other
      * programs; tests of the out-of-memory path). Allocations past it fail as the heap's end would. */
     uint64_t cap = (uint64_t)env_u32(d->base.log, "VKASR_MAX_DEVICE_MEMORY_MIB", 0xffffffffu, 0xffffffffu) << 20;
@@ -621,6 +623,8 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     };
     const char *exts[4];
     uint32_t next = 0;
+    if (p.ext_memory_budget) /* the heap budget and usage the memory plan starts from */
+        exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     if (c->coopmat_nv)
         exts[next++] = VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
     if (p.ext_portability)
@@ -642,6 +646,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     };
     VK_CHECK(e, vkCreateDevice(d->phys, &ci, NULL, &d->dev));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+    d->memory_budget = p.ext_memory_budget;
     choose_memory_types(d);
     return VKASR_OK;
 }
@@ -681,11 +686,36 @@ static uint64_t vk_device_validation(const struct be_device *bd) {
 }
 
 
+/* The planner's view of the tensor heap: VK_EXT_memory_budget's budget (what this process may hold, given
+ * every other program on the GPU) and usage where the driver has them, else the heap size and what
+ * vkasr's arenas hold; VKASR_MAX_DEVICE_MEMORY_MIB (already in heap_size) caps the budget either way. */
+static void vk_device_memory(const struct be_device *bd, struct be_memory *out) {
+    const struct vk_device *d = (const struct vk_device *)bd;
+    *out = (struct be_memory){
+        .budget = d->heap_size,
+        .used = atomic_load(&d->allocated),
+        .max_tensor = d->caps.max_alloc < d->caps.max_buffer ? d->caps.max_alloc : d->caps.max_buffer,
+    };
+    if (!d->memory_budget)
+        return;
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 mp = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2, .pNext = &b};
+    vkGetPhysicalDeviceMemoryProperties2(d->phys, &mp);
+    if (d->heap_index >= mp.memoryProperties.memoryHeapCount || b.heapBudget[d->heap_index] == 0)
+        return; /* a driver that fills nothing in */
+    out->source = "VK_EXT_memory_budget";
+    if (b.heapBudget[d->heap_index] < out->budget)
+        out->budget = b.heapBudget[d->heap_index];
+    if (b.heapUsage[d->heap_index] > out->used)
+        out->used = b.heapUsage[d->heap_index];
+}
+
 static const struct be_device_vtbl vk_device_vtbl = {
     .destroy = vk_device_destroy,
     .create_backend = vk_backend_create,
     .weight_bytes = vk_device_weight_bytes,
     .validation_messages = vk_device_validation,
+    .memory = vk_device_memory,
 };
 
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {

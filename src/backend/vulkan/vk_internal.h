@@ -86,7 +86,9 @@ struct vk_device {
     bool device_mappable;            /* that type is HOST_VISIBLE|HOST_COHERENT (lavapipe, ReBAR)
                                         and VKASR_FORCE_STAGING is not set                      */
     uint32_t mem_staging;            /* HOST_VISIBLE|HOST_COHERENT type for staging             */
-    uint64_t heap_size;              /* size of the tensor memory type's heap                   */
+    uint64_t heap_size;              /* size of the tensor memory type's heap (or the env cap)  */
+    uint32_t heap_index;             /* that heap                                               */
+    bool memory_budget;              /* VK_EXT_memory_budget enabled                            */
     atomic_uint_fast64_t allocated;  /* device bytes allocated by all arenas of this device     */
     VkPipelineLayout layout;         /* push constants only: tensors are addressed by BDA       */
     VkPipelineCache cache;           /* seeded from and saved to disk (vk_pipeline_cache.c)     */
@@ -122,6 +124,11 @@ void vk_block_destroy(struct vk_device *d, struct vk_block *b);
 void vk_arena_init(struct vk_arena *a, uint64_t block_size);
 vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t *addr,
                             struct err *e);
+/* Gives the arena at least `bytes` of blocks, one block where maxMemoryAllocationSize / maxBufferSize
+ * allow (else blocks of that size): a run's planned scratch, so its stack never opens another block.
+ * Keeps the blocks when the first already holds `bytes` and all of them are at most `keep` bytes, else
+ * frees them all first. Nothing may be in use. */
+vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
 uint64_t vk_arena_mark(const struct vk_arena *a);
 void vk_arena_release(struct vk_arena *a, uint64_t mark);
 void vk_arena_destroy(struct vk_device *d, struct vk_arena *a);

@@ -6,7 +6,7 @@
 
 #include "vk_internal.h"
 
-#define VK_TENSOR_ALIGN 256u /* >= minStorageBufferOffsetAlignment everywhere; keeps vec4 loads aligned */
+#define VK_TENSOR_ALIGN BE_SCRATCH_ALIGN
 
 static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -149,6 +149,36 @@ vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t by
     if (a->in_use > a->peak)
         a->peak = a->in_use;
     *addr = b->addr;
+    return VKASR_OK;
+}
+
+vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e) {
+    if (a->in_use)
+        return err_set(e, VKASR_ERR_INTERNAL, "vk_arena_reserve: %llu bytes still in use",
+                       (unsigned long long)a->in_use);
+    bytes = align_up(bytes ? bytes : 1, VK_TENSOR_ALIGN);
+    if (a->n && a->blocks[0].size >= bytes && a->reserved <= keep)
+        return VKASR_OK;
+    for (size_t i = 0; i < a->n; i++)
+        vk_block_destroy(d, &a->blocks[i]);
+    a->n = a->cur = 0;
+    a->reserved = a->peak = 0;
+    uint64_t most = d->caps.max_alloc < d->caps.max_buffer ? d->caps.max_alloc : d->caps.max_buffer;
+    most = most / VK_TENSOR_ALIGN * VK_TENSOR_ALIGN;
+    while (a->reserved < bytes) {
+        if (a->n == a->cap) {
+            size_t cap = a->cap ? a->cap * 2 : 8;
+            struct vk_block *nb = realloc(a->blocks, cap * sizeof *nb);
+            if (!nb)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+            a->blocks = nb;
+            a->cap = cap;
+        }
+        uint64_t size = bytes - a->reserved < most ? bytes - a->reserved : most;
+        TRY(vk_block_create(d, size, false, &a->blocks[a->n], e));
+        a->n++;
+        a->reserved += size;
+    }
     return VKASR_OK;
 }
 

@@ -10,11 +10,12 @@
 
 struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
-    uint32_t T, D, dk, H, P, center, n_valid, w;
+    uint32_t Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
-    uint32_t flags;
+    uint32_t flags, pad;
 };
-_Static_assert(sizeof(struct pc_attention) == 96, "mirror of attention.comp / attention_coopmat.comp push constants");
+_Static_assert(sizeof(struct pc_attention) == 112,
+               "mirror of attention.comp / attention_coopmat.comp / attention_rows.comp push constants");
 
 #define ATT_FLAG_VEC 1u /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: vector loads (coopmat) */
 
@@ -101,8 +102,8 @@ static bool overlaps(const be_tensor *a, const be_tensor *b) {
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg) {
     struct err *e = &b->base.err;
     struct vk_device *d = b->d;
-    int64_t T = a->q.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0];
-    if (T == 0 || D == 0)
+    int64_t Tq = a->q.ne[0], Tk = a->k.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0];
+    if (Tq == 0 || D == 0)
         return VKASR_OK;
     if (dk > (int64_t)cfg->max_dk)
         return err_set(e, VKASR_ERR_UNSUPPORTED,
@@ -116,11 +117,29 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                        cfg->name, cfg->shared_bytes, cfg->wg, d->caps.max_shared, d->caps.max_wg_invocations,
                        cfg->kind == VK_ATT_COOPMAT ? "; needs NV cooperative matrices, subgroup size 32"
                        : cfg->kind == VK_ATT_COOPMAT_EMU ? "; needs f16" : "");
-    /* The kernels index rows in 32 bits (offsets are 64-bit) and form center - i + j in int. */
-    if (T > INT32_MAX / 2 || P > INT32_MAX / 2 || D > INT32_MAX)
+    /* The kernels index rows and positions in 32 bits (offsets are 64-bit), form center - i + j in int
+     * and sums of two positions in uint. */
+    const int64_t lim = INT32_MAX / 4;
+    if (a->q_pos0 + Tq > lim || a->k_pos0 + Tk > lim || P > lim || D > INT32_MAX)
         return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "relpos_attention: q [%lld, %lld] / p [%lld rows] too large for the kernel's 32-bit indices",
-                       (long long)T, (long long)D, (long long)P);
+                       "relpos_attention: q [%lld, %lld] at position %lld, k [%lld rows] at %lld, p [%lld rows]: too "
+                       "large for the kernel's 32-bit indices",
+                       (long long)Tq, (long long)D, (long long)a->q_pos0, (long long)Tk, (long long)a->k_pos0,
+                       (long long)P);
+    /* llvmpipe stops an invocation's loops after 65535 iterations in total without an error
+     * (attention_rows.comp): one row's keys stay below that, else the result would silently be wrong;
+     * rows whose loops over dk would reach it get the unrolled variant. */
+    int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : Tk;
+    row_keys = row_keys < band ? row_keys : band;
+    const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * dk >= 60000;
+    if (cfg->kind == VK_ATT_ROWS) {
+        const int64_t keys = row_keys;
+        if (keys > VK_ATT_ROWS_MAX_KEYS)
+            return err_set(e, VKASR_ERR_UNSUPPORTED,
+                           "relpos_attention: %lld keys per query row on a CPU driver, whose loops stop after 65535 "
+                           "iterations (at most %d keys: about %d minutes of full attention); use local attention",
+                           (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
+    }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
     const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
     static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
@@ -128,8 +147,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
 
-    /* window 0 (full) and windows wider than the sequence are the same band: |i - j| <= T. */
-    int64_t w = a->window > 0 && a->window < T ? a->window : T;
+    /* window 0 (full) and windows wider than the positions in play are the same band. */
+    int64_t span = a->q_pos0 + Tq > a->k_pos0 + Tk ? a->q_pos0 + Tq : a->k_pos0 + Tk;
+    int64_t w = a->window > 0 && a->window < span ? a->window : span;
+    int64_t n_valid = a->n_valid < span ? a->n_valid : span;
     uint32_t flags = 0;
     if (D % 4 == 0 && dk % 4 == 0 && a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 &&
         a->p.addr % 16 == 0)
@@ -142,21 +163,24 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .bu = a->bias_u.addr,
         .bv = a->bias_v.addr,
         .y = a->y.addr,
-        .T = (uint32_t)T,
+        .Tq = (uint32_t)Tq,
+        .Tk = (uint32_t)Tk,
+        .q0 = (uint32_t)a->q_pos0,
+        .k0 = (uint32_t)a->k_pos0,
         .D = (uint32_t)D,
         .dk = (uint32_t)dk,
         .H = (uint32_t)H,
         .P = (uint32_t)P,
         .center = (uint32_t)((P - 1) / 2),
-        .n_valid = (uint32_t)a->n_valid,
+        .n_valid = (uint32_t)n_valid,
         .w = (uint32_t)w,
         .scale = (float)(1.0 / sqrt((double)dk)),
         .flags = flags,
     };
-    /* Scalar kernel: spec 1 is the number of 32-wide dk chunks its output registers hold (the other
-     * kernels ignore it). */
-    uint32_t spec[2] = {cfg->wg, (uint32_t)((dk + 31) / 32)};
-    uint64_t qblocks = ((uint64_t)T + cfg->bq - 1) / cfg->bq;
+    /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
+     * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none. */
+    uint32_t spec[2] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32)};
+    uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[6], wr = vk_tensor_range(&a->y);
     for (int i = 0; i < 6; i++)
         rd[i] = vk_tensor_range(in[i]);
@@ -164,7 +188,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .name = cfg->prof,
         .spv = cfg->spv,
         .spec = spec,
-        .nspec = cfg->kind == VK_ATT_SCALAR ? 2 : 1,
+        .nspec = cfg->kind == VK_ATT_SCALAR || cfg->kind == VK_ATT_ROWS ? 2 : 1,
         .pc = &pc,
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
@@ -177,7 +201,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         return vk_record(b, &dp);
     /* attention_rows.comp takes one row per invocation from row0 (in the flags word): one dispatch
      * per grid's worth of rows. */
-    for (uint64_t r0 = 0; r0 < (uint64_t)T; r0 += (uint64_t)dp.groups[0] * cfg->bq) {
+    for (uint64_t r0 = 0; r0 < (uint64_t)Tq; r0 += (uint64_t)dp.groups[0] * cfg->bq) {
         pc.flags = (uint32_t)r0;
         TRY(vk_record(b, &dp));
     }
@@ -185,8 +209,8 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
 }
 
 vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos_attention *a) {
-    int64_t T = a->q.ne[0], D = a->q.ne[1], dk = D / a->heads;
-    if (T == 0 || D == 0)
+    int64_t Tq = a->q.ne[0], D = a->q.ne[1], dk = D / a->heads;
+    if (Tq == 0 || D == 0)
         return VKASR_OK;
     const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, dk, a->f16);
     if (!cfg) {

@@ -1,0 +1,188 @@
+/* test_plan.c — memory plans on the shapes of hours, without a device (src/asr/plan.c is a pure
+ * function): the attention choice (auto by length and threshold, a model's own local context, asked
+ * windows, an unsupported asymmetric context); for the 0.6B shape in f16: the 51-minute input whose
+ * first subsampling convolution would hold 2,521,890,816 elements is tiled below 2^31 per tile; three
+ * hours with auto attention within 4 GiB and with full attention within 6 GiB; an hour and three hours
+ * under a 3 GiB cap; smaller budgets give smaller chunks and never a plan above the budget; budgets
+ * below the smallest chunks and tensors above the device's largest allocation fail with
+ * VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is planned above every phase. Prints the plans (docs/long-audio.md quotes them). */
+#include <stdio.h>
+#include <string.h>
+
+#include "asr/asr.h"
+#include "expect.h"
+
+#define MIB (1024.0 * 1024.0)
+#define GIB (1024ull * 1024 * 1024)
+
+/* parakeet-tdt-0.6b's shape (tools/fixtures/bench_pytorch.py makes it with random weights) */
+static struct model_config shape_06b(void) {
+    struct model_config c = {
+        .head = VKASR_HEAD_TDT, .d_model = 1024, .n_layers = 24, .n_heads = 8, .ff_size = 4096, .conv_kernel = 9,
+        .n_mels = 128, .sub_channels = 256, .sub_factor = 8, .att_left = -1, .att_right = -1, .vocab_size = 8192,
+        .pred_hidden = 640, .pred_layers = 2, .n_durations = 5, .durations = {0, 1, 2, 3, 4}, .max_symbols = 10,
+        .sample_rate = 16000, .n_fft = 512, .win_length = 400, .hop_length = 160, .preemph = 0.97f,
+    };
+    return c;
+}
+
+/* the 0.6B shape's f16 weights on the device (docs/gpu-results.md: the GGUF is 1.29 GB) */
+static const uint64_t W06 = 1290000000ull;
+
+static vkasr_status plan_op(const struct model_config *c, double seconds, const struct asr_options *opt,
+                            uint64_t available, uint64_t max_tensor, uint64_t op_scratch, struct asr_plan *p,
+                            struct err *e) {
+    memset(e, 0, sizeof *e);
+    return asr_plan_make(c, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor, op_scratch,
+                         "test budget", p, e);
+}
+
+static vkasr_status plan(const struct model_config *c, double seconds, const struct asr_options *opt,
+                         uint64_t available, uint64_t max_tensor, struct asr_plan *p, struct err *e) {
+    return plan_op(c, seconds, opt, available, max_tensor, 0, p, e);
+}
+
+static void show(const char *what, const struct asr_plan *p) {
+    printf("%-34s %s%-4lld T %6lld: rows %5lld, tiles %4lld, spectra %5lld; planned %7.1f MiB (weights %.1f + "
+           "features %.1f / subsampling %.1f / encoder %.1f / decoder %.1f)\n",
+           what, p->attention == ASR_ATT_FULL ? "full " : "local ", (long long)p->window, (long long)p->frames,
+           (long long)p->chunks.rows, (long long)p->chunks.sub_tile, (long long)p->chunks.stft_frames,
+           (p->weights + p->scratch) / MIB, p->weights / MIB, p->features / MIB, p->subsampling / MIB,
+           p->encoder / MIB, p->decoder / MIB);
+}
+
+static void test_attention_choice(void) {
+    struct model_config c = shape_06b();
+    struct err e = {0};
+    enum asr_attention m;
+    int64_t w;
+    const int64_t t24 = 1440 * 100 / 8; /* 24 minutes of encoder frames */
+    struct asr_options o = {0};
+    EXPECT(asr_attention_choose(&c, t24, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_FULL && w == 0, "24 min: full");
+    EXPECT(asr_attention_choose(&c, t24 + 1, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_LOCAL && w == 128,
+           "past 24 min: local 128");
+    o.auto_full_seconds = 60;
+    EXPECT(asr_attention_choose(&c, 751, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_LOCAL && w == 128,
+           "threshold 60 s, 60.08 s: local");
+    o.window = 256;
+    EXPECT(asr_attention_choose(&c, 751, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_LOCAL && w == 256,
+           "auto with an asked window");
+    o = (struct asr_options){.attention = ASR_ATT_FULL};
+    EXPECT(asr_attention_choose(&c, 10 * t24, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_FULL, "full asked");
+    o = (struct asr_options){.attention = ASR_ATT_LOCAL};
+    EXPECT(asr_attention_choose(&c, 10, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_LOCAL && w == 128, "local asked");
+    c.att_left = c.att_right = 64; /* a model that ships local attention keeps it under auto */
+    o = (struct asr_options){0};
+    EXPECT(asr_attention_choose(&c, 10, &o, &m, &w, &e) == VKASR_OK && m == ASR_ATT_LOCAL && w == 64,
+           "model context [64, 64]");
+    c.att_right = 32;
+    EXPECT(asr_attention_choose(&c, 10, &o, &m, &w, &e) == VKASR_ERR_UNSUPPORTED && strstr(e.msg, "[64, 32]"),
+           "asymmetric context refused: %s", e.msg);
+    c = shape_06b();
+    o.window = -3;
+    EXPECT(asr_attention_choose(&c, 10, &o, &m, &w, &e) == VKASR_ERR_INVALID_ARG, "negative window refused");
+}
+
+static void test_06b_plans(void) {
+    const struct model_config c = shape_06b();
+    struct asr_plan p;
+    struct err e;
+    const uint64_t h100 = 79ull * GIB, alloc = 4094ull << 20; /* what the H100 reports */
+    struct asr_options o = {0};
+
+    /* 51 min 18.5 s: L1 = 153924 rows of the first convolution, 153924 x 64 x 256 = 2,521,890,816 */
+    const double s51 = 307848.0 * 160 / 16000;
+    EXPECT(plan(&c, s51, &o, h100 - W06, alloc, &p, &e) == VKASR_OK, "51 min: %s", e.msg);
+    const int64_t L1 = (p.mel_frames + 1) / 2, per_tile = (4 * p.chunks.sub_tile + 3) * 64 * 256;
+    EXPECT(L1 * 64 * 256 == 2521890816ll, "51 min: whole first conv %lld elements", (long long)(L1 * 64 * 256));
+    EXPECT(p.chunks.sub_tile < p.frames && per_tile < (1ll << 31), "51 min: tiles of %lld frames, %lld elements each",
+           (long long)p.chunks.sub_tile, (long long)per_tile);
+    printf("51 min: the first conv's %lld elements in %lld tiles of <= %lld elements\n", (long long)(L1 * 64 * 256),
+           (long long)((p.frames + p.chunks.sub_tile - 1) / p.chunks.sub_tile), (long long)per_tile);
+    show("51 min 18.5 s, auto", &p);
+
+    static const double mins[] = {10, 60, 180};
+    for (int i = 0; i < 3; i++) {
+        char what[64];
+        EXPECT(plan(&c, mins[i] * 60, &o, h100 - W06, alloc, &p, &e) == VKASR_OK, "%.0f min: %s", mins[i], e.msg);
+        snprintf(what, sizeof what, "%.0f min, auto", mins[i]);
+        show(what, &p);
+    }
+    EXPECT(p.attention == ASR_ATT_LOCAL && p.weights + p.scratch <= 4 * GIB, "180 min auto: %.1f MiB (target 4 GiB)",
+           (p.weights + p.scratch) / MIB);
+    o.attention = ASR_ATT_FULL;
+    EXPECT(plan(&c, 180 * 60, &o, h100 - W06, alloc, &p, &e) == VKASR_OK, "180 min full: %s", e.msg);
+    show("180 min, full", &p);
+    EXPECT(p.attention == ASR_ATT_FULL && p.weights + p.scratch <= 6 * GIB, "180 min full: %.1f MiB (target 6 GiB)",
+           (p.weights + p.scratch) / MIB);
+    o.attention = ASR_ATT_AUTO;
+    for (int i = 1; i < 3; i++) {
+        char what[64];
+        EXPECT(plan(&c, mins[i] * 60, &o, 3 * GIB - W06, alloc, &p, &e) == VKASR_OK, "%.0f min under 3 GiB: %s",
+               mins[i], e.msg);
+        EXPECT(p.weights + p.scratch <= 3 * GIB, "%.0f min under 3 GiB: %.1f MiB", mins[i], (p.weights + p.scratch) / MIB);
+        snprintf(what, sizeof what, "%.0f min, auto, max-memory 3G", mins[i]);
+        show(what, &p);
+    }
+
+    /* shrinking budgets: chunks shrink, the plan never exceeds the budget, then a clean failure */
+    uint64_t avail = 2 * GIB;
+    int64_t last_rows = INT64_MAX, last_tile = INT64_MAX;
+    int ok_plans = 0;
+    for (; avail > (64ull << 20); avail = avail * 4 / 5) {
+        vkasr_status st = plan(&c, 60 * 60, &o, avail, alloc, &p, &e);
+        if (st != VKASR_OK) {
+            EXPECT(st == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "needs") && strstr(e.msg, "available") &&
+                       strstr(e.msg, "test budget"),
+                   "60 min, %.0f MiB: %d %s", avail / MIB, (int)st, e.msg);
+            printf("60 min with %.0f MiB: %s\n", avail / MIB, e.msg);
+            break;
+        }
+        ok_plans++;
+        EXPECT(p.scratch <= avail, "60 min: %.1f MiB planned in %.1f MiB", p.scratch / MIB, avail / MIB);
+        EXPECT(p.chunks.rows <= last_rows && p.chunks.sub_tile <= last_tile, "chunks grow as the budget shrinks");
+        last_rows = p.chunks.rows;
+        last_tile = p.chunks.sub_tile;
+    }
+    EXPECT(ok_plans >= 2 && avail > (64ull << 20), "60 min: %d plans before failing at %.0f MiB", ok_plans, avail / MIB);
+
+    /* a tensor above the device's largest allocation: x [T, D] of ten hours is 1.7 GiB */
+    vkasr_status st = plan(&c, 10 * 3600, &o, h100, 1ull << 30, &p, &e);
+    EXPECT(st == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "largest allocation"), "largest allocation: %s", e.msg);
+    /* scratch over several blocks: room for one extra largest tensor per block boundary */
+    EXPECT(plan(&c, 3 * 3600, &o, h100, 900ull << 20, &p, &e) == VKASR_OK && p.scratch >= p.encoder + p.largest,
+           "several blocks: %.1f MiB planned, encoder %.1f, largest %.1f (%s)", p.scratch / MIB, p.encoder / MIB,
+           p.largest / MIB, e.msg);
+    /* forced chunks (tests) are taken as given, clamped to the input */
+    struct asr_chunks f = {5, 3, 7};
+    o.force = &f;
+    EXPECT(plan(&c, 10, &o, h100, alloc, &p, &e) == VKASR_OK && p.chunks.rows == 7 && p.chunks.sub_tile == 3 &&
+               p.chunks.stft_frames == 5,
+           "forced chunks");
+    /* a backend's op scratch (CUDA: 32 MiB) sits above every phase: the same chunks when the budget has
+     * room for it, smaller ones within the same budget when not, and the error names it */
+    o.force = NULL;
+    const uint64_t op = 32ull << 20;
+    struct asr_plan q;
+    EXPECT(plan(&c, 60 * 60, &o, h100, alloc, &p, &e) == VKASR_OK &&
+               plan_op(&c, 60 * 60, &o, h100, alloc, op, &q, &e) == VKASR_OK && q.scratch == p.scratch + op &&
+               q.op_scratch == op && q.chunks.rows == p.chunks.rows && q.encoder == p.encoder,
+           "op scratch on a roomy budget: %.1f MiB planned, %.1f without (%s)", q.scratch / MIB, p.scratch / MIB, e.msg);
+    EXPECT(plan(&c, 60 * 60, &o, 1ull << 30, alloc, &p, &e) == VKASR_OK &&
+               plan_op(&c, 60 * 60, &o, 1ull << 30, alloc, op, &q, &e) == VKASR_OK && q.scratch <= (1ull << 30) &&
+               q.chunks.rows <= p.chunks.rows && q.scratch - op <= p.scratch,
+           "op scratch within 1 GiB: %.1f MiB planned, rows %lld (%lld without) (%s)", q.scratch / MIB,
+           (long long)q.chunks.rows, (long long)p.chunks.rows, e.msg);
+    st = plan_op(&c, 60 * 60, &o, 400ull << 20, alloc, 300ull << 20, &q, &e);
+    EXPECT(st == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "op scratch 300.0"), "op scratch above the budget: %s",
+           e.msg);
+    /* nothing to do: no audio */
+    EXPECT(plan(&c, 0, &o, h100, alloc, &p, &e) == VKASR_OK && p.frames == 0, "empty input: %s", e.msg);
+}
+
+int main(void) {
+    test_attention_choice();
+    test_06b_plans();
+    printf("%d check(s), %d failure(s)\n", checks, failures);
+    return failures ? 1 : 0;
+}
