@@ -85,6 +85,8 @@ struct asr_options {
     bool keep_features;
     const vkasr_decoder_step *forced; /* transducers: teacher forcing of the first nforced steps */
     size_t nforced;
+    bool host_decoder;               /* transducers: walk the search on the host (VKASR_DECODER=host);
+                                        taps and teacher forcing always do                       */
 };
 
 /* Runs the whole network on 16 kHz mono samples. On VKASR_ABORTED the tokens decoded so far are kept.

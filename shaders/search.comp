@@ -1,0 +1,168 @@
+#version 460
+// search.comp — the device-resident greedy search's own kernels (src/backend/ops.h: the search ops;
+// the LSTM step is lstm.comp -DSEARCH). Every kernel reads the search's tensors from the argument
+// block (search.glsl) and hypothesis b's state from state[b]; a hypothesis that is done is skipped.
+//
+// -DJOINT: z[b, r, :] = relu(f[b, min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a window:
+//   the arithmetic of op_binary (ADD, ReLU, alpha = beta = 1). Grid-stride over W*P (x), hypotheses (y).
+// -DSTEP: one workgroup per hypothesis (grid-stride). Phase 1: the token argmax (columns 0..V) and
+//   the duration argmax (V+1..J-1) of each of the window's rows, WG / W invocations per row, first
+//   index on ties and NaN never winning as op_argmax. Phase 2: invocation 0 walks the rows as the
+//   host decoder did (spec §6.4 TDT: a blank skips its duration, at least one frame; §6.5 RNN-T: a
+//   blank advances one frame) until the first emission, appends it to the token ring, advances the
+//   frame by the max_symbols rule, flips the LSTM side and sets S_EMIT for search_lstm.
+// push: the argument block's address and W (a power of two <= the workgroup size).
+// spec 0: workgroup size (STEP: a power of two).
+#include "core.glsl"
+#include "search.glsl"
+layout(local_size_x_id = 0) in;
+layout(push_constant) uniform PC {
+    uint64_t args;
+    uint window;
+    uint unused;
+} pc;
+
+#if defined(JOINT)
+
+void main() {
+    SearchArgs a = SearchArgs(pc.args);
+    const uint64_t P = uint64_t(a.P), W = uint64_t(pc.window), n = W * P;
+    for (uint hyp = gl_WorkGroupID.y; hyp < uint(a.hyps); hyp += gl_NumWorkGroups.y) {
+        const uint64_t st = search_state(a, hyp);
+        if (LOADI(st, S_DONE) != 0)
+            continue;
+        const int t = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
+        const uint64_t f0 = uint64_t(hyp) * uint64_t(a.frames), z0 = uint64_t(hyp) * W;
+        for (uint64_t i = grid_id_x(); i < n; i += grid_stride_x()) {
+            const uint64_t r = i / P, p = i - r * P;
+            const uint64_t fr = uint64_t(min(t + int(r), T - 1));
+            const float v = LOADF(a.f, (f0 + fr) * P + p) + LOADF(a.q, uint64_t(hyp) * P + p);
+            STOREF(a.z, (z0 + r) * P + p, act_apply(v, ACT_RELU));
+        }
+    }
+}
+
+#elif defined(STEP)
+
+#define MAX_WINDOW 32 // SEARCH_MAX_WINDOW
+shared float red_v[gl_WorkGroupSize.x], red_dv[gl_WorkGroupSize.x];
+shared int red_i[gl_WorkGroupSize.x], red_di[gl_WorkGroupSize.x]; // -1: no candidate (empty or all NaN)
+shared int row_tok[MAX_WINDOW], row_dur[MAX_WINDOW];
+
+// NaN test on the bits: a compiler assuming no NaN cannot fold it away.
+bool is_nan(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; }
+
+// Does candidate (v, i) beat (bv, bi)? Larger value wins; equal values go to the lower column.
+bool better(float v, int i, float bv, int bi) { return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi)); }
+
+void main() {
+    SearchArgs a = SearchArgs(pc.args);
+    const uint tid = gl_LocalInvocationID.x, W = pc.window, tpr = gl_WorkGroupSize.x / W;
+    const uint r = tid / tpr, lane = tid % tpr;
+    const int V = a.V, J = a.J, ND = a.n_durations;
+    for (uint hyp = gl_WorkGroupID.x; hyp < uint(a.hyps); hyp += gl_NumWorkGroups.x) {
+        const uint64_t st = search_state(a, hyp);
+        if (LOADI(st, S_DONE) != 0) { // the same value for the whole workgroup
+            if (tid == 0u)
+                STOREI(st, S_EMIT, 0);
+            continue;
+        }
+        const int t0 = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
+        const int n = min(int(W), T - t0);
+        // Phase 1: each invocation scans its columns in increasing order (strict > keeps the first of
+        // equal values), then a tree over the row's invocations.
+        float bv = 0.0, dv = 0.0;
+        int bi = -1, di = -1;
+        if (int(r) < n) {
+            const uint64_t row = (uint64_t(hyp) * uint64_t(W) + uint64_t(r)) * uint64_t(J);
+            for (int c = int(lane); c <= V; c += int(tpr)) {
+                const float v = LOADF(a.y, row + uint64_t(c));
+                if (!is_nan(v) && (bi < 0 || v > bv)) {
+                    bv = v;
+                    bi = c;
+                }
+            }
+            for (int c = int(lane); c < ND; c += int(tpr)) {
+                const float v = LOADF(a.y, row + uint64_t(V + 1 + c));
+                if (!is_nan(v) && (di < 0 || v > dv)) {
+                    dv = v;
+                    di = c;
+                }
+            }
+        }
+        red_v[tid] = bv;
+        red_i[tid] = bi;
+        red_dv[tid] = dv;
+        red_di[tid] = di;
+        barrier();
+        for (uint s = tpr >> 1; s > 0u; s >>= 1) {
+            if (lane < s) {
+                if (better(red_v[tid + s], red_i[tid + s], red_v[tid], red_i[tid])) {
+                    red_v[tid] = red_v[tid + s];
+                    red_i[tid] = red_i[tid + s];
+                }
+                if (better(red_dv[tid + s], red_di[tid + s], red_dv[tid], red_di[tid])) {
+                    red_dv[tid] = red_dv[tid + s];
+                    red_di[tid] = red_di[tid + s];
+                }
+            }
+            barrier();
+        }
+        if (lane == 0u && int(r) < n) {
+            row_tok[r] = max(red_i[tid], 0); // all NaN -> 0, as op_argmax
+            row_dur[r] = max(red_di[tid], 0);
+        }
+        barrier();
+        // Phase 2: the walk to the first emission.
+        if (tid == 0u) {
+            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), emit = 0;
+            while (t < t0 + n) {
+                const int k = row_tok[t - t0];
+                const int d = ND > 0 ? LOADI(a.durations, row_dur[t - t0]) : 1;
+                steps++;
+                if (k == V) {
+                    if (ND > 0) {
+                        t += max(d, 1); // a blank with duration 0 advances one frame
+                    } else {
+                        t += 1;
+                        run = 0;
+                    }
+                    continue;
+                }
+                const int ntok = LOADI(st, S_NTOK);
+                const uint64_t slot = a.tokens + (uint64_t(hyp) * uint64_t(a.capacity) +
+                                                  uint64_t(ntok % a.capacity)) * 12ul;
+                STOREI(slot, 0, k);
+                STOREI(slot, 1, t);
+                STOREI(slot, 2, d);
+                STOREI(st, S_NTOK, ntok + 1);
+                if (ND > 0) {
+                    run = t == last_t ? run + 1 : 1;
+                    last_t = t;
+                    t += d; // d may be 0: stay on the frame
+                    if (d == 0 && run >= a.max_symbols)
+                        t += 1; // cap on symbols emitted at one frame (NeMo label-looping)
+                } else if (++run >= a.max_symbols) {
+                    t += 1;
+                    run = 0;
+                }
+                STOREI(st, S_TOKEN, k);
+                STOREI(st, S_SIDE, LOADI(st, S_SIDE) ^ 1);
+                emit = 1;
+                break;
+            }
+            STOREI(st, S_T, t);
+            STOREI(st, S_RUN, run);
+            STOREI(st, S_LAST_T, last_t);
+            STOREI(st, S_STEPS, steps);
+            STOREI(st, S_EMIT, emit);
+            STOREI(st, S_DONE, t >= T ? 1 : 0);
+            STOREI(st, S_ITERS, LOADI(st, S_ITERS) + 1);
+        }
+        barrier(); // the next hypothesis rewrites the shared arrays
+    }
+}
+
+#else
+#error define JOINT or STEP
+#endif

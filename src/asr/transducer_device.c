@@ -1,0 +1,240 @@
+/* transducer_device.c — greedy TDT and RNN-T (spec §6.4, §6.5) with the loop over frames and emitted
+ * tokens on the device (the label-looping idea of NeMo's decoders). One iteration of the search — the
+ * joint for a window of frames against the current q, a step that walks the window to the first
+ * emission, the LSTM and projection for a hypothesis that emitted (backend ops.h: the search ops) —
+ * is recorded once as a graph and replayed in batches; the host reads the search state and the
+ * tokens emitted into a ring once per batch (progress, abort, segment callbacks). Same tokens as
+ * transducer_host.c, which walks the same joint rows on the host. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "decoder.h"
+
+/* Frames per joint evaluation, at most: the matrix-vector kernel's rows (vk_gemm.h). The host picks a
+ * power of two up to this per batch from the frames an iteration advanced (a window longer than the
+ * distance to the next emission only costs joint rows that are never walked). */
+#define WINDOW_MAX 8
+#define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
+#define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
+#define FIRST_BATCH 16   /* iterations before anything is known about the rate                  */
+#define BATCH_MS 25.0    /* a round trip at least this often: abort and progress stay prompt   */
+#define N_WINDOWS 4      /* window sizes 1, 2, 4, 8: one graph each, recorded when first used   */
+
+_Static_assert(WINDOW_MAX <= SEARCH_MAX_WINDOW && (1 << (N_WINDOWS - 1)) == WINDOW_MAX, "window sizes");
+_Static_assert(BATCH_MAX % GRAPH_ITERS == 0 && FIRST_BATCH % GRAPH_ITERS == 0, "batches of whole graphs");
+
+struct device_search {
+    struct be_search s;
+    be_tensor io;                       /* I32: state [1, 16], then the token ring [1, BATCH_MAX, 3] */
+    struct be_graph *graph[N_WINDOWS];  /* by log2(W)                                              */
+    bool direct;                        /* the backend records no graphs: ops run per iteration    */
+};
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* The prediction network for a hypothesis that emitted (the kernels skip the others). */
+static vkasr_status predict(const struct asr_model *m, struct backend *be, const struct be_search *s) {
+    // h, c: [L, 1, P] = LSTM(Emb[token], h, c), layer by layer; g = the top layer's h
+    for (int l = 0; l < s->layers; l++)
+        TRY(be_search_lstm(be, &(struct op_search_lstm){.s = s, .layer = l}));
+    // q: [1, P] = g Wp^T + bp
+    return be_linear(be, &(struct op_linear){.x = s->g, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = s->q,
+                                             .alpha = 1.0f, .matvec = true});
+}
+
+/* One iteration of the search with a window of W frames. */
+static vkasr_status iteration(const struct asr_model *m, struct backend *be, const struct be_search *s, int W) {
+    // z: [W, P] = relu(f[t .. t+W) + q)
+    TRY(be_search_joint(be, &(struct op_search_joint){.s = s, .window = W}));
+    // y: [W, J] = z Wo^T + bo
+    TRY(be_linear(be, &(struct op_linear){.x = be_tensor_rows(&s->z, 0, W), .w = m->joint_w, .bias = m->joint_b,
+                                          .y = be_tensor_rows(&s->y, 0, W), .alpha = 1.0f, .matvec = true}));
+    // token and duration argmaxes of the rows, the walk to the first emission, the token into the ring
+    TRY(be_search_step(be, &(struct op_search_step){.s = s, .window = W}));
+    return predict(m, be, s);
+}
+
+/* Queues n iterations (a multiple of GRAPH_ITERS) with window 1 << wlog: replays of the recorded graph,
+ * or the ops themselves where the backend records none. */
+static vkasr_status run_batch(const struct asr_model *m, struct backend *be, struct device_search *d, int wlog,
+                              int64_t n) {
+    const int W = 1 << wlog;
+    if (!d->direct && !d->graph[wlog]) {
+        vkasr_status st = be_graph_begin(be);
+        if (st == VKASR_ERR_UNSUPPORTED) {
+            d->direct = true;
+            err_clear(&be->err);
+        } else {
+            TRY(st);
+            for (int i = 0; i < GRAPH_ITERS && st == VKASR_OK; i++)
+                st = iteration(m, be, &d->s, W);
+            vkasr_status se = be_graph_end(be, &d->graph[wlog]);
+            TRY(st);
+            TRY(se);
+        }
+    }
+    if (d->direct) {
+        for (int64_t i = 0; i < n; i++)
+            TRY(iteration(m, be, &d->s, W));
+        return VKASR_OK;
+    }
+    return be_graph_run(be, d->graph[wlog], (uint32_t)(n / GRAPH_ITERS));
+}
+
+/* Iterations for the next batch: about 80 % of the estimated remainder (a replay past the end costs
+ * the joint's product; one round trip too many costs less), at most BATCH_MS of work at the rate
+ * measured so far, in whole graphs. */
+static int64_t next_batch(int64_t frames_left, double frames_per_iter, double ms_per_iter) {
+    double n = frames_per_iter > 0 ? 0.8 * (double)frames_left / frames_per_iter : FIRST_BATCH;
+    if (ms_per_iter > 0 && n > BATCH_MS / ms_per_iter)
+        n = BATCH_MS / ms_per_iter;
+    int64_t b = ((int64_t)ceil(n) + GRAPH_ITERS - 1) / GRAPH_ITERS * GRAPH_ITERS;
+    return b < GRAPH_ITERS ? GRAPH_ITERS : b > BATCH_MAX ? BATCH_MAX : b;
+}
+
+/* log2 of the next window: the smallest power of two covering 1.5x the frames an iteration advanced. */
+static int next_window(double frames_per_iter) {
+    int wlog = 0;
+    while (wlog < N_WINDOWS - 1 && (double)(1 << wlog) < 1.5 * frames_per_iter)
+        wlog++;
+    return wlog;
+}
+
+static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, int64_t T, int max_sym,
+                                 struct device_search *d) {
+    const struct model_config *c = &m->cfg;
+    const int64_t P = c->pred_hidden, J = m->joint_w.ne[0], L = c->pred_layers;
+    struct be_search *s = &d->s;
+    s->layers = c->pred_layers;
+    s->max_symbols = max_sym;
+#define ALLOC(t, ...) TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, __VA_ARGS__, &(t)))
+    ALLOC(s->f, BE_F32, 3, (int64_t[]){1, T, P});
+    ALLOC(s->z, BE_F32, 2, (int64_t[]){WINDOW_MAX, P});
+    ALLOC(s->y, BE_F32, 2, (int64_t[]){WINDOW_MAX, J});
+    ALLOC(s->q, BE_F32, 2, (int64_t[]){1, P});
+    ALLOC(s->g, BE_F32, 2, (int64_t[]){1, P});
+    for (int i = 0; i < 2; i++) {
+        ALLOC(s->h[i], BE_F32, 3, (int64_t[]){L, 1, P});
+        ALLOC(s->c[i], BE_F32, 3, (int64_t[]){L, 1, P});
+    }
+    ALLOC(s->args, BE_I32, 1, (int64_t[]){SEARCH_ARGS_BYTES / 4});
+    ALLOC(d->io, BE_I32, 1, (int64_t[]){SEARCH_STATE_INTS + 3 * BATCH_MAX});
+    if (c->head == VKASR_HEAD_TDT) {
+        ALLOC(s->durations, BE_I32, 1, (int64_t[]){c->n_durations});
+        TRY(be_upload(be, s->durations.addr, c->durations, (uint64_t)c->n_durations * sizeof(int32_t)));
+    }
+#undef ALLOC
+    s->state = be_tensor_2d(d->io.addr, BE_I32, 1, SEARCH_STATE_INTS);
+    s->tokens = be_tensor_3d(d->io.addr + SEARCH_STATE_INTS * sizeof(int32_t), BE_I32, 1, BATCH_MAX, 3);
+    s->embed = m->embed;
+    for (int l = 0; l < c->pred_layers; l++) {
+        s->w_ih[l] = m->lstm_wih[l];
+        s->w_hh[l] = m->lstm_whh[l];
+        s->b[l] = m->lstm_b[l];
+    }
+    return VKASR_OK;
+}
+
+/* The search proper, once the tensors exist. */
+static vkasr_status search(const struct asr_model *m, struct backend *be, const be_tensor *enc, struct device_search *d,
+                           const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int64_t T = enc->ne[0];
+    const double fs = dec_frame_seconds(c);
+    struct be_search *s = &d->s;
+    // f: [T, P] = enc We^T + be  (the encoder half of the joint, once for all frames)
+    TRY(be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b,
+                                          .y = be_tensor_2d(s->f.addr, BE_F32, T, s->f.ne[2]), .alpha = 1.0f}));
+    TRY(be_search_init(be, s));
+    // the start-of-sequence step: the blank's (zero) embedding from a zero state
+    TRY(predict(m, be, s));
+
+    int32_t *io = malloc(be_nbytes(&d->io));
+    if (!io)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    const int32_t *state = io, *ring = io + SEARCH_STATE_INTS;
+    /* Every iteration emits or advances; at most max_symbols emissions stay on one frame. */
+    const int64_t max_iters = (T + 1) * ((int64_t)s->max_symbols + 1) + 2 * BATCH_MAX;
+    int64_t queued = 0, ntok = 0, n = FIRST_BATCH, t_prev = 0, it_prev = 0;
+    int wlog = N_WINDOWS - 1;
+    vkasr_status st = VKASR_OK;
+    for (;;) {
+        double t0 = now_ms();
+        st = run_batch(m, be, d, wlog, n);
+        if (st == VKASR_OK)
+            st = be_download(be, io, d->io.addr, be_nbytes(&d->io)); /* the round trip */
+        if (st != VKASR_OK)
+            break;
+        const double ms_per_iter = (now_ms() - t0) / (double)n;
+        queued += n;
+        const int64_t t = state[SEARCH_S_T], iters = state[SEARCH_S_ITERS], emitted = state[SEARCH_S_NTOK];
+        if (emitted - ntok > BATCH_MAX || emitted < ntok || iters > queued) {
+            st = err_set(e, VKASR_ERR_INTERNAL, "device decoder: inconsistent state (%lld tokens, %lld read, %lld of %lld "
+                         "iterations)", (long long)emitted, (long long)ntok, (long long)iters, (long long)queued);
+            break;
+        }
+        for (; ntok < emitted && st == VKASR_OK; ntok++) {
+            const int32_t *tk = ring + (ntok % BATCH_MAX) * 3;
+            st = dec_push_token(out, tk[0], tk[1], tk[2], e);
+            if (st == VKASR_OK && hooks && hooks->tokens_added)
+                hooks->tokens_added(hooks->ud);
+        }
+        if (st != VKASR_OK)
+            break;
+        dec_progress(hooks, t < T ? t : T, T, fs);
+        if (state[SEARCH_S_DONE])
+            break;
+        if (dec_aborted(hooks)) {
+            st = VKASR_ABORTED;
+            break;
+        }
+        if (queued > max_iters) {
+            st = err_set(e, VKASR_ERR_INTERNAL, "device decoder: no end after %lld iterations (frame %lld of %lld)",
+                         (long long)queued, (long long)t, (long long)T);
+            break;
+        }
+        // the next batch: its window from the frames the last batch's iterations advanced, its
+        // length from the rate over the whole run
+        if (iters > it_prev)
+            wlog = next_window((double)(t - t_prev) / (double)(iters - it_prev));
+        n = next_batch(T - t, iters ? (double)t / (double)iters : 0, ms_per_iter);
+        t_prev = t;
+        it_prev = iters;
+    }
+    free(io);
+    return st;
+}
+
+vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be, const be_tensor *enc,
+                                   const struct asr_options *opt, const struct asr_hooks *hooks,
+                                   struct asr_output *out, struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const bool tdt = c->head == VKASR_HEAD_TDT;
+    const int64_t T = enc->ne[0], V = c->vocab_size, J = m->joint_w.ne[0];
+    const int max_sym = opt && opt->max_symbols > 0 ? opt->max_symbols : c->max_symbols;
+    CHECK_OR_RETURN(e, J == V + 1 + (tdt ? c->n_durations : 0) && m->embed.ne[0] == V + 1);
+    CHECK_OR_RETURN(e, c->pred_layers >= 1 && c->pred_layers <= SEARCH_MAX_LAYERS);
+    /* The search's state counts frames and tokens in 32 bits (2^30 frames: 2.7 years of audio). */
+    if (T > (int64_t)1 << 30 || T * (int64_t)max_sym >= INT32_MAX)
+        return err_set(e, VKASR_ERR_UNSUPPORTED, "%lld encoder frames at %d symbols per frame: too long for the "
+                       "device decoder (VKASR_DECODER=host decodes it on the host)", (long long)T, max_sym);
+    uint64_t mark = be_mark(be);
+    struct device_search d = {0};
+    vkasr_status st = alloc_search(m, be, T, max_sym, &d);
+    if (st == VKASR_OK)
+        st = search(m, be, enc, &d, hooks, out, e);
+    if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
+        err_set(e, st, "%s", be->err.msg[0] ? be->err.msg : vkasr_status_string(st));
+    for (int i = 0; i < N_WINDOWS; i++)
+        be_graph_free(be, d.graph[i]); /* waits for its replays, before their scratch is released */
+    be_release(be, mark);
+    if (st == VKASR_OK)
+        dec_progress(hooks, T, T, dec_frame_seconds(c));
+    return st;
+}

@@ -1,0 +1,29 @@
+/* search.h — the argument block of the device-resident greedy search (ops.h: struct be_search): the
+ * tensors' addresses and the search's sizes, in device memory, read by the search kernels (mirror:
+ * shaders/common/search.glsl) and by the reference backend. be_search_init (ops.c) writes it. Private
+ * to the backends; the network code only sees struct be_search. */
+#ifndef VKASR_SEARCH_H
+#define VKASR_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+struct search_args {
+    uint64_t f, q, z, y, g, embed, durations, state, tokens;
+    uint64_t h[2], c[2];
+    uint64_t w_ih[SEARCH_MAX_LAYERS], w_hh[SEARCH_MAX_LAYERS], b[SEARCH_MAX_LAYERS];
+    int32_t hyps;        /* B                                                      */
+    int32_t frames;      /* T: f is [B, T, P]                                      */
+    int32_t P, V, J;     /* prediction width, vocabulary (blank = V), joint width  */
+    int32_t n_durations; /* ND (0: RNN-T)                                          */
+    int32_t layers;
+    int32_t max_symbols;
+    int32_t capacity;    /* token ring slots per hypothesis                        */
+    int32_t pad[3];
+};
+_Static_assert(sizeof(struct search_args) == SEARCH_ARGS_BYTES, "mirror of search.glsl's SearchArgs");
+_Static_assert(offsetof(struct search_args, hyps) == 296, "mirror of search.glsl's SearchArgs");
+
+#endif
