@@ -13,56 +13,44 @@
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
-// -DSEARCH: the device-resident search's layer step (op search_lstm): the same unit code, with the
-// tensors taken from the search's argument block for the hypotheses (workgroup y, grid-stride) whose
-// S_EMIT is set: input Emb[S_TOKEN] (layer 0) or the layer below's new h, state read from side
-// S_SIDE ^ 1 and written to side S_SIDE; the top layer also writes g (the projection's input).
+// gate (optional): when gate[0] == 0 nothing is written (the device-resident search's step for a
+// hypothesis that did not emit); read by every invocation before any barrier, so all return together.
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it.
 #include "core.glsl"
-#ifdef SEARCH
-#include "search.glsl"
-#endif
 layout(local_size_x_id = 0) in;
-#ifdef SEARCH
 layout(push_constant) uniform PC {
-    uint64_t args;
-    uint layer;
-    uint unused;
-} pc;
-#else
-layout(push_constant) uniform PC {
-    uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out;
+    uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
     int64_t in_dim, p;
 } pc;
-#endif
 
 layout(constant_id = 1) const uint LPU = 32;
 shared vec4 part[gl_WorkGroupSize.x];
 
-// The step for every hidden unit; g (0: none) receives a copy of h_out. Called by whole workgroups.
-void lstm_step(uint64_t x, uint64_t h, uint64_t c, uint64_t w_ih, uint64_t w_hh, uint64_t b, uint64_t h_out,
-               uint64_t c_out, uint64_t g, uint in_dim, uint p) {
+void main() {
+    if (pc.gate != 0ul && LOADI(pc.gate, 0) == 0)
+        return;
     const uint tid = gl_LocalInvocationID.x, lane = tid % LPU, grp = tid / LPU;
     const uint NG = gl_WorkGroupSize.x / LPU;
-    const uint64_t P = uint64_t(p), IN = uint64_t(in_dim);
+    const uint in_dim = uint(pc.in_dim), p = uint(pc.p);
+    const uint64_t P = uint64_t(pc.p), IN = uint64_t(pc.in_dim);
     for (uint jb = gl_WorkGroupID.x * NG; jb < p; jb += gl_NumWorkGroups.x * NG) {
         const uint j = jb + grp;
         vec4 acc = vec4(0.0);
         if (j < p) {
             const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
             for (uint k = lane; k < in_dim; k += LPU) {
-                const float xv = LOADF(x, k);
-                acc.x += LOADF(w_ih, ri + k) * xv;
-                acc.y += LOADF(w_ih, ri + P * IN + k) * xv;
-                acc.z += LOADF(w_ih, ri + 2ul * P * IN + k) * xv;
-                acc.w += LOADF(w_ih, ri + 3ul * P * IN + k) * xv;
+                const float xv = LOADF(pc.x, k);
+                acc.x += LOADF(pc.w_ih, ri + k) * xv;
+                acc.y += LOADF(pc.w_ih, ri + P * IN + k) * xv;
+                acc.z += LOADF(pc.w_ih, ri + 2ul * P * IN + k) * xv;
+                acc.w += LOADF(pc.w_ih, ri + 3ul * P * IN + k) * xv;
             }
             for (uint k = lane; k < p; k += LPU) {
-                const float hv = LOADF(h, k);
-                acc.x += LOADF(w_hh, rh + k) * hv;
-                acc.y += LOADF(w_hh, rh + P * P + k) * hv;
-                acc.z += LOADF(w_hh, rh + 2ul * P * P + k) * hv;
-                acc.w += LOADF(w_hh, rh + 3ul * P * P + k) * hv;
+                const float hv = LOADF(pc.h, k);
+                acc.x += LOADF(pc.w_hh, rh + k) * hv;
+                acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
+                acc.z += LOADF(pc.w_hh, rh + 2ul * P * P + k) * hv;
+                acc.w += LOADF(pc.w_hh, rh + 3ul * P * P + k) * hv;
             }
         }
         part[tid] = acc;
@@ -73,38 +61,13 @@ void lstm_step(uint64_t x, uint64_t h, uint64_t c, uint64_t w_ih, uint64_t w_hh,
             barrier();
         }
         if (lane == 0u && j < p) {
-            const vec4 gt = part[tid] + vec4(LOADF(b, j), LOADF(b, P + j), LOADF(b, 2ul * P + j),
-                                             LOADF(b, 3ul * P + j));
-            const float ig = sigmoid_f(gt.x), fg = sigmoid_f(gt.y), gg = tanh_f(gt.z), og = sigmoid_f(gt.w);
-            const float cn = fg * LOADF(c, j) + ig * gg;
-            const float hn = og * tanh_f(cn);
-            STOREF(c_out, j, cn);
-            STOREF(h_out, j, hn);
-            if (g != 0ul)
-                STOREF(g, j, hn);
+            const vec4 g = part[tid] + vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
+                                            LOADF(pc.b, 3ul * P + j));
+            const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
+            const float cn = fg * LOADF(pc.c, j) + ig * gg;
+            STOREF(pc.c_out, j, cn);
+            STOREF(pc.h_out, j, og * tanh_f(cn));
         }
         barrier(); // the next block overwrites the partial sums
     }
-}
-
-void main() {
-#ifdef SEARCH
-    SearchArgs a = SearchArgs(pc.args);
-    const uint l = pc.layer, B = uint(a.hyps);
-    const uint64_t P = uint64_t(a.P), F = 4ul;
-    for (uint hyp = gl_WorkGroupID.y; hyp < B; hyp += gl_NumWorkGroups.y) {
-        const uint64_t st = search_state(a, hyp);
-        if (LOADI(st, S_EMIT) == 0) // the same value for the whole workgroup
-            continue;
-        const int side = LOADI(st, S_SIDE) & 1, old = side ^ 1;
-        const uint64_t plane = (uint64_t(l) * uint64_t(B) + uint64_t(hyp)) * P * F; // bytes into h / c
-        const uint64_t x = l == 0u ? a.embed + uint64_t(LOADI(st, S_TOKEN)) * P * F
-                                   : a.h[side] + (uint64_t(l - 1u) * uint64_t(B) + uint64_t(hyp)) * P * F;
-        const uint64_t g = l + 1u == uint(a.layers) ? a.g + uint64_t(hyp) * P * F : 0ul;
-        lstm_step(x, a.h[old] + plane, a.c[old] + plane, a.w_ih[l], a.w_hh[l], a.b[l], a.h[side] + plane,
-                  a.c[side] + plane, g, uint(a.P), uint(a.P));
-    }
-#else
-    lstm_step(pc.x, pc.h, pc.c, pc.w_ih, pc.w_hh, pc.b, pc.h_out, pc.c_out, 0ul, uint(pc.in_dim), uint(pc.p));
-#endif
 }

@@ -1,16 +1,19 @@
 #version 460
-// search.comp — the device-resident greedy search's own kernels (src/backend/ops.h: the search ops;
-// the LSTM step is lstm.comp -DSEARCH). Every kernel reads the search's tensors from the argument
-// block (search.glsl) and hypothesis b's state from state[b]; a hypothesis that is done is skipped.
+// search.comp — the device-resident greedy search's own kernels (src/backend/ops.h: the search ops).
+// Every kernel reads the search's tensors from the argument block (search.glsl) and hypothesis b's
+// state from state[b]; a hypothesis that is done is skipped.
 //
-// -DJOINT: z[b, r, :] = relu(f[b, min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a window:
-//   the arithmetic of op_binary (ADD, ReLU, alpha = beta = 1). Grid-stride over W*P (x), hypotheses (y).
+// -DJOINT: first the commit of the last emission's LSTM step (h_old[:, b] = h_new[:, b] where S_EMIT
+//   is set), then z[b, r, :] = relu(f[b, min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a
+//   window: the arithmetic of op_binary (ADD, ReLU, alpha = beta = 1). Grid-stride over the elements
+//   (x) and the hypotheses (y).
 // -DSTEP: one workgroup per hypothesis (grid-stride). Phase 1: the token argmax (columns 0..V) and
 //   the duration argmax (V+1..J-1) of each of the window's rows, WG / W invocations per row, first
 //   index on ties and NaN never winning as op_argmax. Phase 2: invocation 0 walks the rows as the
-//   host decoder did (spec §6.4 TDT: a blank skips its duration, at least one frame; §6.5 RNN-T: a
+//   host decoder does (spec §6.4 TDT: a blank skips its duration, at least one frame; §6.5 RNN-T: a
 //   blank advances one frame) until the first emission, appends it to the token ring, advances the
-//   frame by the max_symbols rule, flips the LSTM side and sets S_EMIT for search_lstm.
+//   frame by the max_symbols rule and sets S_EMIT. Phase 3: on an emission, x0[b] = Emb[token] (the
+//   input of the LSTM steps gated by S_EMIT).
 // push: the argument block's address and W (a power of two <= the workgroup size).
 // spec 0: workgroup size (STEP: a power of two).
 #include "core.glsl"
@@ -26,17 +29,26 @@ layout(push_constant) uniform PC {
 
 void main() {
     SearchArgs a = SearchArgs(pc.args);
-    const uint64_t P = uint64_t(a.P), W = uint64_t(pc.window), n = W * P;
-    for (uint hyp = gl_WorkGroupID.y; hyp < uint(a.hyps); hyp += gl_NumWorkGroups.y) {
+    // 32-bit element indices: W * P and L * P stay below 2^31 (ops.c bounds P).
+    const uint P = uint(a.P), W = pc.window, B = uint(a.hyps);
+    for (uint hyp = gl_WorkGroupID.y; hyp < B; hyp += gl_NumWorkGroups.y) {
         const uint64_t st = search_state(a, hyp);
         if (LOADI(st, S_DONE) != 0)
             continue;
+        if (LOADI(st, S_EMIT) != 0) { // commit: the LSTM state after the last emission becomes current
+            const uint n = uint(a.layers) * P;
+            for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+                const uint l = i / P;
+                const uint64_t o = (uint64_t(l) * uint64_t(B) + uint64_t(hyp)) * uint64_t(P) + uint64_t(i - l * P);
+                STOREF(a.h_old, o, LOADF(a.h_new, o));
+            }
+        }
         const int t = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
-        const uint64_t f0 = uint64_t(hyp) * uint64_t(a.frames), z0 = uint64_t(hyp) * W;
-        for (uint64_t i = grid_id_x(); i < n; i += grid_stride_x()) {
-            const uint64_t r = i / P, p = i - r * P;
+        const uint64_t f0 = uint64_t(hyp) * uint64_t(a.frames), z0 = uint64_t(hyp) * uint64_t(W), q0 = uint64_t(hyp) * P;
+        for (uint i = gl_GlobalInvocationID.x; i < W * P; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+            const uint r = i / P, p = i - r * P;
             const uint64_t fr = uint64_t(min(t + int(r), T - 1));
-            const float v = LOADF(a.f, (f0 + fr) * P + p) + LOADF(a.q, uint64_t(hyp) * P + p);
+            const float v = LOADF(a.f, (f0 + fr) * P + p) + LOADF(a.q, q0 + p);
             STOREF(a.z, (z0 + r) * P + p, act_apply(v, ACT_RELU));
         }
     }
@@ -48,6 +60,7 @@ void main() {
 shared float red_v[gl_WorkGroupSize.x], red_dv[gl_WorkGroupSize.x];
 shared int red_i[gl_WorkGroupSize.x], red_di[gl_WorkGroupSize.x]; // -1: no candidate (empty or all NaN)
 shared int row_tok[MAX_WINDOW], row_dur[MAX_WINDOW];
+shared int emitted; // the token of this step's emission, -1: none
 
 // NaN test on the bits: a compiler assuming no NaN cannot fold it away.
 bool is_nan(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; }
@@ -115,7 +128,7 @@ void main() {
         barrier();
         // Phase 2: the walk to the first emission.
         if (tid == 0u) {
-            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), emit = 0;
+            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), token = -1;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
                 const int d = ND > 0 ? LOADI(a.durations, row_dur[t - t0]) : 1;
@@ -147,17 +160,25 @@ void main() {
                     run = 0;
                 }
                 STOREI(st, S_TOKEN, k);
-                STOREI(st, S_SIDE, LOADI(st, S_SIDE) ^ 1);
-                emit = 1;
+                token = k;
                 break;
             }
+            emitted = token;
             STOREI(st, S_T, t);
             STOREI(st, S_RUN, run);
             STOREI(st, S_LAST_T, last_t);
             STOREI(st, S_STEPS, steps);
-            STOREI(st, S_EMIT, emit);
+            STOREI(st, S_EMIT, token >= 0 ? 1 : 0);
             STOREI(st, S_DONE, t >= T ? 1 : 0);
             STOREI(st, S_ITERS, LOADI(st, S_ITERS) + 1);
+        }
+        barrier();
+        // Phase 3: the emitted token's embedding, the first LSTM layer's input.
+        const int token = emitted;
+        if (token >= 0) {
+            const uint64_t P = uint64_t(a.P), e0 = uint64_t(token) * P, x0 = uint64_t(hyp) * P;
+            for (uint p = tid; p < uint(a.P); p += gl_WorkGroupSize.x)
+                STOREF(a.x0, x0 + p, LOADF(a.embed, e0 + p));
         }
         barrier(); // the next hypothesis rewrites the shared arrays
     }

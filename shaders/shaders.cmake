@@ -24,7 +24,6 @@ vkasr_shader(dwconv2d_s2 conv2d.comp DEFINES DEPTHWISE)
 vkasr_shader(dwconv1d dwconv1d.comp)
 vkasr_shader(lstm lstm.comp)
 # The device-resident greedy search (src/backend/vulkan/vk_op_search.c).
-vkasr_shader(lstm_search lstm.comp DEFINES SEARCH)
 vkasr_shader(search_joint search.comp DEFINES JOINT)
 vkasr_shader(search_step search.comp DEFINES STEP)
 vkasr_shader(stft stft.comp)

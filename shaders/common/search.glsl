@@ -1,13 +1,8 @@
 // search.glsl — the argument block and state layout of the device-resident greedy search (mirror of
 // struct search_args in src/backend/search.h and SEARCH_S_* in src/backend/ops.h). Include after
 // core.glsl.
-layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer SearchArgs {
-    uint64_t f, q, z, y, g, embed, durations, state, tokens;
-    uint64_t h[2];
-    uint64_t c[2];
-    uint64_t w_ih[8];
-    uint64_t w_hh[8];
-    uint64_t b[8];
+layout(buffer_reference, std430, buffer_reference_align = 8) restrict readonly buffer SearchArgs {
+    uint64_t f, q, z, y, x0, embed, h_old, h_new, durations, state, tokens;
     int hyps, frames, P, V, J, n_durations, layers, max_symbols, capacity;
 };
 
@@ -19,10 +14,9 @@ layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Sea
 #define S_DONE 4
 #define S_EMIT 5
 #define S_TOKEN 6
-#define S_SIDE 7
-#define S_NTOK 8
-#define S_STEPS 9
-#define S_ITERS 10
+#define S_NTOK 7
+#define S_STEPS 8
+#define S_ITERS 9
 
 // Address of hypothesis hyp's state.
 #define search_state(a, hyp) ((a).state + uint64_t(hyp) * uint64_t(SEARCH_STATE_INTS * 4))

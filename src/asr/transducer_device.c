@@ -8,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "decoder.h"
 
@@ -19,7 +18,10 @@
 #define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
 #define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
 #define FIRST_BATCH 16   /* iterations before anything is known about the rate                  */
-#define BATCH_MS 25.0    /* a round trip at least this often: abort and progress stay prompt   */
+/* A round trip at least every ~256 frames (20 s of audio): progress and abort stay prompt. The
+ * schedule depends on the search's own counts only, never on timing, so a run polls the abort
+ * callback at the same points every time. */
+#define BATCH_FRAMES 256
 #define N_WINDOWS 4      /* window sizes 1, 2, 4, 8: one graph each, recorded when first used   */
 
 _Static_assert(WINDOW_MAX <= SEARCH_MAX_WINDOW && (1 << (N_WINDOWS - 1)) == WINDOW_MAX, "window sizes");
@@ -28,28 +30,37 @@ _Static_assert(BATCH_MAX % GRAPH_ITERS == 0 && FIRST_BATCH % GRAPH_ITERS == 0, "
 struct device_search {
     struct be_search s;
     be_tensor io;                       /* I32: state [1, 16], then the token ring [1, BATCH_MAX, 3] */
+    be_tensor c;                        /* F32 [L, P]: the LSTM cell state, updated in place        */
     struct be_graph *graph[N_WINDOWS];  /* by log2(W)                                              */
     bool direct;                        /* the backend records no graphs: ops run per iteration    */
 };
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-/* The prediction network for a hypothesis that emitted (the kernels skip the others). */
-static vkasr_status predict(const struct asr_model *m, struct backend *be, const struct be_search *s) {
-    // h, c: [L, 1, P] = LSTM(Emb[token], h, c), layer by layer; g = the top layer's h
-    for (int l = 0; l < s->layers; l++)
-        TRY(be_search_lstm(be, &(struct op_search_lstm){.s = s, .layer = l}));
-    // q: [1, P] = g Wp^T + bp
-    return be_linear(be, &(struct op_linear){.x = s->g, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = s->q,
-                                             .alpha = 1.0f, .matvec = true});
+/* The prediction network: h_new = LSTM(x, h_old, c) layer by layer, c in place, then q. The search's
+ * steps are gated by S_EMIT (nothing changes without an emission) and take x0 = Emb[token]; the
+ * start-of-sequence step takes the blank's embedding row (the zero input) ungated. */
+static vkasr_status predict(const struct asr_model *m, struct backend *be, const struct device_search *d, bool sos) {
+    const struct be_search *s = &d->s;
+    const int64_t P = s->q.ne[1];
+    const be_tensor gate = sos ? (be_tensor){0}
+                               : be_tensor_1d(s->state.addr + SEARCH_S_EMIT * sizeof(int32_t), BE_I32, 1);
+    be_tensor x = sos ? be_tensor_row(&m->embed, m->cfg.vocab_size) : be_tensor_1d(s->x0.addr, BE_F32, P);
+    for (int l = 0; l < m->cfg.pred_layers; l++) {
+        const uint64_t row = (uint64_t)l * (uint64_t)P * sizeof(float);
+        const be_tensor h_new = be_tensor_1d(s->h_new.addr + row, BE_F32, P), c = be_tensor_row(&d->c, l);
+        // h_new[l], c[l]: [P] = LSTM(x, h_old[l], c[l])
+        TRY(be_lstm_step(be, &(struct op_lstm_step){.x = x, .h = be_tensor_1d(s->h_old.addr + row, BE_F32, P), .c = c,
+                                                     .w_ih = m->lstm_wih[l], .w_hh = m->lstm_whh[l], .b = m->lstm_b[l],
+                                                     .h_out = h_new, .c_out = c, .gate = gate}));
+        x = h_new;
+    }
+    // q: [1, P] = h_new[L-1] Wp^T + bp
+    return be_linear(be, &(struct op_linear){.x = be_tensor_2d(x.addr, BE_F32, 1, P), .w = m->pred_proj_w,
+                                             .bias = m->pred_proj_b, .y = s->q, .alpha = 1.0f, .matvec = true});
 }
 
 /* One iteration of the search with a window of W frames. */
-static vkasr_status iteration(const struct asr_model *m, struct backend *be, const struct be_search *s, int W) {
+static vkasr_status iteration(const struct asr_model *m, struct backend *be, const struct device_search *d, int W) {
+    const struct be_search *s = &d->s;
     // z: [W, P] = relu(f[t .. t+W) + q)
     TRY(be_search_joint(be, &(struct op_search_joint){.s = s, .window = W}));
     // y: [W, J] = z Wo^T + bo
@@ -57,7 +68,7 @@ static vkasr_status iteration(const struct asr_model *m, struct backend *be, con
                                           .y = be_tensor_rows(&s->y, 0, W), .alpha = 1.0f, .matvec = true}));
     // token and duration argmaxes of the rows, the walk to the first emission, the token into the ring
     TRY(be_search_step(be, &(struct op_search_step){.s = s, .window = W}));
-    return predict(m, be, s);
+    return predict(m, be, d, false);
 }
 
 /* Queues n iterations (a multiple of GRAPH_ITERS) with window 1 << wlog: replays of the recorded graph,
@@ -73,7 +84,7 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
         } else {
             TRY(st);
             for (int i = 0; i < GRAPH_ITERS && st == VKASR_OK; i++)
-                st = iteration(m, be, &d->s, W);
+                st = iteration(m, be, d, W);
             vkasr_status se = be_graph_end(be, &d->graph[wlog]);
             TRY(st);
             TRY(se);
@@ -81,19 +92,18 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
     }
     if (d->direct) {
         for (int64_t i = 0; i < n; i++)
-            TRY(iteration(m, be, &d->s, W));
+            TRY(iteration(m, be, d, W));
         return VKASR_OK;
     }
     return be_graph_run(be, d->graph[wlog], (uint32_t)(n / GRAPH_ITERS));
 }
 
 /* Iterations for the next batch: about 80 % of the estimated remainder (a replay past the end costs
- * the joint's product; one round trip too many costs less), at most BATCH_MS of work at the rate
- * measured so far, in whole graphs. */
-static int64_t next_batch(int64_t frames_left, double frames_per_iter, double ms_per_iter) {
-    double n = frames_per_iter > 0 ? 0.8 * (double)frames_left / frames_per_iter : FIRST_BATCH;
-    if (ms_per_iter > 0 && n > BATCH_MS / ms_per_iter)
-        n = BATCH_MS / ms_per_iter;
+ * the joint's product; one round trip too many costs less), at most BATCH_FRAMES frames' worth at the
+ * rate so far, in whole graphs. */
+static int64_t next_batch(int64_t frames_left, double frames_per_iter) {
+    double frames = 0.8 * (double)frames_left < BATCH_FRAMES ? 0.8 * (double)frames_left : BATCH_FRAMES;
+    double n = frames_per_iter > 0 ? frames / frames_per_iter : FIRST_BATCH;
     int64_t b = ((int64_t)ceil(n) + GRAPH_ITERS - 1) / GRAPH_ITERS * GRAPH_ITERS;
     return b < GRAPH_ITERS ? GRAPH_ITERS : b > BATCH_MAX ? BATCH_MAX : b;
 }
@@ -111,18 +121,16 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
     const struct model_config *c = &m->cfg;
     const int64_t P = c->pred_hidden, J = m->joint_w.ne[0], L = c->pred_layers;
     struct be_search *s = &d->s;
-    s->layers = c->pred_layers;
     s->max_symbols = max_sym;
 #define ALLOC(t, ...) TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, __VA_ARGS__, &(t)))
     ALLOC(s->f, BE_F32, 3, (int64_t[]){1, T, P});
     ALLOC(s->z, BE_F32, 2, (int64_t[]){WINDOW_MAX, P});
     ALLOC(s->y, BE_F32, 2, (int64_t[]){WINDOW_MAX, J});
     ALLOC(s->q, BE_F32, 2, (int64_t[]){1, P});
-    ALLOC(s->g, BE_F32, 2, (int64_t[]){1, P});
-    for (int i = 0; i < 2; i++) {
-        ALLOC(s->h[i], BE_F32, 3, (int64_t[]){L, 1, P});
-        ALLOC(s->c[i], BE_F32, 3, (int64_t[]){L, 1, P});
-    }
+    ALLOC(s->x0, BE_F32, 2, (int64_t[]){1, P});
+    ALLOC(s->h_old, BE_F32, 3, (int64_t[]){L, 1, P});
+    ALLOC(s->h_new, BE_F32, 3, (int64_t[]){L, 1, P});
+    ALLOC(d->c, BE_F32, 2, (int64_t[]){L, P});
     ALLOC(s->args, BE_I32, 1, (int64_t[]){SEARCH_ARGS_BYTES / 4});
     ALLOC(d->io, BE_I32, 1, (int64_t[]){SEARCH_STATE_INTS + 3 * BATCH_MAX});
     if (c->head == VKASR_HEAD_TDT) {
@@ -133,12 +141,15 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
     s->state = be_tensor_2d(d->io.addr, BE_I32, 1, SEARCH_STATE_INTS);
     s->tokens = be_tensor_3d(d->io.addr + SEARCH_STATE_INTS * sizeof(int32_t), BE_I32, 1, BATCH_MAX, 3);
     s->embed = m->embed;
-    for (int l = 0; l < c->pred_layers; l++) {
-        s->w_ih[l] = m->lstm_wih[l];
-        s->w_hh[l] = m->lstm_whh[l];
-        s->b[l] = m->lstm_b[l];
-    }
-    return VKASR_OK;
+    /* the zero LSTM state the start-of-sequence step starts from */
+    float *zeros = calloc((size_t)(L * P), sizeof *zeros);
+    if (!zeros)
+        return err_set(&be->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    vkasr_status st = be_upload(be, s->h_old.addr, zeros, be_nbytes(&s->h_old));
+    if (st == VKASR_OK)
+        st = be_upload(be, d->c.addr, zeros, be_nbytes(&d->c));
+    free(zeros);
+    return st;
 }
 
 /* The search proper, once the tensors exist. */
@@ -151,9 +162,9 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
     // f: [T, P] = enc We^T + be  (the encoder half of the joint, once for all frames)
     TRY(be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b,
                                           .y = be_tensor_2d(s->f.addr, BE_F32, T, s->f.ne[2]), .alpha = 1.0f}));
-    TRY(be_search_init(be, s));
     // the start-of-sequence step: the blank's (zero) embedding from a zero state
-    TRY(predict(m, be, s));
+    TRY(predict(m, be, d, true));
+    TRY(be_search_init(be, s));
 
     int32_t *io = malloc(be_nbytes(&d->io));
     if (!io)
@@ -165,13 +176,11 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
     int wlog = N_WINDOWS - 1;
     vkasr_status st = VKASR_OK;
     for (;;) {
-        double t0 = now_ms();
         st = run_batch(m, be, d, wlog, n);
         if (st == VKASR_OK)
             st = be_download(be, io, d->io.addr, be_nbytes(&d->io)); /* the round trip */
         if (st != VKASR_OK)
             break;
-        const double ms_per_iter = (now_ms() - t0) / (double)n;
         queued += n;
         const int64_t t = state[SEARCH_S_T], iters = state[SEARCH_S_ITERS], emitted = state[SEARCH_S_NTOK];
         if (emitted - ntok > BATCH_MAX || emitted < ntok || iters > queued) {
@@ -203,7 +212,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         // length from the rate over the whole run
         if (iters > it_prev)
             wlog = next_window((double)(t - t_prev) / (double)(iters - it_prev));
-        n = next_batch(T - t, iters ? (double)t / (double)iters : 0, ms_per_iter);
+        n = next_batch(T - t, iters ? (double)t / (double)iters : 0);
         t_prev = t;
         it_prev = iters;
     }
@@ -219,7 +228,7 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
     const int64_t T = enc->ne[0], V = c->vocab_size, J = m->joint_w.ne[0];
     const int max_sym = opt && opt->max_symbols > 0 ? opt->max_symbols : c->max_symbols;
     CHECK_OR_RETURN(e, J == V + 1 + (tdt ? c->n_durations : 0) && m->embed.ne[0] == V + 1);
-    CHECK_OR_RETURN(e, c->pred_layers >= 1 && c->pred_layers <= SEARCH_MAX_LAYERS);
+    CHECK_OR_RETURN(e, c->pred_layers >= 1);
     /* The search's state counts frames and tokens in 32 bits (2^30 frames: 2.7 years of audio). */
     if (T > (int64_t)1 << 30 || T * (int64_t)max_sym >= INT32_MAX)
         return err_set(e, VKASR_ERR_UNSUPPORTED, "%lld encoder frames at %d symbols per frame: too long for the "

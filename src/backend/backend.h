@@ -151,8 +151,9 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
 VKASR_OPS(X)
 #undef X
 
-/* Writes the search's argument block and its initial state (before the start-of-sequence step: zero
- * LSTM state, t = 0) on the device; ops.h: struct be_search. */
+/* Writes the search's argument block and initial state on the device (ops.h: struct be_search): t = 0,
+ * S_EMIT set, so that the first search_joint commits the LSTM state that the caller's start-of-
+ * sequence step wrote to h_new. */
 vkasr_status be_search_init(struct backend *b, const struct be_search *s);
 
 /* Lists Vulkan devices (vkasr_list_devices). */

@@ -389,13 +389,19 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     }
     TRY(no_overlap(c, &a->h_out, &a->c, "c"));
     TRY(same_or_disjoint(c, &a->c_out, &a->c, "c"));
+    if (present(&a->gate)) {
+        TRY(need(c, "gate", &a->gate, 1, BE_I32));
+        TRY(need_dims(c, "gate", &a->gate, 1, -1));
+        for (int i = 0; i < 2; i++)
+            TRY(no_overlap(c, outs[i], &a->gate, "gate"));
+    }
     if (overlaps(&a->h_out, &a->c_out))
         return bad(c, "h_out", &a->h_out, "overlaps c_out");
     return VKASR_OK;
 }
 
 /* The search's description (struct be_search): shapes, types, and every tensor apart from the others
- * (the kernels write state, tokens, z, y, g, h, c and q while reading the rest). */
+ * (the kernels write state, tokens, z, y, x0, h_old and q while reading the rest). */
 static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
     if (!s)
         return bad(c, "s", NULL, "NULL");
@@ -408,8 +414,10 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
         return bad(c, "state", &s->state, "must be [1, SEARCH_STATE_INTS] (batched search is not implemented)");
     TRY(need(c, "f", &s->f, 3, BE_F32));
     const int64_t T = s->f.ne[1], P = s->f.ne[2];
-    if (s->f.ne[0] != B || T < 1 || T > (int64_t)1 << 30 || P < 1 || P > (int64_t)1 << 30)
-        return bad(c, "f", &s->f, "must be [B, T, P] with 1 <= T, P <= 2^30");
+    if (s->f.ne[0] != B || T < 1 || T > (int64_t)1 << 30 || P < 1 || P > (int64_t)1 << 24)
+        return bad(c, "f", &s->f, "must be [B, T, P] with 1 <= T <= 2^30, 1 <= P <= 2^24");
+    if (s->max_symbols < 1 || T * s->max_symbols >= INT32_MAX)
+        return bad(c, "max_symbols", &s->f, "must be >= 1, and T * max_symbols < 2^31 (32-bit token counts)");
     TRY(need(c, "tokens", &s->tokens, 3, BE_I32));
     if (s->tokens.ne[0] != B || s->tokens.ne[1] < 1 || s->tokens.ne[1] > INT32_MAX || s->tokens.ne[2] != 3)
         return bad(c, "tokens", &s->tokens, "must be [B, capacity, 3]");
@@ -418,10 +426,21 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
     if (V < 1 || V > (int64_t)1 << 30)
         return bad(c, "embed", &s->embed, "must be [V+1, P] with 1 <= V <= 2^30");
     TRY(need_dims(c, "embed", &s->embed, V + 1, P));
-    TRY(need(c, "q", &s->q, 2, BE_F32));
-    TRY(need_dims(c, "q", &s->q, B, P));
-    TRY(need(c, "g", &s->g, 2, BE_F32));
-    TRY(need_dims(c, "g", &s->g, B, P));
+    const struct {
+        const char *name;
+        const be_tensor *t;
+    } bp[] = {{"q", &s->q}, {"x0", &s->x0}};
+    for (size_t i = 0; i < sizeof bp / sizeof bp[0]; i++) {
+        TRY(need(c, bp[i].name, bp[i].t, 2, BE_F32));
+        TRY(need_dims(c, bp[i].name, bp[i].t, B, P));
+    }
+    TRY(need(c, "h_old", &s->h_old, 3, BE_F32));
+    const int64_t L = s->h_old.ne[0];
+    if (L < 1 || L > 64 || s->h_old.ne[1] != B || s->h_old.ne[2] != P)
+        return bad(c, "h_old", &s->h_old, "must be [L, B, P] with 1 <= L <= 64");
+    TRY(need(c, "h_new", &s->h_new, 3, BE_F32));
+    if (s->h_new.ne[0] != L || s->h_new.ne[1] != B || s->h_new.ne[2] != P)
+        return bad(c, "h_new", &s->h_new, "must be [L, B, P] as h_old");
     TRY(need(c, "z", &s->z, 2, BE_F32));
     const int64_t wmax = s->z.ne[0] / B;
     if (s->z.ne[0] % B || wmax < 1 || wmax > SEARCH_MAX_WINDOW)
@@ -436,32 +455,9 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
             return bad(c, "durations", &s->durations, "empty");
     }
     TRY(need_dims(c, "y", &s->y, B * wmax, V + 1 + nd));
-    if (s->layers < 1 || s->layers > SEARCH_MAX_LAYERS)
-        return bad(c, "layers", NULL, "must be 1 .. SEARCH_MAX_LAYERS");
-    if (s->max_symbols < 1)
-        return bad(c, "max_symbols", NULL, "must be >= 1");
-    const be_tensor *all[13 + 3 * SEARCH_MAX_LAYERS] = {&s->args, &s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y,
-                                                        &s->g, &s->h[0], &s->h[1], &s->c[0], &s->c[1], &s->embed};
-    int n = 13;
-    for (int i = 0; i < 4; i++) {
-        const be_tensor *t = i < 2 ? &s->h[i] : &s->c[i - 2];
-        TRY(need(c, i < 2 ? "h" : "c", t, 3, BE_F32));
-        if (t->ne[0] != s->layers || t->ne[1] != B || t->ne[2] != P)
-            return bad(c, i < 2 ? "h" : "c", t, "must be [L, B, P]");
-    }
-    for (int l = 0; l < s->layers; l++) {
-        TRY(need(c, "w_ih", &s->w_ih[l], 2, BE_F32));
-        TRY(need_dims(c, "w_ih", &s->w_ih[l], 4 * P, P));
-        TRY(need(c, "w_hh", &s->w_hh[l], 2, BE_F32));
-        TRY(need_dims(c, "w_hh", &s->w_hh[l], 4 * P, P));
-        TRY(need(c, "b", &s->b[l], 1, BE_F32));
-        TRY(need_dims(c, "b", &s->b[l], 4 * P, -1));
-        all[n++] = &s->w_ih[l];
-        all[n++] = &s->w_hh[l];
-        all[n++] = &s->b[l];
-    }
-    if (nd)
-        all[n++] = &s->durations;
+    const be_tensor *all[] = {&s->args, &s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y, &s->x0, &s->h_old,
+                              &s->h_new, &s->embed, &s->durations};
+    const int n = (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
             if (overlaps(all[i], all[j]))
@@ -483,13 +479,6 @@ static vkasr_status v_search_joint(struct vctx *c, const struct op_search_joint 
 static vkasr_status v_search_step(struct vctx *c, const struct op_search_step *a) {
     TRY(v_search(c, a->s));
     return v_window(c, a->s, a->window);
-}
-
-static vkasr_status v_search_lstm(struct vctx *c, const struct op_search_lstm *a) {
-    TRY(v_search(c, a->s));
-    if (a->layer < 0 || a->layer >= a->s->layers)
-        return bad(c, "layer", NULL, "out of range");
-    return VKASR_OK;
 }
 
 static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) {
@@ -542,38 +531,23 @@ vkasr_status be_search_init(struct backend *b, const struct be_search *s) {
     TRY(v_search(&c, s));
     const int64_t B = s->state.ne[0], T = s->f.ne[1], P = s->f.ne[2], V = s->embed.ne[0] - 1;
     struct search_args a = {
-        .f = s->f.addr, .q = s->q.addr, .z = s->z.addr, .y = s->y.addr, .g = s->g.addr, .embed = s->embed.addr,
-        .durations = s->durations.addr, .state = s->state.addr, .tokens = s->tokens.addr,
-        .h = {s->h[0].addr, s->h[1].addr}, .c = {s->c[0].addr, s->c[1].addr},
-        .hyps = (int32_t)B, .frames = (int32_t)T, .P = (int32_t)P, .V = (int32_t)V, .J = (int32_t)s->y.ne[1],
-        .n_durations = present(&s->durations) ? (int32_t)s->durations.ne[0] : 0, .layers = s->layers,
-        .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1],
+        .f = s->f.addr, .q = s->q.addr, .z = s->z.addr, .y = s->y.addr, .x0 = s->x0.addr, .embed = s->embed.addr,
+        .h_old = s->h_old.addr, .h_new = s->h_new.addr, .durations = s->durations.addr, .state = s->state.addr,
+        .tokens = s->tokens.addr, .hyps = (int32_t)B, .frames = (int32_t)T, .P = (int32_t)P, .V = (int32_t)V,
+        .J = (int32_t)s->y.ne[1], .n_durations = present(&s->durations) ? (int32_t)s->durations.ne[0] : 0,
+        .layers = (int32_t)s->h_old.ne[0], .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1],
     };
-    for (int l = 0; l < s->layers; l++) {
-        a.w_ih[l] = s->w_ih[l].addr;
-        a.w_hh[l] = s->w_hh[l].addr;
-        a.b[l] = s->b[l].addr;
-    }
     TRY(be_upload(b, s->args.addr, &a, sizeof a));
-    /* Before the first iteration: the start-of-sequence step is pending (S_EMIT with the blank, whose
-     * embedding row is the zero input), reading side 0 (zeros) and writing side 1. */
+    /* S_EMIT: the LSTM state the caller's start-of-sequence step writes to h_new is committed by the
+     * first search_joint. */
     int32_t st[SEARCH_STATE_INTS] = {0};
     st[SEARCH_S_FRAMES] = (int32_t)T;
     st[SEARCH_S_LAST_T] = -1;
     st[SEARCH_S_EMIT] = 1;
     st[SEARCH_S_TOKEN] = (int32_t)V;
-    st[SEARCH_S_SIDE] = 1;
     for (int64_t h = 0; h < B; h++)
         TRY(be_upload(b, s->state.addr + (uint64_t)h * sizeof st, st, sizeof st));
-    uint64_t zbytes = be_nbytes(&s->h[0]);
-    float *zeros = calloc(1, zbytes);
-    if (!zeros)
-        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
-    vkasr_status r = be_upload(b, s->h[0].addr, zeros, zbytes);
-    if (r == VKASR_OK)
-        r = be_upload(b, s->c[0].addr, zeros, zbytes);
-    free(zeros);
-    return r;
+    return VKASR_OK;
 }
 
 vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,

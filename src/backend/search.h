@@ -11,19 +11,17 @@
 #include "ops.h"
 
 struct search_args {
-    uint64_t f, q, z, y, g, embed, durations, state, tokens;
-    uint64_t h[2], c[2];
-    uint64_t w_ih[SEARCH_MAX_LAYERS], w_hh[SEARCH_MAX_LAYERS], b[SEARCH_MAX_LAYERS];
+    uint64_t f, q, z, y, x0, embed, h_old, h_new, durations, state, tokens;
     int32_t hyps;        /* B                                                      */
     int32_t frames;      /* T: f is [B, T, P]                                      */
     int32_t P, V, J;     /* prediction width, vocabulary (blank = V), joint width  */
     int32_t n_durations; /* ND (0: RNN-T)                                          */
-    int32_t layers;
+    int32_t layers;      /* L: h_old and h_new are [L, B, P]                       */
     int32_t max_symbols;
     int32_t capacity;    /* token ring slots per hypothesis                        */
-    int32_t pad[3];
+    int32_t pad;
 };
 _Static_assert(sizeof(struct search_args) == SEARCH_ARGS_BYTES, "mirror of search.glsl's SearchArgs");
-_Static_assert(offsetof(struct search_args, hyps) == 296, "mirror of search.glsl's SearchArgs");
+_Static_assert(offsetof(struct search_args, hyps) == 88, "mirror of search.glsl's SearchArgs");
 
 #endif

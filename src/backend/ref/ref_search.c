@@ -1,6 +1,5 @@
-/* ref_search.c — reference of the device-resident greedy search's ops (ops.h: search_joint,
- * search_step, search_lstm), read from the argument block like the kernels (shaders/search.comp,
- * lstm.comp's SEARCH variant). The LSTM step is ref_lstm_step on the state's current buffers. */
+/* ref_search.c — reference of the device-resident greedy search's ops (ops.h: search_joint and
+ * search_step), read from the argument block like the kernels (shaders/search.comp). */
 #include <math.h>
 #include <string.h>
 
@@ -24,6 +23,10 @@ vkasr_status ref_search_joint(struct backend *b, const struct op_search_joint *o
         const int32_t *st = state_of(a, h);
         if (st[SEARCH_S_DONE])
             continue;
+        if (st[SEARCH_S_EMIT]) /* commit the last emission's LSTM step */
+            for (int64_t l = 0; l < a->layers; l++)
+                memcpy(f32_at(a->h_old, (uint64_t)((l * a->hyps + h) * P)), f32_at(a->h_new, (uint64_t)((l * a->hyps + h) * P)),
+                       (size_t)P * sizeof(float));
         for (int64_t r = 0; r < W; r++) {
             int64_t fr = st[SEARCH_S_T] + r < st[SEARCH_S_FRAMES] ? st[SEARCH_S_T] + r : st[SEARCH_S_FRAMES] - 1;
             const float *f = f32_at(a->f, (uint64_t)((h * a->frames + fr) * P)), *q = f32_at(a->q, (uint64_t)(h * P));
@@ -87,7 +90,8 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
                 st[SEARCH_S_RUN] = 0;
             }
             st[SEARCH_S_TOKEN] = k;
-            st[SEARCH_S_SIDE] ^= 1;
+            memcpy(f32_at(a->x0, (uint64_t)(h * a->P)), f32_at(a->embed, (uint64_t)k * (uint64_t)a->P),
+                   (size_t)a->P * sizeof(float));
             emit = 1;
             break;
         }
@@ -95,34 +99,6 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
         st[SEARCH_S_EMIT] = emit;
         st[SEARCH_S_DONE] = t >= T;
         st[SEARCH_S_ITERS]++;
-    }
-    return VKASR_OK;
-}
-
-vkasr_status ref_search_lstm(struct backend *b, const struct op_search_lstm *op) {
-    const struct search_args *a = args_of(op->s);
-    const int64_t P = a->P, B = a->hyps, l = op->layer;
-    for (int64_t h = 0; h < B; h++) {
-        const int32_t *st = state_of(a, h);
-        if (!st[SEARCH_S_EMIT])
-            continue;
-        const int side = st[SEARCH_S_SIDE] & 1, old = side ^ 1;
-        const uint64_t plane = (uint64_t)((l * B + h) * P);
-        const uint64_t x = l == 0 ? (uint64_t)(uintptr_t)f32_at(a->embed, (uint64_t)st[SEARCH_S_TOKEN] * (uint64_t)P)
-                                  : (uint64_t)(uintptr_t)f32_at(a->h[side], (uint64_t)(((l - 1) * B + h) * P));
-        struct op_lstm_step s = {
-            .x = be_tensor_1d(x, BE_F32, P),
-            .h = be_tensor_1d((uint64_t)(uintptr_t)f32_at(a->h[old], plane), BE_F32, P),
-            .c = be_tensor_1d((uint64_t)(uintptr_t)f32_at(a->c[old], plane), BE_F32, P),
-            .w_ih = be_tensor_2d(a->w_ih[l], BE_F32, 4 * P, P),
-            .w_hh = be_tensor_2d(a->w_hh[l], BE_F32, 4 * P, P),
-            .b = be_tensor_1d(a->b[l], BE_F32, 4 * P),
-            .h_out = be_tensor_1d((uint64_t)(uintptr_t)f32_at(a->h[side], plane), BE_F32, P),
-            .c_out = be_tensor_1d((uint64_t)(uintptr_t)f32_at(a->c[side], plane), BE_F32, P),
-        };
-        TRY(ref_lstm_step(b, &s));
-        if (l == a->layers - 1)
-            memcpy(f32_at(a->g, (uint64_t)(h * P)), f32_at(a->h[side], plane), (size_t)P * sizeof(float));
     }
     return VKASR_OK;
 }
