@@ -128,7 +128,7 @@ void main() {
         barrier();
         // Phase 2: the walk to the first emission.
         if (tid == 0u) {
-            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), token = -1;
+            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), token = -1, te = t0;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
                 const int d = ND > 0 ? LOADI(a.durations, row_dur[t - t0]) : 1;
@@ -145,6 +145,7 @@ void main() {
                 const int ntok = LOADI(st, S_NTOK);
                 const uint64_t slot = a.tokens + (uint64_t(hyp) * uint64_t(a.capacity) +
                                                   uint64_t(ntok % a.capacity)) * 12ul;
+                te = t;
                 STOREI(slot, 0, k);
                 STOREI(slot, 1, t);
                 STOREI(slot, 2, d);
@@ -171,6 +172,7 @@ void main() {
             STOREI(st, S_EMIT, token >= 0 ? 1 : 0);
             STOREI(st, S_DONE, t >= T ? 1 : 0);
             STOREI(st, S_ITERS, LOADI(st, S_ITERS) + 1);
+            STOREI(st, S_SPAN, LOADI(st, S_SPAN) + (token >= 0 ? te - t0 + 1 : n));
         }
         barrier();
         // Phase 3: the emitted token's embedding, the first LSTM layer's input.

@@ -4,8 +4,9 @@
  *    max_symbols tokens per frame, a token with duration 3 every third frame — the expected tokens come
  *    from the rules of spec §6.4 / §6.5, on the device loop and the host walk, Vulkan (recorded graphs
  *    and, while profiling, ops run directly) and the reference backend;
- *  - random small transducers around the window sizes (1 .. 300 frames, 1 and 2 LSTM layers,
- *    max_symbols 2 and 10): the device loop against the host walk, token for token;
+ *  - random small transducers around the window sizes (1 .. 150 frames, 1 and 2 LSTM layers,
+ *    max_symbols 2 and 10, device windows of 1, 2, 4 and 8 frames): the device loop against the host
+ *    walk, token for token;
  *  - abort after the first round trip keeps a prefix of the tokens; progress rises to 1;
  *  - the parity fixtures' TDT and RNN-T models (f32, f16) on the parity clips and the default model (f16)
  *    on the held-out clips and the README sample: device loop against host walk.
@@ -80,11 +81,13 @@ static void on_tokens(void *ud) { ((struct probe *)ud)->added++; }
 
 /* Decodes enc with the device loop (host = false) or the host walk; checks the progress and token
  * callbacks of a complete run. */
+static int window; /* the device decoder's window (asr_options.decoder_window; 0: its own choice) */
+
 static vkasr_status decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, bool host, int max_sym,
                            struct asr_output *out, struct err *e) {
     struct probe p = {.monotonic = true, .abort_after = -1};
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .tokens_added = on_tokens, .ud = &p};
-    struct asr_options opt = {.max_symbols = max_sym, .host_decoder = host};
+    struct asr_options opt = {.max_symbols = max_sym, .host_decoder = host, .decoder_window = window};
     memset(out, 0, sizeof *out);
     vkasr_status st = asr_decode(m, be, enc, &opt, &hooks, out, e);
     if (st == VKASR_OK) {
@@ -267,6 +270,7 @@ static void constant_cases(struct backend *be, const char *name) {
 /* Random transducers: the device loop against the host walk (all = false: one configuration). */
 static void random_cases(struct backend *be, const char *name, bool all) {
     static const int64_t lengths[] = {1, 7, 8, 9, 61, 150};
+    static const int windows[] = {0, 1, 2, 4}; /* the device loop's window: its own choice (8 here), 1, 2, 4 */
     for (int head = 0; head < 2; head++)
         for (int L = 1; L <= 2; L++) {
             if (!all && (head || L == 1))
@@ -284,14 +288,16 @@ static void random_cases(struct backend *be, const char *name, bool all) {
                 for (int ms = 2; ms <= 10; ms += 8) {
                     uint64_t mark = be_mark(be);
                     be_tensor enc;
-                    char what[128];
-                    snprintf(what, sizeof what, "%s, random %s, %d layer(s), %lld frames, max_symbols %d", name,
-                             head ? "RNN-T" : "TDT", L, (long long)lengths[i], ms);
+                    char what[160];
+                    window = windows[(i + (size_t)ms) % 4];
+                    snprintf(what, sizeof what, "%s, random %s, %d layer(s), %lld frames, max_symbols %d, window %d",
+                             name, head ? "RNN-T" : "TDT", L, (long long)lengths[i], ms, window);
                     if (random_enc(be, lengths[i], 12, &enc))
                         total += device_vs_host(&m, be, &enc, ms, what);
                     frames += lengths[i];
                     be_release(be, mark);
                 }
+            window = 0;
             printf("%s, random %s, %d layer(s): %zu tokens over %lld frames, device loop = host walk\n", name,
                    head ? "RNN-T" : "TDT", L, total, (long long)frames);
             EXPECT(total > 50, "%s: random %s emitted only %zu tokens (the comparison needs emissions)", name,

@@ -17,6 +17,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) restrict readonly b
 #define S_NTOK 7
 #define S_STEPS 8
 #define S_ITERS 9
+#define S_SPAN 10
 
 // Address of hypothesis hyp's state.
 #define search_state(a, hyp) ((a).state + uint64_t(hyp) * uint64_t(SEARCH_STATE_INTS * 4))

@@ -312,8 +312,8 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     s->params = p;
     s->seg_token0 = 0;
     struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
-    struct asr_options opt = {p->max_symbols_per_step, p->keep_features, p->forced_steps, p->n_forced_steps,
-                              s->host_decoder};
+    struct asr_options opt = {.max_symbols = p->max_symbols_per_step, .keep_features = p->keep_features,
+                              .forced = p->forced_steps, .nforced = p->n_forced_steps, .host_decoder = s->host_decoder};
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if (st == VKASR_OK || st == VKASR_ABORTED) {
         /* Report what the callbacks have not seen yet, then build the final transcript in one pass. */

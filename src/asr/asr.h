@@ -87,6 +87,8 @@ struct asr_options {
     size_t nforced;
     bool host_decoder;               /* transducers: walk the search on the host (VKASR_DECODER=host);
                                         taps and teacher forcing always do                       */
+    int decoder_window;              /* device decoder: frames per joint window (1, 2, 4 or 8); 0:
+                                        chosen per batch (transducer_device.c). Tests set it.     */
 };
 
 /* Runs the whole network on 16 kHz mono samples. On VKASR_ABORTED the tokens decoded so far are kept.

@@ -11,10 +11,12 @@
 
 #include "decoder.h"
 
-/* Frames per joint evaluation, at most: the matrix-vector kernel's rows (vk_gemm.h). The host picks a
- * power of two up to this per batch from the frames an iteration advanced (a window longer than the
- * distance to the next emission only costs joint rows that are never walked). */
+/* Frames per joint evaluation, at most: the matrix-vector kernel's rows (vk_gemm.h). */
 #define WINDOW_MAX 8
+/* A window row costs J x P multiply-adds; below this many the rows are nearly free next to the
+ * dispatches and every window has WINDOW_MAX rows. Above (the 0.6B models' joint: 8198 x 640), the
+ * host picks the window per batch from the rows the steps needed (next_window). */
+#define ROW_MACS_FREE (1 << 20)
 #define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
 #define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
 #define FIRST_BATCH 16   /* iterations before anything is known about the rate                  */
@@ -108,10 +110,13 @@ static int64_t next_batch(int64_t frames_left, double frames_per_iter) {
     return b < GRAPH_ITERS ? GRAPH_ITERS : b > BATCH_MAX ? BATCH_MAX : b;
 }
 
-/* log2 of the next window: the smallest power of two covering 1.5x the frames an iteration advanced. */
-static int next_window(double frames_per_iter) {
+/* log2 of the next window from the rows the last batch's steps needed on average (up to their
+ * emission, or whole windows without one): the smallest power of two >= 1.2 x that - 0.2 (1 for a
+ * search that emits at every window's first row). A window too short costs an iteration without
+ * an emission; a row too many costs its share of the joint's product. */
+static int next_window(double span) {
     int wlog = 0;
-    while (wlog < N_WINDOWS - 1 && (double)(1 << wlog) < 1.5 * frames_per_iter)
+    while (wlog < N_WINDOWS - 1 && (double)(1 << wlog) < 1.2 * span - 0.2)
         wlog++;
     return wlog;
 }
@@ -154,7 +159,7 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
 
 /* The search proper, once the tensors exist. */
 static vkasr_status search(const struct asr_model *m, struct backend *be, const be_tensor *enc, struct device_search *d,
-                           const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
+                           int window, const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int64_t T = enc->ne[0];
     const double fs = dec_frame_seconds(c);
@@ -172,8 +177,14 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
     const int32_t *state = io, *ring = io + SEARCH_STATE_INTS;
     /* Every iteration emits or advances; at most max_symbols emissions stay on one frame. */
     const int64_t max_iters = (T + 1) * ((int64_t)s->max_symbols + 1) + 2 * BATCH_MAX;
-    int64_t queued = 0, ntok = 0, n = FIRST_BATCH, t_prev = 0, it_prev = 0;
+    int64_t queued = 0, ntok = 0, n = FIRST_BATCH, span_prev = 0, it_prev = 0, trips = 0;
     int wlog = N_WINDOWS - 1;
+    bool adapt = (double)m->joint_w.ne[0] * (double)m->joint_w.ne[1] > ROW_MACS_FREE;
+    if (window > 0) {
+        for (wlog = 0; wlog < N_WINDOWS - 1 && (1 << wlog) < window; wlog++)
+            ;
+        adapt = false;
+    }
     vkasr_status st = VKASR_OK;
     for (;;) {
         st = run_batch(m, be, d, wlog, n);
@@ -182,6 +193,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         if (st != VKASR_OK)
             break;
         queued += n;
+        trips++;
         const int64_t t = state[SEARCH_S_T], iters = state[SEARCH_S_ITERS], emitted = state[SEARCH_S_NTOK];
         if (emitted - ntok > BATCH_MAX || emitted < ntok || iters > queued) {
             st = err_set(e, VKASR_ERR_INTERNAL, "device decoder: inconsistent state (%lld tokens, %lld read, %lld of %lld "
@@ -197,8 +209,12 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         if (st != VKASR_OK)
             break;
         dec_progress(hooks, t < T ? t : T, T, fs);
-        if (state[SEARCH_S_DONE])
+        if (state[SEARCH_S_DONE]) {
+            LOG_INFO(be->dev->log, "device decoder: %lld frames, %lld tokens, %d joint rows walked in %lld iterations "
+                     "(%lld queued) and %lld round trips", (long long)T, (long long)emitted, state[SEARCH_S_STEPS],
+                     (long long)iters, (long long)queued, (long long)trips);
             break;
+        }
         if (dec_aborted(hooks)) {
             st = VKASR_ABORTED;
             break;
@@ -208,12 +224,13 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
                          (long long)queued, (long long)t, (long long)T);
             break;
         }
-        // the next batch: its window from the frames the last batch's iterations advanced, its
-        // length from the rate over the whole run
-        if (iters > it_prev)
-            wlog = next_window((double)(t - t_prev) / (double)(iters - it_prev));
+        // the next batch: its window from the rows the last batch's steps needed, its length from
+        // the frames per iteration over the whole run
+        const int64_t span = state[SEARCH_S_SPAN];
+        if (adapt && iters > it_prev)
+            wlog = next_window((double)(span - span_prev) / (double)(iters - it_prev));
         n = next_batch(T - t, iters ? (double)t / (double)iters : 0);
-        t_prev = t;
+        span_prev = span;
         it_prev = iters;
     }
     free(io);
@@ -237,7 +254,7 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
     struct device_search d = {0};
     vkasr_status st = alloc_search(m, be, T, max_sym, &d);
     if (st == VKASR_OK)
-        st = search(m, be, enc, &d, hooks, out, e);
+        st = search(m, be, enc, &d, opt ? opt->decoder_window : 0, hooks, out, e);
     if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg[0] ? be->err.msg : vkasr_status_string(st));
     for (int i = 0; i < N_WINDOWS; i++)

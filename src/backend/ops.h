@@ -197,7 +197,8 @@ enum {
     SEARCH_S_TOKEN,      /* the last emitted token                                                  */
     SEARCH_S_NTOK,       /* tokens emitted so far; token i is in ring slot i % capacity             */
     SEARCH_S_STEPS,      /* joint evaluations the search consumed (rows walked)                     */
-    SEARCH_S_ITERS       /* search_step calls that found the hypothesis not done                    */
+    SEARCH_S_ITERS,      /* search_step calls that found the hypothesis not done                    */
+    SEARCH_S_SPAN        /* window rows the steps needed: up to the emission, or all of a window    */
 };
 
 /* The search's tensors and constants: one description shared by its ops. */

@@ -59,7 +59,7 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
         }
         const int32_t t0 = st[SEARCH_S_T], T = st[SEARCH_S_FRAMES];
         const int32_t n = T - t0 < W ? T - t0 : (int32_t)W;
-        int32_t t = t0, emit = 0;
+        int32_t t = t0, emit = 0, te = t0;
         while (t < t0 + n) {
             const float *row = f32_at(a->y, (uint64_t)((h * W + (t - t0)) * J));
             const int32_t k = argmax(row, 0, V + 1);
@@ -75,6 +75,7 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
                 continue;
             }
             int32_t *slot = (int32_t *)(uintptr_t)a->tokens + (h * a->capacity + st[SEARCH_S_NTOK] % a->capacity) * 3;
+            te = t;
             slot[0] = k;
             slot[1] = t;
             slot[2] = d;
@@ -99,6 +100,7 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
         st[SEARCH_S_EMIT] = emit;
         st[SEARCH_S_DONE] = t >= T;
         st[SEARCH_S_ITERS]++;
+        st[SEARCH_S_SPAN] += emit ? te - t0 + 1 : n;
     }
     return VKASR_OK;
 }
