@@ -3,7 +3,7 @@
  *
  * Tolerances (NMSE against the double reference):
  *   lstm_step 1e-10: each gate is an f32 dot product of In + P terms (relative error ~1e-7 at P = 1025),
- *     followed by sigmoid/tanh; measured NMSE ~6e-14. A wrong row, gate order or state gives > 1e-3.
+ *     followed by sigmoid/tanh; measured NMSE ~2e-13. A wrong row, gate order or state gives > 1e-3.
  *     With a closed gate, bit-exact: nothing may be written.
  *   stft_power 1e-10: f32 radix-2 FFT with accurately computed twiddles; measured NMSE ~3e-14 on full-
  *     scale and 1e-3-amplitude noise. Twiddles at GLSL's guaranteed sin/cos precision (2^-11) would
