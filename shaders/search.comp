@@ -1,7 +1,7 @@
 #version 460
 // search.comp — the device-resident greedy search's own kernels (src/backend/ops.h: the search ops).
-// Every kernel reads the search's tensors from the argument block (search.glsl) and hypothesis b's
-// state from state[b]; a hypothesis that is done is skipped.
+// Every kernel reads hypothesis b's state from state[b] (search.glsl); a hypothesis that is done is
+// skipped. Tensors arrive as addresses in push constants.
 //
 // -DJOINT: first the commit of the last emission's LSTM step (h_old[:, b] = h_new[:, b] where S_EMIT
 //   is set), then z[b, r, :] = relu(f[b, min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a
@@ -14,47 +14,50 @@
 //   blank advances one frame) until the first emission, appends it to the token ring, advances the
 //   frame by the max_symbols rule and sets S_EMIT. Phase 3: on an emission, x0[b] = Emb[token] (the
 //   input of the LSTM steps gated by S_EMIT).
-// push: the argument block's address and W (a power of two <= the workgroup size).
-// spec 0: workgroup size (STEP: a power of two).
+// push: see PC; W is a power of two <= the workgroup size. spec 0: workgroup size (STEP: a power of two).
 #include "core.glsl"
 #include "search.glsl"
 layout(local_size_x_id = 0) in;
-layout(push_constant) uniform PC {
-    uint64_t args;
-    uint window;
-    uint unused;
-} pc;
 
 #if defined(JOINT)
 
+layout(push_constant) uniform PC {
+    uint64_t f, q, z, h_old, h_new, state; // f [B, T, P]; q [B, P]; z [B*W, P]; h_old, h_new [L, B, P]
+    uint P, W, B, T, L;
+} pc;
+
 void main() {
-    SearchArgs a = SearchArgs(pc.args);
     // 32-bit element indices: W * P and L * P stay below 2^31 (ops.c bounds P).
-    const uint P = uint(a.P), W = pc.window, B = uint(a.hyps);
+    const uint P = pc.P, W = pc.W, B = pc.B;
     for (uint hyp = gl_WorkGroupID.y; hyp < B; hyp += gl_NumWorkGroups.y) {
-        const uint64_t st = search_state(a, hyp);
+        const uint64_t st = search_state(pc.state, hyp);
         if (LOADI(st, S_DONE) != 0)
             continue;
         if (LOADI(st, S_EMIT) != 0) { // commit: the LSTM state after the last emission becomes current
-            const uint n = uint(a.layers) * P;
-            for (uint i = gl_GlobalInvocationID.x; i < n; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+            for (uint i = gl_GlobalInvocationID.x; i < pc.L * P; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
                 const uint l = i / P;
                 const uint64_t o = (uint64_t(l) * uint64_t(B) + uint64_t(hyp)) * uint64_t(P) + uint64_t(i - l * P);
-                STOREF(a.h_old, o, LOADF(a.h_new, o));
+                STOREF(pc.h_old, o, LOADF(pc.h_new, o));
             }
         }
         const int t = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
-        const uint64_t f0 = uint64_t(hyp) * uint64_t(a.frames), z0 = uint64_t(hyp) * uint64_t(W), q0 = uint64_t(hyp) * P;
+        const uint64_t f0 = uint64_t(hyp) * uint64_t(pc.T), z0 = uint64_t(hyp) * uint64_t(W), q0 = uint64_t(hyp) * P;
         for (uint i = gl_GlobalInvocationID.x; i < W * P; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
             const uint r = i / P, p = i - r * P;
             const uint64_t fr = uint64_t(min(t + int(r), T - 1));
-            const float v = LOADF(a.f, (f0 + fr) * P + p) + LOADF(a.q, q0 + p);
-            STOREF(a.z, (z0 + r) * P + p, act_apply(v, ACT_RELU));
+            const float v = LOADF(pc.f, (f0 + fr) * P + p) + LOADF(pc.q, q0 + p);
+            STOREF(pc.z, (z0 + r) * P + p, act_apply(v, ACT_RELU));
         }
     }
 }
 
 #elif defined(STEP)
+
+layout(push_constant) uniform PC {
+    uint64_t y, state, tokens, durations, embed, x0; // y [B*W, J]; tokens [B, capacity, 3]; x0 [B, P]
+    uint B, W;
+    int V, J, ND, max_symbols, capacity, P;
+} pc;
 
 #define MAX_WINDOW 32 // SEARCH_MAX_WINDOW
 shared float red_v[gl_WorkGroupSize.x], red_dv[gl_WorkGroupSize.x];
@@ -69,12 +72,11 @@ bool is_nan(float v) { return (floatBitsToUint(v) & 0x7fffffffu) > 0x7f800000u; 
 bool better(float v, int i, float bv, int bi) { return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi)); }
 
 void main() {
-    SearchArgs a = SearchArgs(pc.args);
-    const uint tid = gl_LocalInvocationID.x, W = pc.window, tpr = gl_WorkGroupSize.x / W;
+    const uint tid = gl_LocalInvocationID.x, W = pc.W, tpr = gl_WorkGroupSize.x / W;
     const uint r = tid / tpr, lane = tid % tpr;
-    const int V = a.V, J = a.J, ND = a.n_durations;
-    for (uint hyp = gl_WorkGroupID.x; hyp < uint(a.hyps); hyp += gl_NumWorkGroups.x) {
-        const uint64_t st = search_state(a, hyp);
+    const int V = pc.V, J = pc.J, ND = pc.ND;
+    for (uint hyp = gl_WorkGroupID.x; hyp < pc.B; hyp += gl_NumWorkGroups.x) {
+        const uint64_t st = search_state(pc.state, hyp);
         if (LOADI(st, S_DONE) != 0) { // the same value for the whole workgroup
             if (tid == 0u)
                 STOREI(st, S_EMIT, 0);
@@ -89,14 +91,14 @@ void main() {
         if (int(r) < n) {
             const uint64_t row = (uint64_t(hyp) * uint64_t(W) + uint64_t(r)) * uint64_t(J);
             for (int c = int(lane); c <= V; c += int(tpr)) {
-                const float v = LOADF(a.y, row + uint64_t(c));
+                const float v = LOADF(pc.y, row + uint64_t(c));
                 if (!is_nan(v) && (bi < 0 || v > bv)) {
                     bv = v;
                     bi = c;
                 }
             }
             for (int c = int(lane); c < ND; c += int(tpr)) {
-                const float v = LOADF(a.y, row + uint64_t(V + 1 + c));
+                const float v = LOADF(pc.y, row + uint64_t(V + 1 + c));
                 if (!is_nan(v) && (di < 0 || v > dv)) {
                     dv = v;
                     di = c;
@@ -131,7 +133,7 @@ void main() {
             int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), token = -1, te = t0;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
-                const int d = ND > 0 ? LOADI(a.durations, row_dur[t - t0]) : 1;
+                const int d = ND > 0 ? LOADI(pc.durations, row_dur[t - t0]) : 1;
                 steps++;
                 if (k == V) {
                     if (ND > 0) {
@@ -143,8 +145,8 @@ void main() {
                     continue;
                 }
                 const int ntok = LOADI(st, S_NTOK);
-                const uint64_t slot = a.tokens + (uint64_t(hyp) * uint64_t(a.capacity) +
-                                                  uint64_t(ntok % a.capacity)) * 12ul;
+                const uint64_t slot = pc.tokens + (uint64_t(hyp) * uint64_t(pc.capacity) +
+                                                  uint64_t(ntok % pc.capacity)) * 12ul;
                 te = t;
                 STOREI(slot, 0, k);
                 STOREI(slot, 1, t);
@@ -154,9 +156,9 @@ void main() {
                     run = t == last_t ? run + 1 : 1;
                     last_t = t;
                     t += d; // d may be 0: stay on the frame
-                    if (d == 0 && run >= a.max_symbols)
+                    if (d == 0 && run >= pc.max_symbols)
                         t += 1; // cap on symbols emitted at one frame (NeMo label-looping)
-                } else if (++run >= a.max_symbols) {
+                } else if (++run >= pc.max_symbols) {
                     t += 1;
                     run = 0;
                 }
@@ -178,9 +180,9 @@ void main() {
         // Phase 3: the emitted token's embedding, the first LSTM layer's input.
         const int token = emitted;
         if (token >= 0) {
-            const uint64_t P = uint64_t(a.P), e0 = uint64_t(token) * P, x0 = uint64_t(hyp) * P;
-            for (uint p = tid; p < uint(a.P); p += gl_WorkGroupSize.x)
-                STOREF(a.x0, x0 + p, LOADF(a.embed, e0 + p));
+            const uint64_t P = uint64_t(pc.P), e0 = uint64_t(token) * P, x0 = uint64_t(hyp) * P;
+            for (uint p = tid; p < uint(pc.P); p += gl_WorkGroupSize.x)
+                STOREF(pc.x0, x0 + p, LOADF(pc.embed, e0 + p));
         }
         barrier(); // the next hypothesis rewrites the shared arrays
     }

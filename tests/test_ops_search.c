@@ -16,14 +16,13 @@ enum pattern { RANDOM, TIES, NANS };
 
 struct rig {
     struct be_search s[2];
-    struct th_tensor *args, *state, *tokens, *f, *q, *z, *y, *x0, *h_old, *h_new, *embed, *durations;
+    struct th_tensor *state, *tokens, *f, *q, *z, *y, *x0, *h_old, *h_new, *embed, *durations;
 };
 
 /* A search of one hypothesis over T frames: every tensor an input (identical contents on both sides). */
 static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, int64_t L, int nd, int64_t wmax,
                  int64_t cap, int max_sym, enum pattern pat) {
     const int64_t J = V + 1 + nd;
-    r->args = th_input(h, BE_I32, 1, TH_SHAPE(SEARCH_ARGS_BYTES / 4), 0, 1);
     r->state = th_input(h, BE_I32, 2, TH_SHAPE(1, SEARCH_STATE_INTS), 0, 1);
     r->tokens = th_input(h, BE_I32, 3, TH_SHAPE(1, cap, 3), -5, 5);
     r->f = th_input(h, BE_F32, 3, TH_SHAPE(1, T, P), -1.0f, 1.0f);
@@ -53,7 +52,7 @@ static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, i
     r->durations = nd ? th_input_data(h, BE_I32, 1, TH_SHAPE(nd), durations) : NULL;
     for (int s = 0; s < 2; s++) {
         r->s[s] = (struct be_search){
-            .args = TH_T(r->args, s), .state = TH_T(r->state, s), .tokens = TH_T(r->tokens, s), .f = TH_T(r->f, s),
+            .state = TH_T(r->state, s), .tokens = TH_T(r->tokens, s), .f = TH_T(r->f, s),
             .q = TH_T(r->q, s), .z = TH_T(r->z, s), .y = TH_T(r->y, s), .x0 = TH_T(r->x0, s),
             .h_old = TH_T(r->h_old, s), .h_new = TH_T(r->h_new, s), .embed = TH_T(r->embed, s),
             .durations = nd ? TH_T(r->durations, s) : (be_tensor){0}, .max_symbols = max_sym,

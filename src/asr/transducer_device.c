@@ -136,7 +136,6 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
     ALLOC(s->h_old, BE_F32, 3, (int64_t[]){L, 1, P});
     ALLOC(s->h_new, BE_F32, 3, (int64_t[]){L, 1, P});
     ALLOC(d->c, BE_F32, 2, (int64_t[]){L, P});
-    ALLOC(s->args, BE_I32, 1, (int64_t[]){SEARCH_ARGS_BYTES / 4});
     ALLOC(d->io, BE_I32, 1, (int64_t[]){SEARCH_STATE_INTS + 3 * BATCH_MAX});
     if (c->head == VKASR_HEAD_TDT) {
         ALLOC(s->durations, BE_I32, 1, (int64_t[]){c->n_durations});

@@ -151,7 +151,7 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
 VKASR_OPS(X)
 #undef X
 
-/* Writes the search's argument block and initial state on the device (ops.h: struct be_search): t = 0,
+/* Validates a search's description and writes its initial state (ops.h: struct be_search): t = 0,
  * S_EMIT set, so that the first search_joint commits the LSTM state that the caller's start-of-
  * sequence step wrote to h_new. */
 vkasr_status be_search_init(struct backend *b, const struct be_search *s);

@@ -1,7 +1,6 @@
 /* ops.c — tensor helpers and the argument rules of every op (shared by all backends), plus the
  * backend-independent op entry points of backend.h. Kernels live in the backends, not here. */
 #include "backend.h"
-#include "search.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -405,9 +404,6 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
 static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
     if (!s)
         return bad(c, "s", NULL, "NULL");
-    TRY(need(c, "args", &s->args, 1, BE_I32));
-    if (be_nbytes(&s->args) < SEARCH_ARGS_BYTES)
-        return bad(c, "args", &s->args, "smaller than the argument block");
     TRY(need(c, "state", &s->state, 2, BE_I32));
     const int64_t B = s->state.ne[0];
     if (B != 1 || s->state.ne[1] != SEARCH_STATE_INTS)
@@ -455,7 +451,7 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
             return bad(c, "durations", &s->durations, "empty");
     }
     TRY(need_dims(c, "y", &s->y, B * wmax, V + 1 + nd));
-    const be_tensor *all[] = {&s->args, &s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y, &s->x0, &s->h_old,
+    const be_tensor *all[] = {&s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y, &s->x0, &s->h_old,
                               &s->h_new, &s->embed, &s->durations};
     const int n = (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < n; i++)
@@ -529,23 +525,14 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
 vkasr_status be_search_init(struct backend *b, const struct be_search *s) {
     struct vctx c = {"search_init", &b->err};
     TRY(v_search(&c, s));
-    const int64_t B = s->state.ne[0], T = s->f.ne[1], P = s->f.ne[2], V = s->embed.ne[0] - 1;
-    struct search_args a = {
-        .f = s->f.addr, .q = s->q.addr, .z = s->z.addr, .y = s->y.addr, .x0 = s->x0.addr, .embed = s->embed.addr,
-        .h_old = s->h_old.addr, .h_new = s->h_new.addr, .durations = s->durations.addr, .state = s->state.addr,
-        .tokens = s->tokens.addr, .hyps = (int32_t)B, .frames = (int32_t)T, .P = (int32_t)P, .V = (int32_t)V,
-        .J = (int32_t)s->y.ne[1], .n_durations = present(&s->durations) ? (int32_t)s->durations.ne[0] : 0,
-        .layers = (int32_t)s->h_old.ne[0], .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1],
-    };
-    TRY(be_upload(b, s->args.addr, &a, sizeof a));
     /* S_EMIT: the LSTM state the caller's start-of-sequence step writes to h_new is committed by the
      * first search_joint. */
     int32_t st[SEARCH_STATE_INTS] = {0};
-    st[SEARCH_S_FRAMES] = (int32_t)T;
+    st[SEARCH_S_FRAMES] = (int32_t)s->f.ne[1];
     st[SEARCH_S_LAST_T] = -1;
     st[SEARCH_S_EMIT] = 1;
-    st[SEARCH_S_TOKEN] = (int32_t)V;
-    for (int64_t h = 0; h < B; h++)
+    st[SEARCH_S_TOKEN] = (int32_t)(s->embed.ne[0] - 1);
+    for (int64_t h = 0; h < s->state.ne[0]; h++)
         TRY(be_upload(b, s->state.addr + (uint64_t)h * sizeof st, st, sizeof st));
     return VKASR_OK;
 }

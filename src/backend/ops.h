@@ -178,14 +178,14 @@ struct op_lstm_step {
  *                  emission S_EMIT is set and x0 = Emb[token]
  *   lstm_step      per layer, gated by S_EMIT: (h_old, c) -> (h_new, c) from x0 or the layer below's h_new
  *   linear         q [B, P] = h_new[L-1] Wp^T + bp
- * The search kernels read the tensors' addresses and sizes from an argument block in device memory
- * (be_search_init writes it, backend/search.h lays it out) and the state of hypothesis b from
- * state[b] (SEARCH_S_* below); a hypothesis that is done is left alone. The state and every per-
- * hypothesis tensor are indexed by hypothesis so that B hypotheses can advance together (with a
- * batched, masked LSTM then); the ops take B = 1 for now. */
+ * Every changing value lives in device memory: the search state of hypothesis b is state[b]
+ * (SEARCH_S_* below), and a hypothesis that is done is left alone. The state and every per-hypothesis
+ * tensor are indexed by hypothesis so that B hypotheses can advance together (with a batched, masked
+ * LSTM then); the ops take B = 1 for now. The kernels take their tensors' addresses (at most six) in
+ * push constants, not from an argument block in memory: llvmpipe treats addresses loaded from memory
+ * as different per invocation, and search_joint took 5x longer that way (lavapipe, 0.9 against 0.2 ms). */
 #define SEARCH_MAX_WINDOW 32        /* W: a power of two                                          */
 #define SEARCH_STATE_INTS 16        /* per hypothesis                                              */
-#define SEARCH_ARGS_BYTES 128       /* the argument block (backend/search.h)                      */
 /* The state of a hypothesis (I32). */
 enum {
     SEARCH_S_T = 0,      /* next frame to evaluate                                                  */
@@ -203,7 +203,6 @@ enum {
 
 /* The search's tensors and constants: one description shared by its ops. */
 struct be_search {
-    be_tensor args;      /* I32 [SEARCH_ARGS_BYTES / 4]: the argument block be_search_init writes   */
     be_tensor state;     /* I32 [B, SEARCH_STATE_INTS]                                               */
     be_tensor tokens;    /* I32 [B, capacity, 3]: ring of emitted (token, frame, duration)           */
     be_tensor f;         /* F32 [B, T, P]: the encoder half of the joint, f = E We^T + be            */
