@@ -4,7 +4,8 @@
  * emission, the LSTM and projection for a hypothesis that emitted (backend ops.h: the search ops) —
  * is recorded once as a graph and replayed in batches; the host reads the search state and the
  * tokens emitted into a ring once per batch (progress, abort, segment callbacks). Same tokens as
- * transducer_host.c, which walks the same joint rows on the host. */
+ * transducer_host.c, which computes the same joint rows with the same arithmetic and walks them on the
+ * host (docs/architecture.md: the greedy transducer decoder). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
