@@ -210,7 +210,6 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
         vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
     if (b->capture) {
         vkCmdDispatch(cb, dp->groups[0], dp->groups[1], dp->groups[2]);
-        b->capture->n_dispatch++;
         return VKASR_OK;
     }
     struct vk_slot *s = &b->slots[b->cur];

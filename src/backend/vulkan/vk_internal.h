@@ -161,7 +161,6 @@ struct vk_profile_entry {
  * again (simultaneous use). */
 struct be_graph {
     VkCommandBuffer cb;
-    uint32_t n_dispatch;
     VkCommandBuffer *submit;         /* scratch array for a submission of several replays      */
     uint32_t cap_submit;
     struct vk_range ring_written[VK_MAX_TRACKED], ring_read[VK_MAX_TRACKED]; /* while recording */
