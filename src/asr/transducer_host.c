@@ -1,5 +1,5 @@
 /* transducer_host.c — greedy TDT and RNN-T (spec §6.4, §6.5) walked on the host. With the prediction
- * network's output q fixed, the joint for frames [t, t+W) is one matrix product plus two row argmaxes
+ * network's output q fixed, the joint for frames [t, t+W) is a matrix product plus two row argmaxes
  * on the device; the host walks the window (blanks, TDT duration skips) until the next emission, then
  * one LSTM step and projection update q: one host round trip per emitted token (or window of blanks).
  * The decoder of stage taps (each step's joint logits) and teacher forcing (asr_options.forced), and
@@ -11,6 +11,10 @@
 
 #define WINDOW_MIN 8
 #define WINDOW_MAX 256
+/* The joint's rows per product: the matrix-vector kernel's at most (vk_gemm.h), whose rounding of a row
+ * does not depend on the product's rows. Longer windows take several products, so that every device
+ * rounds a frame's logits as transducer_device.c (windows of 1-8 rows) does. */
+#define JOINT_ROWS 8
 
 struct pred_state {
     be_tensor h[2][8], c[2][8];      /* ping-pong LSTM state per layer                              */
@@ -119,12 +123,14 @@ vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, 
     while (st == VKASR_OK && t < T) {
         const int64_t t0 = t, n = T - t < W ? T - t : W;
         be_tensor zw = be_tensor_rows(&z, 0, n), yw = be_tensor_rows(&y, 0, n);
-        // z: [n, P] = relu(f[t0 .. t0+n) + q);  y: [n, J] = z Wo^T + bo
+        // z: [n, P] = relu(f[t0 .. t0+n) + q);  y: [n, J] = z Wo^T + bo, JOINT_ROWS rows per product
         st = be_binary(be, &(struct op_binary){.a = be_tensor_rows(&f, t0, n), .b = s.q, .y = zw, .kind = BINARY_ADD,
                                                 .act = ACT_RELU, .alpha = 1.0f, .beta = 1.0f});
-        if (st == VKASR_OK)
-            st = be_linear(be, &(struct op_linear){.x = zw, .w = m->joint_w, .bias = m->joint_b, .y = yw, .alpha = 1.0f,
-                                                    .matvec = true});
+        for (int64_t r0 = 0; st == VKASR_OK && r0 < n; r0 += JOINT_ROWS) {
+            const int64_t nr = n - r0 < JOINT_ROWS ? n - r0 : JOINT_ROWS;
+            st = be_linear(be, &(struct op_linear){.x = be_tensor_rows(&zw, r0, nr), .w = m->joint_w, .bias = m->joint_b,
+                                                    .y = be_tensor_rows(&yw, r0, nr), .alpha = 1.0f, .matvec = true});
+        }
         // token = argmax over [0, V] (blank included); duration index = argmax over the duration logits;
         // both in one download (one host round trip per window)
         if (st == VKASR_OK)
