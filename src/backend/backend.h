@@ -122,7 +122,10 @@ static inline vkasr_status be_throttle(struct backend *b, int max_pending) { ret
  * be_graph_run then queues `times` replays of the whole sequence behind the work before it (be_sync
  * and be_download wait for them like for any op). An op's arguments are fixed when it is recorded,
  * so the ops of a graph must read every value that changes between replays from device memory.
- * While a graph is being recorded, uploads and downloads are errors. be_graph_free waits for the
+ * An op's own scratch (a workspace it takes and returns while it is recorded) is written again by
+ * every replay: allocate the tensors that must survive the replays before recording, and no tensor
+ * while the graph lives (the temporaries of other graphs' ops may share those bytes: replays never
+ * overlap). While a graph is being recorded, uploads and downloads are errors. be_graph_free waits for the
  * graph's pending replays. be_graph_begin returns VKASR_ERR_UNSUPPORTED where a backend has no
  * recorded sequences (the reference backend runs each op at once; Vulkan while profiling, whose
  * timestamps are per dispatch): the caller then runs the ops directly. */
