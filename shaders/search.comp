@@ -130,7 +130,8 @@ void main() {
         barrier();
         // Phase 2: the walk to the first emission.
         if (tid == 0u) {
-            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS), token = -1, te = t0;
+            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS);
+            int token = -1, te = t0;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
                 const int d = ND > 0 ? LOADI(pc.durations, row_dur[t - t0]) : 1;

@@ -120,7 +120,8 @@ static size_t device_vs_host(const struct asr_model *m, struct backend *be, cons
 
 /* ---- hand-built transducers ---------------------------------------------------------------------- */
 
-static vkasr_status weight(struct backend *be, be_tensor *t, int nd, const int64_t *ne, float scale, bool zero_last_row) {
+static vkasr_status weight(struct backend *be, be_tensor *t, int nd, const int64_t *ne, float scale,
+                           bool zero_last_row) {
     TRY(be_alloc_tensor(be, BE_POOL_WEIGHTS, BE_F32, nd, ne, t));
     uint64_t n = be_numel(t);
     float *h = malloc(n * sizeof *h);

@@ -196,8 +196,9 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         trips++;
         const int64_t t = state[SEARCH_S_T], iters = state[SEARCH_S_ITERS], emitted = state[SEARCH_S_NTOK];
         if (emitted - ntok > BATCH_MAX || emitted < ntok || iters > queued) {
-            st = err_set(e, VKASR_ERR_INTERNAL, "device decoder: inconsistent state (%lld tokens, %lld read, %lld of %lld "
-                         "iterations)", (long long)emitted, (long long)ntok, (long long)iters, (long long)queued);
+            st = err_set(e, VKASR_ERR_INTERNAL,
+                         "device decoder: inconsistent state (%lld tokens, %lld read, %lld of %lld iterations)",
+                         (long long)emitted, (long long)ntok, (long long)iters, (long long)queued);
             break;
         }
         for (; ntok < emitted && st == VKASR_OK; ntok++) {

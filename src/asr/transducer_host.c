@@ -128,8 +128,9 @@ vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, 
                                                 .act = ACT_RELU, .alpha = 1.0f, .beta = 1.0f});
         for (int64_t r0 = 0; st == VKASR_OK && r0 < n; r0 += JOINT_ROWS) {
             const int64_t nr = n - r0 < JOINT_ROWS ? n - r0 : JOINT_ROWS;
-            st = be_linear(be, &(struct op_linear){.x = be_tensor_rows(&zw, r0, nr), .w = m->joint_w, .bias = m->joint_b,
-                                                    .y = be_tensor_rows(&yw, r0, nr), .alpha = 1.0f, .matvec = true});
+            st = be_linear(be, &(struct op_linear){.x = be_tensor_rows(&zw, r0, nr), .w = m->joint_w,
+                                                    .bias = m->joint_b, .y = be_tensor_rows(&yw, r0, nr),
+                                                    .alpha = 1.0f, .matvec = true});
         }
         // token = argmax over [0, V] (blank included); duration index = argmax over the duration logits;
         // both in one download (one host round trip per window)

@@ -5,7 +5,9 @@
 
 #include "ref_internal.h"
 
-static int32_t *state_of(const struct be_search *s, int64_t hyp) { return ref_i32(&s->state) + hyp * SEARCH_STATE_INTS; }
+static int32_t *state_of(const struct be_search *s, int64_t hyp) {
+    return ref_i32(&s->state) + hyp * SEARCH_STATE_INTS;
+}
 
 vkasr_status ref_search_joint(struct backend *b, const struct op_search_joint *op) {
     const struct be_search *s = op->s;
@@ -21,8 +23,9 @@ vkasr_status ref_search_joint(struct backend *b, const struct op_search_joint *o
                 memcpy(h_old + (l * B + h) * P, h_new + (l * B + h) * P, (size_t)P * sizeof(float));
         for (int64_t r = 0; r < W; r++) {
             const int64_t fr = st[SEARCH_S_T] + r < st[SEARCH_S_FRAMES] ? st[SEARCH_S_T] + r : st[SEARCH_S_FRAMES] - 1;
+            const float *fr_row = f + (h * T + fr) * P;
             for (int64_t p = 0; p < P; p++) /* as op_binary ADD with ReLU, alpha = beta = 1 */
-                z[(h * W + r) * P + p] = (float)ref_act((double)f[(h * T + fr) * P + p] + (double)q[h * P + p], ACT_RELU);
+                z[(h * W + r) * P + p] = (float)ref_act((double)fr_row[p] + (double)q[h * P + p], ACT_RELU);
         }
     }
     return VKASR_OK;

@@ -31,6 +31,7 @@ vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joi
                              vk_tensor_range(&s->h_new)};
     struct vk_range wr[2] = {vk_tensor_range(&z), vk_tensor_range(&s->h_old)};
     const int64_t items = (a->window > L ? a->window : L) * P; /* z rows, and the commit's [L, P] */
+    const uint32_t gx = vk_groups_x(b->d, (uint64_t)items, wg), gy = vk_groups_dim(b->d, 1, (uint64_t)B, 1);
     return vk_record(b, &(struct vk_dispatch){
                             .name = "search_joint",
                             .spv = SPV_search_joint,
@@ -38,7 +39,7 @@ vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joi
                             .nspec = 1,
                             .pc = &pc,
                             .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)items, wg), vk_groups_dim(b->d, 1, (uint64_t)B, 1), 1},
+                            .groups = {gx, gy, 1},
                             .reads = rd,
                             .nreads = 4,
                             .writes = wr,
