@@ -266,9 +266,12 @@ typedef struct vkasr_progress {
 } vkasr_progress;
 
 typedef void (*vkasr_progress_callback)(const vkasr_progress *progress, void *user_data);
-/* Called each time a segment is complete; the result holds everything decoded so far. */
+/* Called each time a segment is complete; the result holds everything decoded so far. Transducers
+ * report their tokens in batches (see the abort callback), so several segments may complete at once. */
 typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segment_index, void *user_data);
-/* Polled between GPU submissions and decoding steps; return true to stop (VKASR_ABORTED). */
+/* Polled between GPU submissions and, while decoding, at each return of the decoder to the host (a
+ * transducer's greedy search runs on the device and returns about every 20 s of audio; with a stage
+ * callback or teacher forcing, at every step); return true to stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
 
 /* Stage taps: copies of the network's intermediate results, handed to a callback as they are computed

@@ -6,25 +6,36 @@
 // groups and loops grid-stride over blocks of WG / LPU units. The group's lanes stride over In and P
 // for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
 // shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: the
-// whole workgroup on a GPU (many loads in flight per unit), 32 lanes on a CPU driver, where every
-// barrier makes llvmpipe switch between invocations (one unit per 256-wide workgroup cost lavapipe
-// ~9 ms per step at P = 256, eight units 2.5 ms). h_out / c_out are only written, never read; c_out
-// may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches index j).
+// whole workgroup on a GPU (many loads in flight per unit); one invocation per unit in 64-wide
+// workgroups on a CPU driver, where every workgroup and every barrier costs (llvmpipe: a launch of
+// 32 workgroups that return at once took 0.8 ms of CPU; at P = 256 a step took 9 ms with one unit
+// per 256-wide workgroup, 3.2 ms with 32 lanes per unit, 1.8 ms with one lane and vec4 loads).
+// With FLAG_VEC a lane loads 4 consecutive columns at a time. h_out / c_out are only written, never
+// read; c_out may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches
+// index j).
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
+// gate (optional): when gate[0] == 0 nothing is written (the device-resident search's step for a
+// hypothesis that did not emit); read by every invocation before any barrier, so all return together.
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it.
 #include "core.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
-    uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out;
+    uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
     int64_t in_dim, p;
+    uint flags;
+    uint unused;
 } pc;
+
+#define FLAG_VEC 1u // In % 4 == 0, P % 4 == 0, x, h, w_ih, w_hh 16-byte aligned: vec4 loads
 
 layout(constant_id = 1) const uint LPU = 32;
 shared vec4 part[gl_WorkGroupSize.x];
 
 void main() {
+    if (pc.gate != 0ul && LOADI(pc.gate, 0) == 0)
+        return;
     const uint tid = gl_LocalInvocationID.x, lane = tid % LPU, grp = tid / LPU;
     const uint NG = gl_WorkGroupSize.x / LPU;
     const uint in_dim = uint(pc.in_dim), p = uint(pc.p);
@@ -34,6 +45,21 @@ void main() {
         vec4 acc = vec4(0.0);
         if (j < p) {
             const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
+            if ((pc.flags & FLAG_VEC) != 0u) {
+                // 4 consecutive columns per load (byte offsets: element offsets * 4)
+                for (uint k = 4u * lane; k < in_dim; k += 4u * LPU) {
+                    const vec4 xv = V4Ref(pc.x + uint64_t(k) * 4ul).v;
+                    const uint64_t o = pc.w_ih + (ri + k) * 4ul, g = P * IN * 4ul;
+                    acc += vec4(dot(V4Ref(o).v, xv), dot(V4Ref(o + g).v, xv), dot(V4Ref(o + 2ul * g).v, xv),
+                                dot(V4Ref(o + 3ul * g).v, xv));
+                }
+                for (uint k = 4u * lane; k < p; k += 4u * LPU) {
+                    const vec4 hv = V4Ref(pc.h + uint64_t(k) * 4ul).v;
+                    const uint64_t o = pc.w_hh + (rh + k) * 4ul, g = P * P * 4ul;
+                    acc += vec4(dot(V4Ref(o).v, hv), dot(V4Ref(o + g).v, hv), dot(V4Ref(o + 2ul * g).v, hv),
+                                dot(V4Ref(o + 3ul * g).v, hv));
+                }
+            } else {
             for (uint k = lane; k < in_dim; k += LPU) {
                 const float xv = LOADF(pc.x, k);
                 acc.x += LOADF(pc.w_ih, ri + k) * xv;
@@ -47,6 +73,7 @@ void main() {
                 acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
                 acc.z += LOADF(pc.w_hh, rh + 2ul * P * P + k) * hv;
                 acc.w += LOADF(pc.w_hh, rh + 3ul * P * P + k) * hv;
+            }
             }
         }
         part[tid] = acc;

@@ -23,6 +23,9 @@ vkasr_shader(conv2d_s2 conv2d.comp)
 vkasr_shader(dwconv2d_s2 conv2d.comp DEFINES DEPTHWISE)
 vkasr_shader(dwconv1d dwconv1d.comp)
 vkasr_shader(lstm lstm.comp)
+# The device-resident greedy search (src/backend/vulkan/vk_op_search.c).
+vkasr_shader(search_joint search.comp DEFINES JOINT)
+vkasr_shader(search_step search.comp DEFINES STEP)
 vkasr_shader(stft stft.comp)
 # linear: scalar GEMM (any device), barrier-free GEMM (CPU drivers), matrix-vector, split-K reduction;
 # *_f32 variants are f32 only (no 16-bit storage needed), *_h ones take f16 x, w or y (F16_TYPES).

@@ -3,7 +3,8 @@
  *
  * Tolerances (NMSE against the double reference):
  *   lstm_step 1e-10: each gate is an f32 dot product of In + P terms (relative error ~1e-7 at P = 1025),
- *     followed by sigmoid/tanh; measured NMSE ~6e-14. A wrong row, gate order or state gives > 1e-3.
+ *     followed by sigmoid/tanh; measured NMSE ~2e-13. A wrong row, gate order or state gives > 1e-3.
+ *     With a closed gate, bit-exact: nothing may be written.
  *   stft_power 1e-10: f32 radix-2 FFT with accurately computed twiddles; measured NMSE ~3e-14 on full-
  *     scale and 1e-3-amplitude noise. Twiddles at GLSL's guaranteed sin/cos precision (2^-11) would
  *     exceed it. The spectrum feeds a log, so the relative error of every bin above 1e-6 of the frame's
@@ -54,24 +55,36 @@ static double measured_nmse(struct th *h, struct th_tensor *out) {
 
 /* ---- lstm_step -------------------------------------------------------------------------------- */
 
-static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_in_place) {
-    th_case(h, "lstm_step In=%lld P=%lld w=+-%g%s", (long long)in, (long long)p, wscale,
-            c_in_place ? " c_out=c" : "");
+/* gate: -1 none; 0 or 1 the value of the op's gate (0: nothing may be written, so the outputs start as
+ * identical inputs on both sides and must stay bit-identical: a computed step would differ). */
+static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_in_place, int gate) {
+    th_case(h, "lstm_step In=%lld P=%lld w=+-%g%s%s", (long long)in, (long long)p, wscale,
+            c_in_place ? " c_out=c" : "", gate < 0 ? "" : gate ? " gate open" : " gate closed");
     struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(in), -1.0f, 1.0f);
     struct th_tensor *hh = th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f);
     struct th_tensor *c = th_input(h, BE_F32, 1, TH_SHAPE(p), -2.0f, 2.0f);
     struct th_tensor *wih = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, in), -wscale, wscale);
     struct th_tensor *whh = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, p), -wscale, wscale);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
-    struct th_tensor *ho = th_output(h, BE_F32, 1, TH_SHAPE(p));
-    struct th_tensor *co = c_in_place ? c : th_output(h, BE_F32, 1, TH_SHAPE(p));
+    struct th_tensor *ho = gate == 0 ? th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f)
+                                     : th_output(h, BE_F32, 1, TH_SHAPE(p));
+    struct th_tensor *co = c_in_place ? c
+                           : gate == 0 ? th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f)
+                                       : th_output(h, BE_F32, 1, TH_SHAPE(p));
+    struct th_tensor *g = gate < 0 ? NULL : th_input_data(h, BE_I32, 1, TH_SHAPE(1), &gate);
     struct op_lstm_step a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_lstm_step){.x = TH_T(x, s), .h = TH_T(hh, s), .c = TH_T(c, s), .w_ih = TH_T(wih, s),
                                      .w_hh = TH_T(whh, s), .b = TH_T(b, s), .h_out = TH_T(ho, s),
-                                     .c_out = TH_T(co, s)};
+                                     .c_out = TH_T(co, s), .gate = g ? TH_T(g, s) : (be_tensor){0}};
     if (!th_run(h, OP_lstm_step, &a[0], &a[1]))
         return;
+    if (gate == 0) {
+        th_check(h, ho, 0);
+        th_check(h, co, 0);
+        th_check_guards(h);
+        return;
+    }
     struct th_tensor *outs[2] = {ho, co};
     for (int i = 0; i < 2; i++)
         if (th_check(h, outs[i], LSTM_TOL)) {
@@ -171,15 +184,18 @@ int main(void) {
 
     /* LSTM: tiny, Parakeet's P = 640 (In = P), In != P both ways, a P that is not a multiple of the
      * workgroup, saturating gates, and c updated in place (c_out = c is allowed). */
-    lstm_case(&h, 1, 1, 0.5f, false);
-    lstm_case(&h, 0, 3, 0.5f, false); /* no input: gates from h and the bias alone */
-    lstm_case(&h, 0, 65, 0.5f, true);
-    lstm_case(&h, 5, 3, 0.5f, false);
-    lstm_case(&h, 640, 640, 0.05f, false);
-    lstm_case(&h, 300, 1025, 0.05f, false);
-    lstm_case(&h, 1025, 640, 0.05f, false);
-    lstm_case(&h, 640, 640, 1.0f, false);
-    lstm_case(&h, 64, 64, 0.2f, true);
+    lstm_case(&h, 1, 1, 0.5f, false, -1);
+    lstm_case(&h, 0, 3, 0.5f, false, -1); /* no input: gates from h and the bias alone */
+    lstm_case(&h, 0, 65, 0.5f, true, -1);
+    lstm_case(&h, 5, 3, 0.5f, false, -1);
+    lstm_case(&h, 640, 640, 0.05f, false, -1);
+    lstm_case(&h, 300, 1025, 0.05f, false, -1);
+    lstm_case(&h, 1025, 640, 0.05f, false, -1);
+    lstm_case(&h, 640, 640, 1.0f, false, -1);
+    lstm_case(&h, 64, 64, 0.2f, true, -1);
+    lstm_case(&h, 96, 96, 0.2f, false, 1); /* the device-resident search's gated step */
+    lstm_case(&h, 96, 96, 0.2f, false, 0);
+    lstm_case(&h, 96, 96, 0.2f, true, 0);
 
     /* STFT: the Parakeet front end (n_fft 512, win 400, hop 160, preemph 0.97) on 1 s of full-scale and
      * quiet noise, a frame range starting inside the signal (tiles), a tone followed by silence (frames

@@ -35,6 +35,7 @@ struct vkasr_session {
     const vkasr_transcribe_params *params;
     size_t seg_token0;               /* first token not yet published in a completed segment */
     double call_start_ms;
+    bool host_decoder;               /* VKASR_DECODER=host at creation: transducers walked on the host */
 };
 
 static double now_ms(void) {
@@ -232,6 +233,12 @@ vkasr_status vkasr_session_create(vkasr_model *model, vkasr_session **out, vkasr
         return e.code;
     }
     s->model = model;
+    /* VKASR_DECODER=host: the transducer search walked on the host, one round trip per emitted token
+     * (the decoder before the device-resident loop; for comparisons and benchmarks). */
+    const char *dec = getenv("VKASR_DECODER");
+    s->host_decoder = dec && strcmp(dec, "host") == 0;
+    if (dec && *dec && !s->host_decoder && strcmp(dec, "device") != 0)
+        LOG_WARN(model->dev->log, "VKASR_DECODER=%s is neither 'device' nor 'host': using the device decoder", dec);
     vkasr_status st = be_backend_create(model->dev, &s->be, &e);
     if (st != VKASR_OK) {
         free(s);
@@ -353,6 +360,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
         .max_memory = p->max_memory,
         .forced = p->forced_steps,
         .nforced = p->n_forced_steps,
+        .host_decoder = s->host_decoder,
     };
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if (st == VKASR_OK || st == VKASR_ABORTED) {

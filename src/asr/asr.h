@@ -120,6 +120,10 @@ struct asr_options {
     const struct asr_chunks *force;  /* tests: these chunks instead of planned ones           */
     const vkasr_decoder_step *forced; /* transducers: teacher forcing of the first nforced steps */
     size_t nforced;
+    bool host_decoder;               /* transducers: walk the search on the host (VKASR_DECODER=host);
+                                        taps and teacher forcing always do                       */
+    int decoder_window;              /* device decoder: frames per joint window (1, 2, 4 or 8); 0:
+                                        chosen per batch (transducer_device.c). Tests set it.     */
 };
 
 /* Runs the whole network on 16 kHz mono samples: plans the memory (failing with

@@ -93,6 +93,9 @@ struct be_op_stat {
     double gpu_ms;
 };
 
+/* A recorded sequence of ops (be_graph_begin). */
+struct be_graph;
+
 struct backend_vtbl {
     void (*destroy)(struct backend *b);
     vkasr_status (*alloc)(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr);
@@ -115,6 +118,11 @@ struct backend_vtbl {
     /* Per-op profile (Vulkan with profiling on): fills up to cap entries, returns the count. */
     size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
     void (*profile_reset)(struct backend *b);
+    /* Recorded sequences (be_graph_*); NULL where the backend has none. */
+    vkasr_status (*graph_begin)(struct backend *b);
+    vkasr_status (*graph_end)(struct backend *b, struct be_graph **out);
+    vkasr_status (*graph_run)(struct backend *b, struct be_graph *g, uint32_t times);
+    void (*graph_free)(struct backend *b, struct be_graph *g);
 };
 
 struct backend {
@@ -150,6 +158,32 @@ static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b);
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }
 static inline vkasr_status be_throttle(struct backend *b, int max_pending) { return b->vt->throttle(b, max_pending); }
 
+/* Recorded sequences of ops, replayed without host work per op (the device-resident decoder's loop).
+ * Ops called between be_graph_begin and be_graph_end are validated and recorded, not run; each
+ * be_graph_run then queues `times` replays of the whole sequence behind the work before it (be_sync
+ * and be_download wait for them like for any op). An op's arguments are fixed when it is recorded,
+ * so the ops of a graph must read every value that changes between replays from device memory.
+ * An op's own scratch (a workspace it takes and returns while it is recorded) is written again by
+ * every replay: allocate the tensors that must survive the replays before recording, and no tensor
+ * while the graph lives (the temporaries of other graphs' ops may share those bytes: replays never
+ * overlap). While a graph is being recorded, uploads and downloads are errors. be_graph_free waits for the
+ * graph's pending replays. be_graph_begin returns VKASR_ERR_UNSUPPORTED where a backend has no
+ * recorded sequences (the reference backend runs each op at once; Vulkan while profiling, whose
+ * timestamps are per dispatch): the caller then runs the ops directly. */
+static inline vkasr_status be_graph_begin(struct backend *b) {
+    if (!b->vt->graph_begin)
+        return err_set(&b->err, VKASR_ERR_UNSUPPORTED, "this backend does not record op sequences");
+    return b->vt->graph_begin(b);
+}
+static inline vkasr_status be_graph_end(struct backend *b, struct be_graph **out) { return b->vt->graph_end(b, out); }
+static inline vkasr_status be_graph_run(struct backend *b, struct be_graph *g, uint32_t times) {
+    return b->vt->graph_run(b, g, times);
+}
+static inline void be_graph_free(struct backend *b, struct be_graph *g) {
+    if (g)
+        b->vt->graph_free(b, g);
+}
+
 /* Validates the arguments, then runs the op on the backend. Errors land in b->err. */
 vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
 
@@ -160,6 +194,11 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
     }
 VKASR_OPS(X)
 #undef X
+
+/* Validates a search's description and writes its initial state (ops.h: struct be_search): t = 0,
+ * S_EMIT set, so that the first search_joint commits the LSTM state that the caller's start-of-
+ * sequence step wrote to h_new. */
+vkasr_status be_search_init(struct backend *b, const struct be_search *s);
 
 /* Lists Vulkan devices (vkasr_list_devices). */
 vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);

@@ -406,9 +406,93 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     }
     TRY(no_overlap(c, &a->h_out, &a->c, "c"));
     TRY(same_or_disjoint(c, &a->c_out, &a->c, "c"));
+    if (present(&a->gate)) {
+        TRY(need(c, "gate", &a->gate, 1, BE_I32));
+        TRY(need_dims(c, "gate", &a->gate, 1, -1));
+        for (int i = 0; i < 2; i++)
+            TRY(no_overlap(c, outs[i], &a->gate, "gate"));
+    }
     if (overlaps(&a->h_out, &a->c_out))
         return bad(c, "h_out", &a->h_out, "overlaps c_out");
     return VKASR_OK;
+}
+
+/* The search's description (struct be_search): shapes, types, and every tensor apart from the others
+ * (the kernels write state, tokens, z, y, x0, h_old and q while reading the rest). */
+static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
+    if (!s)
+        return bad(c, "s", NULL, "NULL");
+    TRY(need(c, "state", &s->state, 2, BE_I32));
+    const int64_t B = s->state.ne[0];
+    if (B != 1 || s->state.ne[1] != SEARCH_STATE_INTS)
+        return bad(c, "state", &s->state, "must be [1, SEARCH_STATE_INTS] (batched search is not implemented)");
+    TRY(need(c, "f", &s->f, 3, BE_F32));
+    const int64_t T = s->f.ne[1], P = s->f.ne[2];
+    if (s->f.ne[0] != B || T < 1 || T > (int64_t)1 << 30 || P < 1 || P > (int64_t)1 << 24)
+        return bad(c, "f", &s->f, "must be [B, T, P] with 1 <= T <= 2^30, 1 <= P <= 2^24");
+    if (s->max_symbols < 1 || T * s->max_symbols >= INT32_MAX)
+        return bad(c, "max_symbols", &s->f, "must be >= 1, and T * max_symbols < 2^31 (32-bit token counts)");
+    TRY(need(c, "tokens", &s->tokens, 3, BE_I32));
+    if (s->tokens.ne[0] != B || s->tokens.ne[1] < 1 || s->tokens.ne[1] > INT32_MAX || s->tokens.ne[2] != 3)
+        return bad(c, "tokens", &s->tokens, "must be [B, capacity, 3]");
+    TRY(need(c, "embed", &s->embed, 2, BE_F32));
+    const int64_t V = s->embed.ne[0] - 1;
+    if (V < 1 || V > (int64_t)1 << 30)
+        return bad(c, "embed", &s->embed, "must be [V+1, P] with 1 <= V <= 2^30");
+    TRY(need_dims(c, "embed", &s->embed, V + 1, P));
+    const struct {
+        const char *name;
+        const be_tensor *t;
+    } bp[] = {{"q", &s->q}, {"x0", &s->x0}};
+    for (size_t i = 0; i < sizeof bp / sizeof bp[0]; i++) {
+        TRY(need(c, bp[i].name, bp[i].t, 2, BE_F32));
+        TRY(need_dims(c, bp[i].name, bp[i].t, B, P));
+    }
+    TRY(need(c, "h_old", &s->h_old, 3, BE_F32));
+    const int64_t L = s->h_old.ne[0];
+    if (L < 1 || L > 64 || s->h_old.ne[1] != B || s->h_old.ne[2] != P)
+        return bad(c, "h_old", &s->h_old, "must be [L, B, P] with 1 <= L <= 64");
+    TRY(need(c, "h_new", &s->h_new, 3, BE_F32));
+    if (s->h_new.ne[0] != L || s->h_new.ne[1] != B || s->h_new.ne[2] != P)
+        return bad(c, "h_new", &s->h_new, "must be [L, B, P] as h_old");
+    TRY(need(c, "z", &s->z, 2, BE_F32));
+    const int64_t wmax = s->z.ne[0] / B;
+    if (s->z.ne[0] % B || wmax < 1 || wmax > SEARCH_MAX_WINDOW)
+        return bad(c, "z", &s->z, "must be [B * Wmax, P] with Wmax <= SEARCH_MAX_WINDOW");
+    TRY(need_dims(c, "z", &s->z, B * wmax, P));
+    TRY(need(c, "y", &s->y, 2, BE_F32));
+    int64_t nd = 0;
+    if (present(&s->durations)) {
+        TRY(need(c, "durations", &s->durations, 1, BE_I32));
+        nd = s->durations.ne[0];
+        if (nd < 1)
+            return bad(c, "durations", &s->durations, "empty");
+    }
+    TRY(need_dims(c, "y", &s->y, B * wmax, V + 1 + nd));
+    const be_tensor *all[] = {&s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y, &s->x0, &s->h_old,
+                              &s->h_new, &s->embed, &s->durations};
+    const int n = (int)(sizeof all / sizeof all[0]);
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (overlaps(all[i], all[j]))
+                return bad(c, "tensors", all[j], "overlaps another tensor of the search");
+    return VKASR_OK;
+}
+
+static vkasr_status v_window(struct vctx *c, const struct be_search *s, int32_t w) {
+    if (w < 1 || (w & (w - 1)) || w > SEARCH_MAX_WINDOW || s->z.ne[0] < w * s->state.ne[0])
+        return bad(c, "window", NULL, "must be a power of two <= Wmax");
+    return VKASR_OK;
+}
+
+static vkasr_status v_search_joint(struct vctx *c, const struct op_search_joint *a) {
+    TRY(v_search(c, a->s));
+    return v_window(c, a->s, a->window);
+}
+
+static vkasr_status v_search_step(struct vctx *c, const struct op_search_step *a) {
+    TRY(v_search(c, a->s));
+    return v_window(c, a->s, a->window);
 }
 
 static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) {
@@ -454,6 +538,21 @@ vkasr_status op_validate(enum op_id id, const void *args, struct err *e) {
 vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
     TRY(op_validate(id, args, &b->err));
     return b->vt->run(b, id, args);
+}
+
+vkasr_status be_search_init(struct backend *b, const struct be_search *s) {
+    struct vctx c = {"search_init", &b->err};
+    TRY(v_search(&c, s));
+    /* S_EMIT: the LSTM state the caller's start-of-sequence step writes to h_new is committed by the
+     * first search_joint. */
+    int32_t st[SEARCH_STATE_INTS] = {0};
+    st[SEARCH_S_FRAMES] = (int32_t)s->f.ne[1];
+    st[SEARCH_S_LAST_T] = -1;
+    st[SEARCH_S_EMIT] = 1;
+    st[SEARCH_S_TOKEN] = (int32_t)(s->embed.ne[0] - 1);
+    for (int64_t h = 0; h < s->state.ne[0]; h++)
+        TRY(be_upload(b, s->state.addr + (uint64_t)h * sizeof st, st, sizeof st));
+    return VKASR_OK;
 }
 
 vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,

@@ -171,9 +171,77 @@ struct op_relpos_attention {
 /* ---- decoder ---------------------------------------------------------------------------------- */
 
 /* One LSTM step (PyTorch gate order i, f, g, o):
- *   x [In], h, c [P] -> h_out, c_out [P];  w_ih [4P, In], w_hh [4P, P] F32;  b [4P] = b_ih + b_hh. */
+ *   x [In], h, c [P] -> h_out, c_out [P];  w_ih [4P, In], w_hh [4P, P] F32;  b [4P] = b_ih + b_hh.
+ * gate (I32 [1], optional): when present and gate[0] == 0 the op writes nothing (the device-resident
+ * search's step for a hypothesis that did not emit). */
 struct op_lstm_step {
     be_tensor x, h, c, w_ih, w_hh, b, h_out, c_out;
+    be_tensor gate;
+};
+
+/* ---- greedy transducer search on the device ------------------------------------------------- */
+
+/* The greedy TDT / RNN-T search (spec §6.4, §6.5) with its loop over frames and emitted tokens on the
+ * device (src/asr/transducer_device.c). One iteration of the search is this sequence of ops, recorded
+ * once and replayed many times without the host looking at any result:
+ *   search_joint   commits the last emission's LSTM state (h_old = h_new where S_EMIT is set) and
+ *                  builds the joint input of a window of W frames: z [B*W, P] = relu(f[t_b + r] + q_b)
+ *   linear         y [B*W, J] = z Wo^T + bo                        (J = V + 1 + ND)
+ *   search_step    per hypothesis: the argmaxes of the window's rows, the walk over blanks and TDT
+ *                  duration skips to the first emission, which is appended to the token ring; on an
+ *                  emission S_EMIT is set and x0 = Emb[token]
+ *   lstm_step      per layer, gated by S_EMIT: (h_old, c) -> (h_new, c) from x0 or the layer below's h_new
+ *   linear         q [B, P] = h_new[L-1] Wp^T + bp
+ * Every changing value lives in device memory: the search state of hypothesis b is state[b]
+ * (SEARCH_S_* below), and a hypothesis that is done is left alone. The state and every per-hypothesis
+ * tensor are indexed by hypothesis so that B hypotheses can advance together (with a batched, masked
+ * LSTM then); the ops take B = 1 for now. The kernels take their tensors' addresses (at most six) in
+ * push constants, not from an argument block in memory: llvmpipe treats addresses loaded from memory
+ * as different per invocation, and search_joint took 5x longer that way (lavapipe, 0.9 against 0.2 ms). */
+#define SEARCH_MAX_WINDOW 32        /* W: a power of two                                          */
+#define SEARCH_STATE_INTS 16        /* per hypothesis                                              */
+/* The state of a hypothesis (I32). */
+enum {
+    SEARCH_S_T = 0,      /* next frame to evaluate                                                  */
+    SEARCH_S_FRAMES,     /* frames of this hypothesis (T_b)                                         */
+    SEARCH_S_LAST_T,     /* frame of the last emission (-1: none yet)                               */
+    SEARCH_S_RUN,        /* symbols emitted at the current frame (the max_symbols rule)             */
+    SEARCH_S_DONE,       /* 1 once t >= T_b                                                         */
+    SEARCH_S_EMIT,       /* 1: the last step emitted (the LSTM runs; the next search_joint commits) */
+    SEARCH_S_TOKEN,      /* the last emitted token                                                  */
+    SEARCH_S_NTOK,       /* tokens emitted so far; token i is in ring slot i % capacity             */
+    SEARCH_S_STEPS,      /* joint evaluations the search consumed (rows walked)                     */
+    SEARCH_S_ITERS,      /* search_step calls that found the hypothesis not done                    */
+    SEARCH_S_SPAN        /* window rows the steps needed: up to the emission, or all of a window    */
+};
+
+/* The search's tensors and constants: one description shared by its ops. */
+struct be_search {
+    be_tensor state;     /* I32 [B, SEARCH_STATE_INTS]                                               */
+    be_tensor tokens;    /* I32 [B, capacity, 3]: ring of emitted (token, frame, duration)           */
+    be_tensor f;         /* F32 [B, T, P]: the encoder half of the joint, f = E We^T + be            */
+    be_tensor q;         /* F32 [B, P]: the projected prediction output                              */
+    be_tensor z;         /* F32 [B * Wmax, P]: joint input of a window                               */
+    be_tensor y;         /* F32 [B * Wmax, J]: joint logits of a window                              */
+    be_tensor x0;        /* F32 [B, P]: Emb[last token], the first LSTM layer's input                */
+    be_tensor h_old, h_new; /* F32 [L, B, P]: LSTM h before and after the last emission's step     */
+    be_tensor embed;     /* F32 [V+1, P]: the prediction network's embedding                         */
+    be_tensor durations; /* I32 [ND]: TDT durations; absent (addr 0) for RNN-T                      */
+    int32_t max_symbols; /* per frame                                                                */
+};
+
+/* Commit (h_old = h_new where S_EMIT is set), then z rows for window W of every hypothesis (frames
+ * past T_b read row T_b - 1). */
+struct op_search_joint {
+    const struct be_search *s;
+    int32_t window;
+};
+
+/* The step: consumes y [B*W, J] (same W as the search_joint before it). Token argmax over columns
+ * [0, V] and duration argmax over [V+1, J) as op_argmax (first index on ties, NaN never wins). */
+struct op_search_step {
+    const struct be_search *s;
+    int32_t window;
 };
 
 /* ---- audio front end -------------------------------------------------------------------------- */
@@ -215,6 +283,8 @@ struct op_feature_norm {
     X(dwconv1d)                                                                                        \
     X(relpos_attention)                                                                                \
     X(lstm_step)                                                                                       \
+    X(search_joint)                                                                                    \
+    X(search_step)                                                                                     \
     X(stft_power)                                                                                      \
     X(feature_norm)
 

@@ -310,6 +310,9 @@ static void cub_destroy(struct backend *bb) {
 static const struct backend_vtbl cu_backend_vtbl = {
     cub_destroy,  cub_alloc, cub_mark, cub_release, cub_upload,  cub_download,      cub_flush,
     cub_throttle, cub_sync,  cub_run,  cub_peak,    cub_reserve, cub_profile, cub_profile_reset,
+    /* no recorded sequences: the device-resident decoder launches its ops directly (no host round
+     * trip per iteration either way) */
+    NULL,         NULL,      NULL,     NULL,
 };
 
 static vkasr_status backend_init(struct cu_backend *b, struct err *e) {

@@ -8,7 +8,10 @@
 static __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 static __global__ void lstm_kernel(const float *x, const float *h, const float *c, const float *wi, const float *wh,
-                                   const float *bias, float *ho, float *co, int64_t In, int64_t P) {
+                                   const float *bias, float *ho, float *co, int64_t In, int64_t P,
+                                   const int32_t *gate) {
+    if (gate && *gate == 0) /* op_lstm_step's gate: closed, the step writes nothing */
+        return;
     int lane = threadIdx.x & 31;
     for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < P;
          j += (int64_t)gridDim.x * blockDim.x / 32) {
@@ -36,7 +39,8 @@ vkasr_status cu_op_lstm_step(struct cu_backend *b, const struct op_lstm_step *a)
         return VKASR_OK;
     lstm_kernel<<<cu_grid(b, (uint64_t)P, LSTM_WARPS), 32 * LSTM_WARPS, 0, b->stream>>>(
         cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<float>(a->w_ih), cu_ptr<float>(a->w_hh),
-        cu_ptr<float>(a->b), cu_ptr<float>(a->h_out), cu_ptr<float>(a->c_out), In, P);
+        cu_ptr<float>(a->b), cu_ptr<float>(a->h_out), cu_ptr<float>(a->c_out), In, P,
+        a->gate.addr ? cu_ptr<int32_t>(a->gate) : (const int32_t *)NULL);
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

@@ -48,6 +48,8 @@ vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
     const float *x = ref_f32(&a->x), *h = ref_f32(&a->h), *c = ref_f32(&a->c), *bias = ref_f32(&a->b);
     const float *wi = ref_f32(&a->w_ih), *wh = ref_f32(&a->w_hh);
     float *ho = ref_f32(&a->h_out), *co = ref_f32(&a->c_out);
+    if (a->gate.addr && ref_i32(&a->gate)[0] == 0)
+        return VKASR_OK;
     for (int64_t j = 0; j < P; j++) {
         double g[4];
         for (int q = 0; q < 4; q++) {

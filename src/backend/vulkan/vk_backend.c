@@ -10,6 +10,8 @@
 static void vkb_destroy(struct backend *bb) {
     struct vk_backend *b = (struct vk_backend *)bb;
     if (b->d && b->d->dev) {
+        if (b->capture)
+            vk_graph_free(bb, b->capture);
         vk_submit(b, true);
         vk_cmd_destroy(b);
         vk_arena_destroy(b->d, &b->scratch);
@@ -160,6 +162,10 @@ static const struct backend_vtbl vk_backend_vtbl = {
     .reserve = vkb_reserve,
     .profile = vkb_profile,
     .profile_reset = vkb_profile_reset,
+    .graph_begin = vk_graph_begin,
+    .graph_end = vk_graph_end,
+    .graph_run = vk_graph_run,
+    .graph_free = vk_graph_free,
 };
 
 

@@ -192,17 +192,27 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
     }
     VkPipeline pipe;
     TRY(vk_pipeline_get(d, dp->spv, dp->spec, dp->nspec, &pipe, e));
-    TRY(ensure_recording(b));
-    struct vk_slot *s = &b->slots[b->cur];
+    VkCommandBuffer cb;
+    if (b->capture) {
+        cb = b->capture->cb; /* a graph: no timestamps, no submission of its own */
+    } else {
+        TRY(ensure_recording(b));
+        cb = b->slots[b->cur].cb;
+    }
     if (needs_barrier(b, dp))
-        compute_barrier(b, s->cb);
+        compute_barrier(b, cb);
     for (int i = 0; i < dp->nreads; i++)
         b->read[b->n_read++] = dp->reads[i];
     for (int i = 0; i < dp->nwrites; i++)
         b->written[b->n_written++] = dp->writes[i];
-    vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
     if (dp->pc_size)
-        vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
+        vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
+    if (b->capture) {
+        vkCmdDispatch(cb, dp->groups[0], dp->groups[1], dp->groups[2]);
+        return VKASR_OK;
+    }
+    struct vk_slot *s = &b->slots[b->cur];
     uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
     /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
      * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
@@ -223,6 +233,8 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
 
 vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off, VkBuffer dst, uint64_t dst_off,
                             uint64_t bytes) {
+    if (b->capture)
+        return err_set(&b->base.err, VKASR_ERR_INTERNAL, "upload or download while an op sequence is being recorded");
     TRY(ensure_recording(b));
     VkCommandBuffer cb = b->slots[b->cur].cb;
     const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
@@ -237,9 +249,34 @@ vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off
     return VKASR_OK;
 }
 
-vkasr_status vk_submit(struct vk_backend *b, bool wait) {
+void vk_graph_barriers(VkCommandBuffer cb, bool at_end) {
+    const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                             VK_ACCESS_TRANSFER_WRITE_BIT;
+    const VkPipelineStageFlags work = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+    if (at_end)
+        global_barrier(cb, work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                       work | VK_PIPELINE_STAGE_HOST_BIT, rw | VK_ACCESS_HOST_READ_BIT);
+    else
+        global_barrier(cb, work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, work, rw);
+}
+
+void vk_track_reset(struct vk_backend *b) { b->n_written = b->n_read = 0; }
+
+static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffer *extra, uint32_t n_extra);
+
+vkasr_status vk_submit(struct vk_backend *b, bool wait) { return submit(b, wait, NULL, 0); }
+
+vkasr_status vk_submit_with(struct vk_backend *b, const VkCommandBuffer *extra, uint32_t n) {
+    if (n)
+        TRY(ensure_recording(b)); /* the slot whose fence covers the extra command buffers */
+    return submit(b, false, extra, n);
+}
+
+static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffer *extra, uint32_t n_extra) {
     struct vk_device *d = b->d;
     struct vk_slot *s = &b->slots[b->cur];
+    if (b->capture)
+        return err_set(&b->base.err, VKASR_ERR_INTERNAL, "submission while an op sequence is being recorded");
     if (s->recording) {
         /* Make all device writes available to the host (downloads from mapped memory). */
         global_barrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
@@ -254,8 +291,14 @@ vkasr_status vk_submit(struct vk_backend *b, bool wait) {
             .commandBufferCount = 1,
             .pCommandBuffers = &s->cb,
         };
+        VkSubmitInfo sx = {
+            .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+            .commandBufferCount = n_extra,
+            .pCommandBuffers = extra,
+        };
         pthread_mutex_lock(&d->queue_lock);
-        VkResult r = vkQueueSubmit(d->queue, 1, &si, s->fence);
+        /* Two batches of one submission, in order, under the slot's fence (signalled when both are done). */
+        VkResult r = vkQueueSubmit(d->queue, n_extra ? 2 : 1, (VkSubmitInfo[]){si, sx}, s->fence);
         pthread_mutex_unlock(&d->queue_lock);
         if (r != VK_SUCCESS)
             return vk_fail(&b->base.err, r, "vkQueueSubmit", __FILE__, __LINE__);

@@ -177,6 +177,16 @@ struct vk_profile_entry {
     double ms;
 };
 
+/* A recorded sequence of dispatches (vk_graph.c): its own command buffer, replayed by submitting it
+ * again (simultaneous use). */
+struct be_graph {
+    VkCommandBuffer cb;
+    VkCommandBuffer *submit;         /* scratch array for a submission of several replays      */
+    uint32_t cap_submit;
+    struct vk_range ring_written[VK_MAX_TRACKED], ring_read[VK_MAX_TRACKED]; /* while recording */
+    int ring_n_written, ring_n_read;
+};
+
 struct vk_backend {
     struct backend base;
     struct vk_device *d;
@@ -190,6 +200,7 @@ struct vk_backend {
     VkQueryPool queries;
     struct vk_profile_entry *prof;
     size_t nprof, capprof;
+    struct be_graph *capture;        /* graph being recorded: vk_record writes into it          */
 };
 
 /* One dispatch: shader + spec constants, push constants, workgroup counts, and the byte ranges the
@@ -210,6 +221,20 @@ struct vk_dispatch {
 
 vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp);
 vkasr_status vk_submit(struct vk_backend *b, bool wait);
+/* Submits the recorded work followed by `n` more command buffers (graph replays) under one fence. */
+vkasr_status vk_submit_with(struct vk_backend *b, const VkCommandBuffer *extra, uint32_t n);
+/* Barriers around a graph's command buffer: everything before it is finished and visible when it
+ * starts; its writes are visible to everything after it, the host included. */
+void vk_graph_barriers(VkCommandBuffer cb, bool at_end);
+/* Forgets the tracked ranges (a full barrier has just ordered everything). */
+void vk_track_reset(struct vk_backend *b);
+
+/* ---- recorded sequences (vk_graph.c): the backend_vtbl graph entries --------------------------- */
+
+vkasr_status vk_graph_begin(struct backend *bb);
+vkasr_status vk_graph_end(struct backend *bb, struct be_graph **out);
+vkasr_status vk_graph_run(struct backend *bb, struct be_graph *g, uint32_t times);
+void vk_graph_free(struct backend *bb, struct be_graph *g);
 /* Waits for the oldest submissions until at most max_pending remain in flight. */
 vkasr_status vk_throttle(struct vk_backend *b, int max_pending);
 vkasr_status vk_cmd_init(struct vk_backend *b, struct err *e);

@@ -1,0 +1,146 @@
+/* test_ops_search.c — the device-resident search's ops (search_joint, search_step) on Vulkan vs the C
+ * reference, bit for bit: every tensor the ops may write (state, token ring, z, x0, h_old) starts with
+ * the same contents on both sides and must end identical, guards intact. search_step: TDT and RNN-T,
+ * windows of 1..32 rows, the window reaching past T, the max_symbols cap at the window's first row,
+ * logits with ties, NaNs and all-NaN rows (first index on ties, NaN never wins, all NaN -> 0), a done
+ * hypothesis. search_joint: the commit of h_new (S_EMIT set or not), rows clamped at T - 1, P and L
+ * from 1 to 300 and 3. The decoders built on them: test_decoder. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "op_harness.h"
+
+enum pattern { RANDOM, TIES, NANS };
+
+struct rig {
+    struct be_search s[2];
+    struct th_tensor *state, *tokens, *f, *q, *z, *y, *x0, *h_old, *h_new, *embed, *durations;
+};
+
+/* A search of one hypothesis over T frames: every tensor an input (identical contents on both sides). */
+static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, int64_t L, int nd, int64_t wmax,
+                 int64_t cap, int max_sym, enum pattern pat) {
+    const int64_t J = V + 1 + nd;
+    r->state = th_input(h, BE_I32, 2, TH_SHAPE(1, SEARCH_STATE_INTS), 0, 1);
+    r->tokens = th_input(h, BE_I32, 3, TH_SHAPE(1, cap, 3), -5, 5);
+    r->f = th_input(h, BE_F32, 3, TH_SHAPE(1, T, P), -1.0f, 1.0f);
+    r->q = th_input(h, BE_F32, 2, TH_SHAPE(1, P), -1.0f, 1.0f);
+    r->z = th_input(h, BE_F32, 2, TH_SHAPE(wmax, P), -1.0f, 1.0f);
+    r->x0 = th_input(h, BE_F32, 2, TH_SHAPE(1, P), -1.0f, 1.0f);
+    r->h_old = th_input(h, BE_F32, 3, TH_SHAPE(L, 1, P), -1.0f, 1.0f);
+    r->h_new = th_input(h, BE_F32, 3, TH_SHAPE(L, 1, P), -1.0f, 1.0f);
+    r->embed = th_input(h, BE_F32, 2, TH_SHAPE(V + 1, P), -1.0f, 1.0f);
+    float *y = malloc((size_t)(wmax * J) * sizeof *y);
+    if (!y)
+        exit(1);
+    for (int64_t i = 0; i < wmax * J; i++) {
+        float v = th_uniform(h, -3.0f, 3.0f);
+        if (pat == TIES) /* few distinct values: ties within a row are common */
+            v = floorf(v);
+        else if (pat == NANS && th_rand(h) % 3 == 0)
+            v = NAN;
+        y[i] = v;
+    }
+    if (pat == NANS && wmax > 1) /* an all-NaN row */
+        for (int64_t j = 0; j < J; j++)
+            y[J + j] = NAN;
+    r->y = th_input_data(h, BE_F32, 2, TH_SHAPE(wmax, J), y);
+    free(y);
+    const int32_t durations[5] = {0, 1, 2, 3, 4};
+    r->durations = nd ? th_input_data(h, BE_I32, 1, TH_SHAPE(nd), durations) : NULL;
+    for (int s = 0; s < 2; s++) {
+        r->s[s] = (struct be_search){
+            .state = TH_T(r->state, s), .tokens = TH_T(r->tokens, s), .f = TH_T(r->f, s),
+            .q = TH_T(r->q, s), .z = TH_T(r->z, s), .y = TH_T(r->y, s), .x0 = TH_T(r->x0, s),
+            .h_old = TH_T(r->h_old, s), .h_new = TH_T(r->h_new, s), .embed = TH_T(r->embed, s),
+            .durations = nd ? TH_T(r->durations, s) : (be_tensor){0}, .max_symbols = max_sym,
+        };
+        if (be_search_init(h->be[s], &r->s[s]) != VKASR_OK) {
+            printf("FAIL [%s]: be_search_init: %s\n", h->name, h->be[s]->err.msg);
+            h->failures++;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Overwrites the state on both sides. */
+static void set_state(struct th *h, struct rig *r, const int32_t *st) {
+    for (int s = 0; s < 2; s++)
+        if (be_upload(h->be[s], TH_T(r->state, s).addr, st, SEARCH_STATE_INTS * sizeof *st) != VKASR_OK)
+            exit(1);
+}
+
+static void check_all(struct th *h, struct rig *r) {
+    struct th_tensor *outs[] = {r->state, r->tokens, r->z, r->x0, r->h_old};
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++)
+        th_check(h, outs[i], 0);
+    th_check_guards(h);
+}
+
+static void step_case(struct th *h, bool tdt, int64_t T, int32_t t, int W, int run, int32_t last_t, int max_sym,
+                      bool done, enum pattern pat) {
+    static const char *const pats[] = {"random", "ties", "NaNs"};
+    th_case(h, "search_step %s T=%lld t=%d W=%d run=%d last_t=%d max_symbols=%d%s %s", tdt ? "TDT" : "RNN-T",
+            (long long)T, t, W, run, last_t, max_sym, done ? " done" : "", pats[pat]);
+    struct rig r;
+    if (!make(h, &r, T, 5, 9, 1, tdt ? 5 : 0, W, 7, max_sym, pat))
+        return;
+    int32_t st[SEARCH_STATE_INTS] = {0};
+    st[SEARCH_S_T] = t;
+    st[SEARCH_S_FRAMES] = (int32_t)T;
+    st[SEARCH_S_LAST_T] = last_t;
+    st[SEARCH_S_RUN] = run;
+    st[SEARCH_S_DONE] = done;
+    st[SEARCH_S_EMIT] = 1;
+    st[SEARCH_S_TOKEN] = 4;
+    st[SEARCH_S_NTOK] = 12; /* the ring wraps: slot 12 % 7 */
+    st[SEARCH_S_STEPS] = 100;
+    st[SEARCH_S_ITERS] = 50;
+    set_state(h, &r, st);
+    struct op_search_step a[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    if (th_run(h, OP_search_step, &a[0], &a[1]))
+        check_all(h, &r);
+}
+
+static void joint_case(struct th *h, int64_t T, int32_t t, int W, int64_t P, int64_t L, bool emit, bool done) {
+    th_case(h, "search_joint T=%lld t=%d W=%d P=%lld L=%lld%s%s", (long long)T, t, W, (long long)P, (long long)L,
+            emit ? " emit" : "", done ? " done" : "");
+    struct rig r;
+    if (!make(h, &r, T, P, 4, L, 5, W, 3, 10, RANDOM))
+        return;
+    int32_t st[SEARCH_STATE_INTS] = {0};
+    st[SEARCH_S_T] = t;
+    st[SEARCH_S_FRAMES] = (int32_t)T;
+    st[SEARCH_S_EMIT] = emit;
+    st[SEARCH_S_DONE] = done;
+    set_state(h, &r, st);
+    struct op_search_joint a[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    if (th_run(h, OP_search_joint, &a[0], &a[1]))
+        check_all(h, &r);
+}
+
+int main(void) {
+    struct th h;
+    th_open(&h, false);
+    static const int windows[] = {1, 2, 8, 32};
+    for (int tdt = 0; tdt < 2; tdt++)
+        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+            for (int pat = RANDOM; pat <= NANS; pat++) {
+                const int W = windows[w];
+                step_case(&h, tdt, 40, 3, W, 0, -1, 10, false, (enum pattern)pat);
+                step_case(&h, tdt, 40, 38, W, 0, -1, 10, false, (enum pattern)pat); /* window past T */
+                step_case(&h, tdt, 40, 39, W, 2, 39, 3, false, (enum pattern)pat);  /* at the cap */
+                step_case(&h, tdt, 1, 0, W, 0, -1, 1, false, (enum pattern)pat);
+            }
+    step_case(&h, true, 40, 40, 8, 0, 39, 10, true, RANDOM);
+    step_case(&h, false, 40, 41, 4, 0, 39, 10, true, TIES);
+    joint_case(&h, 40, 3, 8, 5, 1, true, false);
+    joint_case(&h, 40, 37, 8, 7, 2, false, false); /* rows past T read row T - 1 */
+    joint_case(&h, 5, 0, 32, 300, 3, true, false);
+    joint_case(&h, 1, 0, 1, 1, 1, true, false);
+    joint_case(&h, 40, 40, 8, 5, 2, true, true); /* done: nothing written */
+    return th_close(&h);
+}
