@@ -59,5 +59,6 @@ int write_npy(const char *path, const float *data, size_t rows, size_t cols);
 int cmd_transcribe(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
+int cmd_live(int argc, char **argv);
 
 #endif
