@@ -170,6 +170,12 @@ static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_h
     const struct merge_word *w = h->mw;
     size_t n = h->tr.nwords, a = w0;
     for (size_t k = w0; k < w1; k++) {
+        if (s->seg_open && (double)(w[k].end - s->seg_start) * s->frame_s > TRANSCRIPT_SEGMENT_MAX_S) {
+            /* word k would stretch the open segment too far: it ends before it */
+            TRY(deliver_final(s, h, a, k, true, audio_end, e));
+            a = k;
+            s->seg_open = false;
+        }
         if (!s->seg_open) {
             s->seg_open = true;
             s->seg_start = w[k].start;
@@ -178,9 +184,7 @@ static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_h
         /* the next word: a final one, else the first tentative one, else none seen before the horizon */
         int64_t next = k + 1 < n ? w[k + 1].start : horizon;
         bool close = transcript_ends_sentence(h->tr.words[k].text) ||
-                     (double)(next - w[k].end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S ||
-                     (k + 1 < w1 && (double)(w[k + 1].end - s->seg_start) * s->frame_s > TRANSCRIPT_SEGMENT_MAX_S) ||
-                     (last && k + 1 == w1);
+                     (double)(next - w[k].end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S || (last && k + 1 == w1);
         if (!close && k + 1 < w1)
             continue;
         TRY(deliver_final(s, h, a, k + 1, close, audio_end, e));

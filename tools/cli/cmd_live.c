@@ -209,6 +209,13 @@ static void print_time(double t) {
     printf("%02d:%02d:%06.3f", h, m, fmod(t, 60));
 }
 
+/* s, or the next character start after it when s points inside a UTF-8 sequence. */
+static const char *utf8_start(const char *s) {
+    while ((*s & 0xC0) == 0x80)
+        s++;
+    return s;
+}
+
 /* The terminal line: the open segment's final words, then the partial ones dimmed; only its tail when
  * it is wider than the terminal (a wrapped line cannot be rewritten with \r). */
 static void redraw(struct live_out *o) {
@@ -218,13 +225,13 @@ static void redraw(struct live_out *o) {
     size_t skip = total > room ? total - room : 0;
     fputs("\r\033[K", stdout);
     if (skip < lf)
-        fputs(f + skip, stdout);
+        fputs(utf8_start(f + skip), stdout);
     if (lp) {
         size_t ps = skip > lf ? skip - lf - (lf ? 1 : 0) : 0;
         if (lf && skip <= lf)
             fputc(' ', stdout);
         if (ps < lp)
-            printf("\033[2m%s\033[0m", p + ps);
+            printf("\033[2m%s\033[0m", utf8_start(p + ps));
     }
     fflush(stdout);
 }
@@ -268,9 +275,10 @@ static void on_final(const vkasr_stream_update *u, void *ud) {
             print_time(o->seg_end);
             fputs("]  ", stdout);
         }
-        printf("%s\n", o->seg);
+        printf("%s\n", o->seg ? o->seg : "");
         o->seg_len = 0;
-        o->seg[0] = '\0';
+        if (o->seg)
+            o->seg[0] = '\0';
         o->seg_has_words = false;
         if (fflush(stdout) != 0)
             o->write_failed = 1;
