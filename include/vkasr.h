@@ -476,7 +476,8 @@ VKASR_API vkasr_status vkasr_stream_get_stats(vkasr_stream *stream, vkasr_stream
 VKASR_API const char *vkasr_stream_last_error(vkasr_stream *stream);
 
 /* Cancels (if not finished), waits for the worker, frees the stream and gives the session back. NULL is
- * a no-op; not from a callback (there it does nothing). */
+ * a no-op; not from a callback (there it does nothing). No other call on the stream may run meanwhile
+ * or follow (push, cancel and stats from other threads must have returned). */
 VKASR_API void vkasr_stream_free(vkasr_stream *stream);
 
 /* ---------------------------------------------------------------------------------------------- */

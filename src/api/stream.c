@@ -34,6 +34,7 @@ struct vkasr_stream {
     atomic_bool cancel;
 
     pthread_t thread;
+    pthread_mutex_t join_lock;       /* finish and free may race from several threads: one joins  */
     bool joined;
 
     /* The worker's own state. */
@@ -294,7 +295,7 @@ static void *worker_main(void *arg) {
             to = from;
         size_t n = (size_t)(to - from);
         vkasr_status st = grow(&s->win, &s->win_cap, n ? n : 1);
-        if (st == VKASR_OK)
+        if (st == VKASR_OK && n)
             memcpy(s->win, s->buf + (from - s->base), n * sizeof *s->win);
         pthread_mutex_unlock(&s->lock);
 
@@ -385,7 +386,14 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
     }
+    if (pthread_mutex_init(&s->join_lock, NULL) != 0) {
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
+    }
     if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        pthread_mutex_destroy(&s->join_lock);
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
         free(s);
@@ -409,7 +417,8 @@ static vkasr_status take_converted(struct vkasr_stream *s, struct err *e) {
     }
     if (grow(&s->buf, &s->cap, s->n + m) != VKASR_OK)
         return err_set(e, VKASR_ERR_NO_MEMORY, "live stream: out of host memory for %zu queued samples", s->n + m);
-    memcpy(s->buf + s->n, x, m * sizeof *x);
+    if (m)
+        memcpy(s->buf + s->n, x, m * sizeof *x);
     s->n += m;
     s->stats.audio_seconds = (double)(s->base + (int64_t)s->n) / VKASR_SAMPLE_RATE;
     audio_conv_consume(s->conv);
@@ -448,10 +457,12 @@ vkasr_status vkasr_stream_push(vkasr_stream *s, const float *samples, size_t n, 
 static bool on_worker(const struct vkasr_stream *s) { return pthread_equal(pthread_self(), s->thread); }
 
 static void join_worker(struct vkasr_stream *s) {
+    pthread_mutex_lock(&s->join_lock);
     if (!s->joined) {
         pthread_join(s->thread, NULL);
         s->joined = true;
     }
+    pthread_mutex_unlock(&s->join_lock);
 }
 
 vkasr_status vkasr_stream_finish(vkasr_stream *s) {
@@ -502,6 +513,7 @@ void vkasr_stream_free(vkasr_stream *s) {
     join_worker(s);
     s->session->stream = NULL;
     audio_conv_free(s->conv);
+    pthread_mutex_destroy(&s->join_lock);
     pthread_cond_destroy(&s->wake);
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
