@@ -4,8 +4,11 @@
 # status, the text (the sample's words, a time prefix), the PNG (signature, size) and that the Khronos
 # validation layer reported nothing.
 # usage: test_gtk_app.sh APP MODEL AUDIO WORK_DIR
+# Exit 77 (CTest: skipped, not passed) when xvfb-run is missing where the test runs (a build tree moved
+# to a machine without a display server, as tools/gpu does).
 set -u
 APP=$1 MODEL=$2 AUDIO=$3 WORK=$4
+command -v xvfb-run >/dev/null 2>&1 || { echo "SKIP: xvfb-run not found (Debian: xvfb xauth)"; exit 77; }
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
