@@ -373,16 +373,17 @@ VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *
  *     |<---- left context ---->|<-- not yet final, about one hop -->|<-- right context -->|
  *                                                                   ^ horizon
  *
- * Words whose middle lies before the horizon become final; words after it are partial text, redone by
- * the next window. Windows are merged by the words' encoder frames (80 ms): the boundary between what
- * one window made final and what the next one decides is placed in the middle of the gap after the last
- * final word, so a word that a neighbouring window places a frame or two differently is still made
- * final once — never twice, never dropped.
+ * Words that end by the horizon become final (each was heard with the right context after it); later
+ * words are partial text, redone by the next window. Windows are merged by the words' encoder frames
+ * (80 ms): the boundary between what one window made final and what the next one decides is placed
+ * midway between the starts of the last final word and of the next word, so a word that a neighbouring
+ * window places a frame differently is still made final once — never twice, never dropped
+ * (docs/live.md states the exact condition).
  *
  * Latency and cost. A word becomes final when the audio up to the horizon after it plus the right
  * context has arrived and the window has run: from the end of a word, between right_context and
  * hop + right_context seconds plus the window's compute time (defaults: 0.32-0.96 s plus compute). Each
- * second of audio is transcribed (left + hop + right) / hop times over (defaults: about 5x), so a
+ * second of audio is transcribed (left + hop + right) / hop times over (defaults: 5.5), so a
  * stream costs that many times the GPU time of transcribing the audio once; docs/live.md has measured
  * figures. When the device is too slow for the hop, catch_up (default) lets the next window take all
  * the audio that arrived meanwhile, up to 16 hops (longer, rarer windows), instead of falling further
