@@ -24,9 +24,10 @@ $B $M tests/data/audio/heldout --rounds 3 --speed 0 --no-catch-up 2>&1 | tee "$O
 # 4) the CLI on the README sample at real time
 build-gpu/tools/vkasr live -v --timestamps --simulate samples/sample.wav 2>&1 | tee "$OUT/live-cli.log"
 # 5) a 0.6B-shaped model (random weights: its words are noise, its cost is real), made by bench.sh
-if [ -f /tmp/p06.gguf ]; then
-    $B /tmp/p06.gguf tests/data/audio/heldout --rounds 2 2>&1 | tee "$OUT/live-0.6b.log"
+P06=${P06:-/tmp/p06.gguf}   # made by tools/gpu/bench.sh in the same machine session
+if [ -f "$P06" ]; then
+    $B "$P06" tests/data/audio/heldout --rounds 2 2>&1 | tee "$OUT/live-0.6b.log"
 else
-    echo "no /tmp/p06.gguf (tools/gpu/bench.sh makes it): the 0.6B-shaped run is skipped"
+    echo "no $P06 (tools/gpu/bench.sh makes it): the 0.6B-shaped run is skipped"
 fi
 grep -hE "^(model|audio|offline|live WER|windows|finalisation)" "$OUT"/live-*.log
