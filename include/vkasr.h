@@ -9,12 +9,30 @@
  *                  buffers). Not thread-safe: use one session per thread.
  *   vkasr_result   owned by its session; valid until the next transcribe call on that session or
  *                  vkasr_session_free().
+ *   vkasr_stream   live transcription on a session (below): audio pushed in pieces from any thread,
+ *                  text back through callbacks on the stream's worker thread.
  *
  * Errors
  *   Every fallible call returns a vkasr_status. Calls that create objects also fill an optional
  *   vkasr_error with a message naming what failed (file, tensor, field, device feature); session
  *   calls keep the last message in the session (vkasr_session_last_error()). The library never
  *   exits or aborts the process on bad input, and has no global mutable state.
+ *
+ * In a desktop application (examples/gtk is one)
+ *   Threads. Keep vkasr calls off the UI thread. vkasr_transcribe_*() calls its progress, segment and
+ *   abort callbacks on the calling thread, inside the call; a stream calls its callbacks on its own
+ *   worker thread. A callback must not call into the same session; it copies what it needs and hands it
+ *   to the UI thread (GTK: g_idle_add; Qt: a queued signal). To cancel, let the abort callback read a
+ *   flag the UI sets (files), or call vkasr_stream_cancel() (live).
+ *   Lifetimes. Free streams, then their sessions, then the model (vkasr_session_free() stops and frees a
+ *   stream the session still has). Pointers a callback receives are valid during the callback only.
+ *   The model. vkasr_default_model_path() finds the default model installed with the library.
+ *   Startup. vkasr_model_load() reads the file and uploads the weights; the first transcription on a
+ *   device also creates the GPU pipelines it uses (on CPU drivers, a good part of a second). Load the
+ *   model and transcribe half a second of silence on a background thread at start to hide both.
+ *   Memory. Device memory holds the weights (vkasr_model_info.weight_bytes) plus each session's scratch,
+ *   which follows the longest input transcribed (vkasr_timings.peak_device_bytes); a stream's windows
+ *   are seconds long. $VKASR_MAX_DEVICE_MEMORY_MIB caps the total.
  *
  * Usage
  *
@@ -371,6 +389,19 @@ VKASR_API vkasr_status vkasr_transcribe_file(vkasr_session *session, const char 
                                              const vkasr_transcribe_params *params,
                                              const vkasr_result **out_result);
 
+/* Decodes an audio file (any format vkasr_transcribe_file() reads; "-" is standard input) into 16 kHz
+ * mono float samples in *out_samples (malloc'd; release with vkasr_free()). For applications that feed
+ * files to a stream, show a waveform or play the audio. */
+VKASR_API vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out_n,
+                                        vkasr_error *error);
+VKASR_API void vkasr_free(void *p); /* memory vkasr allocated for the caller; NULL is a no-op */
+
+/* The model to use when the user names none: $VKASR_MODEL when set, else the default model installed
+ * with the library (<datadir>/vkasr/vkasr-tdt-tiny-en.gguf, e.g. /usr/local/share/vkasr/...), else the
+ * one of the source tree the library was built from. Copies the path into buf and returns buf, or
+ * returns NULL when no such file exists or buf is too small. */
+VKASR_API const char *vkasr_default_model_path(char *buf, size_t size);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Results                                                                                        */
 
@@ -425,6 +456,127 @@ VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int
  * float32; NULL otherwise. */
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
 VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Live transcription                                                                             */
+/*
+ * A stream transcribes audio pushed in pieces as it arrives (a microphone, a call) and reports text
+ * within about a second: final text that will not change, and partial text that may.
+ *
+ * How. Parakeet models are offline models: every output frame attends to the whole input. A stream
+ * therefore runs the session on overlapping windows of the audio received so far (NeMo's buffered
+ * inference for offline models). Each hop of new audio, it transcribes one window:
+ *
+ *     |<---- left context ---->|<-- not yet final, about one hop -->|<-- right context -->|
+ *                                                                   ^ horizon
+ *
+ * Words that end by the horizon become final (each was heard with the right context after it); later
+ * words are partial text, redone by the next window. Windows are merged by the words' encoder frames
+ * (80 ms): the boundary between what one window made final and what the next one decides is placed
+ * midway between the starts of the last final word and of the next word, so a word that a neighbouring
+ * window places a frame differently is still made final once — never twice, never dropped
+ * (docs/live.md states the exact condition).
+ *
+ * Latency and cost. A word becomes final when the audio up to the horizon after it plus the right
+ * context has arrived and the window has run: from the end of a word, between right_context and
+ * hop + right_context seconds plus the window's compute time (defaults: 0.32-0.96 s plus compute). Each
+ * second of audio is transcribed (left + hop + right) / hop times over (defaults: 5.5), so a
+ * stream costs that many times the GPU time of transcribing the audio once; docs/live.md has measured
+ * figures. When the device is too slow for the hop, catch_up (default) lets the next window take all
+ * the audio that arrived meanwhile, up to 16 hops (longer, rarer windows), instead of falling further
+ * behind; a device slower than real time falls behind regardless.
+ *
+ * Threads. A stream owns one worker thread, created by vkasr_stream_create(), which runs every window
+ * and calls every callback; vkasr_stream_finish() waits for it. vkasr_stream_push() and
+ * vkasr_stream_cancel() may be called from any thread, also concurrently and from inside a callback;
+ * push copies the samples and returns at once (it never waits for inference). The session belongs to
+ * the stream until vkasr_stream_free(): other calls on it fail with VKASR_ERR_INVALID_ARG meanwhile.
+ * The model may still be shared with other sessions on other threads. Callbacks must not call
+ * vkasr_stream_finish() or vkasr_stream_free() (they return VKASR_ERR_INVALID_ARG / do nothing there);
+ * a UI application copies what it needs and hands it to its UI thread (g_idle_add, a queued signal).
+ */
+
+typedef struct vkasr_stream vkasr_stream;
+
+/* What a callback receives. Everything it points to is valid only during the callback. Times are in
+ * seconds from the stream's first sample; words[i].first_token indexes tokens. */
+typedef struct vkasr_stream_update {
+    const char *text;              /* final: the words that just became final; partial: the tentative
+                                      words after everything final ("" when there are none)         */
+    const vkasr_token *tokens;
+    size_t n_tokens;
+    const vkasr_word *words;
+    size_t n_words;
+    bool segment_end;              /* final only: the segment (a caption line) ends after these words:
+                                      a sentence ended, a pause of 1 s followed, 30 s passed, or the
+                                      stream finished. May come with no words (the pause was seen
+                                      after the last words were made final).                        */
+    double audio_end;              /* the end of the audio the window saw, in stream seconds         */
+} vkasr_stream_update;
+
+typedef void (*vkasr_stream_callback)(const vkasr_stream_update *update, void *user_data);
+
+typedef struct vkasr_stream_params {
+    uint32_t struct_size;
+    double hop_seconds;            /* new audio per window (default 0.64)                            */
+    double left_context_seconds;   /* audio before the undecided part that a window repeats
+                                      (default 2.56)                                                 */
+    double right_context_seconds;  /* audio after the horizon (default 0.32): words in it are partial */
+    bool catch_up;                 /* default true: when windows fall behind, the next one takes all
+                                      the audio that arrived (timing-dependent windows, bounded
+                                      latency); false: every hop is transcribed in turn, so the text
+                                      depends only on the audio (tests), but a slow device lags     */
+    vkasr_stream_callback final_callback;   /* words that will not change (NULL: none)             */
+    vkasr_stream_callback partial_callback; /* called after each window whose partial text changed,
+                                               and after each final update                          */
+    void *user_data;
+    int max_symbols_per_step;      /* as in vkasr_transcribe_params                                  */
+} vkasr_stream_params;
+
+/* Durations are rounded to whole encoder frames (80 ms); each must be at least one frame. The right
+ * context is what keeps a word that the window's end cuts off from becoming final. */
+VKASR_API vkasr_stream_params vkasr_stream_params_default(void);
+
+typedef struct vkasr_stream_stats {
+    double audio_seconds;          /* pushed so far (at 16 kHz)                                      */
+    double final_seconds;          /* the text of the audio before this point is final               */
+    uint64_t windows;              /* windows transcribed                                             */
+    double window_seconds;         /* audio in those windows, in total                               */
+    double compute_seconds;        /* wall time the worker spent transcribing them (on a GPU, an upper
+                                      bound of the GPU time); / audio_seconds = cost per audio second */
+} vkasr_stream_stats;
+
+/* Starts a stream on a session (which it owns until vkasr_stream_free()) and its worker thread. */
+VKASR_API vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_params *params,
+                                           vkasr_stream **out_stream, vkasr_error *error);
+
+/* Appends mono float samples in [-1, 1] at sample_rate (resampled to 16 kHz; the rate must not change
+ * within a stream). Any thread. Returns VKASR_ERR_INVALID_ARG for bad arguments or after finish,
+ * VKASR_ERR_AUDIO for non-finite samples, VKASR_ABORTED after a cancel, and the worker's error once a
+ * window failed (vkasr_stream_last_error() says why; the stream then stops). */
+VKASR_API vkasr_status vkasr_stream_push(vkasr_stream *stream, const float *samples, size_t n, int sample_rate);
+
+/* End of input: transcribes what is left (the last window has no right context, so everything becomes
+ * final and the open segment ends), waits until the last callback has returned, and stops the worker.
+ * Returns VKASR_OK, VKASR_ABORTED after a cancel, or the worker's error. Not from a callback. */
+VKASR_API vkasr_status vkasr_stream_finish(vkasr_stream *stream);
+
+/* Asks the stream to stop as soon as possible: the window in progress is abandoned at its next check
+ * (between encoder blocks or decoding steps), pushed audio not yet transcribed is dropped, and no final
+ * update follows. Returns at once; any thread, also from a callback. Callbacks may still be running
+ * until vkasr_stream_finish() or vkasr_stream_free() returns. */
+VKASR_API void vkasr_stream_cancel(vkasr_stream *stream);
+
+/* A snapshot of the stream's figures; any thread. */
+VKASR_API vkasr_status vkasr_stream_get_stats(vkasr_stream *stream, vkasr_stream_stats *out);
+
+/* Why the worker failed ("" if it did not). Valid until vkasr_stream_free(). */
+VKASR_API const char *vkasr_stream_last_error(vkasr_stream *stream);
+
+/* Cancels (if not finished), waits for the worker, frees the stream and gives the session back. NULL is
+ * a no-op; not from a callback (there it does nothing). No other call on the stream may run meanwhile
+ * or follow (push, cancel and stats from other threads must have returned). */
+VKASR_API void vkasr_stream_free(vkasr_stream *stream);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Profiling (model loaded with profile = true)                                                   */

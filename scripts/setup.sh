@@ -1,11 +1,14 @@
 #!/bin/sh
 # setup.sh — installs the Debian 12 packages vkasr needs (when missing) and builds it in ./build.
 # Run as root, or as a user with sudo. Idempotent: a second run only rebuilds what changed.
+# The last line's packages are optional for the build: the GTK example application (examples/gtk) with
+# microphone capture, and what its test needs (Xvfb); without them the library, CLI and tests build.
 set -eu
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
-vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev"
+vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev \
+libgtk-4-dev libasound2-dev xvfb xauth"
 
 missing=""
 for p in $PKGS; do

@@ -221,6 +221,48 @@ for bad in "--seconds 0" "--seconds 1," "--seconds x" "--runs 0" "--runs 2x" "--
 done
 expect 3 "$VKASR" bench -m "$DATA/no/such/model" --seconds 1 --runs 1
 
+# live: --help and usage errors; WAV and raw PCM on stdin and --simulate give the same lines (without
+# catch-up, windows, and so the text, depend only on the audio, not on when it arrives)
+CLIP=$DATA/audio/heldout/h00000.wav   # "it cost four hundred nine dollars"; 16 kHz 16-bit mono, 44-byte header
+expect 0 "$VKASR" live --help;            grep -q -- "--simulate" "$WORK/out" || fail "live --help lists --simulate"
+expect 2 "$VKASR" live --speed 2
+expect 2 "$VKASR" live --format s8
+expect 2 "$VKASR" live --hop 0
+expect 2 "$VKASR" live "$CLIP"
+expect 3 "$VKASR" live -m "$DATA/no/such/model" --simulate "$CLIP"
+expect 4 "$VKASR" live -m "$SHIPPED" --simulate "$WORK/missing.wav"
+grep -q "missing.wav" "$WORK/err" || fail "live: the error names the missing file"
+expect 0 "$VKASR" live -v --timestamps -m "$SHIPPED" --simulate "$CLIP" --speed 0;  cp "$WORK/out" "$WORK/live.txt"
+grep -Eq '^\[00:00:[0-9]{2}\.[0-9]{3} --> 00:00:[0-9]{2}\.[0-9]{3}\]  it cost four hundred nine dollars$' "$WORK/live.txt" ||
+    fail "live --simulate --timestamps: \"$(cat "$WORK/live.txt")\" (want one timed line: it cost four hundred nine dollars)"
+grep -q "compute .* per audio second" "$WORK/err" || fail "live -v prints the stream's figures"
+expect 0 sh -c "'$VKASR' live -np --timestamps --no-catch-up -m '$SHIPPED' <'$CLIP'"
+cmp -s "$WORK/out" "$WORK/live.txt" || fail "live: WAV on stdin differs from --simulate"
+tail -c +45 "$CLIP" >"$WORK/clip.raw"
+expect 0 sh -c "cat '$WORK/clip.raw' | '$VKASR' live -np --timestamps --no-catch-up -m '$SHIPPED' --rate 16000 --format s16le"
+cmp -s "$WORK/out" "$WORK/live.txt" || fail "live: raw PCM on stdin differs from --simulate"
+# a WAV stream in a format vkasr does not read (IMA ADPCM) is an audio error
+printf 'RIFF\044\000\000\000WAVEfmt \020\000\000\000\021\000\001\000\200\076\000\000\000\175\000\000\002\000\004\000data\000\000\000\000' >"$WORK/adpcm.wav"
+expect 4 sh -c "'$VKASR' live -m '$SHIPPED' <'$WORK/adpcm.wav'"
+grep -q "WAV format 17" "$WORK/err" || fail "live: unsupported WAV format named"
+# Ctrl-C while reading standard input: what arrived is finished and printed, exit 130. The clip (48 KB of
+# raw PCM) fits a pipe's buffer, so it is all there when vkasr starts; the signal follows its "input" line.
+tail -c +45 "$DATA/audio/heldout/h00501.wav" >"$WORK/short.raw"
+rm -f "$WORK/li.out" "$WORK/li.err" "$WORK/li.fifo" && mkfifo "$WORK/li.fifo"
+"$VKASR_BIN" live -v -m "$SHIPPED" <"$WORK/li.fifo" >"$WORK/li.out" 2>"$WORK/li.err" &
+pid=$!
+exec 3>"$WORK/li.fifo"            # held open: vkasr sees no end of input
+cat "$WORK/short.raw" >&3
+n=0
+while ! grep -q "vkasr: input 16000 Hz" "$WORK/li.err" && kill -0 "$pid" 2>/dev/null && [ $n -lt 600 ]; do
+    sleep 0.05; n=$((n + 1))
+done
+sleep 1
+kill -INT "$pid"; wait "$pid"; status=$?
+exec 3>&-
+[ "$status" -eq 130 ] || fail "live SIGINT: exit $status (want 130)"
+[ "$(wc -l <"$WORK/li.out")" -eq 1 ] || fail "live SIGINT: the audio received was not finished (no final line)"
+
 # devices
 expect 0 "$VKASR" devices
 grep -q "usable      yes" "$WORK/out" || fail "devices lists a usable device"

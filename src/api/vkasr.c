@@ -4,39 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
-#include "asr/asr.h"
-#include "asr/transcript.h"
+#include "api/api.h"
 #include "audio/audio.h"
-
-struct vkasr_model {
-    struct logger log;
-    struct be_device *dev;
-    struct asr_model *am;
-    vkasr_model_info info;
-};
-
-struct vkasr_result {
-    struct transcript tr;
-    struct asr_output out;
-    double duration;
-    bool partial;                    /* the call was aborted: tokens cover the audio only in part */
-    vkasr_timings timings;
-    size_t mel_dim, enc_dim;
-};
-
-struct vkasr_session {
-    vkasr_model *model;
-    struct backend *be;
-    struct asr_cache cache;
-    struct err err;
-    struct vkasr_result result;
-    /* the call in progress */
-    const vkasr_transcribe_params *params;
-    size_t seg_token0;               /* first token not yet published in a completed segment */
-    double call_start_ms;
-    bool host_decoder;               /* VKASR_DECODER=host at creation: transducers walked on the host */
-};
 
 static double now_ms(void) {
     struct timespec ts;
@@ -59,17 +30,6 @@ vkasr_model_params vkasr_model_params_default(void) {
 vkasr_transcribe_params vkasr_transcribe_params_default(void) {
     return (vkasr_transcribe_params){.struct_size = sizeof(vkasr_transcribe_params)};
 }
-
-/* Copies the fields a caller's (possibly older, smaller) struct provides over the defaults. */
-#define READ_PARAMS(dst, src, dflt)                                                                    \
-    do {                                                                                               \
-        dst = dflt;                                                                                    \
-        if (src) {                                                                                     \
-            size_t n_ = (src)->struct_size < sizeof(dst) ? (src)->struct_size : sizeof(dst);           \
-            memcpy(&dst, src, n_);                                                                     \
-            dst.struct_size = sizeof(dst);                                                             \
-        }                                                                                              \
-    } while (0)
 
 vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, vkasr_error *error) {
     struct err e = {0};
@@ -253,6 +213,7 @@ vkasr_status vkasr_session_create(vkasr_model *model, vkasr_session **out, vkasr
 void vkasr_session_free(vkasr_session *s) {
     if (!s)
         return;
+    vkasr_stream_free(s->stream); /* a stream left running: stopped first (it uses the session) */
     result_clear(&s->result);
     asr_cache_free(&s->cache);
     be_backend_destroy(s->be);
@@ -399,6 +360,14 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
 static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
     if (!s)
         return VKASR_ERR_INVALID_ARG;
+    /* Checked first: a stream's worker uses the session's backend and result-free state; this call must
+     * leave them alone (s->err is not used by streams). */
+    if (s->stream) {
+        if (out)
+            *out = NULL;
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "the session is in use by a live stream (vkasr_stream_free() gives it back)");
+    }
     s->call_start_ms = now_ms();
     err_clear(&s->err);
     result_clear(&s->result);
@@ -440,6 +409,57 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
     vkasr_status st = run(s, &a, &p, load_ms, out);
     audio_free(&a);
     return st;
+}
+
+vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out_n, vkasr_error *error) {
+    struct err e = {0};
+    if (out_samples)
+        *out_samples = NULL;
+    if (out_n)
+        *out_n = 0;
+    if (!path || !out_samples || !out_n) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_audio_load: path, out_samples and out_n must not be NULL");
+        err_export(&e, error);
+        return e.code;
+    }
+    struct audio a = {0};
+    vkasr_status st = audio_load_file(path, VKASR_SAMPLE_RATE, &a, &e);
+    if (st == VKASR_OK) {
+        *out_samples = a.samples; /* malloc'd: vkasr_free() */
+        *out_n = a.n;
+    }
+    err_export(&e, error);
+    return st;
+}
+
+void vkasr_free(void *p) { free(p); }
+
+#ifndef VKASR_DEFAULT_MODELS
+#define VKASR_DEFAULT_MODELS ""
+#endif
+
+const char *vkasr_default_model_path(char *buf, size_t size) {
+    if (!buf || size == 0)
+        return NULL;
+    const char *env = getenv("VKASR_MODEL");
+    if (env && *env) {
+        if (strlen(env) >= size)
+            return NULL;
+        memcpy(buf, env, strlen(env) + 1);
+        return buf;
+    }
+    for (const char *p = VKASR_DEFAULT_MODELS; *p;) { /* ':'-separated, set by the build */
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < size) {
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            if (access(buf, R_OK) == 0)
+                return buf;
+        }
+        p += n + (p[n] == ':');
+    }
+    buf[0] = '\0';
+    return NULL;
 }
 
 /* ---- results ----------------------------------------------------------------------------------- */
@@ -499,7 +519,7 @@ const float *vkasr_result_encoder(const vkasr_result *r, size_t *frames, size_t 
 /* ---- profiling ---------------------------------------------------------------------------------- */
 
 vkasr_status vkasr_session_profile(const vkasr_session *s, vkasr_op_profile *out, size_t capacity, size_t *count) {
-    if (!s || !count)
+    if (!s || !count || s->stream) /* a stream's worker owns the session's backend */
         return VKASR_ERR_INVALID_ARG;
     struct be_op_stat st[128];
     size_t n = s->be->vt->profile(s->be, st, 128);
@@ -513,6 +533,6 @@ vkasr_status vkasr_session_profile(const vkasr_session *s, vkasr_op_profile *out
 }
 
 void vkasr_session_profile_reset(vkasr_session *s) {
-    if (s)
+    if (s && !s->stream)
         s->be->vt->profile_reset(s->be);
 }

@@ -2,14 +2,11 @@
  * rules): TDT tokens span [t, t+d) with punctuation snapped to the previous token's end, RNN-T tokens one
  * frame, CTC tokens their run; words start at pieces carrying U+2581 and absorb punctuation; segments
  * close after a word ending in . ? ! — and, for models without punctuation, before a word that follows
- * a silence of at least SEGMENT_GAP_S or would stretch the segment beyond SEGMENT_MAX_S. */
+ * a silence of at least TRANSCRIPT_SEGMENT_GAP_S or would stretch the segment beyond TRANSCRIPT_SEGMENT_MAX_S. */
 #include "transcript.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define SEGMENT_GAP_S 1.0
-#define SEGMENT_MAX_S 30.0
 
 struct sbuf {
     char *p;
@@ -234,7 +231,7 @@ static vkasr_status build_words(const struct tokenizer *tok, const struct asr_to
     return VKASR_OK;
 }
 
-static bool ends_sentence(const char *text) {
+bool transcript_ends_sentence(const char *text) {
     size_t n = strlen(text);
     return n && (text[n - 1] == '.' || text[n - 1] == '?' || text[n - 1] == '!');
 }
@@ -244,10 +241,11 @@ static vkasr_status build_segments(const struct tokenizer *tok, const struct asr
     size_t cap = 0, first = 0;
     for (size_t w = 0; w < tr->nwords; w++) {
         bool last = w + 1 == tr->nwords;
-        bool close = last || ends_sentence(tr->words[w].text);
+        bool close = last || transcript_ends_sentence(tr->words[w].text);
         if (!close) {
             const vkasr_word *nx = &tr->words[w + 1];
-            close = nx->start - tr->words[w].end >= SEGMENT_GAP_S || nx->end - tr->words[first].start > SEGMENT_MAX_S;
+            close = nx->start - tr->words[w].end >= TRANSCRIPT_SEGMENT_GAP_S ||
+                    nx->end - tr->words[first].start > TRANSCRIPT_SEGMENT_MAX_S;
         }
         if (!close)
             continue;

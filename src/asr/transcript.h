@@ -4,6 +4,11 @@
 
 #include "asr.h"
 
+/* Segments close after a word ending a sentence (. ? !), before a word that follows a silence of at
+ * least GAP seconds, or before one that would stretch the segment beyond MAX seconds. */
+#define TRANSCRIPT_SEGMENT_GAP_S 1.0
+#define TRANSCRIPT_SEGMENT_MAX_S 30.0
+
 struct transcript {
     char *text;
     vkasr_token *tokens;             /* piece points into the tokenizer; text is owned        */
@@ -20,5 +25,7 @@ void transcript_free(struct transcript *tr);
 vkasr_status transcript_append(struct transcript *dst, struct transcript *part, size_t nseg, struct err *e);
 /* True when a piece starts a word (begins with U+2581). */
 bool transcript_piece_starts_word(const char *piece);
+/* True when a word's text ends a sentence (its last character is . ? or !). */
+bool transcript_ends_sentence(const char *text);
 
 #endif

@@ -38,4 +38,19 @@ vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rat
                             struct audio *out, struct err *e);
 void audio_free(struct audio *a);
 
+/* Incremental conversion for live input: interleaved float frames in (any rate and channel count, the
+ * checks and conversions above), mono samples at `rate` out as they become available. The resampler
+ * holds back a few milliseconds of output until more input arrives or audio_conv_drain() ends it. */
+struct audio_conv;
+vkasr_status audio_conv_create(const char *name, int src_rate, int channels, int rate, struct audio_conv **out,
+                               struct err *e);
+vkasr_status audio_conv_push(struct audio_conv *c, const float *interleaved, size_t frames, struct err *e);
+/* End of input: flushes what the resampler holds. */
+vkasr_status audio_conv_drain(struct audio_conv *c, struct err *e);
+/* The converted samples not consumed yet (*n of them; the pointer is valid until the next call). */
+const float *audio_conv_output(const struct audio_conv *c, size_t *n);
+void audio_conv_consume(struct audio_conv *c);
+int audio_conv_source_rate(const struct audio_conv *c);
+void audio_conv_free(struct audio_conv *c); /* NULL is a no-op */
+
 #endif

@@ -407,3 +407,60 @@ void audio_free(struct audio *a) {
     free(a->samples);
     memset(a, 0, sizeof *a);
 }
+
+/* ---- incremental conversion (live streams) ------------------------------------------------------ */
+
+struct audio_conv {
+    struct sink sink;
+    char name[64];
+};
+
+vkasr_status audio_conv_create(const char *name, int src_rate, int channels, int rate, struct audio_conv **out,
+                               struct err *e) {
+    *out = NULL;
+    struct audio_conv *c = calloc(1, sizeof *c);
+    if (!c)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    snprintf(c->name, sizeof c->name, "%s", name ? name : "PCM input");
+    vkasr_status st = sink_init(&c->sink, c->name, src_rate, channels, rate, e);
+    if (st != VKASR_OK) {
+        audio_conv_free(c);
+        return st;
+    }
+    *out = c;
+    return VKASR_OK;
+}
+
+vkasr_status audio_conv_push(struct audio_conv *c, const float *interleaved, size_t frames, struct err *e) {
+    if (frames > SIZE_MAX / sizeof(float) / (size_t)c->sink.channels)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: %zu frames x %d channels is too large", c->name, frames,
+                       c->sink.channels);
+    size_t chunk = CHUNK_SAMPLES / (size_t)c->sink.channels;
+    if (chunk < 1)
+        chunk = 1;
+    for (size_t f = 0; f < frames; f += chunk) {
+        size_t k = frames - f < chunk ? frames - f : chunk;
+        TRY(sink_push(&c->sink, interleaved + f * (size_t)c->sink.channels, k, e));
+    }
+    return VKASR_OK;
+}
+
+vkasr_status audio_conv_drain(struct audio_conv *c, struct err *e) {
+    return c->sink.sx ? sink_resample(&c->sink, NULL, 0, e) : VKASR_OK;
+}
+
+const float *audio_conv_output(const struct audio_conv *c, size_t *n) {
+    *n = c->sink.n;
+    return c->sink.out;
+}
+
+void audio_conv_consume(struct audio_conv *c) { c->sink.n = 0; }
+
+int audio_conv_source_rate(const struct audio_conv *c) { return c->sink.src_rate; }
+
+void audio_conv_free(struct audio_conv *c) {
+    if (!c)
+        return;
+    sink_free(&c->sink);
+    free(c);
+}

@@ -64,5 +64,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_live(int argc, char **argv);
 
 #endif

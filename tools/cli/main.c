@@ -15,6 +15,7 @@ static const struct command {
     const char *summary;
 } commands[] = {
     {"transcribe", cmd_transcribe, "transcribe audio files (vkasr transcribe --help)"},
+    {"live", cmd_live, "transcribe audio as it arrives on standard input (vkasr live --help)"},
     {"devices", cmd_devices, "list Vulkan devices and the features vkasr uses"},
     {"convert", cmd_convert, "convert a Hugging Face model directory to vkasr's GGUF file"},
     {"compare", cmd_compare, "run one file on several devices and compare them stage by stage"},

@@ -1,0 +1,525 @@
+/* stream.c — live transcription (vkasr_stream_*): pushed audio is queued under a lock, a worker thread
+ * owned by the stream transcribes overlapping windows of it with the session (asr_run), merges their
+ * hypotheses by word frames (asr/merge.c) and calls the final and partial callbacks. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "asr/merge.h"
+#include "audio/audio.h"
+
+struct vkasr_stream {
+    vkasr_session *session;
+    vkasr_stream_params p;
+    int64_t hop, left, right;        /* encoder frames                                               */
+    int64_t frame_samples;           /* samples per encoder frame (1280 for Parakeet)               */
+    double frame_s;                  /* seconds per encoder frame                                    */
+
+    /* Shared between the pushing threads and the worker: under `lock`. */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;             /* audio arrived, finish or cancel requested                    */
+    struct audio_conv *conv;         /* created by the first push (its rate fixes the stream's)      */
+    float *buf;                      /* 16 kHz samples [base, base + n)                               */
+    size_t n, cap;
+    int64_t base;
+    int64_t keep_from;               /* samples before it are no longer needed (worker sets it)      */
+    bool finishing;                  /* vkasr_stream_finish() was called                              */
+    vkasr_status status;             /* the worker's failure (or VKASR_ABORTED); OK while running   */
+    struct err err;                  /* its message                                                   */
+    vkasr_stream_stats stats;
+    atomic_bool cancel;
+
+    pthread_t thread;
+    pthread_mutex_t join_lock;       /* finish and free may race from several threads: one joins  */
+    bool joined;
+
+    /* The worker's own state. */
+    struct merge_state merge;
+    int64_t horizon;                 /* frames: the horizon of the last window                       */
+    float *win;                      /* the window's samples                                          */
+    size_t win_cap;
+    bool seg_open;                   /* final words were delivered since the last segment end        */
+    int64_t seg_start;               /* frame of the open segment's first word                        */
+    int64_t last_end;                /* frame where the last final word ends                          */
+    char *partial;                   /* the last partial text delivered                               */
+    struct err werr;                 /* the worker's errors, copied to `err` under the lock           */
+};
+
+/* A late window takes at most this many hops: on a device slower than real time the stream falls
+ * behind whatever it does, and windows must not grow with the backlog (attention is quadratic). */
+#define MAX_CATCH_UP_HOPS 16
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+vkasr_stream_params vkasr_stream_params_default(void) {
+    return (vkasr_stream_params){.struct_size = sizeof(vkasr_stream_params),
+                                 .hop_seconds = 0.64,
+                                 .left_context_seconds = 2.56,
+                                 .right_context_seconds = 0.32,
+                                 .catch_up = true};
+}
+
+/* ---- one window ---------------------------------------------------------------------------------- */
+
+/* A window's hypothesis: tokens with stream frames, their words, and the merge's view of the words. */
+struct window_hyp {
+    struct asr_output out;
+    struct transcript tr;
+    int32_t *ids;                    /* token ids, contiguous (merge_word.ids points into it)         */
+    struct merge_word *mw;
+};
+
+static void hyp_free(struct window_hyp *h) {
+    asr_output_free(&h->out);
+    transcript_free(&h->tr);
+    free(h->ids);
+    free(h->mw);
+    memset(h, 0, sizeof *h);
+}
+
+static vkasr_status hyp_words(struct vkasr_stream *s, struct window_hyp *h, struct err *e) {
+    const struct asr_model *am = s->session->model->am;
+    TRY(transcript_build(&am->tok, &am->cfg, h->out.tokens, h->out.ntokens, &h->tr, e));
+    h->ids = malloc((h->out.ntokens ? h->out.ntokens : 1) * sizeof *h->ids);
+    h->mw = malloc((h->tr.nwords ? h->tr.nwords : 1) * sizeof *h->mw);
+    if (!h->ids || !h->mw)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (size_t i = 0; i < h->out.ntokens; i++)
+        h->ids[i] = h->out.tokens[i].id;
+    for (size_t w = 0; w < h->tr.nwords; w++) {
+        const vkasr_word *wd = &h->tr.words[w];
+        const struct asr_token *t = h->out.tokens + wd->first_token;
+        int64_t start = t[0].frame, end = start + 1;
+        for (size_t k = 0; k < wd->n_tokens; k++) {
+            int64_t e_k = t[k].frame + (t[k].duration > 1 ? t[k].duration : 1);
+            end = e_k > end ? e_k : end;
+        }
+        h->mw[w] = (struct merge_word){start, end, h->ids + wd->first_token, wd->n_tokens};
+    }
+    return VKASR_OK;
+}
+
+/* The words [w0, w1) of the hypothesis rebuilt on their own: text, tokens and words. */
+static vkasr_status build_part(const struct vkasr_stream *s, const struct window_hyp *h, size_t w0, size_t w1,
+                               struct transcript *part, struct err *e) {
+    const struct asr_model *am = s->session->model->am;
+    size_t t0 = 0, t1 = 0;
+    if (w1 > w0) {
+        t0 = h->tr.words[w0].first_token;
+        t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
+    }
+    return transcript_build(&am->tok, &am->cfg, h->out.tokens + t0, t1 - t0, part, e);
+}
+
+static void call(const struct vkasr_stream *s, vkasr_stream_callback cb, const struct transcript *part,
+                 bool segment_end, double audio_end) {
+    if (!cb)
+        return;
+    vkasr_stream_update u = {.text = part->text ? part->text : "",
+                             .tokens = part->tokens,
+                             .n_tokens = part->ntokens,
+                             .words = part->words,
+                             .n_words = part->nwords,
+                             .segment_end = segment_end,
+                             .audio_end = audio_end};
+    cb(&u, s->p.user_data);
+}
+
+/* Calls the final callback with the words [w0, w1). */
+static vkasr_status deliver_final(struct vkasr_stream *s, const struct window_hyp *h, size_t w0, size_t w1,
+                                  bool segment_end, double audio_end, struct err *e) {
+    struct transcript part;
+    TRY(build_part(s, h, w0, w1, &part, e));
+    call(s, s->p.final_callback, &part, segment_end, audio_end);
+    transcript_free(&part);
+    return VKASR_OK;
+}
+
+/* Calls the partial callback with the tentative words [w0, n) when their text changed or `force`. */
+static vkasr_status deliver_partial(struct vkasr_stream *s, const struct window_hyp *h, size_t w0, bool force,
+                                    double audio_end, struct err *e) {
+    struct transcript part;
+    TRY(build_part(s, h, w0, h->tr.nwords, &part, e));
+    const char *text = part.text ? part.text : "";
+    vkasr_status st = VKASR_OK;
+    if (force || strcmp(text, s->partial ? s->partial : "") != 0) {
+        char *keep = strdup(text);
+        if (!keep) {
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        } else {
+            free(s->partial);
+            s->partial = keep;
+            call(s, s->p.partial_callback, &part, false, audio_end);
+        }
+    }
+    transcript_free(&part);
+    return st;
+}
+
+/* Delivers the words [w0, w1) that became final, split where segments end (transcript.h's rules: a
+ * sentence end, a pause of TRANSCRIPT_SEGMENT_GAP_S before the next word, TRANSCRIPT_SEGMENT_MAX_S). */
+static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_hyp *h, size_t w0, size_t w1,
+                                   int64_t horizon, bool last, double audio_end, struct err *e) {
+    const struct merge_word *w = h->mw;
+    size_t n = h->tr.nwords, a = w0;
+    for (size_t k = w0; k < w1; k++) {
+        if (s->seg_open && (double)(w[k].end - s->seg_start) * s->frame_s > TRANSCRIPT_SEGMENT_MAX_S) {
+            /* word k would stretch the open segment too far: it ends before it */
+            TRY(deliver_final(s, h, a, k, true, audio_end, e));
+            a = k;
+            s->seg_open = false;
+        }
+        if (!s->seg_open) {
+            s->seg_open = true;
+            s->seg_start = w[k].start;
+        }
+        s->last_end = w[k].end;
+        /* the next word: a final one, else the first tentative one, else none seen before the horizon */
+        int64_t next = k + 1 < n ? w[k + 1].start : horizon;
+        bool close = transcript_ends_sentence(h->tr.words[k].text) ||
+                     (double)(next - w[k].end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S || (last && k + 1 == w1);
+        if (!close && k + 1 < w1)
+            continue;
+        TRY(deliver_final(s, h, a, k + 1, close, audio_end, e));
+        a = k + 1;
+        if (close)
+            s->seg_open = false;
+    }
+    if (w1 == w0 && s->seg_open) {
+        /* Nothing new: the open segment ends when the pause after its last word has grown long enough. */
+        int64_t next = w1 < n ? w[w1].start : horizon;
+        if (last || (double)(next - s->last_end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S) {
+            TRY(deliver_final(s, h, w0, w0, true, audio_end, e));
+            s->seg_open = false;
+        }
+    }
+    return VKASR_OK;
+}
+
+static bool window_should_abort(void *ud) { return atomic_load(&((struct vkasr_stream *)ud)->cancel); }
+
+/* Transcribes s->win (n samples starting at stream frame w_start) and reports what it decided. */
+static vkasr_status run_window(struct vkasr_stream *s, int64_t w_start, size_t n, int64_t horizon, bool last,
+                               struct err *e) {
+    const struct asr_model *am = s->session->model->am;
+    struct window_hyp h = {0};
+    struct asr_hooks hooks = {.should_abort = window_should_abort, .ud = s};
+    /* windows are seconds long: the automatic attention (full) and the device's memory budget */
+    struct asr_options opt = {.max_symbols = s->p.max_symbols_per_step, .attention = ASR_ATT_AUTO,
+                              .host_decoder = s->session->host_decoder};
+    vkasr_status st = VKASR_OK;
+    if (n > 0) /* the last window may hold no audio: it then only closes the open segment */
+        st = asr_run(am, s->session->be, &s->session->cache, s->win, n, &opt, &hooks, &h.out, e);
+    for (size_t i = 0; st == VKASR_OK && i < h.out.ntokens; i++)
+        h.out.tokens[i].frame += w_start;
+    if (st == VKASR_OK)
+        st = hyp_words(s, &h, e);
+    if (st == VKASR_OK) {
+        struct merge_split sp;
+        merge_window(&s->merge, h.mw, h.tr.nwords, horizon, last, &sp);
+        double audio_end = (double)(w_start * s->frame_samples + (int64_t)n) / VKASR_SAMPLE_RATE;
+        st = deliver_finals(s, &h, sp.first_new, sp.first_tentative, horizon, last, audio_end, e);
+        if (st == VKASR_OK)
+            st = deliver_partial(s, &h, sp.first_tentative, sp.first_tentative > sp.first_new, audio_end, e);
+    }
+    hyp_free(&h);
+    return st;
+}
+
+/* ---- the worker ----------------------------------------------------------------------------------- */
+
+/* The next window, decided under the lock: its horizon (frames) and whether it is the last one.
+ * Returns false when there is nothing to do yet. */
+static bool next_window(struct vkasr_stream *s, int64_t *horizon, bool *last) {
+    int64_t total = s->base + (int64_t)s->n;         /* samples received                   */
+    int64_t avail = total / s->frame_samples - s->right; /* horizons up to here are complete  */
+    int64_t h = s->horizon + s->hop;
+    if (h <= avail && (!s->finishing || !s->p.catch_up)) {
+        if (s->p.catch_up) { /* take everything that arrived: the largest whole number of hops */
+            int64_t hops = (avail - s->horizon) / s->hop;
+            h = s->horizon + (hops < MAX_CATCH_UP_HOPS ? hops : MAX_CATCH_UP_HOPS) * s->hop;
+        }
+        *horizon = h;
+        *last = false;
+        return true;
+    }
+    if (s->finishing) {
+        *horizon = (total + s->frame_samples - 1) / s->frame_samples;
+        *last = true;
+        return true;
+    }
+    return false;
+}
+
+static vkasr_status grow(float **p, size_t *cap, size_t need) {
+    if (need <= *cap)
+        return VKASR_OK;
+    size_t c = *cap ? *cap : 16384;
+    while (c < need)
+        c *= 2;
+    float *np = realloc(*p, c * sizeof *np);
+    if (!np)
+        return VKASR_ERR_NO_MEMORY;
+    *p = np;
+    *cap = c;
+    return VKASR_OK;
+}
+
+static void *worker_main(void *arg) {
+    struct vkasr_stream *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        int64_t horizon = 0;
+        bool last = false;
+        while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !next_window(s, &horizon, &last))
+            pthread_cond_wait(&s->wake, &s->lock);
+        if (s->status != VKASR_OK || atomic_load(&s->cancel))
+            break;
+        /* The window: left context before the cut, up to the horizon plus the right context. Early
+         * windows are shorter: NeMo pads its first buffers with zeros instead, which made the default
+         * model mishear short utterances (digital silence is a signal it never heard). */
+        int64_t cut = merge_cut(&s->merge);
+        int64_t w_start = cut - s->left > 0 ? cut - s->left : 0;
+        int64_t total = s->base + (int64_t)s->n;
+        int64_t from = w_start * s->frame_samples;
+        int64_t to = last ? total : (horizon + s->right) * s->frame_samples;
+        if (from < s->base) /* cannot happen: keep_from trails the cut; stay safe */
+            from = s->base;
+        if (to < from)
+            to = from;
+        size_t n = (size_t)(to - from);
+        vkasr_status st = grow(&s->win, &s->win_cap, n ? n : 1);
+        if (st == VKASR_OK && n)
+            memcpy(s->win, s->buf + (from - s->base), n * sizeof *s->win);
+        pthread_mutex_unlock(&s->lock);
+
+        double t0 = now_s();
+        if (st != VKASR_OK)
+            err_set(&s->werr, st, "live stream: out of host memory for a window of %zu samples", n);
+        else
+            st = run_window(s, w_start, n, horizon, last, &s->werr);
+        double dt = now_s() - t0;
+
+        pthread_mutex_lock(&s->lock);
+        s->horizon = horizon;
+        s->stats.windows++;
+        s->stats.window_seconds += (double)n / VKASR_SAMPLE_RATE;
+        s->stats.compute_seconds += dt;
+        int64_t new_cut = merge_cut(&s->merge);
+        s->stats.final_seconds = last ? (double)total / VKASR_SAMPLE_RATE : (double)new_cut * s->frame_s;
+        /* audio before the next window's left context is no longer needed */
+        int64_t keep = (new_cut - s->left) * s->frame_samples;
+        if (keep > s->keep_from)
+            s->keep_from = keep;
+        if (st != VKASR_OK) {
+            s->status = st;
+            s->err = s->werr;
+            if (st == VKASR_ABORTED)
+                err_set(&s->err, VKASR_ABORTED, "live stream cancelled");
+            break;
+        }
+        if (last)
+            break;
+    }
+    if (s->status == VKASR_OK && atomic_load(&s->cancel)) {
+        s->status = VKASR_ABORTED;
+        err_set(&s->err, VKASR_ABORTED, "live stream cancelled");
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- the public calls ----------------------------------------------------------------------------- */
+
+static vkasr_status fail_create(struct err *e, vkasr_error *error, vkasr_status st) {
+    err_export(e, error);
+    return st;
+}
+
+vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_params *params, vkasr_stream **out,
+                                 vkasr_error *error) {
+    struct err e = {0};
+    if (out)
+        *out = NULL;
+    if (!session || !out)
+        return fail_create(&e, error,
+                           err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_stream_create: session and out_stream must not be NULL"));
+    if (session->stream)
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_stream_create: the session already has a stream"));
+    vkasr_stream_params p;
+    READ_PARAMS(p, params, vkasr_stream_params_default());
+    const struct model_config *c = &session->model->am->cfg;
+    int64_t frame_samples = (int64_t)c->sub_factor * c->hop_length;
+    double frame_s = (double)frame_samples / c->sample_rate;
+    if (!(p.hop_seconds >= frame_s * 0.5 && p.hop_seconds <= 3600) ||
+        !(p.left_context_seconds >= frame_s * 0.5 && p.left_context_seconds <= 3600) ||
+        !(p.right_context_seconds >= frame_s * 0.5 && p.right_context_seconds <= 3600))
+        return fail_create(&e, error,
+                           err_set(&e, VKASR_ERR_INVALID_ARG,
+                                   "vkasr_stream_create: hop %g s, left context %g s, right context %g s: each must be "
+                                   "at least one encoder frame (%g s) and at most an hour",
+                                   p.hop_seconds, p.left_context_seconds, p.right_context_seconds, frame_s));
+    struct vkasr_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory"));
+    s->session = session;
+    s->p = p;
+    s->frame_samples = frame_samples;
+    s->frame_s = frame_s;
+    s->hop = (int64_t)llround(p.hop_seconds / frame_s);
+    s->left = (int64_t)llround(p.left_context_seconds / frame_s);
+    s->right = (int64_t)llround(p.right_context_seconds / frame_s);
+    merge_init(&s->merge);
+    atomic_init(&s->cancel, false);
+    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        free(s);
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
+    }
+    if (pthread_cond_init(&s->wake, NULL) != 0) {
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
+    }
+    if (pthread_mutex_init(&s->join_lock, NULL) != 0) {
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
+    }
+    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
+        pthread_mutex_destroy(&s->join_lock);
+        pthread_cond_destroy(&s->wake);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread"));
+    }
+    session->stream = s;
+    *out = s;
+    err_export(&e, error);
+    return VKASR_OK;
+}
+
+/* Moves the converter's output into the queue and drops audio no window needs any more. Under the lock. */
+static vkasr_status take_converted(struct vkasr_stream *s, struct err *e) {
+    size_t m = 0;
+    const float *x = audio_conv_output(s->conv, &m);
+    if (s->keep_from > s->base && s->keep_from - s->base >= (int64_t)(s->n / 2)) {
+        size_t drop = (size_t)(s->keep_from - s->base) < s->n ? (size_t)(s->keep_from - s->base) : s->n;
+        memmove(s->buf, s->buf + drop, (s->n - drop) * sizeof *s->buf);
+        s->n -= drop;
+        s->base += (int64_t)drop;
+    }
+    if (grow(&s->buf, &s->cap, s->n + m) != VKASR_OK)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "live stream: out of host memory for %zu queued samples", s->n + m);
+    if (m)
+        memcpy(s->buf + s->n, x, m * sizeof *x);
+    s->n += m;
+    s->stats.audio_seconds = (double)(s->base + (int64_t)s->n) / VKASR_SAMPLE_RATE;
+    audio_conv_consume(s->conv);
+    return VKASR_OK;
+}
+
+vkasr_status vkasr_stream_push(vkasr_stream *s, const float *samples, size_t n, int sample_rate) {
+    if (!s)
+        return VKASR_ERR_INVALID_ARG;
+    pthread_mutex_lock(&s->lock);
+    vkasr_status st = s->status;
+    struct err e = {0};
+    if (st == VKASR_OK && atomic_load(&s->cancel))
+        st = VKASR_ABORTED;
+    else if (st == VKASR_OK && s->finishing)
+        st = VKASR_ERR_INVALID_ARG; /* a caller's mistake: the stream itself is fine, no message kept */
+    else if (st == VKASR_OK && ((!samples && n) || sample_rate <= 0))
+        st = VKASR_ERR_INVALID_ARG;
+    else if (st == VKASR_OK && s->conv && audio_conv_source_rate(s->conv) != sample_rate)
+        st = VKASR_ERR_INVALID_ARG;
+    for (size_t i = 0; st == VKASR_OK && i < n; i++) /* all or nothing: a bad sample rejects the push */
+        if (!isfinite(samples[i]))
+            st = VKASR_ERR_AUDIO;
+    if (st == VKASR_OK && !s->conv)
+        st = audio_conv_create("live stream", sample_rate, 1, VKASR_SAMPLE_RATE, &s->conv, &e);
+    if (st == VKASR_OK && n)
+        st = audio_conv_push(s->conv, samples, n, &e);
+    if (st == VKASR_OK)
+        st = take_converted(s, &e);
+    /* A failed push (its status says why) leaves the stream going on with what it had. */
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    return st;
+}
+
+static bool on_worker(const struct vkasr_stream *s) { return pthread_equal(pthread_self(), s->thread); }
+
+static void join_worker(struct vkasr_stream *s) {
+    pthread_mutex_lock(&s->join_lock);
+    if (!s->joined) {
+        pthread_join(s->thread, NULL);
+        s->joined = true;
+    }
+    pthread_mutex_unlock(&s->join_lock);
+}
+
+vkasr_status vkasr_stream_finish(vkasr_stream *s) {
+    if (!s || on_worker(s))
+        return VKASR_ERR_INVALID_ARG;
+    pthread_mutex_lock(&s->lock);
+    if (!s->finishing && s->status == VKASR_OK && s->conv) {
+        struct err e = {0};
+        vkasr_status st = audio_conv_drain(s->conv, &e);
+        if (st == VKASR_OK)
+            st = take_converted(s, &e);
+        if (st != VKASR_OK && s->status == VKASR_OK) {
+            s->status = st;
+            s->err = e;
+        }
+    }
+    s->finishing = true;
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+    join_worker(s);
+    return s->status;
+}
+
+void vkasr_stream_cancel(vkasr_stream *s) {
+    if (!s)
+        return;
+    atomic_store(&s->cancel, true);
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_signal(&s->wake);
+    pthread_mutex_unlock(&s->lock);
+}
+
+vkasr_status vkasr_stream_get_stats(vkasr_stream *s, vkasr_stream_stats *out) {
+    if (!s || !out)
+        return VKASR_ERR_INVALID_ARG;
+    pthread_mutex_lock(&s->lock);
+    *out = s->stats;
+    pthread_mutex_unlock(&s->lock);
+    return VKASR_OK;
+}
+
+const char *vkasr_stream_last_error(vkasr_stream *s) { return s ? s->err.msg : "no stream"; }
+
+void vkasr_stream_free(vkasr_stream *s) {
+    if (!s || on_worker(s))
+        return;
+    vkasr_stream_cancel(s);
+    join_worker(s);
+    s->session->stream = NULL;
+    audio_conv_free(s->conv);
+    pthread_mutex_destroy(&s->join_lock);
+    pthread_cond_destroy(&s->wake);
+    pthread_mutex_destroy(&s->lock);
+    free(s->buf);
+    free(s->win);
+    free(s->partial);
+    free(s);
+}
