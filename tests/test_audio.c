@@ -4,6 +4,7 @@
  * generator (frame counts), from an independent WAV parser below, or from analytic signals.
  * Modes: no arguments = all tests; `--stdin FILE [NAME]` = load NAME (default "-") with FILE on
  * standard input (ctest runs it through a redirect and through a pipe) and compare with FILE. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,14 @@ static void test_bad_inputs(void) {
     CHECK(a.n == 0 && a.samples == NULL, "failed load leaves an empty audio");
     st = load(A("nan_f32.wav"), 8000, &a, &e); /* same answer on the resampling path */
     expect_fail("NaN sample resampled", st, VKASR_ERR_AUDIO, &e, "nan_f32.wav", "NaN");
+    /* finite samples near FLT_MAX overflow the resampler's filter (found by tests/fuzz/fuzz_audio.c;
+     * its input is tests/data/fuzz/audio/resample_overflow_f32.wav) */
+    float huge[256];
+    for (int i = 0; i < 256; i++)
+        huge[i] = FLT_MAX;
+    err_clear(&e);
+    st = audio_from_pcm(huge, 256, 8000, 1, 16000, &a, &e);
+    expect_fail("resampler overflow", st, VKASR_ERR_AUDIO, &e, "PCM input", "overflowed");
     st = load(audio_dir, 16000, &a, &e);
     expect_fail("directory", st, VKASR_ERR_IO, &e, audio_dir, "directory");
     st = audio_load_memory("", 0, "zero.wav", 16000, &a, &e);

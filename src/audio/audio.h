@@ -21,7 +21,8 @@ struct audio {
  *                  (what is present is decoded, as libsndfile reports it);
  *   ERR_IO         a path that cannot be opened (missing, permissions) or is a directory; stdin read errors;
  *   ERR_AUDIO      0-byte input, unknown/malformed format (libsndfile's reason quoted), a decode error,
- *                  a NaN/Inf sample (its frame, channel and time are named);
+ *                  a NaN/Inf sample (its frame, channel and time are named), finite samples so large
+ *                  that resampling overflows (the time is named);
  *   ERR_NO_MEMORY  decoding is incremental, so only the real content is allocated;
  *   ERR_INVALID_ARG NULL pointers, a target rate outside 1..2^24.
  * Integer formats scale to s / 2^(bits-1); float formats are kept as stored (no clipping). Channels are

@@ -109,6 +109,13 @@ static vkasr_status sink_resample(struct sink *s, const float *in, size_t ilen, 
             return err_set(e, VKASR_ERR_AUDIO, "%s: resampling %d Hz -> %d Hz failed: %s", s->name, s->src_rate,
                            s->rate, se);
         used += idone;
+        /* Finite input can still overflow the filter: float files may hold values up to FLT_MAX. */
+        for (size_t k = s->n; k < s->n + odone; k++)
+            if (!isfinite(s->out[k]))
+                return err_set(e, VKASR_ERR_AUDIO,
+                               "%s: resampling %d Hz -> %d Hz overflowed at %.6f s: sample values too large for "
+                               "audio",
+                               s->name, s->src_rate, s->rate, (double)k / s->rate);
         s->n += odone;
         if (odone == olen)
             continue; /* output was cut short: more is waiting */
