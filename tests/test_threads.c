@@ -1,9 +1,10 @@
 /* test_threads.c — the C API's thread contract (include/vkasr.h): one model, read-only once loaded,
- * shared by sessions on several threads at once. Each worker creates its own session (the first ones
- * concurrently with the others' first transcriptions, while pipelines and weights are still being set
- * up), transcribes different files in a different order, with progress and log callbacks, and one
+ * shared by sessions on several threads at once. On a freshly loaded model (what is set up on first
+ * use, such as compute pipelines, is set up by the workers, concurrently), each worker creates its own
+ * session, transcribes different files in a different order, with progress and log callbacks, and one
  * worker also aborts a call through its abort callback and goes on. Every transcript must equal the
- * one made on a single thread. Built and run under ThreadSanitizer by scripts/test.sh --sanitize.
+ * one made on a single thread with a model of its own. Run under ThreadSanitizer by
+ * scripts/test.sh --sanitize.
  * usage: test_threads MODEL AUDIO_DIR [DEVICE] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -116,17 +117,14 @@ int main(int argc, char **argv) {
         snprintf(paths[f], sizeof paths[f], "%s/%s", argv[2], files[f]);
     vkasr_model_params mp = vkasr_model_params_default();
     mp.device = argc == 4 ? argv[3] : NULL;
-    mp.log_callback = on_log;
-    mp.log_user_data = &log_calls;
-    mp.log_level = VKASR_LOG_DEBUG; /* log calls from every thread */
-    vkasr_model *m = NULL;
     vkasr_error e;
+
+    /* the reference: each file on this thread alone, with a model of its own */
+    vkasr_model *m = NULL;
     if (vkasr_model_load(argv[1], &mp, &m, &e) != VKASR_OK) {
         printf("FAIL: load %s: %s\n", argv[1], e.message);
         return 1;
     }
-
-    /* the reference: each file on this thread alone */
     vkasr_session *s = NULL;
     EXPECT(vkasr_session_create(m, &s, &e) == VKASR_OK, "session: %s", e.message);
     for (int f = 0; s && f < NFILES; f++) {
@@ -137,7 +135,17 @@ int main(int argc, char **argv) {
             take(r, &want[f]);
     }
     vkasr_session_free(s);
+    vkasr_model_free(m);
     EXPECT(want[0].n > 0, "precondition: %s gives tokens", files[0]);
+
+    /* the shared model, fresh: what is set up on first use (pipelines, staging) is set up by the workers */
+    mp.log_callback = on_log;
+    mp.log_user_data = &log_calls;
+    mp.log_level = VKASR_LOG_DEBUG; /* log calls from every thread */
+    if (vkasr_model_load(argv[1], &mp, &m, &e) != VKASR_OK) {
+        printf("FAIL: load %s: %s\n", argv[1], e.message);
+        return 1;
+    }
 
     struct worker ws[NWORKERS];
     pthread_t th[NWORKERS];
