@@ -5,8 +5,8 @@
 # TARGET: gguf safetensors hf_config tokenizer audio cli_output (default: all).
 # Environment: FUZZ_JOBS targets at a time (default 2); FUZZ_RUNS stop each after that many executions.
 # Exits 1 when a target reports a finding (crash, sanitizer report, failed check, leak, timeout, memory
-# limit); the input is kept as build-asan/fuzz/TARGET/crash-* (or leak-, timeout-, oom-) and replays
-# with build-asan/tests/fuzz/replay_TARGET FILE. docs/fuzzing.md says what to do with it.
+# limit); the input is kept as build-asan/fuzz/TARGET/crash-* (or leak-, timeout-, oom-), and
+# build-asan/tests/fuzz/fuzz_TARGET FILE runs it again. docs/fuzzing.md says what to do with it.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -58,7 +58,7 @@ run_one() {
         echo "fuzz_$t: FINDING (log: $dir/log):"
         grep -aE 'ERROR|SUMMARY|fuzz check failed|runtime error' "$dir/log" | head -n 5 | sed 's/^/    /'
         for a in "$dir"/crash-* "$dir"/leak-* "$dir"/timeout-* "$dir"/oom-*; do
-            [ -f "$a" ] && echo "    input: $a (replay: build-asan/tests/fuzz/replay_$t $a)"
+            [ -f "$a" ] && echo "    input: $a (to replay it: build-asan/tests/fuzz/fuzz_$t $a)"
         done
         return 1
     fi
