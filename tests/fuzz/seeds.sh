@@ -1,8 +1,8 @@
 #!/bin/sh
 # seeds.sh TARGET DATA OUT — writes the seed corpus of fuzz target TARGET into directory OUT (emptied
-# first) from the committed fixtures under DATA (tests/data), plus the target's regression inputs
-# (DATA/fuzz/TARGET: inputs that once broke something). scripts/fuzz.sh starts libFuzzer from it; the
-# CTest replay tests run every file of it through the target.
+# first) from the committed fixtures under DATA (tests/data), plus DATA/fuzz/TARGET: inputs that once
+# broke something, and seeds for what the fixtures lack (seed_*). scripts/fuzz.sh starts libFuzzer from
+# it; the CTest replay tests run every file of it through the target.
 set -eu
 target=$1 data=$2 out=$3
 rm -rf "$out"
@@ -40,7 +40,7 @@ cli_output) copy "$data"/audio/*/refs.tsv "$data"/malformed/README.md ;;
 esac
 if [ -d "$data/fuzz/$target" ]; then
     for f in "$data/fuzz/$target"/*; do
-        [ -f "$f" ] && cp "$f" "$out/regression_$(basename "$f")"
+        [ -f "$f" ] && cp "$f" "$out/fuzz_$(basename "$f")"
     done
 fi
 n=$(ls "$out" | wc -l)
