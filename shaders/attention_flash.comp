@@ -62,8 +62,10 @@
 //   NWARP 4, BK 16, BD_WHOLE 1: (16 + 16 + 80) rows * 272 + 4 * 2304 + 256 = 39,936 bytes
 // vk_op_attention.c lists each variant's figure (vk_att_cfg.shared_bytes); the #error below guards it.
 // Eight warps (BQ 128) do not fit with DKP 128: the ring alone would be 144 rows (39 KiB).
+// Double-buffering k, v and the ring in shared memory does not fit with BK >= 32 at DKP 128; instead,
 // PREFETCH 1: the next block's k, v and position rows are loaded into registers before this block's
-// products and stored after them (latency hidden, more registers); 0: loaded after the barrier.
+// products and stored after them (latency hidden, more registers); 0: loaded after the barrier (other
+// workgroups on the SM cover it).
 //
 // -DEMULATE_COOPMAT replaces the fragment operations with plain code ("virtual subgroups" of 32
 // consecutive invocations; element e of lane L's accumulator at row L/2, column 8(L%2)+e), the

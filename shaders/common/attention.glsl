@@ -3,11 +3,10 @@
 // struct pc_attention in src/backend/vulkan/vk_op_attention.c) and the tensor types. Include after
 // core.glsl.
 //
-// Types: kernels built with -DF16_TYPES (and HAS_F16 for core.glsl; the tensor-core kernels always
-// are) take them from
-// specialization constant 7, set by the host per call: bit 0 q is f16, 1 k, 2 v, 3 p, 4 y. bias_u and
-// bias_v are always f32. Without F16_TYPES every tensor is f32 and the module needs no 16-bit storage,
-// so it runs on devices without it.
+// Types: kernels built with -DF16_TYPES (which define HAS_F16 before core.glsl; the tensor-core kernels
+// always are) take them from specialization constant 7, set by the host per call: bit 0 q is f16, 1 k,
+// 2 v, 3 p, 4 y. bias_u and bias_v are always f32. Without F16_TYPES every tensor is f32 and the module
+// needs no 16-bit storage, so it runs on devices without it.
 #ifdef F16_TYPES
 #ifndef HAS_F16
 #error "F16_TYPES kernels define HAS_F16 before including core.glsl"
