@@ -170,6 +170,8 @@ shared uvec4 sh[SH_SIZE];
 #define FragBT FragB
 #define FragC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
 #define LOAD_A(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, false)
+// an A fragment that must outlive the shared memory it is loaded from (the emulation copies it)
+#define KEEP_A(f, off, pitch, slot) coopMatLoadNV(f, sh, off, pitch, false)
 #define STORE_A(f, off, pitch) coopMatStoreNV(f, sh, off, pitch, false)
 // B = M^T for row-major M (k rows, position rows: dk contiguous): column n is row n of M.
 #define LOAD_BT(f, off, pitch) coopMatLoadNV(f, sh, off, pitch, true)
@@ -180,7 +182,7 @@ shared uvec4 sh[SH_SIZE];
 #define MMA(c, a, b) c = coopMatMulAddNV(a, b, c)
 #define ZERO_C(c) c = FragC(0.0)
 #define ELEM(c, e) c[e]
-#define TO_A(c) FragA(c)
+#define TO_A(c, slot) FragA(c)
 // Loops over fragments stay unrolled: arrays of cooperative matrices want constant indices.
 #define FRAG_LOOP [[unroll]]
 #else
@@ -200,8 +202,11 @@ uint64_t sh_base;
 #define WARP_ANY(x) emu_any(x)
 #define WARP_UNIFORM(x) emu_any(x)
 #define FRAG_LOOP [[dont_unroll]]
+// A fragments live in the stand-in shared memory: element (r, k) at half (off + r*pitch)*8 + k. The
+// ones kept across staging (q+u, q+v) and the weights are copied to slots of the warp's own area
+// behind the kernel's layout (EMU_A_OFF; the host counts it in the stride).
 struct FragA {
-    uvec4 v; // lane L: row L/2, columns 8(L%2) .. +7, as f16
+    uint off, pitch;
 };
 struct FragB {  // row-major B in shared memory: element (k, n) at half (off + k*pitch)*8 + n
     uint off, pitch;
@@ -212,7 +217,8 @@ struct FragBT { // B = M^T: element (k, n) at half (off + n*pitch)*8 + k
 struct FragC {
     float v[8]; // lane L: row L/2, columns 8(L%2) + e
 };
-shared uvec4 emu_a[NWARP * 32]; // a virtual subgroup's A fragment during a product
+#define EMU_A_OFF SH_SIZE
+#define EMU_AW ((2 * NDK + NFB) * 32) // a warp's slots: q+u, q+v, the weights; 16 rows of 2 uvec4 each
 shared uint emu_flag;
 
 // Every invocation of the workgroup calls these in the same order (uniform control flow).
@@ -228,13 +234,25 @@ bool emu_any(bool x) {
 }
 vec4 lo4(uvec4 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
 vec4 hi4(uvec4 u) { return vec4(unpackHalf2x16(u.z), unpackHalf2x16(u.w)); }
-// Publishes A; returns row L/2 of it as 16 floats.
-void emu_publish(FragA a, out vec4 ar[4]) {
-    const uint base = WARP * 32u, r = LANE / 2u;
-    barrier(); // the previous product's readers of emu_a are done
-    emu_a[base + LANE] = a.v;
-    barrier();
-    const uvec4 u0 = emu_a[base + 2u * r], u1 = emu_a[base + 2u * r + 1u];
+uint emu_slot(uint slot) { return EMU_A_OFF + WARP * EMU_AW + slot * 32u; }
+// Copies this lane's part (row L/2, half L%2) of an A fragment to a slot; read after later barriers.
+FragA emu_keep_a(uint off, uint pitch, uint slot) {
+    const uint dst = emu_slot(slot), r = LANE / 2u, hf = LANE % 2u;
+    SH(dst + 2u * r + hf) = SH(off + r * pitch + hf);
+    return FragA(dst, 2u);
+}
+// An accumulator as an f16 A fragment (the lane's 8 elements are row L/2, columns 8(L%2) ..).
+FragA emu_to_a(FragC c, uint slot) {
+    const uint dst = emu_slot(slot), r = LANE / 2u, hf = LANE % 2u;
+    SH(dst + 2u * r + hf) = uvec4(packHalf2x16(vec2(c.v[0], c.v[1])), packHalf2x16(vec2(c.v[2], c.v[3])),
+                                  packHalf2x16(vec2(c.v[4], c.v[5])), packHalf2x16(vec2(c.v[6], c.v[7])));
+    WARP_SYNC(); // the whole fragment is written before a product reads it
+    return FragA(dst, 2u);
+}
+// Row L/2 of A as 16 floats.
+void emu_row_a(FragA a, out vec4 ar[4]) {
+    const uint r = LANE / 2u;
+    const uvec4 u0 = SH(a.off + r * a.pitch), u1 = SH(a.off + r * a.pitch + 1u);
     ar[0] = lo4(u0);
     ar[1] = hi4(u0);
     ar[2] = lo4(u1);
@@ -242,7 +260,7 @@ void emu_publish(FragA a, out vec4 ar[4]) {
 }
 void emu_mma(inout FragC c, FragA a, FragB b) {
     vec4 ar[4];
-    emu_publish(a, ar);
+    emu_row_a(a, ar);
     const uint c0 = LANE % 2u;
     [[unroll]] for (uint k = 0; k < 16u; k++) {
         const uvec4 u = SH(b.off + k * b.pitch + c0);
@@ -256,7 +274,7 @@ void emu_mma(inout FragC c, FragA a, FragB b) {
 }
 void emu_mma(inout FragC c, FragA a, FragBT b) {
     vec4 ar[4];
-    emu_publish(a, ar);
+    emu_row_a(a, ar);
     const uint n0 = 8u * (LANE % 2u);
     [[unroll]] for (uint i = 0; i < 8u; i++) {
         const uint o = b.off + (n0 + i) * b.pitch;
@@ -274,12 +292,13 @@ void emu_load_c(out FragC c, uint off, uint pitch) {
     const vec4 a = uintBitsToFloat(SH(off + r * pitch + c0)), b = uintBitsToFloat(SH(off + r * pitch + c0 + 1u));
     c.v = float[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
 }
-FragA emu_to_a(FragC c) {
-    return FragA(uvec4(packHalf2x16(vec2(c.v[0], c.v[1])), packHalf2x16(vec2(c.v[2], c.v[3])),
-                       packHalf2x16(vec2(c.v[4], c.v[5])), packHalf2x16(vec2(c.v[6], c.v[7]))));
+void emu_store_a(FragA a, uint off, uint pitch) {
+    const uint r = LANE / 2u, hf = LANE % 2u;
+    SH(off + r * pitch + hf) = SH(a.off + r * a.pitch + hf);
 }
-#define LOAD_A(f, off, pitch) f.v = SH((off) + (LANE / 2u) * (pitch) + LANE % 2u)
-#define STORE_A(f, off, pitch) SH((off) + (LANE / 2u) * (pitch) + LANE % 2u) = (f).v
+#define LOAD_A(f, off, pitch) f = FragA(off, pitch)
+#define KEEP_A(f, off, pitch, slot) f = emu_keep_a(off, pitch, slot)
+#define STORE_A(f, off, pitch) emu_store_a(f, off, pitch)
 #define LOAD_BT(f, off, pitch) f = FragBT(off, pitch)
 #define LOAD_B(f, off, pitch) f = FragB(off, pitch)
 #define LOAD_C(f, off, pitch) emu_load_c(f, off, pitch)
@@ -287,7 +306,7 @@ FragA emu_to_a(FragC c) {
 #define MMA(c, a, b) emu_mma(c, a, b)
 #define ZERO_C(c) [[unroll]] for (uint z_ = 0; z_ < 8u; z_++) c.v[z_] = 0.0
 #define ELEM(c, e) c.v[e]
-#define TO_A(c) emu_to_a(c)
+#define TO_A(c, slot) emu_to_a(c, slot)
 #endif
 
 float sh_f32(uint f) { return uintBitsToFloat(SH(f >> 2)[f & 3u]); }
@@ -465,12 +484,12 @@ void main() {
             stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(ihi));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+                KEEP_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS, kk);
             barrier();
             stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(ihi));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+                KEEP_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS, NDK + kk);
 
             FragC o[NDK], lsum, bdk;
             FRAG_LOOP for (uint n = 0; n < NDK; n++)
@@ -630,7 +649,7 @@ void main() {
                     }
 #if P_REG
                 FRAG_LOOP for (uint f = 0; f < NFB; f++) {
-                    FragA pa = TO_A(s[f]);
+                    FragA pa = TO_A(s[f], 2u * NDK + f);
                     FRAG_LOOP for (uint n = 0; n < NDK; n++) {
                         FragB fb;
                         LOAD_B(fb, V_OFF + 16u * f * DKS + 2u * n, DKS);
@@ -640,7 +659,7 @@ void main() {
 #else
                 WARP_SYNC(); // the shift's reads of the scratch are done
                 FRAG_LOOP for (uint f = 0; f < NFB; f++)
-                    STORE_A(TO_A(s[f]), WSB + 2u * f, PSP);
+                    STORE_A(TO_A(s[f], 2u * NDK + f), WSB + 2u * f, PSP);
                 WARP_SYNC();
                 FRAG_LOOP for (uint f = 0; f < NFB; f++) {
                     FragA pa;

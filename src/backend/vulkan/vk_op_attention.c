@@ -45,18 +45,20 @@ _Static_assert(sizeof(struct pc_attention) == 120, "mirror of shaders/common/att
 /* Flash kernel (attention_flash.comp): its shared layout in uvec4 units, mirrored — k and v blocks,
  * the position ring, a scratch per warp (BD' fragments: the whole window or one fragment; the staged
  * weights when P_REG is 0) — plus 16 uints per warp of row statistics. The emulation keeps the uvec4
- * part in device memory (emu_stride per workgroup) and only the row statistics, the A-fragment
- * exchange and a flag in shared memory. */
+ * part, and its A fragments behind it, in device memory (emu_stride per workgroup) and only the row
+ * statistics and a flag in shared memory. */
 #define FL_DKS(dkp) ((dkp) / 8 + 1)
 #define FL_BDP(bk, whole) (((whole) ? 16 * ((bk) / 16 + 1) : 16) / 4 + 1)
 #define FL_WSW(bk, whole, preg) (16 * ((preg) || FL_BDP(bk, whole) >= (bk) / 8 + 1 ? FL_BDP(bk, whole) : (bk) / 8 + 1))
 #define FL_UVEC4(nw, bk, dkp, whole, preg) ((3 * (bk) + 16 * (nw)) * FL_DKS(dkp) + (nw) * FL_WSW(bk, whole, preg))
+/* the emulation's A-fragment slots behind that layout: per warp, q+u, q+v and the weights */
+#define FL_EMU_A(nw, bk, dkp) ((nw) * (2 * ((dkp) / 16) + (bk) / 16) * 32)
 #define FLASH(nm, kd, sp, nw, bkk, dkp, whole, preg)                                                   \
     {.name = nm, .prof = "relpos_attention_flash", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),  \
      .bq = 16u * (nw), .bk = bkk, .max_dk = dkp,                                                        \
      .shared_bytes = (kd) == VK_ATT_FLASH ? 16u * FL_UVEC4(nw, bkk, dkp, whole, preg) + 64u * (nw)         \
-                                          : 64u * (nw) + 512u * (nw) + 4u,                              \
-     .emu_stride = (kd) == VK_ATT_FLASH_EMU ? 16u * FL_UVEC4(nw, bkk, dkp, whole, preg) : 0u}
+                                          : 64u * (nw) + 4u,                                            \
+     .emu_stride = (kd) == VK_ATT_FLASH_EMU ? 16u * (FL_UVEC4(nw, bkk, dkp, whole, preg) + FL_EMU_A(nw, bkk, dkp)) : 0u}
 /* A flash variant and its emulated twin (the same shader with EMULATE_COOPMAT; shaders/shaders.cmake
  * builds both from the same defines). */
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
