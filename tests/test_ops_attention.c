@@ -426,6 +426,25 @@ static void error_cases(struct th *h) {
         }
     }
 
+    th_case(h, "relpos_attention i32 k rejected (f32 or f16 only)");
+    q = th_input(h, BE_F16, 2, TH_SHAPE(4, 8), -1, 1);
+    struct th_tensor *ki = th_input(h, BE_I32, 2, TH_SHAPE(4, 8), -1, 1);
+    p = th_input(h, BE_F16, 2, TH_SHAPE(7, 8), -1, 1);
+    bu = th_input(h, BE_F32, 2, TH_SHAPE(2, 4), -1, 1);
+    y = th_output(h, BE_F16, 2, TH_SHAPE(4, 8));
+    a = (struct op_relpos_attention){
+        .q = TH_T(q, TH_DEV), .k = TH_T(ki, TH_DEV), .v = TH_T(q, TH_DEV), .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bu, TH_DEV), .y = TH_T(y, TH_DEV), .heads = 2, .n_valid = 4,
+    };
+    h->checks++;
+    st = be_relpos_attention(h->be[TH_DEV], &a);
+    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_DEV]->err.msg, "k [4, 8] i32: must be f32 or f16")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
+        h->failures++;
+    } else {
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
+    }
+
     th_case(h, "relpos_attention y overlapping q");
     q = th_input(h, BE_F32, 2, TH_SHAPE(4, 8), -1, 1);
     p = th_input(h, BE_F32, 2, TH_SHAPE(7, 8), -1, 1);
