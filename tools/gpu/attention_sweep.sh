@@ -16,8 +16,11 @@
 #       the band's work; tflops counted like vkasr's: 4*T*keys*D)
 #   best T= window= prec= cfg= ms= tflops= torch_bf16_ms= vs_torch=
 #       (per shape and precision: the fastest configuration whose check passed)
-# ms is per call: one layer's attention over all heads. The "best" lines at T=7500 (h16 and f16) are
-# what the tensor-core choice table (tc_choice in src/backend/vulkan/vk_op_attention.c) is filled from.
+# ms is per call: one layer's attention over all heads. The "best" lines are what the tensor-core
+# choice table (tc_choice in src/backend/vulkan/vk_op_attention.c; the expected names in
+# test_ops_attention's choice cases) is filled from: one configuration per head width for every length
+# (row chunks of a sequence must take the same kernel), so the one best at T=7500 unless it is much
+# worse at 750 or 135000.
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
