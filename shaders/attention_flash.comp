@@ -56,12 +56,13 @@
 // uvec4 so 8 rows of 16 bytes hit distinct banks): k and v blocks (BK rows of DKP halves each), the
 // position ring (NWIN rows), and per warp a scratch for BD' fragments (BD_WHOLE 1: the window's NFB+1
 // fragments, one store round trip per block; 0: one fragment at a time, two subgroup barriers per
-// fragment, a quarter of the space), reused for the weights when P_REG is 0 and for the sums at the
+// fragment, 1/(NFB+1) of the space), reused for the weights when P_REG is 0 and for the sums at the
 // end; plus 16 uints per warp for the row maxima. DKP 128 (row pitch 272 bytes):
 //   NWARP 4, BK 32, BD_WHOLE 0: (32 + 32 + 96) rows * 272 + 4 * 1280 + 256 = 48,896 bytes (NVIDIA: 48 KiB)
 //   NWARP 4, BK 16, BD_WHOLE 1: (16 + 16 + 80) rows * 272 + 4 * 2304 + 256 = 39,936 bytes
 // vk_op_attention.c lists each variant's figure (vk_att_cfg.shared_bytes); the #error below guards it.
-// Eight warps (BQ 128) do not fit with DKP 128: the ring alone would be 144 rows (39 KiB).
+// Eight warps (BQ 128) do not fit with DKP 128: the ring (144 rows) and the smallest k and v blocks
+// take 47.9 KiB, leaving nothing for the warps' scratch.
 // Double-buffering k, v and the ring in shared memory does not fit with BK >= 32 at DKP 128; instead,
 // PREFETCH 1: the next block's k, v and position rows are loaded into registers before this block's
 // products and stored after them (latency hidden, more registers); 0: loaded after the barrier (other
