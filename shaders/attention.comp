@@ -1,8 +1,9 @@
 #version 460
 // attention.comp — fused relative-position multi-head self-attention (spec §5.1; the symmetric local
 // band of §5.2 via `w`), flash style: scores never reach memory, so memory stays linear in T.
-// Scalar f32; push: q,y [Tq,D] (positions q0 ..), k,v [Tk,D] (positions k0 ..), p [P,D], bu,bv [H,dk];
-// spec 0: workgroup size, spec 1: NCH.
+// Scalar f32 arithmetic; push: attention.glsl: q,y [Tq,D] (positions q0 ..), k,v [Tk,D] (positions
+// k0 ..), p [P,D], bu,bv [H,dk], f32 (or f16 but the biases in the F16_TYPES variant);
+// spec 0: workgroup size, spec 1: NCH, spec 7: tensor types.
 //
 //   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
 // over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions); query positions
@@ -16,10 +17,14 @@
 // Key blocks start at multiples of BK of the key *position*, whatever the query block: a block that
 // holds none of a row's keys leaves its running max, sum and output exactly unchanged, so a row's
 // result does not depend on which rows share its query block or call (row chunks are bit-identical).
-// The tensor-core kernel for the op's f16 mode is attention_coopmat.comp (same tiles in spirit; the
-// host chooses, src/backend/vulkan/vk_op_attention.c).
+// The tensor-core kernels for the op's f16 mode are attention_coopmat.comp and attention_flash.comp
+// (the host chooses, src/backend/vulkan/vk_op_attention.c).
 // The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
+#ifdef F16_TYPES
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "attention.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NCH = 4;
 
@@ -35,13 +40,6 @@ layout(constant_id = 1) const uint NCH = 4;
 #define MASKED (-3.0e38)
 #define MASKED_CMP (-1.0e38)
 
-layout(push_constant) uniform PC {
-    uint64_t q, k, v, p, bu, bv, y;
-    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
-    float scale;
-    uint flags_;
-    uint pad_;
-} pc;
 
 // Staged tiles: 25596 bytes with the constants above (ATT_SHARED_BYTES on the host; lavapipe allows
 // 32 KiB). sh_k holds the K chunk during the score phase and the V chunk during the PV phase.
@@ -64,7 +62,7 @@ void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint
         uint li = e / DC, dd = e % DC, i = i0 + li, d = d0 + dd;
         float qu = 0.0, qv = 0.0;
         if (i < ihi && d < pc.dk) {
-            float x = LOADF(pc.q, uint64_t(i) * pc.D + hd + d);
+            float x = att_load(pc.q, uint64_t(i) * pc.D + hd + d, Q16);
             qu = x + LOADF(pc.bu, hd + d);
             qv = x + LOADF(pc.bv, hd + d);
         }
@@ -73,12 +71,12 @@ void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint
     }
     for (uint e = t; e < BK * DC; e += WG) {
         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = d0 + dd;
-        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.k, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
+        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? att_load(pc.k, uint64_t(j - pc.k0) * pc.D + hd + d, K16) : 0.0;
     }
     for (uint e = t; e < NP * DC; e += WG) {
         uint r = e / DC, dd = e % DC, d = d0 + dd;
         int n = nbase + int(r);
-        sh_p[r * DCP + dd] = (n >= 0 && uint(n) < pc.P && d < pc.dk) ? LOADF(pc.p, uint64_t(n) * pc.D + hd + d) : 0.0;
+        sh_p[r * DCP + dd] = (n >= 0 && uint(n) < pc.P && d < pc.dk) ? att_load(pc.p, uint64_t(n) * pc.D + hd + d, P16) : 0.0;
     }
 }
 
@@ -185,7 +183,7 @@ void main() {
                     for (uint e = t; e < BK * DC; e += WG) {
                         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = m * DC + dd;
                         // Absent keys must be finite (their weight is 0): load zeros, not memory.
-                        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.v, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
+                        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? att_load(pc.v, uint64_t(j - pc.k0) * pc.D + hd + d, V16) : 0.0;
                     }
                     barrier();
                     for (uint lj = 0; lj < BK; lj++) {
@@ -210,7 +208,7 @@ void main() {
                         [[unroll]] for (uint c = 0; c < 4u; c++) {
                             uint d = m * DC + 4u * tc + c;
                             if (d < pc.dk)
-                                STOREF(pc.y, row + d, o[m * 8u + r * 4u + c] * inv);
+                                att_store_y(row + d, o[m * 8u + r * 4u + c] * inv);
                         }
                 }
             }

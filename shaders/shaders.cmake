@@ -1,8 +1,11 @@
 # Every shader variant compiled into the library: vkasr_shader(NAME SOURCE [DEFINES ...] [REQUIRES ...]).
 # NAME becomes SPV_<NAME> in the generated table.
 vkasr_shader(unary unary.comp)
+# relpos_attention: *_h variants take f16 q, k, v, p or y (F16_TYPES: 16-bit storage needed).
 vkasr_shader(attention attention.comp)
+vkasr_shader(attention_h attention.comp DEFINES F16_TYPES)
 vkasr_shader(attention_rows attention_rows.comp)
+vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
 # relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins run the same
 # code with emulated fragments on any f16 device (lavapipe tests). Must match src/backend/vulkan/vk_op_attention.c.
 vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)
@@ -11,6 +14,31 @@ vkasr_shader(attention_cm_dk128 attention_coopmat.comp DEFINES NWARP=4 DKP=128 R
 vkasr_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
 vkasr_shader(attention_cm_emu2_dk64 attention_coopmat.comp DEFINES NWARP=2 DKP=64 EMULATE_COOPMAT)
 vkasr_shader(attention_cm_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 EMULATE_COOPMAT)
+# The flash kernel (attention_flash.comp), one variant per tile configuration, and its emulated twin
+# (same code, fragments emulated, shared memory in device memory: lavapipe tests every configuration).
+# Must match the FLASH_PAIR rows of src/backend/vulkan/vk_op_attention.c.
+vkasr_shader(attention_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_shader(attention_emu_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_shader(attention_emu_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
 vkasr_shader(binary binary.comp)
 vkasr_shader(glu glu.comp)
 vkasr_shader(pad layout.comp DEFINES PAD)

@@ -303,8 +303,8 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
     if (ok) {
         double nmse = sr > 0 ? se / sr : se;
         if (tol == 0 ? memcmp(ref, vk, bytes) != 0 : !(nmse <= tol)) {
-            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol, h->dev_name,
-                      (unsigned long long)worst, as_double(out, vk, worst), as_double(out, ref, worst));
+            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol,
+                      (unsigned long long)worst, h->dev_name, as_double(out, vk, worst), as_double(out, ref, worst));
         }
     }
     memcpy(out->host, ref, bytes);

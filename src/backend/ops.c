@@ -335,20 +335,27 @@ static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
     return VKASR_OK;
 }
 
+/* An f32 or f16 tensor of rank nd (the attention's q, k, v, p, y). */
+static vkasr_status need_f32_or_f16(struct vctx *c, const char *field, const be_tensor *t, int nd) {
+    if (t->type != BE_F32 && t->type != BE_F16)
+        return bad(c, field, t, "must be f32 or f16");
+    return need(c, field, t, nd, t->type);
+}
+
 static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_attention *a) {
-    TRY(need(c, "q", &a->q, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "q", &a->q, 2));
     int64_t Tq = a->q.ne[0], D = a->q.ne[1];
     if (a->heads < 1 || D % a->heads != 0)
         return bad(c, "heads", &a->q, "must divide the width");
     int64_t dk = D / a->heads;
-    TRY(need(c, "k", &a->k, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "k", &a->k, 2));
     int64_t Tk = a->k.ne[0];
     TRY(need_dims(c, "k", &a->k, Tk, D));
-    TRY(need(c, "v", &a->v, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "v", &a->v, 2));
     TRY(need_dims(c, "v", &a->v, Tk, D));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "y", &a->y, 2));
     TRY(need_dims(c, "y", &a->y, Tq, D));
-    TRY(need(c, "p", &a->p, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "p", &a->p, 2));
     if (a->p.ne[1] != D || a->p.ne[0] % 2 == 0)
         return bad(c, "p", &a->p, "must be [P odd, D]");
     TRY(need(c, "bias_u", &a->bias_u, 2, BE_F32));

@@ -145,10 +145,12 @@ struct op_dwconv1d {
 /* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections), on
  * a slice of the sequence (positions are sequence indices; one call over the whole sequence has
  * q_pos0 = k_pos0 = 0 and q, k, v of the same length T):
- *   q, y [Tq, H*dk] F32 hold the queries at positions q_pos0 .. q_pos0+Tq-1;
- *   k, v [Tk, H*dk] F32 hold the keys at positions k_pos0 .. k_pos0+Tk-1;
- *   p [P, H*dk] F32, projected positions: row n encodes relative position (P-1)/2 - n, so query
+ *   q, y [Tq, H*dk] hold the queries at positions q_pos0 .. q_pos0+Tq-1;
+ *   k, v [Tk, H*dk] hold the keys at positions k_pos0 .. k_pos0+Tk-1;
+ *   p [P, H*dk], projected positions: row n encodes relative position (P-1)/2 - n, so query
  *   position i and key position j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
+ *   q, k, v, p and y are each F32 or F16 (F16 inputs are exact values to the op; an F16 y receives the
+ *   result rounded to nearest); q + u and q + v are formed in f32.
  *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk) over the keys j present in k with
  *   j < n_valid and, when window > 0, |i - j| <= window (NeMo's rel_pos_local_attn [w, w]: keys
  *   outside the sequence simply do not exist); y[i, h*dk..] = softmax_j(S) . v.
