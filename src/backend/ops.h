@@ -7,6 +7,10 @@
  *
  * Tensors are contiguous and row-major (PyTorch order: ne[0] is the outermost dimension). Shapes are
  * int64: nothing here is limited to 2^31 elements. Optional tensors have addr == 0.
+ *
+ * F16 tensors (IEEE binary16) where an op allows them: an op reads them widened exactly, computes in
+ * f32 (the reference: double, rounded to float), and rounds an F16 output once, at the store, to the
+ * nearest F16 (ties to even; overflow to infinity). Nothing in between is rounded to f16.
  */
 #ifndef VKASR_OPS_H
 #define VKASR_OPS_H
@@ -73,7 +77,9 @@ struct op_permute {
 
 /* ---- row ops ---------------------------------------------------------------------------------- */
 
-/* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt. */
+/* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt.
+ * x [R, C] F32, y [R, C] F32 or F16 (statistics and normalisation in f32, y rounded once); gamma, beta
+ * F32. y may alias x (both F32). */
 struct op_layernorm {
     be_tensor x, gamma, beta, y;
     float eps;
@@ -115,8 +121,9 @@ struct op_linear {
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */
 
 /* First subsampling conv: 3x3, stride 2, pad 1, one input channel -> C channels.
- *   x [Hx, W] F32 holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
- *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] F32 holds global output rows y_row0 .. y_row0+Hy-1.
+ *   x [Hx, W] holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
+ *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] holds global output rows y_row0 .. y_row0+Hy-1.
+ *   x and y each F32 or F16.
  * Output row r reads input rows 2r-1 .. 2r+1; rows outside [0, x_len) read as zero (they must lie in
  * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run. */
 struct op_conv2d_s2 {
@@ -125,8 +132,8 @@ struct op_conv2d_s2 {
     int act;
 };
 
-/* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C].
- * Same global-row convention as op_conv2d_s2. */
+/* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C]
+ * F32; x and y each F32 or F16. Same global-row convention as op_conv2d_s2. */
 struct op_dwconv2d_s2 {
     be_tensor x, w, b, y;
     int64_t x_row0, x_len, y_row0;
@@ -134,7 +141,8 @@ struct op_dwconv2d_s2 {
 };
 
 /* Depthwise conv over time with kernel K (odd), 'same' zero padding, channels-last:
- *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)). */
+ *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)); x and y each F32 or F16,
+ *   w and b F32. */
 struct op_dwconv1d {
     be_tensor x, w, b, y;
     int act;
