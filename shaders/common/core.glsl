@@ -36,6 +36,7 @@ layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ref { flo
 #define ACT_SIGMOID 3
 #define ACT_TANH 4
 #define ACT_LOG_GUARD 5
+#define ACT_GLU 6 // linear only: its epilogue pairs the product's columns (linear.glsl)
 
 float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
 

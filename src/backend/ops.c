@@ -259,16 +259,21 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (a->w.ne[1] != K)
         return bad(c, "w", &a->w, "inner dimension differs from x");
-    TRY(need_dims(c, "y", &a->y, M, N));
+    /* ACT_GLU: the product's columns are value and gate halves; y has one of them */
+    const bool glu = a->act == ACT_GLU;
+    if (glu && N % 2 != 0)
+        return bad(c, "w", &a->w, "act glu: needs an even number of rows (value and gate halves)");
+    const int64_t Ny = glu ? N / 2 : N;
+    TRY(need_dims(c, "y", &a->y, M, Ny));
     if (present(&a->bias)) {
         TRY(need(c, "bias", &a->bias, 1, BE_F32));
         TRY(need_dims(c, "bias", &a->bias, N, -1));
     }
     if (present(&a->res)) {
         TRY(need(c, "res", &a->res, 2, a->y.type)); /* may alias y: same type */
-        TRY(need_dims(c, "res", &a->res, M, N));
+        TRY(need_dims(c, "res", &a->res, M, Ny));
     }
-    if (!valid_act(a->act))
+    if (!valid_act(a->act) && !glu)
         return bad(c, "act", NULL, "unknown activation");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
     TRY(no_overlap(c, &a->y, &a->w, "w"));

@@ -33,8 +33,11 @@ typedef struct be_tensor {
 } be_tensor;
 
 /* Activations fused into epilogues. */
-enum be_act { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2, ACT_SIGMOID = 3, ACT_TANH = 4, ACT_LOG_GUARD = 5 };
-/* ACT_LOG_GUARD: y = ln(x + 2^-24), the mel front end's log with its additive guard. */
+enum be_act {
+    ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2, ACT_SIGMOID = 3, ACT_TANH = 4, ACT_LOG_GUARD = 5, ACT_GLU = 6
+};
+/* ACT_LOG_GUARD: y = ln(x + 2^-24), the mel front end's log with its additive guard.
+ * ACT_GLU: the gated linear unit over a product's columns, linear only (see op_linear). */
 
 /* ---- element-wise ----------------------------------------------------------------------------- */
 
@@ -56,7 +59,8 @@ struct op_binary {
     float alpha, beta;
 };
 
-/* Gated linear unit over the last dimension: x [R, 2C] -> y [R, C], y = x[:, :C] * sigmoid(x[:, C:]). */
+/* Gated linear unit over the last dimension: x [R, 2C] -> y [R, C], y = x[:, :C] * sigmoid(x[:, C:]).
+ * x and y each F32 or F16. (The network fuses it into the product before it: linear's ACT_GLU.) */
 struct op_glu {
     be_tensor x, y;
 };
@@ -103,6 +107,9 @@ struct op_argmax {
 /* y = res + alpha * act(x w^T + bias)
  *   x [M, K] F32 or F16;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
  *   y [M, N] F32 or F16;  res [M, N] optional, of y's type (may alias y).
+ * act = ACT_GLU: the product's N columns are GLU's value and gate halves (N even; PyTorch's
+ * glu(dim=-1)): with v = x w^T + bias [M, N], y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:])
+ * (res [M, N/2]); in f32 the same arithmetic as linear then glu, without v in memory.
  * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
  * it is. Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
  * F16 (ties to even). Any combination of the three types is valid.
