@@ -86,25 +86,19 @@ void main() {
                     if (i < TM && j < TN)
                         acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
         }
-        // Epilogue (linear.glsl), in the reference's order.
-        if (pc.act == ACT_GLU) {
-            [[unroll]] for (uint i = 0; i < 8u; i++) {
-                const uint gm = m0 + i;
-                [[unroll]] for (uint j = 0; j < 8u; j += 2u) {
-                    const uint gn = n0 + j; // even, and N is even: gn < N holds its gate column too
-                    if (i < TM && j < TN && gm < M && gn < N)
-                        linear_epilogue_glu(gm, gn / 2u, acc[i * 8u + j], acc[i * 8u + j + 1u]);
-                }
+        // Epilogue (linear.glsl), in the reference's order, in rolled loops over a copy of the sums so
+        // that its code exists once (unrolled over the 64 outputs, with GLU's pairs, it made llvmpipe
+        // take half as long again to compile the kernel, on every run: lavapipe caches no pipelines).
+        float sum[64];
+        [[unroll]] for (uint i = 0; i < 64u; i++)
+            sum[i] = acc[i];
+        const bool glu = pc.act == ACT_GLU;
+        [[dont_unroll]] for (uint i = 0; i < TM && m0 + i < M; i++)
+            [[dont_unroll]] for (uint j = 0; j < TN && n0 + j < N; j += glu ? 2u : 1u) {
+                if (glu) // n0 + j even, and N even: its gate column n0 + j + 1 is inside too
+                    linear_epilogue_glu(m0 + i, (n0 + j) / 2u, sum[i * 8u + j], sum[i * 8u + j + 1u]);
+                else
+                    linear_epilogue(m0 + i, n0 + j, sum[i * 8u + j]);
             }
-            continue;
-        }
-        [[unroll]] for (uint i = 0; i < 8u; i++) {
-            const uint gm = m0 + i;
-            [[unroll]] for (uint j = 0; j < 8u; j++) {
-                const uint gn = n0 + j;
-                if (i < TM && j < TN && gm < M && gn < N)
-                    linear_epilogue(gm, gn, acc[i * 8u + j]);
-            }
-        }
     }
 }

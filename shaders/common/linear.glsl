@@ -70,12 +70,12 @@ float load_res(uint64_t i) {
     return LOADF(pc.res, i);
 }
 
-// y[i] = v in y's type. f16: v rounded to nearest even by packHalf2x16 first (round_to_f16), so the
-// final conversion is exact whatever rounding mode the driver gives float16_t().
+// y[i] = v in y's type. f16: v rounded to nearest even by packHalf2x16, whose bits are stored
+// (STOREH_RNE: no float16_t() conversion of driver-chosen rounding).
 void store_y(uint64_t i, float v) {
 #ifdef F16_TYPES
     if (Y16) {
-        STOREH(pc.y, i, round_to_f16(v));
+        STOREH_RNE(pc.y, i, v);
         return;
     }
 #endif
