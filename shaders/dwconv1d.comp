@@ -6,8 +6,13 @@
 // overlap, so they come from cache after the first output of a block.
 // The channel loop counter is 32-bit (the host checks C <= 2^30): Mesa 22.3's lavapipe loses work when a
 // 64-bit loop counter that differs between invocations encloses another loop. Offsets stay 64-bit.
-// push: see PC. spec 0: workgroup size.
+// x and y f32, or each f16 with -DIO_F16 (io.glsl); w, b f32.
+// push: see PC. spec 0: workgroup size; 7: tensor types (IO_F16).
+#ifdef IO_F16
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "io.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, w, b, y;
@@ -32,8 +37,8 @@ void main() {
                 const int64_t k0 = max(half_k - t, 0l), k1 = min(pc.k, pc.t - t + half_k);
                 float acc = bias;
                 for (int64_t k = k0; k < k1; k++)
-                    acc += LOADF(pc.w, wrow + uint64_t(k)) * LOADF(pc.x, uint64_t(t - half_k + k) * C + c);
-                STOREF(pc.y, uint64_t(t) * C + c, act_apply(acc, pc.act));
+                    acc += LOADF(pc.w, wrow + uint64_t(k)) * load_in(pc.x, uint64_t(t - half_k + k) * C + c);
+                store_out(pc.y, uint64_t(t) * C + c, act_apply(acc, pc.act));
             }
         }
     }

@@ -33,8 +33,8 @@ static vkasr_status plan_op(const struct model_config *c, double seconds, const 
                             uint64_t available, uint64_t max_tensor, uint64_t op_scratch, struct asr_plan *p,
                             struct err *e) {
     memset(e, 0, sizeof *e);
-    return asr_plan_make(c, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor, op_scratch,
-                         "test budget", p, e);
+    return asr_plan_make(c, VKASR_PRECISION_F16, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor,
+                         op_scratch, "test budget", p, e);
 }
 
 static vkasr_status plan(const struct model_config *c, double seconds, const struct asr_options *opt,

@@ -61,7 +61,8 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, siz
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    TRY(asr_plan_make(&m->cfg, (int64_t)n, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e));
+    TRY(asr_plan_make(&m->cfg, m->precision, (int64_t)n, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit,
+                      plan, e));
     const struct asr_chunks *k = &plan->chunks;
     const struct model_config *c = &m->cfg;
     if (plan->attention == ASR_ATT_FULL)

@@ -32,6 +32,7 @@ enum phase { PH_FEATURES, PH_SUBSAMPLING, PH_ENCODER };
 
 struct shape {
     const struct model_config *c;
+    struct asr_types t; /* the activations' types (the model's precision) */
     int64_t n, L, T, window;
     uint64_t fixed; /* x and feat, below every phase's temporaries */
 };
@@ -41,8 +42,8 @@ static uint64_t phase_bytes(const struct shape *s, enum phase ph, int64_t v) {
     const uint64_t x = be_scratch_f32(s->T, s->c->d_model);
     switch (ph) {
     case PH_FEATURES: return s->fixed + asr_features_scratch(s->c, s->n, v);
-    case PH_SUBSAMPLING: return s->fixed + asr_subsample_scratch(s->c, s->L, v);
-    case PH_ENCODER: return x + asr_encode_scratch(s->c, s->T, s->window, v, NULL);
+    case PH_SUBSAMPLING: return s->fixed + asr_subsample_scratch(s->c, &s->t, s->L, v);
+    case PH_ENCODER: return x + asr_encode_scratch(s->c, &s->t, s->T, s->window, v, NULL);
     }
     return 0;
 }
@@ -69,9 +70,9 @@ static int64_t fit(const struct shape *s, enum phase ph, int64_t unit, int64_t l
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
-vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
-                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
-                           const char *limit, struct asr_plan *out, struct err *e) {
+vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
+                           const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                           uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e) {
     struct asr_plan p = {.samples = samples, .weights = weights, .available = available, .op_scratch = op_scratch};
     /* what the phases themselves may hold: the backend's op scratch sits above each of them */
     const uint64_t avail = available > op_scratch ? available - op_scratch : 0;
@@ -80,7 +81,7 @@ vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const 
     TRY(asr_attention_choose(c, p.frames, opt, &p.attention, &p.window, e));
     const int64_t L = p.mel_frames, T = p.frames, D = c->d_model;
     const uint64_t x = be_scratch_f32(T, D), feat = be_scratch_f32(L, c->n_mels);
-    struct shape s = {c, samples, L, T, p.window, x + feat};
+    struct shape s = {c, asr_types_for(precision), samples, L, T, p.window, x + feat};
 
     /* chunks: forced (tests), else the largest that fit up to the preferred sizes */
     const int64_t F1 = (c->n_mels + 1) / 2, C = c->sub_channels;
@@ -99,7 +100,7 @@ vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const 
     p.encoder = phase_bytes(&s, PH_ENCODER, p.chunks.rows);
     p.decoder = x + asr_decode_scratch(c, T);
     p.largest = maxu(x, feat);
-    asr_encode_scratch(c, T, p.window, p.chunks.rows, &p.largest);
+    asr_encode_scratch(c, &s.t, T, p.window, p.chunks.rows, &p.largest);
     p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder)) + op_scratch;
     /* Scratch beyond the largest allocation comes in several blocks; a tensor that does not fit the
      * rest of one starts the next: allow the largest tensor per block boundary. */
