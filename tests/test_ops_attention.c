@@ -355,6 +355,15 @@ static void choice_cases(struct th *h) {
     expect_choice(h, "lavapipe", &lvp, 128, true, "rows");
     expect_choice(h, "lavapipe", &lvp, 44, false, "rows");
     expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
+    /* VKASR_ATTENTION_KERNEL (caps.att_force): taken where the head fits and, for a tensor-core
+     * kernel, only where the op allows f16 products */
+    struct vk_caps forced = lvp;
+    forced.att_force = vk_att_find("emu2_dk64");
+    expect_choice(h, "forced-emu2_dk64", &forced, 64, true, "emu2_dk64");
+    expect_choice(h, "forced-emu2_dk64", &forced, 64, false, "rows");
+    expect_choice(h, "forced-emu2_dk64", &forced, 128, true, "rows");
+    forced.att_force = vk_att_find("scalar");
+    expect_choice(h, "forced-scalar", &forced, 128, true, "scalar");
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
     expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vk_attention.h"
 #include "vk_internal.h"
 
 /* Debian 12's headers predate VK_KHR_cooperative_matrix: declare the one constant we query by. */
@@ -512,6 +513,23 @@ static bool env_flag(const char *name) {
     return s && *s && strcmp(s, "0") != 0;
 }
 
+/* VKASR_ATTENTION_KERNEL=NAME (a name from `bench_attention`'s list): every attention call that the
+ * kernel can take uses it instead of the choice table, for benchmarking a configuration end to end. An
+ * unknown name, or one this device cannot run, is ignored with a warning. */
+static void choose_attention_override(const struct logger *lg, struct vk_caps *c) {
+    const char *s = getenv("VKASR_ATTENTION_KERNEL");
+    c->att_force = NULL;
+    if (!s || !*s)
+        return;
+    const struct vk_att_cfg *cfg = vk_att_find(s);
+    if (!cfg)
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: no attention kernel has that name", s);
+    else if (!vk_att_cfg_usable(cfg, c))
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: this device cannot run it", s);
+    else
+        c->att_force = cfg;
+}
+
 static void choose_memory_types(struct vk_device *d) {
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
@@ -598,6 +616,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
     c->coopmat_nv = false; /* this build's glslc could not compile the tensor-core kernels */
 #endif
+    choose_attention_override(d->base.log, c);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,

@@ -41,6 +41,7 @@ struct vk_caps {
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
+    const struct vk_att_cfg *att_force; /* VKASR_ATTENTION_KERNEL: the attention kernel, or NULL  */
 };
 
 struct vk_block {

@@ -145,6 +145,11 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
 }
 
 const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16) {
+    /* VKASR_ATTENTION_KERNEL (vk_device.c checked it names a kernel this device can run): a tensor-core
+     * kernel only where the op allows f16 products. */
+    const struct vk_att_cfg *force = caps->att_force;
+    if (force && dk <= (int64_t)force->max_dk && (f16 || !vk_att_cfg_tensor_cores(force)))
+        return force;
     /* A CPU driver: the barrier-free kernel (no tensor cores there). */
     if (caps->cpu) {
         const struct vk_att_cfg *r = vk_att_find("rows");

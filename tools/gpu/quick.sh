@@ -1,0 +1,85 @@
+#!/bin/bash
+# GPU machine, idle GPU: the release check in one call of under 10 minutes, for when GPU time is short.
+# In order of importance, each step bounded, so that a cut-off run still returns the earlier ones:
+#   1. the test suite on the NVIDIA driver, Vulkan and CUDA (validation on; not the > 2^31-element
+#      and 30-minute tests: check.sh and cuda_check.sh run those);
+#   2. every relpos_attention configuration on the 0.6B encoder's shape at 10 min (T = 7500, 8 heads
+#      of 128, f16 tensors): what the tensor-core choice table (tc_choice, vk_op_attention.c) is
+#      filled from;
+#   3. PyTorch's encoder (bf16, fp32) next to `vkasr bench` f16 at 60 s and 10 min: Vulkan with the
+#      choice table, Vulkan with the fastest configuration of step 2 (VKASR_ATTENTION_KERNEL), CUDA;
+#   4. the cold start (a 60 s transcription's process wall: nothing cached, vkasr's pipeline cache
+#      only, warm) and the per-op profile at 10 min.
+# Output in $OUT (default gpu-out/): ctest.log, attention.log, bench-*.json, bench.md, cold.txt,
+# profile.log; the summary on stdout.
+set -u
+. tools/gpu/env.sh
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+V=$PWD/build-gpu/tools/vkasr
+. tools/gpu/model06.sh
+nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+
+# 1. tests
+(cd build-gpu && timeout 240 ctest -j8 --timeout 200 --output-on-failure -E "test_big_tensor|test_install|30min") \
+    >"$OUT/ctest.log" 2>&1
+echo "ctest rc=$? $(grep -E 'tests passed' "$OUT/ctest.log")"
+grep -E "\*\*\*Failed|Timeout|\(Failed\)" "$OUT/ctest.log"
+
+# 2. attention configurations at 10 min
+timeout 120 build-gpu/tests/bench_attention 7500 1024 8 0 5 h16 all 2>&1 | grep -E "^attention|rror" >"$OUT/attention.log"
+BEST=$(grep "check=ok" "$OUT/attention.log" | sed -n 's/.*cfg=\([^ ]*\) ms=\([0-9.]*\).*/\2 \1/p' | sort -n | head -n 1 | cut -d' ' -f2)
+awk '{ l = "   "; for (i = 1; i <= NF; i++) if ($i ~ /^(cfg|ms|tflops|check)=/) l = l " " $i; print l }' "$OUT/attention.log"
+echo "fastest attention configuration at T=7500: ${BEST:-none}"
+
+# 3. PyTorch and vkasr
+SAVE=""; [ -f "$P06/config.json" ] || SAVE="--save $P06"
+timeout 300 python3 tools/fixtures/bench_pytorch.py $SAVE --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
+echo "pytorch rc=$?"
+model06 || exit 1
+timeout 120 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-vulkan.json"; echo "vulkan rc=$?"
+if [ -n "$BEST" ]; then
+    VKASR_ATTENTION_KERNEL=$BEST timeout 120 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json \
+        >"$OUT/bench-vulkan-best.json"; echo "vulkan $BEST rc=$?"
+fi
+timeout 120 $V bench -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-cuda.json" 2>"$OUT/cuda.err"
+echo "cuda rc=$? $(head -n 1 "$OUT/cuda.err")"
+python3 - "$OUT" "${BEST:-}" <<'EOF' | tee "$OUT/bench.md"
+import json, os, sys
+out, best = sys.argv[1], sys.argv[2]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return None
+pt = (load("pytorch/bench_pytorch.json") or {}).get("encoder", {})
+def pt_ms(label, secs):
+    r = pt.get(f"{label} {'60s' if secs == 60 else '10min'}")
+    return r["median_ms"] if r else None
+print("| engine | audio | encoder ms | decoder ms | wall ms | RTFx | peak MiB | first run ms | encoder / PyTorch bf16 |")
+print("|---|---|---|---|---|---|---|---|---|")
+for eng, name in (("vkasr Vulkan f16", "bench-vulkan.json"), (f"vkasr Vulkan f16, {best}", "bench-vulkan-best.json"),
+                  ("vkasr CUDA f16", "bench-cuda.json")):
+    for L in (load(name) or {}).get("lengths", []):
+        s, e = L["seconds"], L["encoder_ms"]["median"]
+        bf = pt_ms("bf16", s)
+        f = lambda k: f"{L[k]['median']:.1f}"
+        print(f"| {eng} | {s:g} s | {f('encoder_ms')} | {f('decoder_ms')} | {f('wall_ms')} | {L['rtfx']['median']:.0f} | "
+              f"{L['peak_device_mib']:.0f} | {L['first_ms']:.0f} | {e / bf if bf else float('nan'):.2f} |")
+for label in ("bf16", "fp32"):
+    print(f"PyTorch {label}: encoder 60 s {pt_ms(label, 60)} ms, 10 min {pt_ms(label, 600)} ms")
+EOF
+
+# 4. cold start and profile
+python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
+VC=$(mktemp -d); H1=$(mktemp -d)
+for state in cold vkasr_cache_only warm; do
+    [ "$state" = vkasr_cache_only ] && rm -rf "$H1" && H1=$(mktemp -d)
+    t0=$(date +%s%N)
+    env HOME="$H1" __GL_SHADER_DISK_CACHE_PATH="$H1/glcache" VKASR_CACHE_DIR="$VC" \
+        timeout 60 "$V" transcribe -m "$G06" /tmp/a60.wav >/dev/null 2>"$OUT/cold-$state.log"
+    rc=$?
+    echo "cold_start state=$state wall_ms=$((($(date +%s%N) - t0) / 1000000)) rc=$rc"
+done | tee "$OUT/cold.txt"
+rm -rf "$VC" "$H1"
+timeout 60 $V transcribe -m "$G06" --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/profile.log"
+grep -E "profile|RTF" "$OUT/profile.log" | tail -n 25
