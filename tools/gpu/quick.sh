@@ -5,7 +5,7 @@
 #      and 30-minute tests: check.sh and cuda_check.sh run those);
 #   2. every relpos_attention configuration on the 0.6B encoder's shape at 10 min (T = 7500, 8 heads
 #      of 128, f16 tensors): what the tensor-core choice table (tc_choice, vk_op_attention.c) is
-#      filled from;
+#      filled from, and transformers parity in f16 with the fastest of them;
 #   3. PyTorch's encoder (bf16, fp32) next to `vkasr bench` f16 at 60 s and 10 min: Vulkan with the
 #      choice table, Vulkan with the fastest configuration of step 2 (VKASR_ATTENTION_KERNEL), CUDA;
 #   4. the cold start (a 60 s transcription's process wall: nothing cached, vkasr's pipeline cache
@@ -30,6 +30,12 @@ timeout 120 build-gpu/tests/bench_attention 7500 1024 8 0 5 h16 all 2>&1 | grep 
 BEST=$(grep "check=ok" "$OUT/attention.log" | sed -n 's/.*cfg=\([^ ]*\) ms=\([0-9.]*\).*/\2 \1/p' | sort -n | head -n 1 | cut -d' ' -f2)
 awk '{ l = "   "; for (i = 1; i <= NF; i++) if ($i ~ /^(cfg|ms|tflops|check)=/) l = l " " $i; print l }' "$OUT/attention.log"
 echo "fastest attention configuration at T=7500: ${BEST:-none}"
+# the network with it: transformers parity in f16 (tokens exact, encoder within tolerance)
+if [ -n "$BEST" ]; then
+    (cd build-gpu && VKASR_ATTENTION_KERNEL=$BEST timeout 120 ctest -j8 -R "^parity_.*_f16$" --output-on-failure) \
+        >"$OUT/ctest-parity-best.log" 2>&1
+    echo "parity f16 with $BEST: rc=$? $(grep -E 'tests passed' "$OUT/ctest-parity-best.log")"
+fi
 
 # 3. PyTorch and vkasr
 SAVE=""; [ -f "$P06/config.json" ] || SAVE="--save $P06"
