@@ -20,7 +20,7 @@ V=$PWD/build-gpu/tools/vkasr
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 
 # 1. tests
-(cd build-gpu && timeout 240 ctest -j8 --timeout 200 --output-on-failure -E "test_big_tensor|test_install|30min") \
+(cd build-gpu && timeout 300 ctest -j8 --timeout 280 --output-on-failure -E "test_big_tensor|test_install|30min") \
     >"$OUT/ctest.log" 2>&1
 echo "ctest rc=$? $(grep -E 'tests passed' "$OUT/ctest.log")"
 grep -E "\*\*\*Failed|Timeout|\(Failed\)" "$OUT/ctest.log"
