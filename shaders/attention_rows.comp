@@ -21,8 +21,9 @@ layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
     uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
-    uint row0; // attention.comp's flags word: the first query row of this dispatch
-    uint pad_;
+    uint row0;    // attention.comp's flags word: the first query row of this dispatch
+    uint nseg;    // segments of a packed batch (0: one sequence)
+    uint64_t seg; // I64 [nseg + 1]: their start positions; a row sees only its segment's keys
 } pc;
 
 // llvmpipe stops an invocation's loops after 65535 iterations in total (Mesa's
@@ -85,10 +86,17 @@ void main() {
             qv[d] = qd + LOADF(pc.bv, hc + d);
             acc[d] = 0.0;
         }
-        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk) and [0, n_valid);
-        // positions and w < 2^30 (host): no overflow
-        const uint j0 = max(pc.k0, pi > pc.w ? pi - pc.w : 0u);
-        const uint j1 = min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u);
+        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk), [0, n_valid) and the
+        // row's segment; positions and w < 2^30 (host): no overflow
+        uint slo = 0u, shi = 0xffffffffu;
+        if (pc.nseg > 0u) { // clamped: a bad table cannot reach outside k
+            const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
+            slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pi)));
+            if (sg + 1u < pc.nseg)
+                shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
+        }
+        const uint j0 = max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u);
+        const uint j1 = min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi);
         float m = NO_MAX, l = 0.0;
         if (DK > 0u) {
             ATTEND_KEYS(DK, [[unroll]])

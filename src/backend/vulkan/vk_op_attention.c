@@ -12,9 +12,10 @@ struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
     uint32_t Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
     float scale;
-    uint32_t flags, pad;
+    uint32_t flags, nseg;
+    uint64_t seg;
 };
-_Static_assert(sizeof(struct pc_attention) == 112,
+_Static_assert(sizeof(struct pc_attention) == 120,
                "mirror of attention.comp / attention_coopmat.comp / attention_rows.comp push constants");
 
 #define ATT_FLAG_VEC 1u /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: vector loads (coopmat) */
@@ -141,9 +142,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                            (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
     }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
-    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
-    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
-    for (int i = 0; i < 6; i++)
+    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v, &a->seg};
+    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v", "seg"};
+    const int nin = a->seg.addr ? 7 : 6;
+    for (int i = 0; i < nin; i++)
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
 
@@ -176,13 +178,15 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .w = (uint32_t)w,
         .scale = (float)(1.0 / sqrt((double)dk)),
         .flags = flags,
+        .nseg = a->seg.addr ? (uint32_t)(a->seg.ne[0] - 1) : 0,
+        .seg = a->seg.addr,
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none. */
     uint32_t spec[2] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32)};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
-    struct vk_range rd[6], wr = vk_tensor_range(&a->y);
-    for (int i = 0; i < 6; i++)
+    struct vk_range rd[7], wr = vk_tensor_range(&a->y);
+    for (int i = 0; i < nin; i++)
         rd[i] = vk_tensor_range(in[i]);
     struct vk_dispatch dp = {
         .name = cfg->prof,
@@ -193,7 +197,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
         .reads = rd,
-        .nreads = 6,
+        .nreads = nin,
         .writes = &wr,
         .nwrites = 1,
     };
