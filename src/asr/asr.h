@@ -137,6 +137,7 @@ struct asr_plan {
     uint64_t features, subsampling, encoder, decoder; /* scratch of each phase                   */
     uint64_t op_scratch;             /* the backend's own temporaries of one op, above each phase    */
     uint64_t available;              /* scratch the run may use                                  */
+    char limit[192];                 /* what set `available` (the device's budget, max_memory)   */
     uint64_t largest;                /* its largest single tensor                                */
 };
 
@@ -191,6 +192,10 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
 vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
                            uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
                            const char *limit, struct asr_plan *out, struct err *e);
+/* The plan asr_run_batch makes for a batch on this backend: within the device's budget (less what
+ * others hold) and the caller's max_memory. For callers forming batches. */
+vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_plan *out, struct err *e);
 /* The plan of a packed batch: totals of every stage, positions and attention by the longest input. */
 vkasr_status asr_plan_batch(const struct model_config *c, const struct asr_batch *b, const struct asr_options *opt,
                             uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,

@@ -39,8 +39,8 @@ static vkasr_status copy_out(struct backend *be, const be_tensor *t, int64_t r0,
 
 /* The plan within what this session may hold: the device's budget less what others hold (weights,
  * other sessions; this session's own scratch is replaced), and the caller's cap less the weights. */
-static vkasr_status make_plan(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
-                              const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
+vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
     struct be_memory mem;
     be->dev->vt->memory(be->dev, &mem);
     const uint64_t weights = be->dev->vt->weight_bytes(be->dev), own = be->vt->peak_bytes(be);
@@ -64,7 +64,14 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, con
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    TRY(asr_plan_batch(&m->cfg, b, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e));
+    return asr_plan_batch(&m->cfg, b, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e);
+}
+
+/* asr_plan_for, logged. */
+static vkasr_status make_plan(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                              const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
+    TRY(asr_plan_for(m, be, b, opt, plan, e));
+    const uint64_t weights = plan->weights, avail = plan->available;
     const struct asr_chunks *k = &plan->chunks;
     const struct model_config *c = &m->cfg;
     const int64_t n = plan->samples;
@@ -86,7 +93,7 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, con
              "%lld frames, spectra of %lld frames) of %.1f MiB available (%s)",
              mib(weights + plan->scratch), mib(weights), mib(plan->scratch), mib(plan->features),
              mib(plan->subsampling), mib(plan->encoder), mib(plan->decoder), op, (long long)plan->frames,
-             (long long)k->rows, (long long)k->sub_tile, (long long)k->stft_frames, mib(weights + avail), limit);
+             (long long)k->rows, (long long)k->sub_tile, (long long)k->stft_frames, mib(weights + avail), plan->limit);
     return VKASR_OK;
 }
 

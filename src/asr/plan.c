@@ -116,6 +116,7 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
      * rest of one starts the next: allow the largest tensor per block boundary. */
     if (max_tensor && p.scratch > max_tensor)
         p.scratch += (p.scratch / max_tensor) * p.largest;
+    snprintf(p.limit, sizeof p.limit, "%s", limit ? limit : "the device's budget");
     *out = p;
 
     const double minutes = (double)s.n / c->sample_rate / 60.0;

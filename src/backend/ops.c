@@ -196,6 +196,8 @@ static vkasr_status v_glu(struct vctx *c, const struct op_glu *a) {
 static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
     if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
         return bad(c, "y", &a->y, "rank/type must match x");
+    if (a->x.type == BE_I64)
+        return bad(c, "x", &a->x, "must be f32, f16 or i32");
     for (int d = 0; d < a->x.nd; d++)
         if (a->before[d] < 0 || a->y.ne[d] < a->x.ne[d] + a->before[d])
             return bad(c, "y", &a->y, "too small for x plus padding");
@@ -206,6 +208,8 @@ static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
 static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
     if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
         return bad(c, "y", &a->y, "rank/type must match x");
+    if (a->x.type == BE_I64)
+        return bad(c, "x", &a->x, "must be f32, f16 or i32");
     int seen = 0;
     for (int d = 0; d < a->x.nd; d++) {
         int p = a->perm[d];
