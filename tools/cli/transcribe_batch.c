@@ -56,7 +56,8 @@ struct shared {
 struct worker {
     struct shared *sh;
     vkasr_session *session;
-    const char *device;
+    const char *device;   /* NULL: the default device */
+    int id;
     pthread_t thread;
     int code;             /* a failure of the worker itself (not of an input)  */
 };
@@ -157,7 +158,7 @@ static void flush_windows(struct shared *sh) {
             struct record *r = &w->rec[i];
             if (!r->done)
                 continue; /* never started (interrupted) */
-            if (r->err && (!o->no_prints || r->code != EXIT_OK))
+            if (r->err && (!o->no_prints || r->code != EXIT_OK || r->partial))
                 fputs(r->err, stderr);
             if (r->out && !sh->stop) {
                 fwrite(r->out, 1, r->out_len, stdout);
@@ -266,9 +267,9 @@ static void run_window(struct worker *wk, size_t wi) {
         }
     }
     if (o->verbose || o->profile) {
-        char *m = dupf("vkasr: %s: window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), peak "
-                       "device memory %.1f MiB\n",
-                       wk->device ? wk->device : "device", w->n, w->first, w->first + w->n - 1, audio, secs,
+        char *m = dupf("vkasr: worker %d (%s): window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), "
+                       "peak device memory %.1f MiB\n",
+                       wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1, audio, secs,
                        secs > 0 ? audio / secs : 0.0, peak / 1048576.0);
         if (m && w->n)
             rec_err(&rec[w->n - 1], m);
@@ -360,7 +361,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     /* a model per distinct device (workers naming the same device share it), a session per worker */
     for (int i = 0; rc == EXIT_OK && i < nd; i++) {
         const char *dev = o->ndevices > 0 ? o->devices[i] : o->mp.device;
-        wk[i] = (struct worker){.sh = &sh, .device = dev};
+        wk[i] = (struct worker){.sh = &sh, .device = dev, .id = i};
         int same = -1;
         for (int j = 0; j < i && same < 0; j++)
             if ((!dev && !wk[j].device) || (dev && wk[j].device && strcmp(dev, wk[j].device) == 0))
@@ -377,14 +378,17 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
                 rc = exit_code_for(st, 1);
                 break;
             }
-            if (o->verbose) {
-                vkasr_model_info info;
-                vkasr_model_get_info(models[i], &info);
-                fprintf(stderr, "vkasr: worker %d: device %s, precision %s\n", i, info.device_name,
-                        info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
-            }
         }
         vkasr_model *m = models[same >= 0 ? same : i];
+        if (o->verbose) {
+            vkasr_model_info info;
+            vkasr_model_get_info(m, &info);
+            fprintf(stderr, "vkasr: worker %d: device %s, precision %s", i, info.device_name,
+                    info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
+            if (same >= 0)
+                fprintf(stderr, ", sharing worker %d's model", same);
+            fprintf(stderr, "\n");
+        }
         vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
         if (st != VKASR_OK) {
             fprintf(stderr, "vkasr: %s\n", err.message);
@@ -420,9 +424,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
             fprintf(stderr, "vkasr: interrupted: the inputs after %zu are skipped\n", sh.inputs_done);
         if (!o->no_prints)
             fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device memory "
-                            "%.1f MiB%s%s\n",
-                    sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0,
-                    sh.failed ? "; failed: " : "", sh.failed ? "see above" : "");
+                            "%.1f MiB; %zu failed\n",
+                    sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed);
         if (sh.with_ref && !o->no_prints)
             fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
                             "reference words of %zu inputs with text)\n",

@@ -15,7 +15,7 @@ _Static_assert(sizeof(struct pc_lstm) == 104, "mirror of lstm.comp push constant
 
 /* Rows per workgroup on a GPU: each weight load serves this many hypotheses of a batch (the partial
  * sums take 16 * 256 * HB bytes of shared memory). */
-#define LSTM_GPU_ROWS 4u
+#define LSTM_GPU_ROWS 8u
 
 #define LSTM_FLAG_VEC 1u /* In, P multiples of 4 and x, h, w_ih, w_hh 16-byte aligned: vec4 loads */
 
