@@ -350,7 +350,8 @@ void main() {
                     float pm = MASKED;
                     [[unroll]] for (uint c = 0; c < 8u; c++) {
                         const uint j = j0 + c0 + c;
-                        const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
+                        const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend &&
+                                        (pi > j ? pi - j : j - pi) <= pc.w;
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
                         pm = max(pm, s[c]);
                     }

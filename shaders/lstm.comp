@@ -65,7 +65,8 @@ void main() {
                 // 4 consecutive columns per load (byte offsets: element offsets * 4)
                 for (uint k = 4u * lane; k < in_dim; k += 4u * LPU) {
                     const uint64_t o = pc.w_ih + (ri + k) * 4ul, g = P * IN * 4ul;
-                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v, w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
+                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
                     [[unroll]] for (uint r = 0; r < HB; r++) {
                         if (r < nr) {
                             const vec4 xv = V4Ref(pc.x + (uint64_t(rb + r) * IN + uint64_t(k)) * 4ul).v;
@@ -75,7 +76,8 @@ void main() {
                 }
                 for (uint k = 4u * lane; k < p; k += 4u * LPU) {
                     const uint64_t o = pc.w_hh + (rh + k) * 4ul, g = P * P * 4ul;
-                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v, w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
+                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
                     [[unroll]] for (uint r = 0; r < HB; r++) {
                         if (r < nr) {
                             const vec4 hv = V4Ref(pc.h + (uint64_t(rb + r) * P + uint64_t(k)) * 4ul).v;
@@ -123,7 +125,8 @@ void main() {
             barrier();
         }
         if (lane == 0u && j < p) {
-            const vec4 bias = vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j), LOADF(pc.b, 3ul * P + j));
+            const vec4 bias = vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
+                                   LOADF(pc.b, 3ul * P + j));
             [[unroll]] for (uint r = 0; r < HB; r++) {
                 if (open[r]) {
                     const vec4 g = part[r * gl_WorkGroupSize.x + tid] + bias;

@@ -186,7 +186,8 @@ static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, i
     while (sb + 1 < n && yo[sb + 1] <= tb - 1)
         sb++;
     const int64_t xa = xo[sa] + imax(0, 2 * (ta - yo[sa]) - 1), xb = xo[sb] + imin(len[sb], 2 * (tb - 1 - yo[sb]) + 2);
-    struct th_tensor *xt = dw ? th_output(h, BE_F32, 3, TH_SHAPE(xb - xa, w, c)) : th_output(h, BE_F32, 2, TH_SHAPE(xb - xa, w));
+    struct th_tensor *xt = dw ? th_output(h, BE_F32, 3, TH_SHAPE(xb - xa, w, c))
+                              : th_output(h, BE_F32, 2, TH_SHAPE(xb - xa, w));
     struct th_tensor *yt = th_output(h, BE_F32, 3, TH_SHAPE(tb - ta, wo, c));
     float *xh = malloc((size_t)(Hx * inner) * sizeof *xh);
     if (!xh)

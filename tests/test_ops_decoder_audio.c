@@ -140,8 +140,10 @@ static void lstm_batch_case(struct th *h, int64_t B, int64_t in, int64_t p, int6
             continue;
         const uint64_t rin = (uint64_t)(r * in) * 4, rp = (uint64_t)(r * p) * 4;
         struct op_lstm_step one = {
-            .x = be_tensor_1d(TH_T(x, TH_DEV).addr + rin, BE_F32, in), .h = be_tensor_1d(TH_T(hh, TH_DEV).addr + rp, BE_F32, p),
-            .c = be_tensor_1d(TH_T(c, TH_DEV).addr + rp, BE_F32, p), .w_ih = TH_T(wih, TH_DEV), .w_hh = TH_T(whh, TH_DEV),
+            .x = be_tensor_1d(TH_T(x, TH_DEV).addr + rin, BE_F32, in),
+            .h = be_tensor_1d(TH_T(hh, TH_DEV).addr + rp, BE_F32, p),
+            .c = be_tensor_1d(TH_T(c, TH_DEV).addr + rp, BE_F32, p), .w_ih = TH_T(wih, TH_DEV),
+            .w_hh = TH_T(whh, TH_DEV),
             .b = TH_T(b, TH_DEV), .h_out = TH_T(h1, TH_DEV), .c_out = TH_T(c1, TH_DEV)};
         if (be_run(dv, OP_lstm_step, &one) || be_sync(dv) || be_download(dv, oh, one.h_out.addr, (uint64_t)p * 4) ||
             be_download(dv, oc, one.c_out.addr, (uint64_t)p * 4)) {

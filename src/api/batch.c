@@ -203,7 +203,8 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     s->batch = NULL;
     s->nbatch = 0;
     if (!out || (!inputs && n))
-        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "vkasr_transcribe_batch: inputs and out_results must not be NULL");
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "vkasr_transcribe_batch: inputs and out_results must not be NULL");
     for (size_t i = 0; i < n; i++)
         out[i] = NULL;
     vkasr_transcribe_params p;

@@ -77,7 +77,8 @@ vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, 
     // (rounding up) once per subsampling stage
     struct op_offsets_scan scan = {.x = len, .nout = ASR_STAGES};
     for (int s = 0; s < ASR_STAGES; s++)
-        scan.out[s] = (struct op_offsets_scan_out){.y = b->dev[s], .div = s == ASR_SAMPLES ? 1u : (uint32_t)c->hop_length,
+        scan.out[s] = (struct op_offsets_scan_out){.y = b->dev[s],
+                                                   .div = s == ASR_SAMPLES ? 1u : (uint32_t)c->hop_length,
                                                    .halvings = s > ASR_MEL ? (uint32_t)(s - ASR_MEL) : 0u,
                                                    .stride = 1, .lead = true};
     if (st == VKASR_OK)

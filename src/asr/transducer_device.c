@@ -288,7 +288,8 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         if (done == B) {
             LOG_INFO(be->dev->log, "device decoder: %lld hypotheses, %lld frames, %lld tokens, %lld joint rows walked "
                      "in %lld iterations (%lld queued) and %lld round trips", (long long)B, (long long)T,
-                     (long long)emitted_all, (long long)steps, (long long)iters_sum, (long long)queued, (long long)trips);
+                     (long long)emitted_all, (long long)steps, (long long)iters_sum, (long long)queued,
+                     (long long)trips);
             break;
         }
         if (dec_aborted(hooks)) {

@@ -434,7 +434,8 @@ static vkasr_status need_rows(struct vctx *c, const char *field, const be_tensor
 static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     if (a->h.nd != 1 && a->h.nd != 2)
         return bad(c, "h", &a->h, "must be [P] or [B, P]");
-    const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd > 0 ? a->x.nd - 1 : 0];
+    const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1];
+    const int64_t In = a->x.ne[a->x.nd > 0 ? a->x.nd - 1 : 0];
     if (B < 1 || B > INT32_MAX)
         return bad(c, "h", &a->h, "must have 1 .. 2^31-1 rows");
     TRY(need_rows(c, "x", &a->x, B, In));

@@ -372,7 +372,8 @@ int cmd_transcribe(int argc, char **argv) {
                 fprintf(stderr, "vkasr: shard %zu of %zu: inputs %zu .. %zu of %zu\n", shard_k, shard_n, first,
                         first + count, n);
             struct batch_run o = {
-                .model = model, .devices = devices, .ndevices = ndevices, .mp = mp, .tp = vkasr_transcribe_params_default(),
+                .model = model, .devices = devices, .ndevices = ndevices, .mp = mp,
+                .tp = vkasr_transcribe_params_default(),
                 .batch = batch, .stdout_fmt = stdout_fmt, .dump = dump, .out_manifest = out_manifest,
                 .no_prints = no_prints, .verbose = verbose, .profile = profile,
                 .progress = !no_prints && (force_progress || isatty(2)),

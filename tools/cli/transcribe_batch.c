@@ -269,7 +269,8 @@ static void run_window(struct worker *wk, size_t wi) {
     if (o->verbose || o->profile) {
         char *m = dupf("vkasr: worker %d (%s): window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), "
                        "peak device memory %.1f MiB\n",
-                       wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1, audio, secs,
+                       wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1,
+                       audio, secs,
                        secs > 0 ? audio / secs : 0.0, peak / 1048576.0);
         if (m && w->n)
             rec_err(&rec[w->n - 1], m);
@@ -423,8 +424,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         if (interrupted && sh.written < sh.nw)
             fprintf(stderr, "vkasr: interrupted: the inputs after %zu are skipped\n", sh.inputs_done);
         if (!o->no_prints)
-            fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device memory "
-                            "%.1f MiB; %zu failed\n",
+            fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device "
+                            "memory %.1f MiB; %zu failed\n",
                     sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed);
         if (sh.with_ref && !o->no_prints)
             fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
