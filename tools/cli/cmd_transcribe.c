@@ -15,6 +15,7 @@
 static void usage_transcribe(FILE *f) {
     fprintf(f,
             "usage: vkasr transcribe [-m MODEL] [options] AUDIO...\n"
+            "       vkasr transcribe [-m MODEL] [options] --manifest FILE\n"
             "\n"
             "Transcribes each AUDIO file (any format libsndfile reads: WAV, FLAC, OGG, MP3, ...; any sample\n"
             "rate and channel count; \"-\" reads from standard input) and prints the transcript on stdout.\n"
