@@ -376,8 +376,8 @@ typedef struct vkasr_transcribe_params {
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
 
-/* Transcribes interleaved float samples in [-1, 1]; n_frames samples per channel. Any sample rate and
- * channel count: channels are averaged, the rate converted to 16 kHz. */
+/* Transcribes interleaved float samples in [-1, 1]; n_frames samples per channel. Any sample rate from
+ * 1000 Hz to 2^24 Hz and any channel count: channels are averaged, the rate converted to 16 kHz. */
 VKASR_API vkasr_status vkasr_transcribe_pcm(vkasr_session *session, const float *samples, size_t n_frames,
                                             int sample_rate, int channels,
                                             const vkasr_transcribe_params *params,

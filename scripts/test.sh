@@ -1,23 +1,91 @@
 #!/bin/sh
-# test.sh — sets everything up (scripts/setup.sh) and runs the whole test suite with CTest.
-# Vulkan tests run on lavapipe (Mesa's CPU Vulkan driver) with the Khronos validation layer.
-# Where the CUDA toolkit is installed (nvcc on PATH or in /usr/local/cuda), a second tree (build-cuda)
-# is configured with -DVKASR_CUDA=ON and compiled and linked, quietly: its tests need an NVIDIA GPU
-# (tools/gpu/cuda_check.sh runs them there).
+# test.sh [--sanitize] — the test command (README, .ci/run). Sets everything up (scripts/setup.sh --test)
+# and runs, on lavapipe (Mesa's CPU Vulkan driver) with the Khronos validation layer:
+#   1. the fuzz smoke: each libFuzzer target of tests/fuzz for FUZZ_SECONDS (default 20; scripts/fuzz.sh);
+#   2. the sanitizer tests (--sanitize runs only these): the unit, model-loader, audio, API and CLI tests
+#      built with clang's AddressSanitizer + UBSan in ./build-asan, the thread tests with ThreadSanitizer
+#      in ./build-tsan;
+#   3. where the CUDA toolkit is installed (nvcc on PATH or in /usr/local/cuda), a compile-and-link-only
+#      build of the CUDA backend in ./build-cuda (-DVKASR_CUDA=ON; its tests need an NVIDIA GPU:
+#      tools/gpu/cuda_check.sh runs them there);
+#   4. the whole test suite (CTest, ./build).
+# Exits non-zero when any stage finds anything. The last line is CTest's summary line of the last run.
 set -eu
 cd "$(dirname "$0")/.."
-sh scripts/setup.sh
+sanitize_only=0
+for a in "$@"; do
+    case $a in
+    --sanitize) sanitize_only=1 ;;
+    *)
+        echo "usage: test.sh [--sanitize]" >&2
+        exit 2
+        ;;
+    esac
+done
 JOBS=$(nproc 2>/dev/null || echo 2)
+LOG=$(mktemp "${TMPDIR:-/tmp}/vkasr-test.XXXXXX")
+trap 'rm -f "$LOG" "$LOG.rc"' EXIT
+
+# ctest_run BUILD_DIR [CTEST ARGS...]: output shown as it comes and kept in $LOG; returns ctest's status
+ctest_run() {
+    dir=$1
+    shift
+    { ctest --test-dir "$dir" --output-on-failure --no-tests=error -j "$JOBS" "$@"; echo $? >"$LOG.rc"; } 2>&1 |
+        tee "$LOG"
+    return "$(cat "$LOG.rc")"
+}
+
+summary() { grep -E '^[0-9]+% tests passed' "$LOG" | tail -n 1; }
+
+# Stage 2. Not in the sanitizer set: test_install builds an application against the installed library
+# with the system compiler's default flags, which cannot link a sanitized library.
+# (Called where set -e does not apply: every step checks its status.)
+sanitizer_tests() {
+    echo "=== sanitizer tests: ASan + UBSan (build-asan)"
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON \
+        >/dev/null || return 1
+    cmake --build build-asan -j "$JOBS" || return 1
+    asan=0
+    ctest_run build-asan -L 'unit|model|audio|api|cli' -E '^test_install$' || asan=1
+    echo "=== sanitizer tests: TSan, the thread tests (build-tsan)"
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
+        >/dev/null || return 1
+    cmake --build build-tsan -j "$JOBS" --target test_threads test_api || return 1
+    tsan=0
+    ctest_run build-tsan -L threads || tsan=1
+    [ $asan -eq 0 ] && [ $tsan -eq 0 ]
+}
+
+if [ $sanitize_only -eq 1 ]; then
+    sh scripts/setup.sh --test --no-build
+    status=0
+    sanitizer_tests || status=1
+    summary
+    exit $status
+fi
+
+sh scripts/setup.sh --test
+failed=""
+echo "=== fuzz smoke: ${FUZZ_SECONDS:-20} s per target"
+sh scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || failed="$failed fuzz-smoke"
+sanitizer_tests || failed="$failed sanitizer-tests"
 NVCC=$(command -v nvcc 2>/dev/null || true)
 [ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 if [ -n "$NVCC" ]; then
-    echo "test: building the CUDA backend with $NVCC (build-cuda; compile and link only)"
+    echo "=== the CUDA backend with $NVCC (build-cuda; compile and link only)"
     mkdir -p build-cuda
     if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" &&
            cmake --build build-cuda -j "$JOBS"; } >build-cuda/build.log 2>&1; then
         tail -n 40 build-cuda/build.log
-        echo "test: the -DVKASR_CUDA=ON build failed (whole log: build-cuda/build.log)"
-        exit 1
+        failed="$failed cuda-build(build-cuda/build.log)"
     fi
 fi
-ctest --test-dir build --output-on-failure --no-tests=error -j "$JOBS"
+echo "=== the test suite (build)"
+status=0
+ctest_run build || status=1
+if [ -n "$failed" ]; then
+    echo "test.sh: FAILED before the test suite:$failed (see above)"
+    status=1
+fi
+summary
+exit $status

@@ -1,8 +1,9 @@
 #version 460
 // attention.comp — fused relative-position multi-head self-attention (spec §5.1; the symmetric local
 // band of §5.2 via `w`), flash style: scores never reach memory, so memory stays linear in T.
-// Scalar f32; push: q,y [Tq,D] (positions q0 ..), k,v [Tk,D] (positions k0 ..), p [P,D], bu,bv [H,dk];
-// spec 0: workgroup size, spec 1: NCH.
+// Scalar f32 arithmetic; push: attention.glsl: q,y [Tq,D] (positions q0 ..), k,v [Tk,D] (positions
+// k0 ..), p [P,D], bu,bv [H,dk], f32 (or f16 but the biases in the F16_TYPES variant);
+// spec 0: workgroup size, spec 1: NCH, spec 7: tensor types.
 //
 //   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
 // over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions); query positions
@@ -20,10 +21,14 @@
 // keys of its segment, and key blocks start at multiples of BK from the segment's start, so a segment
 // computes exactly what it computes alone. A query block whose rows span several segments takes one
 // pass per segment (rows of other segments masked), each with the keys of its own segment.
-// The tensor-core kernel for the op's f16 mode is attention_coopmat.comp (same tiles in spirit; the
-// host chooses, src/backend/vulkan/vk_op_attention.c).
+// The tensor-core kernels for the op's f16 mode are attention_coopmat.comp and attention_flash.comp
+// (the host chooses, src/backend/vulkan/vk_op_attention.c).
 // The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
+#ifdef F16_TYPES
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "attention.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 1) const uint NCH = 4;
 
@@ -39,14 +44,6 @@ layout(constant_id = 1) const uint NCH = 4;
 #define MASKED (-3.0e38)
 #define MASKED_CMP (-1.0e38)
 
-layout(push_constant) uniform PC {
-    uint64_t q, k, v, p, bu, bv, y;
-    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
-    float scale;
-    uint flags_;
-    uint nseg;    // segments of a packed batch (0: one sequence)
-    uint64_t seg; // I64 [nseg + 1]: their start positions, a leading 0, the total last
-} pc;
 
 // Staged tiles: 25596 bytes with the constants above (ATT_SHARED_BYTES on the host; lavapipe allows
 // 32 KiB). sh_k holds the K chunk during the score phase and the V chunk during the PV phase.
@@ -69,7 +66,7 @@ void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint
         uint li = e / DC, dd = e % DC, i = i0 + li, d = d0 + dd;
         float qu = 0.0, qv = 0.0;
         if (i < ihi && d < pc.dk) {
-            float x = LOADF(pc.q, uint64_t(i) * pc.D + hd + d);
+            float x = att_load(pc.q, uint64_t(i) * pc.D + hd + d, Q16);
             qu = x + LOADF(pc.bu, hd + d);
             qv = x + LOADF(pc.bv, hd + d);
         }
@@ -78,12 +75,12 @@ void stage_scores(uint h, uint i0, uint ihi, uint j0, uint jend, int nbase, uint
     }
     for (uint e = t; e < BK * DC; e += WG) {
         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = d0 + dd;
-        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.k, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
+        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? att_load(pc.k, uint64_t(j - pc.k0) * pc.D + hd + d, K16) : 0.0;
     }
     for (uint e = t; e < NP * DC; e += WG) {
         uint r = e / DC, dd = e % DC, d = d0 + dd;
         int n = nbase + int(r);
-        sh_p[r * DCP + dd] = (n >= 0 && uint(n) < pc.P && d < pc.dk) ? LOADF(pc.p, uint64_t(n) * pc.D + hd + d) : 0.0;
+        sh_p[r * DCP + dd] = (n >= 0 && uint(n) < pc.P && d < pc.dk) ? att_load(pc.p, uint64_t(n) * pc.D + hd + d, P16) : 0.0;
     }
 }
 
@@ -111,7 +108,7 @@ void main() {
     const uint nqb = (pc.Tq + BQ - 1u) / BQ;
     // valid query rows: inside q and at positions below n_valid
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y)
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             uint i0 = qb * BQ;
             uint iend = max(i0, min(i0 + BQ, nvq)); // valid query rows of the block: [i0, iend)
@@ -151,7 +148,7 @@ void main() {
                 float acc[8];
                 [[unroll]] for (uint x = 0; x < 8u; x++)
                     acc[x] = 0.0;
-                int nbase = int(pc.center) - int(pc.q0 + i0) + int(j0) - int(BQ - 1u);
+                int nbase = int(ATT_CENTER) - int(pc.q0 + i0) + int(j0) - int(BQ - 1u);
                 for (uint d0 = 0; d0 < pc.dk; d0 += DC) {
                     barrier(); // the previous chunk's (or PV phase's) readers are done
                     stage_scores(h, i0, ihi, j0, jend, nbase, d0);
@@ -203,7 +200,7 @@ void main() {
                     for (uint e = t; e < BK * DC; e += WG) {
                         uint lj = e / DC, dd = e % DC, j = j0 + lj, d = m * DC + dd;
                         // Absent keys must be finite (their weight is 0): load zeros, not memory.
-                        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? LOADF(pc.v, uint64_t(j - pc.k0) * pc.D + hd + d) : 0.0;
+                        sh_k[lj * DCP + dd] = (j >= pc.k0 && j < jend && d < pc.dk) ? att_load(pc.v, uint64_t(j - pc.k0) * pc.D + hd + d, V16) : 0.0;
                     }
                     barrier();
                     for (uint lj = 0; lj < BK; lj++) {
@@ -228,7 +225,7 @@ void main() {
                         [[unroll]] for (uint c = 0; c < 4u; c++) {
                             uint d = m * DC + 4u * tc + c;
                             if (d < pc.dk)
-                                STOREF(pc.y, row + d, o[m * 8u + r * 4u + c] * inv);
+                                att_store_y(row + d, o[m * 8u + r * 4u + c] * inv);
                         }
                 }
             }

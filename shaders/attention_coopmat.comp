@@ -42,8 +42,9 @@
 // shared layouts.
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
-// spec 0: workgroup size, must be 32 * NWARP.
-// push: as attention.comp; flags bit 0: D and dk multiples of 4 and q, k, v, p 16-byte aligned.
+// spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
+// push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
+#define F16_TYPES
 #define HAS_F16
 #extension GL_KHR_shader_subgroup_basic : require
 #ifndef EMULATE_COOPMAT
@@ -51,6 +52,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #endif
 #include "core.glsl"
+#include "attention.glsl"
 
 #ifndef NWARP
 #define NWARP 4
@@ -88,16 +90,6 @@
 
 layout(local_size_x_id = 0) in;
 
-layout(push_constant) uniform PC {
-    uint64_t q, k, v, p, bu, bv, y;
-    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
-    float scale;
-    uint flags;
-    uint nseg;    // segments of a packed batch (0: one sequence)
-    uint64_t seg; // I64 [nseg + 1]: their start positions, a leading 0, the total last
-} pc;
-
-#define FLAG_VEC 1u
 
 
 // Shared memory: 48644 bytes at NWARP 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
@@ -210,19 +202,21 @@ void emu_load_c(out FragC c, uint off, uint pitch) {
 // ---- staging -----------------------------------------------------------------------------------------
 uint pack2(float a, float b) { return packFloat2x16(f16vec2(float16_t(a), float16_t(b))); }
 
-// Elements hd+d .. hd+d+7 of row `row` of a [rows, D] f32 tensor (plus bias[hd+d ..] when bias != 0)
-// as eight f16; zero past dk and for rows that are not `valid`.
-uvec4 fetch8(uint64_t base, uint64_t bias, uint row, uint hd, uint d, bool valid) {
+// Elements hd+d .. hd+d+7 of row `row` of a [rows, D] tensor of type h16 (plus bias[hd+d ..] when
+// bias != 0) as eight f16; zero past dk and for rows that are not `valid`.
+uvec4 fetch8(uint64_t base, bool h16, uint64_t bias, uint row, uint hd, uint d, bool valid) {
     if (!valid || d >= pc.dk)
         return uvec4(0);
     const uint64_t off = uint64_t(row) * pc.D + hd + d;
+    if (h16 && bias == 0ul && (pc.flags & FLAG_VEC8) != 0u && d + 8u <= pc.dk)
+        return U4Ref(base + off * 2ul).v; // 8 halves as they are
     float v[8];
-    if ((pc.flags & FLAG_VEC) != 0u && d + 8u <= pc.dk) {
+    if (!h16 && (pc.flags & FLAG_VEC) != 0u && d + 8u <= pc.dk) {
         const vec4 lo = V4Ref(base + off * 4ul).v, hi = V4Ref(base + off * 4ul + 16ul).v;
         v = float[8](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
     } else {
         [[unroll]] for (uint e = 0; e < 8u; e++)
-            v[e] = d + e < pc.dk ? LOADF(base, off + e) : 0.0;
+            v[e] = d + e < pc.dk ? att_load(base, off + e, h16) : 0.0;
     }
     if (bias != 0ul) {
         [[unroll]] for (uint e = 0; e < 8u; e++)
@@ -234,12 +228,12 @@ uvec4 fetch8(uint64_t base, uint64_t bias, uint row, uint hd, uint d, bool valid
 
 // Rows row0 .. row0+n-1 of a [rows, D] tensor (head columns, plus bias) to staged rows dst0 ..
 // (modulo `ring` rows at `dst`); rows outside [lo, hi) are zeros.
-void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, uint64_t bias, int row0, uint n, uint hd, int lo,
-                int hi) {
+void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, bool h16, uint64_t bias, int row0, uint n, uint hd,
+                int lo, int hi) {
     for (uint e = gl_LocalInvocationID.x; e < n * DKC; e += NT) {
         const uint r = e / DKC, c = e % DKC;
         const int row = row0 + int(r);
-        sh[dst + ((dst0 + r) % ring) * DKS + c] = fetch8(base, bias, uint(max(row, 0)), hd, 8u * c, row >= lo && row < hi);
+        sh[dst + ((dst0 + r) % ring) * DKS + c] = fetch8(base, h16, bias, uint(max(row, 0)), hd, 8u * c, row >= lo && row < hi);
     }
 }
 
@@ -249,7 +243,7 @@ void main() {
     // valid query rows: inside q and at positions below n_valid
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
     const uint kend = min(pc.k0 + pc.Tk, pc.n_valid); // key positions present and valid: [k0, kend)
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint hd = h * pc.dk; // < D <= INT32_MAX (host)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             const uint i0 = qb * BQ;
@@ -258,12 +252,12 @@ void main() {
             // ---- q + u and q + v of this subgroup's rows into registers (staged through the ring) ------
             FragA qu[NDK], qv[NDK];
             barrier(); // the previous query block's readers of shared memory are done
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, pc.bu, int(i0), BQ, hd, 0, int(iend));
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(iend));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
             barrier();
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, pc.bv, int(i0), BQ, hd, 0, int(iend));
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(iend));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
@@ -302,18 +296,18 @@ void main() {
             FRAG_LOOP for (uint n = 0; n < NDK; n++)
                 ZERO_C(o[n]);
 
-            const int nbase0 = int(pc.center) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
+            const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
             uint kb = 0u;
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
                 // ---- stage k, v and the new position rows ---------------------------------------------
                 barrier(); // readers of the previous block (or of the staged q) are done
                 // key position j is row j - k0 of k and v
-                stage_rows(K_OFF, 0u, BK, pc.k, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
-                stage_rows(V_OFF, 0u, BK, pc.v, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
+                stage_rows(K_OFF, 0u, BK, pc.k, K16, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
+                stage_rows(V_OFF, 0u, BK, pc.v, V16, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
                 const uint nb = kb == 0u ? uint(NWIN) : uint(BK); // rows to stage: all of them first
                 const uint w0 = uint(NWIN) - nb;                   // first window row to stage
-                stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, 0ul, nbase0 + int(BK * kb + w0), nb, hd, 0, int(pc.P));
+                stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, P16, 0ul, nbase0 + int(BK * kb + w0), nb, hd, 0, int(pc.P));
                 barrier();
 
                 // ---- AC and BD fragments -----------------------------------------------------------------
@@ -425,7 +419,7 @@ void main() {
                     if (i < pc.Tq && d < pc.dk && ((i >= ilo && i < ihi) || (last && i >= iend))) {
                         const uint f = (S_OFF + (li / 16u) * SW + (li % 16u) * SO) * 4u + c;
                         // A valid row always sees key i itself, so l > 0 there.
-                        STOREF(pc.y, uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);
+                        att_store_y(uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);
                     }
                 }
             }

@@ -1,8 +1,9 @@
 #version 460
 // attention_rows.comp — fused relative-position multi-head self-attention for CPU drivers (lavapipe):
 // the same op as attention.comp (spec §5.1, the band |i - j| <= w over key positions present in k and
-// below n_valid, query positions >= n_valid get zeros), f32 throughout, but with no shared memory and no barriers: one invocation
-// owns one (query row, head) and walks its keys in order with an online softmax,
+// below n_valid, query positions >= n_valid get zeros), f32 arithmetic (q, k, v, p, y may be f16 in the
+// F16_TYPES variant, attention.glsl), but with no shared memory and no barriers: one invocation owns one
+// (query row, head) and walks its keys in order with an online softmax,
 //   s_j = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,
 //   m = running max, l = running sum of exp(s - m), acc = running sum of exp(s - m) v_j,
 // rescaling l and acc when the max grows; y_i = acc / l. llvmpipe runs a workgroup's invocations as
@@ -13,18 +14,14 @@
 // garbage on its second pass under lavapipe), y over heads (grid-stride). dk <= 256 (host-checked);
 // spec 1: DK below; at most VK_ATT_ROWS_MAX_KEYS keys per row (host-checked).
 // Loop counters are 32-bit (lavapipe loses work with 64-bit counters that differ between invocations
-// inside other loops); offsets are 64-bit. push: as attention.comp. spec 0: workgroup size.
+// inside other loops); offsets are 64-bit. push: attention.glsl (the flags word holds the dispatch's
+// first row). spec 0: workgroup size; 7: tensor types.
+#ifdef F16_TYPES
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "attention.glsl"
 layout(local_size_x_id = 0) in;
-
-layout(push_constant) uniform PC {
-    uint64_t q, k, v, p, bu, bv, y;
-    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
-    float scale;
-    uint row0;    // attention.comp's flags word: the first query row of this dispatch
-    uint nseg;    // segments of a packed batch (0: one sequence)
-    uint64_t seg; // I64 [nseg + 1]: their start positions; a row sees only its segment's keys
-} pc;
 
 // llvmpipe stops an invocation's loops after 65535 iterations in total (Mesa's
 // LP_MAX_TGSI_LOOP_ITERATIONS) without an error; the loops over dk per key reach that at about 650 keys
@@ -38,27 +35,27 @@ const uint DKA = DK > 0u ? DK : 256u; // register arrays
 // The online softmax over key positions [j0, j1) of one (row, head), with loops of ND over the head
 // width (UNROLL: [[unroll]] or nothing; the hint must not reach loops of unknown trip count, which the
 // driver would unroll to the arrays' size with guards).
-#define ATTEND_KEYS(ND, UNROLL)                                                                      \
-    for (uint j = j0; j < j1; j++) {                                                                 \
-        const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                            \
-        const uint64_t pb = uint64_t(pc.center + j - pi) * D + hc; /* row center - (pi - j) */       \
-        float ac = 0.0, bd = 0.0;                                                                    \
-        UNROLL for (uint d = 0; d < ND; d++) {                                                       \
-            ac += qu[d] * LOADF(pc.k, kb + d);                                                       \
-            bd += qv[d] * LOADF(pc.p, pb + d);                                                       \
-        }                                                                                            \
-        const float s = (ac + bd) * pc.scale;                                                        \
-        if (s > m) {                                                                                 \
-            const float c = exp(m - s);                                                              \
-            l *= c;                                                                                  \
-            UNROLL for (uint d = 0; d < ND; d++)                                                     \
-                acc[d] *= c;                                                                         \
-            m = s;                                                                                   \
-        }                                                                                            \
-        const float e = exp(s - m);                                                                  \
-        l += e;                                                                                      \
-        UNROLL for (uint d = 0; d < ND; d++)                                                         \
-            acc[d] += e * LOADF(pc.v, kb + d);                                                       \
+#define ATTEND_KEYS(ND, UNROLL)                                                                    \
+    for (uint j = j0; j < j1; j++) {                                                               \
+        const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                          \
+        const uint64_t pb = uint64_t(ATT_CENTER + j - pi) * D + hc; /* row center - (pi - j) */     \
+        float ac = 0.0, bd = 0.0;                                                                  \
+        UNROLL for (uint d = 0; d < ND; d++) {                                                     \
+            ac += qu[d] * att_load(pc.k, kb + d, K16);                                             \
+            bd += qv[d] * att_load(pc.p, pb + d, P16);                                             \
+        }                                                                                          \
+        const float s = (ac + bd) * pc.scale;                                                      \
+        if (s > m) {                                                                               \
+            const float c = exp(m - s);                                                            \
+            l *= c;                                                                                \
+            UNROLL for (uint d = 0; d < ND; d++)                                                   \
+                acc[d] *= c;                                                                       \
+            m = s;                                                                                 \
+        }                                                                                          \
+        const float e = exp(s - m);                                                                \
+        l += e;                                                                                    \
+        UNROLL for (uint d = 0; d < ND; d++)                                                       \
+            acc[d] += e * att_load(pc.v, kb + d, V16);                                             \
     }
 
 // The running max starts at a finite sentinel (no infinities: fast-math drivers may mishandle them);
@@ -68,20 +65,20 @@ const uint DKA = DK > 0u ? DK : 256u; // register arrays
 void main() {
     const uint dk = pc.dk;
     const uint64_t D = uint64_t(pc.D);
-    const uint i = pc.row0 + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
+    const uint i = pc.flags + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
     if (i >= pc.Tq)
         return;
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
         const uint64_t yo = uint64_t(i) * D + hc;
         if (pi >= pc.n_valid) {
             for (uint d = 0; d < dk; d++)
-                STOREF(pc.y, yo + d, 0.0);
+                att_store_y(yo + d, 0.0);
             continue;
         }
         float qu[DKA], qv[DKA], acc[DKA];
         for (uint d = 0; d < dk; d++) {
-            const float qd = LOADF(pc.q, yo + d);
+            const float qd = att_load(pc.q, yo + d, Q16);
             qu[d] = qd + LOADF(pc.bu, hc + d);
             qv[d] = qd + LOADF(pc.bv, hc + d);
             acc[d] = 0.0;
@@ -104,6 +101,6 @@ void main() {
             ATTEND_KEYS(dk, )
         }
         for (uint d = 0; d < dk; d++)
-            STOREF(pc.y, yo + d, acc[d] / l);
+            att_store_y(yo + d, acc[d] / l);
     }
 }

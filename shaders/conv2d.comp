@@ -14,8 +14,13 @@
 // grid-stride. Channel is the outermost loop so a thread keeps its 9 taps in registers.
 // The channel loop counter is 32-bit (the host checks C <= 2^30): Mesa 22.3's lavapipe loses work when a
 // 64-bit loop counter that differs between invocations encloses another loop. Offsets stay 64-bit.
-// push: see PC. spec 0: workgroup size.
+// x and y f32, or each f16 with -DIO_F16 (io.glsl); w, b f32.
+// push: see PC. spec 0: workgroup size; 7: tensor types (IO_F16).
+#ifdef IO_F16
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "io.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, w, b, y;
@@ -61,10 +66,10 @@ void main() {
 #else
                         const uint64_t xi = uint64_t((g - pc.x_row0) * pc.wx + col);
 #endif
-                        acc += wk[i * 3 + j] * LOADF(pc.x, xi);
+                        acc += wk[i * 3 + j] * load_in(pc.x, xi);
                     }
                 }
-                STOREF(pc.y, uint64_t(r * pc.wo + o) * uint64_t(pc.c) + c, act_apply(acc, pc.act));
+                store_out(pc.y, uint64_t(r * pc.wo + o) * uint64_t(pc.c) + c, act_apply(acc, pc.act));
             }
         }
     }

@@ -8,8 +8,13 @@
 // 64-bit loop counter that differs between invocations encloses another loop. Offsets stay 64-bit.
 // A packed batch (nseg > 0): x's row t is position row0 + t of a sequence of segments starting at
 // seg[] [nseg+1]; taps never read across the boundary of t's segment (zeros, as at x's ends).
-// push: see PC. spec 0: workgroup size.
+// x and y f32, or each f16 with -DIO_F16 (io.glsl); w, b f32.
+// push: see PC. spec 0: workgroup size; 7: tensor types (IO_F16).
+#ifdef IO_F16
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "io.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, w, b, y;
@@ -43,8 +48,8 @@ void main() {
                 const int64_t k0 = max(half_k - (t - lo), 0l), k1 = min(pc.k, hi - t + half_k);
                 float acc = bias;
                 for (int64_t k = k0; k < k1; k++)
-                    acc += LOADF(pc.w, wrow + uint64_t(k)) * LOADF(pc.x, uint64_t(t - half_k + k) * C + c);
-                STOREF(pc.y, uint64_t(t) * C + c, act_apply(acc, pc.act));
+                    acc += LOADF(pc.w, wrow + uint64_t(k)) * load_in(pc.x, uint64_t(t - half_k + k) * C + c);
+                store_out(pc.y, uint64_t(t) * C + c, act_apply(acc, pc.act));
             }
         }
     }

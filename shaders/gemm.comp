@@ -12,6 +12,9 @@
 // of outputs at rows ty + i*TY and columns tx + j*TX: strided so that neighbouring threads read
 // neighbouring shared words (no bank conflicts) and write neighbouring outputs (coalesced).
 //
+// ACT_GLU (linear.glsl): a thread's columns j and j+1 (j even; TN is even) are a (value, gate) pair:
+// tile column tx + j*TX holds the product's column 2*((j/2)*TX + tx) + j%2 of the tile's pair order.
+//
 // spec: 0 workgroup size (must be (BM/TM)*(BN/TN)), 1 BM, 2 BN, 3 BK, 4 TM, 5 TN, 7 tensor types.
 // push: linear.glsl (x, w, bias, res, y, M, N, K, act, alpha; flags unused here). 32-bit tile
 // coordinates: the host guarantees M, N, K < 2^31 and the tile count < 2^32; element offsets are 64-bit.
@@ -40,6 +43,14 @@ shared float Bs[BK * SB];
 // load_x rounds an f32 x to f16 when w is f16 (linear.glsl): the product of two f16 values is exact
 // in f32, so f32 FMA then matches an f16 x f16 -> f32 MMA.
 
+// The product's column (of the tile, in pair order with ACT_GLU) that tile column r holds.
+uint tile_col(uint r) {
+    if (pc.act != ACT_GLU)
+        return r;
+    const uint j = r / TX, t = r % TX;
+    return 2u * ((j / 2u) * TX + t) + j % 2u;
+}
+
 void main() {
     const uint WG = gl_WorkGroupSize.x;
     const uint tid = gl_LocalInvocationID.x;
@@ -63,8 +74,8 @@ void main() {
             }
             for (uint e = tid; e < BN * BK; e += WG) {
                 const uint r = e / BK, kk = e % BK;
-                const uint gn = n0 + r, gk = k0 + kk;
-                Bs[kk * SB + r] = (gn < N && gk < K) ? load_w(uint64_t(gn) * K + gk) : 0.0;
+                const uint gn = n0 + tile_col(r), gk = k0 + kk;
+                Bs[kk * SB + r] = (gn < N && gk < K) ? load_w(uint64_t(glu_row(gn)) * K + gk) : 0.0;
             }
             barrier();
             for (uint kk = 0; kk < BK; kk++) {
@@ -81,6 +92,17 @@ void main() {
         }
 
         // Epilogue (linear.glsl), in the reference's order.
+        if (pc.act == ACT_GLU) {
+            [[unroll]] for (uint i = 0; i < TM; i++) {
+                const uint gm = m0 + ty + i * TY;
+                [[unroll]] for (uint j = 0; j < TN; j += 2u) {
+                    const uint gn = n0 + 2u * ((j / 2u) * TX + tx); // the value column; N even: its gate is in
+                    if (gm < M && gn < N)
+                        linear_epilogue_glu(gm, gn / 2u, acc[i * TN + j], acc[i * TN + j + 1u]);
+                }
+            }
+            continue;
+        }
         [[unroll]] for (uint i = 0; i < TM; i++) {
             const uint gm = m0 + ty + i * TY;
             [[unroll]] for (uint j = 0; j < TN; j++) {

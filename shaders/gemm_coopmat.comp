@@ -36,6 +36,9 @@
 //   128x256, BK 32, 1 stage:  30 KiB (epilogue: 8 subgroups x 16 x 68 f32 = 34 KiB)
 //   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)
 //
+// ACT_GLU: the B block's rows are the product's columns in pair order (linear.glsl: fetch_w reads
+// weight row glu_row(gn)), so the epilogue's 4 columns are two (value, gate) pairs.
+//
 // Split-K (pc.splits > 1): item i of the grid-stride loop is tile i % tiles of K slice i / tiles
 // (k_slice elements, a multiple of BK); the raw f32 sums go to y = workspace [splits, M, N] and
 // gemm_reduce.comp adds the slices in order and applies the epilogue.
@@ -255,7 +258,7 @@ uvec4 x_half8(uvec4 lo, uvec4 hi) {
 uvec4 fetch_w(uint gn, uint gk) {
     if (gn >= pc.N || gk >= pc.K)
         return uvec4(0);
-    const uint64_t a = pc.w + (uint64_t(gn) * pc.K + gk) * 2ul;
+    const uint64_t a = pc.w + (uint64_t(glu_row(gn)) * pc.K + gk) * 2ul;
     if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K)
         return U4Ref(a).v;
     return tail_halves(a, pc.K - gk);
@@ -311,6 +314,10 @@ void epilogue_stage(uint i, uint m0, uint n0, uint slice) {
                 [[dont_unroll]] for (uint q = 0; q < 4u && gn + q < pc.N; q++)
                     STOREF(pc.y, o + q, v[q]);
             }
+        } else if (pc.act == ACT_GLU) { // gn is a multiple of 4 and N even: (gn, gn+1) is inside when gn is
+            linear_epilogue_glu(gm, gn / 2u, v[0], v[1]);
+            if (gn + 2u < pc.N)
+                linear_epilogue_glu(gm, gn / 2u + 1u, v[2], v[3]);
         } else if ((pc.flags & FLAG_YVEC) != 0u) { // N % 4 == 0: gn + 4 <= N
             linear_epilogue4(gm, gn, v);
         } else { // element-wise (N % 4 != 0 or unaligned tensors: a rare path, rolled)

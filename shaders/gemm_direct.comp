@@ -8,6 +8,8 @@
 // chain over k = 0 .. K-1, exactly as in gemm.comp, so the two kernels give bit-identical results and
 // may be mixed freely.
 //
+// ACT_GLU: an invocation's TN (even) columns are consecutive in pair order (linear.glsl), so it holds
+// both sums of each of its TN/2 outputs.
 // spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation, at most 8 each; a workgroup covers
 // WG*TN columns of TM rows, looping grid-stride over those tiles); 7 tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
@@ -52,7 +54,7 @@ void main() {
         uint64_t xr[8], wr[8];
         [[unroll]] for (uint i = 0; i < 8u; i++) {
             xr[i] = uint64_t(min(m0 + i, M - 1u)) * K;
-            wr[i] = uint64_t(min(n0 + i, N - 1u)) * K;
+            wr[i] = uint64_t(glu_row(min(n0 + i, N - 1u))) * K;
         }
         uint k = 0;
         if ((pc.flags & FLAG_VEC) != 0u) { // K % 8 == 0, x and w 16-byte aligned: 4 k per load
@@ -84,14 +86,19 @@ void main() {
                     if (i < TM && j < TN)
                         acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
         }
-        // Epilogue (linear.glsl), in the reference's order.
-        [[unroll]] for (uint i = 0; i < 8u; i++) {
-            const uint gm = m0 + i;
-            [[unroll]] for (uint j = 0; j < 8u; j++) {
-                const uint gn = n0 + j;
-                if (i < TM && j < TN && gm < M && gn < N)
-                    linear_epilogue(gm, gn, acc[i * 8u + j]);
+        // Epilogue (linear.glsl), in the reference's order, in rolled loops over a copy of the sums so
+        // that its code exists once (unrolled over the 64 outputs, with GLU's pairs, it made llvmpipe
+        // take half as long again to compile the kernel, on every run: lavapipe caches no pipelines).
+        float sum[64];
+        [[unroll]] for (uint i = 0; i < 64u; i++)
+            sum[i] = acc[i];
+        const bool glu = pc.act == ACT_GLU;
+        [[dont_unroll]] for (uint i = 0; i < TM && m0 + i < M; i++)
+            [[dont_unroll]] for (uint j = 0; j < TN && n0 + j < N; j += glu ? 2u : 1u) {
+                if (glu) // n0 + j even, and N even: its gate column n0 + j + 1 is inside too
+                    linear_epilogue_glu(m0 + i, (n0 + j) / 2u, sum[i * 8u + j], sum[i * 8u + j + 1u]);
+                else
+                    linear_epilogue(m0 + i, n0 + j, sum[i * 8u + j]);
             }
-        }
     }
 }

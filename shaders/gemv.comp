@@ -13,7 +13,9 @@
 // and are added in lane order by one invocation, which applies the epilogue. Any M works (row
 // blocks of MR re-read w; the op picks this kernel for M <= 8 only).
 //
-// spec 0: workgroup size, a multiple of 32; 7: tensor types (linear.glsl).
+// ACT_GLU: columns in pair order (linear.glsl); the invocations of an even group apply the epilogue to
+// the sums of their own column (value) and of the next group's (gate).
+// spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 7: tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
 #ifdef F16_TYPES
 #define HAS_F16
@@ -57,7 +59,7 @@ void main() {
         [[unroll]] for (uint r = 0; r < MR; r++)
             acc[r] = 0.0;
         if (n < N) {
-            const uint64_t wrow = uint64_t(n) * K;
+            const uint64_t wrow = uint64_t(glu_row(n)) * K;
             if (vec) {
                 for (uint k = lane * 8u; k < K; k += LANES * 8u) {
                     vec4 wlo, whi;
@@ -87,12 +89,21 @@ void main() {
             part[(grp * MR + r) * LANES + lane] = acc[r];
         barrier();
         // Epilogue (linear.glsl), in the reference's order.
-        if (lane < rows && n < N) {
+        const bool glu = pc.act == ACT_GLU;
+        if (lane < rows && n < N && (!glu || grp % 2u == 0u)) {
             const uint base = (grp * MR + lane) * LANES;
             float v = 0.0;
             for (uint l = 0; l < LANES; l++)
                 v += part[base + l];
-            linear_epilogue(m0 + lane, n, v);
+            if (glu) { // the gate: the next group's sums (n even and N even: n + 1 < N)
+                const uint gbase = ((grp + 1u) * MR + lane) * LANES;
+                float g = 0.0;
+                for (uint l = 0; l < LANES; l++)
+                    g += part[gbase + l];
+                linear_epilogue_glu(m0 + lane, n / 2u, v, g);
+            } else {
+                linear_epilogue(m0 + lane, n, v);
+            }
         }
         barrier(); // the next tile overwrites the partial sums
     }

@@ -1,14 +1,18 @@
 #version 460
-// rows.comp — f32 reductions along the last dimension of x [R, C]: layernorm (-DLAYERNORM),
-// softmax (-DSOFTMAX) and argmax (-DARGMAX).
+// rows.comp — f32 reductions along the last dimension of x [R, C]: layernorm (-DLAYERNORM; its y f32,
+// or f16 with -DIO_F16: io.glsl), softmax (-DSOFTMAX) and argmax (-DARGMAX).
 //
 // A row belongs to a segment of `tpr` consecutive invocations (a power of two <= the workgroup size,
 // chosen by the host from the row width), so a workgroup handles wg/tpr rows at a time: narrow rows
 // (C = 3) do not leave most of a workgroup idle and wide rows (C = 4097) are split over the whole
 // workgroup. Each invocation accumulates its strided columns in f32, then a shared-memory tree combines
 // the segment (no subgroup operations, so nothing depends on the subgroup size). Rows are grid-stride.
-// push: see PC. spec 0: workgroup size (a power of two).
+// push: see PC. spec 0: workgroup size (a power of two); 7: tensor types (IO_F16).
+#ifdef IO_F16
+#define HAS_F16
+#endif
 #include "core.glsl"
+#include "io.glsl"
 layout(local_size_x_id = 0) in;
 
 #if defined(LAYERNORM)
@@ -92,7 +96,7 @@ void main() {
         float inv = 1.0 / sqrt(var + pc.eps);
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)
-                STOREF(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
+                store_out(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
 #elif defined(SOFTMAX)
         float m = uintBitsToFloat(0xff800000u); // -inf
         if (live)

@@ -1,8 +1,21 @@
 /* bench_attention.c — times relpos_attention on the Vulkan backend (an executable, not a ctest test).
- *   bench_attention [T=7500] [D=1024] [heads=8] [window=0] [iters=5] [f32|f16] [CONFIG|auto]
- * f16 sets the op's f16 flag (tensor cores where the device has them); CONFIG forces a kernel
- * configuration of vk_attention.h (scalar, cm_dk128, ...). The device is $VKASR_DEVICE or the default;
- * inputs are random in [-1, 1). */
+ *   bench_attention [T=7500] [D=1024] [heads=8] [window=0] [iters=5] [f32|f16|h16] [CONFIG[,CONFIG...]|auto|all]
+ * f32: f32 tensors and products; f16: f32 tensors, the op's f16 flag (tensor cores where the device
+ * has them: what the network runs in f16 precision today); h16: q, k, v, p and y f16 with the f16 flag
+ * (what it runs once activations are f16). CONFIG forces kernel configurations of vk_attention.h
+ * (scalar, cm_dk128, flash128_q64k32, ...); all: every configuration this device can run for the head
+ * width (the tensor-core ones only with f16/h16), emulated twins excepted. One line per configuration:
+ *   attention T= D= H= dk= window= keys= prec= cfg= ms= tflops= tflops_bd= timer=gpu check=ok
+ * ms is GPU time per call from timestamps (mean of the timed runs after two warm-up calls; wall time of
+ * op + sync on a device without timestamps, then timer=wall). TFLOP/s count
+ *   4 * T * K * D   (QK^T and PV, 2 flops per multiply-add: the usual attention count), and
+ *   6 * T * K * D   (tflops_bd: plus the relative-position term (q+v).p every kernel also computes)
+ * with K = keys per query: T for full attention, min(T, 2*window+1) with a window (edges ignored).
+ * check compares six output rows (first, middle, last query; first and last head) with a host
+ * computation in double of the same inputs (f16-rounded where the kernel rounds them): relative L2
+ * error at most 1e-4 (f32) or 3e-2 (f16); exit status 1 if any fails. Inputs are uniform in [-1, 1),
+ * generated per element from its index, so any row can be recomputed. The device is $VKASR_DEVICE or
+ * the default. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +24,19 @@
 
 #include "backend/backend.h"
 #include "backend/vulkan/vk_attention.h"
+#include "common/half.h"
 
-/* Prints the best and mean wall time of op + sync per run, and TFLOP/s counted as
- *   flops    = 4 * T * K * D   (QK^T and PV, 2 flops per multiply-add: the usual attention count)
- *   flops_bd = 6 * T * K * D   (plus the relative-position term (q+v).p the kernel also computes)
- * with K = keys per query: T for full attention, min(T, 2*window+1) with a window (edges ignored). */
+enum { IN_Q, IN_K, IN_V, IN_P, IN_BU, IN_BV, NIN };
+
+struct bench {
+    long long T, D, H, dk, window, P, iters;
+    bool f16;  /* the op's f16 flag                 */
+    bool h16;  /* q, k, v, p and y stored as f16    */
+    const char *prec;
+    struct backend *b;
+    const struct vk_caps *caps;
+    be_tensor t[NIN], y;
+};
 
 static double now_ms(void) {
     struct timespec ts;
@@ -23,104 +44,251 @@ static double now_ms(void) {
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
-static int fail(const char *what, const struct err *e) {
-    fprintf(stderr, "bench_attention: %s: %s\n", what, e->msg);
-    return 1;
-}
-
 static long long arg(int argc, char **argv, int i, long long def) {
     return argc > i ? atoll(argv[i]) : def;
 }
 
-int main(int argc, char **argv) {
-    long long T = arg(argc, argv, 1, 7500), D = arg(argc, argv, 2, 1024), H = arg(argc, argv, 3, 8);
-    long long window = arg(argc, argv, 4, 0), iters = arg(argc, argv, 5, 5);
-    const char *prec = argc > 6 ? argv[6] : "f32", *cfg_name = argc > 7 ? argv[7] : "auto";
-    const struct vk_att_cfg *cfg = strcmp(cfg_name, "auto") == 0 ? NULL : vk_att_find(cfg_name);
-    if (T < 1 || D < 1 || H < 1 || D % H || window < 0 || iters < 1 ||
-        (strcmp(prec, "f32") != 0 && strcmp(prec, "f16") != 0) || (!cfg && strcmp(cfg_name, "auto") != 0)) {
-        fprintf(stderr, "usage: bench_attention [T] [D] [heads] [window] [iters] [f32|f16] [CONFIG|auto]\n"
-                        "configs:");
-        size_t n;
-        const struct vk_att_cfg *all = vk_att_configs(&n);
-        for (size_t i = 0; i < n; i++)
-            fprintf(stderr, " %s", all[i].name);
-        fprintf(stderr, "\n");
-        return 2;
+/* Input element i of tensor `which`, uniform in [-1, 1) (splitmix64 of the index). */
+static float gen(int which, uint64_t i) {
+    uint64_t z = ((uint64_t)which << 56) ^ i ^ 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (float)((z >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+static bool stored_f16(const struct bench *B, int which) { return B->h16 && which <= IN_P; }
+
+/* The value the device holds for element i of an input (f16 inputs: the rounded value). */
+static float held(const struct bench *B, int which, uint64_t i) {
+    const float x = gen(which, i);
+    return stored_f16(B, which) ? half_to_float(float_to_half(x)) : x;
+}
+
+/* As the products take it: rounded to f16 in the op's f16 mode (the C reference's rule). */
+static double in(const struct bench *B, float x) {
+    return B->f16 ? (double)half_to_float(float_to_half(x)) : (double)x;
+}
+
+static int alloc_inputs(struct bench *B) {
+    const long long rows[NIN] = {B->T, B->T, B->T, B->P, B->H, B->H}, cols[NIN] = {B->D, B->D, B->D, B->D, B->dk, B->dk};
+    const size_t chunk = 1u << 20;
+    void *host = malloc(chunk * 4);
+    if (!host) {
+        fprintf(stderr, "bench_attention: out of host memory\n");
+        return 1;
     }
-    long long reach = window > 0 && window < T - 1 ? window : T - 1, P = 2 * reach + 1, dk = D / H;
+    for (int w = 0; w < NIN; w++) {
+        const be_dtype type = stored_f16(B, w) ? BE_F16 : BE_F32;
+        if (be_alloc_tensor(B->b, BE_POOL_SCRATCH, type, 2, (int64_t[]){rows[w], cols[w]}, &B->t[w])) {
+            fprintf(stderr, "bench_attention: allocating the inputs: %s\n", B->b->err.msg);
+            free(host);
+            return 1;
+        }
+        const uint64_t n = (uint64_t)rows[w] * (uint64_t)cols[w], es = be_dtype_size(type);
+        for (uint64_t i0 = 0; i0 < n; i0 += chunk) {
+            const uint64_t m = n - i0 < chunk ? n - i0 : chunk;
+            for (uint64_t i = 0; i < m; i++) {
+                if (type == BE_F16)
+                    ((uint16_t *)host)[i] = float_to_half(gen(w, i0 + i));
+                else
+                    ((float *)host)[i] = gen(w, i0 + i);
+            }
+            if (be_upload(B->b, B->t[w].addr + i0 * es, host, m * es)) {
+                fprintf(stderr, "bench_attention: uploading the inputs: %s\n", B->b->err.msg);
+                free(host);
+                return 1;
+            }
+        }
+    }
+    free(host);
+    if (be_alloc_tensor(B->b, BE_POOL_SCRATCH, B->h16 ? BE_F16 : BE_F32, 2, (int64_t[]){B->T, B->D}, &B->y)) {
+        fprintf(stderr, "bench_attention: allocating y: %s\n", B->b->err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/* Relative L2 error of output row i, head h against a computation in double (the op's definition). */
+static double row_error(const struct bench *B, long long i, long long h) {
+    const long long dk = B->dk, D = B->D, center = (B->P - 1) / 2, hd = h * dk;
+    const long long j0 = B->window > 0 && i - B->window > 0 ? i - B->window : 0;
+    const long long j1 = B->window > 0 && i + B->window + 1 < B->T ? i + B->window + 1 : B->T;
+    double *s = malloc((size_t)(j1 - j0) * sizeof *s), *ref = calloc((size_t)dk, sizeof *ref);
+    const size_t es = B->h16 ? 2 : 4;
+    unsigned char *dev = malloc((size_t)dk * es);
+    double err = INFINITY;
+    if (!s || !ref || !dev)
+        goto out;
+    const double scale = 1.0 / sqrt((double)dk);
+    double mx = -INFINITY, sum = 0;
+    for (long long j = j0; j < j1; j++) {
+        double ac = 0, bd = 0;
+        for (long long d = 0; d < dk; d++) {
+            const float q = held(B, IN_Q, (uint64_t)(i * D + hd + d));
+            ac += in(B, q + held(B, IN_BU, (uint64_t)(hd + d))) * in(B, held(B, IN_K, (uint64_t)(j * D + hd + d)));
+            bd += in(B, q + held(B, IN_BV, (uint64_t)(hd + d))) *
+                  in(B, held(B, IN_P, (uint64_t)((center - (i - j)) * D + hd + d)));
+        }
+        s[j - j0] = (ac + bd) * scale;
+        mx = fmax(mx, s[j - j0]);
+    }
+    for (long long j = j0; j < j1; j++)
+        sum += s[j - j0] = exp(s[j - j0] - mx);
+    for (long long j = j0; j < j1; j++)
+        for (long long d = 0; d < dk; d++)
+            ref[d] += s[j - j0] / sum * in(B, held(B, IN_V, (uint64_t)(j * D + hd + d)));
+    if (be_download(B->b, dev, B->y.addr + (uint64_t)(i * D + hd) * es, (uint64_t)dk * es))
+        goto out;
+    double se = 0, sr = 0;
+    for (long long d = 0; d < dk; d++) {
+        const double y = B->h16 ? half_to_float(((const uint16_t *)dev)[d]) : ((const float *)dev)[d];
+        se += (y - ref[d]) * (y - ref[d]);
+        sr += ref[d] * ref[d];
+    }
+    err = sr > 0 ? sqrt(se / sr) : sqrt(se);
+out:
+    free(s);
+    free(ref);
+    free(dev);
+    return err;
+}
+
+/* Runs one configuration (NULL: the automatic choice) and prints its line; returns 0 when it ran and
+ * its check passed. */
+static int run(struct bench *B, const struct vk_att_cfg *cfg) {
+    struct backend *b = B->b;
+    const struct vk_att_cfg *used = cfg ? cfg : vk_att_choose(B->caps, B->dk, B->f16);
+    struct op_relpos_attention a = {
+        .q = B->t[IN_Q], .k = B->t[IN_K], .v = B->t[IN_V], .p = B->t[IN_P], .bias_u = B->t[IN_BU],
+        .bias_v = B->t[IN_BV], .y = B->y, .heads = (int32_t)B->H, .n_valid = B->T, .window = B->window,
+        .f16 = B->f16,
+    };
+    printf("attention T=%lld D=%lld H=%lld dk=%lld window=%lld", B->T, B->D, B->H, B->dk, B->window);
+    const double K = B->window > 0 && 2 * B->window + 1 < B->T ? 2.0 * B->window + 1 : (double)B->T;
+    printf(" keys=%.0f prec=%s cfg=%s", K, B->prec, used ? used->name : "(none)");
+    double wall = 0;
+    bool ok = true;
+    const long long warmup = 2;
+    for (long long it = 0; it < warmup + B->iters && ok; it++) {
+        if (it == warmup && b->vt->profile_reset)
+            b->vt->profile_reset(b);
+        const double t0 = now_ms();
+        ok = (cfg ? vk_att_record((struct vk_backend *)b, &a, cfg) : be_relpos_attention(b, &a)) == VKASR_OK &&
+             be_sync(b) == VKASR_OK;
+        if (it >= warmup)
+            wall += now_ms() - t0;
+    }
+    if (!ok) {
+        printf(" error=\"%s\"\n", b->err.msg);
+        fflush(stdout);
+        return 1;
+    }
+    struct be_op_stat st[16];
+    const size_t nst = b->vt->profile ? b->vt->profile(b, st, 16) : 0;
+    double gpu = 0;
+    for (size_t i = 0; i < nst; i++)
+        gpu += st[i].gpu_ms;
+    const bool timed = nst > 0 && gpu > 0;
+    const double ms = (timed ? gpu : wall) / (double)B->iters;
+    const double fl = 4.0 * (double)B->T * K * (double)B->D, fl_bd = 6.0 * (double)B->T * K * (double)B->D;
+    double worst = 0;
+    const long long rows[3] = {0, B->T / 2, B->T - 1}, heads[2] = {0, B->H - 1};
+    for (int r = 0; r < 3; r++)
+        for (int h = 0; h < 2; h++) {
+            const double e = row_error(B, rows[r], heads[h]);
+            worst = e > worst || isnan(e) ? e : worst;
+        }
+    const bool good = worst <= (B->f16 || B->h16 ? 3e-2 : 1e-4);
+    printf(" ms=%.4f tflops=%.2f tflops_bd=%.2f timer=%s check=%s err=%.2e\n", ms, fl / (ms * 1e9), fl_bd / (ms * 1e9),
+           timed ? "gpu" : "wall", good ? "ok" : "FAILED", worst);
+    fflush(stdout);
+    return good ? 0 : 1;
+}
+
+static int usage(void) {
+    fprintf(stderr, "usage: bench_attention [T] [D] [heads] [window] [iters] [f32|f16|h16] "
+                    "[CONFIG[,CONFIG...]|auto|all]\nconfigs:");
+    size_t n;
+    const struct vk_att_cfg *all = vk_att_configs(&n);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %s", all[i].name);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+int main(int argc, char **argv) {
+    struct bench B = {.T = arg(argc, argv, 1, 7500), .D = arg(argc, argv, 2, 1024), .H = arg(argc, argv, 3, 8),
+                      .window = arg(argc, argv, 4, 0), .iters = arg(argc, argv, 5, 5)};
+    B.prec = argc > 6 ? argv[6] : "f32";
+    const char *cfg_arg = argc > 7 ? argv[7] : "auto";
+    if (B.T < 1 || B.D < 1 || B.H < 1 || B.D % B.H || B.window < 0 || B.iters < 1)
+        return usage();
+    if (strcmp(B.prec, "f32") == 0) {
+    } else if (strcmp(B.prec, "f16") == 0) {
+        B.f16 = true;
+    } else if (strcmp(B.prec, "h16") == 0) {
+        B.f16 = B.h16 = true;
+    } else {
+        return usage();
+    }
+    /* the configurations named, checked before the device is opened */
+    const struct vk_att_cfg *named[64];
+    int nnamed = 0;
+    bool all = strcmp(cfg_arg, "all") == 0, autom = strcmp(cfg_arg, "auto") == 0;
+    if (!all && !autom) {
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", cfg_arg);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            const struct vk_att_cfg *c = vk_att_find(tok);
+            if (!c || nnamed == 64) {
+                fprintf(stderr, "bench_attention: unknown configuration %s\n", tok);
+                return usage();
+            }
+            named[nnamed++] = c;
+        }
+    }
+    B.dk = B.D / B.H;
+    const long long reach = B.window > 0 && B.window < B.T - 1 ? B.window : B.T - 1;
+    B.P = 2 * reach + 1;
 
     static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
-    struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .want_f16 = strcmp(prec, "f16") == 0, .log = &lg};
+    struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .want_f16 = B.f16, .profile = true, .log = &lg};
     struct err e = {0};
     struct be_device *dev = NULL;
-    struct backend *b = NULL;
-    if (vk_device_open(&o, &dev, &e))
-        return fail("opening the Vulkan device", &e);
-    if (be_backend_create(dev, &b, &e)) {
+    if (vk_device_open(&o, &dev, &e)) {
+        fprintf(stderr, "bench_attention: opening the Vulkan device: %s\n", e.msg);
+        return 1;
+    }
+    if (be_backend_create(dev, &B.b, &e)) {
+        fprintf(stderr, "bench_attention: creating the backend: %s\n", e.msg);
         be_device_close(dev);
-        return fail("creating the backend", &e);
+        return 1;
     }
-    const struct vk_att_cfg *chosen =
-        cfg ? cfg : vk_att_choose(&((struct vk_device *)dev)->caps, dk, strcmp(prec, "f16") == 0);
-    printf("device: %s\nT=%lld D=%lld heads=%lld dk=%lld window=%lld P=%lld %s kernel %s\n", dev->info.name, T, D, H,
-           dk, window, P, prec, chosen ? chosen->name : "(none)");
-
-    int rc = 1;
-    be_tensor t[7];
-    const int64_t rows[7] = {T, T, T, P, H, H, T}, cols[7] = {D, D, D, D, dk, dk, D};
-    float *host = NULL;
-    for (int i = 0; i < 7; i++) {
-        if (be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){rows[i], cols[i]}, &t[i])) {
-            fail("allocating the tensors", &b->err);
-            goto out;
-        }
-        if (i == 6)
-            break;
-        size_t n = (size_t)rows[i] * (size_t)cols[i];
-        float *nh = realloc(host, n * sizeof *host);
-        if (!nh) {
-            fprintf(stderr, "bench_attention: out of host memory\n");
-            goto out;
-        }
-        host = nh;
-        uint64_t s = 0x1234567ull + (uint64_t)i;
-        for (size_t k = 0; k < n; k++) {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            host[k] = (float)((s >> 40) * (2.0 / 16777216.0) - 1.0);
-        }
-        if (be_upload(b, t[i].addr, host, n * sizeof *host)) {
-            fail("uploading the inputs", &b->err);
-            goto out;
+    B.caps = &((struct vk_device *)dev)->caps;
+    printf("device: %s (subgroup %u, shared %u B, f16 %s, tensor cores %s, timestamps %s)\n", dev->info.name,
+           B.caps->subgroup_size, B.caps->max_shared, B.caps->f16 ? "on" : "off", B.caps->coopmat_nv ? "on" : "off",
+           B.caps->timestamp_period > 0 ? "on" : "off");
+    int failures = alloc_inputs(&B);
+    if (failures)
+        nnamed = 0, autom = all = false;
+    if (autom)
+        failures += run(&B, NULL);
+    for (int i = 0; i < nnamed; i++)
+        failures += run(&B, named[i]);
+    if (all) {
+        size_t n;
+        const struct vk_att_cfg *cs = vk_att_configs(&n);
+        for (size_t i = 0; i < n; i++) {
+            const struct vk_att_cfg *c = &cs[i];
+            const bool emu = c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU;
+            if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_ROWS && !B.caps->cpu) ||
+                B.dk > (long long)c->max_dk || !vk_att_cfg_usable(c, B.caps))
+                continue;
+            failures += run(&B, c);
         }
     }
-    struct op_relpos_attention a = {
-        .q = t[0], .k = t[1], .v = t[2], .p = t[3], .bias_u = t[4], .bias_v = t[5], .y = t[6],
-        .heads = (int32_t)H, .n_valid = T, .window = window, .f16 = strcmp(prec, "f16") == 0,
-    };
-    double best = INFINITY, sum = 0;
-    for (long long it = -1; it < iters; it++) { /* iteration -1: warm-up (pipeline creation) */
-        double t0 = now_ms();
-        vkasr_status st = cfg ? vk_att_record((struct vk_backend *)b, &a, cfg) : be_relpos_attention(b, &a);
-        if (st || be_sync(b)) {
-            fail("running relpos_attention", &b->err);
-            goto out;
-        }
-        double ms = now_ms() - t0;
-        if (it >= 0) {
-            sum += ms;
-            best = ms < best ? ms : best;
-        }
-    }
-    double K = window > 0 && 2 * window + 1 < T ? 2.0 * window + 1 : (double)T;
-    double fl = 4.0 * T * K * D, fl_bd = 6.0 * T * K * D;
-    printf("best %.3f ms, mean %.3f ms over %lld runs\n", best, sum / iters, iters);
-    printf("TFLOP/s (4*T*K*D): %.4g   incl. BD (6*T*K*D): %.4g   [K = %.0f keys per query]\n",
-           fl / (best * 1e-3) * 1e-12, fl_bd / (best * 1e-3) * 1e-12, K);
-    rc = 0;
-out:
-    free(host);
-    be_backend_destroy(b);
+    be_backend_destroy(B.b);
     be_device_close(dev);
-    return rc;
+    return failures ? 1 : 0;
 }

@@ -107,6 +107,9 @@ int th_close(struct th *h) {
     /* After the close: vkDestroyDevice reports objects still alive. */
     if (tv_check())
         h->failures++;
+    if (h->f16_differ > 0)
+        printf("f16 outputs: at most %.3g %% of a tensor's elements differed from the reference\n",
+               100.0 * h->f16_differ);
     printf("%d check(s), %d failure(s), %d group(s) skipped on %s\n", h->checks, h->failures, h->skipped, h->dev_name);
     return h->failures ? 1 : 0;
 }
@@ -306,12 +309,39 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
     if (ok) {
         double nmse = sr > 0 ? se / sr : se;
         if (tol == 0 ? memcmp(ref, vk, bytes) != 0 : !(nmse <= tol)) {
-            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol, h->dev_name,
-                      (unsigned long long)worst, as_double(out, vk, worst), as_double(out, ref, worst));
+            ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol,
+                      (unsigned long long)worst, h->dev_name, as_double(out, vk, worst), as_double(out, ref, worst));
         }
     }
     memcpy(out->host, ref, bytes);
     free(ref);
     free(vk);
+    return ok;
+}
+
+bool th_check_f16(struct th *h, struct th_tensor *out, double tol, double max_frac) {
+    if (out->type != BE_F16) {
+        h->checks++;
+        return fail(h, "th_check_f16 on a tensor that is not f16");
+    }
+    uint64_t n = be_numel(&out->side[TH_REF]), bytes = be_nbytes(&out->side[TH_REF]);
+    uint16_t *dev = malloc(bytes ? bytes : 4);
+    if (!dev)
+        exit(1);
+    if (be_download(h->be[TH_DEV], dev, out->side[TH_DEV].addr, bytes))
+        die("download", &h->be[TH_DEV]->err);
+    bool ok = th_check(h, out, tol); /* leaves the reference's output in out->host */
+    const uint16_t *ref = out->host;
+    uint64_t differ = 0;
+    for (uint64_t i = 0; i < n; i++)
+        differ += dev[i] != ref[i] && !((dev[i] & 0x7fffu) == 0 && (ref[i] & 0x7fffu) == 0); /* -0 == +0 */
+    free(dev);
+    h->checks++;
+    if (n && (double)differ / (double)n > h->f16_differ)
+        h->f16_differ = (double)differ / (double)n;
+    if (ok && (double)differ > max_frac * (double)n + 1.0) /* + 1: a tiny tensor may hold one such element */
+        return fail(h, "%llu of %llu f16 elements differ from the reference (at most %.3g%%: rounded alike, only "
+                    "results at a rounding boundary may)",
+                    (unsigned long long)differ, (unsigned long long)n, 100.0 * max_frac);
     return ok;
 }

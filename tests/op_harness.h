@@ -30,6 +30,7 @@ struct th {
     const char *dev_name;  /* "Vulkan" or "CUDA", for messages                               */
     uint64_t rng;
     int failures, checks, skipped;
+    double f16_differ;     /* largest fraction of differing elements th_check_f16 saw         */
     char name[160];
     struct th_tensor *tensors[64];
     int ntensors;
@@ -66,6 +67,11 @@ bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void
                    const void *cfg);
 /* Compares an output: NaN/Inf positions, NMSE <= tol (tol 0: bit-exact), device guards intact. */
 bool th_check(struct th *h, struct th_tensor *out, double tol);
+/* Checks an F16 output rounded once from f32 (ops.h): NMSE <= tol as th_check, and at most max_frac of
+ * the elements (plus one) differing from the reference's at all: rounded alike, the device's f32
+ * result and the reference's double one part only where they fall on either side of a rounding
+ * boundary, while a rounding other than to nearest (or a missing one) differs on about half. */
+bool th_check_f16(struct th *h, struct th_tensor *out, double tol, double max_frac);
 /* Checks that the guard regions of every tensor in the case are intact (inputs included). */
 bool th_check_guards(struct th *h);
 

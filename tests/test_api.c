@@ -257,6 +257,7 @@ static void test_segments(vkasr_session *s) {
 /* One shared model, several sessions on threads: identical results. */
 struct worker {
     vkasr_model *m;
+    const char *file; /* made before the threads start: path() shares its buffers */
     struct ids ids;
     vkasr_status st;
 };
@@ -268,7 +269,7 @@ static void *work(void *arg) {
     w->st = vkasr_session_create(w->m, &s, &e);
     for (int rep = 0; rep < 3 && w->st == VKASR_OK; rep++) {
         const vkasr_result *r = NULL;
-        w->st = vkasr_transcribe_file(s, path("audio/speech_44k_stereo.wav"), NULL, &r);
+        w->st = vkasr_transcribe_file(s, w->file, NULL, &r);
         if (w->st == VKASR_OK)
             take_ids(r, &w->ids);
     }
@@ -279,8 +280,9 @@ static void *work(void *arg) {
 static void test_threads(vkasr_model *m) {
     struct worker ws[3];
     pthread_t th[3];
+    const char *file = path("audio/speech_44k_stereo.wav");
     for (int i = 0; i < 3; i++) {
-        ws[i] = (struct worker){.m = m};
+        ws[i] = (struct worker){.m = m, .file = file};
         pthread_create(&th[i], NULL, work, &ws[i]);
     }
     for (int i = 0; i < 3; i++)

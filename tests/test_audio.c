@@ -4,6 +4,7 @@
  * generator (frame counts), from an independent WAV parser below, or from analytic signals.
  * Modes: no arguments = all tests; `--stdin FILE [NAME]` = load NAME (default "-") with FILE on
  * standard input (ctest runs it through a redirect and through a pipe) and compare with FILE. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -378,6 +379,14 @@ static void test_bad_inputs(void) {
     CHECK(a.n == 0 && a.samples == NULL, "failed load leaves an empty audio");
     st = load(A("nan_f32.wav"), 8000, &a, &e); /* same answer on the resampling path */
     expect_fail("NaN sample resampled", st, VKASR_ERR_AUDIO, &e, "nan_f32.wav", "NaN");
+    /* finite samples near FLT_MAX overflow the resampler's filter (found by tests/fuzz/fuzz_audio.c;
+     * its input is tests/data/fuzz/audio/resample_overflow_f32.wav) */
+    float huge[256];
+    for (int i = 0; i < 256; i++)
+        huge[i] = FLT_MAX;
+    err_clear(&e);
+    st = audio_from_pcm(huge, 256, 8000, 1, 16000, &a, &e);
+    expect_fail("resampler overflow", st, VKASR_ERR_AUDIO, &e, "PCM input", "overflowed");
     st = load(audio_dir, 16000, &a, &e);
     expect_fail("directory", st, VKASR_ERR_IO, &e, audio_dir, "directory");
     st = audio_load_memory("", 0, "zero.wav", 16000, &a, &e);
@@ -422,6 +431,31 @@ static void test_bad_inputs(void) {
           e.msg);
     audio_free(&a);
     free(img);
+
+    /* Sample rates below 1 kHz are refused: a 2.4 KB WAV declaring 1 Hz decoded to ten minutes of audio
+     * (found by tests/fuzz/fuzz_audio.c: tests/data/fuzz/audio/rate_1hz_stereo.wav). 1000 Hz is fine. */
+    n = 100;
+    img = calloc(1, 44 + 2 * n);
+    wav_header(img, 1, 16, (uint32_t)(2 * n));
+    for (uint32_t rate = 999; rate <= 1000; rate++) {
+        for (int i = 0; i < 4; i++) {
+            img[24 + i] = (unsigned char)(rate >> (8 * i));
+            img[28 + i] = (unsigned char)((2 * rate) >> (8 * i));
+        }
+        err_clear(&e);
+        st = audio_load_memory(img, 44 + 2 * n, "low_rate.wav", 16000, &a, &e);
+        if (rate == 999)
+            expect_fail("999 Hz WAV", st, VKASR_ERR_AUDIO, &e, "low_rate.wav", "999 Hz");
+        else
+            CHECK(st == VKASR_OK && a.source_rate == 1000 && a.n >= 1590 && a.n <= 1610,
+                  "1000 Hz WAV: status %d, %zu samples (%s)", st, a.n, e.msg);
+        audio_free(&a);
+    }
+    free(img);
+    float quiet[10] = {0};
+    err_clear(&e);
+    st = audio_from_pcm(quiet, 10, 999, 1, 16000, &a, &e);
+    expect_fail("999 Hz PCM", st, VKASR_ERR_INVALID_ARG, &e, "PCM input", "999 Hz");
 
     /* Empty PCM and an empty WAV resampled: OK with nothing. */
     err_clear(&e);

@@ -792,8 +792,7 @@ static void test_tokenizer(void) {
                       "!?",
                       "<0x41>",
                       "x",
-                      "a\xE2\x96\x81"
-                      "b"};
+                      ("a\xE2\x96\x81" "b")}; /* two literals: "\x81b" would be one escape */
     uint8_t types[] = {TOK_UNKNOWN, TOK_CONTROL,      TOK_CONTROL, TOK_BYTE,   TOK_BYTE,   TOK_BYTE,   TOK_BYTE,
                        TOK_BYTE,    TOK_NORMAL,       TOK_NORMAL,  TOK_NORMAL, TOK_NORMAL, TOK_NORMAL, TOK_NORMAL,
                        TOK_NORMAL,  TOK_USER_DEFINED, TOK_NORMAL,  TOK_UNUSED, TOK_NORMAL};

@@ -3,21 +3,23 @@
  * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
  * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
  * zero-length input, slices of a sequence (queries and keys at given positions), row chunks that must
- * be bit-identical to one call, the reference against NeMo's rel_pos_local_attn written out (edges of
- * the band), and the errors the kernel reports (dk too wide, y overlapping an input). The f32
- * cases run the automatic choice (the scalar kernel); the f16 cases run every tensor-core
- * configuration the device can (on lavapipe the emulated twins) against the reference with the same
- * f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the tensor-core kernel up to
- * dk 128, the f32 kernel with rounded inputs above). Packed batches (segment tables): every kernel
- * against the reference, each segment bit-identical to the segment alone and row chunks to one call,
- * with full and local attention and segments shorter and longer than the kernels' blocks. Vulkan
- * kernel selection is checked on synthetic devices. */
+ * be bit-identical to one call, f16 tensors (q, k, v, p, y each f32 or f16), the reference against
+ * NeMo's rel_pos_local_attn written out (edges of the band), and the errors the kernel reports (dk too
+ * wide, y overlapping an input). The f32 cases run every f32 configuration (the scalar kernel, the
+ * rows kernel); the f16 cases run every tensor-core configuration the device can (on lavapipe the
+ * emulated twins: every flash configuration has one, with the real one's exact tiling) against the
+ * reference with the same f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the
+ * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
+ * tables): every kernel against the reference, each segment bit-identical to the segment alone and
+ * row chunks to one call, with full and local attention and segments shorter and longer than the
+ * kernels' blocks. Vulkan kernel selection is checked on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/vulkan/vk_attention.h"
+#include "common/half.h"
 #include "op_harness.h"
 
 #define TOL 1e-6
@@ -29,31 +31,39 @@ static double worst_nmse, worst_nmse_f16;
 
 /* NMSE of the device's output against the reference (th_check leaves the reference in y->host). */
 static double measured_nmse(struct th *h, struct th_tensor *y) {
-    uint64_t bytes = be_nbytes(&TH_T(y, TH_REF)), n = bytes / 4;
-    float *vk = malloc(bytes ? bytes : 4);
+    const bool h16 = y->type == BE_F16;
+    uint64_t bytes = be_nbytes(&TH_T(y, TH_REF)), n = bytes / (h16 ? 2 : 4);
+    void *vk = malloc(bytes ? bytes : 4);
     if (!vk || be_download(h->be[TH_DEV], vk, TH_T(y, TH_DEV).addr, bytes)) {
         free(vk);
         return INFINITY;
     }
-    const float *ref = y->host;
     double se = 0, sr = 0;
     for (uint64_t i = 0; i < n; i++) {
-        se += ((double)vk[i] - ref[i]) * ((double)vk[i] - ref[i]);
-        sr += (double)ref[i] * ref[i];
+        const double a = h16 ? half_to_float(((const uint16_t *)vk)[i]) : ((const float *)vk)[i];
+        const double r = h16 ? half_to_float(((const uint16_t *)y->host)[i]) : ((const float *)y->host)[i];
+        se += (a - r) * (a - r);
+        sr += r * r;
     }
     free(vk);
     return sr > 0 ? se / sr : se;
 }
+
+/* Tensor types of a case: bits of the tensors that are f16 (the rest f32). */
+enum { F16_Q = 1, F16_K = 2, F16_V = 4, F16_P = 8, F16_Y = 16, F16_ALL = 31 };
+static be_dtype type_of(unsigned f16_tensors, unsigned bit) { return (f16_tensors & bit) ? BE_F16 : BE_F32; }
 
 static vkasr_status record_att(struct backend *vk, const void *args, const void *cfg) {
     return vk_att_record((struct vk_backend *)vk, args, cfg);
 }
 
 /* One case: queries at positions q0 .. q0+Tq-1, keys at k0 .. k0+Tk-1 (the whole sequence: q0 = k0 = 0,
- * Tq = Tk = T). P == 0 means the minimum the scored pairs need. f16: the op's f16 flag; cfg: force a
- * Vulkan configuration (NULL: the automatic choice). */
-static void slice_case(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, int64_t q0, int64_t Tk, int64_t k0,
-                       int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window, float mag, bool f16) {
+ * Tq = Tk = T). P == 0 means the minimum the scored pairs need. f16: the op's f16 flag; f16_tensors:
+ * F16_* bits of the tensors stored as f16; cfg: force a Vulkan configuration (NULL: the automatic
+ * choice). */
+static void slice_case_t(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, int64_t q0, int64_t Tk, int64_t k0,
+                         int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window, float mag, bool f16,
+                         unsigned f16_tensors) {
     if (P == 0) {
         int64_t qb = q0 + Tq < n_valid ? q0 + Tq : n_valid, kb = k0 + Tk < n_valid ? k0 + Tk : n_valid;
         int64_t reach = 0;
@@ -64,17 +74,18 @@ static void slice_case(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, i
         }
         P = 2 * reach + 1;
     }
-    th_case(h, "relpos_attention %s%s Tq=%lld@%lld Tk=%lld@%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g",
+    th_case(h, "relpos_attention %s%s Tq=%lld@%lld Tk=%lld@%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g%s%s",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)Tq, (long long)q0, (long long)Tk, (long long)k0,
-            (long long)D, heads, (long long)P, (long long)n_valid, (long long)window, mag);
+            (long long)D, heads, (long long)P, (long long)n_valid, (long long)window, mag,
+            f16_tensors ? " f16-tensors=" : "", f16_tensors == F16_ALL ? "all" : f16_tensors ? "some" : "");
     int64_t dk = D / heads;
-    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(Tq, D), -mag, mag);
-    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(Tk, D), -mag, mag);
-    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(Tk, D), -1.0f, 1.0f);
-    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -mag, mag);
+    struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(Tq, D), -mag, mag);
+    struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(Tk, D), -mag, mag);
+    struct th_tensor *v = th_input(h, type_of(f16_tensors, F16_V), 2, TH_SHAPE(Tk, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, type_of(f16_tensors, F16_P), 2, TH_SHAPE(P, D), -mag, mag);
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -mag, mag);
     struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -mag, mag);
-    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(Tq, D));
+    struct th_tensor *y = th_output(h, type_of(f16_tensors, F16_Y), 2, TH_SHAPE(Tq, D));
     struct op_relpos_attention a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_relpos_attention){
@@ -94,13 +105,21 @@ static void slice_case(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, i
         };
     if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
         return;
-    bool ok = th_check(h, y, f16 ? TOL_F16 : TOL);
+    /* an f16 y is rounded on both sides; where the two f32 values straddle a rounding point the results
+     * differ by an f16 step: the f16 bound */
+    const bool f16_bound = f16 || (f16_tensors & F16_Y);
+    bool ok = th_check(h, y, f16_bound ? TOL_F16 : TOL);
     ok = th_check_guards(h) && ok;
     double nmse = measured_nmse(h, y);
-    double *worst = f16 ? &worst_nmse_f16 : &worst_nmse;
+    double *worst = f16_bound ? &worst_nmse_f16 : &worst_nmse;
     if (nmse > *worst)
         *worst = nmse;
     printf("%s %-100s nmse %.2e\n", ok ? "ok  " : "FAIL", h->name, nmse);
+}
+
+static void slice_case(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq, int64_t q0, int64_t Tk, int64_t k0,
+                       int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window, float mag, bool f16) {
+    slice_case_t(h, cfg, Tq, q0, Tk, k0, D, heads, P, n_valid, window, mag, f16, 0);
 }
 
 static void attn_case_cfg(struct th *h, int64_t T, int64_t D, int heads, int64_t P, int64_t n_valid, int64_t window,
@@ -119,7 +138,7 @@ static void attn_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int
  * scores (the reference max moves by more than the lazy-rescale margin), and eight heads (the head
  * dimension grid-strides under a 3-group cap). */
 static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t n_valid,
-                       int64_t window, int64_t chunk, bool f16);
+                       int64_t window, int64_t chunk, bool f16, unsigned f16_tensors);
 #define D2F16(dk) (2 * (dk))
 static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
     const int64_t dkmax = cfg ? cfg->max_dk : 128, bq = cfg ? cfg->bq : 64;
@@ -141,8 +160,31 @@ static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
     /* slices and row chunks (bit-identical to one call) in f16 mode too */
     slice_case(h, cfg, 33, 70, 51, 61, D2F16(dkmax), 2, 0, 200, 9, 1.0f, true);
     slice_case(h, cfg, bq + 3, 5, 2 * bq + 9, 0, D2F16(dkmax), 2, 0, 2 * bq + 9, 0, 1.0f, true);
-    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 37, 0, 7, true);
-    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 30, 24, 33, true);
+    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 37, 0, 7, true, 0);
+    chunk_case(h, cfg, 2 * bq + 37, D2F16(dkmax), 2, 2 * bq + 30, 24, 33, true, 0);
+    /* f16 tensors: all of them, and a mix (f16 k, v and y; f32 q and p) */
+    slice_case_t(h, cfg, bq + 3, 5, 2 * bq + 9, 0, D2F16(dkmax), 2, 0, 2 * bq + 9, 0, 1.0f, true, F16_ALL);
+    slice_case_t(h, cfg, 33, 70, 51, 61, D2F16(dkmax - 12), 2, 0, 200, 9, 1.0f, true, F16_K | F16_V | F16_Y);
+}
+
+/* A flash configuration (on lavapipe its emulated twin, the real one's tiling exactly), compactly: its
+ * code is shared by every configuration, which differ in tile sizes and in which paths they compile
+ * (the BD' scratch, the weights' route, the prefetch). Lengths around its query and key blocks, a head
+ * narrower than its widest (zero padding), padding (n_valid < T), a narrow local window and one wider
+ * than a key block with a longer position table, large scores (reference maxima that move), a slice
+ * at positions off every block grid, row chunks bit-identical to one call (with a window, and with f16
+ * tensors), two and eight heads (the head dimension grid-strides under a 3-group cap), f16 tensors. */
+static void flash_cases(struct th *h, const struct vk_att_cfg *cfg) {
+    const int64_t dk = cfg->max_dk, bq = cfg->bq, bk = cfg->bk;
+    attn_case_cfg(h, bq + 9, 2 * (dk - 12), 2, 0, bq + 4, 0, 1.0f, true, cfg);
+    attn_case_cfg(h, bq + bk + 3, dk, 1, 0, bq + bk + 3, 5, 3.0f, true, cfg);
+    attn_case_cfg(h, bq + 2 * bk + 1, dk, 1, 0, bq + 2 * bk + 1, 0, 4.0f, true, cfg);
+    attn_case_cfg(h, bq + 40, dk - 5, 1, 2 * (bq + 40) + 7, bq + 33, bk + 8, 1.0f, true, cfg);
+    attn_case_cfg(h, 21, 8 * 16, 8, 0, 21, 0, 1.0f, true, cfg);
+    slice_case(h, cfg, 33, 70, 51, 61, dk, 1, 0, 200, 9, 1.0f, true);
+    slice_case_t(h, cfg, bq + 3, 5, bq + bk + 9, 0, dk, 1, 0, bq + bk + 9, 0, 1.0f, true, F16_ALL);
+    chunk_case(h, cfg, bq + 37, dk, 1, bq + 30, 24, 33, true, 0);
+    chunk_case(h, cfg, bq + 21, dk, 1, bq + 21, 0, 7, true, F16_ALL);
 }
 
 /* Row chunks are bit-identical to one call: the whole sequence in one op, then in chunks of `chunk`
@@ -150,21 +192,22 @@ static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
  * attention keeps every key), on the device under test with a forced Vulkan configuration (NULL: the
  * backend's own choice, the only one on CUDA). */
 static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, int64_t D, int heads, int64_t n_valid,
-                       int64_t window, int64_t chunk, bool f16) {
+                       int64_t window, int64_t chunk, bool f16, unsigned f16_tensors) {
     int64_t reach = T > 0 ? T - 1 : 0;
     if (window > 0 && window < reach)
         reach = window;
     const int64_t P = 2 * reach + 1, dk = D / heads;
-    th_case(h, "relpos_attention chunks %s%s T=%lld D=%lld H=%d n_valid=%lld window=%lld chunk=%lld",
+    th_case(h, "relpos_attention chunks %s%s T=%lld D=%lld H=%d n_valid=%lld window=%lld chunk=%lld%s",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)T, (long long)D, heads, (long long)n_valid,
-            (long long)window, (long long)chunk);
-    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
-    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
-    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
-    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -2.0f, 2.0f);
+            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
+    const be_dtype yt = type_of(f16_tensors, F16_Y);
+    struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *v = th_input(h, type_of(f16_tensors, F16_V), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, type_of(f16_tensors, F16_P), 2, TH_SHAPE(P, D), -2.0f, 2.0f);
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
     struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
-    struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(T, D)), *y2 = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct th_tensor *y1 = th_output(h, yt, 2, TH_SHAPE(T, D)), *y2 = th_output(h, yt, 2, TH_SHAPE(T, D));
     struct backend *dev = h->be[TH_DEV];
     struct op_relpos_attention a = {
         .q = TH_T(q, TH_DEV), .k = TH_T(k, TH_DEV), .v = TH_T(v, TH_DEV), .p = TH_T(p, TH_DEV),
@@ -195,15 +238,15 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
     if (st == VKASR_OK)
         st = be_sync(dev);
     h->checks++;
-    uint64_t bytes = (uint64_t)T * D * 4;
-    float *w1 = malloc(bytes + 4), *w2 = malloc(bytes + 4);
+    const uint64_t esize = be_dtype_size(yt), bytes = (uint64_t)T * D * esize;
+    unsigned char *w1 = malloc(bytes + 4), *w2 = malloc(bytes + 4);
     if (st == VKASR_OK && w1 && w2)
         st = be_download(dev, w1, TH_T(y1, TH_DEV).addr, bytes);
     if (st == VKASR_OK && w1 && w2)
         st = be_download(dev, w2, TH_T(y2, TH_DEV).addr, bytes);
     uint64_t diff = 0;
-    for (uint64_t i = 0; st == VKASR_OK && w1 && w2 && i < bytes / 4; i++)
-        diff += memcmp(&w1[i], &w2[i], 4) != 0;
+    for (uint64_t i = 0; st == VKASR_OK && w1 && w2 && i < bytes / esize; i++)
+        diff += memcmp(w1 + i * esize, w2 + i * esize, esize) != 0;
     bool ok = st == VKASR_OK && w1 && w2 && diff == 0 && th_check_guards(h);
     if (!ok)
         h->failures++;
@@ -383,6 +426,25 @@ static void error_cases(struct th *h) {
         } else {
             printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
         }
+    }
+
+    th_case(h, "relpos_attention i32 k rejected (f32 or f16 only)");
+    q = th_input(h, BE_F16, 2, TH_SHAPE(4, 8), -1, 1);
+    struct th_tensor *ki = th_input(h, BE_I32, 2, TH_SHAPE(4, 8), -1, 1);
+    p = th_input(h, BE_F16, 2, TH_SHAPE(7, 8), -1, 1);
+    bu = th_input(h, BE_F32, 2, TH_SHAPE(2, 4), -1, 1);
+    y = th_output(h, BE_F16, 2, TH_SHAPE(4, 8));
+    a = (struct op_relpos_attention){
+        .q = TH_T(q, TH_DEV), .k = TH_T(ki, TH_DEV), .v = TH_T(q, TH_DEV), .p = TH_T(p, TH_DEV),
+        .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bu, TH_DEV), .y = TH_T(y, TH_DEV), .heads = 2, .n_valid = 4,
+    };
+    h->checks++;
+    st = be_relpos_attention(h->be[TH_DEV], &a);
+    if (st != VKASR_ERR_INTERNAL || !strstr(h->be[TH_DEV]->err.msg, "k [4, 8] i32: must be f32 or f16")) {
+        printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)st, h->be[TH_DEV]->err.msg);
+        h->failures++;
+    } else {
+        printf("ok   %s: %s\n", h->name, h->be[TH_DEV]->err.msg);
     }
 
     th_case(h, "relpos_attention y overlapping q");
@@ -578,13 +640,19 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
 
     /* Row chunks bit-identical to one call: full and local attention, padding, a window wider than the
      * sequence, chunks of 1, 7, 33 and 64 rows (within and across the kernels' query blocks). */
-    chunk_case(h, cfg, 130, 64, 2, 130, 0, 7, false);
-    chunk_case(h, cfg, 130, 64, 2, 130, 5, 7, false);
-    chunk_case(h, cfg, 130, 64, 2, 130, 40, 33, false);
-    chunk_case(h, cfg, 130, 64, 2, 101, 20, 64, false);
-    chunk_case(h, cfg, 70, 48, 3, 70, 200, 33, false);
-    chunk_case(h, cfg, 45, 8, 2, 45, 3, 1, false);
+    chunk_case(h, cfg, 130, 64, 2, 130, 0, 7, false, 0);
+    chunk_case(h, cfg, 130, 64, 2, 130, 5, 7, false, 0);
+    chunk_case(h, cfg, 130, 64, 2, 130, 40, 33, false, 0);
+    chunk_case(h, cfg, 130, 64, 2, 101, 20, 64, false, 0);
+    chunk_case(h, cfg, 70, 48, 3, 70, 200, 33, false, 0);
+    chunk_case(h, cfg, 45, 8, 2, 45, 3, 1, false, 0);
     packed_cases(h, cfg, false);
+
+    /* f16 tensors with f32 products (the f16 flag off): all of them, mixes, chunks */
+    slice_case_t(h, cfg, 40, 50, 140, 0, 64, 2, 0, 140, 0, 1.0f, false, F16_ALL);
+    slice_case_t(h, cfg, 33, 70, 51, 61, 48, 3, 0, 200, 9, 1.0f, false, F16_Q | F16_P);
+    slice_case_t(h, cfg, 33, 70, 51, 61, 48, 3, 0, 200, 9, 1.0f, false, F16_K | F16_V | F16_Y);
+    chunk_case(h, cfg, 70, 44, 2, 66, 9, 33, false, F16_ALL);
 }
 
 int main(void) {
@@ -607,15 +675,20 @@ int main(void) {
     attn_case(&h, NULL, 33, 48, 3, 0, 33, 4, 1.0f);
     attn_case(&h, NULL, 0, 8, 2, 1, 0, 0, 1.0f);
 
-    /* f16 products: every tensor-core configuration this device can run, then the automatic choice. */
+    /* f16 products: every tensor-core configuration this device can run, then the automatic choice.
+     * The flash configurations get their own list; the real ones (a GPU, where time is cheap) the
+     * general one too. */
     for (size_t i = 0; i < ncfg; i++) {
-        if (cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS)
+        if (!vk_att_cfg_tensor_cores(&cfgs[i]))
             continue;
         if (!vk_att_cfg_usable(&cfgs[i], caps)) {
             printf("config %s: not usable on this device, skipped\n", cfgs[i].name);
             continue;
         }
-        f16_cases(&h, &cfgs[i]);
+        if (cfgs[i].kind != VK_ATT_FLASH_EMU)
+            f16_cases(&h, &cfgs[i]);
+        if (cfgs[i].kind == VK_ATT_FLASH || cfgs[i].kind == VK_ATT_FLASH_EMU)
+            flash_cases(&h, &cfgs[i]);
         packed_cases(&h, &cfgs[i], true);
     }
     f16_cases(&h, NULL);

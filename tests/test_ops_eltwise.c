@@ -1,6 +1,8 @@
 /* test_ops_eltwise.c — element-wise and layout ops (unary, binary, glu, pad, permute) on Vulkan vs
  * the C reference: empty, tiny, odd and large shapes, broadcasting, aliasing, every element type of
- * pad/permute, and f16 tensors that start or end in the middle of a 32-bit word. */
+ * pad/permute, f16 tensors that start or end in the middle of a 32-bit word, and glu's f16 x and y (on
+ * a device with f16; test_ops_eltwise_nof16 runs the rest on one without, where the f32 kernels must
+ * not need 16-bit storage). */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,14 +46,19 @@ static void binary_case(struct th *h, int64_t rows, int64_t cols, int64_t nb, in
         th_check(h, y, 1e-7);
 }
 
-static void glu_case(struct th *h, int64_t rows, int64_t cols) {
-    th_case(h, "glu x=[%lld, %lld]", (long long)rows, (long long)(2 * cols));
-    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(rows, 2 * cols), -6.0f, 6.0f);
-    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(rows, cols));
+static void glu_case(struct th *h, int64_t rows, int64_t cols, be_dtype xt, be_dtype yt) {
+    th_case(h, "glu x=[%lld, %lld] %s -> %s", (long long)rows, (long long)(2 * cols), xt == BE_F16 ? "f16" : "f32",
+            yt == BE_F16 ? "f16" : "f32");
+    struct th_tensor *x = th_input(h, xt, 2, TH_SHAPE(rows, 2 * cols), -6.0f, 6.0f);
+    struct th_tensor *y = th_output(h, yt, 2, TH_SHAPE(rows, cols));
     struct op_glu a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_glu){.x = TH_T(x, s), .y = TH_T(y, s)};
-    if (th_run(h, OP_glu, &a[0], &a[1]))
+    if (!th_run(h, OP_glu, &a[0], &a[1]))
+        return;
+    if (yt == BE_F16) /* differing on at most 1 % of the elements (rounding boundaries) */
+        th_check_f16(h, y, 1e-8, 0.01);
+    else
         th_check(h, y, 1e-7);
 }
 
@@ -152,7 +159,8 @@ static void all_perms(struct th *h, be_dtype type, int nd, const int64_t *xne, i
 
 int main(void) {
     struct th h;
-    th_open(&h, false);
+    th_open(&h, true);
+    const bool f16 = h.dev[TH_DEV]->info.f16;
     const int64_t sizes[] = {0, 1, 3, 255, 256, 1025, 70001};
     for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++)
         for (int act = ACT_NONE; act <= ACT_LOG_GUARD; act++)
@@ -176,8 +184,17 @@ int main(void) {
     }
 
     const int64_t glu_shapes[][2] = {{0, 4}, {3, 0}, {1, 1}, {3, 7}, {7, 512}, {2, 1025}, {70001, 3}};
-    for (unsigned i = 0; i < sizeof glu_shapes / sizeof *glu_shapes; i++)
-        glu_case(&h, glu_shapes[i][0], glu_shapes[i][1]);
+    for (unsigned i = 0; i < sizeof glu_shapes / sizeof *glu_shapes; i++) {
+        glu_case(&h, glu_shapes[i][0], glu_shapes[i][1], BE_F32, BE_F32);
+        if (f16 && i % 2 == 0) /* f16 rows of odd width start and end mid-word */
+            glu_case(&h, glu_shapes[i][0], glu_shapes[i][1], BE_F16, BE_F16);
+        if (f16 && i >= 3) {
+            glu_case(&h, glu_shapes[i][0], glu_shapes[i][1], BE_F32, BE_F16);
+            glu_case(&h, glu_shapes[i][0], glu_shapes[i][1], BE_F16, BE_F32);
+        }
+    }
+    if (!f16)
+        printf("the device has no f16 (VKASR_DISABLE_F16?): glu's f16 tensors are not tested\n");
 
     /* pad: ranks 1-4, every type, a value f16 must round, zero-size x, x and y starting mid-word. */
     const be_dtype types[] = {BE_F32, BE_F16, BE_I32};

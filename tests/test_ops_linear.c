@@ -1,6 +1,6 @@
-/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias)) on the device under test vs
- * the C reference: the kernel the backend picks for each shape (f32 and f16 weights, f32 and f16 x and
- * y), then, on Vulkan, every GEMM configuration this device can run, forced, on edge shapes and on
+/* test_ops_linear.c — the linear op (y = res + alpha * act(x w^T + bias), and its GLU epilogue) on the
+ * device under test vs the C reference: the kernel the backend picks for each shape (f32 and f16
+ * weights, f32 and f16 x and y), then, on Vulkan, every GEMM configuration this device can run, forced, on edge shapes and on
  * integer data whose products and sums are exact in f32 (the results must then be bit-identical
  * whatever the summation order, so any indexing, padding or rounding mistake shows), with and without
  * a split of K; on CUDA (cuBLASLt) the same edge shapes around 64- and 128-wide tiles with its own
@@ -8,7 +8,8 @@
  * pipelining, tiling and epilogue code); the real one where the device has NV cooperative matrices.
  * Also checks what the kernel choice relies on (a row never depends on M, with the matvec hint or not;
  * on Vulkan, the tensor-core tiles agree bit for bit; on CUDA, a call split into row chunks inside the
- * op) and the pure Vulkan kernel-selection function on synthetic devices. */
+ * op), that an f16 y is rounded to nearest even at ties, that the GLU epilogue equals linear then glu
+ * bit for bit in f32, and the pure Vulkan kernel-selection function on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ struct lin_case {
     bool matvec;         /* the op's matvec hint (automatic choice: gemv.comp at any M on GPUs)       */
     be_dtype xt, yt;     /* types of x and of y (and res)                                            */
     uint32_t splits;     /* forced plans: slices of K (0 or 1: none)                                 */
+    bool glu;            /* act = ACT_GLU: y (and res) [M, N/2]                                       */
 };
 
 static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
@@ -101,11 +103,12 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 
 /* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
 static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
+    const int act = c->glu ? ACT_GLU : c->act;
     th_case(h, "linear %s split=%u M=%lld N=%lld K=%lld x=%s w=%s y=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s",
             cfg ? cfg->name : "auto", c->splits ? c->splits : 1, (long long)c->M, (long long)c->N, (long long)c->K,
-            tn(c->xt), tn(c->wt), tn(c->yt), c->bias, c->res, c->res_alias ? "(=y)" : "", c->act, c->alpha,
+            tn(c->xt), tn(c->wt), tn(c->yt), c->bias, c->res, c->res_alias ? "(=y)" : "", act, c->alpha,
             c->integer ? " integer" : "", c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "");
-    int64_t M = c->M, N = c->N, K = c->K;
+    int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
     struct th_tensor *x, *w, *b = NULL, *r = NULL, *y;
     uint64_t pad = c->misalign ? 1 : 0;
     /* w's allocation holds an even number of f16 elements: the harness's trailing guard check assumes
@@ -126,13 +129,13 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
     }
     if (c->res_alias) {
         /* y starts as the residual: an input tensor that is also the output. */
-        y = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, N), -100, 100)
-                       : th_input(h, c->yt, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
+        y = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, Ny), -100, 100)
+                       : th_input(h, c->yt, 2, TH_SHAPE(M, Ny), -1.0f, 1.0f);
     } else {
         if (c->res)
-            r = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, N), -100, 100)
-                           : th_input(h, c->yt, 2, TH_SHAPE(M, N), -1.0f, 1.0f);
-        y = th_output(h, c->yt, 2, TH_SHAPE(M, N));
+            r = c->integer ? int_input(h, c->yt, 2, TH_SHAPE(M, Ny), -100, 100)
+                           : th_input(h, c->yt, 2, TH_SHAPE(M, Ny), -1.0f, 1.0f);
+        y = th_output(h, c->yt, 2, TH_SHAPE(M, Ny));
     }
     struct op_linear a[2];
     for (int s = 0; s < 2; s++) {
@@ -142,7 +145,7 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
             .bias = b ? TH_T(b, s) : (be_tensor){0},
             .res = c->res_alias ? TH_T(y, s) : r ? TH_T(r, s) : (be_tensor){0},
             .y = TH_T(y, s),
-            .act = c->act,
+            .act = act,
             .alpha = c->alpha,
             .matvec = c->matvec,
         };
@@ -153,9 +156,11 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
         return;
     int kind = c->yt == BE_F16 ? 2 : c->wt == BE_F16 ? 1 : 0;
     const double tol[3] = {TOL_F32, TOL_F16, TOL_Y16};
-    if (th_check(h, y, c->integer ? 0.0 : tol[kind])) {
+    /* integer data is exact in every sum and product, but not through GLU's sigmoid */
+    const bool exact = c->integer && !c->glu;
+    if (th_check(h, y, exact ? 0.0 : tol[kind])) {
         double e = nmse_of(h, y);
-        if (!c->integer && e > worst_nmse[kind])
+        if (!exact && e > worst_nmse[kind])
             worst_nmse[kind] = e;
     }
     th_check_guards(h);
@@ -401,6 +406,128 @@ static bool types_tested(const struct vk_gemm_cfg *c) {
     return false;
 }
 
+/* ---- an f16 y is rounded once, to nearest even ------------------------------------------------------- */
+
+/* y = 0 * 0 + bias into an f16 y, with biases on and next to the f16 rounding boundaries: ties (to even:
+ * down from an even half, up from an odd one), one f32 step either side of a tie, subnormal ties, the
+ * largest finite half and the overflow threshold, negatives. Random data cannot tell rounding to
+ * nearest even from other roundings (ties away from zero, toward zero); these must come out exactly
+ * as the reference rounds them, with the backend's choice and (Vulkan) every configuration that writes
+ * f16 y (element-wise and 4-column epilogues: N = 64 and 63). */
+static void f16_y_rounding(struct th *h, be_dtype wt) {
+    static const float ulp = 1.0f / 1048576.0f; /* 2^-20: one f32 step at 1 is 2^-23, well inside */
+    float b[64];
+    int n = 0;
+    const float base[] = {1.0f, 1.0f + 1.0f / 1024.0f, 1024.0f, 0.0009765625f /* 2^-10 */};
+    for (int i = 0; i < 4; i++) {
+        const float step = base[i] * (1.0f / 1024.0f); /* the f16 spacing at base[i] */
+        const float tie = base[i] + step / 2;
+        b[n++] = tie;                   /* ties: to even */
+        b[n++] = tie + step;
+        b[n++] = tie + base[i] * ulp;   /* just above: up */
+        b[n++] = tie - base[i] * ulp;   /* just below: down */
+        b[n++] = -tie;
+        b[n++] = -(tie + step);
+    }
+    b[n++] = 2.98023223876953125e-08f;  /* 2^-25: the tie between 0 and the smallest subnormal -> 0 */
+    b[n++] = 8.94069671630859375e-08f;  /* 3 * 2^-25 -> 2^-23 (even) */
+    b[n++] = -2.98023223876953125e-08f; /* -> -0 */
+    b[n++] = 65504.0f;                  /* the largest half */
+    b[n++] = 65519.99609375f;           /* just below the overflow threshold: 65504 */
+    b[n++] = 65520.0f;                  /* the threshold (a tie): infinity */
+    b[n++] = -65520.0f;
+    b[n++] = 0.0f;
+    for (; n < 64; n++) /* the rest: k (1 + 2^-11), a tie where k is a power of two */
+        b[n] = (float)(n - 40) * (1.0f + 1.0f / 2048.0f);
+    size_t ncfg = 0;
+    const struct vk_gemm_cfg *cfgs = h->vulkan ? vk_gemm_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h->vulkan ? &((struct vk_device *)h->dev[TH_DEV])->caps : NULL;
+    for (int N = 64; N >= 63; N--)
+        for (size_t i = 0; i <= ncfg; i++) {
+            const struct vk_gemm_cfg *cfg = i < ncfg ? &cfgs[i] : NULL;
+            if (cfg && (cfg->wtype != wt || !vk_gemm_cfg_usable(cfg, caps) || !types_tested(cfg)))
+                continue;
+            th_case(h, "linear f16 y rounds to nearest even, N=%d w=%s, %s", N, tn(wt), cfg ? cfg->name : "auto");
+            struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(3, 4), 0.0f, 0.0f);
+            struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, 4), 0.0f, 0.0f);
+            struct th_tensor *bt = th_input_data(h, BE_F32, 1, TH_SHAPE(N), b);
+            struct th_tensor *y = th_output(h, BE_F16, 2, TH_SHAPE(3, N));
+            struct op_linear a[2];
+            for (int s = 0; s < 2; s++)
+                a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .bias = TH_T(bt, s), .y = TH_T(y, s),
+                                          .alpha = 1.0f};
+            const struct vk_gemm_plan plan = {cfg, 1};
+            if (th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
+                th_check(h, y, 0.0);
+        }
+}
+
+/* ---- GLU in the epilogue --------------------------------------------------------------------------- */
+
+/* linear with ACT_GLU must compute, in f32, exactly what linear (no activation) followed by op_glu
+ * computes (ops.h; the network relies on it to keep f32 results as they were): both on the device under
+ * test, compared bit for bit, with the automatic choice and (Vulkan) every configuration of the weight
+ * type this device can run, tensor cores with and without a split of K. */
+static void glu_matches_unfused(struct th *h, be_dtype wt, bool tiny) {
+    const int64_t M = 70, N = 2 * 132, K = 136;
+    th_case(h, "linear GLU epilogue = linear then glu, bit for bit, w=%s", tn(wt));
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    struct th_tensor *u = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    struct th_tensor *g1 = th_output(h, BE_F32, 2, TH_SHAPE(M, N / 2)), *g2 = th_output(h, BE_F32, 2, TH_SHAPE(M, N / 2));
+    size_t ncfg = 0;
+    const struct vk_gemm_cfg *cfgs = h->vulkan ? vk_gemm_configs(&ncfg) : NULL;
+    const struct vk_caps *caps = h->vulkan ? &((struct vk_device *)h->dev[TH_DEV])->caps : NULL;
+    float *out[2];
+    for (int k = 0; k < 2; k++)
+        if (!(out[k] = malloc((size_t)(M * N / 2) * sizeof(float))))
+            exit(1);
+    struct backend *be = h->be[TH_DEV];
+    for (size_t i = 0; i <= ncfg; i++) { /* i == ncfg: the automatic choice */
+        const struct vk_gemm_cfg *cfg = i < ncfg ? &cfgs[i] : NULL;
+        /* the epilogue's code is one per kernel: the representatives of types_tested suffice */
+        if (cfg && (cfg->wtype != wt || !vk_gemm_cfg_usable(cfg, caps) || !types_tested(cfg) ||
+                    (tiny && cfg->kind == VK_GEMM_COOPMAT_EMU)))
+            continue;
+        const bool cm = cfg && (cfg->kind == VK_GEMM_COOPMAT || cfg->kind == VK_GEMM_COOPMAT_EMU);
+        for (uint32_t splits = 1; splits <= (cm ? 3u : 1u); splits += 2) {
+            const struct vk_gemm_plan plan = {cfg, splits};
+            struct op_linear lin = {.x = TH_T(x, TH_DEV), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV),
+                                    .y = TH_T(u, TH_DEV), .act = ACT_NONE, .alpha = 1.0f};
+            struct op_linear fused = lin;
+            fused.y = TH_T(g2, TH_DEV);
+            fused.act = ACT_GLU;
+            struct op_glu glu = {.x = TH_T(u, TH_DEV), .y = TH_T(g1, TH_DEV)};
+            vkasr_status st = cfg ? op_validate(OP_linear, &lin, &be->err) : be_linear(be, &lin);
+            if (st == VKASR_OK && cfg)
+                st = vk_gemm_record((struct vk_backend *)be, &lin, &plan);
+            if (st == VKASR_OK)
+                st = be_glu(be, &glu);
+            if (st == VKASR_OK)
+                st = cfg ? op_validate(OP_linear, &fused, &be->err) : be_linear(be, &fused);
+            if (st == VKASR_OK && cfg)
+                st = vk_gemm_record((struct vk_backend *)be, &fused, &plan);
+            if (st == VKASR_OK)
+                st = be_download(be, out[0], fused.y.addr, (uint64_t)(M * N / 2) * sizeof(float));
+            if (st == VKASR_OK)
+                st = be_download(be, out[1], glu.y.addr, (uint64_t)(M * N / 2) * sizeof(float));
+            h->checks++;
+            if (st != VKASR_OK) {
+                printf("FAIL [%s]: %s split %u: %s\n", h->name, cfg ? cfg->name : "auto", splits, be->err.msg);
+                h->failures++;
+            } else if (memcmp(out[0], out[1], (size_t)(M * N / 2) * sizeof(float)) != 0) {
+                printf("FAIL [%s]: %s split %u: the GLU epilogue differs from linear then glu\n", h->name,
+                       cfg ? cfg->name : "auto", splits);
+                h->failures++;
+            }
+        }
+    }
+    free(out[0]);
+    free(out[1]);
+    th_check_guards(h);
+}
+
 /* ---- kernel selection on synthetic devices ------------------------------------------------------- */
 
 static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t M, int64_t N, int64_t K,
@@ -504,6 +631,9 @@ int main(void) {
     }
     if (h.vulkan)
         th_skip(&h, "a call in row chunks inside the op (the CUDA backend's op scratch)");
+    glu_matches_unfused(&h, BE_F32, tiny);
+    if (f16)
+        glu_matches_unfused(&h, BE_F16, tiny);
 
     /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
     const struct lin_case auto_cases[] = {
@@ -528,9 +658,14 @@ int main(void) {
         {.M = 65, .N = 130, .K = 77, .res = true, .act = ACT_RELU, .yt = BE_F16},
         {.M = 8, .N = 1035, .K = 320, .bias = true, .matvec = true, .xt = BE_F16, .yt = BE_F16},
         {.M = 40, .N = 640, .K = 640, .bias = true, .matvec = true, .xt = BE_F16},  /* hinted: gemv */
+        /* GLU in the epilogue: the convolution module's first pointwise product (N = 2C), a residual,
+         * f16 activations, the matrix-vector kernel (at 5 and at 40 rows) */
+        {.M = 37, .N = 2 * 176, .K = 176, .bias = true, .glu = true},
+        {.M = 130, .N = 2050, .K = 136, .bias = true, .res = true, .alpha = 0.5f, .glu = true},
+        {.M = 65, .N = 264, .K = 77, .bias = true, .glu = true, .xt = BE_F16, .yt = BE_F16},
+        {.M = 5, .N = 130, .K = 64, .bias = true, .matvec = true, .glu = true},
+        {.M = 40, .N = 640, .K = 640, .bias = true, .res_alias = true, .matvec = true, .glu = true, .xt = BE_F16},
     };
-    if (!h.vulkan)
-        th_skip(&h, "f16 x and y (the CUDA backend takes f32 activations only so far)");
     for (int wt = 0; wt < 2; wt++) {
         if (wt == 1 && !f16) {
             printf("skipping f16 weights: the device has no f16 support\n");
@@ -538,7 +673,7 @@ int main(void) {
         }
         for (size_t i = 0; i < sizeof auto_cases / sizeof *auto_cases; i++) {
             struct lin_case c = auto_cases[i];
-            if ((c.f16_only && wt == 0) || ((c.xt == BE_F16 || c.yt == BE_F16) && (!f16 || !h.vulkan)))
+            if ((c.f16_only && wt == 0) || ((c.xt == BE_F16 || c.yt == BE_F16) && !f16))
                 continue;
             /* The forced-tiny-grid run is about grid-stride loops: the large shapes add only time. */
             if (tiny && c.M * c.N * c.K > (1 << 26))
@@ -548,6 +683,10 @@ int main(void) {
                 c.alpha = 1.0f;
             lin_run(&h, &c, NULL);
         }
+    }
+    if (f16) {
+        f16_y_rounding(&h, BE_F32);
+        f16_y_rounding(&h, BE_F16);
     }
     /* x must be rounded to f16 with f16 weights: 1 + 2^-12 rounds to 1, so 64 such products sum to
      * exactly 64 (64.015625 without the rounding). */
@@ -614,15 +753,27 @@ int main(void) {
             {.M = bm - 1, .N = bn + 1, .K = 77, .res = true, .alpha = 1.0f, .integer = true, .xt = H},
             {.M = 2 * bm + 5, .N = 2 * bn + 4, .K = 72, .bias = true, .act = ACT_SILU, .alpha = 1.0f, .yt = H},
             {.M = 3, .N = 2 * bn + 3, .K = 48, .res = true, .alpha = 1.0f, .misalign = true, .xt = H, .yt = H},
+            /* GLU: pairs across tiles and partial tiles (every configuration: the scalar tiles pair their
+             * columns by tile shape), then one output column, f16, a split of K (representatives) */
+            {.M = bm + 3, .N = 2 * bn + 6, .K = 77, .bias = true, .alpha = 1.0f, .integer = true, .glu = true},
+            {.M = 2 * bm - 1, .N = 2, .K = 64, .res = true, .alpha = 0.5f, .glu = true},
+            {.M = bm + 1, .N = bn + 2, .K = 64, .bias = true, .res_alias = true, .alpha = 1.0f, .glu = true, .xt = H,
+             .yt = H},
+            {.M = bm + 3, .N = 2 * bn + 4, .K = 200, .bias = true, .alpha = 1.0f, .splits = 3, .glu = true},
             /* tensor cores: K split into slices (integer: exact; random: 2 slices and a remainder) */
             {.M = bm + 3, .N = bn + 4, .K = 200, .bias = true, .res = true, .alpha = 1.0f, .integer = true, .splits = 3},
             {.M = 2 * bm - 3, .N = bn + 1, .K = 136, .bias = true, .act = ACT_TANH, .alpha = 1.0f, .splits = 2, .yt = H},
             {.M = bm - 5, .N = 2 * bn, .K = 300, .res_alias = true, .alpha = 0.5f, .splits = 4, .xt = H},
         };
+        size_t first_glu = 0;
+        while (!cases[first_glu].glu)
+            first_glu++;
         for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
             struct lin_case c = cases[k];
             const bool f16io = c.xt == H || c.yt == H;
             if ((c.splits > 1 && !cm) || (f16io && (!f16 || !cfg || !types_tested(cfg))))
+                continue;
+            if (c.glu && k > first_glu && cfg && !types_tested(cfg))
                 continue;
             /* The forced-tiny-grid run is about grid-stride loops, which the tensor types do not touch. */
             if (tiny && f16io)

@@ -1,24 +1,39 @@
 /* test_ops_rows.c — row and column reductions (layernorm, softmax, argmax, feature_norm) on Vulkan
  * vs the C reference (double accumulation): rows narrower and wider than a workgroup, many rows,
- * aliasing, argmax ties and NaNs, and feature_norm on long log-mel-like inputs with a large offset. */
+ * aliasing, argmax ties and NaNs, feature_norm on long log-mel-like inputs with a large offset, and
+ * layernorm's f16 output (rounded once, to nearest: th_check_f16). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "op_harness.h"
 
-static void layernorm_case(struct th *h, int64_t R, int64_t C, float lo, float hi, float eps) {
-    th_case(h, "layernorm [%lld, %lld] x in [%g, %g) eps=%g", (long long)R, (long long)C, lo, hi, eps);
+/* An f16 output differs from the reference's only where the f32 and double results fall on either
+ * side of a rounding boundary (th_check_f16): 1 % of the elements allowed, and NMSE 1e-8 (a rounding
+ * other than to nearest shows as differences on about half the elements, a wrong value as NMSE). Rows
+ * of mean 100 and spread 1 lose 7 bits of the f32 result to the mean's subtraction: 2.2 % of them
+ * measured on the other side of a boundary, 10 % allowed there. */
+#define F16_TOL 1e-8
+#define F16_DIFFER 0.01
+#define F16_DIFFER_OFFSET 0.1
+
+static void layernorm_case(struct th *h, int64_t R, int64_t C, float lo, float hi, float eps, be_dtype yt) {
+    th_case(h, "layernorm [%lld, %lld] x in [%g, %g) eps=%g y=%s", (long long)R, (long long)C, lo, hi, eps,
+            yt == BE_F16 ? "f16" : "f32");
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(R, C), lo, hi);
     struct th_tensor *g = th_input(h, BE_F32, 1, TH_SHAPE(C), 0.5f, 1.5f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(C), -1.0f, 1.0f);
-    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(R, C));
+    struct th_tensor *y = th_output(h, yt, 2, TH_SHAPE(R, C));
     struct op_layernorm a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_layernorm){
             .x = TH_T(x, s), .gamma = TH_T(g, s), .beta = TH_T(b, s), .y = TH_T(y, s), .eps = eps};
-    if (th_run(h, OP_layernorm, &a[0], &a[1]))
-        th_check(h, y, 1e-7);
+    if (th_run(h, OP_layernorm, &a[0], &a[1])) {
+        if (yt == BE_F16)
+            th_check_f16(h, y, F16_TOL, lo > 50.0f ? F16_DIFFER_OFFSET : F16_DIFFER);
+        else
+            th_check(h, y, 1e-7);
+    }
 }
 
 static void softmax_case(struct th *h, int64_t R, int64_t C, float scale, bool alias) {
@@ -82,24 +97,35 @@ static void feature_norm_case(struct th *h, int64_t L, int64_t M, float center, 
 
 int main(void) {
     struct th h;
-    th_open(&h, false);
+    th_open(&h, true);
+    const bool f16 = h.dev[TH_DEV]->info.f16;
+    if (!f16)
+        printf("the device has no f16: layernorm's f16 output is not tested\n");
 
     const int64_t widths[] = {1, 7, 33, 1024, 4097};
     for (unsigned i = 0; i < sizeof widths / sizeof *widths; i++) {
         int64_t C = widths[i], R = C >= 1024 ? 5 : 301;
-        layernorm_case(&h, R, C, -3.0f, 5.0f, 1e-5f);
+        layernorm_case(&h, R, C, -3.0f, 5.0f, 1e-5f, BE_F32);
+        if (f16)
+            layernorm_case(&h, R, C, -3.0f, 5.0f, 1e-5f, BE_F16);
         softmax_case(&h, R, C, 1.0f, false);
         softmax_case(&h, R, C, 0.125f, i % 2 == 1);
         argmax_case(&h, R, C, 0, C, 7, 0.05);
         if (C > 2)
             argmax_case(&h, R, C, 1, C - 1, 3, 0.3);
     }
-    layernorm_case(&h, 0, 8, -1.0f, 1.0f, 1e-5f);
-    layernorm_case(&h, 5, 0, -1.0f, 1.0f, 1e-5f); /* empty rows: nothing to write, nothing read */
-    layernorm_case(&h, 0, 0, -1.0f, 1.0f, 1e-5f);
-    layernorm_case(&h, 70001, 3, -1.0f, 1.0f, 1e-5f);
-    layernorm_case(&h, 17, 512, 99.0f, 101.0f, 1e-5f); /* large mean, small variance: needs two passes */
-    layernorm_case(&h, 3, 20000, -2.0f, 2.0f, 0.0f);
+    layernorm_case(&h, 0, 8, -1.0f, 1.0f, 1e-5f, BE_F32);
+    layernorm_case(&h, 5, 0, -1.0f, 1.0f, 1e-5f, BE_F32); /* empty rows: nothing to write, nothing read */
+    layernorm_case(&h, 0, 0, -1.0f, 1.0f, 1e-5f, BE_F32);
+    layernorm_case(&h, 70001, 3, -1.0f, 1.0f, 1e-5f, BE_F32);
+    layernorm_case(&h, 17, 512, 99.0f, 101.0f, 1e-5f, BE_F32); /* large mean, small variance: needs two passes */
+    layernorm_case(&h, 3, 20000, -2.0f, 2.0f, 0.0f, BE_F32);
+    if (f16) { /* the conformer's widths (176, 1024), odd widths (f16 rows ending mid-word), many rows */
+        layernorm_case(&h, 301, 176, -3.0f, 5.0f, 1e-5f, BE_F16);
+        layernorm_case(&h, 70001, 3, -1.0f, 1.0f, 1e-5f, BE_F16);
+        layernorm_case(&h, 17, 512, 99.0f, 101.0f, 1e-5f, BE_F16);
+        layernorm_case(&h, 0, 8, -1.0f, 1.0f, 1e-5f, BE_F16);
+    }
     softmax_case(&h, 0, 8, 1.0f, false);
     softmax_case(&h, 5, 0, 1.0f, false);
     softmax_case(&h, 0, 0, 1.0f, true);

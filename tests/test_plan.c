@@ -38,8 +38,8 @@ static vkasr_status plan_op(const struct model_config *c, double seconds, const 
                             uint64_t available, uint64_t max_tensor, uint64_t op_scratch, struct asr_plan *p,
                             struct err *e) {
     memset(e, 0, sizeof *e);
-    return asr_plan_make(c, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor, op_scratch,
-                         "test budget", p, e);
+    return asr_plan_make(c, VKASR_PRECISION_F16, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor,
+                         op_scratch, "test budget", p, e);
 }
 
 static vkasr_status plan(const struct model_config *c, double seconds, const struct asr_options *opt,
@@ -243,7 +243,9 @@ static void test_batches(void) {
     struct asr_options o = {0};
     EXPECT(asr_batch_layout(&c, &one, 1, &b, &e) == VKASR_OK, "%s", e.msg);
     EXPECT(plan(&c, 600, &o, h100 - W06, alloc, &p1, &e) == VKASR_OK, "%s", e.msg);
-    EXPECT(asr_plan_batch(&c, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) == VKASR_OK, "%s", e.msg);
+    EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
+               VKASR_OK,
+           "%s", e.msg);
     EXPECT(pb.scratch == p1.scratch && pb.chunks.rows == p1.chunks.rows && pb.chunks.sub_tile == p1.chunks.sub_tile &&
                pb.frames == p1.frames,
            "a batch of one plans %.1f MiB, one input %.1f MiB", pb.scratch / MIB, p1.scratch / MIB);
@@ -256,7 +258,8 @@ static void test_batches(void) {
             l20[i] = 20 * 16000 - i * 160;
         char what[64];
         EXPECT(asr_batch_layout(&c, l20, sizes[k], &b, &e) == VKASR_OK, "%s", e.msg);
-        EXPECT(asr_plan_batch(&c, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) == VKASR_OK &&
+        EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
+                       VKASR_OK &&
                    pb.attention == ASR_ATT_FULL && pb.max_frames == 250 && pb.inputs == sizes[k],
                "batch of %d x 20 s: %s", sizes[k], e.msg);
         snprintf(what, sizeof what, "batch of %d x 20 s", sizes[k]);

@@ -43,8 +43,12 @@ uint seg_find(uint64_t seg, uint nseg, int64_t pos) {
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_EXT_shader_16bit_storage : require
 layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ref { float16_t v; };
+layout(buffer_reference, std430, buffer_reference_align = 2) buffer U16Ref { uint16_t v; };
 #define LOADH(base, i) float(F16Ref((base) + uint64_t(i) * 2ul).v)
 #define STOREH(base, i, val) F16Ref((base) + uint64_t(i) * 2ul).v = float16_t(val)
+// val rounded to the nearest f16 (ties to even, by packHalf2x16) and stored as those bits: one
+// rounding, and none whose mode the driver chooses (a float16_t() conversion's).
+#define STOREH_RNE(base, i, val) U16Ref((base) + uint64_t(i) * 2ul).v = uint16_t(packHalf2x16(vec2((val), 0.0)))
 #endif
 
 // Activation codes (mirror enum be_act in src/backend/ops.h).
@@ -54,6 +58,7 @@ layout(buffer_reference, std430, buffer_reference_align = 2) buffer F16Ref { flo
 #define ACT_SIGMOID 3
 #define ACT_TANH 4
 #define ACT_LOG_GUARD 5
+#define ACT_GLU 6 // linear only: its epilogue pairs the product's columns (linear.glsl)
 
 float sigmoid_f(float x) { return 1.0 / (1.0 + exp(-x)); }
 

@@ -1,6 +1,12 @@
 // linear.glsl — what every kernel of the linear op shares (gemm.comp, gemm_direct.comp, gemv.comp,
 // gemm_coopmat.comp, gemm_reduce.comp): the push constants, the tensor types and the epilogue
-// y = res + alpha * act(sum + bias). Include after core.glsl.
+// y = res + alpha * act(sum + bias), or with act = ACT_GLU the gated one. Include after core.glsl.
+//
+// ACT_GLU (ops.h): the product's pc.N columns (w's rows) are GLU's value half [0, N/2) and gate half
+// [N/2, N), and y has N/2 columns. The kernels compute the product's columns in pair order instead:
+// column c of their index space is the value (c even) or the gate (c odd) of output column c / 2, so
+// it takes weight row glu_row(c), and a pair is adjacent where a kernel's epilogue needs it
+// (gemm.comp arranges its own pairs, see there).
 //
 // Tensor types: kernels built with -DF16_TYPES take them from specialization constant 7 (bit 0: x f16,
 // bit 1: w f16, bit 2: y and res f16; the host sets it per call). Without F16_TYPES everything is f32
@@ -33,6 +39,9 @@ layout(push_constant) uniform PC {
 #define FLAG_VEC 1u   // K % 8 == 0 and x, w 16-byte aligned: vector loads along K allowed
 #define FLAG_YVEC 2u  // N % 4 == 0 and y, res, bias 16-byte aligned: 4-column vector epilogue allowed
 
+// ACT_GLU: the weight row (and bias element) of column c in pair order; c itself otherwise.
+uint glu_row(uint c) { return pc.act != ACT_GLU ? c : (c & 1u) != 0u ? pc.N / 2u + c / 2u : c / 2u; }
+
 // x[i] as the product takes it: f16 x as is; f32 x rounded to f16 when w is f16 (the op's rule).
 float load_x(uint64_t i) {
 #ifdef F16_TYPES
@@ -61,12 +70,12 @@ float load_res(uint64_t i) {
     return LOADF(pc.res, i);
 }
 
-// y[i] = v in y's type. f16: v rounded to nearest even by packHalf2x16 first (round_to_f16), so the
-// final conversion is exact whatever rounding mode the driver gives float16_t().
+// y[i] = v in y's type. f16: v rounded to nearest even by packHalf2x16, whose bits are stored
+// (STOREH_RNE: no float16_t() conversion of driver-chosen rounding).
 void store_y(uint64_t i, float v) {
 #ifdef F16_TYPES
     if (Y16) {
-        STOREH(pc.y, i, round_to_f16(v));
+        STOREH_RNE(pc.y, i, v);
         return;
     }
 #endif
@@ -80,6 +89,22 @@ void linear_epilogue(uint gm, uint gn, float v) {
         v += LOADF(pc.bias, gn);
     v = pc.alpha * act_apply(v, pc.act);
     const uint64_t o = uint64_t(gm) * pc.N + gn;
+    if (pc.res != 0ul)
+        v += load_res(o);
+    store_y(o, v);
+}
+
+// ACT_GLU: output (gm, j) from the sums of its value column j and gate column N/2 + j: bias, then
+// res + alpha * (value * sigmoid(gate)) (in f32 the arithmetic of linear then glu.comp), stored in
+// y's type. res may be y: read before the write, same invocation.
+void linear_epilogue_glu(uint gm, uint j, float v, float g) {
+    const uint ny = pc.N / 2u;
+    if (pc.bias != 0ul) {
+        v += LOADF(pc.bias, j);
+        g += LOADF(pc.bias, ny + j);
+    }
+    v = pc.alpha * (v * sigmoid_f(g));
+    const uint64_t o = uint64_t(gm) * ny + j;
     if (pc.res != 0ul)
         v += load_res(o);
     store_y(o, v);

@@ -116,7 +116,8 @@ static vkasr_status build_part(const struct vkasr_stream *s, const struct window
         t0 = h->tr.words[w0].first_token;
         t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
     }
-    return transcript_build(&am->tok, &am->cfg, h->out.tokens + t0, t1 - t0, part, e);
+    /* a window without tokens has no token array (NULL): nothing to offset */
+    return transcript_build(&am->tok, &am->cfg, t1 > t0 ? h->out.tokens + t0 : NULL, t1 - t0, part, e);
 }
 
 static void call(const struct vkasr_stream *s, vkasr_stream_callback cb, const struct transcript *part,

@@ -50,6 +50,17 @@ struct asr_hooks {
     void *ud;
 };
 
+/* The types of the tensors between the encoder's ops, by precision (the rule: conformer.c). The
+ * residual stream, the encoder's output and the subsampling's input are f32 in every precision. */
+struct asr_types {
+    be_dtype sub;        /* the subsampling's activations between its convolutions               */
+    be_dtype norm;       /* LayerNorm outputs that feed products                                 */
+    be_dtype hidden;     /* the feed-forward hidden, the convolution module's GLU and depthwise outputs */
+    be_dtype q, k, v, p; /* attention's projected queries, keys, values and positions            */
+    be_dtype att;        /* attention's output                                                   */
+};
+struct asr_types asr_types_for(vkasr_precision precision);
+
 /* Hands a copy of the device tensor t ([rows, cols]) to hooks->stage as stage `name`, `index`;
  * returns at once without a tap. */
 vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const char *name, int64_t index,
@@ -187,19 +198,20 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
 /* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
  * can take within `available` scratch bytes; VKASR_ERR_DEVICE_MEMORY naming the bytes needed and
  * available (and `limit`, what set them) when even the smallest do not fit. A pure function of its
- * arguments; max_tensor is the largest single allocation the device makes (0: no limit), op_scratch
+ * arguments (precision: the model's, which sets the activations' types, asr_types_for); max_tensor is
+ * the largest single allocation the device makes (0: no limit), op_scratch
  * what one op of the backend may take for itself above any phase (be_memory.op_scratch). */
-vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
-                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
-                           const char *limit, struct asr_plan *out, struct err *e);
+vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
+                           const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                           uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
 /* The plan asr_run_batch makes for a batch on this backend: within the device's budget (less what
  * others hold) and the caller's max_memory. For callers forming batches. */
 vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
                           const struct asr_options *opt, struct asr_plan *out, struct err *e);
 /* The plan of a packed batch: totals of every stage, positions and attention by the longest input. */
-vkasr_status asr_plan_batch(const struct model_config *c, const struct asr_batch *b, const struct asr_options *opt,
-                            uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
-                            const char *limit, struct asr_plan *out, struct err *e);
+vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
+                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
 /* The attention a run of `frames` encoder frames uses (window 0 for full). */
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e);
@@ -218,7 +230,8 @@ uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int
  * edges. */
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
                                  int64_t tile, const struct asr_batch *batch, struct err *e);
-uint64_t asr_subsample_scratch(const struct model_config *c, int64_t mel_frames, int64_t tile);
+uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
+                               int64_t tile);
 /* The segments of a packed batch as the encoder's ops take them: the encoder-frame offsets on the
  * device (addr 0: one sequence) and the longest segment. */
 struct asr_segments {
@@ -231,16 +244,18 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
                         const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
                         const struct asr_hooks *hooks, struct err *e);
 /* frames: all rows; max_frames: the longest input's (positional rows). */
-uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_t max_frames, int64_t window,
-                            int64_t rows, uint64_t *largest);
-/* One conformer block on the residual stream *x [T, D]; *y [T, D] is the second residual buffer (and
- * full attention's keys), v [T, D] full attention's values (unused for local attention, window > 0);
- * pos [P, D] the sinusoid rows of the attention's reach, p [P, D] scratch for their projection. The
- * block's output is in *x on return: full attention swaps *x and *y. */
+uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest);
+/* One conformer block on the residual stream *x [T, D] (f32); *y [T, D] (f32) is the second residual
+ * buffer (and full attention's keys, of type asr_types.k, in its first bytes), v [T, D] full attention's
+ * values (asr_types.v; unused for local attention, window > 0); pos [P, D] (f32) the sinusoid rows of
+ * the attention's reach, p [P, D] (asr_types.p) scratch for their projection. The block's output is in
+ * *x on return: full attention swaps *x and *y. segs: a packed batch's segments (NULL for one input). */
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
                                  int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e);
-uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows);
+uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                               int64_t window, int64_t rows);
 /* Greedy decoding of enc [T, D] into out (a packed batch: rows of input i are batch->off[ASR_FRAMES][i]
  * .., into out[i]; batch NULL for one input). */
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,

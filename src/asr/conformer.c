@@ -9,18 +9,46 @@
  * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
  * per row). A packed batch passes its segments to the two ops that mix rows, the attention
  * (block-diagonal) and the depthwise convolution (no tap across an input's edge); everything else is
- * row-local, so each input comes out as alone. */
+ * row-local, so each input comes out as alone.
+ *
+ * Tensor types (asr_types_for). f32 precision: every tensor is f32. f16 precision: what stays f32 is
+ * the residual stream (x, y: it accumulates every sublayer's update) and everything accumulated inside
+ * an op: LayerNorm's statistics, the products' sums (f32 accumulation, tensor cores included) and their
+ * epilogues (bias, activation, GLU, residual), the attention's scores, softmax sums and running output.
+ * f16 are the tensors between ops that feed a product or are read once: LayerNorm outputs, the
+ * feed-forward hidden, the convolution module's GLU and depthwise outputs, the subsampling's
+ * activations between its convolutions, and the attention's inputs and output (q, k, v, the projected
+ * positions p, its output a); each rounded once, to nearest even, where it is stored.
+ * With f16 weights a product rounds an f32 input to f16 while staging anyway, so an f16 input changes
+ * no product; the new roundings are the depthwise convolutions' inputs (here and in the subsampling).
+ * The convolution module's GLU runs in its pointwise product's epilogue (linear's ACT_GLU), in both
+ * precisions: in f32 bit-identical to the product then op_glu. */
 #include <math.h>
 
 #include "asr.h"
 
+struct asr_types asr_types_for(vkasr_precision precision) {
+    const be_dtype h = precision == VKASR_PRECISION_F16 ? BE_F16 : BE_F32;
+    return (struct asr_types){
+        .sub = h,
+        .norm = h,
+        .hidden = h,
+        .q = h,
+        .k = h,
+        .v = h,
+        .p = h,
+        .att = h,
+    };
+}
+
 struct block_ctx {
     const struct model_config *cfg;
     struct backend *be;
-    int64_t T, D, rows; /* sequence length, width, rows per chunk (<= T) */
-    bool f16;           /* f16 precision: attention products may round to f16 (tensor cores) */
-    be_tensor seg;      /* a packed batch's encoder-frame offsets (addr 0: one sequence) */
-    int64_t seg_max;    /* its longest sequence */
+    int64_t T, D, rows;  /* sequence length, width, rows per chunk (<= T) */
+    bool f16;            /* f16 precision: attention products may round to f16 (tensor cores) */
+    struct asr_types t;  /* the types of the tensors between ops */
+    be_tensor seg;       /* a packed batch's encoder-frame offsets (addr 0: one sequence) */
+    int64_t seg_max;     /* its longest sequence */
 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -29,23 +57,26 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Rows of the depthwise convolution's halo on each side: (K-1)/2 (4 for K = 9). */
 static int64_t conv_halo(const struct model_config *c) { return (c->conv_kernel - 1) / 2; }
 
-uint64_t asr_conformer_scratch(const struct model_config *c, int64_t frames, int64_t window, int64_t rows) {
+uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                               int64_t window, int64_t rows) {
     const int64_t T = frames, D = c->d_model, n = max64(1, min64(rows, T));
     // feed-forward: h [n, D], u [n, F]
-    uint64_t ff = be_scratch_f32(n, D) + be_scratch_f32(n, c->ff_size);
+    uint64_t ff = be_scratch_2d(t->norm, n, D) + be_scratch_2d(t->hidden, n, c->ff_size);
     // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v [T, D] held by the encoder): h, q, a [n, D]
     const int64_t nk = window > 0 ? min64(T, n + 2 * window) : 0;
-    uint64_t att = window > 0 ? 3 * be_scratch_f32(nk, D) + 2 * be_scratch_f32(n, D) : 3 * be_scratch_f32(n, D);
-    // convolution: h [nh, D], u [nh, 2D], g, d [nh, D] with nh = n + 2 halo
+    uint64_t att = window > 0 ? be_scratch_2d(t->norm, nk, D) + be_scratch_2d(t->k, nk, D) + be_scratch_2d(t->v, nk, D)
+                              : be_scratch_2d(t->norm, n, D);
+    att += be_scratch_2d(t->q, n, D) + be_scratch_2d(t->att, n, D);
+    // convolution: h, g, d [nh, D] with nh = n + 2 halo
     const int64_t nh = min64(T, n + 2 * conv_halo(c));
-    uint64_t conv = 3 * be_scratch_f32(nh, D) + be_scratch_f32(nh, 2 * D);
+    uint64_t conv = be_scratch_2d(t->norm, nh, D) + 2 * be_scratch_2d(t->hidden, nh, D);
     return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
 }
 
-static be_tensor tmp(struct block_ctx *c, int64_t rows, int64_t cols, vkasr_status *st) {
+static be_tensor tmp(struct block_ctx *c, be_dtype type, int64_t rows, int64_t cols, vkasr_status *st) {
     be_tensor t = {0};
     if (*st == VKASR_OK)
-        *st = be_alloc_tensor(c->be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){rows, cols}, &t);
+        *st = be_alloc_tensor(c->be, BE_POOL_SCRATCH, type, 2, (int64_t[]){rows, cols}, &t);
     return t;
 }
 
@@ -66,7 +97,7 @@ static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_ten
                                  const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, c->rows, c->D, &st), u = tmp(c, c->rows, w1->ne[0], &st);
+    be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), u = tmp(c, c->t.hidden, c->rows, w1->ne[0], &st);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
         const int64_t n = min64(c->rows, c->T - r0);
         be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
@@ -99,8 +130,9 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
     const int64_t nk_max = min64(c->T, c->rows + 2 * w), D = c->D;
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor hk = tmp(c, nk_max, D, &st), k = tmp(c, nk_max, D, &st), v = tmp(c, nk_max, D, &st);
-    be_tensor q = tmp(c, c->rows, D, &st), a = tmp(c, c->rows, D, &st);
+    be_tensor hk = tmp(c, c->t.norm, nk_max, D, &st), k = tmp(c, c->t.k, nk_max, D, &st);
+    be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, c->rows, D, &st);
+    be_tensor a = tmp(c, c->t.att, c->rows, D, &st);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
         const int64_t n = min64(c->rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
         be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
@@ -132,7 +164,8 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
                                    const be_tensor *p, const be_tensor *k, const be_tensor *v) {
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, c->rows, c->D, &st), q = tmp(c, c->rows, c->D, &st), a = tmp(c, c->rows, c->D, &st);
+    be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), q = tmp(c, c->t.q, c->rows, c->D, &st);
+    be_tensor a = tmp(c, c->t.att, c->rows, c->D, &st);
     for (int pass = 0; pass < 2; pass++)
         for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
             const int64_t n = min64(c->rows, c->T - r0);
@@ -169,18 +202,16 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
     const int64_t halo = conv_halo(c->cfg), nh_max = min64(c->T, c->rows + 2 * halo), D = c->D;
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, nh_max, D, &st), u = tmp(c, nh_max, 2 * D, &st), g = tmp(c, nh_max, D, &st);
-    be_tensor d = tmp(c, nh_max, D, &st);
+    be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
+    be_tensor d = tmp(c, c->t.hidden, nh_max, D, &st);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
         const int64_t n = min64(c->rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
-        be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh), ur = be_tensor_rows(&u, 0, nh);
+        be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
-        // h: [nh, D] = LN(y rows ha ..);  u: [nh, 2D] = h PW1^T + b1;  g: [nh, D] = u[:, :D] * sigmoid(u[:, D:])
+        // h: [nh, D] = LN(y rows ha ..);  g: [nh, D] = GLU(h PW1^T + b1) (value half * sigmoid(gate half))
         st = layernorm(c, &yh, &L->conv_norm_w, &L->conv_norm_b, &hr);
         if (st == VKASR_OK)
-            st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &ur, ACT_NONE, 1.0f);
-        if (st == VKASR_OK)
-            st = be_glu(c->be, &(struct op_glu){.x = ur, .y = gr});
+            st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &gr, ACT_GLU, 1.0f);
         // d: [nh, D] = silu(depthwise_conv_K(g)); the slice's zero padding only reaches halo rows that
         // are not the chunk's own, or lies outside the sequence, where it is the real padding (in a
         // packed batch, every input's edges are padding too)
@@ -201,8 +232,8 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
                                  int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e) {
     const int64_t T = x->ne[0];
     struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
-                          m->precision == VKASR_PRECISION_F16, segs ? segs->seg : (be_tensor){0},
-                          segs ? segs->max_frames : 0};
+                          m->precision == VKASR_PRECISION_F16, asr_types_for(m->precision),
+                          segs ? segs->seg : (be_tensor){0}, segs ? segs->max_frames : 0};
     vkasr_status st = VKASR_OK;
     // x = x + 0.5 FF1(LN(x))
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
@@ -217,8 +248,9 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
             st = conv_module(&c, L, y, x);
     } else {
         // x = x + MHSA(LN(x)) with the keys in y;  y = x + Conv(LN(x)), which is x from here on
+        be_tensor keys = be_tensor_2d(y->addr, c.t.k, T, c.D); /* the first bytes of y */
         if (st == VKASR_OK)
-            st = attention_full(&c, L, x, p, y, v);
+            st = attention_full(&c, L, x, p, &keys, v);
         if (st == VKASR_OK)
             st = conv_module(&c, L, x, y);
         be_tensor t = *x;

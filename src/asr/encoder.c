@@ -57,16 +57,17 @@ static int64_t pos_rows(int64_t frames, int64_t window) {
     return 2 * reach + 1;
 }
 
-uint64_t asr_encode_scratch(const struct model_config *c, int64_t frames, int64_t max_frames, int64_t window,
-                            int64_t rows, uint64_t *largest) {
+uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest) {
     const int64_t T = frames, D = c->d_model, P = pos_rows(max_frames, window), w = effective_window(max_frames, window);
     if (T == 0)
         return 0;
     // y [T, D];  pos, p [P, D];  full attention: v [T, D]
-    uint64_t b = be_scratch_f32(T, D) + 2 * be_scratch_f32(P, D) + (w > 0 ? 0 : be_scratch_f32(T, D));
+    uint64_t b = be_scratch_f32(T, D) + be_scratch_f32(P, D) + be_scratch_2d(t->p, P, D) +
+                 (w > 0 ? 0 : be_scratch_2d(t->v, T, D));
     if (largest && be_scratch_f32(P, D) > *largest)
         *largest = be_scratch_f32(P, D);
-    return b + asr_conformer_scratch(c, T, w, rows);
+    return b + asr_conformer_scratch(c, t, T, w, rows);
 }
 
 /* pos [P, D] = PE(r) for r = reach .. -reach, generated and uploaded in blocks of rows. */
@@ -100,6 +101,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     if (c->xscaling)
         TRY(be_unary(be, &(struct op_unary){.x = *x, .y = *x, .act = ACT_NONE, .alpha = sqrtf((float)D)}));
     uint64_t mark = be_mark(be);
+    const struct asr_types t = asr_types_for(m->precision);
     be_tensor y, pos, p, v = {0}, out = *x;
     // y: [T, D] the blocks' second residual buffer (full attention's keys);  pos, p: [P, D] sinusoids
     // and their projection;  full attention: v [T, D] the values
@@ -107,9 +109,9 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     if (st == VKASR_OK)
         st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &pos);
     if (st == VKASR_OK)
-        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){P, D}, &p);
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, t.p, 2, (int64_t[]){P, D}, &p);
     if (st == VKASR_OK && w == 0)
-        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &v);
+        st = be_alloc_tensor(be, BE_POOL_SCRATCH, t.v, 2, (int64_t[]){T, D}, &v);
     if (st != VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     if (st == VKASR_OK)

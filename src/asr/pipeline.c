@@ -64,7 +64,8 @@ vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const s
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    return asr_plan_batch(&m->cfg, b, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan, e);
+    return asr_plan_batch(&m->cfg, m->precision, b, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan,
+                          e);
 }
 
 /* asr_plan_for, logged. */

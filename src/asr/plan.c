@@ -34,6 +34,7 @@ enum phase { PH_FEATURES, PH_SUBSAMPLING, PH_ENCODER };
 
 struct shape {
     const struct model_config *c;
+    struct asr_types t;      /* the activations' types (the model's precision)                   */
     int64_t n, L, T, window; /* totals: samples, mel frames, encoder frames                      */
     int64_t max_n, max_T;    /* the longest input's samples and encoder frames                    */
     int64_t inputs;
@@ -48,8 +49,8 @@ static uint64_t phase_bytes(const struct shape *s, enum phase ph, int64_t v) {
     case PH_FEATURES: return s->fixed + asr_features_scratch(s->c, s->max_n, v); /* one input at a time */
     case PH_SUBSAMPLING: /* a batch's stage k holds up to (2^k - 1) rows per input more than ceil(L / 2^k):
                           * bounded by the stages of L + 7 n mel frames */
-        return s->fixed + asr_subsample_scratch(s->c, s->inputs > 1 ? s->L + 7 * s->inputs : s->L, v);
-    case PH_ENCODER: return x + asr_encode_scratch(s->c, s->T, s->max_T, s->window, v, NULL);
+        return s->fixed + asr_subsample_scratch(s->c, &s->t, s->inputs > 1 ? s->L + 7 * s->inputs : s->L, v);
+    case PH_ENCODER: return x + asr_encode_scratch(s->c, &s->t, s->T, s->max_T, s->window, v, NULL);
     }
     return 0;
 }
@@ -76,7 +77,7 @@ static int64_t fit(const struct shape *s, enum phase ph, int64_t unit, int64_t l
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
-/* The plan of a shape whose totals and maxima are filled in (struct shape without c and window). */
+/* The plan of a shape whose totals, maxima and types are filled in (struct shape without window). */
 static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, uint64_t weights, uint64_t available,
                                uint64_t max_tensor, uint64_t op_scratch, const char *limit, struct asr_plan *out,
                                struct err *e) {
@@ -110,7 +111,7 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
     p.encoder = phase_bytes(&s, PH_ENCODER, p.chunks.rows);
     p.decoder = s.tables + x + asr_decode_scratch(c, T, s.inputs);
     p.largest = maxu(x, feat);
-    asr_encode_scratch(c, T, s.max_T, p.window, p.chunks.rows, &p.largest);
+    asr_encode_scratch(c, &s.t, T, s.max_T, p.window, p.chunks.rows, &p.largest);
     p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder)) + op_scratch;
     /* Scratch beyond the largest allocation comes in several blocks; a tensor that does not fit the
      * rest of one starts the next: allow the largest tensor per block boundary. */
@@ -139,18 +140,20 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
     return VKASR_OK;
 }
 
-vkasr_status asr_plan_make(const struct model_config *c, int64_t samples, const struct asr_options *opt,
-                           uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
-                           const char *limit, struct asr_plan *out, struct err *e) {
+vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
+                           const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                           uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e) {
     const int64_t L = samples / c->hop_length, T = asr_encoder_frames(c, L);
-    struct shape s = {.c = c, .n = samples, .L = L, .T = T, .max_n = samples, .max_T = T, .inputs = 1};
+    struct shape s = {.c = c, .t = asr_types_for(precision), .n = samples, .L = L, .T = T, .max_n = samples,
+                      .max_T = T, .inputs = 1};
     return plan_shape(s, opt, weights, available, max_tensor, op_scratch, limit, out, e);
 }
 
-vkasr_status asr_plan_batch(const struct model_config *c, const struct asr_batch *b, const struct asr_options *opt,
-                            uint64_t weights, uint64_t available, uint64_t max_tensor, uint64_t op_scratch,
-                            const char *limit, struct asr_plan *out, struct err *e) {
-    struct shape s = {.c = c, .n = asr_batch_total(b, ASR_SAMPLES), .L = asr_batch_total(b, ASR_MEL),
+vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
+                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e) {
+    struct shape s = {.c = c, .t = asr_types_for(precision), .n = asr_batch_total(b, ASR_SAMPLES),
+                      .L = asr_batch_total(b, ASR_MEL),
                       .T = asr_batch_total(b, ASR_FRAMES), .max_n = b->max[ASR_SAMPLES], .max_T = b->max[ASR_FRAMES],
                       .inputs = b->n, .tables = b->n > 1 ? asr_batch_scratch(b->n) : 0};
     return plan_shape(s, opt, weights, available, max_tensor, op_scratch, limit, out, e);

@@ -4,7 +4,8 @@
  * bounded by the tile, not the audio length. A packed batch is tiled along its packed rows, across
  * inputs: each stage's convolution takes the batch's offsets at its input and output stage and reads
  * zeros at every input's edges, so each input comes out as alone. Activations are channels-last:
- * [rows, freq, C]. */
+ * [rows, freq, C], of asr_types.sub (f16 in f16 precision); the mel input and the output x [T, D] are
+ * f32. */
 #include "asr.h"
 
 static int64_t half_up(int64_t v) { return (v + 1) / 2; }
@@ -32,12 +33,14 @@ static void tile_rows(int64_t L, int64_t tile, int64_t *n1, int64_t *n2, int64_t
     *n3 = tile;
 }
 
-uint64_t asr_subsample_scratch(const struct model_config *c, int64_t mel_frames, int64_t tile) {
+uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
+                               int64_t tile) {
     const int64_t F1 = half_up(c->n_mels), F2 = half_up(F1), F3 = half_up(F2), C = c->sub_channels;
     int64_t n1, n2, n3;
     tile_rows(mel_frames, tile, &n1, &n2, &n3);
     // s1 [n1, F1, C];  s2a, s2 [n2, F2, C];  s3a, s3 [n3, F3, C]
-    return be_scratch_f32(n1 * F1, C) + 2 * be_scratch_f32(n2 * F2, C) + 2 * be_scratch_f32(n3 * F3, C);
+    return be_scratch_2d(t->sub, n1 * F1, C) + 2 * be_scratch_2d(t->sub, n2 * F2, C) +
+           2 * be_scratch_2d(t->sub, n3 * F3, C);
 }
 
 /* The packed rows of stage `in` that stage `in + 1` rows [a, b) read (each output row r of an input
@@ -86,6 +89,7 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
     const be_tensor seg0 = asr_batch_seg(batch, ASR_MEL), seg1 = asr_batch_seg(batch, ASR_SUB1);
     const be_tensor seg2 = asr_batch_seg(batch, ASR_SUB2), seg3 = asr_batch_seg(batch, ASR_FRAMES);
     tile = max64(1, min64(tile, T));
+    const be_dtype st = asr_types_for(m->precision).sub;
     if (T > 0) {
         int64_t n1, n2, n3;
         tile_rows(L, tile, &n1, &n2, &n3);
@@ -109,11 +113,11 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
         const int64_t n1 = h1 - r1, n2 = h2 - r2, n3 = b - a;
         uint64_t mark = be_mark(be);
         be_tensor s1, s2a, s2, s3a, s3;
-        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n1, F1, C}, &s1));
-        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n2, F2, C}, &s2a));
-        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n2, F2, C}, &s2));
-        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n3, F3, C}, &s3a));
-        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 3, (int64_t[]){n3, F3, C}, &s3));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n1, F1, C}, &s1));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n2, F2, C}, &s2a));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n2, F2, C}, &s2));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n3, F3, C}, &s3a));
+        TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n3, F3, C}, &s3));
         // conv 0 + ReLU: mel [L, M] -> s1 [n1, F1, C] (rows r1 ..)
         TRY(be_conv2d_s2(be, &(struct op_conv2d_s2){.x = *feat, .w = m->sub_w0, .b = m->sub_b0, .y = s1,
                                                      .x_row0 = 0, .x_len = L, .y_row0 = r1, .act = ACT_RELU,

@@ -20,10 +20,12 @@ struct audio {
  *   OK             also for a valid file with 0 frames (n == 0, samples NULL) and for a truncated file
  *                  (what is present is decoded, as libsndfile reports it);
  *   ERR_IO         a path that cannot be opened (missing, permissions) or is a directory; stdin read errors;
- *   ERR_AUDIO      0-byte input, unknown/malformed format (libsndfile's reason quoted), a decode error,
- *                  a NaN/Inf sample (its frame, channel and time are named);
+ *   ERR_AUDIO      0-byte input, unknown/malformed format (libsndfile's reason quoted), a sample rate
+ *                  outside 1000 Hz .. 2^24 Hz, a decode error,
+ *                  a NaN/Inf sample (its frame, channel and time are named), finite samples so large
+ *                  that resampling overflows (the time is named);
  *   ERR_NO_MEMORY  decoding is incremental, so only the real content is allocated;
- *   ERR_INVALID_ARG NULL pointers, a target rate outside 1..2^24.
+ *   ERR_INVALID_ARG NULL pointers, a target rate outside 1..2^24, a PCM rate outside 1000..2^24.
  * Integer formats scale to s / 2^(bits-1); float formats are kept as stored (no clipping). Channels are
  * averaged; resampling uses libsoxr SOXR_HQ (librosa's default "soxr_hq") and is skipped when the rates
  * match, so 16 kHz input is bit-exact. On failure *out is left empty. */

@@ -18,7 +18,10 @@
 /* Decoded frames per libsndfile read call, divided by the channel count: bounds the scratch buffers
  * (256 KiB of interleaved floats) whatever the file says. */
 #define CHUNK_SAMPLES 65536
-/* Sample rates we accept (libsndfile formats top out far below; soxr needs positive rates). */
+/* Sample rates we accept (libsndfile formats top out far below; soxr needs positive rates). Below
+ * MIN_RATE there is no speech to recognise, and each input sample would become up to 16000 output
+ * samples: a 2.4 KB WAV declaring 1 Hz decoded to ten minutes of audio. */
+#define MIN_RATE 1000
 #define MAX_RATE (1 << 24)
 
 /* ---- the conversion sink: interleaved floats in, mono at the target rate out -------------------- */
@@ -62,8 +65,9 @@ static vkasr_status sink_init(struct sink *s, const char *name, int src_rate, in
     s->name = name;
     if (channels < 1)
         return err_set(e, VKASR_ERR_AUDIO, "%s: invalid channel count %d", name, channels);
-    if (src_rate < 1 || src_rate > MAX_RATE)
-        return err_set(e, VKASR_ERR_AUDIO, "%s: invalid sample rate %d Hz", name, src_rate);
+    if (src_rate < MIN_RATE || src_rate > MAX_RATE)
+        return err_set(e, VKASR_ERR_AUDIO, "%s: sample rate %d Hz is outside the %d Hz to %d Hz vkasr accepts", name,
+                       src_rate, MIN_RATE, MAX_RATE);
     if (rate < 1 || rate > MAX_RATE)
         return err_set(e, VKASR_ERR_INVALID_ARG, "%s: invalid target sample rate %d Hz", name, rate);
     s->channels = channels;
@@ -109,6 +113,13 @@ static vkasr_status sink_resample(struct sink *s, const float *in, size_t ilen, 
             return err_set(e, VKASR_ERR_AUDIO, "%s: resampling %d Hz -> %d Hz failed: %s", s->name, s->src_rate,
                            s->rate, se);
         used += idone;
+        /* Finite input can still overflow the filter: float files may hold values up to FLT_MAX. */
+        for (size_t k = s->n; k < s->n + odone; k++)
+            if (!isfinite(s->out[k]))
+                return err_set(e, VKASR_ERR_AUDIO,
+                               "%s: resampling %d Hz -> %d Hz overflowed at %.6f s: sample values too large for "
+                               "audio",
+                               s->name, s->src_rate, s->rate, (double)k / s->rate);
         s->n += odone;
         if (odone == olen)
             continue; /* output was cut short: more is waiting */
@@ -380,9 +391,9 @@ vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rat
         memset(out, 0, sizeof *out);
     if (!out || (!interleaved && frames))
         return err_set(e, VKASR_ERR_INVALID_ARG, "%s: NULL %s", name, out ? "samples" : "output");
-    if (channels < 1 || src_rate < 1 || src_rate > MAX_RATE)
-        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: invalid format (%d channels, %d Hz)", name, channels,
-                       src_rate);
+    if (channels < 1 || src_rate < MIN_RATE || src_rate > MAX_RATE)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "%s: invalid format (%d channels, %d Hz; rates from %d Hz to %d Hz)",
+                       name, channels, src_rate, MIN_RATE, MAX_RATE);
     if (frames > SIZE_MAX / sizeof(float) / (size_t)channels)
         return err_set(e, VKASR_ERR_INVALID_ARG, "%s: %zu frames x %d channels is too large", name, frames,
                        channels);

@@ -114,6 +114,13 @@ static vkasr_status need(struct vctx *c, const char *field, const be_tensor *t, 
     return VKASR_OK;
 }
 
+/* need() for a tensor that may be F32 or F16. */
+static vkasr_status need_float(struct vctx *c, const char *field, const be_tensor *t, int nd) {
+    if (t->type != BE_F32 && t->type != BE_F16)
+        return bad(c, field, t, "must be f32 or f16");
+    return need(c, field, t, nd, t->type);
+}
+
 static bool present(const be_tensor *t) { return t->addr != 0; }
 
 /* Memory overlap of two tensors (both non-empty). */
@@ -185,8 +192,8 @@ static vkasr_status v_binary(struct vctx *c, const struct op_binary *a) {
 }
 
 static vkasr_status v_glu(struct vctx *c, const struct op_glu *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_float(c, "x", &a->x, 2));
+    TRY(need_float(c, "y", &a->y, 2));
     if (a->x.ne[1] != 2 * a->y.ne[1] || a->x.ne[0] != a->y.ne[0])
         return bad(c, "y", &a->y, "must be [R, C] for x [R, 2C]");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
@@ -225,7 +232,7 @@ static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
 
 static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_float(c, "y", &a->y, 2));
     TRY(need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]));
     TRY(need(c, "gamma", &a->gamma, 1, BE_F32));
     TRY(need(c, "beta", &a->beta, 1, BE_F32));
@@ -267,16 +274,21 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (a->w.ne[1] != K)
         return bad(c, "w", &a->w, "inner dimension differs from x");
-    TRY(need_dims(c, "y", &a->y, M, N));
+    /* ACT_GLU: the product's columns are value and gate halves; y has one of them */
+    const bool glu = a->act == ACT_GLU;
+    if (glu && N % 2 != 0)
+        return bad(c, "w", &a->w, "act glu: needs an even number of rows (value and gate halves)");
+    const int64_t Ny = glu ? N / 2 : N;
+    TRY(need_dims(c, "y", &a->y, M, Ny));
     if (present(&a->bias)) {
         TRY(need(c, "bias", &a->bias, 1, BE_F32));
         TRY(need_dims(c, "bias", &a->bias, N, -1));
     }
     if (present(&a->res)) {
         TRY(need(c, "res", &a->res, 2, a->y.type)); /* may alias y: same type */
-        TRY(need_dims(c, "res", &a->res, M, N));
+        TRY(need_dims(c, "res", &a->res, M, Ny));
     }
-    if (!valid_act(a->act))
+    if (!valid_act(a->act) && !glu)
         return bad(c, "act", NULL, "unknown activation");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
     TRY(no_overlap(c, &a->y, &a->w, "w"));
@@ -314,8 +326,8 @@ static vkasr_status v_conv_rows(struct vctx *c, const be_tensor *x, const be_ten
 }
 
 static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 3, BE_F32));
+    TRY(need_float(c, "x", &a->x, 2));
+    TRY(need_float(c, "y", &a->y, 3));
     TRY(need(c, "w", &a->w, 2, BE_F32));
     TRY(need(c, "b", &a->b, 1, BE_F32));
     int64_t C = a->y.ne[2];
@@ -330,8 +342,8 @@ static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
 }
 
 static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a) {
-    TRY(need(c, "x", &a->x, 3, BE_F32));
-    TRY(need(c, "y", &a->y, 3, BE_F32));
+    TRY(need_float(c, "x", &a->x, 3));
+    TRY(need_float(c, "y", &a->y, 3));
     TRY(need(c, "w", &a->w, 2, BE_F32));
     TRY(need(c, "b", &a->b, 1, BE_F32));
     int64_t C = a->x.ne[2];
@@ -346,8 +358,8 @@ static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a
 }
 
 static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_float(c, "x", &a->x, 2));
+    TRY(need_float(c, "y", &a->y, 2));
     TRY(need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]));
     TRY(need(c, "w", &a->w, 2, BE_F32));
     TRY(need(c, "b", &a->b, 1, BE_F32));
@@ -364,20 +376,27 @@ static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
     return VKASR_OK;
 }
 
+/* An f32 or f16 tensor of rank nd (the attention's q, k, v, p, y). */
+static vkasr_status need_f32_or_f16(struct vctx *c, const char *field, const be_tensor *t, int nd) {
+    if (t->type != BE_F32 && t->type != BE_F16)
+        return bad(c, field, t, "must be f32 or f16");
+    return need(c, field, t, nd, t->type);
+}
+
 static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_attention *a) {
-    TRY(need(c, "q", &a->q, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "q", &a->q, 2));
     int64_t Tq = a->q.ne[0], D = a->q.ne[1];
     if (a->heads < 1 || D % a->heads != 0)
         return bad(c, "heads", &a->q, "must divide the width");
     int64_t dk = D / a->heads;
-    TRY(need(c, "k", &a->k, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "k", &a->k, 2));
     int64_t Tk = a->k.ne[0];
     TRY(need_dims(c, "k", &a->k, Tk, D));
-    TRY(need(c, "v", &a->v, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "v", &a->v, 2));
     TRY(need_dims(c, "v", &a->v, Tk, D));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "y", &a->y, 2));
     TRY(need_dims(c, "y", &a->y, Tq, D));
-    TRY(need(c, "p", &a->p, 2, BE_F32));
+    TRY(need_f32_or_f16(c, "p", &a->p, 2));
     if (a->p.ne[1] != D || a->p.ne[0] % 2 == 0)
         return bad(c, "p", &a->p, "must be [P odd, D]");
     TRY(need(c, "bias_u", &a->bias_u, 2, BE_F32));

@@ -7,6 +7,10 @@
  *
  * Tensors are contiguous and row-major (PyTorch order: ne[0] is the outermost dimension). Shapes are
  * int64: nothing here is limited to 2^31 elements. Optional tensors have addr == 0.
+ *
+ * F16 tensors (IEEE binary16) where an op allows them: an op reads them widened exactly, computes in
+ * f32 (the reference: double, rounded to float), and rounds an F16 output once, at the store, to the
+ * nearest F16 (ties to even; overflow to infinity). Nothing in between is rounded to f16.
  */
 #ifndef VKASR_OPS_H
 #define VKASR_OPS_H
@@ -29,8 +33,11 @@ typedef struct be_tensor {
 } be_tensor;
 
 /* Activations fused into epilogues. */
-enum be_act { ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2, ACT_SIGMOID = 3, ACT_TANH = 4, ACT_LOG_GUARD = 5 };
-/* ACT_LOG_GUARD: y = ln(x + 2^-24), the mel front end's log with its additive guard. */
+enum be_act {
+    ACT_NONE = 0, ACT_RELU = 1, ACT_SILU = 2, ACT_SIGMOID = 3, ACT_TANH = 4, ACT_LOG_GUARD = 5, ACT_GLU = 6
+};
+/* ACT_LOG_GUARD: y = ln(x + 2^-24), the mel front end's log with its additive guard.
+ * ACT_GLU: the gated linear unit over a product's columns, linear only (see op_linear). */
 
 /* ---- element-wise ----------------------------------------------------------------------------- */
 
@@ -52,7 +59,8 @@ struct op_binary {
     float alpha, beta;
 };
 
-/* Gated linear unit over the last dimension: x [R, 2C] -> y [R, C], y = x[:, :C] * sigmoid(x[:, C:]). */
+/* Gated linear unit over the last dimension: x [R, 2C] -> y [R, C], y = x[:, :C] * sigmoid(x[:, C:]).
+ * x and y each F32 or F16. (The network fuses it into the product before it: linear's ACT_GLU.) */
 struct op_glu {
     be_tensor x, y;
 };
@@ -73,7 +81,9 @@ struct op_permute {
 
 /* ---- row ops ---------------------------------------------------------------------------------- */
 
-/* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt. */
+/* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt.
+ * x [R, C] F32, y [R, C] F32 or F16 (statistics and normalisation in f32, y rounded once); gamma, beta
+ * F32. y may alias x (both F32). */
 struct op_layernorm {
     be_tensor x, gamma, beta, y;
     float eps;
@@ -97,6 +107,9 @@ struct op_argmax {
 /* y = res + alpha * act(x w^T + bias)
  *   x [M, K] F32 or F16;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
  *   y [M, N] F32 or F16;  res [M, N] optional, of y's type (may alias y).
+ * act = ACT_GLU: the product's N columns are GLU's value and gate halves (N even; PyTorch's
+ * glu(dim=-1)): with v = x w^T + bias [M, N], y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:])
+ * (res [M, N/2]); in f32 the same arithmetic as linear then glu, without v in memory.
  * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
  * it is. Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
  * F16 (ties to even). Any combination of the three types is valid.
@@ -116,8 +129,9 @@ struct op_linear {
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */
 
 /* First subsampling conv: 3x3, stride 2, pad 1, one input channel -> C channels.
- *   x [Hx, W] F32 holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
- *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] F32 holds global output rows y_row0 .. y_row0+Hy-1.
+ *   x [Hx, W] holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
+ *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] holds global output rows y_row0 .. y_row0+Hy-1.
+ *   x and y each F32 or F16.
  * Output row r reads input rows 2r-1 .. 2r+1; rows outside [0, x_len) read as zero (they must lie in
  * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run.
  * A packed batch (x_seg, y_seg present, I64 [S+1] each: the offsets of S images concatenated along
@@ -132,8 +146,8 @@ struct op_conv2d_s2 {
     be_tensor x_seg, y_seg;
 };
 
-/* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C].
- * Same global-row convention (and packed batches) as op_conv2d_s2. */
+/* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C]
+ * F32; x and y each F32 or F16. Same global-row convention (and packed batches) as op_conv2d_s2. */
 struct op_dwconv2d_s2 {
     be_tensor x, w, b, y;
     int64_t x_row0, x_len, y_row0;
@@ -142,7 +156,8 @@ struct op_dwconv2d_s2 {
 };
 
 /* Depthwise conv over time with kernel K (odd), 'same' zero padding, channels-last:
- *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)).
+ *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)); x and y each F32 or F16,
+ *   w and b F32.
  * A packed batch (seg present, I64 [S+1]: segment start positions, a leading 0, the total last): x's
  * row t is position row0 + t, and a tap that would read across the boundary of the row's segment
  * reads zero, as at the ends of x: no segment leaks into another. */
@@ -158,10 +173,12 @@ struct op_dwconv1d {
 /* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections), on
  * a slice of the sequence (positions are sequence indices; one call over the whole sequence has
  * q_pos0 = k_pos0 = 0 and q, k, v of the same length T):
- *   q, y [Tq, H*dk] F32 hold the queries at positions q_pos0 .. q_pos0+Tq-1;
- *   k, v [Tk, H*dk] F32 hold the keys at positions k_pos0 .. k_pos0+Tk-1;
- *   p [P, H*dk] F32, projected positions: row n encodes relative position (P-1)/2 - n, so query
+ *   q, y [Tq, H*dk] hold the queries at positions q_pos0 .. q_pos0+Tq-1;
+ *   k, v [Tk, H*dk] hold the keys at positions k_pos0 .. k_pos0+Tk-1;
+ *   p [P, H*dk], projected positions: row n encodes relative position (P-1)/2 - n, so query
  *   position i and key position j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
+ *   q, k, v, p and y are each F32 or F16 (F16 inputs are exact values to the op; an F16 y receives the
+ *   result rounded to nearest); q + u and q + v are formed in f32.
  *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk) over the keys j present in k with
  *   j < n_valid and, when window > 0, |i - j| <= window (NeMo's rel_pos_local_attn [w, w]: keys
  *   outside the sequence simply do not exist); y[i, h*dk..] = softmax_j(S) . v.

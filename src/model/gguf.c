@@ -547,6 +547,11 @@ done:
 vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e) {
     int map;
     TRY(model_map_file(mf, path, &map, e));
+    return gguf_parse(mf, map, e);
+}
+
+vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
+    const char *path = mf->map_paths[map];
     struct gguf g = {{mf->maps[map], mf->map_sizes[map], 0, mf->map_paths[map], e}, NULL, 0};
     struct rd *r = &g.r;
     uint32_t version;

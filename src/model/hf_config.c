@@ -232,7 +232,7 @@ static vkasr_status read_feature_extractor(const char *file, const cJSON *root, 
         o.obj = fe;
         o.prefix = "feature_extractor.";
     }
-    int mels;
+    int mels = 0;
     TRY(get_int(&o, "feature_size", 80, 1, 4096, &mels, e));
     if (mels != c->n_mels)
         return err_set(e, VKASR_ERR_MODEL,
@@ -256,17 +256,29 @@ static vkasr_status read_feature_extractor(const char *file, const cJSON *root, 
     return VKASR_OK;
 }
 
-static vkasr_status load_json(const char *path, cJSON **out, struct err *e) {
+/* Parses JSON text (name for messages) and hands the tree to read(). */
+static vkasr_status parse_json(const char *name, const char *text, size_t len, struct model_config *cfg,
+                               vkasr_status (*read)(const char *, const cJSON *, struct model_config *, struct err *),
+                               struct err *e) {
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root)
+        return err_set(e, VKASR_ERR_MODEL, "%s: not valid JSON (error near byte %zu)", name,
+                       end ? (size_t)(end - text) : (size_t)0);
+    vkasr_status st = read(name, root, cfg, e);
+    cJSON_Delete(root);
+    return st;
+}
+
+static vkasr_status parse_file(const char *path, struct model_config *cfg,
+                               vkasr_status (*read)(const char *, const cJSON *, struct model_config *, struct err *),
+                               struct err *e) {
     char *txt = NULL;
     size_t len = 0;
     TRY(read_small_file(path, 1, &txt, &len, e));
-    const char *end = NULL;
-    *out = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
-    size_t at = end ? (size_t)(end - txt) : 0;
+    vkasr_status st = parse_json(path, txt, len, cfg, read, e);
     free(txt);
-    if (!*out)
-        return err_set(e, VKASR_ERR_MODEL, "%s: not valid JSON (error near byte %zu)", path, at);
-    return VKASR_OK;
+    return st;
 }
 
 static int exists(const char *path) {
@@ -293,25 +305,35 @@ static vkasr_status frontend_check(const struct model_config *c, const char *src
     return VKASR_OK;
 }
 
+/* The checks after both files are read: the front end (named by the file that holds its sizes), then
+ * the whole configuration (named by config.json). */
+static vkasr_status final_checks(const struct model_config *cfg, const char *cfg_name, const char *fe_name,
+                                 struct err *e) {
+    TRY(frontend_check(cfg, fe_name, e));
+    return config_check(cfg, cfg_name, e);
+}
+
+vkasr_status hf_config_parse(const char *cfg_name, const char *cfg_text, size_t cfg_len, const char *fe_name,
+                             const char *fe_text, size_t fe_len, struct model_config *cfg, struct err *e) {
+    memset(cfg, 0, sizeof *cfg);
+    TRY(parse_json(cfg_name, cfg_text, cfg_len, cfg, read_config_json, e));
+    TRY(parse_json(fe_name, fe_text, fe_len, cfg, read_feature_extractor, e));
+    return final_checks(cfg, cfg_name, fe_name, e);
+}
+
 vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e) {
     memset(cfg, 0, sizeof *cfg);
     char *cpath = path_join(dir, "config.json");
     char *ppath = path_join(dir, "preprocessor_config.json");
     char *qpath = path_join(dir, "processor_config.json");
-    cJSON *root = NULL;
     vkasr_status st = VKASR_OK;
     if (!cpath || !ppath || !qpath) {
         st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
         goto done;
     }
-    st = load_json(cpath, &root, e);
-    if (st == VKASR_OK)
-        st = read_config_json(cpath, root, cfg, e);
-    cJSON_Delete(root);
-    root = NULL;
+    st = parse_file(cpath, cfg, read_config_json, e);
     if (st != VKASR_OK)
         goto done;
-
     /* transformers writes preprocessor_config.json (older) or processor_config.json (feature extractor
      * nested under "feature_extractor"); prefer the former when both exist, like AutoFeatureExtractor */
     const char *fe = exists(ppath) ? ppath : exists(qpath) ? qpath : NULL;
@@ -319,14 +341,9 @@ vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct er
         st = err_set(e, VKASR_ERR_MODEL, "%s: no preprocessor_config.json or processor_config.json", dir);
         goto done;
     }
-    st = load_json(fe, &root, e);
+    st = parse_file(fe, cfg, read_feature_extractor, e);
     if (st == VKASR_OK)
-        st = read_feature_extractor(fe, root, cfg, e);
-    if (st == VKASR_OK) /* here, so that an error names the file that holds the sizes */
-        st = frontend_check(cfg, fe, e);
-    cJSON_Delete(root);
-    if (st == VKASR_OK)
-        st = config_check(cfg, cpath, e);
+        st = final_checks(cfg, cpath, fe, e);
 done:
     free(cpath);
     free(ppath);

@@ -100,6 +100,34 @@ vkasr_status read_small_file(const char *path, int missing_is_model_error, char 
     return st;
 }
 
+/* Records a mapping (or a caller's memory image: borrowed, never unmapped) in mf. */
+static vkasr_status add_map(struct model_file *mf, void *p, uint64_t size, const char *path, bool borrowed, int *idx,
+                            struct err *e) {
+    int n = mf->nmaps;
+    void **maps = realloc(mf->maps, (size_t)(n + 1) * sizeof *maps);
+    if (maps)
+        mf->maps = maps;
+    uint64_t *sizes = maps ? realloc(mf->map_sizes, (size_t)(n + 1) * sizeof *sizes) : NULL;
+    if (sizes)
+        mf->map_sizes = sizes;
+    char **paths = sizes ? realloc(mf->map_paths, (size_t)(n + 1) * sizeof *paths) : NULL;
+    if (paths)
+        mf->map_paths = paths;
+    bool *bor = paths ? realloc(mf->map_borrowed, (size_t)(n + 1) * sizeof *bor) : NULL;
+    if (bor)
+        mf->map_borrowed = bor;
+    char *copy = bor ? strdup(path) : NULL;
+    if (!copy)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    mf->maps[n] = p;
+    mf->map_sizes[n] = size;
+    mf->map_paths[n] = copy;
+    mf->map_borrowed[n] = borrowed;
+    mf->nmaps = n + 1;
+    *idx = n;
+    return VKASR_OK;
+}
+
 vkasr_status model_map_file(struct model_file *mf, const char *path, int *idx, struct err *e) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -127,28 +155,17 @@ vkasr_status model_map_file(struct model_file *mf, const char *path, int *idx, s
     close(fd);
     if (p == MAP_FAILED)
         return err_set(e, VKASR_ERR_IO, "cannot map '%s': %s", path, strerror(er));
-
-    int n = mf->nmaps;
-    void **maps = realloc(mf->maps, (size_t)(n + 1) * sizeof *maps);
-    if (maps)
-        mf->maps = maps;
-    uint64_t *sizes = maps ? realloc(mf->map_sizes, (size_t)(n + 1) * sizeof *sizes) : NULL;
-    if (sizes)
-        mf->map_sizes = sizes;
-    char **paths = sizes ? realloc(mf->map_paths, (size_t)(n + 1) * sizeof *paths) : NULL;
-    if (paths)
-        mf->map_paths = paths;
-    char *copy = paths ? strdup(path) : NULL;
-    if (!copy) {
+    vkasr_status st = add_map(mf, p, (uint64_t)sb.st_size, path, false, idx, e);
+    if (st != VKASR_OK)
         munmap(p, (size_t)sb.st_size);
-        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
-    }
-    mf->maps[n] = p;
-    mf->map_sizes[n] = (uint64_t)sb.st_size;
-    mf->map_paths[n] = copy;
-    mf->nmaps = n + 1;
-    *idx = n;
-    return VKASR_OK;
+    return st;
+}
+
+vkasr_status model_map_memory(struct model_file *mf, const void *data, size_t size, const char *name, int *idx,
+                              struct err *e) {
+    if (!data || size == 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: empty file", name);
+    return add_map(mf, (void *)(uintptr_t)data, (uint64_t)size, name, true, idx, e);
 }
 
 vkasr_status model_add_tensor(struct model_file *mf, const char *name, size_t name_len, enum mt_dtype type, int nd,
@@ -274,12 +291,14 @@ void model_close(struct model_file *mf) {
     free(mf->by_name);
     free_tensors(mf->tensors, mf->ntensors);
     for (int i = 0; i < mf->nmaps; i++) {
-        munmap(mf->maps[i], (size_t)mf->map_sizes[i]);
+        if (!mf->map_borrowed[i])
+            munmap(mf->maps[i], (size_t)mf->map_sizes[i]);
         free(mf->map_paths[i]);
     }
     free(mf->maps);
     free(mf->map_sizes);
     free(mf->map_paths);
+    free(mf->map_borrowed);
     tok_free(&mf->tok);
     free(mf->path);
     free(mf);
@@ -583,6 +602,32 @@ vkasr_status model_open(const char *path, struct model_file **out, struct err *e
                          "tokenizer.json) or a GGUF file",
                          path);
     }
+    if (st != VKASR_OK) {
+        model_close(mf);
+        return st;
+    }
+    *out = mf;
+    return VKASR_OK;
+}
+
+vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *name, struct model_file **out,
+                                    struct err *e) {
+    if (!out)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "model_open_gguf_memory: out is NULL");
+    *out = NULL;
+    if (!name)
+        name = "(memory)";
+    struct model_file *mf = calloc(1, sizeof *mf);
+    if (!mf || !(mf->path = strdup(name))) {
+        free(mf);
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    }
+    int map;
+    vkasr_status st = model_map_memory(mf, data, size, name, &map, e);
+    if (st == VKASR_OK)
+        st = gguf_parse(mf, map, e);
+    if (st == VKASR_OK)
+        st = model_validate(mf, e);
     if (st != VKASR_OK) {
         model_close(mf);
         return st;

@@ -59,6 +59,7 @@ struct model_file {
     void **maps;
     uint64_t *map_sizes;
     char **map_paths;        /* the mapped files' paths, for error messages                   */
+    bool *map_borrowed;      /* a caller's memory image (model_map_memory): not unmapped       */
     int nmaps;
     int *by_name;            /* tensor indices sorted by name (model_find's binary search)      */
     int nby_name;            /* == ntensors when by_name is current                            */
@@ -69,6 +70,10 @@ struct model_file {
  * field and tensor (names, shapes, dtypes, offsets) against the configuration; errors name the file
  * and the field or tensor. */
 vkasr_status model_open(const char *path, struct model_file **out, struct err *e);
+/* The same for a GGUF image in memory (borrowed: it must outlive the model); name stands for the path
+ * in messages. */
+vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *name, struct model_file **out,
+                                    struct err *e);
 void model_close(struct model_file *mf);
 
 const struct model_tensor *model_find(const struct model_file *mf, const char *name);

@@ -28,6 +28,10 @@ vkasr_status read_small_file(const char *path, int missing_is_model_error, char 
 /* Maps a whole file read-only and records it in mf (unmapped by model_close). *idx receives the map
  * index. Empty files are rejected (nothing to map). */
 vkasr_status model_map_file(struct model_file *mf, const char *path, int *idx, struct err *e);
+/* Records a memory image of a file (borrowed: it must outlive mf, and is never unmapped) as if it
+ * were mapped; name stands for its path in messages. For parsers run on memory (tests, fuzzing). */
+vkasr_status model_map_memory(struct model_file *mf, const void *data, size_t size, const char *name, int *idx,
+                              struct err *e);
 /* Appends a tensor (name copied). */
 vkasr_status model_add_tensor(struct model_file *mf, const char *name, size_t name_len, enum mt_dtype type, int nd,
                               const int64_t *ne, const void *data, uint64_t nbytes, int map, struct err *e);
@@ -60,6 +64,9 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e);
 
 /* Reads config.json and preprocessor_config.json / processor_config.json of an HF directory. */
 vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e);
+/* The same from the texts of config.json and of the feature extractor's file (names for messages). */
+vkasr_status hf_config_parse(const char *cfg_name, const char *cfg_text, size_t cfg_len, const char *fe_name,
+                             const char *fe_text, size_t fe_len, struct model_config *cfg, struct err *e);
 /* Range checks shared by the HF and GGUF readers; src names the file for messages. */
 vkasr_status config_check(const struct model_config *cfg, const char *src, struct err *e);
 
@@ -75,11 +82,17 @@ vkasr_status st_parse(struct model_file *mf, int map, struct err *e);
 
 /* Reads an HF tokenizer.json (ParakeetConverter layout) into pieces 0..n_pieces-1. */
 vkasr_status tok_load_hf_json(const char *path, int32_t n_pieces, struct tokenizer *t, struct err *e);
+/* The same from the file's text (name for messages). */
+vkasr_status tok_parse_hf_json(const char *name, const char *text, size_t len, int32_t n_pieces, struct tokenizer *t,
+                               struct err *e);
 /* Checks a tokenizer built by another reader (GGUF): every piece valid UTF-8, types in range. */
 vkasr_status tok_check(const struct tokenizer *t, const char *src, struct err *e);
 
 /* --- gguf.c ---------------------------------------------------------------------------------- */
 
+/* Maps path and parses it (gguf_parse). */
 vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e);
+/* Parses a mapped GGUF image: header, metadata, tensor infos and offsets, configuration, vocabulary. */
+vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e);
 
 #endif

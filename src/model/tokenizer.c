@@ -244,6 +244,29 @@ static vkasr_status parse_tokenizer(const char *path, const cJSON *root, struct 
     return VKASR_OK;
 }
 
+vkasr_status tok_parse_hf_json(const char *name, const char *text, size_t len, int32_t n_pieces, struct tokenizer *t,
+                               struct err *e) {
+    memset(t, 0, sizeof *t);
+    if (n_pieces < 1)
+        return err_set(e, VKASR_ERR_MODEL, "%s: the model has no pieces", name);
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root)
+        return err_set(e, VKASR_ERR_MODEL, "%s: not valid JSON (error near byte %zu)", name,
+                       end ? (size_t)(end - text) : (size_t)0);
+    t->n = n_pieces;
+    t->piece = calloc((size_t)n_pieces, sizeof *t->piece);
+    t->type = calloc((size_t)n_pieces, 1);
+    uint8_t *added = calloc((size_t)n_pieces, 1);
+    vkasr_status st = (!t->piece || !t->type || !added) ? err_set(e, VKASR_ERR_NO_MEMORY, "out of memory")
+                                                        : parse_tokenizer(name, root, t, added, e);
+    free(added);
+    cJSON_Delete(root);
+    if (st != VKASR_OK)
+        tok_free(t);
+    return st;
+}
+
 vkasr_status tok_load_hf_json(const char *path, int32_t n_pieces, struct tokenizer *t, struct err *e) {
     memset(t, 0, sizeof *t);
     if (n_pieces < 1)
@@ -251,22 +274,8 @@ vkasr_status tok_load_hf_json(const char *path, int32_t n_pieces, struct tokeniz
     char *txt = NULL;
     size_t len = 0;
     TRY(read_small_file(path, 1, &txt, &len, e));
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithLengthOpts(txt, len, &end, 0);
-    size_t at = end ? (size_t)(end - txt) : 0;
+    vkasr_status st = tok_parse_hf_json(path, txt, len, n_pieces, t, e);
     free(txt);
-    if (!root)
-        return err_set(e, VKASR_ERR_MODEL, "%s: not valid JSON (error near byte %zu)", path, at);
-    t->n = n_pieces;
-    t->piece = calloc((size_t)n_pieces, sizeof *t->piece);
-    t->type = calloc((size_t)n_pieces, 1);
-    uint8_t *added = calloc((size_t)n_pieces, 1);
-    vkasr_status st = (!t->piece || !t->type || !added) ? err_set(e, VKASR_ERR_NO_MEMORY, "out of memory")
-                                                        : parse_tokenizer(path, root, t, added, e);
-    free(added);
-    cJSON_Delete(root);
-    if (st != VKASR_OK)
-        tok_free(t);
     return st;
 }
 

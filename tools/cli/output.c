@@ -107,6 +107,34 @@ static void timestamp(FILE *f, double sec, char frac_sep) {
     fprintf(f, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
 }
 
+/* A cue's text, on one line: a newline in token text (a byte piece can decode to one) would end the cue
+ * early and turn the rest into a malformed cue. Control characters become spaces, each byte that does
+ * not start well-formed UTF-8 becomes U+FFFD, and in WebVTT, where cue text is markup and may not hold
+ * "-->", '&', '<' and '>' are escaped. */
+static void cue_text(FILE *f, const char *s, bool vtt) {
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        size_t n = utf8_valid(p);
+        if (n == 0) {
+            fputs("\xef\xbf\xbd", f);
+            p++;
+            continue;
+        }
+        if (n > 1)
+            fwrite(p, 1, n, f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fputc(' ', f);
+        else if (vtt && *p == '&')
+            fputs("&amp;", f);
+        else if (vtt && *p == '<')
+            fputs("&lt;", f);
+        else if (vtt && *p == '>')
+            fputs("&gt;", f);
+        else
+            fputc(*p, f);
+        p += n;
+    }
+}
+
 static void write_subtitles(FILE *f, const vkasr_result *r, bool vtt) {
     size_t ns;
     const vkasr_segment *s = vkasr_result_segments(r, &ns);
@@ -118,7 +146,9 @@ static void write_subtitles(FILE *f, const vkasr_result *r, bool vtt) {
         timestamp(f, s[i].start, vtt ? '.' : ',');
         fputs(" --> ", f);
         timestamp(f, s[i].end, vtt ? '.' : ',');
-        fprintf(f, "\n%s\n\n", s[i].text);
+        fputc('\n', f);
+        cue_text(f, s[i].text, vtt);
+        fputs("\n\n", f);
     }
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
-# GPU machine, idle GPU: packed batches (issue 13) on the 0.6B-shaped random TDT model (bench.sh's, made
-# here when missing) over 1000 synthetic inputs of 2-20 s (tools/gpu/make_batch_set.py: lengths drawn like
+# GPU machine, idle GPU: packed batches (issue 13) on the 0.6B-shaped random TDT model (model06.sh's, made
+# once per machine) over 1000 synthetic inputs of 2-20 s (tools/gpu/make_batch_set.py: lengths drawn like
 # a read-speech corpus's, speech cut from the parity clips): vkasr transcribe --manifest at --batch 1, 16,
 # 64 and 256 (f16; RTFx and peak device memory from its summary line), whether every batch size gives
 # every input batch 1's transcript, whether the encoder output of 24 inputs in one batch is bit-identical
@@ -12,17 +12,13 @@ set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=$PWD/build-gpu/tools/vkasr
-P06=${P06:-/tmp/p06}          # the 0.6B-shaped HF directory (bench.sh's; made here when missing)
-G06=${G06:-/tmp/p06.gguf}     # ... converted to f16
-SET=${SET:-/tmp/batchset}     # the inputs and their manifest
+SET=${SET:-${TMPDIR:-/tmp}/batchset} # the inputs and their manifest
 N=${N:-1000}
 nvidia-smi --query-gpu=index,name,driver_version,memory.used,utilization.gpu --format=csv,noheader
 
-if [ ! -f "$P06/config.json" ]; then
-    timeout 400 python3 tools/fixtures/bench_pytorch.py --save "$P06" --save-only --out "$OUT/pytorch" \
-        >"$OUT/make-model.log" 2>&1 || { tail -n 5 "$OUT/make-model.log"; exit 1; }
-fi
-[ -f "$G06" ] || $V convert "$P06" -o "$G06" --type f16 2>&1 | tail -n 1
+# P06 (the 0.6B-shaped HF directory) and G06 (its f16 GGUF), made once per machine
+. tools/gpu/model06.sh
+model06 || exit 1
 [ -f "$SET/manifest.jsonl" ] || python3 tools/gpu/make_batch_set.py "$N" "$SET"
 
 # pipelines made once (the pipeline cache keeps them), so no size pays for them

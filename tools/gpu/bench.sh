@@ -10,15 +10,14 @@ set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=$PWD/build-gpu/tools/vkasr
-P06=${P06:-/tmp/p06}          # the 0.6B-shaped HF directory (made here when missing)
-G06=${G06:-/tmp/p06.gguf}     # ... converted to f16
+. tools/gpu/model06.sh          # P06, G06: the 0.6B-shaped HF directory and its f16 GGUF
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader
 
 # PyTorch: the encoder in fp32, fp32+TF32 and bf16 at 60 s and 10 min
 SAVE=""; [ -f "$P06/config.json" ] || SAVE="--save $P06"
 timeout 500 python3 tools/fixtures/bench_pytorch.py $SAVE --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
 echo "pytorch rc=$?"; grep -E "^\|" "$OUT/bench-pytorch.log"
-[ -f "$G06" ] || $V convert "$P06" -o "$G06" --type f16 2>&1 | tail -n 1
+model06 || exit 1
 
 # vkasr bench: f16 (the GGUF), f32 (the HF directory); the CUDA backend when built in
 timeout 300 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-vkasr-f16.json"; echo "vkasr f16 rc=$?"

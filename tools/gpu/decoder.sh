@@ -5,7 +5,7 @@
 # second file of each process, whose pipelines exist), the device loop's iterations and round trips,
 # whether the two paths' tokens (ids, frames, durations) are identical, and a per-op profile of 60 s.
 # Run from the repository root (tools/gpu/README.md: Build); about 3 minutes, most of it making the
-# 0.6B-shaped model (kept in $VKASR_BENCH_DIR, default /tmp/vkasr-decoder, for later runs).
+# 0.6B-shaped model (tools/gpu/model06.sh: made once per machine).
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}
@@ -15,12 +15,8 @@ W=${VKASR_BENCH_DIR:-/tmp/vkasr-decoder}
 mkdir -p "$W"
 [ -f "$W/a60.wav" ] || python3 tools/gpu/make_long_wav.py 60 "$W/a60.wav"
 [ -f "$W/a3600.wav" ] || python3 tools/gpu/make_long_wav.py 3600 "$W/a3600.wav"
-if [ ! -f "$W/p06.gguf" ]; then
-    timeout 300 python3 tools/fixtures/bench_pytorch.py --save "$W/p06" --no-generate --out "$W/pt" \
-        >"$OUT/decoder-p06.log" 2>&1
-    $V convert "$W/p06" -o "$W/p06.gguf" --type f16 >>"$OUT/decoder-p06.log" 2>&1 ||
-        { echo "no 0.6B-shaped model: see $OUT/decoder-p06.log"; exit 1; }
-fi
+. tools/gpu/model06.sh
+model06 || exit 1
 nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv,noheader
 
 # bench LABEL MODEL WAV
@@ -43,11 +39,11 @@ bench() {
         echo "$label: TOKENS DIFFER between the paths: $W/$label-host.json, $W/$label-device.json"
     fi
 }
-bench p06-60s "$W/p06.gguf" "$W/a60.wav"
+bench p06-60s "$G06" "$W/a60.wav"
 bench default-1h "$VKASR_MODEL" "$W/a3600.wav"
 # Per-op GPU time at 60 s (while profiling the device path records no graphs: its ops run directly).
 for path in host device; do
-    VKASR_DECODER=$path timeout 300 $V transcribe -m "$W/p06.gguf" --profile "$W/a60.wav" "$W/a60.wav" \
+    VKASR_DECODER=$path timeout 300 $V transcribe -m "$G06" --profile "$W/a60.wav" "$W/a60.wav" \
         >/dev/null 2>"$W/profile-$path.log"
     echo "profile, $path path, second file:"
     awk '/audio in/ {n++} n == 2 && /profile/' "$W/profile-$path.log" | grep -E "search|lstm|gemv|argmax|binary|all ops" 

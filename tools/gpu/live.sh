@@ -24,10 +24,9 @@ $B $M tests/data/audio/heldout --rounds 3 --speed 0 --no-catch-up 2>&1 | tee "$O
 # 4) the CLI on the README sample at real time
 build-gpu/tools/vkasr live -v --timestamps --simulate samples/sample.wav 2>&1 | tee "$OUT/live-cli.log"
 # 5) a 0.6B-shaped model (random weights: its words are noise, its cost is real), made by bench.sh
-P06=${P06:-/tmp/p06.gguf}   # made by tools/gpu/bench.sh in the same machine session
-if [ -f "$P06" ]; then
-    $B "$P06" tests/data/audio/heldout --rounds 2 2>&1 | tee "$OUT/live-0.6b.log"
-else
-    echo "no $P06 (tools/gpu/bench.sh makes it): the 0.6B-shaped run is skipped"
+V=build-gpu/tools/vkasr
+. tools/gpu/model06.sh
+if model06; then
+    $B "$G06" tests/data/audio/heldout --rounds 2 2>&1 | tee "$OUT/live-0.6b.log"
 fi
 grep -hE "^(model|audio|offline|live WER|windows|finalisation)" "$OUT"/live-*.log

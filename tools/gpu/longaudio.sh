@@ -7,21 +7,16 @@
 # warm-up file (pipelines are created on first use); -v gives wall, encoder, decoder, planned and peak
 # device memory and the process's peak host memory. Writes $OUT/longaudio-*.log and
 # $OUT/longaudio.md (the table of docs/long-audio.md). About 5-7 minutes, most of it making the model
-# (tools/fixtures/bench_pytorch.py --save-only, as bench.sh makes it) unless $LONGAUDIO_MODEL names a
-# GGUF of it already.
+# (tools/gpu/model06.sh) unless $LONGAUDIO_MODEL names a GGUF of it already.
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=build-gpu/tools/vkasr
-M=${LONGAUDIO_MODEL:-/tmp/p06.gguf}
 TMP=${TMPDIR:-/tmp}
+. tools/gpu/model06.sh
+M=${LONGAUDIO_MODEL:-$G06}
 nvidia-smi --query-gpu=name,memory.used,memory.total,utilization.gpu --format=csv,noheader
-if [ ! -f "$M" ]; then
-    [ -f "$TMP/p06/config.json" ] ||
-        timeout 400 python3 tools/fixtures/bench_pytorch.py --save "$TMP/p06" --save-only --out "$OUT" \
-            >"$OUT/longaudio-model.log" 2>&1 || { echo "making the model failed:"; tail -5 "$OUT/longaudio-model.log"; exit 1; }
-    timeout 200 $V convert "$TMP/p06" -o "$M" --type f16 2>&1 | tail -1
-fi
+[ -f "$M" ] || model06 || exit 1
 # 51 min 18.48 s: 307,848 mel frames, L1 = 153,924 rows of the first conv: 153,924 x 64 x 256 = 2,521,890,816
 for s in 5 600 3078.48 3600 10800; do
     [ -f "$TMP/la_$s.wav" ] || python3 tools/gpu/make_long_wav.py "$s" "$TMP/la_$s.wav"

@@ -17,6 +17,8 @@
  *     of the key position (as the Vulkan kernels' blocks do): each key keeps its column in the products
  *     and sums whatever the call, and a tile holding none of a row's keys leaves its max, sum and
  *     output exactly unchanged.
+ * q, k, v, p and y are f32 or f16 each (the op's contract): loads widen f16 to f32, an f16 y gets the
+ * result rounded to nearest; q + u and q + v are formed in f32.
  * A packed batch (seg, nseg > 0: ops.h): a query sees only its segment's keys. A block's key loop runs
  * once per segment its rows reach, over that segment's keys (tiles of att_tc on the segment's grid),
  * the other rows masked; a pass leaves the rows it masks exactly unchanged, so each row ends with the
@@ -28,8 +30,10 @@
 #include <cuda_fp16.h>
 
 struct att_args {
-    const float *q, *k, *v, *p, *u, *bv;
-    float *y;
+    const void *q, *k, *v, *p; /* f32 or f16: q16 .. p16                                                   */
+    const float *u, *bv;
+    void *y;                   /* f32 or f16: y16                                                          */
+    bool q16, k16, v16, p16, y16;
     int64_t Tq, Tk, q0, k0; /* rows of q (positions q0 ..) and of k, v (positions k0 ..)                 */
     int64_t nvq;            /* rows of q at valid positions (below n_valid): the rest get zeros          */
     int64_t kend;           /* key positions present and valid: [k0, kend)                               */
@@ -37,7 +41,7 @@ struct att_args {
     int H, dk;
     float scale;
     bool f16;
-    bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: float4 loads */
+    bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 4-element loads (float4, or 8 bytes of f16) */
     const int64_t *seg; /* a packed batch's segment starts [nseg + 1], or nseg 0 */
     int64_t nseg;
 };
@@ -96,6 +100,31 @@ static __device__ __forceinline__ void key_range(const att_args &a, const seg_pa
 
 static __device__ __forceinline__ float round16(float x, bool f16) { return f16 ? __half2float(__float2half_rn(x)) : x; }
 
+/* Element i of an f32 or f16 tensor, as f32. */
+static __device__ __forceinline__ float ld(const void *t, int64_t i, bool h16) {
+    return h16 ? __half2float(((const __half *)t)[i]) : ((const float *)t)[i];
+}
+
+/* Elements i .. i+3 (i a multiple of 4, the tensor 16-byte aligned: 8-byte loads of f16). */
+static __device__ __forceinline__ float4 ld4(const void *t, int64_t i, bool h16) {
+    if (!h16)
+        return *(const float4 *)((const float *)t + i);
+    const uint2 u = *(const uint2 *)((const __half *)t + i);
+    __half2 a, b;
+    memcpy(&a, &u.x, 4);
+    memcpy(&b, &u.y, 4);
+    const float2 fa = __half22float2(a), fb = __half22float2(b);
+    return make_float4(fa.x, fa.y, fb.x, fb.y);
+}
+
+/* y[i] = x in y's type. */
+static __device__ __forceinline__ void st(void *t, int64_t i, float x, bool h16) {
+    if (h16)
+        ((__half *)t)[i] = __float2half_rn(x);
+    else
+        ((float *)t)[i] = x;
+}
+
 /* ---- f32 -------------------------------------------------------------------------------------- */
 
 #define AF_WARPS 4
@@ -108,12 +137,12 @@ static size_t af_smem(int dk) { return (size_t)(2 * AF_BK + AF_NWIN) * (size_t)d
 
 /* rows [row0, row0 + n) of a [rows, D] tensor, head columns [hoff, hoff + dk), into dst [n][dk]; rows
  * outside [lo, hi) as zeros. */
-static __device__ void af_stage(float *dst, const float *src, int64_t row0, int n, int64_t lo, int64_t hi, int64_t D,
-                                int64_t hoff, int dk, bool f16) {
+static __device__ void af_stage(float *dst, const void *src, bool h16, int64_t row0, int n, int64_t lo, int64_t hi,
+                                int64_t D, int64_t hoff, int dk, bool f16) {
     for (int idx = threadIdx.x; idx < n * dk; idx += blockDim.x) {
         int r = idx / dk, d = idx - r * dk;
         int64_t row = row0 + r;
-        dst[idx] = row >= lo && row < hi ? round16(src[row * D + hoff + d], f16) : 0.0f;
+        dst[idx] = row >= lo && row < hi ? round16(ld(src, row * D + hoff + d, h16), f16) : 0.0f;
     }
 }
 
@@ -135,7 +164,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
             for (int e = 0; e < NE; e++) {
                 int d = lane + 32 * e;
                 bool in = i < a.Tq && d < dk;
-                float x = in ? a.q[i * a.D + hoff + d] : 0.0f;
+                float x = in ? ld(a.q, i * a.D + hoff + d, a.q16) : 0.0f;
                 qu[r][e] = in ? round16(x + a.u[hoff + d], a.f16) : 0.0f;
                 qv[r][e] = in ? round16(x + a.bv[hoff + d], a.f16) : 0.0f;
                 o[r][e] = 0.0f;
@@ -152,9 +181,9 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
             const int64_t nbase = a.center - (a.q0 + i0 + AF_BQ - 1) + j0;
             __syncthreads(); /* the previous tile is consumed */
             /* key position j is row j - k0 of k and v */
-            af_stage(Ks, a.k, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
-            af_stage(Vs, a.v, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
-            af_stage(Ws, a.p, nbase, AF_NWIN, 0, a.P, a.D, hoff, dk, a.f16);
+            af_stage(Ks, a.k, a.k16, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
+            af_stage(Vs, a.v, a.v16, j0 - a.k0, AF_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.f16);
+            af_stage(Ws, a.p, a.p16, nbase, AF_NWIN, 0, a.P, a.D, hoff, dk, a.f16);
             __syncthreads();
             const int nk = jhi - j0 < AF_BK ? (int)(jhi - j0) : AF_BK;
 #pragma unroll
@@ -207,7 +236,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
             for (int e = 0; e < NE; e++) {
                 int d = lane + 32 * e;
                 if (d < dk)
-                    a.y[i * a.D + hoff + d] = i < a.nvq ? o[r][e] * inv : 0.0f;
+                    st(a.y, i * a.D + hoff + d, i < a.nvq ? o[r][e] * inv : 0.0f, a.y16);
             }
         }
     }
@@ -266,8 +295,8 @@ static __device__ __forceinline__ void load_b(uint32_t *f, const __half *Y, int 
  * [ring][QP] (a ring of position rows), or transposed into dst [DKP][TC_VP] when trans; rows outside
  * [lo, hi) and columns >= dk as zeros. */
 template <int DKP>
-static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64_t row0, int n, int64_t lo, int64_t hi,
-                                int64_t D, int64_t hoff, int dk, bool vec, int base = 0, int ring = 1 << 30) {
+static __device__ void tc_stage(__half *dst, bool trans, const void *src, bool h16, int64_t row0, int n, int64_t lo,
+                                int64_t hi, int64_t D, int64_t hoff, int dk, bool vec, int base = 0, int ring = 1 << 30) {
     constexpr int QP = tc_layout<DKP>::QP;
     if (vec) { /* dk % 4 == 0: a float4 is all in or all out */
         for (int idx = threadIdx.x; idx < n * (DKP / 4); idx += blockDim.x) {
@@ -275,7 +304,7 @@ static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64
             int64_t row = row0 + r;
             float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
             if (row >= lo && row < hi && d < dk)
-                x = *(const float4 *)(src + row * D + hoff + d);
+                x = ld4(src, row * D + hoff + d, h16);
             if (trans) {
                 dst[(d + 0) * TC_VP + r] = __float2half_rn(x.x);
                 dst[(d + 1) * TC_VP + r] = __float2half_rn(x.y);
@@ -291,7 +320,7 @@ static __device__ void tc_stage(__half *dst, bool trans, const float *src, int64
     for (int idx = threadIdx.x; idx < n * DKP; idx += blockDim.x) {
         int r = idx / DKP, d = idx - r * DKP;
         int64_t row = row0 + r;
-        float x = row >= lo && row < hi && d < dk ? src[row * D + hoff + d] : 0.0f;
+        float x = row >= lo && row < hi && d < dk ? ld(src, row * D + hoff + d, h16) : 0.0f;
         dst[trans ? d * TC_VP + r : (base + r) % ring * QP + d] = __float2half_rn(x);
     }
 }
@@ -314,7 +343,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
         for (int idx = threadIdx.x; idx < TC_BQ * DKP; idx += blockDim.x) {
             int r = idx / DKP, d = idx - r * DKP;
             int64_t i = i0 + r;
-            float x = i < a.Tq && d < dk ? a.q[i * a.D + hoff + d] : 0.0f;
+            float x = i < a.Tq && d < dk ? ld(a.q, i * a.D + hoff + d, a.q16) : 0.0f;
             bool in = i < a.Tq && d < dk;
             Qu[r * QP + d] = __float2half_rn(in ? x + a.u[hoff + d] : 0.0f);
             Qv[r * QP + d] = __float2half_rn(in ? x + a.bv[hoff + d] : 0.0f);
@@ -334,12 +363,12 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
             const int64_t nbase = a.center - (a.q0 + i0 + TC_BQ - 1) + j0; /* window row 0 */
             __syncthreads();
             /* key position j is row j - k0 of k and v */
-            tc_stage<DKP>(Ks, false, a.k, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
-            tc_stage<DKP>(Vt, true, a.v, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
+            tc_stage<DKP>(Ks, false, a.k, a.k16, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
+            tc_stage<DKP>(Vt, true, a.v, a.v16, j0 - a.k0, TC_BK, 0, a.kend - a.k0, a.D, hoff, dk, a.vec);
             if (j0 == jlo)
-                tc_stage<DKP>(Ws, false, a.p, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec, rbase, TC_NWIN);
+                tc_stage<DKP>(Ws, false, a.p, a.p16, nbase, TC_NWIN, 0, a.P, a.D, hoff, dk, a.vec, rbase, TC_NWIN);
             else
-                tc_stage<DKP>(Ws, false, a.p, nbase + TC_NWIN - TC_BK, TC_BK, 0, a.P, a.D, hoff, dk, a.vec,
+                tc_stage<DKP>(Ws, false, a.p, a.p16, nbase + TC_NWIN - TC_BK, TC_BK, 0, a.P, a.D, hoff, dk, a.vec,
                               (rbase + TC_NWIN - TC_BK) % TC_NWIN, TC_NWIN);
             __syncthreads();
             /* this warp's window rows start at (i0 + BQ-1) - (iw + 15) */
@@ -453,7 +482,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                 for (int q = 0; q < 2; q++) {
                     int d = 8 * nt + 2 * t + q;
                     if (d < dk)
-                        a.y[i * a.D + hoff + d] = i < a.nvq ? o[nt][2 * rr + q] * inv : 0.0f;
+                        st(a.y, i * a.D + hoff + d, i < a.nvq ? o[nt][2 * rr + q] * inv : 0.0f, a.y16);
                 }
         }
     }
@@ -484,13 +513,18 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     if (Tq == 0)
         return VKASR_OK;
     att_args args;
-    args.q = cu_ptr<float>(a->q);
-    args.k = cu_ptr<float>(a->k);
-    args.v = cu_ptr<float>(a->v);
-    args.p = cu_ptr<float>(a->p);
+    args.q = cu_ptr<void>(a->q);
+    args.k = cu_ptr<void>(a->k);
+    args.v = cu_ptr<void>(a->v);
+    args.p = cu_ptr<void>(a->p);
     args.u = cu_ptr<float>(a->bias_u);
     args.bv = cu_ptr<float>(a->bias_v);
-    args.y = cu_ptr<float>(a->y);
+    args.y = cu_ptr<void>(a->y);
+    args.q16 = a->q.type == BE_F16;
+    args.k16 = a->k.type == BE_F16;
+    args.v16 = a->v.type == BE_F16;
+    args.p16 = a->p.type == BE_F16;
+    args.y16 = a->y.type == BE_F16;
     /* positions and counts in 64 bits throughout (ops.c keeps them below 2^60) */
     args.Tq = Tq;
     args.Tk = Tk;

@@ -1,8 +1,9 @@
 /* cu_conv.cu — convolutions on CUDA (channels-last): the subsampling's 3x3 stride-2 convs (conv2d_s2 on
  * one input channel, dwconv2d_s2 depthwise) with global row coordinates for halo tiles, and the
- * conformer's depthwise time conv; both take the segments of a packed batch (ops.h), each image or
- * segment computed as alone. One thread per output element (channel fastest: coalesced), a fixed tap
- * order, so a tile computes exactly what the untiled run computes. */
+ * conformer's depthwise time conv; x and y each f32 or f16 (kernels templated on both), and all take
+ * the segments of a packed batch (ops.h), each image or segment computed as alone. One thread per
+ * output element (channel fastest: coalesced), a fixed tap order, so a tile computes exactly what the
+ * untiled run computes. */
 #include "cu_internal.h"
 
 #define CONV_THREADS 256
@@ -36,32 +37,33 @@ static __device__ __forceinline__ void conv_source(const conv_seg &sg, int64_t x
 
 /* Input row g of an image whose rows are global rows base.., in a tile x [rows] holding global rows
  * row0..: NULL outside the image's rows [0, len) (or, for bad offsets, outside the tile). */
-static __device__ __forceinline__ const float *tile_row(const float *x, int64_t rows, int64_t row0, int64_t base,
-                                                         int64_t len, int64_t g, int64_t row_elems) {
+template <typename TX>
+static __device__ __forceinline__ const TX *tile_row(const TX *x, int64_t rows, int64_t row0, int64_t base,
+                                                      int64_t len, int64_t g, int64_t row_elems) {
     return g < 0 || g >= len || base + g < row0 || base + g >= row0 + rows ? nullptr
                                                                               : x + (base + g - row0) * row_elems;
 }
 
 /* DEPTHWISE: x [Hx, W, C] (channel c reads channel c), else x [Hx, W] (one input channel). */
-template <bool DEPTHWISE>
-static __global__ void conv2d_kernel(const float *x, const float *w, const float *bias, float *y, int64_t Hx,
-                                     int64_t Hy, int64_t Wo, int64_t C, int64_t W, int64_t x_row0, int64_t x_len,
-                                     int64_t y_row0, conv_seg sg, int act) {
+template <bool DEPTHWISE, typename TX, typename TY>
+static __global__ void conv2d_kernel(const TX *x, const float *w, const float *bias, TY *y, int64_t Hx, int64_t Hy,
+                                     int64_t Wo, int64_t C, int64_t W, int64_t x_row0, int64_t x_len, int64_t y_row0,
+                                     conv_seg sg, int act) {
     CU_GRID_STRIDE(i, Hy * Wo * C) {
         int64_t c = i % C, o = (i / C) % Wo, R, base, len;
         conv_source(sg, x_len, y_row0 + i / (C * Wo), &R, &base, &len);
         float acc = bias[c];
         for (int ki = 0; ki < 3; ki++) {
-            const float *xr = tile_row(x, Hx, x_row0, base, len, 2 * R - 1 + ki, DEPTHWISE ? W * C : W);
+            const TX *xr = tile_row(x, Hx, x_row0, base, len, 2 * R - 1 + ki, DEPTHWISE ? W * C : W);
             if (!xr)
                 continue;
             for (int kj = 0; kj < 3; kj++) {
                 int64_t col = 2 * o - 1 + kj;
                 if (col >= 0 && col < W)
-                    acc = fmaf(w[c * 9 + ki * 3 + kj], DEPTHWISE ? xr[col * C + c] : xr[col], acc);
+                    acc = fmaf(w[c * 9 + ki * 3 + kj], cu_get(xr, DEPTHWISE ? col * C + c : col), acc);
             }
         }
-        y[i] = cu_act(acc, act);
+        cu_put(y, i, cu_act(acc, act));
     }
 }
 
@@ -72,9 +74,12 @@ static vkasr_status conv2d(struct cu_backend *b, const be_tensor &x, const be_te
     int64_t Hy = y.ne[0], Wo = y.ne[1], C = y.ne[2], n = Hy * Wo * C;
     if (n == 0)
         return VKASR_OK;
-    conv2d_kernel<DEPTHWISE><<<cu_grid(b, (uint64_t)n, CONV_THREADS), CONV_THREADS, 0, b->stream>>>(
-        cu_ptr<float>(x), cu_ptr<float>(w), cu_ptr<float>(bias), cu_ptr<float>(y), x.ne[0], Hy, Wo, C, x.ne[1], x_row0,
-        x_len, y_row0, segs(x_seg, y_seg), act);
+#define LAUNCH(TX, TY)                                                                                 \
+    conv2d_kernel<DEPTHWISE, TX, TY><<<cu_grid(b, (uint64_t)n, CONV_THREADS), CONV_THREADS, 0, b->stream>>>(   \
+        cu_ptr<TX>(x), cu_ptr<float>(w), cu_ptr<float>(bias), cu_ptr<TY>(y), x.ne[0], Hy, Wo, C, x.ne[1], x_row0, \
+        x_len, y_row0, segs(x_seg, y_seg), act)
+    CU_IO_TYPES(x.type, y.type, LAUNCH);
+#undef LAUNCH
     CU_LAUNCHED(b);
     return VKASR_OK;
 }
@@ -87,8 +92,9 @@ vkasr_status cu_op_dwconv2d_s2(struct cu_backend *b, const struct op_dwconv2d_s2
     return conv2d<true>(b, a->x, a->w, a->b, a->y, a->x_row0, a->x_len, a->y_row0, a->x_seg, a->y_seg, a->act);
 }
 
-static __global__ void dwconv1d_kernel(const float *x, const float *w, const float *bias, float *y, int64_t T,
-                                       int64_t C, int64_t K, const int64_t *seg, int64_t nseg, int64_t row0, int act) {
+template <typename TX, typename TY>
+static __global__ void dwconv1d_kernel(const TX *x, const float *w, const float *bias, TY *y, int64_t T, int64_t C,
+                                       int64_t K, const int64_t *seg, int64_t nseg, int64_t row0, int act) {
     int64_t half = K / 2;
     CU_GRID_STRIDE(i, T * C) {
         int64_t c = i % C, t = i / C, lo = 0, hi = T; /* the rows a tap may read: x's, or t's segment's */
@@ -101,9 +107,9 @@ static __global__ void dwconv1d_kernel(const float *x, const float *w, const flo
         for (int64_t k = 0; k < K; k++) {
             int64_t s = t - half + k;
             if (s >= lo && s < hi)
-                acc = fmaf(w[c * K + k], x[s * C + c], acc);
+                acc = fmaf(w[c * K + k], cu_get(x, s * C + c), acc);
         }
-        y[i] = cu_act(acc, act);
+        cu_put(y, i, cu_act(acc, act));
     }
 }
 
@@ -111,9 +117,12 @@ vkasr_status cu_op_dwconv1d(struct cu_backend *b, const struct op_dwconv1d *a) {
     int64_t T = a->x.ne[0], C = a->x.ne[1];
     if (T * C == 0)
         return VKASR_OK;
-    dwconv1d_kernel<<<cu_grid(b, (uint64_t)(T * C), CONV_THREADS), CONV_THREADS, 0, b->stream>>>(
-        cu_ptr<float>(a->x), cu_ptr<float>(a->w), cu_ptr<float>(a->b), cu_ptr<float>(a->y), T, C, a->w.ne[1],
-        cu_ptr<int64_t>(a->seg), a->seg.addr ? a->seg.ne[0] - 1 : 0, a->row0, a->act);
+#define LAUNCH(TX, TY)                                                                                 \
+    dwconv1d_kernel<TX, TY><<<cu_grid(b, (uint64_t)(T * C), CONV_THREADS), CONV_THREADS, 0, b->stream>>>(       \
+        cu_ptr<TX>(a->x), cu_ptr<float>(a->w), cu_ptr<float>(a->b), cu_ptr<TY>(a->y), T, C, a->w.ne[1],         \
+        cu_ptr<int64_t>(a->seg), a->seg.addr ? a->seg.ne[0] - 1 : 0, a->row0, a->act)
+    CU_IO_TYPES(a->x.type, a->y.type, LAUNCH);
+#undef LAUNCH
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

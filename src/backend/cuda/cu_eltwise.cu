@@ -1,5 +1,5 @@
-/* cu_eltwise.cu — element-wise and layout ops on CUDA: unary, binary (cyclic broadcast of b), glu, pad
- * and permute (any element type, up to 4 dimensions). 64-bit indices, grid-stride loops over 1-D grids
+/* cu_eltwise.cu — element-wise and layout ops on CUDA: unary, binary (cyclic broadcast of b), glu (x and y
+ * f32 or f16), pad and permute (any element type, up to 4 dimensions). 64-bit indices, grid-stride loops over 1-D grids
  * capped by cu_grid: no tensor size can break a launch. */
 #include <string.h>
 
@@ -44,11 +44,10 @@ vkasr_status cu_op_binary(struct cu_backend *b, const struct op_binary *a) {
     return VKASR_OK;
 }
 
-static __global__ void glu_kernel(const float *x, float *y, int64_t R, int64_t C) {
+template <typename TX, typename TY> static __global__ void glu_kernel(const TX *x, TY *y, int64_t R, int64_t C) {
     CU_GRID_STRIDE(i, R * C) {
         int64_t r = i / C, c = i - r * C;
-        float v = x[r * 2 * C + c], g = x[r * 2 * C + C + c];
-        y[i] = v / (1.0f + expf(-g));
+        cu_put(y, i, cu_glu(cu_get(x, r * 2 * C + c), cu_get(x, r * 2 * C + C + c)));
     }
 }
 
@@ -56,8 +55,11 @@ vkasr_status cu_op_glu(struct cu_backend *b, const struct op_glu *a) {
     int64_t R = a->y.ne[0], C = a->y.ne[1];
     if (R * C == 0)
         return VKASR_OK;
-    glu_kernel<<<cu_grid(b, (uint64_t)(R * C), EW_THREADS), EW_THREADS, 0, b->stream>>>(cu_ptr<float>(a->x),
-                                                                                       cu_ptr<float>(a->y), R, C);
+#define LAUNCH(TX, TY)                                                                                 \
+    glu_kernel<TX, TY><<<cu_grid(b, (uint64_t)(R * C), EW_THREADS), EW_THREADS, 0, b->stream>>>(                \
+        cu_ptr<TX>(a->x), cu_ptr<TY>(a->y), R, C)
+    CU_IO_TYPES(a->x.type, a->y.type, LAUNCH);
+#undef LAUNCH
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

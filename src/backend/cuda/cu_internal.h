@@ -6,6 +6,7 @@
 #define VKASR_CU_INTERNAL_H
 
 #include <cublasLt.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -198,6 +199,28 @@ static __device__ __forceinline__ float cu_act(float x, int act) {
     default: return x;
     }
 }
+
+/* F32 or F16 tensor elements (ops.h): read widened exactly; written rounded once, to nearest even. */
+static __device__ __forceinline__ float cu_get(const float *p, int64_t i) { return p[i]; }
+static __device__ __forceinline__ float cu_get(const __half *p, int64_t i) { return __half2float(p[i]); }
+static __device__ __forceinline__ void cu_put(float *p, int64_t i, float v) { p[i] = v; }
+static __device__ __forceinline__ void cu_put(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+
+/* Calls LAUNCH(TX, TY) with the element types of an op's input x and output y (F32 or F16 each). */
+#define CU_IO_TYPES(xt, yt, LAUNCH)                                                                    \
+    do {                                                                                               \
+        if ((xt) == BE_F16 && (yt) == BE_F16)                                                          \
+            LAUNCH(__half, __half);                                                                    \
+        else if ((xt) == BE_F16)                                                                       \
+            LAUNCH(__half, float);                                                                     \
+        else if ((yt) == BE_F16)                                                                       \
+            LAUNCH(float, __half);                                                                     \
+        else                                                                                           \
+            LAUNCH(float, float);                                                                      \
+    } while (0)
+
+/* GLU of a value and its gate, as op_glu and linear's ACT_GLU compute it. */
+static __device__ __forceinline__ float cu_glu(float v, float g) { return v / (1.0f + expf(-g)); }
 
 static __device__ __forceinline__ float cu_warp_sum(float v) {
     for (int o = 16; o > 0; o >>= 1)

@@ -1,10 +1,14 @@
 /* cu_linear.cu — the linear op on CUDA: y = res + alpha * act(x w^T + bias) through cuBLASLt.
- *   f16 weights: x is rounded to f16 (round to nearest even, as the reference and the Vulkan kernels do)
- *     into scratch, then an f16 x f16 product on tensor cores with f32 accumulation and f32 output;
- *   f32 weights: an f32 product with CUBLAS_COMPUTE_32F (never TF32), the reference's function.
- * Bias, ReLU, alpha and the residual go into cuBLASLt's epilogue (D = alpha*AB + beta*C, + bias, relu)
- * where that computes exactly the op's expression; otherwise the product (with its bias) is followed by
- * one fused element-wise kernel.
+ *   f16 weights: an f32 x is rounded to f16 (round to nearest even, as the reference and the Vulkan kernels
+ *     do) into scratch, an f16 x is taken as it is; then an f16 x f16 product on tensor cores with f32
+ *     accumulation and f32 output;
+ *   f32 weights: an f32 product with CUBLAS_COMPUTE_32F (never TF32), the reference's function (an f16 x
+ *     widened to f32 into scratch, exactly).
+ * With an f32 y, bias, ReLU, alpha and the residual go into cuBLASLt's epilogue (D = alpha*AB + beta*C,
+ * + bias, relu) where that computes exactly the op's expression; otherwise, and for an f16 y or GLU
+ * (ACT_GLU), the product (with its bias) goes to f32 and one element-wise kernel applies the rest and
+ * writes y, rounding an f16 y once with __float2half_rn. (cuBLASLt can write an f16 D itself, but how it
+ * rounds is not documented: this way it is the reference's by construction, for one more pass over y.)
  * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
  * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
  * shape runs it, so each output is the same dot product in the same order whatever M is. The matvec
@@ -26,23 +30,60 @@ static __global__ void to_f16_kernel(const float *x, __half *y, int64_t n) {
     CU_GRID_STRIDE(i, n) { y[i] = __float2half_rn(x[i]); }
 }
 
+static __global__ void to_f32_kernel(const __half *x, float *y, int64_t n) {
+    CU_GRID_STRIDE(i, n) { y[i] = __half2float(x[i]); }
+}
+
 static __global__ void copy_kernel(const unsigned char *x, unsigned char *y, int64_t n) {
     CU_GRID_STRIDE(i, n) { y[i] = x[i]; }
 }
 
-/* y = res + alpha * act(t + bias): the epilogue cuBLASLt cannot express. t may be y (in place), t NULL
+/* The part of the op cuBLASLt cannot express, over n outputs of y (of type TY): y = res + alpha *
+ * act(t + bias) from the product t [., N] (f32); with ACT_GLU, y [., N/2] = res + alpha * glu(value,
+ * gate) from t's columns j and N/2 + j (each + bias). t may be y (in place, f32 and no GLU only); t NULL
  * means a zero product (K = 0). */
-static __global__ void epilogue_kernel(const float *t, const float *bias, const float *res, float *y, int64_t n,
-                                       int64_t N, int act, float alpha) {
+template <typename TY>
+static __global__ void epilogue_kernel(const float *t, const float *bias, const TY *res, TY *y, int64_t n, int64_t N,
+                                       int act, float alpha) {
+    const bool glu = act == ACT_GLU;
+    const int64_t ny = glu ? N / 2 : N;
     CU_GRID_STRIDE(i, n) {
-        float v = t ? t[i] : 0.0f;
-        if (bias)
-            v += bias[i % N];
-        v = alpha * cu_act(v, act);
+        float v;
+        if (glu) {
+            const int64_t r = i / ny, j = i - r * ny;
+            float val = t ? t[r * N + j] : 0.0f, gate = t ? t[r * N + ny + j] : 0.0f;
+            if (bias) {
+                val += bias[j];
+                gate += bias[ny + j];
+            }
+            v = alpha * cu_glu(val, gate);
+        } else {
+            v = t ? t[i] : 0.0f;
+            if (bias)
+                v += bias[i % N];
+            v = alpha * cu_act(v, act);
+        }
         if (res)
-            v += res[i];
-        y[i] = v;
+            v += cu_get(res, i);
+        cu_put(y, i, v);
     }
+}
+
+template <typename TY>
+static vkasr_status epilogue_launch(struct cu_backend *b, const float *t, const float *bias, const void *res, void *y,
+                                    int64_t n, int64_t N, int act, float alpha) {
+    epilogue_kernel<TY><<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
+        t, bias, (const TY *)res, (TY *)y, n, N, act, alpha);
+    CU_LAUNCHED(b);
+    return VKASR_OK;
+}
+
+/* epilogue_kernel for the op's y type. */
+static vkasr_status epilogue(struct cu_backend *b, const struct op_linear *a, const float *t, const float *bias,
+                             const void *res, void *y, int64_t n, int64_t N) {
+    if (a->y.type == BE_F16)
+        return epilogue_launch<__half>(b, t, bias, res, y, n, N, a->act, a->alpha);
+    return epilogue_launch<float>(b, t, bias, res, y, n, N, a->act, a->alpha);
 }
 
 static bool aligned(const void *p) { return ((uintptr_t)p % LT_ALIGN) == 0; }
@@ -228,61 +269,66 @@ static vkasr_status lt_matmul(struct cu_backend *b, bool matvec, int64_t M, int6
 /* Where a chunk's operands and product go; the same for every chunk of a call (chunks start at multiples
  * of 4 rows, so each is aligned as row 0 is). */
 struct lin_path {
-    bool f16;      /* x rounded to f16 into scratch                                             */
-    bool x_copy;   /* f32 x copied to an aligned scratch buffer                                 */
-    bool res_copy; /* res copied likewise (res != y)                                           */
+    bool f16;      /* f16 weights: an f16 x x f16 w product                                     */
+    bool x_conv;   /* x converted into scratch: f32 -> f16 (f16 weights), f16 -> f32 (f32 ones) */
+    bool x_copy;   /* x copied to an aligned scratch buffer (as it is)                          */
+    bool res_copy; /* res copied likewise (res != y; f32 y in cuBLASLt's epilogue only)        */
     bool whole;    /* the epilogue inside cuBLASLt (cleared for good when it has no algorithm) */
-    bool tmp;      /* without it, the product goes to scratch (y misaligned, or res is y)       */
+    bool tmp;      /* the product goes to scratch (y misaligned or f16, GLU; or res is y)      */
 };
 
 /* Rows [r0, r0 + M) of the op. Temporaries come from scratch and are released by the caller. */
 static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a, struct lin_path *path, const void *win,
                                 int64_t r0, int64_t M) {
-    const int64_t K = a->x.ne[1], N = a->w.ne[0], n = M * N;
+    const int64_t K = a->x.ne[1], N = a->w.ne[0], ny = a->act == ACT_GLU ? N / 2 : N, n = M * ny;
+    const size_t xs = be_dtype_size(a->x.type), ys = be_dtype_size(a->y.type);
     const float *bias = a->bias.addr ? cu_ptr<float>(a->bias) : NULL;
-    const float *res = a->res.addr ? cu_ptr<float>(a->res) + r0 * N : NULL;
-    const float *x = cu_ptr<float>(a->x) + r0 * K;
-    float *y = cu_ptr<float>(a->y) + r0 * N;
+    const void *res = a->res.addr ? (const void *)(cu_ptr<unsigned char>(a->res) + r0 * ny * ys) : NULL;
+    const void *x = cu_ptr<unsigned char>(a->x) + r0 * K * xs;
+    void *y = cu_ptr<unsigned char>(a->y) + r0 * ny * ys;
     const bool in_place = res && res == y;
-    /* Operands as cuBLASLt takes them: x rounded to f16 (f16 weights), every pointer 16-byte aligned. */
+    /* Operands as cuBLASLt takes them: x of the weights' type, every pointer 16-byte aligned. */
     const void *xin = x;
     vkasr_status st = VKASR_OK;
-    if (path->f16) {
-        void *xh;
-        st = cu_scratch(b, (uint64_t)(M * K) * 2, &xh);
+    if (path->x_conv) {
+        void *xc;
+        st = cu_scratch(b, (uint64_t)(M * K) * (path->f16 ? 2 : 4), &xc);
         if (st == VKASR_OK) {
-            to_f16_kernel<<<cu_grid(b, (uint64_t)(M * K), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(x, (__half *)xh,
-                                                                                                   M * K);
+            const unsigned grid = cu_grid(b, (uint64_t)(M * K), LIN_THREADS);
+            if (path->f16)
+                to_f16_kernel<<<grid, LIN_THREADS, 0, b->stream>>>((const float *)x, (__half *)xc, M * K);
+            else
+                to_f32_kernel<<<grid, LIN_THREADS, 0, b->stream>>>((const __half *)x, (float *)xc, M * K);
             cudaError_t r = cudaGetLastError();
             if (r != cudaSuccess)
-                st = cu_fail(&b->base.err, r, "to_f16_kernel", __FILE__, __LINE__);
-            xin = xh;
+                st = cu_fail(&b->base.err, r, path->f16 ? "to_f16_kernel" : "to_f32_kernel", __FILE__, __LINE__);
+            xin = xc;
         }
     } else if (path->x_copy) {
-        st = aligned_copy(b, xin, (uint64_t)(M * K) * 4, &xin);
+        st = aligned_copy(b, xin, (uint64_t)(M * K) * xs, &xin);
     }
     if (st == VKASR_OK && path->res_copy) {
         const void *rc;
         st = aligned_copy(b, res, (uint64_t)n * 4, &rc);
-        res = (const float *)rc;
+        res = rc;
     }
     if (st != VKASR_OK)
         return st;
     cudaDataType_t ab = path->f16 ? CUDA_R_16F : CUDA_R_32F;
-    if (path->whole) {
+    if (path->whole) { /* f32 y, no GLU (cu_op_linear) */
         int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
-        st = lt_matmul(b, false, M, N, K, ab, win, xin, bias, epi, a->alpha, res, y);
+        st = lt_matmul(b, false, M, N, K, ab, win, xin, bias, epi, a->alpha, (const float *)res, (float *)y);
         if (st != VKASR_ERR_UNSUPPORTED || epi == EPI_NONE)
             return st;
         err_clear(&b->base.err); /* no algorithm with that epilogue: below, for this chunk and the next */
         path->whole = false;
     }
     /* Product (+ bias) into y when y may be overwritten before the epilogue reads res, else into scratch;
-     * then y = res + alpha * act(t). */
-    float *t = y;
+     * then the epilogue kernel writes y. */
+    float *t = (float *)y;
     if (path->tmp || in_place) {
         void *tp;
-        TRY(cu_scratch(b, (uint64_t)n * 4, &tp));
+        TRY(cu_scratch(b, (uint64_t)(M * N) * 4, &tp));
         t = (float *)tp;
     }
     const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
@@ -293,10 +339,7 @@ static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a,
         st = lt_matmul(b, false, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
     }
     TRY(st);
-    epilogue_kernel<<<cu_grid(b, (uint64_t)n, LIN_THREADS), LIN_THREADS, 0, b->stream>>>(t, late_bias, res, y, n, N,
-                                                                                         a->act, a->alpha);
-    CU_LAUNCHED(b);
-    return VKASR_OK;
+    return epilogue(b, a, t, late_bias, res, y, n, N);
 }
 
 /* Rows go through in chunks whose temporaries fit CU_OP_SCRATCH_BYTES (the scratch memory plans reserve
@@ -305,37 +348,34 @@ static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a,
  * on M: a row's result does not depend on the chunking. */
 vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
-    /* ops.h allows f16 activations (x, y, res); this backend does not take them yet. */
-    if (a->x.type != BE_F32 || a->y.type != BE_F32)
-        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
-                       "linear: the CUDA backend takes f32 x and y only (x %s, y %s)",
-                       a->x.type == BE_F16 ? "f16" : "f32", a->y.type == BE_F16 ? "f16" : "f32");
     if (M == 0 || N == 0)
         return VKASR_OK;
-    const bool f16 = a->w.type == BE_F16;
+    const bool f16 = a->w.type == BE_F16, glu = a->act == ACT_GLU, y16 = a->y.type == BE_F16;
+    const int64_t ny = glu ? N / 2 : N;
     b->op_label = f16 ? "linear_tc" : "linear";
     const float *bias = a->bias.addr ? cu_ptr<float>(a->bias) : NULL;
-    const float *res = a->res.addr ? cu_ptr<float>(a->res) : NULL, *x = cu_ptr<float>(a->x);
-    float *y = cu_ptr<float>(a->y);
-    if (K == 0) { /* no product: y = res + alpha * act(bias) */
-        epilogue_kernel<<<cu_grid(b, (uint64_t)(M * N), LIN_THREADS), LIN_THREADS, 0, b->stream>>>(
-            NULL, bias, res, y, M * N, N, a->act, a->alpha);
-        CU_LAUNCHED(b);
-        return VKASR_OK;
-    }
+    const void *res = a->res.addr ? cu_ptr<void>(a->res) : NULL, *x = cu_ptr<void>(a->x);
+    void *y = cu_ptr<void>(a->y);
+    if (K == 0) /* no product: y = res + alpha * act(bias) */
+        return epilogue(b, a, NULL, bias, res, y, M * ny, N);
     struct lin_path path;
     path.f16 = f16;
-    path.x_copy = !f16 && !aligned(x);
-    path.res_copy = res && res != y && !aligned(res);
-    /* Exactly the op in the epilogue: no activation (bias only when alpha = 1, as cuBLASLt adds it after
-     * alpha), or ReLU with neither alpha nor a residual. A misaligned y (tests only) takes the path through
-     * scratch. */
-    path.whole = aligned(y) && ((a->act == ACT_NONE && (!bias || a->alpha == 1.0f)) ||
-                                (a->act == ACT_RELU && !res && a->alpha == 1.0f));
-    path.tmp = !aligned(y);
+    path.x_conv = f16 != (a->x.type == BE_F16);
+    path.x_copy = !path.x_conv && !aligned(x);
+    /* Exactly the op in cuBLASLt's epilogue, for an f32 y without GLU: no activation (bias only when
+     * alpha = 1, as cuBLASLt adds it after alpha), or ReLU with neither alpha nor a residual. A misaligned
+     * y (tests only) takes the path through scratch. */
+    path.whole = !y16 && !glu && aligned(y) &&
+                 ((a->act == ACT_NONE && (!bias || a->alpha == 1.0f)) ||
+                  (a->act == ACT_RELU && !res && a->alpha == 1.0f));
+    path.res_copy = path.whole && res && res != y && !aligned(res);
+    path.tmp = y16 || glu || !aligned(y);
     /* bytes per row of a chunk's temporaries (the product's whenever the path may need it) */
-    const uint64_t per_row = (f16 ? (uint64_t)K * 2 : path.x_copy ? (uint64_t)K * 4 : 0) +
-                             (path.res_copy ? (uint64_t)N * 4 : 0) + (path.tmp || (res && res == y) ? (uint64_t)N * 4 : 0);
+    const uint64_t x_row = path.x_conv   ? (uint64_t)K * (f16 ? 2 : 4)
+                           : path.x_copy ? (uint64_t)K * be_dtype_size(a->x.type)
+                                         : 0;
+    const uint64_t per_row = x_row + (path.res_copy ? (uint64_t)N * 4 : 0) +
+                             (path.tmp || (res && res == y) ? (uint64_t)N * 4 : 0);
     const uint64_t room = CU_OP_SCRATCH_BYTES - 3 * CU_TENSOR_ALIGN; /* three buffers, each 256-aligned */
     const uint64_t fit = per_row ? room / per_row : (uint64_t)M;
     const int64_t rows = fit >= (uint64_t)M ? M : (int64_t)(fit - fit % 4);

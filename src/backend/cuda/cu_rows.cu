@@ -1,5 +1,5 @@
-/* cu_rows.cu — row and column reductions on CUDA: layernorm, softmax and argmax take one warp per row
- * (rows grid-stride over the warps of a capped grid; a row is read completely before the same warp
+/* cu_rows.cu — row and column reductions on CUDA: layernorm (y f32 or f16), softmax and argmax take one warp
+ * per row (rows grid-stride over the warps of a capped grid; a row is read completely before the same warp
  * writes it, so y may alias x), feature_norm one block per group of 32 columns with double-precision
  * sums (constant columns come out exactly 0, as in the reference). */
 #include <math.h>
@@ -13,8 +13,9 @@
     for (int64_t r = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; r < (R);                    \
          r += (int64_t)gridDim.x * blockDim.x / 32)
 
-static __global__ void layernorm_kernel(const float *x, const float *g, const float *be, float *y, int64_t R,
-                                        int64_t C, float eps) {
+template <typename TY>
+static __global__ void layernorm_kernel(const float *x, const float *g, const float *be, TY *y, int64_t R, int64_t C,
+                                        float eps) {
     int lane = threadIdx.x & 31;
     ROWS_OF_WARP(r, R) {
         const float *xr = x + r * C;
@@ -29,7 +30,7 @@ static __global__ void layernorm_kernel(const float *x, const float *g, const fl
         }
         float inv = 1.0f / sqrtf(cu_warp_sum(v) / (float)C + eps);
         for (int64_t c = lane; c < C; c += 32)
-            y[r * C + c] = (xr[c] - mean) * inv * g[c] + be[c];
+            cu_put(y, r * C + c, (xr[c] - mean) * inv * g[c] + be[c]);
     }
 }
 
@@ -37,8 +38,12 @@ vkasr_status cu_op_layernorm(struct cu_backend *b, const struct op_layernorm *a)
     int64_t R = a->x.ne[0], C = a->x.ne[1];
     if (R == 0 || C == 0)
         return VKASR_OK;
-    layernorm_kernel<<<cu_grid(b, (uint64_t)R, ROW_WARPS), 32 * ROW_WARPS, 0, b->stream>>>(
-        cu_ptr<float>(a->x), cu_ptr<float>(a->gamma), cu_ptr<float>(a->beta), cu_ptr<float>(a->y), R, C, a->eps);
+    if (a->y.type == BE_F16)
+        layernorm_kernel<__half><<<cu_grid(b, (uint64_t)R, ROW_WARPS), 32 * ROW_WARPS, 0, b->stream>>>(
+            cu_ptr<float>(a->x), cu_ptr<float>(a->gamma), cu_ptr<float>(a->beta), cu_ptr<__half>(a->y), R, C, a->eps);
+    else
+        layernorm_kernel<float><<<cu_grid(b, (uint64_t)R, ROW_WARPS), 32 * ROW_WARPS, 0, b->stream>>>(
+            cu_ptr<float>(a->x), cu_ptr<float>(a->gamma), cu_ptr<float>(a->beta), cu_ptr<float>(a->y), R, C, a->eps);
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

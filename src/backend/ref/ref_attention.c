@@ -1,9 +1,9 @@
 /* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1, the symmetric
  * local band of §5.2): scores ((q+u).k + (q+v).p[rel]) / sqrt(dk) over the keys a query position
  * may see (present, valid, inside the band and, in a packed batch, in its own segment), softmax,
- * weighted sum, all in double. With the op's
- * f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the tensor-core kernel takes
- * them); the softmax weights stay exact. */
+ * weighted sum, all in double. q, k, v, p and y are f32 or f16 (q+u and q+v formed in f32, as the op
+ * defines). With the op's f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the
+ * tensor-core kernels take them); the softmax weights stay exact. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -14,23 +14,33 @@ static double in(float x, bool f16) {
     return f16 ? (double)half_to_float(float_to_half(x)) : (double)x;
 }
 
+/* Element i of an f32 or f16 tensor. */
+static float elem(const be_tensor *t, int64_t i) {
+    return t->type == BE_F16 ? half_to_float(ref_u16(t)[i]) : ref_f32(t)[i];
+}
+
+/* y[i] = x in y's type (f16: rounded to nearest even, from the f32 value the kernels also round). */
+static void put(const be_tensor *t, int64_t i, double x) {
+    if (t->type == BE_F16)
+        ref_u16(t)[i] = float_to_half((float)x);
+    else
+        ref_f32(t)[i] = (float)x;
+}
+
 vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_attention *a) {
     int64_t Tq = a->q.ne[0], Tk = a->k.ne[0], D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0];
     int64_t center = (P - 1) / 2;
-    const float *q = ref_f32(&a->q), *k = ref_f32(&a->k), *v = ref_f32(&a->v), *p = ref_f32(&a->p);
     const float *u = ref_f32(&a->bias_u), *bv = ref_f32(&a->bias_v);
-    float *y = ref_f32(&a->y);
     double *s = malloc((size_t)(Tk > 0 ? Tk : 1) * sizeof *s);
     if (!s)
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     double scale = 1.0 / sqrt((double)dk);
     for (int64_t h = 0; h < H; h++)
         for (int64_t li = 0; li < Tq; li++) {
-            const int64_t i = a->q_pos0 + li; /* positions */
-            float *yo = y + li * D + h * dk;
+            const int64_t i = a->q_pos0 + li, yo = li * D + h * dk; /* position, output offset */
             if (i >= a->n_valid) {
                 for (int64_t d = 0; d < dk; d++)
-                    yo[d] = 0.0f;
+                    put(&a->y, yo + d, 0.0);
                 continue;
             }
             int64_t s_lo = 0, s_hi = INT64_MAX; /* the query's segment */
@@ -47,11 +57,12 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
                     s[lj] = -INFINITY;
                     continue;
                 }
-                const float *qi = q + li * D + h * dk, *kj = k + lj * D + h * dk, *pr = p + (center - r) * D + h * dk;
+                const int64_t qi = li * D + h * dk, kj = lj * D + h * dk, pr = (center - r) * D + h * dk;
                 double ac = 0, bd = 0;
                 for (int64_t d = 0; d < dk; d++) {
-                    ac += in(qi[d] + u[h * dk + d], a->f16) * in(kj[d], a->f16);
-                    bd += in(qi[d] + bv[h * dk + d], a->f16) * in(pr[d], a->f16);
+                    const float qd = elem(&a->q, qi + d);
+                    ac += in(qd + u[h * dk + d], a->f16) * in(elem(&a->k, kj + d), a->f16);
+                    bd += in(qd + bv[h * dk + d], a->f16) * in(elem(&a->p, pr + d), a->f16);
                 }
                 s[lj] = (ac + bd) * scale;
                 mx = fmax(mx, s[lj]);
@@ -59,7 +70,7 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
             double sum = 0;
             if (mx == -INFINITY) { /* no key at all: only a bad segment table gets here */
                 for (int64_t d = 0; d < dk; d++)
-                    yo[d] = 0.0f;
+                    put(&a->y, yo + d, 0.0);
                 continue;
             }
             for (int64_t lj = 0; lj < Tk; lj++) {
@@ -69,8 +80,8 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
             for (int64_t d = 0; d < dk; d++) {
                 double acc = 0;
                 for (int64_t lj = 0; lj < Tk; lj++)
-                    acc += s[lj] * in(v[lj * D + h * dk + d], a->f16);
-                yo[d] = (float)(acc / sum);
+                    acc += s[lj] * in(elem(&a->v, lj * D + h * dk + d), a->f16);
+                put(&a->y, yo + d, acc / sum);
             }
         }
     free(s);

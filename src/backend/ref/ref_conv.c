@@ -2,13 +2,13 @@
  * row coordinates for halo tiles) and the conformer's depthwise time convolution. */
 #include "ref_internal.h"
 
-/* Input row g of an image whose rows are global rows base .. base+len-1, in a tile x [rows] holding
- * global rows row0 ..: NULL when g lies outside [0, len) (or, for bad offsets, outside the tile). */
-static const float *tile_row(const float *x, int64_t rows, int64_t row0, int64_t base, int64_t len, int64_t g,
-                             int64_t row_elems) {
+/* Element offset of input row g of an image whose rows are global rows base .. base+len-1, in a tile
+ * of rows rows holding global rows row0 ..: -1 when g lies outside [0, len) (or, for bad offsets,
+ * outside the tile). */
+static int64_t tile_row(int64_t rows, int64_t row0, int64_t base, int64_t len, int64_t g, int64_t row_elems) {
     if (g < 0 || g >= len || base + g < row0 || base + g >= row0 + rows)
-        return NULL;
-    return x + (base + g - row0) * row_elems;
+        return -1;
+    return (base + g - row0) * row_elems;
 }
 
 /* Where output row R's inputs come from: row 2r-1+i of the image is global input row base + 2r-1+i,
@@ -29,8 +29,7 @@ static void conv_source(const be_tensor *x_seg, const be_tensor *y_seg, int64_t 
 
 vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
     int64_t Hy = a->y.ne[0], Wo = a->y.ne[1], C = a->y.ne[2], W = a->x.ne[1];
-    const float *x = ref_f32(&a->x), *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
-    float *y = ref_f32(&a->y);
+    const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
     for (int64_t r = 0; r < Hy; r++) {
         int64_t R, base, len;
         conv_source(&a->x_seg, &a->y_seg, a->x_len, a->y_row0 + r, &R, &base, &len);
@@ -38,16 +37,16 @@ vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
             for (int64_t c = 0; c < C; c++) {
                 double acc = bias[c];
                 for (int i = 0; i < 3; i++) {
-                    const float *xr = tile_row(x, a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W);
-                    if (!xr)
+                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W);
+                    if (xr < 0)
                         continue;
                     for (int j = 0; j < 3; j++) {
                         int64_t col = 2 * o - 1 + j;
                         if (col >= 0 && col < W)
-                            acc += (double)w[c * 9 + i * 3 + j] * xr[col];
+                            acc += (double)w[c * 9 + i * 3 + j] * ref_get(&a->x, (uint64_t)(xr + col));
                     }
                 }
-                y[(r * Wo + o) * C + c] = (float)ref_act(acc, a->act);
+                ref_put(&a->y, (uint64_t)((r * Wo + o) * C + c), ref_act(acc, a->act));
             }
     }
     return VKASR_OK;
@@ -55,8 +54,7 @@ vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
 
 vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) {
     int64_t Hy = a->y.ne[0], Wo = a->y.ne[1], C = a->y.ne[2], W = a->x.ne[1];
-    const float *x = ref_f32(&a->x), *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
-    float *y = ref_f32(&a->y);
+    const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
     for (int64_t r = 0; r < Hy; r++) {
         int64_t R, base, len;
         conv_source(&a->x_seg, &a->y_seg, a->x_len, a->y_row0 + r, &R, &base, &len);
@@ -64,16 +62,16 @@ vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) 
             for (int64_t c = 0; c < C; c++) {
                 double acc = bias[c];
                 for (int i = 0; i < 3; i++) {
-                    const float *xr = tile_row(x, a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W * C);
-                    if (!xr)
+                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W * C);
+                    if (xr < 0)
                         continue;
                     for (int j = 0; j < 3; j++) {
                         int64_t col = 2 * o - 1 + j;
                         if (col >= 0 && col < W)
-                            acc += (double)w[c * 9 + i * 3 + j] * xr[col * C + c];
+                            acc += (double)w[c * 9 + i * 3 + j] * ref_get(&a->x, (uint64_t)(xr + col * C + c));
                     }
                 }
-                y[(r * Wo + o) * C + c] = (float)ref_act(acc, a->act);
+                ref_put(&a->y, (uint64_t)((r * Wo + o) * C + c), ref_act(acc, a->act));
             }
     }
     return VKASR_OK;
@@ -81,8 +79,7 @@ vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) 
 
 vkasr_status ref_dwconv1d(struct backend *b, const struct op_dwconv1d *a) {
     int64_t T = a->x.ne[0], C = a->x.ne[1], K = a->w.ne[1], half = K / 2;
-    const float *x = ref_f32(&a->x), *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
-    float *y = ref_f32(&a->y);
+    const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
     for (int64_t t = 0; t < T; t++) {
         /* the rows of x a tap may read: all of them, or those of t's segment */
         int64_t lo = 0, hi = T;
@@ -96,9 +93,9 @@ vkasr_status ref_dwconv1d(struct backend *b, const struct op_dwconv1d *a) {
             for (int64_t k = 0; k < K; k++) {
                 int64_t s = t - half + k;
                 if (s >= lo && s < hi)
-                    acc += (double)w[c * K + k] * x[s * C + c];
+                    acc += (double)w[c * K + k] * ref_get(&a->x, (uint64_t)(s * C + c));
             }
-            y[t * C + c] = (float)ref_act(acc, a->act);
+            ref_put(&a->y, (uint64_t)(t * C + c), ref_act(acc, a->act));
         }
     }
     return VKASR_OK;

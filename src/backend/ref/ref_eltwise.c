@@ -38,12 +38,10 @@ vkasr_status ref_binary(struct backend *b, const struct op_binary *a) {
 
 vkasr_status ref_glu(struct backend *b, const struct op_glu *a) {
     int64_t R = a->y.ne[0], C = a->y.ne[1];
-    const float *x = ref_f32(&a->x);
-    float *y = ref_f32(&a->y);
     for (int64_t r = 0; r < R; r++)
         for (int64_t c = 0; c < C; c++) {
-            double v = x[r * 2 * C + c], g = x[r * 2 * C + C + c];
-            y[r * C + c] = (float)(v / (1.0 + exp(-g)));
+            double v = ref_get(&a->x, (uint64_t)(r * 2 * C + c)), g = ref_get(&a->x, (uint64_t)(r * 2 * C + C + c));
+            ref_put(&a->y, (uint64_t)(r * C + c), v / (1.0 + exp(-g)));
         }
     return VKASR_OK;
 }

@@ -4,42 +4,43 @@
 
 #include "ref_internal.h"
 
-/* Element i of an F32 or F16 tensor, widened to double. */
-static double ref_elem(const be_tensor *t, uint64_t i) {
-    return t->type == BE_F16 ? (double)half_to_float(ref_u16(t)[i]) : (double)ref_f32(t)[i];
-}
-
 vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
     /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input); an f16 x
      * is exact already */
     bool round_x = a->w.type == BE_F16 && a->x.type == BE_F32;
-    double *xr = malloc((size_t)(K > 0 ? K : 1) * sizeof *xr);
-    if (!xr)
+    /* ACT_GLU: y has the value half's columns, each gated by its column of the other half */
+    const bool glu = a->act == ACT_GLU;
+    const int64_t Ny = glu ? N / 2 : N;
+    double *xr = malloc((size_t)(K > 0 ? K : 1) * sizeof *xr), *v = malloc((size_t)(N > 0 ? N : 1) * sizeof *v);
+    if (!xr || !v) {
+        free(xr);
+        free(v);
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    }
     for (int64_t m = 0; m < M; m++) {
         for (int64_t k = 0; k < K; k++) {
             uint64_t i = (uint64_t)(m * K + k);
-            xr[k] = round_x ? (double)half_to_float(float_to_half(ref_f32(&a->x)[i])) : ref_elem(&a->x, i);
+            xr[k] = round_x ? (double)half_to_float(float_to_half(ref_f32(&a->x)[i])) : ref_get(&a->x, i);
         }
         for (int64_t n = 0; n < N; n++) {
             double acc = 0;
             for (int64_t k = 0; k < K; k++)
                 acc += xr[k] * ref_weight(&a->w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
-            if (bias)
-                acc += bias[n];
-            double v = (double)a->alpha * ref_act(acc, a->act);
-            uint64_t o = (uint64_t)(m * N + n);
+            v[n] = bias ? acc + bias[n] : acc;
+        }
+        for (int64_t n = 0; n < Ny; n++) {
+            double r = glu ? v[n] / (1.0 + exp(-v[Ny + n])) : ref_act(v[n], a->act);
+            r *= (double)a->alpha;
+            uint64_t o = (uint64_t)(m * Ny + n);
             if (a->res.addr)
-                v += ref_elem(&a->res, o); /* res may be y: read before the write */
-            if (a->y.type == BE_F16)
-                ref_u16(&a->y)[o] = float_to_half((float)v);
-            else
-                ref_f32(&a->y)[o] = (float)v;
+                r += ref_get(&a->res, o); /* res may be y: read before the write */
+            ref_put(&a->y, o, r);
         }
     }
     free(xr);
+    free(v);
     return VKASR_OK;
 }
 

@@ -6,7 +6,6 @@
 vkasr_status ref_layernorm(struct backend *b, const struct op_layernorm *a) {
     int64_t R = a->x.ne[0], C = a->x.ne[1];
     const float *x = ref_f32(&a->x), *g = ref_f32(&a->gamma), *be = ref_f32(&a->beta);
-    float *y = ref_f32(&a->y);
     for (int64_t r = 0; r < R; r++) {
         const float *xr = x + r * C;
         double mean = 0, var = 0;
@@ -18,7 +17,7 @@ vkasr_status ref_layernorm(struct backend *b, const struct op_layernorm *a) {
         var /= (double)C;
         double inv = 1.0 / sqrt(var + (double)a->eps);
         for (int64_t c = 0; c < C; c++)
-            y[r * C + c] = (float)((xr[c] - mean) * inv * g[c] + be[c]);
+            ref_put(&a->y, (uint64_t)(r * C + c), (xr[c] - mean) * inv * g[c] + be[c]);
     }
     return VKASR_OK;
 }

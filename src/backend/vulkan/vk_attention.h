@@ -1,9 +1,9 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
- * the scalar kernel (attention.comp, any device, f32), its barrier-free twin for CPU drivers
- * (attention_rows.comp, f32) and the tensor-core kernel
- * (attention_coopmat.comp, f16 products) in a few head-width variants, the pure function that picks
- * one for a device and an op, and a recorder that runs a given configuration (tests and the benchmark
- * force configurations through it; the network only calls vk_op_relpos_attention). */
+ * the scalar kernel (attention.comp, any device, f32 products), its barrier-free twin for CPU drivers
+ * (attention_rows.comp) and two tensor-core kernels for the op's f16 mode (attention_coopmat.comp in
+ * a few head-width variants; the flash kernel attention_flash.comp in tile configurations), the pure
+ * function that picks one for a device and an op, and a recorder that runs a given configuration
+ * (tests and the benchmark force configurations through it; the network calls vk_op_relpos_attention). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
 
@@ -13,7 +13,9 @@ enum vk_att_kernel {
     VK_ATT_SCALAR = 0,      /* attention.comp: f32 FMA, any device                                  */
     VK_ATT_COOPMAT = 1,     /* attention_coopmat.comp: NV cooperative matrices, subgroup size 32    */
     VK_ATT_COOPMAT_EMU = 2, /* attention_coopmat.comp with emulated fragments: tests only           */
-    VK_ATT_ROWS = 3         /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
+    VK_ATT_ROWS = 3,        /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
+    VK_ATT_FLASH = 4,       /* attention_flash.comp: NV cooperative matrices, subgroup size 32      */
+    VK_ATT_FLASH_EMU = 5    /* attention_flash.comp emulated (shared memory in device memory): tests */
 };
 
 /* Keys one query row of attention_rows.comp may score: its key loop is the only loop llvmpipe counts
@@ -21,14 +23,18 @@ enum vk_att_kernel {
 #define VK_ATT_ROWS_MAX_KEYS 65000
 
 struct vk_att_cfg {
-    const char *name;       /* e.g. "cm_dk128": for --cfg in the benchmark and test messages        */
+    const char *name;       /* e.g. "flash128_q64k32": for the benchmark's CONFIG and test messages */
     const char *prof;       /* dispatch name in profiles                                           */
     enum vk_att_kernel kind;
-    enum spv_id spv;
+    enum spv_id spv;        /* all tensors f32 (the tensor-core kernels: any types)                */
+    enum spv_id spv_h;      /* some tensor f16 (16-bit storage)                                    */
     uint32_t wg;            /* workgroup size (spec constant 0)                                    */
     uint32_t bq;            /* query rows per workgroup                                            */
+    uint32_t bk;            /* keys per block (tensor-core kernels; 0 elsewhere)                   */
     uint32_t max_dk;        /* widest head the variant takes                                       */
     uint32_t shared_bytes;  /* shared memory the variant declares                                  */
+    uint32_t emu_stride;    /* VK_ATT_FLASH_EMU: device memory standing in for a workgroup's shared
+                               memory, bytes                                                       */
 };
 
 /* Every configuration this build has; *n receives the count. */
@@ -37,11 +43,14 @@ const struct vk_att_cfg *vk_att_configs(size_t *n);
 const struct vk_att_cfg *vk_att_find(const char *name);
 /* Whether a configuration can run on a device (features, subgroup size, limits). */
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps);
+/* Whether a configuration computes the op's f16 mode on tensor cores (or their emulation). */
+bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c);
 /* The configuration vk_op_relpos_attention uses for head width dk; f16 is the op's f16 flag (tensor
  * cores are used only when the op allows f16 products). NULL when none can run. Pure. */
 const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16);
 /* Records the op with a given configuration (arguments already validated). Errors if the
- * configuration cannot run on this device or does not take this head width. */
+ * configuration cannot run on this device, does not take this head width, or the op has f16
+ * tensors and the device no 16-bit storage. */
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg);
 
 #endif

@@ -257,6 +257,17 @@ uint32_t vk_groups_dim(const struct vk_device *d, int dim, uint64_t items, uint6
 /* Default workgroup size for 1-D kernels on this device. */
 uint32_t vk_wg_size(const struct vk_device *d);
 
+/* The kernel variant for an op's input x and output y (shaders/common/io.glsl): the f32 module when
+ * both are f32 (spec = {wg}), else its *_h twin with the types in specialization constant 7. */
+struct vk_io {
+    enum spv_id spv;
+    uint32_t spec[8];
+    uint32_t nspec;
+};
+/* Fills *out; an error naming the op when an f16 tensor meets a device without f16 support. */
+vkasr_status vk_io_variant(struct vk_backend *b, const char *op, enum spv_id f32, enum spv_id f16, uint32_t wg,
+                           be_dtype x, be_dtype y, struct vk_io *out);
+
 /* ---- op implementations (vk_op_*.c) ----------------------------------------------------------- */
 
 #define X(name) vkasr_status vk_op_##name(struct vk_backend *b, const struct op_##name *a);

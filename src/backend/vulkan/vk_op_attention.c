@@ -1,8 +1,9 @@
 /* vk_op_attention.c — host side of the fused relative-position attention: one dispatch, no scratch
- * (scores stay in shared memory, so memory is linear in T). Chooses between the scalar f32 kernel
- * (attention.comp) and, when the op allows f16 products and the device has NV cooperative matrices,
- * the tensor-core kernel (attention_coopmat.comp) in the narrowest head-width variant that fits; see
- * vk_attention.h for the selection contract. */
+ * (scores stay in shared memory or registers, so memory is linear in T). Chooses between the scalar
+ * f32 kernel (attention.comp), the barrier-free one for CPU drivers (attention_rows.comp) and, when
+ * the op allows f16 products and the device has NV cooperative matrices, a tensor-core kernel
+ * (attention_coopmat.comp or attention_flash.comp) from a table by head width; see vk_attention.h for
+ * the selection contract. */
 #include <math.h>
 #include <string.h>
 
@@ -10,15 +11,22 @@
 
 struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
-    uint32_t Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
+    uint32_t Tq, Tk, q0, k0, D, dk, P, n_valid, w; /* heads = D / dk and p's centre (P - 1) / 2 are derived */
     float scale;
-    uint32_t flags, nseg;
-    uint64_t seg;
+    uint32_t flags, emu_stride, nseg, pad_;
+    uint64_t emu_sh, seg;
 };
-_Static_assert(sizeof(struct pc_attention) == 120,
-               "mirror of attention.comp / attention_coopmat.comp / attention_rows.comp push constants");
+_Static_assert(sizeof(struct pc_attention) == VK_PUSH_CONSTANT_BYTES,
+               "mirror of shaders/common/attention.glsl's push constants, within the guaranteed 128 bytes");
 
-#define ATT_FLAG_VEC 1u /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: vector loads (coopmat) */
+#define ATT_FLAG_VEC 1u  /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte f32 loads  */
+#define ATT_FLAG_VEC8 2u /* D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte f16 loads  */
+/* Tensor types (specialization constant 7 of every attention kernel, shaders/common/attention.glsl). */
+#define ATT_TYPE_Q16 1u
+#define ATT_TYPE_K16 2u
+#define ATT_TYPE_V16 4u
+#define ATT_TYPE_P16 8u
+#define ATT_TYPE_Y16 16u
 
 /* Scalar kernel (attention.comp): 128 invocations, 32 query rows, dk in chunks of 32 with up to 8
  * chunks of output registers. */
@@ -32,18 +40,48 @@ _Static_assert(sizeof(struct pc_attention) == 120,
 #define CM_SHARED(nw, dkp, emu) (16u * CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
 
 #define COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
-    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .wg = 32u * (nw), .bq = 16u * (nw), \
-     .max_dk = dkp, .shared_bytes = CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
+     .bq = 16u * (nw), .bk = 16, .max_dk = dkp, .shared_bytes = CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
 
-/* Each emulated variant has the layout of a real one except for the subgroup count (lavapipe has
- * 32 KiB of shared memory): the 2-subgroup twins check the DKP 128 unrolling, the 4-subgroup one
- * the per-subgroup window offsets of the real variants. */
+/* Flash kernel (attention_flash.comp): its shared layout in uvec4 units, mirrored — k and v blocks,
+ * the position ring, a scratch per warp (BD' fragments: the whole window or one fragment; the staged
+ * weights when P_REG is 0) — plus 16 uints per warp of row statistics. The emulation keeps the uvec4
+ * part, and its A fragments behind it, in device memory (emu_stride per workgroup) and only the row
+ * statistics and a flag in shared memory. */
+#define FL_DKS(dkp) ((dkp) / 8 + 1)
+#define FL_BDP(bk, whole) (((whole) ? 16 * ((bk) / 16 + 1) : 16) / 4 + 1)
+#define FL_WSW(bk, whole, preg) (16 * ((preg) || FL_BDP(bk, whole) >= (bk) / 8 + 1 ? FL_BDP(bk, whole) : (bk) / 8 + 1))
+#define FL_UVEC4(nw, bk, dkp, whole, preg) ((3 * (bk) + 16 * (nw)) * FL_DKS(dkp) + (nw) * FL_WSW(bk, whole, preg))
+/* the emulation's A-fragment slots behind that layout: per warp, q+u, q+v and the weights */
+#define FL_EMU_A(nw, bk, dkp) ((nw) * (2 * ((dkp) / 16) + (bk) / 16) * 32)
+#define FLASH(nm, kd, sp, nw, bkk, dkp, whole, preg)                                                   \
+    {.name = nm, .prof = "relpos_attention_flash", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),  \
+     .bq = 16u * (nw), .bk = bkk, .max_dk = dkp,                                                        \
+     .shared_bytes = (kd) == VK_ATT_FLASH ? 16u * FL_UVEC4(nw, bkk, dkp, whole, preg) + 64u * (nw)         \
+                                          : 64u * (nw) + 4u,                                            \
+     .emu_stride = (kd) == VK_ATT_FLASH_EMU ? 16u * (FL_UVEC4(nw, bkk, dkp, whole, preg) + FL_EMU_A(nw, bkk, dkp)) : 0u}
+/* A flash variant and its emulated twin (the same shader with EMULATE_COOPMAT; shaders/shaders.cmake
+ * builds both from the same defines). */
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
+    FLASH(nm, VK_ATT_FLASH, SPV_attention_##id, nw, bkk, dkp, whole, preg),                            \
+        FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
+#else
+#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
+    FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
+#endif
+
+/* Each emulated coopmat variant has the layout of a real one except for the subgroup count (lavapipe
+ * has 32 KiB of shared memory): the 2-subgroup twins check the DKP 128 unrolling, the 4-subgroup one
+ * the per-subgroup window offsets of the real variants. The flash variants' twins are exact: their
+ * shared memory lives in device memory. Names: flash<DKP>_q<BQ>k<BK>[_ps: weights through shared
+ * memory][_pf: register prefetch]; the tile parameters are in shaders/shaders.cmake. */
 static const struct vk_att_cfg configs[] = {
-    {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention, .wg = 128, .bq = 32,
-     .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
+    {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention,
+     .spv_h = SPV_attention_h, .wg = 128, .bq = 32, .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
     /* attention_rows.comp: 8 query rows per workgroup, one per invocation, no shared memory */
-    {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows, .wg = 8, .bq = 8,
-     .max_dk = 256, .shared_bytes = 0},
+    {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows,
+     .spv_h = SPV_attention_rows_h, .wg = 8, .bq = 8, .max_dk = 256, .shared_bytes = 0},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
@@ -52,6 +90,31 @@ static const struct vk_att_cfg configs[] = {
     COOPMAT("emu_dk32", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu_dk32, 4, 32),
     COOPMAT("emu2_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk64, 2, 64),
     COOPMAT("emu2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk128, 2, 128),
+    /* name, shader, warps, keys per block, DKP, whole BD' window, weights in registers */
+    FLASH_PAIR("flash32_q128k64", fl32_q128k64, 8, 64, 32, 0, 1),
+    FLASH_PAIR("flash32_q64k64", fl32_q64k64, 4, 64, 32, 1, 1),
+    FLASH_PAIR("flash64_q64k64", fl64_q64k64, 4, 64, 64, 0, 1),
+    FLASH_PAIR("flash64_q64k32", fl64_q64k32, 4, 32, 64, 1, 1),
+    FLASH_PAIR("flash128_q64k32", fl128_q64k32, 4, 32, 128, 0, 1),
+    FLASH_PAIR("flash128_q64k32_ps", fl128_q64k32_ps, 4, 32, 128, 0, 0),
+    FLASH_PAIR("flash128_q64k32_pf", fl128_q64k32_pf, 4, 32, 128, 0, 1),
+    FLASH_PAIR("flash128_q64k16", fl128_q64k16, 4, 16, 128, 1, 1),
+    FLASH_PAIR("flash128_q64k16_ps", fl128_q64k16_ps, 4, 16, 128, 1, 0),
+    FLASH_PAIR("flash128_q48k32", fl128_q48k32, 3, 32, 128, 0, 1),
+    FLASH_PAIR("flash128_q32k32", fl128_q32k32, 2, 32, 128, 1, 1),
+};
+
+/* The tensor-core kernel for the op's f16 mode per head width, narrowest first: the first entry that
+ * takes dk and can run on the device. Filled from tools/gpu/attention_sweep.sh's "best" lines. By head
+ * width only, never by length: the network's row chunks of one sequence must take the same kernel to
+ * stay bit-identical to one call (test_ops_attention's choice cases name the expected entries). */
+static const struct {
+    int64_t max_dk;
+    const char *name;
+} tc_choice[] = {
+    {32, "cm_dk32"},
+    {64, "cm_dk64"},
+    {128, "cm_dk128"},
 };
 
 const struct vk_att_cfg *vk_att_configs(size_t *n) {
@@ -66,13 +129,18 @@ const struct vk_att_cfg *vk_att_find(const char *name) {
     return NULL;
 }
 
+bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c) {
+    return c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH ||
+           c->kind == VK_ATT_FLASH_EMU;
+}
+
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     if (c->wg > caps->max_wg_invocations || c->shared_bytes > caps->max_shared)
         return false;
-    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU) && !caps->f16)
+    if (vk_att_cfg_tensor_cores(c) && !caps->f16)
         return false;
-    /* The real kernel maps one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
-    if (c->kind == VK_ATT_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
+    /* The real kernels map one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
+    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_FLASH) && (!caps->coopmat_nv || caps->subgroup_size != 32))
         return false;
     return true;
 }
@@ -84,10 +152,10 @@ const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, b
         if (r && dk <= (int64_t)r->max_dk && vk_att_cfg_usable(r, caps))
             return r;
     }
-    if (f16) { /* the narrowest tensor-core variant that takes dk (configs are listed narrow first) */
-        for (size_t i = 0; i < sizeof configs / sizeof *configs; i++) {
-            const struct vk_att_cfg *c = &configs[i];
-            if (c->kind == VK_ATT_COOPMAT && dk <= (int64_t)c->max_dk && vk_att_cfg_usable(c, caps))
+    if (f16) {
+        for (size_t i = 0; i < sizeof tc_choice / sizeof *tc_choice; i++) {
+            const struct vk_att_cfg *c = vk_att_find(tc_choice[i].name);
+            if (c && dk <= tc_choice[i].max_dk && dk <= (int64_t)c->max_dk && vk_att_cfg_usable(c, caps))
                 return c;
         }
     }
@@ -99,6 +167,10 @@ static bool overlaps(const be_tensor *a, const be_tensor *b) {
     uint64_t na = be_nbytes(a), nb = be_nbytes(b);
     return na && nb && a->addr < b->addr + nb && b->addr < a->addr + na;
 }
+
+/* The emulated flash kernel's stand-in shared memory: one slice per workgroup, so its grid is capped. */
+#define EMU_MAX_GROUPS_X 16u
+#define EMU_MAX_GROUPS_Y 4u
 
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg) {
     struct err *e = &b->base.err;
@@ -116,8 +188,19 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                        "relpos_attention: kernel %s cannot run on this device (needs %u bytes of shared memory and "
                        "%u invocations per workgroup; the device offers %u and %u%s)",
                        cfg->name, cfg->shared_bytes, cfg->wg, d->caps.max_shared, d->caps.max_wg_invocations,
-                       cfg->kind == VK_ATT_COOPMAT ? "; needs NV cooperative matrices, subgroup size 32"
-                       : cfg->kind == VK_ATT_COOPMAT_EMU ? "; needs f16" : "");
+                       cfg->kind == VK_ATT_COOPMAT || cfg->kind == VK_ATT_FLASH
+                           ? "; needs NV cooperative matrices, subgroup size 32"
+                       : vk_att_cfg_tensor_cores(cfg) ? "; needs f16"
+                                                      : "");
+    uint32_t types = 0;
+    types |= a->q.type == BE_F16 ? ATT_TYPE_Q16 : 0;
+    types |= a->k.type == BE_F16 ? ATT_TYPE_K16 : 0;
+    types |= a->v.type == BE_F16 ? ATT_TYPE_V16 : 0;
+    types |= a->p.type == BE_F16 ? ATT_TYPE_P16 : 0;
+    types |= a->y.type == BE_F16 ? ATT_TYPE_Y16 : 0;
+    if (types && !d->caps.f16)
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "relpos_attention: f16 tensors need shaderFloat16 and 16-bit storage, which this device lacks");
     /* The kernels index rows and positions in 32 bits (offsets are 64-bit), form center - i + j in int
      * and sums of two positions in uint. */
     const int64_t lim = INT32_MAX / 4;
@@ -154,9 +237,11 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     int64_t w = a->window > 0 && a->window < span ? a->window : span;
     int64_t n_valid = a->n_valid < span ? a->n_valid : span;
     uint32_t flags = 0;
-    if (D % 4 == 0 && dk % 4 == 0 && a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 &&
-        a->p.addr % 16 == 0)
+    const bool aligned = a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
+    if (D % 4 == 0 && dk % 4 == 0 && aligned)
         flags |= ATT_FLAG_VEC;
+    if (D % 8 == 0 && dk % 8 == 0 && aligned)
+        flags |= ATT_FLAG_VEC8;
     struct pc_attention pc = {
         .q = a->q.addr,
         .k = a->k.addr,
@@ -171,9 +256,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .k0 = (uint32_t)a->k_pos0,
         .D = (uint32_t)D,
         .dk = (uint32_t)dk,
-        .H = (uint32_t)H,
         .P = (uint32_t)P,
-        .center = (uint32_t)((P - 1) / 2),
         .n_valid = (uint32_t)n_valid,
         .w = (uint32_t)w,
         .scale = (float)(1.0 / sqrt((double)dk)),
@@ -182,25 +265,41 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .seg = a->seg.addr,
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
-     * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none. */
-    uint32_t spec[2] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32)};
+     * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.
+     * Spec 7: the tensor types (ids 2-6 are unused). */
+    uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
+                        0, 0, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
-    struct vk_range rd[7], wr = vk_tensor_range(&a->y);
+    struct vk_range rd[7], wr[2] = {vk_tensor_range(&a->y)};
     for (int i = 0; i < nin; i++)
         rd[i] = vk_tensor_range(in[i]);
     struct vk_dispatch dp = {
         .name = cfg->prof,
-        .spv = cfg->spv,
+        .spv = types ? cfg->spv_h : cfg->spv,
         .spec = spec,
-        .nspec = cfg->kind == VK_ATT_SCALAR || cfg->kind == VK_ATT_ROWS ? 2 : 1,
+        .nspec = 8,
         .pc = &pc,
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
         .reads = rd,
         .nreads = nin,
-        .writes = &wr,
+        .writes = wr,
         .nwrites = 1,
     };
+    if (cfg->kind == VK_ATT_FLASH_EMU) {
+        /* Scratch for this call only: the workgroups' stand-in shared memory, released after recording
+         * (the recorded ranges order any later reuse of the bytes). */
+        dp.groups[0] = dp.groups[0] < EMU_MAX_GROUPS_X ? dp.groups[0] : EMU_MAX_GROUPS_X;
+        dp.groups[1] = dp.groups[1] < EMU_MAX_GROUPS_Y ? dp.groups[1] : EMU_MAX_GROUPS_Y;
+        const uint64_t mark = vk_arena_mark(&b->scratch), bytes = (uint64_t)dp.groups[0] * dp.groups[1] * cfg->emu_stride;
+        vkasr_status st = vk_arena_alloc(d, &b->scratch, bytes, &pc.emu_sh, e);
+        pc.emu_stride = cfg->emu_stride;
+        wr[dp.nwrites++] = (struct vk_range){pc.emu_sh, bytes};
+        if (st == VKASR_OK)
+            st = vk_record(b, &dp);
+        vk_arena_release(&b->scratch, mark);
+        return st;
+    }
     if (cfg->kind != VK_ATT_ROWS)
         return vk_record(b, &dp);
     /* attention_rows.comp takes one row per invocation from row0 (in the flags word): one dispatch

@@ -1,6 +1,6 @@
 /* vk_op_conv.c — host side of the convolutions: the subsampling's strided 3x3 convs (conv2d.comp, two
- * variants) and the conformer's depthwise time convolution (dwconv1d.comp). Argument rules live in
- * ops.c; this file only sizes grids and records dispatches. */
+ * variants) and the conformer's depthwise time convolution (dwconv1d.comp), each with an f16 twin for
+ * f16 x or y. Argument rules live in ops.c; this file only sizes grids and records dispatches. */
 #include "vk_internal.h"
 
 /* Workgroup size along channels: C is 256 (subsampling) or 1024 (conformer) in practice, so 64 keeps
@@ -22,7 +22,8 @@ struct pc_conv2d {
 };
 _Static_assert(sizeof(struct pc_conv2d) == 120, "mirror of conv2d.comp push constants");
 
-static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum spv_id spv, const be_tensor *x,
+static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum spv_id spv, enum spv_id spv_h,
+                                  const be_tensor *x,
                                   const be_tensor *w, const be_tensor *bias, const be_tensor *y, int64_t x_row0,
                                   int64_t x_len, int64_t y_row0, int act, const be_tensor *x_seg,
                                   const be_tensor *y_seg) {
@@ -40,6 +41,8 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
         .x_seg = x_seg->addr, .y_seg = y_seg->addr,
     };
     uint32_t wg = CONV_WG;
+    struct vk_io io;
+    TRY(vk_io_variant(b, name, spv, spv_h, wg, x->type, y->type, &io));
     /* A GPU gets a workgroup per output position and channel block; a CPU driver, which pays for each
      * workgroup, a few fat ones (the kernel loops grid-stride over rows and columns). */
     const bool cpu = b->d->caps.cpu;
@@ -48,9 +51,9 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
     struct vk_range wr = vk_tensor_range(y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = name,
-                            .spv = spv,
-                            .spec = &wg,
-                            .nspec = 1,
+                            .spv = io.spv,
+                            .spec = io.spec,
+                            .nspec = io.nspec,
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_dim(b->d, 0, (uint64_t)C, wg),
@@ -64,13 +67,13 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
 }
 
 vkasr_status vk_op_conv2d_s2(struct vk_backend *b, const struct op_conv2d_s2 *a) {
-    return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
-                         a->y_row0, a->act, &a->x_seg, &a->y_seg);
+    return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, SPV_conv2d_s2_h, &a->x, &a->w, &a->b, &a->y, a->x_row0,
+                         a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
 }
 
 vkasr_status vk_op_dwconv2d_s2(struct vk_backend *b, const struct op_dwconv2d_s2 *a) {
-    return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
-                         a->y_row0, a->act, &a->x_seg, &a->y_seg);
+    return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, SPV_dwconv2d_s2_h, &a->x, &a->w, &a->b, &a->y,
+                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
 }
 
 struct pc_dwconv1d {
@@ -98,14 +101,16 @@ vkasr_status vk_op_dwconv1d(struct vk_backend *b, const struct op_dwconv1d *a) {
         .row0 = a->row0,
     };
     uint32_t wg = CONV_WG;
+    struct vk_io io;
+    TRY(vk_io_variant(b, "dwconv1d", SPV_dwconv1d, SPV_dwconv1d_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[4] = {vk_tensor_range(&a->x), vk_tensor_range(&a->w), vk_tensor_range(&a->b),
                              vk_tensor_range(&a->seg)};
     struct vk_range wr = vk_tensor_range(&a->y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = "dwconv1d",
-                            .spv = SPV_dwconv1d,
-                            .spec = &wg,
-                            .nspec = 1,
+                            .spv = io.spv,
+                            .spec = io.spec,
+                            .nspec = io.nspec,
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_dim(b->d, 0, (uint64_t)C, wg),

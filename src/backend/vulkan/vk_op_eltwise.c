@@ -1,5 +1,5 @@
 /* vk_op_eltwise.c — host side of the element-wise and layout kernels: unary.comp, binary.comp,
- * glu.comp, layout.comp (pad, permute). Argument rules live in ops.c; this file only maps arguments
+ * glu.comp (f32 or f16 x and y), layout.comp (pad, permute). Argument rules live in ops.c; this file only maps arguments
  * to push constants, grids and the byte ranges each dispatch touches. */
 #include <math.h>
 #include <string.h>
@@ -81,12 +81,14 @@ vkasr_status vk_op_glu(struct vk_backend *b, const struct op_glu *a) {
         return VKASR_OK;
     struct pc_glu pc = {a->x.addr, a->y.addr, n, (uint64_t)a->y.ne[1]};
     uint32_t wg = vk_wg_size(b->d);
+    struct vk_io io;
+    TRY(vk_io_variant(b, "glu", SPV_glu, SPV_glu_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = "glu",
-                            .spv = SPV_glu,
-                            .spec = &wg,
-                            .nspec = 1,
+                            .spv = io.spv,
+                            .spec = io.spec,
+                            .nspec = io.nspec,
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_x(b->d, n, wg), 1, 1},

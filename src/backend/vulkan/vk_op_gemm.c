@@ -1,5 +1,6 @@
 /* vk_op_gemm.c — host side of the linear op: y = res + alpha * act(x w^T + bias), x, w, y each f32 or
- * f16. Plans the product (vk_gemm_choose, vk_gemm_configs.c) and records it: one dispatch of the
+ * f16, or the GLU epilogue (ACT_GLU: the kernels take the product's columns in pairs, linear.glsl). Plans
+ * the product (vk_gemm_choose, vk_gemm_configs.c) and records it: one dispatch of the
  * chosen kernel (gemm.comp, gemm_coopmat.comp, gemv.comp or gemm_direct.comp), or for a split of K
  * the tensor-core kernel writing raw slices into a scratch workspace and gemm_reduce.comp adding them
  * and applying the epilogue. See vk_gemm.h for the selection contract. */
@@ -40,7 +41,7 @@ static bool aligned16(const be_tensor *t) { return t->addr % 16 == 0; }
 /* The split-K pass: sums the slices of ws [splits, M, N] in order and applies the op's epilogue. */
 static vkasr_status record_reduce(struct vk_backend *b, const struct op_linear *a, uint64_t ws, uint32_t splits,
                                   uint32_t types) {
-    int64_t M = a->x.ne[0], N = a->w.ne[0];
+    int64_t M = a->x.ne[0], N = a->w.ne[0], ny = a->act == ACT_GLU ? N / 2 : N;
     struct pc_gemm pc = {
         .x = ws, .bias = a->bias.addr, .res = a->res.addr, .y = a->y.addr, .M = (uint32_t)M, .N = (uint32_t)N,
         .act = (uint32_t)a->act, .alpha = a->alpha, .splits = splits,
@@ -62,7 +63,7 @@ static vkasr_status record_reduce(struct vk_backend *b, const struct op_linear *
                             .nspec = 8,
                             .pc = &pc,
                             .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)M * (uint64_t)N, wg), 1, 1},
+                            .groups = {vk_groups_x(b->d, (uint64_t)M * (uint64_t)ny, wg), 1, 1},
                             .reads = rd,
                             .nreads = nrd,
                             .writes = &wr,
@@ -96,6 +97,11 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
     if (plan->splits > 1 && !cm)
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: kernel config %s cannot split K (tensor cores only)",
                        cfg->name);
+    /* GLU pairs a value column with its gate inside one invocation (scalar and direct kernels: an even
+     * number of columns each) or one workgroup (gemv: an even number of 32-invocation groups). */
+    if (a->act == ACT_GLU && (((cfg->kind == VK_GEMM_SCALAR || cfg->kind == VK_GEMM_DIRECT) && cfg->tn % 2) ||
+                              (cfg->kind == VK_GEMM_GEMV && cfg->bn % 2)))
+        return err_set(e, VKASR_ERR_INTERNAL, "linear: kernel config %s cannot pair GLU's columns", cfg->name);
     /* Slices of whole K steps; fewer than asked when K is short. */
     uint32_t splits = plan->splits, k_slice = (uint32_t)K;
     if (splits > 1) {

@@ -1,4 +1,4 @@
-/* vk_op_rows.c — host side of the row and column reductions: layernorm, softmax, argmax (rows.comp)
+/* vk_op_rows.c — host side of the row and column reductions: layernorm (f32 or f16 y), softmax, argmax (rows.comp)
  * and per-feature normalisation (feature_norm.comp). Argument rules live in ops.c; this file maps
  * arguments to push constants, grids, and (feature_norm) its scratch buffer. */
 #include "vk_internal.h"
@@ -20,14 +20,14 @@ static uint32_t threads_per_row(uint64_t width, uint32_t wg) {
     return t;
 }
 
-static vkasr_status record_rows(struct vk_backend *b, const char *name, enum spv_id spv, const void *pc,
+static vkasr_status record_rows(struct vk_backend *b, const char *name, const struct vk_io *io, const void *pc,
                                 uint32_t pc_size, uint64_t rows, uint32_t tpr, uint32_t wg,
                                 const struct vk_range *rd, int nrd, const struct vk_range *wr) {
     return vk_record(b, &(struct vk_dispatch){
                             .name = name,
-                            .spv = spv,
-                            .spec = &wg,
-                            .nspec = 1,
+                            .spv = io->spv,
+                            .spec = io->spec,
+                            .nspec = io->nspec,
                             .pc = pc,
                             .pc_size = pc_size,
                             .groups = {vk_groups_x(b->d, rows, wg / tpr), 1, 1},
@@ -53,9 +53,11 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
         return VKASR_OK;
     uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
     struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps};
+    struct vk_io io;
+    TRY(vk_io_variant(b, "layernorm", SPV_layernorm, SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
     struct vk_range wr = vk_tensor_range(&a->y);
-    return record_rows(b, "layernorm", SPV_layernorm, &pc, sizeof pc, R, tpr, wg, rd, 3, &wr);
+    return record_rows(b, "layernorm", &io, &pc, sizeof pc, R, tpr, wg, rd, 3, &wr);
 }
 
 /* ---- softmax ---------------------------------------------------------------------------------- */
@@ -73,8 +75,9 @@ vkasr_status vk_op_softmax(struct vk_backend *b, const struct op_softmax *a) {
         return VKASR_OK;
     uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
     struct pc_softmax pc = {a->x.addr, a->y.addr, R, C, tpr, a->scale};
+    const struct vk_io io = {SPV_softmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
-    return record_rows(b, "softmax", SPV_softmax, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+    return record_rows(b, "softmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
 }
 
 /* ---- argmax ----------------------------------------------------------------------------------- */
@@ -95,8 +98,9 @@ vkasr_status vk_op_argmax(struct vk_backend *b, const struct op_argmax *a) {
                        (long long)a->c0, (long long)a->c1);
     uint32_t wg = pow2_wg(b->d), tpr = threads_per_row((uint64_t)(a->c1 - a->c0), wg);
     struct pc_argmax pc = {a->x.addr, a->y.addr, R, C, (uint64_t)a->c0, (uint64_t)a->c1, tpr, 0};
+    const struct vk_io io = {SPV_argmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
-    return record_rows(b, "argmax", SPV_argmax, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+    return record_rows(b, "argmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
 }
 
 /* ---- feature_norm ----------------------------------------------------------------------------- */

@@ -1,0 +1,61 @@
+// attention.glsl — what the relative-position attention kernels share (attention.comp,
+// attention_rows.comp, attention_coopmat.comp, attention_flash.comp): the push constants (mirror of
+// struct pc_attention in src/backend/vulkan/vk_op_attention.c) and the tensor types. Include after
+// core.glsl.
+//
+// Types: kernels built with -DF16_TYPES (which define HAS_F16 before core.glsl; the tensor-core kernels
+// always are) take them from specialization constant 7, set by the host per call: bit 0 q is f16, 1 k,
+// 2 v, 3 p, 4 y. bias_u and bias_v are always f32. Without F16_TYPES every tensor is f32 and the module
+// needs no 16-bit storage, so it runs on devices without it.
+#ifdef F16_TYPES
+#ifndef HAS_F16
+#error "F16_TYPES kernels define HAS_F16 before including core.glsl"
+#endif
+layout(constant_id = 7) const uint TYPES = 0;
+#else
+const uint TYPES = 0;
+#endif
+const bool Q16 = (TYPES & 1u) != 0u;
+const bool K16 = (TYPES & 2u) != 0u;
+const bool V16 = (TYPES & 4u) != 0u;
+const bool P16 = (TYPES & 8u) != 0u;
+const bool Y16 = (TYPES & 16u) != 0u;
+
+// q, y [Tq, D] (positions q0 ..), k, v [Tk, D] (positions k0 ..), p [P, D], bu, bv [H, dk].
+// 128 bytes, the most every device offers: the head count and p's centre row, which follow from the
+// rest, are derived (ATT_H, ATT_CENTER) to leave room for a packed batch's segment table.
+layout(push_constant) uniform PC {
+    uint64_t q, k, v, p, bu, bv, y;
+    uint Tq, Tk, q0, k0, D, dk, P, n_valid, w;
+    float scale;
+    uint flags;       // FLAG_* below; attention_rows.comp: the first query row of the dispatch
+    uint emu_stride;  // EMULATE_COOPMAT (attention_flash.comp): bytes of stand-in shared memory per workgroup
+    uint nseg;        // segments of a packed batch (0: one sequence)
+    uint64_t emu_sh;  // EMULATE_COOPMAT: the stand-in shared memory's device address
+    uint64_t seg;     // I64 [nseg + 1]: the segments' start positions, a leading 0, the total last
+} pc;
+#define ATT_H (pc.D / pc.dk)            // heads
+#define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)
+
+#define FLAG_VEC 1u  // D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte loads of 4 f32
+#define FLAG_VEC8 2u // D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte loads of 8 f16
+
+// Element i of a tensor of the given type, as f32.
+float att_load(uint64_t base, uint64_t i, bool h16) {
+#ifdef F16_TYPES
+    if (h16)
+        return LOADH(base, i);
+#endif
+    return LOADF(base, i);
+}
+
+// y[i] = v in y's type (f16: rounded to nearest even by packHalf2x16 first, see round_to_f16).
+void att_store_y(uint64_t i, float v) {
+#ifdef F16_TYPES
+    if (Y16) {
+        STOREH(pc.y, i, round_to_f16(v));
+        return;
+    }
+#endif
+    STOREF(pc.y, i, v);
+}
