@@ -476,9 +476,9 @@ static void error_cases(struct th *h) {
 /* A packed batch of n segments of len[i] rows: the whole call against the reference, each segment
  * bit-identical to a call on the segment alone (positions from 0, the same position table), and calls
  * on row chunks of `chunk` rows (local attention: each with its band of keys) bit-identical to the whole
- * call. */
+ * call. f16_tensors: F16_* bits of the tensors stored as f16. */
 static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_t *len, int n, int64_t D, int heads,
-                        int64_t window, int64_t chunk, bool f16) {
+                        int64_t window, int64_t chunk, bool f16, unsigned f16_tensors) {
     int64_t off[16] = {0}, T = 0, lmax = 0;
     for (int i = 0; i < n; i++) {
         off[i + 1] = off[i] + len[i];
@@ -486,17 +486,18 @@ static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_
     }
     T = off[n];
     const int64_t reach = window > 0 && window < lmax - 1 ? window : lmax - 1, P = 2 * reach + 1, dk = D / heads;
-    th_case(h, "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld",
+    th_case(h, "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", n, (long long)T, (long long)lmax, (long long)D, heads,
-            (long long)window, (long long)chunk);
+            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
     struct th_tensor *seg = th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), off);
-    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
-    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
-    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
-    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -1.0f, 1.0f);
+    const be_dtype yt = type_of(f16_tensors, F16_Y);
+    struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *v = th_input(h, type_of(f16_tensors, F16_V), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, type_of(f16_tensors, F16_P), 2, TH_SHAPE(P, D), -1.0f, 1.0f);
     struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
     struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
-    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct th_tensor *y = th_output(h, yt, 2, TH_SHAPE(T, D));
     struct op_relpos_attention a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_relpos_attention){.q = TH_T(q, s), .k = TH_T(k, s), .v = TH_T(v, s), .p = TH_T(p, s),
@@ -505,13 +506,13 @@ static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_
                                             .seg = TH_T(seg, s), .seg_max = lmax};
     if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
         return;
-    bool ok = th_check(h, y, f16 ? TOL_F16 : TOL);
-    const uint64_t bytes = (uint64_t)(T * D) * 4;
-    float *whole = malloc(bytes), *part = malloc(bytes);
+    bool ok = th_check(h, y, f16 || f16_tensors ? TOL_F16 : TOL);
+    const uint64_t bytes = (uint64_t)(T * D) * be_dtype_size(yt);
+    unsigned char *whole = malloc(bytes), *part = malloc(bytes);
     if (!whole || !part)
         exit(1);
     struct backend *dv = h->be[TH_DEV];
-    struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct th_tensor *y1 = th_output(h, yt, 2, TH_SHAPE(T, D));
     vkasr_status st = be_download(dv, whole, TH_T(y, TH_DEV).addr, bytes);
     /* each segment alone */
     for (int i = 0; st == VKASR_OK && i < n; i++) {
@@ -569,9 +570,11 @@ static void packed_cases(struct th *h, const struct vk_att_cfg *cfg, bool f16) {
     /* segments shorter than a block, one row, and longer than two blocks; local and full */
     static const int64_t lens[] = {45, 1, 7, 70, 3, 33};
     const int64_t D = f16 ? (cfg ? 2 * cfg->max_dk : 64) : 48;
-    packed_case(h, cfg, lens, 6, D, 2, 0, 33, f16);
-    packed_case(h, cfg, lens, 6, D, 2, 5, 64, f16);
-    packed_case(h, cfg, lens + 3, 2, D, 2, 0, 7, f16);
+    packed_case(h, cfg, lens, 6, D, 2, 0, 33, f16, 0);
+    packed_case(h, cfg, lens, 6, D, 2, 5, 64, f16, 0);
+    packed_case(h, cfg, lens + 3, 2, D, 2, 0, 7, f16, 0);
+    /* f16 tensors (f16 precision's q, k, v, p and output) */
+    packed_case(h, cfg, lens, 6, D, 2, 5, 33, f16, F16_ALL);
 }
 
 /* The f32 cases for one f32 configuration (scalar, rows; cfg NULL: the automatic choice). */
