@@ -555,8 +555,8 @@ void main() {
                         keep = false;
                         continue;
                     }
-                    const bool inner = rlo == 0u && rhi == 16u && j0 >= pc.k0 && j0 + BK <= jend && pw + 15u <= j0 + pc.w &&
-                                       j0 + BK - 1u <= pw + pc.w;
+                    const bool inner = rlo == 0u && rhi == 16u && j0 >= pc.k0 && j0 + BK <= jend &&
+                                       pw + 15u <= j0 + pc.w && j0 + BK - 1u <= pw + pc.w;
 
                     // ---- AC = (q+u) k^T ------------------------------------------------------------------
                     FragC s[NFB];
@@ -630,7 +630,8 @@ void main() {
                             float x = ELEM(s[f], e) * c2;
                             if (!inner) {
                                 const uint r = ROW(e), j = j0 + 16u * f + COL(e), pi = pw + r;
-                                const bool ok = r >= rlo && r < rhi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
+                                const bool ok = r >= rlo && r < rhi && j >= pc.k0 && j < jend &&
+                                                (pi > j ? pi - j : j - pi) <= pc.w;
                                 x = ok ? x : MASKED;
                             }
                             ELEM(s[f], e) = x;

@@ -486,7 +486,8 @@ static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_
     }
     T = off[n];
     const int64_t reach = window > 0 && window < lmax - 1 ? window : lmax - 1, P = 2 * reach + 1, dk = D / heads;
-    th_case(h, "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s",
+    th_case(h,
+            "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", n, (long long)T, (long long)lmax, (long long)D, heads,
             (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
     struct th_tensor *seg = th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), off);

@@ -59,7 +59,8 @@ static int64_t pos_rows(int64_t frames, int64_t window) {
 
 uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
                             int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest) {
-    const int64_t T = frames, D = c->d_model, P = pos_rows(max_frames, window), w = effective_window(max_frames, window);
+    const int64_t T = frames, D = c->d_model, P = pos_rows(max_frames, window);
+    const int64_t w = effective_window(max_frames, window);
     if (T == 0)
         return 0;
     // y [T, D];  pos, p [P, D];  full attention: v [T, D]
