@@ -456,6 +456,66 @@ VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int
  * float32; NULL otherwise. */
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
 VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
+/* A batch input's outcome (vkasr_transcribe_batch()): VKASR_OK, VKASR_ABORTED (stopped part-way or never
+ * started: partial), or the error that input met (its audio could not be decoded, ...), with the message
+ * naming the input. Results of the single-input calls: VKASR_OK or VKASR_ABORTED, message "". */
+VKASR_API vkasr_status vkasr_result_status(const vkasr_result *result);
+VKASR_API const char *vkasr_result_error(const vkasr_result *result);
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Many inputs at once                                                                            */
+/*
+ * vkasr_transcribe_batch() transcribes a set of inputs (a data set, an archive, voicemails) in one call
+ * and is the fast way to do so: it decodes them, sorts them by length and runs them in packed batches on
+ * the device: the inputs of a batch are concatenated along time, with no padding anywhere; each stage
+ * keeps to every input's own frames (per-input mel statistics, zeros at every input's edges in the
+ * convolutions, attention block by block), the greedy decoder advances all of them together. Each input
+ * comes out exactly as a call on it alone would give it (the same tokens; in f32 the same encoder output,
+ * bit for bit). Results come back one per input, in input order.
+ *
+ * A bad input (a file that cannot be opened or decoded, a non-finite sample) gets its own error result
+ * and the others go on; a batch that fails on the device is retried one input at a time. The call's
+ * progress callback reports over all inputs; the abort callback stops it (the batch in progress keeps
+ * what was decoded, marked partial; inputs not started are VKASR_ABORTED). Segment and stage callbacks and
+ * teacher forcing are for single inputs (VKASR_ERR_INVALID_ARG here). Memory: the decoded audio of all
+ * n_inputs is held during the call (16 kHz float: 64 KB per second), so pass a few hundred inputs at a
+ * time (the CLI's --manifest does, keeping the order); device memory follows the batches, planned as for
+ * one input (vkasr_transcribe_params.max_memory applies to each batch).
+ */
+typedef struct vkasr_batch_input {
+    const char *path;              /* an audio file (any format vkasr_transcribe_file() reads; "-" is
+                                      standard input), or NULL: the samples below                 */
+    const float *samples;          /* interleaved float samples in [-1, 1], n_frames per channel     */
+    size_t n_frames;
+    int sample_rate, channels;
+} vkasr_batch_input;
+
+/* Called once per input as soon as its result is final, in the order the batches finish (not input
+ * order; index says which), on the calling thread. The result is valid until the session's next call. */
+typedef void (*vkasr_batch_callback)(size_t index, const vkasr_result *result, void *user_data);
+
+typedef struct vkasr_batch_params {
+    uint32_t struct_size;
+    size_t max_batch;              /* inputs per device batch at most; 0 (default): as many as the
+                                      device's memory (or max_memory) holds, up to 256 inputs or an
+                                      hour of audio per batch; 1: one input at a time              */
+    vkasr_batch_callback result_callback; /* NULL: none                                             */
+    void *result_user_data;
+} vkasr_batch_params;
+
+VKASR_API vkasr_batch_params vkasr_batch_params_default(void);
+
+/* Transcribes n_inputs inputs; out_results[i] (an array of n_inputs the caller provides) receives input
+ * i's result, owned by the session (valid until its next transcribe call or vkasr_session_free()), whose
+ * vkasr_result_status() says how it went. Returns VKASR_OK when every input was transcribed, VKASR_ABORTED
+ * when the abort callback stopped the call, VKASR_ERR_AUDIO (or the first input error) when some inputs
+ * failed and the others were transcribed, or an error before any input ran (bad arguments: then the
+ * out_results are NULL). Timings: an input's load_ms and audio_seconds are its own; features, encoder and
+ * decoder times, total_ms and the device memory figures are those of the batch it ran in. */
+VKASR_API vkasr_status vkasr_transcribe_batch(vkasr_session *session, const vkasr_batch_input *inputs,
+                                              size_t n_inputs, const vkasr_transcribe_params *params,
+                                              const vkasr_batch_params *batch_params,
+                                              const vkasr_result **out_results);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Live transcription                                                                             */

@@ -17,6 +17,10 @@
 // Key blocks start at multiples of BK of the key *position*, whatever the query block: a block that
 // holds none of a row's keys leaves its running max, sum and output exactly unchanged, so a row's
 // result does not depend on which rows share its query block or call (row chunks are bit-identical).
+// A packed batch (nseg > 0: seg [nseg+1] holds the segments' start positions): a query sees only the
+// keys of its segment, and key blocks start at multiples of BK from the segment's start, so a segment
+// computes exactly what it computes alone. A query block whose rows span several segments takes one
+// pass per segment (rows of other segments masked), each with the keys of its own segment.
 // The tensor-core kernels for the op's f16 mode are attention_coopmat.comp and attention_flash.comp
 // (the host chooses, src/backend/vulkan/vk_op_attention.c).
 // The workgroup size must be ATT_WG = 128: the thread -> micro-tile maps below are built for it.
@@ -104,22 +108,35 @@ void main() {
     const uint nqb = (pc.Tq + BQ - 1u) / BQ;
     // valid query rows: inside q and at positions below n_valid
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y)
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             uint i0 = qb * BQ;
-            uint ihi = min(i0 + BQ, nvq); // valid query rows of the block: [i0, ihi)
-            // Key positions any valid row of the block can see: [jlo, jend), jlo on the global BK grid
-            // (keys below k0 in the first block are absent); empty when the block is padding.
-            uint jlo = 0u, jend = 0u;
-            if (i0 < ihi) {
-                uint p0 = pc.q0 + i0; // positions < 2^30 and w < 2^30 (host): no overflow
-                jlo = max(pc.k0, p0 > pc.w ? p0 - pc.w : 0u);
-                jlo -= jlo % BK;
-                jend = min(min(pc.k0 + pc.Tk, pc.n_valid), pc.q0 + ihi + pc.w);
-            }
+            uint iend = max(i0, min(i0 + BQ, nvq)); // valid query rows of the block: [i0, iend)
+            // One pass per segment the valid rows reach (one pass without segments, or for padding):
+            // rows [ilo, ihi) of segment sg, whose positions are [slo, shi).
+            uint sg = pc.nseg > 0u && i0 < iend ? seg_find(pc.seg, pc.nseg, int64_t(pc.q0 + i0)) : 0u;
+            for (uint ilo = i0;; sg++) {
+                uint slo = 0u, shi = 0xffffffffu;
+                if (pc.nseg > 0u) { // positions < 2^30 (host): clamping keeps a bad table harmless
+                    slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pc.q0 + ilo)));
+                    if (sg + 1u < pc.nseg)
+                        shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pc.q0 + ilo), int64_t(0x7fffffff)));
+                }
+                const uint ihi = min(iend, shi - pc.q0);
+                const bool last = ihi >= iend;
+                // Key positions any row of the pass can see: [jlo, jend), jlo on the segment's BK grid
+                // (keys below k0 in the first block are absent); empty when the pass has no rows.
+                uint jlo = 0u, jend = 0u;
+                if (ilo < ihi) {
+                    uint p0 = pc.q0 + ilo; // positions < 2^30 and w < 2^30 (host): no overflow
+                    jlo = max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u);
+                    jlo -= (jlo - slo) % BK;
+                    jend = min(min(min(pc.k0 + pc.Tk, pc.n_valid), shi), pc.q0 + ihi + pc.w);
+                }
             float o[NCH * 8u];
             [[unroll]] for (uint x = 0; x < NCH * 8u; x++)
                 o[x] = 0.0;
+            barrier(); // the previous pass's readers of sh_l are done
             if (t < BQ) {
                 sh_m[t] = MASKED;
                 sh_l[t] = 0.0;
@@ -131,7 +148,7 @@ void main() {
                 float acc[8];
                 [[unroll]] for (uint x = 0; x < 8u; x++)
                     acc[x] = 0.0;
-                int nbase = int(pc.center) - int(pc.q0 + i0) + int(j0) - int(BQ - 1u);
+                int nbase = int(ATT_CENTER) - int(pc.q0 + i0) + int(j0) - int(BQ - 1u);
                 for (uint d0 = 0; d0 < pc.dk; d0 += DC) {
                     barrier(); // the previous chunk's (or PV phase's) readers are done
                     stage_scores(h, i0, ihi, j0, jend, nbase, d0);
@@ -141,7 +158,7 @@ void main() {
                 [[unroll]] for (uint r = 0; r < 2u; r++)
                     [[unroll]] for (uint c = 0; c < 4u; c++) {
                         uint li = 2u * tr + r, lj = 4u * tc + c, i = i0 + li, j = j0 + lj, pi = pc.q0 + i;
-                        bool ok = i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
+                        bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
                         sh_s[li * SP + lj] = ok ? acc[r * 4u + c] * pc.scale : MASKED;
                     }
                 barrier();
@@ -197,10 +214,10 @@ void main() {
                 }
             }
 
-            // ---- y = O / l (zeros for padded query rows) --------------------------------------
+            // ---- y = O / l for the pass's rows (and, after the last pass, zeros for padded rows) ---
             [[unroll]] for (uint r = 0; r < 2u; r++) {
                 uint li = 2u * tr + r, i = i0 + li;
-                if (i < pc.Tq) {
+                if (i < pc.Tq && ((i >= ilo && i < ihi) || (last && i >= iend))) {
                     // A valid row always sees key i itself, so l > 0 there.
                     float inv = i < ihi ? 1.0 / sh_l[li] : 0.0;
                     uint64_t row = uint64_t(i) * pc.D + uint64_t(h) * pc.dk;
@@ -211,6 +228,10 @@ void main() {
                                 att_store_y(row + d, o[m * 8u + r * 4u + c] * inv);
                         }
                 }
+            }
+                if (last)
+                    break;
+                ilo = ihi;
             }
             barrier(); // sh_l is read above and reset by the next block
         }

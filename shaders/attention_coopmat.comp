@@ -31,6 +31,9 @@
 // Key blocks start at multiples of BK of the key position: a block holding none of a row's keys
 // leaves its m, l and O exactly unchanged, so a row's result does not depend on its block-mates
 // (row chunks of the op are bit-identical to one call).
+// A packed batch (nseg > 0: seg [nseg+1] holds the segments' start positions): a query sees only the
+// keys of its segment, on a BK grid from the segment's start; a query block whose rows span several
+// segments takes one pass per segment over that segment's keys (rows of other segments masked).
 //
 // -DEMULATE_COOPMAT replaces the fragment operations with plain code ("virtual subgroups" of 32
 // consecutive invocations, lane L holding elements 8L .. 8L+7 of a row-major 16x16 fragment): it runs
@@ -240,25 +243,47 @@ void main() {
     // valid query rows: inside q and at positions below n_valid
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
     const uint kend = min(pc.k0 + pc.Tk, pc.n_valid); // key positions present and valid: [k0, kend)
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint hd = h * pc.dk; // < D <= INT32_MAX (host)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
             const uint i0 = qb * BQ;
-            const uint ihi = min(i0 + BQ, nvq); // valid query rows of the block: [i0, ihi)
-            // Key positions any valid row of the block can see: [jlo, jend), jlo on the global BK grid
-            // (keys below k0 in the first block are absent); empty when the block is padding.
-            uint jlo = 0u, jend = 0u;
-            if (i0 < ihi) {
-                const uint p0 = pc.q0 + i0; // positions < 2^30 and w < 2^30 (host): no overflow
-                jlo = max(pc.k0, p0 > pc.w ? p0 - pc.w : 0u);
-                jlo -= jlo % BK;
-                jend = min(kend, pc.q0 + ihi + pc.w);
-            }
+            const uint iend = max(i0, min(i0 + BQ, nvq)); // valid query rows of the block: [i0, iend)
 
             // ---- q + u and q + v of this subgroup's rows into registers (staged through the ring) ------
             FragA qu[NDK], qv[NDK];
             barrier(); // the previous query block's readers of shared memory are done
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(ihi));
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(iend));
+            barrier();
+            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
+                LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+            barrier();
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(iend));
+            barrier();
+            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
+                LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+
+            // One pass per segment the valid rows reach (one pass without segments, or for padding):
+            // rows [ilo, ihi) of segment sg, whose positions are [slo, shi).
+            uint sg = pc.nseg > 0u && i0 < iend ? seg_find(pc.seg, pc.nseg, int64_t(pc.q0 + i0)) : 0u;
+            for (uint ilo = i0;; sg++) {
+            uint slo = 0u, shi = 0xffffffffu;
+            if (pc.nseg > 0u) { // positions < 2^30 (host): clamping keeps a bad table harmless
+                slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pc.q0 + ilo)));
+                if (sg + 1u < pc.nseg)
+                    shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pc.q0 + ilo), int64_t(0x7fffffff)));
+            }
+            const uint ihi = min(iend, shi - pc.q0); // rows of this pass: [ilo, ihi)
+            const bool last = ihi >= iend;
+            // Key positions any row of the pass can see: [jlo, jend), jlo on the segment's BK grid (keys
+            // below k0 in the first block are absent); empty when the pass has no rows.
+            uint jlo = 0u, jend = 0u;
+            if (ilo < ihi) {
+                const uint p0 = pc.q0 + ilo; // positions < 2^30 and w < 2^30 (host): no overflow
+                jlo = max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u);
+                jlo -= (jlo - slo) % BK;
+                jend = min(min(kend, shi), pc.q0 + ihi + pc.w);
+            }
+            barrier(); // the previous pass's readers of the softmax state are done
             if (t < BQ) {
                 sh_m[t] = MASKED;
                 sh_l[t] = 0.0;
@@ -266,19 +291,12 @@ void main() {
             if (t == 0u)
                 sh_rescale = 0u;
             barrier();
-            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
-            barrier();
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(ihi));
-            barrier();
-            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
 
             FragC o[NDK];
             FRAG_LOOP for (uint n = 0; n < NDK; n++)
                 ZERO_C(o[n]);
 
-            const int nbase0 = int(pc.center) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
+            const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
             uint kb = 0u;
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
@@ -326,7 +344,8 @@ void main() {
                     float pm = MASKED;
                     [[unroll]] for (uint c = 0; c < 8u; c++) {
                         const uint j = j0 + c0 + c;
-                        const bool ok = i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
+                        const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend &&
+                                        (pi > j ? pi - j : j - pi) <= pc.w;
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
                         pm = max(pm, s[c]);
                     }
@@ -390,19 +409,23 @@ void main() {
                 }
             }
 
-            // ---- y = O / l (zeros for padded query rows) ---------------------------------------------
+            // ---- y = O / l for the pass's rows (and, after the last pass, zeros for padded rows) ------
             FRAG_LOOP for (uint n = 0; n < NDK; n++) {
                 barrier(); // the score area's previous readers are done
                 STORE_C(o[n], S_OFF + warp * SW, SO);
                 barrier();
                 for (uint e = t; e < BQ * 16u; e += NT) {
                     const uint li = e / 16u, c = e % 16u, i = i0 + li, d = 16u * n + c;
-                    if (i < pc.Tq && d < pc.dk) {
+                    if (i < pc.Tq && d < pc.dk && ((i >= ilo && i < ihi) || (last && i >= iend))) {
                         const uint f = (S_OFF + (li / 16u) * SW + (li % 16u) * SO) * 4u + c;
                         // A valid row always sees key i itself, so l > 0 there.
                         att_store_y(uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);
                     }
                 }
+            }
+            if (last)
+                break;
+            ilo = ihi;
             }
         }
     }

@@ -51,6 +51,10 @@
 // O, m and sums exactly unchanged (its weights are 0; absent keys are staged as zeros). So a row's
 // result does not depend on the rows sharing its call, and row chunks of the op are bit-identical to
 // one call.
+// A packed batch (nseg > 0: seg [nseg+1] holds the segments' start positions): a query sees only the
+// keys of its segment, on a BK grid from the segment's start (so a key keeps the column and block it
+// has in the segment alone); a query block whose rows span several segments takes one pass per
+// segment over that segment's keys (rows of other segments masked), each pass with fresh O, m, sums.
 //
 // Shared memory (uvec4 units; 16-byte aligned rows for cooperative-matrix loads, rows padded by one
 // uvec4 so 8 rows of 16 bytes hit distinct banks): k and v blocks (BK rows of DKP halves each), the
@@ -464,235 +468,257 @@ void main() {
     const uint nqb = (pc.Tq + BQ - 1u) / BQ;
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u); // valid query rows
     const uint kend = min(pc.k0 + pc.Tk, pc.n_valid); // key positions present and valid: [k0, kend)
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint hd = h * pc.dk; // < D <= INT32_MAX (host)
         for (uint qb = gl_WorkGroupID.x; qb < nqb; qb += gl_NumWorkGroups.x) {
-            const uint i0 = qb * BQ, ihi = min(i0 + BQ, nvq); // valid rows of the block: [i0, ihi)
-            // Key positions any valid row of the block can see: [jlo, jend), jlo on the global BK grid.
-            uint jlo = 0u, jend = 0u;
-            if (i0 < ihi) {
-                const uint p0 = pc.q0 + i0; // positions < 2^29 and w < 2^30 (host): no overflow
-                jlo = max(pc.k0, p0 > pc.w ? p0 - pc.w : 0u);
-                jlo -= jlo % BK;
-                jend = min(kend, pc.q0 + ihi + pc.w);
-            }
-            // this warp's rows: [i0w, i0w + wrows) valid, at positions pw ..
-            const uint i0w = i0 + 16u * warp, wrows = ihi > i0w ? min(16u, ihi - i0w) : 0u, pw = pc.q0 + i0w;
+            const uint i0 = qb * BQ, iend = max(i0, min(i0 + BQ, nvq)); // valid rows of the block: [i0, iend)
+            const uint i0w = i0 + 16u * warp, pw = pc.q0 + i0w; // this warp's first row and its position
 
             // ---- q + u and q + v of this warp's rows into registers (staged through the ring) ---------
             FragA qu[NDK], qv[NDK];
             barrier(); // the previous query block's readers of shared memory are done
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(ihi));
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(iend));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 KEEP_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS, kk);
             barrier();
-            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(ihi));
+            stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(iend));
             barrier();
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
                 KEEP_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS, NDK + kk);
 
-            FragC o[NDK], lsum, bdk;
-            FRAG_LOOP for (uint n = 0; n < NDK; n++)
-                ZERO_C(o[n]);
-            ZERO_C(lsum);
-            ZERO_C(bdk);
-            float m[CLEN];
-            [[unroll]] for (uint e = 0; e < CLEN; e++)
-                m[e] = MASKED;
-            bool keep = false; // bdk holds this block's first BD' fragment (the previous block's last)
+            // One pass per segment the valid rows reach (one pass without segments, or for padding):
+            // rows [ilo, ihi) of segment sg, whose positions are [slo, shi).
+            uint sg = pc.nseg > 0u && i0 < iend ? seg_find(pc.seg, pc.nseg, int64_t(pc.q0 + i0)) : 0u;
+            for (uint ilo = i0;; sg++) {
+                uint slo = 0u, shi = 0xffffffffu;
+                if (pc.nseg > 0u) { // positions < 2^29 (host): clamping keeps a bad table harmless
+                    slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pc.q0 + ilo)));
+                    if (sg + 1u < pc.nseg)
+                        shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pc.q0 + ilo), int64_t(0x7fffffff)));
+                }
+                const uint ihi = min(iend, shi - pc.q0); // rows of this pass: [ilo, ihi)
+                const bool last = ihi >= iend;
+                // Key positions any row of the pass can see: [jlo, jend), jlo on the segment's BK grid
+                // (the global grid without segments); empty when the pass has no rows.
+                uint jlo = 0u, jend = 0u;
+                if (ilo < ihi) {
+                    const uint p0 = pc.q0 + ilo; // positions < 2^29 and w < 2^30 (host): no overflow
+                    jlo = max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u);
+                    jlo -= (jlo - slo) % BK;
+                    jend = min(min(kend, shi), pc.q0 + ihi + pc.w);
+                }
+                // this warp's rows of the pass: [i0w + rlo, i0w + rhi)
+                const uint rlo = min(ilo > i0w ? ilo - i0w : 0u, 16u);
+                const uint rhi = max(rlo, min(ihi > i0w ? ihi - i0w : 0u, 16u));
 
-            const int nbase0 = int(pc.center) - int(pc.q0 + i0) + int(jlo) - (BQ - 1); // window row 0, block 0
-            const uint ws = BQ - 16u - 16u * warp; // this warp's first window row
-            uint kb = 0u;
-            for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
-                // ---- stage k, v and the new position rows ---------------------------------------------
-                barrier(); // readers of the previous block (or of the staged q) are done
-                const int nb = nbase0 + int(BK * kb);
-#if PREFETCH
-                if (kb == 0u) {
-#endif
-                    const int krow = int(j0) - int(pc.k0), kvalid = int(jend) - int(pc.k0);
-                    stage_rows(K_OFF, 0u, BK, pc.k, K16, 0ul, krow, BK, hd, 0, kvalid);
-                    stage_rows(V_OFF, 0u, BK, pc.v, V16, 0ul, krow, BK, hd, 0, kvalid);
-                    const uint nrows = kb == 0u ? uint(NWIN) : uint(BK); // the whole ring first
-                    const uint w0 = uint(NWIN) - nrows;
-                    stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, P16, 0ul, nb + int(w0), nrows, hd, 0,
-                               int(pc.P));
-#if PREFETCH
-                } else {
-                    store_block(NWIN - BK + BK * kb);
-                }
-#endif
-                barrier();
-#if PREFETCH
-                if (j0 + BK < jend) // the next block's loads fly during this block's products
-                    fetch_block(j0 + BK, jend, nb + BK + NWIN - BK, hd);
-#endif
-                // Does this block hold keys of this warp's rows (band and rows), and all of them?
-                const bool act = wrows > 0u && j0 <= pw + wrows - 1u + pc.w && j0 + BK + pc.w > pw;
-                if (!WARP_UNIFORM(act)) {
-                    keep = false;
-                    continue;
-                }
-                const bool inner = wrows == 16u && j0 >= pc.k0 && j0 + BK <= jend && pw + 15u <= j0 + pc.w &&
-                                   j0 + BK - 1u <= pw + pc.w;
+                FragC o[NDK], lsum, bdk;
+                FRAG_LOOP for (uint n = 0; n < NDK; n++)
+                    ZERO_C(o[n]);
+                ZERO_C(lsum);
+                ZERO_C(bdk);
+                float m[CLEN];
+                [[unroll]] for (uint e = 0; e < CLEN; e++)
+                    m[e] = MASKED;
+                bool keep = false; // bdk holds this block's first BD' fragment (the previous block's last)
 
-                // ---- AC = (q+u) k^T ------------------------------------------------------------------
-                FragC s[NFB];
-                FRAG_LOOP for (uint f = 0; f < NFB; f++) {
-                    ZERO_C(s[f]);
-                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
-                        FragBT fb;
-                        LOAD_BT(fb, K_OFF + 16u * f * DKS + 2u * kk, DKS);
-                        MMA(s[f], qu[kk], fb);
+                const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1); // window row 0, block 0
+                const uint ws = BQ - 16u - 16u * warp; // this warp's first window row
+                uint kb = 0u;
+                for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
+                    // ---- stage k, v and the new position rows ---------------------------------------------
+                    barrier(); // readers of the previous block (or of the staged q) are done
+                    const int nb = nbase0 + int(BK * kb);
+    #if PREFETCH
+                    if (kb == 0u) {
+    #endif
+                        const int krow = int(j0) - int(pc.k0), kvalid = int(jend) - int(pc.k0);
+                        stage_rows(K_OFF, 0u, BK, pc.k, K16, 0ul, krow, BK, hd, 0, kvalid);
+                        stage_rows(V_OFF, 0u, BK, pc.v, V16, 0ul, krow, BK, hd, 0, kvalid);
+                        const uint nrows = kb == 0u ? uint(NWIN) : uint(BK); // the whole ring first
+                        const uint w0 = uint(NWIN) - nrows;
+                        stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, P16, 0ul, nb + int(w0), nrows, hd, 0,
+                                   int(pc.P));
+    #if PREFETCH
+                    } else {
+                        store_block(NWIN - BK + BK * kb);
                     }
-                }
+    #endif
+                    barrier();
+    #if PREFETCH
+                    if (j0 + BK < jend) // the next block's loads fly during this block's products
+                        fetch_block(j0 + BK, jend, nb + BK + NWIN - BK, hd);
+    #endif
+                    // Does this block hold keys of this warp's rows (band and rows), and all of them?
+                    const bool act = rhi > rlo && j0 <= pw + rhi - 1u + pc.w && j0 + BK + pc.w > pw + rlo;
+                    if (!WARP_UNIFORM(act)) {
+                        keep = false;
+                        continue;
+                    }
+                    const bool inner = rlo == 0u && rhi == 16u && j0 >= pc.k0 && j0 + BK <= jend &&
+                                       pw + 15u <= j0 + pc.w && j0 + BK - 1u <= pw + pc.w;
 
-                // ---- BD' window fragments and the shift: s(r, c) += BD'(r, c - r + 15) ------------------
-                // window fragment g: rows ws + 16g .. of the window, at ring rows (.. + BK*kb) % NWIN
-                if (!keep) {
-                    ZERO_C(bdk);
-                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
-                        FragBT fb;
-                        LOAD_BT(fb, WIN_OFF + ((ws + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
-                        MMA(bdk, qv[kk], fb);
-                    }
-                }
-#if BD_WHOLE
-                STORE_C(bdk, WSB, BDP);
-                FRAG_LOOP for (uint g = 1; g <= NFB; g++) {
-                    FragC bn;
-                    ZERO_C(bn);
-                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
-                        FragBT fb;
-                        LOAD_BT(fb, WIN_OFF + ((ws + 16u * g + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
-                        MMA(bn, qv[kk], fb);
-                    }
-                    STORE_C(bn, WSB + 4u * g, BDP);
-                    if (g == NFB)
-                        bdk = bn;
-                }
-                WARP_SYNC();
-                FRAG_LOOP for (uint f = 0; f < NFB; f++)
-                    [[unroll]] for (uint e = 0; e < CLEN; e++)
-                        ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e) + 16u * (f + HI(e)));
-#else
-                STORE_C(bdk, WSB, BDP);
-                WARP_SYNC();
-                FRAG_LOOP for (uint f = 0; f < NFB; f++) {
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) // the part in fragment f
-                        if (HI(e) == 0u)
-                            ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e));
-                    FragC bn;
-                    ZERO_C(bn);
-                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
-                        FragBT fb;
-                        LOAD_BT(fb, WIN_OFF + ((ws + 16u * (f + 1u) + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
-                        MMA(bn, qv[kk], fb);
-                    }
-                    WARP_SYNC(); // everyone has read fragment f
-                    STORE_C(bn, WSB, BDP);
-                    WARP_SYNC();
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) // the part in fragment f + 1
-                        if (HI(e) != 0u)
-                            ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e));
-                    if (f == NFB - 1u)
-                        bdk = bn;
-                }
-#endif
-                keep = true;
-
-                // ---- scores in the log2 domain, masks, and whether a reference max must move -----------
-                bool over = false;
-                FRAG_LOOP for (uint f = 0; f < NFB; f++)
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) {
-                        float x = ELEM(s[f], e) * c2;
-                        if (!inner) {
-                            const uint r = ROW(e), j = j0 + 16u * f + COL(e), pi = pw + r;
-                            const bool ok = r < wrows && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
-                            x = ok ? x : MASKED;
-                        }
-                        ELEM(s[f], e) = x;
-                        over = over || x > m[e] + TAU2;
-                    }
-                if (WARP_ANY(over)) {
-                    // per-row block maxima (atomics: order-independent), then the rows that must move
-                    if (lane < 16u)
-                        sh_rows[warp * 16u + lane] = ord(MASKED);
-                    WARP_SYNC();
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) {
-                        float mx = ELEM(s[0], e);
-                        FRAG_LOOP for (uint f = 1; f < NFB; f++)
-                            mx = max(mx, ELEM(s[f], e));
-                        atomicMax(sh_rows[warp * 16u + ROW(e)], ord(mx));
-                    }
-                    WARP_SYNC();
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) {
-                        const float bm = unord(sh_rows[warp * 16u + ROW(e)]);
-                        if (bm > m[e] + TAU2) {
-                            const float a = exp2(m[e] - bm); // 0 for a row's first keys (O, l are zero)
-                            m[e] = bm;
-                            ELEM(lsum, e) *= a;
-                            FRAG_LOOP for (uint n = 0; n < NDK; n++)
-                                ELEM(o[n], e) *= a;
+                    // ---- AC = (q+u) k^T ------------------------------------------------------------------
+                    FragC s[NFB];
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++) {
+                        ZERO_C(s[f]);
+                        FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                            FragBT fb;
+                            LOAD_BT(fb, K_OFF + 16u * f * DKS + 2u * kk, DKS);
+                            MMA(s[f], qu[kk], fb);
                         }
                     }
-                    WARP_SYNC(); // the maxima are read before anyone writes sh_rows again
+
+                    // ---- BD' window fragments and the shift: s(r, c) += BD'(r, c - r + 15) ------------------
+                    // window fragment g: rows ws + 16g .. of the window, at ring rows (.. + BK*kb) % NWIN
+                    if (!keep) {
+                        ZERO_C(bdk);
+                        FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                            FragBT fb;
+                            LOAD_BT(fb, WIN_OFF + ((ws + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
+                            MMA(bdk, qv[kk], fb);
+                        }
+                    }
+    #if BD_WHOLE
+                    STORE_C(bdk, WSB, BDP);
+                    FRAG_LOOP for (uint g = 1; g <= NFB; g++) {
+                        FragC bn;
+                        ZERO_C(bn);
+                        FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                            FragBT fb;
+                            LOAD_BT(fb, WIN_OFF + ((ws + 16u * g + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
+                            MMA(bn, qv[kk], fb);
+                        }
+                        STORE_C(bn, WSB + 4u * g, BDP);
+                        if (g == NFB)
+                            bdk = bn;
+                    }
+                    WARP_SYNC();
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++)
+                        [[unroll]] for (uint e = 0; e < CLEN; e++)
+                            ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e) + 16u * (f + HI(e)));
+    #else
+                    STORE_C(bdk, WSB, BDP);
+                    WARP_SYNC();
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++) {
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) // the part in fragment f
+                            if (HI(e) == 0u)
+                                ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e));
+                        FragC bn;
+                        ZERO_C(bn);
+                        FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                            FragBT fb;
+                            LOAD_BT(fb, WIN_OFF + ((ws + 16u * (f + 1u) + BK * kb) % NWIN) * DKS + 2u * kk, DKS);
+                            MMA(bn, qv[kk], fb);
+                        }
+                        WARP_SYNC(); // everyone has read fragment f
+                        STORE_C(bn, WSB, BDP);
+                        WARP_SYNC();
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) // the part in fragment f + 1
+                            if (HI(e) != 0u)
+                                ELEM(s[f], e) += sh_f32(WSB * 4u + OFF(e));
+                        if (f == NFB - 1u)
+                            bdk = bn;
+                    }
+    #endif
+                    keep = true;
+
+                    // ---- scores in the log2 domain, masks, and whether a reference max must move -----------
+                    bool over = false;
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++)
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) {
+                            float x = ELEM(s[f], e) * c2;
+                            if (!inner) {
+                                const uint r = ROW(e), j = j0 + 16u * f + COL(e), pi = pw + r;
+                                const bool ok = r >= rlo && r < rhi && j >= pc.k0 && j < jend &&
+                                                (pi > j ? pi - j : j - pi) <= pc.w;
+                                x = ok ? x : MASKED;
+                            }
+                            ELEM(s[f], e) = x;
+                            over = over || x > m[e] + TAU2;
+                        }
+                    if (WARP_ANY(over)) {
+                        // per-row block maxima (atomics: order-independent), then the rows that must move
+                        if (lane < 16u)
+                            sh_rows[warp * 16u + lane] = ord(MASKED);
+                        WARP_SYNC();
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) {
+                            float mx = ELEM(s[0], e);
+                            FRAG_LOOP for (uint f = 1; f < NFB; f++)
+                                mx = max(mx, ELEM(s[f], e));
+                            atomicMax(sh_rows[warp * 16u + ROW(e)], ord(mx));
+                        }
+                        WARP_SYNC();
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) {
+                            const float bm = unord(sh_rows[warp * 16u + ROW(e)]);
+                            if (bm > m[e] + TAU2) {
+                                const float a = exp2(m[e] - bm); // 0 for a row's first keys (O, l are zero)
+                                m[e] = bm;
+                                ELEM(lsum, e) *= a;
+                                FRAG_LOOP for (uint n = 0; n < NDK; n++)
+                                    ELEM(o[n], e) *= a;
+                            }
+                        }
+                        WARP_SYNC(); // the maxima are read before anyone writes sh_rows again
+                    }
+
+                    // ---- weights, their sums, O += P V -------------------------------------------------------
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++)
+                        [[unroll]] for (uint e = 0; e < CLEN; e++) {
+                            const float x = ELEM(s[f], e), wgt = x > MASKED_CMP ? exp2(x - m[e]) : 0.0;
+                            ELEM(s[f], e) = wgt;
+                            ELEM(lsum, e) += wgt;
+                        }
+    #if P_REG
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++) {
+                        FragA pa = TO_A(s[f], 2u * NDK + f);
+                        FRAG_LOOP for (uint n = 0; n < NDK; n++) {
+                            FragB fb;
+                            LOAD_B(fb, V_OFF + 16u * f * DKS + 2u * n, DKS);
+                            MMA(o[n], pa, fb);
+                        }
+                    }
+    #else
+                    WARP_SYNC(); // the shift's reads of the scratch are done
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++)
+                        STORE_A(TO_A(s[f], 2u * NDK + f), WSB + 2u * f, PSP);
+                    WARP_SYNC();
+                    FRAG_LOOP for (uint f = 0; f < NFB; f++) {
+                        FragA pa;
+                        LOAD_A(pa, WSB + 2u * f, PSP);
+                        FRAG_LOOP for (uint n = 0; n < NDK; n++) {
+                            FragB fb;
+                            LOAD_B(fb, V_OFF + 16u * f * DKS + 2u * n, DKS);
+                            MMA(o[n], pa, fb);
+                        }
+                    }
+    #endif
                 }
 
-                // ---- weights, their sums, O += P V -------------------------------------------------------
-                FRAG_LOOP for (uint f = 0; f < NFB; f++)
-                    [[unroll]] for (uint e = 0; e < CLEN; e++) {
-                        const float x = ELEM(s[f], e), wgt = x > MASKED_CMP ? exp2(x - m[e]) : 0.0;
-                        ELEM(s[f], e) = wgt;
-                        ELEM(lsum, e) += wgt;
-                    }
-#if P_REG
-                FRAG_LOOP for (uint f = 0; f < NFB; f++) {
-                    FragA pa = TO_A(s[f], 2u * NDK + f);
-                    FRAG_LOOP for (uint n = 0; n < NDK; n++) {
-                        FragB fb;
-                        LOAD_B(fb, V_OFF + 16u * f * DKS + 2u * n, DKS);
-                        MMA(o[n], pa, fb);
-                    }
-                }
-#else
-                WARP_SYNC(); // the shift's reads of the scratch are done
-                FRAG_LOOP for (uint f = 0; f < NFB; f++)
-                    STORE_A(TO_A(s[f], 2u * NDK + f), WSB + 2u * f, PSP);
+                // ---- y = O / l for the pass's rows (after the last pass, zeros for padded rows) ------
+                WARP_SYNC(); // the last block's readers of the scratch are done
+                STORE_C(lsum, WSB, BDP);
                 WARP_SYNC();
-                FRAG_LOOP for (uint f = 0; f < NFB; f++) {
-                    FragA pa;
-                    LOAD_A(pa, WSB + 2u * f, PSP);
-                    FRAG_LOOP for (uint n = 0; n < NDK; n++) {
-                        FragB fb;
-                        LOAD_B(fb, V_OFF + 16u * f * DKS + 2u * n, DKS);
-                        MMA(o[n], pa, fb);
+                if (lane < 16u) {
+                    float l = 0.0;
+                    for (uint c = 0; c < 16u; c++)
+                        l += sh_f32((WSB + lane * BDP) * 4u + c);
+                    // a valid row sees key i itself, so l > 0 there; other rows have O = 0
+                    sh_rows[warp * 16u + lane] = floatBitsToUint(l > 0.0 ? 1.0 / l : 0.0);
+                }
+                WARP_SYNC();
+                FRAG_LOOP for (uint n = 0; n < NDK; n++)
+                    [[unroll]] for (uint e = 0; e < CLEN; e++) {
+                        const uint i = i0w + ROW(e), d = 16u * n + COL(e);
+                        if (i < pc.Tq && d < pc.dk && ((i >= ilo && i < ihi) || (last && i >= iend)))
+                            att_store_y(uint64_t(i) * pc.D + hd + d,
+                                        ELEM(o[n], e) * uintBitsToFloat(sh_rows[warp * 16u + ROW(e)]));
                     }
-                }
-#endif
+                if (last)
+                    break;
+                ilo = ihi;
+                WARP_SYNC(); // sh_rows is read before the next pass writes it
             }
-
-            // ---- y = O / l: a row's sum over its 16 columns, in column order -----------------------
-            WARP_SYNC(); // the last block's readers of the scratch are done
-            STORE_C(lsum, WSB, BDP);
-            WARP_SYNC();
-            if (lane < 16u) {
-                float l = 0.0;
-                for (uint c = 0; c < 16u; c++)
-                    l += sh_f32((WSB + lane * BDP) * 4u + c);
-                // a valid row sees key i itself, so l > 0 there; other rows have O = 0
-                sh_rows[warp * 16u + lane] = floatBitsToUint(l > 0.0 ? 1.0 / l : 0.0);
-            }
-            WARP_SYNC();
-            FRAG_LOOP for (uint n = 0; n < NDK; n++)
-                [[unroll]] for (uint e = 0; e < CLEN; e++) {
-                    const uint i = i0w + ROW(e), d = 16u * n + COL(e);
-                    if (i < pc.Tq && d < pc.dk)
-                        att_store_y(uint64_t(i) * pc.D + hd + d,
-                                    ELEM(o[n], e) * uintBitsToFloat(sh_rows[warp * 16u + ROW(e)]));
-                }
             WARP_SYNC(); // sh_rows is read before the next query block writes it
         }
     }

@@ -38,7 +38,7 @@ const uint DKA = DK > 0u ? DK : 256u; // register arrays
 #define ATTEND_KEYS(ND, UNROLL)                                                                    \
     for (uint j = j0; j < j1; j++) {                                                               \
         const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                          \
-        const uint64_t pb = uint64_t(pc.center + j - pi) * D + hc; /* row center - (pi - j) */     \
+        const uint64_t pb = uint64_t(ATT_CENTER + j - pi) * D + hc; /* row center - (pi - j) */     \
         float ac = 0.0, bd = 0.0;                                                                  \
         UNROLL for (uint d = 0; d < ND; d++) {                                                     \
             ac += qu[d] * att_load(pc.k, kb + d, K16);                                             \
@@ -68,7 +68,7 @@ void main() {
     const uint i = pc.flags + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
     if (i >= pc.Tq)
         return;
-    for (uint h = gl_WorkGroupID.y; h < pc.H; h += gl_NumWorkGroups.y) {
+    for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
         const uint64_t yo = uint64_t(i) * D + hc;
         if (pi >= pc.n_valid) {
@@ -83,10 +83,17 @@ void main() {
             qv[d] = qd + LOADF(pc.bv, hc + d);
             acc[d] = 0.0;
         }
-        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk) and [0, n_valid);
-        // positions and w < 2^30 (host): no overflow
-        const uint j0 = max(pc.k0, pi > pc.w ? pi - pc.w : 0u);
-        const uint j1 = min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u);
+        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk), [0, n_valid) and the
+        // row's segment; positions and w < 2^30 (host): no overflow
+        uint slo = 0u, shi = 0xffffffffu;
+        if (pc.nseg > 0u) { // clamped: a bad table cannot reach outside k
+            const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
+            slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pi)));
+            if (sg + 1u < pc.nseg)
+                shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
+        }
+        const uint j0 = max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u);
+        const uint j1 = min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi);
         float m = NO_MAX, l = 0.0;
         if (DK > 0u) {
             ATTEND_KEYS(DK, [[unroll]])

@@ -6,6 +6,10 @@
 // input rows 2R-1..2R+1 and a row outside [0, x_len) reads as zero. Every output element is computed
 // by the same instruction sequence whatever the tile (no tile-dependent fast paths), so halo tiles are
 // bit-identical to an untiled run.
+// A packed batch (nseg > 0): x_seg, y_seg [nseg+1] hold the images' first rows in x's and y's row space;
+// output row R of image s reads that image's local rows 2r-1..2r+1 (r = R - y_seg[s]), zero outside
+// [0, x_seg[s+1] - x_seg[s]): each image is computed exactly as alone. Rows outside the tile read as
+// zero too, so a bad table cannot reach outside x.
 // Grid: x over channels (one thread per channel), y over output columns, z over output rows; all three
 // grid-stride. Channel is the outermost loop so a thread keeps its 9 taps in registers.
 // The channel loop counter is 32-bit (the host checks C <= 2^30): Mesa 22.3's lavapipe loses work when a
@@ -23,14 +27,14 @@ layout(push_constant) uniform PC {
     int64_t x_row0, x_len, y_row0;
     int64_t hx, hy, wx, wo, c;
     uint act;
-    uint pad0;
+    uint nseg;
+    uint64_t x_seg, y_seg;
 } pc;
 
 void main() {
-    // Rows that exist as zero-padding-free input: inside the image [0, x_len) and inside the tile
-    // (validation guarantees the second whenever the first holds for a needed row; the clamp only
-    // keeps a bad call from reading outside x).
-    const int64_t lo = max(pc.x_row0, 0l), hi = min(pc.x_len, pc.x_row0 + pc.hx);
+    // Rows inside the tile: global rows [tlo, thi) (validation guarantees that the rows a tile's outputs
+    // need lie there; the check keeps a bad call from reading outside x).
+    const int64_t tlo = pc.x_row0, thi = pc.x_row0 + pc.hx;
     for (uint c32 = gl_GlobalInvocationID.x; c32 < uint(pc.c); c32 += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         const uint64_t c = c32;
         float wk[9];
@@ -38,12 +42,20 @@ void main() {
             wk[k] = LOADF(pc.w, c * 9ul + uint64_t(k));
         const float bias = LOADF(pc.b, c);
         for (int64_t r = int64_t(gl_WorkGroupID.z); r < pc.hy; r += int64_t(gl_NumWorkGroups.z)) {
-            const int64_t R = pc.y_row0 + r;
+            // output row R of the image: its row Rl, whose input rows are global rows base + (2Rl-1 ..),
+            // valid inside [0, len) of the image
+            int64_t Rl = pc.y_row0 + r, base = 0, len = pc.x_len;
+            if (pc.nseg > 0u) {
+                const uint s = seg_find(pc.y_seg, pc.nseg, Rl);
+                Rl -= LOADL(pc.y_seg, s);
+                base = LOADL(pc.x_seg, s);
+                len = LOADL(pc.x_seg, s + 1u) - base;
+            }
             for (int64_t o = int64_t(gl_WorkGroupID.y); o < pc.wo; o += int64_t(gl_NumWorkGroups.y)) {
                 float acc = bias;
                 [[unroll]] for (int i = 0; i < 3; i++) {
-                    const int64_t g = 2 * R - 1 + i;
-                    if (g < lo || g >= hi)
+                    const int64_t gl = 2 * Rl - 1 + i, g = base + gl;
+                    if (gl < 0 || gl >= len || g < tlo || g >= thi)
                         continue;
                     [[unroll]] for (int j = 0; j < 3; j++) {
                         const int64_t col = 2 * o - 1 + j;

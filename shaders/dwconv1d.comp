@@ -6,6 +6,8 @@
 // overlap, so they come from cache after the first output of a block.
 // The channel loop counter is 32-bit (the host checks C <= 2^30): Mesa 22.3's lavapipe loses work when a
 // 64-bit loop counter that differs between invocations encloses another loop. Offsets stay 64-bit.
+// A packed batch (nseg > 0): x's row t is position row0 + t of a sequence of segments starting at
+// seg[] [nseg+1]; taps never read across the boundary of t's segment (zeros, as at x's ends).
 // x and y f32, or each f16 with -DIO_F16 (io.glsl); w, b f32.
 // push: see PC. spec 0: workgroup size; 7: tensor types (IO_F16).
 #ifdef IO_F16
@@ -18,7 +20,9 @@ layout(push_constant) uniform PC {
     uint64_t x, w, b, y;
     int64_t t, c, k;
     uint act;
-    uint pad0;
+    uint nseg;
+    uint64_t seg;
+    int64_t row0;
 } pc;
 
 const int64_t TT = 8; // time steps per block (mirrors DWCONV1D_TT in vk_op_conv.c)
@@ -33,8 +37,15 @@ void main() {
         for (int64_t t0 = int64_t(gl_WorkGroupID.y) * TT; t0 < pc.t; t0 += int64_t(gl_NumWorkGroups.y) * TT) {
             const int64_t t1 = min(t0 + TT, pc.t);
             for (int64_t t = t0; t < t1; t++) {
-                // Taps whose input row lies in [0, T): k in [k0, k1).
-                const int64_t k0 = max(half_k - t, 0l), k1 = min(pc.k, pc.t - t + half_k);
+                // The rows a tap may read: [lo, hi) = x's, or those of t's segment.
+                int64_t lo = 0, hi = pc.t;
+                if (pc.nseg > 0u) {
+                    const uint s = seg_find(pc.seg, pc.nseg, pc.row0 + t);
+                    lo = max(LOADL(pc.seg, s) - pc.row0, 0l);
+                    hi = min(LOADL(pc.seg, s + 1u) - pc.row0, pc.t);
+                }
+                // Taps whose input row lies in [lo, hi): k in [k0, k1).
+                const int64_t k0 = max(half_k - (t - lo), 0l), k1 = min(pc.k, hi - t + half_k);
                 float acc = bias;
                 for (int64_t k = k0; k < k1; k++)
                     acc += LOADF(pc.w, wrow + uint64_t(k)) * load_in(pc.x, uint64_t(t - half_k + k) * C + c);

@@ -16,81 +16,129 @@
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
-// gate (optional): when gate[0] == 0 nothing is written (the device-resident search's step for a
-// hypothesis that did not emit); read by every invocation before any barrier, so all return together.
-// push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it.
+// B rows (the hypotheses of a batch, op_lstm_step): a workgroup takes HB rows at a time (grid y,
+// grid-stride) and each weight load serves all of them; a row's sums are the same whatever B and HB
+// (the lanes and the tree depend on LPU only), so a batch computes each row exactly as alone.
+// gate (optional): row r's gate is gate[r * gate_stride]; a closed one (0) means nothing is written for
+// that row (the device-resident search's step for a hypothesis that did not emit). A block of rows
+// whose gates are all closed skips its work; gates are read by every invocation before any barrier.
+// push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it; 2: HB, rows per workgroup.
 #include "core.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
     int64_t in_dim, p;
     uint flags;
-    uint unused;
+    uint rows;          // B
+    int64_t gate_stride;
 } pc;
 
 #define FLAG_VEC 1u // In % 4 == 0, P % 4 == 0, x, h, w_ih, w_hh 16-byte aligned: vec4 loads
 
 layout(constant_id = 1) const uint LPU = 32;
-shared vec4 part[gl_WorkGroupSize.x];
+layout(constant_id = 2) const uint HB = 1;
+shared vec4 part[gl_WorkGroupSize.x * HB];
 
 void main() {
-    if (pc.gate != 0ul && LOADI(pc.gate, 0) == 0)
-        return;
     const uint tid = gl_LocalInvocationID.x, lane = tid % LPU, grp = tid / LPU;
     const uint NG = gl_WorkGroupSize.x / LPU;
     const uint in_dim = uint(pc.in_dim), p = uint(pc.p);
     const uint64_t P = uint64_t(pc.p), IN = uint64_t(pc.in_dim);
+    for (uint rb = gl_WorkGroupID.y * HB; rb < pc.rows; rb += gl_NumWorkGroups.y * HB) {
+        const uint nr = min(HB, pc.rows - rb); // rows of this block: rb .. rb + nr - 1
+        bool open[HB];
+        bool any = false;
+        [[unroll]] for (uint r = 0; r < HB; r++) {
+            open[r] = r < nr && (pc.gate == 0ul || LOADI(pc.gate, uint64_t(rb + r) * uint64_t(pc.gate_stride)) != 0);
+            any = any || open[r];
+        }
+        if (!any) // the same for the whole workgroup
+            continue;
     for (uint jb = gl_WorkGroupID.x * NG; jb < p; jb += gl_NumWorkGroups.x * NG) {
         const uint j = jb + grp;
-        vec4 acc = vec4(0.0);
+        vec4 acc[HB];
+        [[unroll]] for (uint r = 0; r < HB; r++)
+            acc[r] = vec4(0.0);
         if (j < p) {
             const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
             if ((pc.flags & FLAG_VEC) != 0u) {
                 // 4 consecutive columns per load (byte offsets: element offsets * 4)
                 for (uint k = 4u * lane; k < in_dim; k += 4u * LPU) {
-                    const vec4 xv = V4Ref(pc.x + uint64_t(k) * 4ul).v;
                     const uint64_t o = pc.w_ih + (ri + k) * 4ul, g = P * IN * 4ul;
-                    acc += vec4(dot(V4Ref(o).v, xv), dot(V4Ref(o + g).v, xv), dot(V4Ref(o + 2ul * g).v, xv),
-                                dot(V4Ref(o + 3ul * g).v, xv));
+                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
+                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    [[unroll]] for (uint r = 0; r < HB; r++) {
+                        if (r < nr) {
+                            const vec4 xv = V4Ref(pc.x + (uint64_t(rb + r) * IN + uint64_t(k)) * 4ul).v;
+                            acc[r] += vec4(dot(w0, xv), dot(w1, xv), dot(w2, xv), dot(w3, xv));
+                        }
+                    }
                 }
                 for (uint k = 4u * lane; k < p; k += 4u * LPU) {
-                    const vec4 hv = V4Ref(pc.h + uint64_t(k) * 4ul).v;
                     const uint64_t o = pc.w_hh + (rh + k) * 4ul, g = P * P * 4ul;
-                    acc += vec4(dot(V4Ref(o).v, hv), dot(V4Ref(o + g).v, hv), dot(V4Ref(o + 2ul * g).v, hv),
-                                dot(V4Ref(o + 3ul * g).v, hv));
+                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
+                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    [[unroll]] for (uint r = 0; r < HB; r++) {
+                        if (r < nr) {
+                            const vec4 hv = V4Ref(pc.h + (uint64_t(rb + r) * P + uint64_t(k)) * 4ul).v;
+                            acc[r] += vec4(dot(w0, hv), dot(w1, hv), dot(w2, hv), dot(w3, hv));
+                        }
+                    }
                 }
             } else {
             for (uint k = lane; k < in_dim; k += LPU) {
-                const float xv = LOADF(pc.x, k);
-                acc.x += LOADF(pc.w_ih, ri + k) * xv;
-                acc.y += LOADF(pc.w_ih, ri + P * IN + k) * xv;
-                acc.z += LOADF(pc.w_ih, ri + 2ul * P * IN + k) * xv;
-                acc.w += LOADF(pc.w_ih, ri + 3ul * P * IN + k) * xv;
+                const vec4 wv = vec4(LOADF(pc.w_ih, ri + k), LOADF(pc.w_ih, ri + P * IN + k),
+                                     LOADF(pc.w_ih, ri + 2ul * P * IN + k), LOADF(pc.w_ih, ri + 3ul * P * IN + k));
+                [[unroll]] for (uint r = 0; r < HB; r++) {
+                    if (r < nr) {
+                        const float xv = LOADF(pc.x, uint64_t(rb + r) * IN + k);
+                        acc[r].x += wv.x * xv;
+                        acc[r].y += wv.y * xv;
+                        acc[r].z += wv.z * xv;
+                        acc[r].w += wv.w * xv;
+                    }
+                }
             }
             for (uint k = lane; k < p; k += LPU) {
-                const float hv = LOADF(pc.h, k);
-                acc.x += LOADF(pc.w_hh, rh + k) * hv;
-                acc.y += LOADF(pc.w_hh, rh + P * P + k) * hv;
-                acc.z += LOADF(pc.w_hh, rh + 2ul * P * P + k) * hv;
-                acc.w += LOADF(pc.w_hh, rh + 3ul * P * P + k) * hv;
+                const vec4 wv = vec4(LOADF(pc.w_hh, rh + k), LOADF(pc.w_hh, rh + P * P + k),
+                                     LOADF(pc.w_hh, rh + 2ul * P * P + k), LOADF(pc.w_hh, rh + 3ul * P * P + k));
+                [[unroll]] for (uint r = 0; r < HB; r++) {
+                    if (r < nr) {
+                        const float hv = LOADF(pc.h, uint64_t(rb + r) * P + k);
+                        acc[r].x += wv.x * hv;
+                        acc[r].y += wv.y * hv;
+                        acc[r].z += wv.z * hv;
+                        acc[r].w += wv.w * hv;
+                    }
+                }
             }
             }
         }
-        part[tid] = acc;
+        [[unroll]] for (uint r = 0; r < HB; r++)
+            part[r * gl_WorkGroupSize.x + tid] = acc[r];
         barrier();
         for (uint s = LPU / 2u; s > 0u; s >>= 1) {
-            if (lane < s)
-                part[tid] += part[tid + s];
+            if (lane < s) {
+                [[unroll]] for (uint r = 0; r < HB; r++)
+                    part[r * gl_WorkGroupSize.x + tid] += part[r * gl_WorkGroupSize.x + tid + s];
+            }
             barrier();
         }
         if (lane == 0u && j < p) {
-            const vec4 g = part[tid] + vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
-                                            LOADF(pc.b, 3ul * P + j));
-            const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
-            const float cn = fg * LOADF(pc.c, j) + ig * gg;
-            STOREF(pc.c_out, j, cn);
-            STOREF(pc.h_out, j, og * tanh_f(cn));
+            const vec4 bias = vec4(LOADF(pc.b, j), LOADF(pc.b, P + j), LOADF(pc.b, 2ul * P + j),
+                                   LOADF(pc.b, 3ul * P + j));
+            [[unroll]] for (uint r = 0; r < HB; r++) {
+                if (open[r]) {
+                    const vec4 g = part[r * gl_WorkGroupSize.x + tid] + bias;
+                    const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
+                    const uint64_t o = uint64_t(rb + r) * P + j;
+                    const float cn = fg * LOADF(pc.c, o) + ig * gg;
+                    STOREF(pc.c_out, o, cn);
+                    STOREF(pc.h_out, o, og * tanh_f(cn));
+                }
+            }
         }
         barrier(); // the next block overwrites the partial sums
+    }
     }
 }

@@ -4,9 +4,9 @@
 // skipped. Tensors arrive as addresses in push constants.
 //
 // -DJOINT: first the commit of the last emission's LSTM step (h_old[:, b] = h_new[:, b] where S_EMIT
-//   is set), then z[b, r, :] = relu(f[b, min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a
-//   window: the arithmetic of op_binary (ADD, ReLU, alpha = beta = 1). Grid-stride over the elements
-//   (x) and the hypotheses (y).
+//   is set), then z[b, r, :] = relu(f[F0_b + min(t_b + r, T_b - 1), :] + q[b, :]) for the W rows of a
+//   window (f packs the hypotheses' frames: b's start at row F0_b): the arithmetic of op_binary (ADD,
+//   ReLU, alpha = beta = 1). Grid-stride over the elements (x) and the hypotheses (y).
 // -DSTEP: one workgroup per hypothesis (grid-stride). Phase 1: the token argmax (columns 0..V) and
 //   the duration argmax (V+1..J-1) of each of the window's rows, WG / W invocations per row, first
 //   index on ties and NaN never winning as op_argmax. Phase 2: invocation 0 walks the rows as the
@@ -22,8 +22,8 @@ layout(local_size_x_id = 0) in;
 #if defined(JOINT)
 
 layout(push_constant) uniform PC {
-    uint64_t f, q, z, h_old, h_new, state; // f [B, T, P]; q [B, P]; z [B*W, P]; h_old, h_new [L, B, P]
-    uint P, W, B, T, L;
+    uint64_t f, q, z, h_old, h_new, state; // f [Tf, P]; q [B, P]; z [B*W, P]; h_old, h_new [L, B, P]
+    uint P, W, B, Tf, L;
 } pc;
 
 void main() {
@@ -40,12 +40,13 @@ void main() {
                 STOREF(pc.h_old, o, LOADF(pc.h_new, o));
             }
         }
-        const int t = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
-        const uint64_t f0 = uint64_t(hyp) * uint64_t(pc.T), z0 = uint64_t(hyp) * uint64_t(W), q0 = uint64_t(hyp) * P;
+        const int t = LOADI(st, S_T), T = LOADI(st, S_FRAMES), f0 = LOADI(st, S_F0);
+        const uint64_t z0 = uint64_t(hyp) * uint64_t(W), q0 = uint64_t(hyp) * P;
         for (uint i = gl_GlobalInvocationID.x; i < W * P; i += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
             const uint r = i / P, p = i - r * P;
-            const uint64_t fr = uint64_t(min(t + int(r), T - 1));
-            const float v = LOADF(pc.f, (f0 + fr) * P + p) + LOADF(pc.q, q0 + p);
+            // the row of f, clamped into it: a bad state never reads outside f
+            const uint64_t fr = uint64_t(clamp(f0 + min(t + int(r), T - 1), 0, int(pc.Tf) - 1));
+            const float v = LOADF(pc.f, fr * P + p) + LOADF(pc.q, q0 + p);
             STOREF(pc.z, (z0 + r) * P + p, act_apply(v, ACT_RELU));
         }
     }

@@ -61,6 +61,8 @@ vkasr_shader(lstm lstm.comp)
 vkasr_shader(search_joint search.comp DEFINES JOINT)
 vkasr_shader(search_step search.comp DEFINES STEP)
 vkasr_shader(stft stft.comp)
+# The packed batch's offsets (src/backend/vulkan/vk_op_scan.c).
+vkasr_shader(scan scan.comp)
 # linear: scalar GEMM (any device), barrier-free GEMM (CPU drivers), matrix-vector, split-K reduction;
 # *_f32 variants are f32 only (no 16-bit storage needed), *_h ones take f16 x, w or y (F16_TYPES).
 vkasr_shader(gemm_f32 gemm.comp)

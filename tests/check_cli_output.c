@@ -12,7 +12,11 @@
  *                                stage past its tolerance
  *   check_cli_output bench FILE LENGTHS RUNS   vkasr bench --json: model, device, precision, runs, load_ms
  *                                and LENGTHS entries whose spreads are ordered (min <= median <= max),
- *                                positive, and whose RTFx is the audio length over the wall time */
+ *                                positive, and whose RTFx is the audio length over the wall time
+ *   check_cli_output manifest IN OUT JSONS   an --output-manifest: OUT's lines are IN's lines (every field
+ *                                equal) with pred_text added, in order, IN's last line (a bad input) left out,
+ *                                and pred_text of line k the text of line k of JSONS (--format json of the
+ *                                same inputs, one file per call) */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -354,6 +358,65 @@ static int check_bench(const char *file, int nlengths, int runs) {
     return rc;
 }
 
+/* The lines of a text file (malloc'd array of malloc'd strings, no newlines). */
+static char **read_lines(const char *path, size_t *n) {
+    FILE *f = fopen(path, "r");
+    char **v = NULL, *line = NULL;
+    size_t cap = 0, len = 0;
+    ssize_t got;
+    *n = 0;
+    if (!f)
+        return NULL;
+    while ((got = getline(&line, &len, f)) >= 0) {
+        while (got > 0 && line[got - 1] == '\n')
+            line[--got] = '\0';
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **nv = realloc(v, cap * sizeof *nv);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[(*n)++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    return v;
+}
+
+static int check_manifest(const char *in_path, const char *out_path, const char *json_path) {
+    size_t ni, no, nj;
+    char **in = read_lines(in_path, &ni), **out = read_lines(out_path, &no), **js = read_lines(json_path, &nj);
+    int rc = 0;
+    if (!in || !out || !js || ni != no + 1 || no != nj)
+        rc = bad("line counts: want the input manifest's lines less its last, one per transcript", out_path);
+    for (size_t k = 0; rc == 0 && k < no; k++) {
+        cJSON *a = cJSON_Parse(in[k]), *b = cJSON_Parse(out[k]), *j = cJSON_Parse(js[k]);
+        const cJSON *pred = cJSON_GetObjectItemCaseSensitive(b, "pred_text");
+        const cJSON *text = cJSON_GetObjectItemCaseSensitive(j, "text");
+        if (!cJSON_IsString(pred) || !cJSON_IsString(text) || strcmp(pred->valuestring, text->valuestring))
+            rc = bad("pred_text differs from the transcript of the same input", out_path);
+        cJSON_DeleteItemFromObjectCaseSensitive(b, "pred_text");
+        if (rc == 0 && !cJSON_Compare(a, b, 1))
+            rc = bad("a line's fields differ from the input manifest's", out_path);
+        cJSON_Delete(a);
+        cJSON_Delete(b);
+        cJSON_Delete(j);
+    }
+    for (size_t k = 0; k < ni; k++)
+        free(in[k]);
+    for (size_t k = 0; k < no; k++)
+        free(out[k]);
+    for (size_t k = 0; k < nj; k++)
+        free(js[k]);
+    free(in);
+    free(out);
+    free(js);
+    if (rc == 0)
+        printf("%s: %zu lines, each the input's with its pred_text\n", out_path, no);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "json"))
         return check_json(argv[2]);
@@ -367,7 +430,9 @@ int main(int argc, char **argv) {
         return check_compare(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "bench"))
         return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc == 5 && !strcmp(argv[1], "manifest"))
+        return check_manifest(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX | "
-                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS\n");
+                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS | manifest IN OUT JSONS\n");
     return 2;
 }

@@ -180,6 +180,8 @@ struct th_tensor *th_input(struct th *h, be_dtype type, int nd, const int64_t *n
             ((float *)t->host)[i] = v;
         else if (type == BE_F16)
             ((uint16_t *)t->host)[i] = float_to_half(v);
+        else if (type == BE_I64)
+            ((int64_t *)t->host)[i] = (int64_t)floorf(v);
         else
             ((int32_t *)t->host)[i] = (int32_t)floorf(v);
     }
@@ -247,6 +249,7 @@ static double as_double(const struct th_tensor *t, const void *p, uint64_t i) {
     case BE_F32: return ((const float *)p)[i];
     case BE_F16: return half_to_float(((const uint16_t *)p)[i]);
     case BE_I32: return ((const int32_t *)p)[i];
+    case BE_I64: return (double)((const int64_t *)p)[i];
     }
     return 0;
 }

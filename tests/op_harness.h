@@ -48,7 +48,7 @@ void th_skip(struct th *h, const char *what);
 /* Starts a case (frees the previous case's tensors, resets scratch). */
 void th_case(struct th *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Random input in [lo, hi) (I32: integers in [lo, hi)), the same on both backends. */
+/* Random input in [lo, hi) (I32, I64: integers in [lo, hi)), the same on both backends. */
 struct th_tensor *th_input(struct th *h, be_dtype type, int nd, const int64_t *ne, float lo, float hi);
 /* Input with given host data (copied). */
 struct th_tensor *th_input_data(struct th *h, be_dtype type, int nd, const int64_t *ne, const void *data);

@@ -76,12 +76,12 @@ static void test_tiling(const char *model_dir, const struct audio *a) {
     if (st == VKASR_OK)
         st = be_alloc_tensor(r.be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, r.m->cfg.d_model}, &x);
     if (st == VKASR_OK)
-        st = asr_subsample_tiled(r.m, r.be, &feat, &x, T, &e);
+        st = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, &e);
     float *whole = st == VKASR_OK ? download(r.be, &x) : NULL;
     EXPECT(whole != NULL, "untiled subsampling: %s", e.msg);
     const int64_t tiles[] = {1, 2, 3, 7};
     for (int k = 0; whole && k < 4; k++) {
-        st = asr_subsample_tiled(r.m, r.be, &feat, &x, tiles[k], &e);
+        st = asr_subsample_tiled(r.m, r.be, &feat, &x, tiles[k], NULL, &e);
         float *tiled = st == VKASR_OK ? download(r.be, &x) : NULL;
         EXPECT(tiled && memcmp(tiled, whole, be_nbytes(&x)) == 0,
                "%s: subsampling in tiles of %lld frames differs from one pass (T = %lld)", model_dir,
@@ -315,7 +315,7 @@ static void test_taps_chunked(const char *model_dir, const float *pcm, size_t n)
             if (s2 == VKASR_OK)
                 s2 = be_upload(r.be, feat.addr, mel->data, be_nbytes(&feat));
             if (s2 == VKASR_OK)
-                s2 = asr_subsample_tiled(r.m, r.be, &feat, &x, T, &e);
+                s2 = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, &e);
             if (s2 == VKASR_OK)
                 want = download(r.be, &x);
             be_release(r.be, mark);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
 # devices, bench, several inputs with a bad one, write errors on stdout, --attention, --max-memory,
-# -v, --max-symbols, --profile.
+# -v, --max-symbols, --profile; batches (--batch, --manifest / --output-manifest with WER, --devices on
+# one device twice, --shard).
 # usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
 #   for the tests that send it signals.
@@ -152,6 +153,55 @@ grep -q "cannot write $WORK/afile/sub:" "$WORK/err" || fail "--dump error names 
 # several inputs, one bad: both good ones transcribed, exit non-zero at the end
 expect 4 "$VKASR" transcribe -np -m "$M" "$WAV" "$WORK/missing.wav" "$WAV"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "two transcripts expected past a bad input"
+
+# Batches: the same output as one file per call, in input order, a bad input reported and skipped;
+# manifests in and out (pred_text added to each line, relative paths from the manifest's directory, a
+# WER summary where lines carry text); two sessions on one device (--devices 0,0); shards that together
+# are the whole manifest, in order.
+CLIPS=$DATA/audio/parity
+set -- "$CLIPS"/*.wav
+expect 0 "$VKASR" transcribe -np -m "$M" --format json "$@";                 cp "$WORK/out" "$WORK/one.json"
+expect 0 "$VKASR" transcribe -np -m "$M" --format json --batch 2 "$@"
+cmp -s "$WORK/out" "$WORK/one.json" || fail "--batch 2: output differs from one file per call"
+expect 4 "$VKASR" transcribe -np -m "$M" --batch auto "$1" "$WORK/missing.wav" "$2"
+[ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "--batch: two transcripts expected past a bad input"
+grep -q "missing.wav" "$WORK/err" || fail "--batch: the bad input is named"
+mkdir -p "$WORK/man/sub"
+cp "$CLIPS"/*.wav "$WORK/man/sub/"
+: >"$WORK/man/in.jsonl"
+for f in "$CLIPS"/*.wav; do
+    b=$(basename "$f")
+    printf '{"audio_filepath": "sub/%s", "duration": 3.5, "text": "the quick brown fox", "id": "%s"}\n' "$b" "$b" \
+        >>"$WORK/man/in.jsonl"
+done
+printf '{"audio_filepath": "sub/none.wav", "text": "x"}\n' >>"$WORK/man/in.jsonl"
+expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out.jsonl"
+"$CHECK" manifest "$WORK/man/in.jsonl" "$WORK/man/out.jsonl" "$WORK/one.json" ||
+    fail "--output-manifest: the input lines with pred_text, in order, the bad one left out"
+grep -Eq "WER [0-9.]+ % \([0-9]+ errors.* over 20 reference words of 5 inputs with text\)" "$WORK/err" ||
+    fail "--output-manifest: no WER summary over the 5 inputs with text"
+grep -q "none.wav" "$WORK/err" || fail "--manifest: the missing file is named"
+grep -Eq "6 inputs, [0-9.]+ s of audio in [0-9.]+ s on 1 worker\(s\): RTFx [0-9.]+, peak device memory" "$WORK/err" ||
+    fail "--manifest: no summary line"
+expect 4 "$VKASR" transcribe -np -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out2.jsonl" \
+    --devices 0,0 --batch 2
+cmp -s "$WORK/man/out.jsonl" "$WORK/man/out2.jsonl" || fail "--devices 0,0: output manifest differs from one device"
+: >"$WORK/man/shards.jsonl"
+for k in 0 1 2; do
+    code=0; [ $k -lt 2 ] || code=4 # the last shard holds the missing file
+    expect $code "$VKASR" transcribe -np -m "$M" --manifest "$WORK/man/in.jsonl" --shard $k/3 \
+        --output-manifest "$WORK/man/s$k.jsonl"
+    cat "$WORK/man/s$k.jsonl" >>"$WORK/man/shards.jsonl"
+done
+cmp -s "$WORK/man/out.jsonl" "$WORK/man/shards.jsonl" || fail "--shard K/3: the shards do not make up the whole"
+for bad in "--batch 0" "--batch x" "--shard 3/3" "--shard 1" "--devices ,0" "-d 0 --devices 0"; do
+    expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" $bad
+done
+expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" "$WAV"
+expect 2 "$VKASR" transcribe -m "$M" --batch 2 -of "$WORK/base" "$WAV"
+printf '{"audio": "x.wav"}\n' >"$WORK/man/bad.jsonl"
+expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/bad.jsonl"
+grep -q "bad.jsonl:1: no audio_filepath" "$WORK/err" || fail "--manifest: a malformed line is named"
 
 # --max-symbols caps the symbols emitted at one encoder frame. The TDT fixture never emits two at one
 # frame, so the cap is tested where it binds: the RNN-T fixture (10, its model cap, at most frames) and

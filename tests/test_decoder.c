@@ -7,6 +7,8 @@
  *  - random small transducers around the window sizes (1 .. 150 frames, 1 and 2 LSTM layers,
  *    max_symbols 2 and 10, device windows of 1, 2, 4 and 8 frames): the device loop against the host
  *    walk, token for token;
+ *  - batches: random transducers decoding 1 .. 9 inputs of 1 .. 150 frames packed together (the device
+ *    loop with B hypotheses) give each input exactly the tokens it gets decoded alone;
  *  - abort after the first round trip keeps a prefix of the tokens; progress rises to 1;
  *  - the parity fixtures' TDT and RNN-T models (f32, f16) on the parity clips and the default model (f16)
  *    on the held-out clips and the README sample: device loop against host walk.
@@ -89,7 +91,7 @@ static vkasr_status decode(const struct asr_model *m, struct backend *be, const 
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .tokens_added = on_tokens, .ud = &p};
     struct asr_options opt = {.max_symbols = max_sym, .host_decoder = host, .decoder_window = window};
     memset(out, 0, sizeof *out);
-    vkasr_status st = asr_decode(m, be, enc, &opt, &hooks, out, e);
+    vkasr_status st = asr_decode(m, be, enc, &opt, &hooks, NULL, out, e);
     if (st == VKASR_OK) {
         EXPECT(p.monotonic && p.last == 1.0 && p.calls >= 1, "%s decoder: progress %s, last %g after %d calls",
                host ? "host" : "device", p.monotonic ? "rising" : "not monotonic", p.last, p.calls);
@@ -306,6 +308,63 @@ static void random_cases(struct backend *be, const char *name, bool all) {
         }
 }
 
+/* Random transducers decoding a packed batch of inputs (the device loop's B hypotheses) against each
+ * input decoded alone: the same tokens, input by input. */
+static void batch_cases(struct backend *be, const char *name) {
+    static const int64_t lengths[] = {61, 1, 150, 8, 9, 7, 33, 2, 100};
+    const int D = 12;
+    for (int head = 0; head < 2; head++) {
+        struct asr_model m;
+        const int hd = head ? VKASR_HEAD_RNNT : VKASR_HEAD_TDT, bias_at[] = {20, -1};
+        rng = 0x51ed270b27dbd11bull + (uint64_t)head;
+        if (!build(be, hd, 20, 100, 2, D, 0.5f, bias_at, head ? 2.0f : 1.0f, &m))
+            continue;
+        for (int64_t n = 1; n <= 9; n += 4) {
+            uint64_t mark = be_mark(be);
+            int64_t T = 0, samples[9];
+            for (int64_t i = 0; i < n; i++) {
+                T += lengths[i];
+                samples[i] = lengths[i] * 8 * 160; /* exactly lengths[i] encoder frames */
+            }
+            be_tensor enc;
+            struct asr_batch b;
+            struct err e = {0};
+            struct asr_output outs[9], alone;
+            memset(outs, 0, sizeof outs);
+            bool ok = random_enc(be, T, D, &enc) && asr_batch_layout(&m.cfg, samples, n, &b, &e) == VKASR_OK;
+            EXPECT(ok, "%s: batch setup: %s", name, e.msg);
+            if (!ok) {
+                be_release(be, mark);
+                continue;
+            }
+            struct asr_options opt = {0};
+            vkasr_status st = asr_decode(&m, be, &enc, &opt, NULL, &b, outs, &e);
+            EXPECT(st == VKASR_OK, "%s: batch of %lld: %s", name, (long long)n, e.msg);
+            size_t tokens = 0;
+            for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
+                char what[160];
+                snprintf(what, sizeof what, "%s, %s batch of %lld, input %lld (%lld frames)", name,
+                         head ? "RNN-T" : "TDT", (long long)n, (long long)i, (long long)lengths[i]);
+                const be_tensor rows = be_tensor_rows(&enc, b.off[ASR_FRAMES][i], lengths[i]);
+                memset(&alone, 0, sizeof alone);
+                EXPECT(asr_decode(&m, be, &rows, &opt, NULL, NULL, &alone, &e) == VKASR_OK, "%s: %s", what, e.msg);
+                struct tokens want = {alone.tokens, alone.ntokens};
+                EXPECT(same(&outs[i], &want, what), "%s: the batch's tokens differ from the input's alone", what);
+                EXPECT(outs[i].frames == lengths[i], "%s: %lld frames", what, (long long)outs[i].frames);
+                tokens += alone.ntokens;
+                asr_output_free(&alone);
+            }
+            for (int64_t i = 0; i < n; i++)
+                asr_output_free(&outs[i]);
+            printf("%s, %s batch of %lld inputs (%lld frames): %zu tokens, each as alone\n", name,
+                   head ? "RNN-T" : "TDT", (long long)n, (long long)T, tokens);
+            EXPECT(n == 1 || tokens > 20, "%s: the batch emitted only %zu tokens", name, tokens);
+            asr_batch_free(&b);
+            be_release(be, mark);
+        }
+    }
+}
+
 /* Abort at the first poll: a prefix of the full run's tokens, VKASR_ABORTED. */
 static void abort_case(struct backend *be) {
     const int V = 12, k = 3, bias_at[] = {k, V + 1, -1};
@@ -322,7 +381,7 @@ static void abort_case(struct backend *be) {
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .tokens_added = on_tokens, .ud = &p};
     struct asr_output out = {0};
     struct err e = {0};
-    vkasr_status st = asr_decode(&m, be, &enc, &(struct asr_options){0}, &hooks, &out, &e);
+    vkasr_status st = asr_decode(&m, be, &enc, &(struct asr_options){0}, &hooks, NULL, &out, &e);
     EXPECT(st == VKASR_ABORTED, "abort: status %d (%s)", st, e.msg);
     EXPECT(out.ntokens > 0 && out.ntokens < want.n, "abort: %zu of %zu tokens", out.ntokens, want.n);
     struct tokens prefix = {want.t, out.ntokens < want.n ? out.ntokens : want.n};
@@ -425,6 +484,7 @@ static void backend_cases(const char *device, bool profile, const char *name) {
     }
     constant_cases(be, name);
     random_cases(be, name, !profile);
+    batch_cases(be, name);
     abort_case(be);
     be_backend_destroy(be);
     be_device_close(dev);

@@ -9,8 +9,10 @@
  * rows kernel); the f16 cases run every tensor-core configuration the device can (on lavapipe the
  * emulated twins: every flash configuration has one, with the real one's exact tiling) against the
  * reference with the same f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the
- * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Vulkan kernel selection
- * is checked on synthetic devices. */
+ * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
+ * tables): every kernel against the reference, each segment bit-identical to the segment alone and
+ * row chunks to one call, with full and local attention and segments shorter and longer than the
+ * kernels' blocks. Vulkan kernel selection is checked on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -480,6 +482,111 @@ static void error_cases(struct th *h) {
     }
 }
 
+/* A packed batch of n segments of len[i] rows: the whole call against the reference, each segment
+ * bit-identical to a call on the segment alone (positions from 0, the same position table), and calls
+ * on row chunks of `chunk` rows (local attention: each with its band of keys) bit-identical to the whole
+ * call. f16_tensors: F16_* bits of the tensors stored as f16. */
+static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_t *len, int n, int64_t D, int heads,
+                        int64_t window, int64_t chunk, bool f16, unsigned f16_tensors) {
+    int64_t off[16] = {0}, T = 0, lmax = 0;
+    for (int i = 0; i < n; i++) {
+        off[i + 1] = off[i] + len[i];
+        lmax = len[i] > lmax ? len[i] : lmax;
+    }
+    T = off[n];
+    const int64_t reach = window > 0 && window < lmax - 1 ? window : lmax - 1, P = 2 * reach + 1, dk = D / heads;
+    th_case(h,
+            "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s",
+            cfg ? cfg->name : "auto", f16 ? " f16" : "", n, (long long)T, (long long)lmax, (long long)D, heads,
+            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
+    struct th_tensor *seg = th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), off);
+    const be_dtype yt = type_of(f16_tensors, F16_Y);
+    struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *v = th_input(h, type_of(f16_tensors, F16_V), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, type_of(f16_tensors, F16_P), 2, TH_SHAPE(P, D), -1.0f, 1.0f);
+    struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *bv = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, yt, 2, TH_SHAPE(T, D));
+    struct op_relpos_attention a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_relpos_attention){.q = TH_T(q, s), .k = TH_T(k, s), .v = TH_T(v, s), .p = TH_T(p, s),
+                                            .bias_u = TH_T(bu, s), .bias_v = TH_T(bv, s), .y = TH_T(y, s),
+                                            .heads = heads, .n_valid = T, .window = window, .f16 = f16,
+                                            .seg = TH_T(seg, s), .seg_max = lmax};
+    if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
+        return;
+    bool ok = th_check(h, y, f16 || f16_tensors ? TOL_F16 : TOL);
+    const uint64_t bytes = (uint64_t)(T * D) * be_dtype_size(yt);
+    unsigned char *whole = malloc(bytes), *part = malloc(bytes);
+    if (!whole || !part)
+        exit(1);
+    struct backend *dv = h->be[TH_DEV];
+    struct th_tensor *y1 = th_output(h, yt, 2, TH_SHAPE(T, D));
+    vkasr_status st = be_download(dv, whole, TH_T(y, TH_DEV).addr, bytes);
+    /* each segment alone */
+    for (int i = 0; st == VKASR_OK && i < n; i++) {
+        struct op_relpos_attention one = a[TH_DEV];
+        one.q = be_tensor_rows(&TH_T(q, TH_DEV), off[i], len[i]);
+        one.k = be_tensor_rows(&TH_T(k, TH_DEV), off[i], len[i]);
+        one.v = be_tensor_rows(&TH_T(v, TH_DEV), off[i], len[i]);
+        one.y = be_tensor_rows(&TH_T(y1, TH_DEV), off[i], len[i]);
+        one.n_valid = len[i];
+        one.seg = (be_tensor){0};
+        one.seg_max = 0;
+        st = op_validate(OP_relpos_attention, &one, &dv->err);
+        if (st == VKASR_OK)
+            st = cfg ? vk_att_record((struct vk_backend *)dv, &one, cfg) : be_relpos_attention(dv, &one);
+    }
+    if (st == VKASR_OK)
+        st = be_download(dv, part, TH_T(y1, TH_DEV).addr, bytes);
+    h->checks++;
+    if (st != VKASR_OK || memcmp(whole, part, bytes) != 0) {
+        printf("FAIL [%s]: segments alone differ from the batch (%s)\n", h->name, st ? dv->err.msg : "values");
+        h->failures++;
+        ok = false;
+    }
+    /* row chunks of the batch */
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < T; r0 += chunk) {
+        const int64_t m = T - r0 < chunk ? T - r0 : chunk;
+        const int64_t ka = window > 0 && r0 > window ? r0 - window : 0;
+        const int64_t kb = window > 0 && r0 + m + window < T ? r0 + m + window : T;
+        struct op_relpos_attention c = a[TH_DEV];
+        c.q = be_tensor_rows(&TH_T(q, TH_DEV), r0, m);
+        c.k = be_tensor_rows(&TH_T(k, TH_DEV), ka, kb - ka);
+        c.v = be_tensor_rows(&TH_T(v, TH_DEV), ka, kb - ka);
+        c.y = be_tensor_rows(&TH_T(y1, TH_DEV), r0, m);
+        c.q_pos0 = r0;
+        c.k_pos0 = ka;
+        st = op_validate(OP_relpos_attention, &c, &dv->err);
+        if (st == VKASR_OK)
+            st = cfg ? vk_att_record((struct vk_backend *)dv, &c, cfg) : be_relpos_attention(dv, &c);
+    }
+    if (st == VKASR_OK)
+        st = be_download(dv, part, TH_T(y1, TH_DEV).addr, bytes);
+    h->checks++;
+    if (st != VKASR_OK || memcmp(whole, part, bytes) != 0) {
+        printf("FAIL [%s]: row chunks differ from one call (%s)\n", h->name, st ? dv->err.msg : "values");
+        h->failures++;
+        ok = false;
+    }
+    ok = th_check_guards(h) && ok;
+    printf("%s %s\n", ok ? "ok  " : "FAIL", h->name);
+    free(whole);
+    free(part);
+}
+
+static void packed_cases(struct th *h, const struct vk_att_cfg *cfg, bool f16) {
+    /* segments shorter than a block, one row, and longer than two blocks; local and full */
+    static const int64_t lens[] = {45, 1, 7, 70, 3, 33};
+    const int64_t D = f16 ? (cfg ? 2 * cfg->max_dk : 64) : 48;
+    packed_case(h, cfg, lens, 6, D, 2, 0, 33, f16, 0);
+    packed_case(h, cfg, lens, 6, D, 2, 5, 64, f16, 0);
+    packed_case(h, cfg, lens + 3, 2, D, 2, 0, 7, f16, 0);
+    /* f16 tensors (f16 precision's q, k, v, p and output) */
+    packed_case(h, cfg, lens, 6, D, 2, 5, 33, f16, F16_ALL);
+}
+
 /* The f32 cases for one f32 configuration (scalar, rows; cfg NULL: the automatic choice). */
 static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     /* Full attention: lengths around the 32-row blocks x head layouts (dk 4, 16, 128, 64). */
@@ -552,6 +659,7 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     chunk_case(h, cfg, 130, 64, 2, 101, 20, 64, false, 0);
     chunk_case(h, cfg, 70, 48, 3, 70, 200, 33, false, 0);
     chunk_case(h, cfg, 45, 8, 2, 45, 3, 1, false, 0);
+    packed_cases(h, cfg, false);
 
     /* f16 tensors with f32 products (the f16 flag off): all of them, mixes, chunks */
     slice_case_t(h, cfg, 40, 50, 140, 0, 64, 2, 0, 140, 0, 1.0f, false, F16_ALL);
@@ -594,8 +702,10 @@ int main(void) {
             f16_cases(&h, &cfgs[i]);
         if (cfgs[i].kind == VK_ATT_FLASH || cfgs[i].kind == VK_ATT_FLASH_EMU)
             flash_cases(&h, &cfgs[i]);
+        packed_cases(&h, &cfgs[i], true);
     }
     f16_cases(&h, NULL);
+    packed_cases(&h, NULL, true);
     /* f16 flag on narrow heads (the narrowest tensor-core variants) and on heads too wide for them */
     attn_case_cfg(&h, 77, 40, 2, 0, 70, 0, 1.0f, true, NULL);
     attn_case_cfg(&h, 77, 88, 2, 0, 77, 9, 1.0f, true, NULL);

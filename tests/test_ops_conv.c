@@ -2,7 +2,9 @@
  * (conv2d_s2, dwconv2d_s2; channels-last, global row coordinates) and the depthwise time conv
  * (dwconv1d), with f32 and f16 inputs and outputs. Also checks that the three-stage subsampling chain
  * computed in halo tiles (spec §2.4: encoder rows [a, b) need mel rows [8a-7, 8b-1]) is bit-identical
- * to the untiled Vulkan run, with f32 and with f16 intermediates.
+ * to the untiled Vulkan run, with f32 and with f16 intermediates, and the packed batches of all three
+ * (segment tables): against the reference, each image or segment bit-identical to a run on it alone,
+ * and a tile across image boundaries equal to the whole run.
  *
  * Tolerance: NMSE 1e-10 against the double-precision reference for f32 outputs. Each output is a sum
  * of at most 9 (2-D) or K (1-D) f32 products plus a bias, so the f32 error is a few ulp (measured NMSE
@@ -129,6 +131,143 @@ static void dwconv1d_case(struct th *h, int64_t t, int64_t c, int64_t k, int act
 
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* Offsets [n+1] (leading 0) of lengths len[i] (halve: ceil(len / 2)), as an I64 input. */
+static struct th_tensor *offsets(struct th *h, const int64_t *len, int n, bool halve, int64_t *host) {
+    host[0] = 0;
+    for (int i = 0; i < n; i++)
+        host[i + 1] = host[i] + (halve ? (len[i] + 1) / 2 : len[i]);
+    return th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), host);
+}
+
+/* n elements of type t at a and b, bit for bit. */
+static bool same_rows(struct th *h, const void *a, const void *b, uint64_t n, be_dtype t, const char *what) {
+    h->checks++;
+    if (memcmp(a, b, n * be_dtype_size(t)) == 0)
+        return true;
+    printf("FAIL [%s]: %s\n", h->name, what);
+    h->failures++;
+    return false;
+}
+
+/* A packed batch of n images of len[i] rows (width w, c channels; depthwise or the one-channel first
+ * conv; an f32 input, an output of type yt): the whole batch against the reference, every image's rows
+ * bit-identical to the image run alone on Vulkan, and a tile of output rows [ta, tb) across images (fed
+ * only the input rows it needs) against the reference and the whole run. */
+static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, int64_t w, int64_t c, int64_t ta,
+                             int64_t tb, be_dtype yt) {
+    th_case(h, "%s packed batch of %d, W=%lld C=%lld, tile %lld..%lld, f32 -> %s", dw ? "dwconv2d_s2" : "conv2d_s2",
+            n, (long long)w, (long long)c, (long long)ta, (long long)tb, tn(yt));
+    int64_t xo[16], yo[16];
+    struct th_tensor *xs = offsets(h, len, n, false, xo), *ys = offsets(h, len, n, true, yo);
+    const int64_t Hx = xo[n], Hy = yo[n], wo = (w + 1) / 2, inner = dw ? w * c : w;
+    struct th_tensor *x = dw ? th_input(h, BE_F32, 3, TH_SHAPE(Hx, w, c), -1.0f, 1.0f)
+                             : th_input(h, BE_F32, 2, TH_SHAPE(Hx, w), -1.0f, 1.0f);
+    struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.2f, 0.2f);
+    struct th_tensor *y = th_output(h, yt, 3, TH_SHAPE(Hy, wo, c));
+    const enum op_id id = dw ? OP_dwconv2d_s2 : OP_conv2d_s2;
+    /* both ops share the argument layout up to the segment tables */
+    struct op_dwconv2d_s2 a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_dwconv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
+                                       .x_len = Hx, .act = ACT_RELU, .x_seg = TH_T(xs, s), .y_seg = TH_T(ys, s)};
+    struct op_conv2d_s2 c2[2];
+    for (int s = 0; s < 2; s++)
+        c2[s] = (struct op_conv2d_s2){.x = a[s].x, .w = a[s].w, .b = a[s].b, .y = a[s].y, .x_len = Hx,
+                                      .act = ACT_RELU, .x_seg = a[s].x_seg, .y_seg = a[s].y_seg};
+    if (!(dw ? th_run(h, id, &a[0], &a[1]) : th_run(h, id, &c2[0], &c2[1])))
+        return;
+    check(h, y, dw ? 1 : 0);
+    unsigned char *whole = vk_fetch(h, y);
+    /* each image alone: rows of x and y, no tables */
+    struct th_tensor *y1 = th_output(h, yt, 3, TH_SHAPE(Hy, wo, c));
+    for (int i = 0; i < n; i++) {
+        const be_tensor xi = be_tensor_rows(&TH_T(x, TH_DEV), xo[i], len[i]);
+        const be_tensor yi = be_tensor_rows(&TH_T(y1, TH_DEV), yo[i], yo[i + 1] - yo[i]);
+        struct op_dwconv2d_s2 one = {.x = xi, .w = TH_T(wt, TH_DEV), .b = TH_T(b, TH_DEV), .y = yi, .x_len = len[i],
+                                     .act = ACT_RELU};
+        struct op_conv2d_s2 one2 = {.x = xi, .w = one.w, .b = one.b, .y = yi, .x_len = len[i], .act = ACT_RELU};
+        if (!vk_run(h, id, dw ? (const void *)&one : (const void *)&one2))
+            return;
+    }
+    void *alone = vk_fetch(h, y1);
+    same_rows(h, whole, alone, (uint64_t)(Hy * wo * c), yt, "images of the batch differ from the images run alone");
+    free(alone);
+    /* a tile of output rows [ta, tb): the input rows its outputs need, per image */
+    int sa = 0, sb = 0;
+    while (sa + 1 < n && yo[sa + 1] <= ta)
+        sa++;
+    while (sb + 1 < n && yo[sb + 1] <= tb - 1)
+        sb++;
+    const int64_t xa = xo[sa] + imax(0, 2 * (ta - yo[sa]) - 1), xb = xo[sb] + imin(len[sb], 2 * (tb - 1 - yo[sb]) + 2);
+    struct th_tensor *xt = dw ? th_output(h, BE_F32, 3, TH_SHAPE(xb - xa, w, c))
+                              : th_output(h, BE_F32, 2, TH_SHAPE(xb - xa, w));
+    struct th_tensor *ytile = th_output(h, yt, 3, TH_SHAPE(tb - ta, wo, c));
+    float *xh = malloc((size_t)(Hx * inner) * sizeof *xh);
+    if (!xh)
+        exit(1);
+    memcpy(xh, x->host, (size_t)(Hx * inner) * sizeof *xh);
+    for (int s = 0; s < 2; s++) {
+        if (be_upload(h->be[s], TH_T(xt, s).addr, xh + xa * inner, (uint64_t)((xb - xa) * inner) * 4))
+            exit(1);
+        a[s].x = c2[s].x = TH_T(xt, s);
+        a[s].y = c2[s].y = TH_T(ytile, s);
+        a[s].x_row0 = c2[s].x_row0 = xa;
+        a[s].y_row0 = c2[s].y_row0 = ta;
+    }
+    free(xh);
+    if (!(dw ? th_run(h, id, &a[0], &a[1]) : th_run(h, id, &c2[0], &c2[1]))) {
+        free(whole);
+        return;
+    }
+    check(h, ytile, dw ? 1 : 0);
+    void *tile = vk_fetch(h, ytile);
+    same_rows(h, whole + (size_t)(ta * wo * c) * be_dtype_size(yt), tile, (uint64_t)((tb - ta) * wo * c), yt,
+              "the tile differs from the whole run");
+    free(tile);
+    free(whole);
+    th_check_guards(h);
+}
+
+/* dwconv1d over a packed sequence of segments len[i] (x holding positions row0 .. of it; x and y of
+ * type ty): against the reference, and each segment bit-identical to the segment alone. */
+static void packed_dwconv1d_case(struct th *h, const int64_t *len, int n, int64_t row0, int64_t t, int64_t c,
+                                 int64_t k, be_dtype ty) {
+    th_case(h, "dwconv1d packed batch of %d, rows %lld..%lld, C=%lld K=%lld, %s", n, (long long)row0,
+            (long long)(row0 + t - 1), (long long)c, (long long)k, tn(ty));
+    int64_t so[16];
+    struct th_tensor *seg = offsets(h, len, n, false, so);
+    struct th_tensor *x = th_input(h, ty, 2, TH_SHAPE(t, c), -2.0f, 2.0f);
+    struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, k), -0.5f, 0.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.5f, 0.5f);
+    struct th_tensor *y = th_output(h, ty, 2, TH_SHAPE(t, c));
+    struct op_dwconv1d a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_dwconv1d){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
+                                    .act = ACT_SILU, .seg = TH_T(seg, s), .row0 = row0};
+    if (!th_run(h, OP_dwconv1d, &a[0], &a[1]))
+        return;
+    check(h, y, 2);
+    void *whole = vk_fetch(h, y);
+    struct th_tensor *y1 = th_output(h, ty, 2, TH_SHAPE(t, c));
+    /* each segment's part of x alone */
+    for (int i = 0; i < n; i++) {
+        const int64_t lo = imax(so[i], row0) - row0, hi = imin(so[i + 1], row0 + t) - row0;
+        if (lo >= hi)
+            continue;
+        struct op_dwconv1d one = {.x = be_tensor_rows(&TH_T(x, TH_DEV), lo, hi - lo), .w = TH_T(wt, TH_DEV),
+                                  .b = TH_T(b, TH_DEV), .y = be_tensor_rows(&TH_T(y1, TH_DEV), lo, hi - lo),
+                                  .act = ACT_SILU};
+        if (!vk_run(h, OP_dwconv1d, &one))
+            return;
+    }
+    void *alone = vk_fetch(h, y1);
+    same_rows(h, whole, alone, (uint64_t)(t * c), ty, "segments of the batch differ from the segments alone");
+    free(alone);
+    free(whole);
+    th_check_guards(h);
+}
 
 /* The subsampling's three strided convs (pointwise convs omitted: they are per row and do not change
  * the halo) on mel [L, M] with intermediates of type it: untiled on both backends (checked against the
@@ -286,6 +425,21 @@ int main(void) {
     if (f16) {
         chain_case(&h, 203, 128, 256, TH_SHAPE(0, 7, 15, 26), 4, H);
         chain_case(&h, 61, 80, 17, TH_SHAPE(0, 3, 4, 6, 8), 5, H);
+    }
+
+    /* Packed batches: images of 1, 2, 3, 9 and 40 rows (odd and even, shorter than a tap's reach), a
+     * tile of output rows cutting images on both sides. */
+    const int64_t lens[] = {9, 1, 40, 2, 3, 17};
+    packed_conv_case(&h, false, lens, 6, 16, 8, 3, 24, F);
+    packed_conv_case(&h, true, lens, 6, 11, 5, 5, 14, F);
+    packed_conv_case(&h, true, lens + 2, 1, 8, 3, 4, 11, F);
+    packed_dwconv1d_case(&h, lens, 6, 0, 72, 33, 9, F);
+    packed_dwconv1d_case(&h, lens, 6, 7, 50, 16, 9, F); /* a slice of the sequence: rows 7 .. 56 */
+    packed_dwconv1d_case(&h, lens, 6, 0, 72, 5, 31, F);
+    if (f16) { /* the f16 variants (f16 precision's activations) take the tables alike */
+        packed_conv_case(&h, false, lens, 6, 16, 8, 3, 24, H);
+        packed_conv_case(&h, true, lens, 6, 11, 5, 5, 14, H);
+        packed_dwconv1d_case(&h, lens, 6, 7, 50, 16, 9, H);
     }
 
     printf("worst nmse of f32 outputs: conv2d_s2 %.3g, dwconv2d_s2 %.3g, dwconv1d %.3g (tolerance %.0e)\n",

@@ -1,5 +1,7 @@
 /* test_ops_decoder_audio.c — the prediction network's LSTM step and the front end's STFT power spectrum
- * on Vulkan vs the C reference (double precision).
+ * on Vulkan vs the C reference (double precision). The LSTM step of B rows (a batch of hypotheses, each
+ * gated by its own S_EMIT-like word): against the reference, and each row bit-identical to the same
+ * row computed alone on the device.
  *
  * Tolerances (NMSE against the double reference):
  *   lstm_step 1e-10: each gate is an f32 dot product of In + P terms (relative error ~1e-7 at P = 1025),
@@ -92,6 +94,75 @@ static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_
             worst_lstm = e > worst_lstm ? e : worst_lstm;
         }
     th_check_guards(h);
+}
+
+/* B rows, gates every third closed (gate words `stride` apart); closed rows' outputs start as inputs equal
+ * on both sides and must not move. Then every open row alone (1-D tensors, B = 1) on the device must
+ * give the batch's bits. */
+static void lstm_batch_case(struct th *h, int64_t B, int64_t in, int64_t p, int64_t stride) {
+    th_case(h, "lstm_step B=%lld In=%lld P=%lld gate stride %lld", (long long)B, (long long)in, (long long)p,
+            (long long)stride);
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(B, in), -1.0f, 1.0f);
+    struct th_tensor *hh = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    struct th_tensor *c = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -2.0f, 2.0f);
+    struct th_tensor *wih = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, in), -0.3f, 0.3f);
+    struct th_tensor *whh = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, p), -0.3f, 0.3f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
+    struct th_tensor *ho = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    struct th_tensor *co = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    int32_t *gw = calloc((size_t)((B - 1) * stride + 1), sizeof *gw);
+    if (!gw)
+        exit(1);
+    for (int64_t r = 0; r < B; r++)
+        gw[r * stride] = r % 3 != 1;
+    struct th_tensor *g = th_input_data(h, BE_I32, 1, TH_SHAPE((B - 1) * stride + 1), gw);
+    struct op_lstm_step a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_lstm_step){.x = TH_T(x, s), .h = TH_T(hh, s), .c = TH_T(c, s), .w_ih = TH_T(wih, s),
+                                     .w_hh = TH_T(whh, s), .b = TH_T(b, s), .h_out = TH_T(ho, s),
+                                     .c_out = TH_T(co, s), .gate = TH_T(g, s), .gate_stride = stride};
+    if (!th_run(h, OP_lstm_step, &a[0], &a[1])) {
+        free(gw);
+        return;
+    }
+    th_check(h, ho, LSTM_TOL);
+    th_check(h, co, LSTM_TOL);
+    th_check_guards(h);
+    float *bh = vk_fetch(h, ho), *bc = vk_fetch(h, co);
+    struct th_tensor *h1 = th_output(h, BE_F32, 1, TH_SHAPE(p)), *c1 = th_output(h, BE_F32, 1, TH_SHAPE(p));
+    float *oh = malloc((size_t)p * sizeof *oh), *oc = malloc((size_t)p * sizeof *oc);
+    if (!oh || !oc)
+        exit(1);
+    struct backend *dv = h->be[TH_DEV];
+    bool same = true;
+    for (int64_t r = 0; r < B && same; r++) {
+        if (!gw[r * stride])
+            continue;
+        const uint64_t rin = (uint64_t)(r * in) * 4, rp = (uint64_t)(r * p) * 4;
+        struct op_lstm_step one = {
+            .x = be_tensor_1d(TH_T(x, TH_DEV).addr + rin, BE_F32, in),
+            .h = be_tensor_1d(TH_T(hh, TH_DEV).addr + rp, BE_F32, p),
+            .c = be_tensor_1d(TH_T(c, TH_DEV).addr + rp, BE_F32, p), .w_ih = TH_T(wih, TH_DEV),
+            .w_hh = TH_T(whh, TH_DEV),
+            .b = TH_T(b, TH_DEV), .h_out = TH_T(h1, TH_DEV), .c_out = TH_T(c1, TH_DEV)};
+        if (be_run(dv, OP_lstm_step, &one) || be_sync(dv) || be_download(dv, oh, one.h_out.addr, (uint64_t)p * 4) ||
+            be_download(dv, oc, one.c_out.addr, (uint64_t)p * 4)) {
+            printf("FAIL [%s]: row %lld alone: %s\n", h->name, (long long)r, dv->err.msg);
+            h->failures++;
+            break;
+        }
+        if (memcmp(oh, bh + r * p, (size_t)p * 4) || memcmp(oc, bc + r * p, (size_t)p * 4)) {
+            printf("FAIL [%s]: row %lld of the batch differs from the row alone\n", h->name, (long long)r);
+            h->failures++;
+            same = false;
+        }
+    }
+    h->checks++;
+    free(oh);
+    free(oc);
+    free(bh);
+    free(bc);
+    free(gw);
 }
 
 /* ---- stft_power ------------------------------------------------------------------------------- */
@@ -196,6 +267,9 @@ int main(void) {
     lstm_case(&h, 96, 96, 0.2f, false, 1); /* the device-resident search's gated step */
     lstm_case(&h, 96, 96, 0.2f, false, 0);
     lstm_case(&h, 96, 96, 0.2f, true, 0);
+    lstm_batch_case(&h, 7, 96, 96, 16);
+    lstm_batch_case(&h, 33, 64, 40, 1);
+    lstm_batch_case(&h, 2, 640, 640, 16);
 
     /* STFT: the Parakeet front end (n_fft 512, win 400, hop 160, preemph 0.97) on 1 s of full-scale and
      * quiet noise, a frame range starting inside the signal (tiles), a tone followed by silence (frames

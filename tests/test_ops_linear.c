@@ -6,10 +6,10 @@
  * a split of K; on CUDA (cuBLASLt) the same edge shapes around 64- and 128-wide tiles with its own
  * choice. The Vulkan tensor-core kernel runs here through its emulated variants (same staging,
  * pipelining, tiling and epilogue code); the real one where the device has NV cooperative matrices.
- * Also checks what the kernel choice relies on (a row never depends on M; on Vulkan, the tensor-core
- * tiles agree bit for bit; on CUDA, a call split into row chunks inside the op), that an f16 y is
- * rounded to nearest even at ties, that the GLU epilogue equals linear then glu bit for bit in f32,
- * and the pure Vulkan kernel-selection function on synthetic devices. */
+ * Also checks what the kernel choice relies on (a row never depends on M, with the matvec hint or not;
+ * on Vulkan, the tensor-core tiles agree bit for bit; on CUDA, a call split into row chunks inside the
+ * op), that an f16 y is rounded to nearest even at ties, that the GLU epilogue equals linear then glu
+ * bit for bit in f32, and the pure Vulkan kernel-selection function on synthetic devices. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +43,7 @@ struct lin_case {
     bool integer;        /* small-integer data, bit-exact check                                     */
     bool misalign;       /* x and w start 4 (resp. 2) bytes into their allocation: no vector loads   */
     bool f16_only;       /* run with f16 weights only (keeps the reference's time down)               */
-    bool matvec;         /* the op's matvec hint (automatic choice: gemv.comp up to 8 rows)           */
+    bool matvec;         /* the op's matvec hint (automatic choice: gemv.comp at any M on GPUs)       */
     be_dtype xt, yt;     /* types of x and of y (and res)                                            */
     uint32_t splits;     /* forced plans: slices of K (0 or 1: none)                                 */
     bool glu;            /* act = ACT_GLU: y (and res) [M, N/2]                                       */
@@ -229,6 +229,29 @@ static void row_invariance(struct th *h, be_dtype wt) {
         exit(1);
     if (lin_rows(h, x, w, b, y, 0, M, NULL, full))
         rows_match(h, x, w, b, y, M, N, NULL, full, false);
+    free(full);
+}
+
+/* The matvec hint's kernel (gemv.comp, which GPUs run for hinted products of any M: a batch of
+ * decoder hypotheses) keeps a row's result independent of M too, bit for bit. */
+static void hinted_row_invariance(struct th *h, be_dtype wt) {
+    const int64_t M = 300, N = 200, K = 136;
+    const struct vk_gemm_cfg *cfg = vk_gemm_find(wt == BE_F16 ? "f16_gemv" : "f32_gemv");
+    if (!cfg || !vk_gemm_cfg_usable(cfg, &((struct vk_backend *)h->be[TH_DEV])->d->caps)) {
+        th_skip(h, "gemv.comp row invariance (not usable on this device)");
+        return;
+    }
+    th_case(h, "linear row invariance, hinted (gemv) w=%s", wt == BE_F16 ? "f16" : "f32");
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
+    const struct vk_gemm_plan plan = {cfg, 1};
+    float *full = malloc((size_t)(M * N) * sizeof *full);
+    if (!full)
+        exit(1);
+    if (lin_rows(h, x, w, b, y, 0, M, &plan, full))
+        rows_match(h, x, w, b, y, M, N, &plan, full, false);
     free(full);
 }
 
@@ -527,7 +550,8 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "gpu", &gpu, 7500, 4096, 1024, BE_F16, false, "f16_128x128", 1);
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv", 1);
-    expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_32x64", 1);
+    expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_gemv", 1); /* hinted: gemv at any M */
+    expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemv", 1); /* a batch's joint */
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64", 1);
     expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64", 1);
     expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64", 1);
@@ -559,10 +583,9 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv", 1);
-    /* hinted products of 9-64 rows may split K by M: 10 tiles -> 2 slices (K / 256 at most) */
-    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "cm64x64_k32", 2);
-    expect_choice(h, "h100", &h100, 24, 640, 4096, BE_F16, true, "cm64x64_k32", 8);
-    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "cm128x128_k32", 1); /* the hint covers <= 64 rows */
+    /* hinted products take gemv.comp at every M: a row's rounding never depends on M (batches) */
+    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
     struct vk_caps small_shared = h100;
@@ -588,8 +611,10 @@ int main(void) {
     else
         th_skip(&h, "Vulkan GEMM kernel selection on synthetic devices");
     row_invariance(&h, BE_F32);
-    if (h.vulkan)
+    if (h.vulkan) {
         direct_matches_scalar(&h, BE_F32);
+        hinted_row_invariance(&h, BE_F32);
+    }
     else
         th_skip(&h, "gemm_direct.comp against the scalar tiles (Vulkan kernels), f32 and f16");
     if (f16) {
@@ -618,7 +643,7 @@ int main(void) {
         {.M = 1, .N = 4096, .K = 1024, .bias = true, .matvec = true},        /* ... hinted: gemv.comp */
         {.M = 8, .N = 1035, .K = 320, .bias = true, .act = ACT_RELU, .matvec = true}, /* a decoder window */
         {.M = 5, .N = 33, .K = 77, .res_alias = true, .alpha = -0.5f, .matvec = true},
-        {.M = 9, .N = 1035, .K = 320, .bias = true, .matvec = true},         /* hint above 8 rows: tiled */
+        {.M = 9, .N = 1035, .K = 320, .bias = true, .matvec = true},         /* hinted above 8 rows: gemv too */
         {.M = 37, .N = 1024, .K = 4096, .bias = true, .act = ACT_SILU},      /* M not a tile multiple */
         {.M = 257, .N = 2560, .K = 1024, .res = true, .alpha = 0.5f, .f16_only = true},
         {.M = 65, .N = 130, .K = 1025, .bias = true, .res = true, .act = ACT_RELU, .alpha = 2.0f}, /* K % 16 != 0 */
@@ -632,9 +657,9 @@ int main(void) {
         {.M = 130, .N = 264, .K = 136, .bias = true, .res_alias = true, .alpha = 0.5f, .xt = BE_F16, .yt = BE_F16},
         {.M = 65, .N = 130, .K = 77, .res = true, .act = ACT_RELU, .yt = BE_F16},
         {.M = 8, .N = 1035, .K = 320, .bias = true, .matvec = true, .xt = BE_F16, .yt = BE_F16},
-        {.M = 40, .N = 640, .K = 640, .bias = true, .matvec = true, .xt = BE_F16},  /* hinted: may split K */
+        {.M = 40, .N = 640, .K = 640, .bias = true, .matvec = true, .xt = BE_F16},  /* hinted: gemv */
         /* GLU in the epilogue: the convolution module's first pointwise product (N = 2C), a residual,
-         * f16 activations, the matrix-vector kernel, a hinted split */
+         * f16 activations, the matrix-vector kernel (at 5 and at 40 rows) */
         {.M = 37, .N = 2 * 176, .K = 176, .bias = true, .glu = true},
         {.M = 130, .N = 2050, .K = 136, .bias = true, .res = true, .alpha = 0.5f, .glu = true},
         {.M = 65, .N = 264, .K = 77, .bias = true, .glu = true, .xt = BE_F16, .yt = BE_F16},

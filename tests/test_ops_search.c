@@ -4,7 +4,8 @@
  * windows of 1..32 rows, the window reaching past T, the max_symbols cap at the window's first row,
  * logits with ties, NaNs and all-NaN rows (first index on ties, NaN never wins, all NaN -> 0), a done
  * hypothesis. search_joint: the commit of h_new (S_EMIT set or not), rows clamped at T - 1, P and L
- * from 1 to 300 and 3. The decoders built on them: test_decoder. */
+ * from 1 to 300 and 3. Batches of hypotheses (a packed batch's): 3 and 37 hypotheses of different
+ * lengths packed in f, at different frames, some done. The decoders built on them: test_decoder. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,23 +20,27 @@ struct rig {
     struct th_tensor *state, *tokens, *f, *q, *z, *y, *x0, *h_old, *h_new, *embed, *durations;
 };
 
-/* A search of one hypothesis over T frames: every tensor an input (identical contents on both sides). */
-static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, int64_t L, int nd, int64_t wmax,
-                 int64_t cap, int max_sym, enum pattern pat) {
+/* A search of B hypotheses of frames[b] frames each (NULL: one of T), packed in f: every tensor an input
+ * (identical contents on both sides). */
+static bool make(struct th *h, struct rig *r, int64_t B, const int64_t *frames, int64_t T, int64_t P, int64_t V,
+                 int64_t L, int nd, int64_t wmax, int64_t cap, int max_sym, enum pattern pat) {
     const int64_t J = V + 1 + nd;
-    r->state = th_input(h, BE_I32, 2, TH_SHAPE(1, SEARCH_STATE_INTS), 0, 1);
-    r->tokens = th_input(h, BE_I32, 3, TH_SHAPE(1, cap, 3), -5, 5);
-    r->f = th_input(h, BE_F32, 3, TH_SHAPE(1, T, P), -1.0f, 1.0f);
-    r->q = th_input(h, BE_F32, 2, TH_SHAPE(1, P), -1.0f, 1.0f);
-    r->z = th_input(h, BE_F32, 2, TH_SHAPE(wmax, P), -1.0f, 1.0f);
-    r->x0 = th_input(h, BE_F32, 2, TH_SHAPE(1, P), -1.0f, 1.0f);
-    r->h_old = th_input(h, BE_F32, 3, TH_SHAPE(L, 1, P), -1.0f, 1.0f);
-    r->h_new = th_input(h, BE_F32, 3, TH_SHAPE(L, 1, P), -1.0f, 1.0f);
+    int64_t Tf = 0;
+    for (int64_t b = 0; b < B; b++)
+        Tf += frames ? frames[b] : T;
+    r->state = th_input(h, BE_I32, 2, TH_SHAPE(B, SEARCH_STATE_INTS), 0, 1);
+    r->tokens = th_input(h, BE_I32, 3, TH_SHAPE(B, cap, 3), -5, 5);
+    r->f = th_input(h, BE_F32, 2, TH_SHAPE(Tf, P), -1.0f, 1.0f);
+    r->q = th_input(h, BE_F32, 2, TH_SHAPE(B, P), -1.0f, 1.0f);
+    r->z = th_input(h, BE_F32, 2, TH_SHAPE(B * wmax, P), -1.0f, 1.0f);
+    r->x0 = th_input(h, BE_F32, 2, TH_SHAPE(B, P), -1.0f, 1.0f);
+    r->h_old = th_input(h, BE_F32, 3, TH_SHAPE(L, B, P), -1.0f, 1.0f);
+    r->h_new = th_input(h, BE_F32, 3, TH_SHAPE(L, B, P), -1.0f, 1.0f);
     r->embed = th_input(h, BE_F32, 2, TH_SHAPE(V + 1, P), -1.0f, 1.0f);
-    float *y = malloc((size_t)(wmax * J) * sizeof *y);
+    float *y = malloc((size_t)(B * wmax * J) * sizeof *y);
     if (!y)
         exit(1);
-    for (int64_t i = 0; i < wmax * J; i++) {
+    for (int64_t i = 0; i < B * wmax * J; i++) {
         float v = th_uniform(h, -3.0f, 3.0f);
         if (pat == TIES) /* few distinct values: ties within a row are common */
             v = floorf(v);
@@ -46,7 +51,7 @@ static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, i
     if (pat == NANS && wmax > 1) /* an all-NaN row */
         for (int64_t j = 0; j < J; j++)
             y[J + j] = NAN;
-    r->y = th_input_data(h, BE_F32, 2, TH_SHAPE(wmax, J), y);
+    r->y = th_input_data(h, BE_F32, 2, TH_SHAPE(B * wmax, J), y);
     free(y);
     const int32_t durations[5] = {0, 1, 2, 3, 4};
     r->durations = nd ? th_input_data(h, BE_I32, 1, TH_SHAPE(nd), durations) : NULL;
@@ -57,7 +62,7 @@ static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, i
             .h_old = TH_T(r->h_old, s), .h_new = TH_T(r->h_new, s), .embed = TH_T(r->embed, s),
             .durations = nd ? TH_T(r->durations, s) : (be_tensor){0}, .max_symbols = max_sym,
         };
-        if (be_search_init(h->be[s], &r->s[s]) != VKASR_OK) {
+        if (be_search_init(h->be[s], &r->s[s], frames) != VKASR_OK) {
             printf("FAIL [%s]: be_search_init: %s\n", h->name, h->be[s]->err.msg);
             h->failures++;
             return false;
@@ -66,12 +71,14 @@ static bool make(struct th *h, struct rig *r, int64_t T, int64_t P, int64_t V, i
     return true;
 }
 
-/* Overwrites the state on both sides. */
-static void set_state(struct th *h, struct rig *r, const int32_t *st) {
+/* Overwrites the states of the first n hypotheses on both sides. */
+static void set_states(struct th *h, struct rig *r, const int32_t *st, int64_t n) {
     for (int s = 0; s < 2; s++)
-        if (be_upload(h->be[s], TH_T(r->state, s).addr, st, SEARCH_STATE_INTS * sizeof *st) != VKASR_OK)
+        if (be_upload(h->be[s], TH_T(r->state, s).addr, st, (uint64_t)n * SEARCH_STATE_INTS * sizeof *st) != VKASR_OK)
             exit(1);
 }
+
+static void set_state(struct th *h, struct rig *r, const int32_t *st) { set_states(h, r, st, 1); }
 
 static void check_all(struct th *h, struct rig *r) {
     struct th_tensor *outs[] = {r->state, r->tokens, r->z, r->x0, r->h_old};
@@ -86,7 +93,7 @@ static void step_case(struct th *h, bool tdt, int64_t T, int32_t t, int W, int r
     th_case(h, "search_step %s T=%lld t=%d W=%d run=%d last_t=%d max_symbols=%d%s %s", tdt ? "TDT" : "RNN-T",
             (long long)T, t, W, run, last_t, max_sym, done ? " done" : "", pats[pat]);
     struct rig r;
-    if (!make(h, &r, T, 5, 9, 1, tdt ? 5 : 0, W, 7, max_sym, pat))
+    if (!make(h, &r, 1, NULL, T, 5, 9, 1, tdt ? 5 : 0, W, 7, max_sym, pat))
         return;
     int32_t st[SEARCH_STATE_INTS] = {0};
     st[SEARCH_S_T] = t;
@@ -109,7 +116,7 @@ static void joint_case(struct th *h, int64_t T, int32_t t, int W, int64_t P, int
     th_case(h, "search_joint T=%lld t=%d W=%d P=%lld L=%lld%s%s", (long long)T, t, W, (long long)P, (long long)L,
             emit ? " emit" : "", done ? " done" : "");
     struct rig r;
-    if (!make(h, &r, T, P, 4, L, 5, W, 3, 10, RANDOM))
+    if (!make(h, &r, 1, NULL, T, P, 4, L, 5, W, 3, 10, RANDOM))
         return;
     int32_t st[SEARCH_STATE_INTS] = {0};
     st[SEARCH_S_T] = t;
@@ -120,6 +127,45 @@ static void joint_case(struct th *h, int64_t T, int32_t t, int W, int64_t P, int
     struct op_search_joint a[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
     if (th_run(h, OP_search_joint, &a[0], &a[1]))
         check_all(h, &r);
+}
+
+/* B hypotheses of different lengths packed in f, each at its own frame (every fourth done, every third
+ * just emitted): one search_joint and one search_step over all of them. */
+static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int64_t L, enum pattern pat) {
+    th_case(h, "search batch of %lld %s W=%d P=%lld L=%lld", (long long)B, tdt ? "TDT" : "RNN-T", W, (long long)P,
+            (long long)L);
+    int64_t *frames = malloc((size_t)B * sizeof *frames);
+    int32_t *st = calloc((size_t)B, SEARCH_STATE_INTS * sizeof *st);
+    if (!frames || !st)
+        exit(1);
+    int64_t f0 = 0;
+    for (int64_t b = 0; b < B; b++)
+        frames[b] = 1 + (b * 7) % 23;
+    struct rig r;
+    if (!make(h, &r, B, frames, 0, P, 9, L, tdt ? 5 : 0, W, 5, 3, pat)) {
+        free(frames);
+        free(st);
+        return;
+    }
+    for (int64_t b = 0; b < B; b++) {
+        int32_t *sb = st + b * SEARCH_STATE_INTS;
+        sb[SEARCH_S_FRAMES] = (int32_t)frames[b];
+        sb[SEARCH_S_F0] = (int32_t)f0;
+        sb[SEARCH_S_T] = (int32_t)((b * 5) % frames[b]);
+        sb[SEARCH_S_LAST_T] = b % 2 ? sb[SEARCH_S_T] : -1;
+        sb[SEARCH_S_RUN] = b % 2 ? 2 : 0;
+        sb[SEARCH_S_DONE] = b % 4 == 3;
+        sb[SEARCH_S_EMIT] = b % 3 == 0;
+        sb[SEARCH_S_NTOK] = (int32_t)b;
+        f0 += frames[b];
+    }
+    set_states(h, &r, st, B);
+    struct op_search_joint j[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    struct op_search_step k[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    if (th_run(h, OP_search_joint, &j[0], &j[1]) && th_run(h, OP_search_step, &k[0], &k[1]))
+        check_all(h, &r);
+    free(frames);
+    free(st);
 }
 
 int main(void) {
@@ -142,5 +188,9 @@ int main(void) {
     joint_case(&h, 5, 0, 32, 300, 3, true, false);
     joint_case(&h, 1, 0, 1, 1, 1, true, false);
     joint_case(&h, 40, 40, 8, 5, 2, true, true); /* done: nothing written */
+    batch_case(&h, 3, true, 4, 5, 2, RANDOM);
+    batch_case(&h, 3, false, 1, 7, 1, TIES);
+    batch_case(&h, 37, true, 8, 33, 2, NANS);
+    batch_case(&h, 37, false, 2, 16, 2, RANDOM);
     return th_close(&h);
 }

@@ -5,7 +5,12 @@
  * hours with auto attention within 4 GiB and with full attention within 6 GiB; an hour and three hours
  * under a 3 GiB cap; smaller budgets give smaller chunks and never a plan above the budget; budgets
  * below the smallest chunks and tensors above the device's largest allocation fail with
- * VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is planned above every phase. Prints the plans (docs/long-audio.md quotes them). */
+ * VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is planned above every phase. Packed
+ * batches: the host offsets of every stage (the planner's side of the offsets scan) for 1, 2 and
+ * 100,000 inputs whose totals pass 2^32 and 2^46, against sums computed here; lengths that would take a
+ * total past 2^62, or are negative, are refused naming the input; a batch of one plans what one input
+ * plans; batches of 20 s inputs of the 0.6B shape (256 of them within the H100's memory). Prints the
+ * plans (docs/long-audio.md and docs/batch.md quote them). */
 #include <stdio.h>
 #include <string.h>
 
@@ -180,9 +185,93 @@ static void test_06b_plans(void) {
     EXPECT(plan(&c, 0, &o, h100, alloc, &p, &e) == VKASR_OK && p.frames == 0, "empty input: %s", e.msg);
 }
 
+/* The host offsets of a batch: stage k's length is ceil(floor(n / 160) / 2^k) per input (k = 0: mel
+ * frames), summed here with other arithmetic (division rounding up) and compared at every input. */
+static void check_layout(const int64_t *len, int64_t n, const char *what) {
+    const struct model_config c = shape_06b();
+    struct asr_batch b;
+    struct err e = {0};
+    if (asr_batch_layout(&c, len, n, &b, &e) != VKASR_OK) {
+        EXPECT(0, "%s: %s", what, e.msg);
+        return;
+    }
+    uint64_t sum[ASR_STAGES] = {0}, mx[ASR_STAGES] = {0};
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; i++) {
+        for (int k = 0; k < ASR_STAGES; k++) {
+            const uint64_t mel = (uint64_t)len[i] / 160, d = k > ASR_MEL ? 1ull << (k - ASR_MEL) : 1;
+            const uint64_t l = k == ASR_SAMPLES ? (uint64_t)len[i] : (mel + d - 1) / d;
+            ok = ok && (uint64_t)b.off[k][i] == sum[k] && asr_batch_len(&b, (enum asr_stage)k, i) == (int64_t)l;
+            sum[k] += l;
+            mx[k] = l > mx[k] ? l : mx[k];
+        }
+    }
+    for (int k = 0; k < ASR_STAGES; k++)
+        ok = ok && (uint64_t)asr_batch_total(&b, (enum asr_stage)k) == sum[k] && (uint64_t)b.max[k] == mx[k];
+    EXPECT(ok, "%s: host offsets differ from the sums", what);
+    printf("%s: %lld inputs, totals: %llu samples, %llu mel frames, %llu encoder frames\n", what, (long long)n,
+           (unsigned long long)sum[ASR_SAMPLES], (unsigned long long)sum[ASR_MEL],
+           (unsigned long long)sum[ASR_FRAMES]);
+    asr_batch_free(&b);
+}
+
+static void test_batches(void) {
+    const struct model_config c = shape_06b();
+    struct err e = {0};
+    enum { N = 100000 };
+    static int64_t len[N];
+    for (int64_t i = 0; i < N; i++) /* 2^30 samples (18.6 hours) and a little more: 1.07e14 in all */
+        len[i] = ((int64_t)1 << 30) + i * 7919;
+    check_layout(len, 1, "one input");
+    check_layout(len, 2, "two inputs");
+    check_layout(len, N, "100,000 inputs past 2^46 samples");
+    for (int64_t i = 0; i < N; i++) /* 1 .. 20 s, and empty inputs */
+        len[i] = (i * 104729) % (20 * 16000 + 1);
+    check_layout(len, N, "100,000 inputs of 0-20 s");
+    /* totals of 2^62 and negative lengths are refused, naming the input */
+    struct asr_batch b;
+    int64_t big[3] = {(int64_t)1 << 61, (int64_t)1 << 60, (int64_t)1 << 61};
+    EXPECT(asr_batch_layout(&c, big, 3, &b, &e) == VKASR_ERR_INVALID_ARG && strstr(e.msg, "batch input 2"),
+           "a total past 2^62: %s", e.msg);
+    int64_t neg[2] = {16000, -1};
+    EXPECT(asr_batch_layout(&c, neg, 2, &b, &e) == VKASR_ERR_INVALID_ARG && strstr(e.msg, "batch input 1"),
+           "a negative length: %s", e.msg);
+    /* a batch of one plans what one input plans */
+    const uint64_t h100 = 79ull * GIB, alloc = 4094ull << 20;
+    struct asr_plan p1, pb;
+    int64_t one = 600 * 16000;
+    struct asr_options o = {0};
+    EXPECT(asr_batch_layout(&c, &one, 1, &b, &e) == VKASR_OK, "%s", e.msg);
+    EXPECT(plan(&c, 600, &o, h100 - W06, alloc, &p1, &e) == VKASR_OK, "%s", e.msg);
+    EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
+               VKASR_OK,
+           "%s", e.msg);
+    EXPECT(pb.scratch == p1.scratch && pb.chunks.rows == p1.chunks.rows && pb.chunks.sub_tile == p1.chunks.sub_tile &&
+               pb.frames == p1.frames,
+           "a batch of one plans %.1f MiB, one input %.1f MiB", pb.scratch / MIB, p1.scratch / MIB);
+    asr_batch_free(&b);
+    /* 0.6B shape, batches of 20 s inputs: full attention over each, positions of the longest */
+    static const int sizes[] = {16, 64, 256};
+    for (int k = 0; k < 3; k++) {
+        int64_t l20[256];
+        for (int i = 0; i < sizes[k]; i++)
+            l20[i] = 20 * 16000 - i * 160;
+        char what[64];
+        EXPECT(asr_batch_layout(&c, l20, sizes[k], &b, &e) == VKASR_OK, "%s", e.msg);
+        EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
+                       VKASR_OK &&
+                   pb.attention == ASR_ATT_FULL && pb.max_frames == 250 && pb.inputs == sizes[k],
+               "batch of %d x 20 s: %s", sizes[k], e.msg);
+        snprintf(what, sizeof what, "batch of %d x 20 s", sizes[k]);
+        show(what, &pb);
+        asr_batch_free(&b);
+    }
+}
+
 int main(void) {
     test_attention_choice();
     test_06b_plans();
+    test_batches();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -22,14 +22,20 @@ const bool P16 = (TYPES & 8u) != 0u;
 const bool Y16 = (TYPES & 16u) != 0u;
 
 // q, y [Tq, D] (positions q0 ..), k, v [Tk, D] (positions k0 ..), p [P, D], bu, bv [H, dk].
+// 128 bytes, the most every device offers: the head count and p's centre row, which follow from the
+// rest, are derived (ATT_H, ATT_CENTER) to leave room for a packed batch's segment table.
 layout(push_constant) uniform PC {
     uint64_t q, k, v, p, bu, bv, y;
-    uint Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
+    uint Tq, Tk, q0, k0, D, dk, P, n_valid, w;
     float scale;
     uint flags;       // FLAG_* below; attention_rows.comp: the first query row of the dispatch
     uint emu_stride;  // EMULATE_COOPMAT (attention_flash.comp): bytes of stand-in shared memory per workgroup
-    uint64_t emu_sh;  // ... and its device address
+    uint nseg;        // segments of a packed batch (0: one sequence)
+    uint64_t emu_sh;  // EMULATE_COOPMAT: the stand-in shared memory's device address
+    uint64_t seg;     // I64 [nseg + 1]: the segments' start positions, a leading 0, the total last
 } pc;
+#define ATT_H (pc.D / pc.dk)            // heads
+#define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)
 
 #define FLAG_VEC 1u  // D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte loads of 4 f32
 #define FLAG_VEC8 2u // D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte loads of 8 f16

@@ -9,6 +9,7 @@
 
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Ref { float v; };
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ref { int v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64Ref { int64_t v; };
 // Vector loads (the caller checks the alignment, usually through a host-computed flag).
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
 layout(buffer_reference, std430, buffer_reference_align = 16) buffer U4Ref { uvec4 v; };
@@ -20,6 +21,23 @@ layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Arr { flo
 #define STOREF(base, i, val) F32Ref((base) + uint64_t(i) * 4ul).v = (val)
 #define LOADI(base, i) I32Ref((base) + uint64_t(i) * 4ul).v
 #define STOREI(base, i, val) I32Ref((base) + uint64_t(i) * 4ul).v = (val)
+#define LOADL(base, i) I64Ref((base) + uint64_t(i) * 8ul).v
+#define STOREL(base, i, val) I64Ref((base) + uint64_t(i) * 8ul).v = (val)
+
+// The segment of a packed batch holding position pos: the last s of 0 .. nseg-1 whose start
+// seg[s] (I64 [nseg+1]: a leading 0, the total last) is at most pos; empty segments are skipped.
+// A binary search with a uniform trip count (ceil(log2(nseg)) steps).
+uint seg_find(uint64_t seg, uint nseg, int64_t pos) {
+    uint lo = 0u, hi = nseg - 1u;
+    while (lo < hi) {
+        const uint mid = lo + (hi - lo + 1u) / 2u;
+        if (LOADL(seg, mid) <= pos)
+            lo = mid;
+        else
+            hi = mid - 1u;
+    }
+    return lo;
+}
 
 #ifdef HAS_F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require

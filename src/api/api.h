@@ -33,6 +33,8 @@ struct vkasr_result {
     bool partial;                    /* the call was aborted: tokens cover the audio only in part */
     vkasr_timings timings;
     size_t mel_dim, enc_dim;
+    vkasr_status status;             /* a batch input's outcome (vkasr_result_status)              */
+    char *error;                     /* its message (malloc'd; NULL: none)                         */
 };
 
 struct vkasr_session {
@@ -41,6 +43,8 @@ struct vkasr_session {
     struct asr_cache cache;
     struct err err;
     struct vkasr_result result;
+    struct vkasr_result *batch;      /* vkasr_transcribe_batch()'s results, one per input          */
+    size_t nbatch;
     /* the call in progress */
     const vkasr_transcribe_params *params;
     size_t seg_token0;               /* first token not yet published in a completed segment */
@@ -48,5 +52,17 @@ struct vkasr_session {
     bool host_decoder;               /* VKASR_DECODER=host at creation: transducers walked on the host */
     struct vkasr_stream *stream;     /* a live stream owns the session while it exists (stream.c) */
 };
+
+/* Frees what a result holds and zeroes it. */
+void api_result_clear(struct vkasr_result *r);
+/* Finishes a result after its run (status st): the transcript from its tokens, partial, timings
+ * (total from t0_ms). Returns st, or the transcript's error. */
+vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_status st, double load_ms, double t0_ms);
+/* The transcribe parameters checked before any audio is decoded (the message in the session). */
+vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p);
+/* The network's options from the transcribe parameters. */
+struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_params *p);
+/* Milliseconds of a monotonic clock. */
+double api_now_ms(void);
 
 #endif

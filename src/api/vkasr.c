@@ -9,7 +9,7 @@
 #include "api/api.h"
 #include "audio/audio.h"
 
-static double now_ms(void) {
+double api_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
@@ -171,10 +171,20 @@ vkasr_status vkasr_model_get_info(const vkasr_model *m, vkasr_model_info *out) {
 
 /* ---- sessions ---------------------------------------------------------------------------------- */
 
-static void result_clear(struct vkasr_result *r) {
+void api_result_clear(struct vkasr_result *r) {
     transcript_free(&r->tr);
     asr_output_free(&r->out);
+    free(r->error);
     memset(r, 0, sizeof *r);
+}
+
+/* Frees the results of the last vkasr_transcribe_batch(). */
+static void batch_clear(vkasr_session *s) {
+    for (size_t i = 0; i < s->nbatch; i++)
+        api_result_clear(&s->batch[i]);
+    free(s->batch);
+    s->batch = NULL;
+    s->nbatch = 0;
 }
 
 vkasr_status vkasr_session_create(vkasr_model *model, vkasr_session **out, vkasr_error *error) {
@@ -214,7 +224,8 @@ void vkasr_session_free(vkasr_session *s) {
     if (!s)
         return;
     vkasr_stream_free(s->stream); /* a stream left running: stopped first (it uses the session) */
-    result_clear(&s->result);
+    api_result_clear(&s->result);
+    batch_clear(s);
     asr_cache_free(&s->cache);
     be_backend_destroy(s->be);
     free(s);
@@ -289,7 +300,7 @@ static void on_stage(void *ud, const vkasr_stage *stage) {
 /* ---- transcription ----------------------------------------------------------------------------- */
 
 /* Parameters checked before the audio is decoded (a bad one must not cost an hour of decoding). */
-static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params *p) {
+vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p) {
     if (p->attention < VKASR_ATTENTION_AUTO || p->attention > VKASR_ATTENTION_LOCAL || p->attention_window < 0 ||
         !(p->auto_full_seconds >= 0 && p->auto_full_seconds <= 1e12))
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
@@ -302,17 +313,9 @@ static vkasr_status check_params(vkasr_session *s, const vkasr_transcribe_params
     return VKASR_OK;
 }
 
-static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_transcribe_params *p, double load_ms,
-                        const vkasr_result **out) {
-    struct vkasr_result *r = &s->result;
-    r->duration = (double)a->n / a->rate;
-    r->mel_dim = (size_t)s->model->am->cfg.n_mels;
-    r->enc_dim = (size_t)s->model->am->cfg.d_model;
-    s->params = p;
-    s->seg_token0 = 0;
-    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
+struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_params *p) {
     static const enum asr_attention att[] = {ASR_ATT_AUTO, ASR_ATT_FULL, ASR_ATT_LOCAL};
-    struct asr_options opt = {
+    return (struct asr_options){
         .max_symbols = p->max_symbols_per_step,
         .keep_features = p->keep_features,
         .attention = att[p->attention],
@@ -323,14 +326,35 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
         .nforced = p->n_forced_steps,
         .host_decoder = s->host_decoder,
     };
+}
+
+static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_transcribe_params *p, double load_ms,
+                        const vkasr_result **out) {
+    struct vkasr_result *r = &s->result;
+    r->duration = (double)a->n / a->rate;
+    r->mel_dim = (size_t)s->model->am->cfg.n_mels;
+    r->enc_dim = (size_t)s->model->am->cfg.d_model;
+    s->params = p;
+    s->seg_token0 = 0;
+    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
+    struct asr_options opt = api_options(s, p);
     vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
+    if ((st == VKASR_OK || st == VKASR_ABORTED) && p->segment_callback) {
+        /* Report what the callbacks have not seen yet (the final transcript is built below). */
+        vkasr_status sp = publish_segments(s, true);
+        if (sp != VKASR_OK && st == VKASR_OK)
+            st = sp;
+    }
+    st = api_result_finish(s, r, st, load_ms, s->call_start_ms);
+    s->params = NULL;
+    if (st == VKASR_OK || st == VKASR_ABORTED)
+        *out = r;
+    return st;
+}
+
+vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_status st, double load_ms, double t0_ms) {
     if (st == VKASR_OK || st == VKASR_ABORTED) {
-        /* Report what the callbacks have not seen yet, then build the final transcript in one pass. */
-        if (p->segment_callback) {
-            vkasr_status sp = publish_segments(s, true);
-            if (sp != VKASR_OK && st == VKASR_OK)
-                st = sp;
-        }
+        /* The final transcript in one pass. */
         transcript_free(&r->tr);
         vkasr_status sb = transcript_build(&s->model->am->tok, &s->model->am->cfg, r->out.tokens, r->out.ntokens,
                                            &r->tr, &s->err);
@@ -341,19 +365,19 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     if (st == VKASR_ABORTED)
         err_set(&s->err, VKASR_ABORTED, "transcription aborted by the abort callback after %zu tokens",
                 r->out.ntokens);
+    r->mel_dim = (size_t)s->model->am->cfg.n_mels;
+    r->enc_dim = (size_t)s->model->am->cfg.d_model;
     r->timings = (vkasr_timings){
         .audio_seconds = r->duration,
         .load_ms = load_ms,
         .features_ms = r->out.features_ms,
         .encoder_ms = r->out.encoder_ms,
         .decoder_ms = r->out.decoder_ms,
-        .total_ms = now_ms() - s->call_start_ms,
+        .total_ms = api_now_ms() - t0_ms,
         .peak_device_bytes = s->model->dev->vt->weight_bytes(s->model->dev) + s->be->vt->peak_bytes(s->be),
         .planned_device_bytes = r->out.plan.weights + r->out.plan.scratch,
     };
-    s->params = NULL;
-    if (st == VKASR_OK || st == VKASR_ABORTED)
-        *out = r;
+    r->status = st;
     return st;
 }
 
@@ -368,9 +392,10 @@ static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
                        "the session is in use by a live stream (vkasr_stream_free() gives it back)");
     }
-    s->call_start_ms = now_ms();
+    s->call_start_ms = api_now_ms();
     err_clear(&s->err);
-    result_clear(&s->result);
+    api_result_clear(&s->result);
+    batch_clear(s);
     if (out)
         *out = NULL;
     if (!out)
@@ -386,10 +411,10 @@ vkasr_status vkasr_transcribe_pcm(vkasr_session *s, const float *samples, size_t
                        "vkasr_transcribe_pcm: need samples (or n_frames 0), sample_rate > 0 and channels > 0");
     vkasr_transcribe_params p;
     READ_PARAMS(p, params, vkasr_transcribe_params_default());
-    TRY(check_params(s, &p));
+    TRY(api_check_params(s, &p));
     struct audio a = {0};
     TRY(audio_from_pcm(samples, n_frames, sample_rate, channels, s->model->am->cfg.sample_rate, &a, &s->err));
-    double load_ms = now_ms() - s->call_start_ms;
+    double load_ms = api_now_ms() - s->call_start_ms;
     vkasr_status st = run(s, &a, &p, load_ms, out);
     audio_free(&a);
     return st;
@@ -402,10 +427,10 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
         return err_set(&s->err, VKASR_ERR_INVALID_ARG, "vkasr_transcribe_file: path must not be NULL");
     vkasr_transcribe_params p;
     READ_PARAMS(p, params, vkasr_transcribe_params_default());
-    TRY(check_params(s, &p));
+    TRY(api_check_params(s, &p));
     struct audio a = {0};
     TRY(audio_load_file(path, s->model->am->cfg.sample_rate, &a, &s->err));
-    double load_ms = now_ms() - s->call_start_ms;
+    double load_ms = api_now_ms() - s->call_start_ms;
     vkasr_status st = run(s, &a, &p, load_ms, out);
     audio_free(&a);
     return st;
@@ -487,6 +512,9 @@ const vkasr_segment *vkasr_result_segments(const vkasr_result *r, size_t *count)
 }
 
 vkasr_timings vkasr_result_timings(const vkasr_result *r) { return r ? r->timings : (vkasr_timings){0}; }
+
+vkasr_status vkasr_result_status(const vkasr_result *r) { return r ? r->status : VKASR_ERR_INVALID_ARG; }
+const char *vkasr_result_error(const vkasr_result *r) { return r && r->error ? r->error : ""; }
 
 vkasr_attention vkasr_result_attention(const vkasr_result *r, int *window) {
     const struct asr_plan *p = r ? &r->out.plan : NULL;

@@ -88,6 +88,46 @@ enum asr_attention { ASR_ATT_AUTO = 0, ASR_ATT_FULL = 1, ASR_ATT_LOCAL = 2 };
 #define ASR_AUTO_FULL_SECONDS 1440.0 /* NeMo's guidance: full attention up to 24 minutes          */
 #define ASR_DEFAULT_WINDOW 128       /* NeMo's documented context for long audio: [128, 128]      */
 
+/* A packed batch (batch.c): n inputs concatenated along time at every stage of the network, no
+ * padding anywhere. Offsets at each stage ([n+1] with a leading 0: input i holds rows off[i] ..
+ * off[i+1]-1), on the host (the planner's) and on the device (the offsets scan's, which the ops take as
+ * their segment tables). A batch of one input uses no tables: the single-input path is the batch path
+ * with n = 1. */
+enum asr_stage {
+    ASR_SAMPLES = 0, /* audio samples                                                             */
+    ASR_MEL,         /* valid mel frames: floor(samples / hop)                                    */
+    ASR_SUB1,        /* rows after the first stride-2 subsampling stage: ceil(mel / 2)            */
+    ASR_SUB2,        /* after the second: ceil(mel / 4)                                           */
+    ASR_FRAMES,      /* encoder frames: ceil(mel / 8)                                             */
+    ASR_STAGES
+};
+struct asr_batch {
+    int64_t n;
+    int64_t *off[ASR_STAGES];    /* host offsets [n+1] of every stage                            */
+    int64_t max[ASR_STAGES];     /* the longest input's length at each stage                     */
+    be_tensor dev[ASR_STAGES];   /* the same offsets on the device (I64 [n+1]); addr 0 until
+                                    asr_batch_upload                                              */
+};
+/* The host offsets of n inputs of samples[i] samples each; VKASR_ERR_INVALID_ARG naming the input when
+ * a length is negative or a total would reach 2^62 (the planner's side of the scan: 64-bit throughout,
+ * tested on totals above 2^32). */
+vkasr_status asr_batch_layout(const struct model_config *c, const int64_t *samples, int64_t n, struct asr_batch *out,
+                              struct err *e);
+void asr_batch_free(struct asr_batch *b);
+static inline int64_t asr_batch_len(const struct asr_batch *b, enum asr_stage s, int64_t i) {
+    return b->off[s][i + 1] - b->off[s][i];
+}
+static inline int64_t asr_batch_total(const struct asr_batch *b, enum asr_stage s) { return b->off[s][b->n]; }
+/* The device tables: the lengths uploaded once and every stage's offsets written by one offsets_scan
+ * (ops.h), on the scratch stack (asr_batch_scratch bytes) for the rest of the run. */
+vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, struct asr_batch *b, struct err *e);
+uint64_t asr_batch_scratch(int64_t n);
+/* The segment table an op of `stage` takes: the device offsets for a batch of several inputs, none
+ * (addr 0) for one input. */
+static inline be_tensor asr_batch_seg(const struct asr_batch *b, enum asr_stage s) {
+    return b && b->n > 1 ? b->dev[s] : (be_tensor){0};
+}
+
 /* How a run is cut into pieces (memory scales with these, never results). */
 struct asr_chunks {
     int64_t stft_frames;             /* mel frames per spectrum tile (features)                  */
@@ -97,7 +137,9 @@ struct asr_chunks {
 
 /* The memory plan of one run, made before anything is allocated (plan.c). */
 struct asr_plan {
-    int64_t samples, mel_frames, frames;
+    int64_t inputs;                  /* 1, or a packed batch's inputs                            */
+    int64_t samples, mel_frames, frames; /* totals over the inputs                               */
+    int64_t max_frames;              /* the longest input's encoder frames                       */
     enum asr_attention attention;    /* FULL or LOCAL: the choice made                           */
     int64_t window;                  /* LOCAL: w                                                 */
     struct asr_chunks chunks;
@@ -106,6 +148,7 @@ struct asr_plan {
     uint64_t features, subsampling, encoder, decoder; /* scratch of each phase                   */
     uint64_t op_scratch;             /* the backend's own temporaries of one op, above each phase    */
     uint64_t available;              /* scratch the run may use                                  */
+    char limit[192];                 /* what set `available` (the device's budget, max_memory)   */
     uint64_t largest;                /* its largest single tensor                                */
 };
 
@@ -144,6 +187,13 @@ struct asr_options {
 vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const float *samples,
                      size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e);
+/* The same for a packed batch of n >= 1 inputs (samples[i], ns[i] samples each; every input at least
+ * one encoder frame long, and all taking the same attention): out[i] receives input i's results,
+ * identical to asr_run on that input alone (the plan, timings and the batch's status are shared).
+ * Stage taps and teacher forcing need n = 1. */
+vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
+                           const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
+                           const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
 
 /* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
  * can take within `available` scratch bytes; VKASR_ERR_DEVICE_MEMORY naming the bytes needed and
@@ -154,6 +204,14 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_c
 vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
+/* The plan asr_run_batch makes for a batch on this backend: within the device's budget (less what
+ * others hold) and the caller's max_memory. For callers forming batches. */
+vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_plan *out, struct err *e);
+/* The plan of a packed batch: totals of every stage, positions and attention by the longest input. */
+vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
+                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
+                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
 /* The attention a run of `frames` encoder frames uses (window 0 for full). */
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e);
@@ -167,29 +225,44 @@ vkasr_status asr_features(const struct asr_model *m, struct backend *be, const f
                           int64_t stft_frames, const be_tensor *feat, struct err *e);
 uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int64_t stft_frames);
 /* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames; any tile size
- * gives bit-identical results. */
+ * gives bit-identical results. A packed batch (batch: NULL for one input) is subsampled as its inputs
+ * alone would be: tiles follow the packed rows across inputs, each stage sees zeros at every input's
+ * edges. */
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                                 int64_t tile, struct err *e);
+                                 int64_t tile, const struct asr_batch *batch, struct err *e);
 uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
                                int64_t tile);
-/* The conformer stack on x [T, D] in place (x: the subsampled input, then the encoder output). */
+/* The segments of a packed batch as the encoder's ops take them: the encoder-frame offsets on the
+ * device (addr 0: one sequence) and the longest segment. */
+struct asr_segments {
+    be_tensor seg;
+    int64_t max_frames;
+};
+/* The conformer stack on x [T, D] in place (x: the subsampled input, then the encoder output); segs
+ * NULL for one input. */
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
-                        const struct asr_plan *plan, be_tensor *x, const struct asr_hooks *hooks, struct err *e);
-uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames, int64_t window,
-                            int64_t rows, uint64_t *largest);
+                        const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
+                        const struct asr_hooks *hooks, struct err *e);
+/* frames: all rows; max_frames: the longest input's (positional rows). */
+uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest);
 /* One conformer block on the residual stream *x [T, D] (f32); *y [T, D] (f32) is the second residual
  * buffer (and full attention's keys, of type asr_types.k, in its first bytes), v [T, D] full attention's
  * values (asr_types.v; unused for local attention, window > 0); pos [P, D] (f32) the sinusoid rows of
  * the attention's reach, p [P, D] (asr_types.p) scratch for their projection. The block's output is in
- * *x on return: full attention swaps *x and *y. */
+ * *x on return: full attention swaps *x and *y. segs: a packed batch's segments (NULL for one input). */
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
-                                 int64_t window, int64_t rows, struct err *e);
+                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e);
 uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
                                int64_t window, int64_t rows);
+/* Greedy decoding of enc [T, D] into out (a packed batch: rows of input i are batch->off[ASR_FRAMES][i]
+ * .., into out[i]; batch NULL for one input). */
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
-                        const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
-uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames);
+                        const struct asr_hooks *hooks, const struct asr_batch *batch, struct asr_output *out,
+                        struct err *e);
+/* frames: all rows; inputs: hypotheses decoded together. */
+uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames, int64_t inputs);
 
 /* Sinusoid rows PE(r) for r = r_hi, r_hi - 1, .., r_hi - count + 1 into out [count][D] (spec §3.2-3.3;
  * argument rounded to float32 like both reference implementations, sin/cos evaluated in double). */

@@ -7,7 +7,9 @@
  * keys and values from every row first, then updates x in place, and its convolution writes into the
  * keys' buffer (dead by then), which becomes x (no third [T, D] buffer). A row's result never depends
  * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
- * per row).
+ * per row). A packed batch passes its segments to the two ops that mix rows, the attention
+ * (block-diagonal) and the depthwise convolution (no tap across an input's edge); everything else is
+ * row-local, so each input comes out as alone.
  *
  * Tensor types (asr_types_for). f32 precision: every tensor is f32. f16 precision: what stays f32 is
  * the residual stream (x, y: it accumulates every sublayer's update) and everything accumulated inside
@@ -45,6 +47,8 @@ struct block_ctx {
     int64_t T, D, rows;  /* sequence length, width, rows per chunk (<= T) */
     bool f16;            /* f16 precision: attention products may round to f16 (tensor cores) */
     struct asr_types t;  /* the types of the tensors between ops */
+    be_tensor seg;       /* a packed batch's encoder-frame offsets (addr 0: one sequence) */
+    int64_t seg_max;     /* its longest sequence */
 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -115,7 +119,8 @@ static vkasr_status attend(struct block_ctx *c, const struct asr_layer *L, const
     return be_relpos_attention(c->be, &(struct op_relpos_attention){
                                           .q = *q, .k = *k, .v = *v, .p = *p, .bias_u = L->bias_u,
                                           .bias_v = L->bias_v, .y = *a, .heads = c->cfg->n_heads, .n_valid = c->T,
-                                          .window = window, .q_pos0 = r0, .k_pos0 = ka, .f16 = c->f16});
+                                          .window = window, .q_pos0 = r0, .k_pos0 = ka, .f16 = c->f16,
+                                          .seg = c->seg, .seg_max = c->seg_max});
 }
 
 // y: [T, D] = x + Wo attention(LN(x)) + bo with local attention [w, w]: each chunk of queries
@@ -208,9 +213,11 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
         if (st == VKASR_OK)
             st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &gr, ACT_GLU, 1.0f);
         // d: [nh, D] = silu(depthwise_conv_K(g)); the slice's zero padding only reaches halo rows that
-        // are not the chunk's own, or lies outside the sequence, where it is the real padding
+        // are not the chunk's own, or lies outside the sequence, where it is the real padding (in a
+        // packed batch, every input's edges are padding too)
         if (st == VKASR_OK)
-            st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = gr, .w = L->dw_w, .b = L->dw_b, .y = dr, .act = ACT_SILU});
+            st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = gr, .w = L->dw_w, .b = L->dw_b, .y = dr, .act = ACT_SILU,
+                                                           .seg = c->seg, .row0 = ha});
         // x rows = y rows + d (own rows) PW2^T + b2
         be_tensor dn = be_tensor_rows(&d, r0 - ha, n), yr = be_tensor_rows(y, r0, n), xr = be_tensor_rows(x, r0, n);
         if (st == VKASR_OK)
@@ -222,10 +229,11 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
 
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
-                                 int64_t window, int64_t rows, struct err *e) {
+                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e) {
     const int64_t T = x->ne[0];
     struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
-                          m->precision == VKASR_PRECISION_F16, asr_types_for(m->precision)};
+                          m->precision == VKASR_PRECISION_F16, asr_types_for(m->precision),
+                          segs ? segs->seg : (be_tensor){0}, segs ? segs->max_frames : 0};
     vkasr_status st = VKASR_OK;
     // x = x + 0.5 FF1(LN(x))
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);

@@ -1,6 +1,7 @@
 /* decoder.c — greedy decoding (spec §6): the entry point, CTC (argmax, collapse, drop blank) and what
- * the decoders share. Transducers: transducer_device.c runs the search's loop on the device;
- * transducer_host.c walks it on the host, for stage taps, teacher forcing and comparisons. */
+ * the decoders share. Transducers: transducer_device.c runs the search's loop on the device (for every
+ * input of a packed batch at once); transducer_host.c walks it on the host, for stage taps, teacher
+ * forcing and comparisons (one input). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +59,18 @@ static vkasr_status tap_ctc_chunk(const struct asr_hooks *hooks, struct backend 
     return st;
 }
 
+/* The frames of input i of a batch (one input: all of enc). */
+static void input_rows(const struct asr_batch *b, int64_t T, int64_t i, int64_t *r0, int64_t *n) {
+    *r0 = b && b->n > 1 ? b->off[ASR_FRAMES][i] : 0;
+    *n = b && b->n > 1 ? asr_batch_len(b, ASR_FRAMES, i) : T;
+}
+
+/* CTC over every row of enc (a packed batch's rows are independent frames: one product for all), then
+ * each input's argmaxes collapsed into its own output. */
 static vkasr_status decode_ctc(const struct asr_model *m, struct backend *be, const be_tensor *enc,
-                               const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
-    const int64_t T = enc->ne[0], V1 = m->ctc_w.ne[0], blank = V1 - 1;
+                               const struct asr_hooks *hooks, const struct asr_batch *batch, struct asr_output *out,
+                               struct err *e) {
+    const int64_t T = enc->ne[0], V1 = m->ctc_w.ne[0], blank = V1 - 1, n_in = batch ? batch->n : 1;
     int64_t chunk = (int64_t)(LOGITS_BUDGET / (4 * (uint64_t)V1));
     chunk = chunk < 1 ? 1 : chunk > T ? T : chunk;
     int32_t *ids = malloc((size_t)(T ? T : 1) * sizeof *ids);
@@ -85,23 +95,28 @@ static vkasr_status decode_ctc(const struct asr_model *m, struct backend *be, co
     if (st == VKASR_OK)
         st = be_download(be, ids, best.addr, (uint64_t)T * sizeof *ids);
     be_release(be, mark);
-    // collapse repeats, drop blanks; a token's span is its run of frames
-    for (int64_t t = 0; st == VKASR_OK && t < T; t++) {
-        if (ids[t] == blank || (t > 0 && ids[t] == ids[t - 1]))
-            continue;
-        int64_t end = t + 1;
-        while (end < T && ids[end] == ids[t])
-            end++;
-        st = dec_push_token(out, ids[t], t, (int32_t)(end - t), e);
-        if (st == VKASR_OK && hooks && hooks->tokens_added)
-            hooks->tokens_added(hooks->ud);
+    // per input: collapse repeats, drop blanks; a token's span is its run of frames
+    for (int64_t i = 0; st == VKASR_OK && i < n_in; i++) {
+        int64_t f0, Ti;
+        input_rows(batch, T, i, &f0, &Ti);
+        const int32_t *id = ids + f0;
+        for (int64_t t = 0; st == VKASR_OK && t < Ti; t++) {
+            if (id[t] == blank || (t > 0 && id[t] == id[t - 1]))
+                continue;
+            int64_t end = t + 1;
+            while (end < Ti && id[end] == id[t])
+                end++;
+            st = dec_push_token(&out[i], id[t], t, (int32_t)(end - t), e);
+            if (st == VKASR_OK && hooks && hooks->tokens_added && n_in == 1)
+                hooks->tokens_added(hooks->ud);
+        }
     }
     free(ids);
     dec_progress(hooks, T, T, dec_frame_seconds(&m->cfg));
     return st;
 }
 
-uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames) {
+uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames, int64_t inputs) {
     const int64_t T = frames, V1 = c->vocab_size + 1;
     if (T == 0)
         return 0;
@@ -111,21 +126,31 @@ uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames) {
         // logits [chunk, V+1];  best [T] i32
         return be_scratch_f32(chunk, V1) + be_scratch_f32(T, 1);
     }
-    /* either transducer search may run (taps, forcing and VKASR_DECODER=host take the host walk) */
-    const uint64_t host = dec_transducer_host_scratch(c, T), device = dec_transducer_device_scratch(c, T);
+    /* either transducer search may run for one input (taps, forcing and VKASR_DECODER=host take the host
+     * walk); a batch takes the device loop */
+    const uint64_t device = dec_transducer_device_scratch(c, T, inputs);
+    if (inputs > 1)
+        return device;
+    const uint64_t host = dec_transducer_host_scratch(c, T);
     return host > device ? host : device;
 }
 
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
-                        const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
-    out->frames = enc->ne[0];
+                        const struct asr_hooks *hooks, const struct asr_batch *batch, struct asr_output *out,
+                        struct err *e) {
+    const int64_t n_in = batch ? batch->n : 1;
+    for (int64_t i = 0; i < n_in; i++) {
+        int64_t r0, n;
+        input_rows(batch, enc->ne[0], i, &r0, &n);
+        out[i].frames = n;
+    }
     if (enc->ne[0] == 0)
         return VKASR_OK;
     if (m->cfg.head == VKASR_HEAD_CTC)
-        return decode_ctc(m, be, enc, hooks, out, e);
+        return decode_ctc(m, be, enc, hooks, batch, out, e);
     /* Stage taps want each step's logits and teacher forcing replaces the search's choices step by
-     * step: both need the host in the loop. */
-    if ((opt && (opt->host_decoder || opt->nforced)) || asr_tapped(hooks))
+     * step: both need the host in the loop (one input). */
+    if (n_in == 1 && ((opt && (opt->host_decoder || opt->nforced)) || asr_tapped(hooks)))
         return dec_transducer_host(m, be, enc, opt, hooks, out, e);
-    return dec_transducer_device(m, be, enc, opt, hooks, out, e);
+    return dec_transducer_device(m, be, enc, opt, hooks, batch, out, e);
 }

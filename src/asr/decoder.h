@@ -21,13 +21,14 @@ vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, 
                                  const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                                  struct err *e);
 /* The same search looping on the device, the host reading its tokens once per batch of iterations:
- * identical tokens. */
+ * identical tokens. A packed batch (batch->n > 1) searches all its inputs together, each into out[i]
+ * exactly as alone. */
 vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be, const be_tensor *enc,
                                    const struct asr_options *opt, const struct asr_hooks *hooks,
-                                   struct asr_output *out, struct err *e);
+                                   const struct asr_batch *batch, struct asr_output *out, struct err *e);
 
 /* Scratch bytes each transducer search allocates for T frames (the memory plan's decoder phase). */
 uint64_t dec_transducer_host_scratch(const struct model_config *c, int64_t T);
-uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T);
+uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, int64_t inputs);
 
 #endif

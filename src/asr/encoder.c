@@ -1,9 +1,9 @@
 /* encoder.c — the FastConformer stack after subsampling: optional x sqrt(D) input scaling, the
- * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local),
- * then the conformer blocks on the residual stream x [T, D], with one more [T, D] buffer (the blocks'
- * second residual buffer, which full attention also uses for its keys) and, for full attention, the
- * values [T, D]. Progress and abort are checked between blocks. The choice of attention lives here too
- * (spec §5.3). */
+ * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local;
+ * a packed batch: T of its longest input), then the conformer blocks on the residual stream x [T, D],
+ * with one more [T, D] buffer (the blocks' second residual buffer, which full attention also uses for
+ * its keys) and, for full attention, the values [T, D]. Progress and abort are checked between blocks.
+ * The choice of attention lives here too (spec §5.3). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -57,9 +57,10 @@ static int64_t pos_rows(int64_t frames, int64_t window) {
     return 2 * reach + 1;
 }
 
-uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames, int64_t window,
-                            int64_t rows, uint64_t *largest) {
-    const int64_t T = frames, D = c->d_model, P = pos_rows(T, window), w = effective_window(T, window);
+uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
+                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest) {
+    const int64_t T = frames, D = c->d_model, P = pos_rows(max_frames, window);
+    const int64_t w = effective_window(max_frames, window);
     if (T == 0)
         return 0;
     // y [T, D];  pos, p [P, D];  full attention: v [T, D]
@@ -89,9 +90,13 @@ static vkasr_status upload_positions(struct asr_cache *cache, struct backend *be
 }
 
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
-                        const struct asr_plan *plan, be_tensor *x, const struct asr_hooks *hooks, struct err *e) {
+                        const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
+                        const struct asr_hooks *hooks, struct err *e) {
     const struct model_config *c = &m->cfg;
-    const int64_t T = x->ne[0], D = c->d_model, w = effective_window(T, plan->window), P = pos_rows(T, plan->window);
+    /* positions and the band follow the longest sequence: a window at least as long as each of them
+     * is full attention for all (the band then scores what full attention scores) */
+    const int64_t T = x->ne[0], D = c->d_model, Tmax = segs ? segs->max_frames : T;
+    const int64_t w = effective_window(Tmax, plan->window), P = pos_rows(Tmax, plan->window);
     if (T == 0)
         return VKASR_OK;
     if (c->xscaling)
@@ -114,7 +119,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
         st = upload_positions(cache, be, &pos, e);
     be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
-        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, e);
+        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, e);
         if (st == VKASR_OK)
             st = asr_tap(hooks, be, "layer", i, &cur, e);
         /* Start this block, wait for the previous one: the GPU stays busy while the host never runs

@@ -1,8 +1,11 @@
 /* subsampling.c — dw_striding x8 subsampling (spec §2) in halo tiles: each tile of encoder frames
  * [a, b) evaluates every stage only at the global rows it needs (7 mel frames of left halo), with
  * out-of-range rows read as zero, so tiles are bit-identical to one untiled pass and memory is
- * bounded by the tile, not the audio length. Activations are channels-last: [rows, freq, C], of
- * asr_types.sub (f16 in f16 precision); the mel input and the output x [T, D] are f32. */
+ * bounded by the tile, not the audio length. A packed batch is tiled along its packed rows, across
+ * inputs: each stage's convolution takes the batch's offsets at its input and output stage and reads
+ * zeros at every input's edges, so each input comes out as alone. Activations are channels-last:
+ * [rows, freq, C], of asr_types.sub (f16 in f16 precision); the mel input and the output x [T, D] are
+ * f32. */
 #include "asr.h"
 
 static int64_t half_up(int64_t v) { return (v + 1) / 2; }
@@ -40,13 +43,51 @@ uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_ty
            2 * be_scratch_2d(t->sub, n3 * F3, C);
 }
 
+/* The packed rows of stage `in` that stage `in + 1` rows [a, b) read (each output row r of an input
+ * reads its rows 2r-1 .. 2r+1, those inside the input): [*lo, *hi). The inputs between the first and
+ * the last row's need all their rows, so the range is contiguous. One input: b == NULL. */
+static void rows_needed(const struct asr_batch *bt, enum asr_stage in, int64_t len_in, int64_t a, int64_t b,
+                        int64_t *lo, int64_t *hi) {
+    if (!bt || bt->n == 1) {
+        *lo = max64(0, 2 * a - 1);
+        *hi = min64(len_in, 2 * (b - 1) + 2);
+        return;
+    }
+    const int64_t *oo = bt->off[in + 1], *oi = bt->off[in];
+    int64_t sa = 0, sb = 0; /* the inputs of rows a and b - 1 (the last whose start is at most the row) */
+    for (int64_t l = 0, h = bt->n - 1; l < h;) {
+        int64_t mid = l + (h - l + 1) / 2;
+        if (oo[mid] <= a)
+            l = sa = mid;
+        else
+            h = mid - 1;
+    }
+    for (int64_t l = 0, h = bt->n - 1; l < h;) {
+        int64_t mid = l + (h - l + 1) / 2;
+        if (oo[mid] <= b - 1)
+            l = sb = mid;
+        else
+            h = mid - 1;
+    }
+    *lo = oi[sa] + max64(0, 2 * (a - oo[sa]) - 1);
+    *hi = oi[sb] + min64(oi[sb + 1] - oi[sb], 2 * (b - 1 - oo[sb]) + 2);
+}
+
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                                 int64_t tile, struct err *e) {
+                                 int64_t tile, const struct asr_batch *batch, struct err *e) {
     const struct model_config *c = &m->cfg;
-    const int64_t L = feat->ne[0], M = feat->ne[1], C = c->sub_channels;
-    const int64_t L1 = half_up(L), L2 = half_up(L1), T = half_up(L2);
+    const int64_t M = feat->ne[1], C = c->sub_channels;
     const int64_t F1 = half_up(M), F2 = half_up(F1), F3 = half_up(F2);
+    /* lengths of every stage: the whole sequence, or the batch's totals (rows of all inputs) */
+    const bool packed = batch && batch->n > 1;
+    const int64_t L = feat->ne[0];
+    const int64_t L1 = packed ? asr_batch_total(batch, ASR_SUB1) : half_up(L);
+    const int64_t L2 = packed ? asr_batch_total(batch, ASR_SUB2) : half_up(L1);
+    const int64_t T = packed ? asr_batch_total(batch, ASR_FRAMES) : half_up(L2);
     CHECK_OR_RETURN(e, c->sub_factor == 8 && x->ne[0] == T && x->ne[1] == c->d_model);
+    CHECK_OR_RETURN(e, !packed || (L == asr_batch_total(batch, ASR_MEL) && batch->dev[ASR_FRAMES].addr));
+    const be_tensor seg0 = asr_batch_seg(batch, ASR_MEL), seg1 = asr_batch_seg(batch, ASR_SUB1);
+    const be_tensor seg2 = asr_batch_seg(batch, ASR_SUB2), seg3 = asr_batch_seg(batch, ASR_FRAMES);
     tile = max64(1, min64(tile, T));
     const be_dtype st = asr_types_for(m->precision).sub;
     if (T > 0) {
@@ -65,10 +106,11 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
     }
     for (int64_t a = 0; a < T; a += tile) {
         const int64_t b = min64(T, a + tile);
-        // global rows each stage needs for encoder frames [a, b): stage k row r reads rows 2r-1..2r+1
-        const int64_t r1 = max64(0, 4 * a - 3), n1 = min64(L1, 4 * b) - r1;
-        const int64_t r2 = max64(0, 2 * a - 1), n2 = min64(L2, 2 * b) - r2;
-        const int64_t n3 = b - a;
+        // rows each stage needs for encoder frames [a, b): stage k row r reads rows 2r-1..2r+1 of its input
+        int64_t r2, h2, r1, h1;
+        rows_needed(batch, ASR_SUB2, L2, a, b, &r2, &h2);
+        rows_needed(batch, ASR_SUB1, L1, r2, h2, &r1, &h1);
+        const int64_t n1 = h1 - r1, n2 = h2 - r2, n3 = b - a;
         uint64_t mark = be_mark(be);
         be_tensor s1, s2a, s2, s3a, s3;
         TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n1, F1, C}, &s1));
@@ -78,15 +120,18 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
         TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, st, 3, (int64_t[]){n3, F3, C}, &s3));
         // conv 0 + ReLU: mel [L, M] -> s1 [n1, F1, C] (rows r1 ..)
         TRY(be_conv2d_s2(be, &(struct op_conv2d_s2){.x = *feat, .w = m->sub_w0, .b = m->sub_b0, .y = s1,
-                                                     .x_row0 = 0, .x_len = L, .y_row0 = r1, .act = ACT_RELU}));
+                                                     .x_row0 = 0, .x_len = L, .y_row0 = r1, .act = ACT_RELU,
+                                                     .x_seg = seg0, .y_seg = seg1}));
         // conv 2 (depthwise) -> conv 3 (pointwise) + ReLU: s2 [n2, F2, C] (rows r2 ..)
         TRY(be_dwconv2d_s2(be, &(struct op_dwconv2d_s2){.x = s1, .w = m->sub_w2, .b = m->sub_b2, .y = s2a,
-                                                         .x_row0 = r1, .x_len = L1, .y_row0 = r2}));
+                                                         .x_row0 = r1, .x_len = L1, .y_row0 = r2,
+                                                         .x_seg = seg1, .y_seg = seg2}));
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s2a, n2 * F2, C), .w = m->sub_w3, .bias = m->sub_b3,
                                                .y = flat2(&s2, n2 * F2, C), .act = ACT_RELU, .alpha = 1.0f}));
         // conv 5 (depthwise) -> conv 6 (pointwise) + ReLU: s3 [n3, F3, C] (rows a .. b-1)
         TRY(be_dwconv2d_s2(be, &(struct op_dwconv2d_s2){.x = s2, .w = m->sub_w5, .b = m->sub_b5, .y = s3a,
-                                                         .x_row0 = r2, .x_len = L2, .y_row0 = a}));
+                                                         .x_row0 = r2, .x_len = L2, .y_row0 = a,
+                                                         .x_seg = seg2, .y_seg = seg3}));
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3a, n3 * F3, C), .w = m->sub_w6, .bias = m->sub_b6,
                                                .y = flat2(&s3, n3 * F3, C), .act = ACT_RELU, .alpha = 1.0f}));
         // linear: [n3, F3*C] -> x rows [a, b) of [T, D]

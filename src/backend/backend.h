@@ -199,10 +199,11 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
 VKASR_OPS(X)
 #undef X
 
-/* Validates a search's description and writes its initial state (ops.h: struct be_search): t = 0,
- * S_EMIT set, so that the first search_joint commits the LSTM state that the caller's start-of-
- * sequence step wrote to h_new. */
-vkasr_status be_search_init(struct backend *b, const struct be_search *s);
+/* Validates a search's description and writes its initial state (ops.h: struct be_search) for B
+ * hypotheses of frames[b] encoder frames each, packed in f in that order (NULL: one hypothesis owning
+ * all of f): t = 0, S_EMIT set, so that the first search_joint commits the LSTM state that the
+ * caller's start-of-sequence step wrote to h_new. */
+vkasr_status be_search_init(struct backend *b, const struct be_search *s, const int64_t *frames);
 
 /* Lists Vulkan devices (vkasr_list_devices). */
 vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);

@@ -12,6 +12,7 @@ size_t be_dtype_size(be_dtype t) {
     case BE_F32: return 4;
     case BE_F16: return 2;
     case BE_I32: return 4;
+    case BE_I64: return 8;
     }
     return 0;
 }
@@ -76,7 +77,7 @@ const char *op_name(enum op_id id) {
 /* ---- validation ------------------------------------------------------------------------------- */
 
 static const char *type_name(be_dtype t) {
-    return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : t == BE_I32 ? "i32" : "?";
+    return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : t == BE_I32 ? "i32" : t == BE_I64 ? "i64" : "?";
 }
 
 static void shape_str(const be_tensor *t, char *buf, size_t n) {
@@ -152,6 +153,16 @@ static vkasr_status need_dims(struct vctx *c, const char *field, const be_tensor
 
 static bool valid_act(int act) { return act >= ACT_NONE && act <= ACT_LOG_GUARD; }
 
+/* The offsets of a packed batch's segments (I64 [S+1], S >= 1), read by the kernels: the op's outputs
+ * must not overlap them. Their values live on the device: the kernels keep every access inside the
+ * op's tensors whatever they hold. */
+static vkasr_status need_seg(struct vctx *c, const char *field, const be_tensor *seg, const be_tensor *y) {
+    TRY(need(c, field, seg, 1, BE_I64));
+    if (seg->ne[0] < 2 || seg->ne[0] > ((int64_t)1 << 31))
+        return bad(c, field, seg, "must be [S + 1] with 1 <= S < 2^31");
+    return no_overlap(c, y, seg, field);
+}
+
 static vkasr_status v_unary(struct vctx *c, const struct op_unary *a) {
     if (a->x.type != BE_F32 || a->y.type != BE_F32)
         return bad(c, "x/y", &a->x, "must be f32");
@@ -192,6 +203,8 @@ static vkasr_status v_glu(struct vctx *c, const struct op_glu *a) {
 static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
     if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
         return bad(c, "y", &a->y, "rank/type must match x");
+    if (a->x.type == BE_I64)
+        return bad(c, "x", &a->x, "must be f32, f16 or i32");
     for (int d = 0; d < a->x.nd; d++)
         if (a->before[d] < 0 || a->y.ne[d] < a->x.ne[d] + a->before[d])
             return bad(c, "y", &a->y, "too small for x plus padding");
@@ -202,6 +215,8 @@ static vkasr_status v_pad(struct vctx *c, const struct op_pad *a) {
 static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
     if (a->x.nd != a->y.nd || a->x.type != a->y.type || a->x.nd < 1)
         return bad(c, "y", &a->y, "rank/type must match x");
+    if (a->x.type == BE_I64)
+        return bad(c, "x", &a->x, "must be f32, f16 or i32");
     int seen = 0;
     for (int d = 0; d < a->x.nd; d++) {
         int p = a->perm[d];
@@ -287,7 +302,16 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
 static int64_t half_up(int64_t n) { return (n + 1) / 2; }
 
 static vkasr_status v_conv_rows(struct vctx *c, const be_tensor *x, const be_tensor *y, int64_t x_row0,
-                                int64_t x_len, int64_t y_row0) {
+                                int64_t x_len, int64_t y_row0, const be_tensor *x_seg, const be_tensor *y_seg) {
+    if (x_row0 < 0 || y_row0 < 0 || x_row0 > ((int64_t)1 << 60) || y_row0 > ((int64_t)1 << 60))
+        return bad(c, "x_row0/y_row0", NULL, "out of range");
+    if (present(x_seg) || present(y_seg)) { /* a packed batch: the halo rule is the caller's */
+        TRY(need_seg(c, "x_seg", x_seg, y));
+        TRY(need_seg(c, "y_seg", y_seg, y));
+        if (x_seg->ne[0] != y_seg->ne[0])
+            return bad(c, "y_seg", y_seg, "must have as many segments as x_seg");
+        return VKASR_OK;
+    }
     /* Every in-range input row an output row needs must be present in x. */
     if (y->ne[0] == 0)
         return VKASR_OK;
@@ -314,7 +338,7 @@ static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
-    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg);
 }
 
 static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a) {
@@ -330,7 +354,7 @@ static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
-    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0);
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg);
 }
 
 static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
@@ -344,6 +368,11 @@ static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
     if (!valid_act(a->act))
         return bad(c, "act", NULL, "unknown activation");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
+    if (present(&a->seg)) {
+        TRY(need_seg(c, "seg", &a->seg, &a->y));
+        if (a->row0 < 0 || a->row0 > ((int64_t)1 << 60))
+            return bad(c, "row0", NULL, "out of range");
+    }
     return VKASR_OK;
 }
 
@@ -374,6 +403,11 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
     TRY(need_dims(c, "bias_u", &a->bias_u, a->heads, dk));
     TRY(need(c, "bias_v", &a->bias_v, 2, BE_F32));
     TRY(need_dims(c, "bias_v", &a->bias_v, a->heads, dk));
+    if (present(&a->seg)) {
+        TRY(need_seg(c, "seg", &a->seg, &a->y));
+        if (a->seg_max < 1 || a->seg_max > ((int64_t)1 << 60))
+            return bad(c, "seg_max", NULL, "must be the longest segment's length (>= 1)");
+    }
     /* positions stay far below 2^62: sums of two never overflow */
     const int64_t lim = (int64_t)1 << 60;
     if (a->n_valid < 0 || a->window < 0 || a->q_pos0 < 0 || a->k_pos0 < 0 || a->n_valid > lim || a->window > lim ||
@@ -390,6 +424,10 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
             rmax = rmax < a->window ? rmax : a->window;
             rmin = rmin > -a->window ? rmin : -a->window;
         }
+        if (present(&a->seg)) { /* pairs of one segment only */
+            rmax = rmax < a->seg_max - 1 ? rmax : a->seg_max - 1;
+            rmin = rmin > 1 - a->seg_max ? rmin : 1 - a->seg_max;
+        }
         int64_t center = (a->p.ne[0] - 1) / 2;
         if (rmax > center || -rmin > center)
             return bad(c, "p", &a->p, "too few position rows for the attention span");
@@ -401,16 +439,29 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
     return VKASR_OK;
 }
 
+/* A [B, n] tensor of B rows, or B = 1 as [n]. */
+static vkasr_status need_rows(struct vctx *c, const char *field, const be_tensor *t, int64_t B, int64_t n) {
+    if (t->nd == 1 && B == 1)
+        TRY(need(c, field, t, 1, BE_F32));
+    else
+        TRY(need(c, field, t, 2, BE_F32));
+    if (t->ne[t->nd - 1] != n || (t->nd == 2 && t->ne[0] != B))
+        return bad(c, field, t, "must be [B, n] as the other rows' tensors");
+    return VKASR_OK;
+}
+
 static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
-    TRY(need(c, "x", &a->x, 1, BE_F32));
-    TRY(need(c, "h", &a->h, 1, BE_F32));
-    int64_t P = a->h.ne[0], In = a->x.ne[0];
-    TRY(need(c, "c", &a->c, 1, BE_F32));
-    TRY(need_dims(c, "c", &a->c, P, -1));
-    TRY(need(c, "h_out", &a->h_out, 1, BE_F32));
-    TRY(need_dims(c, "h_out", &a->h_out, P, -1));
-    TRY(need(c, "c_out", &a->c_out, 1, BE_F32));
-    TRY(need_dims(c, "c_out", &a->c_out, P, -1));
+    if (a->h.nd != 1 && a->h.nd != 2)
+        return bad(c, "h", &a->h, "must be [P] or [B, P]");
+    const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1];
+    const int64_t In = a->x.ne[a->x.nd > 0 ? a->x.nd - 1 : 0];
+    if (B < 1 || B > INT32_MAX)
+        return bad(c, "h", &a->h, "must have 1 .. 2^31-1 rows");
+    TRY(need_rows(c, "x", &a->x, B, In));
+    TRY(need_rows(c, "h", &a->h, B, P));
+    TRY(need_rows(c, "c", &a->c, B, P));
+    TRY(need_rows(c, "h_out", &a->h_out, B, P));
+    TRY(need_rows(c, "c_out", &a->c_out, B, P));
     TRY(need(c, "w_ih", &a->w_ih, 2, BE_F32));
     TRY(need_dims(c, "w_ih", &a->w_ih, 4 * P, In));
     TRY(need(c, "w_hh", &a->w_hh, 2, BE_F32));
@@ -427,7 +478,11 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     TRY(same_or_disjoint(c, &a->c_out, &a->c, "c"));
     if (present(&a->gate)) {
         TRY(need(c, "gate", &a->gate, 1, BE_I32));
-        TRY(need_dims(c, "gate", &a->gate, 1, -1));
+        if (B > 1 && (a->gate_stride < 1 || a->gate_stride > ((int64_t)1 << 30)))
+            return bad(c, "gate_stride", NULL, "must be >= 1 for several rows");
+        const int64_t need_n = 1 + (B - 1) * (B > 1 ? a->gate_stride : 0);
+        if (a->gate.ne[0] < need_n)
+            return bad(c, "gate", &a->gate, "too short for the rows' gates (1 + (B - 1) * gate_stride)");
         for (int i = 0; i < 2; i++)
             TRY(no_overlap(c, outs[i], &a->gate, "gate"));
     }
@@ -443,12 +498,12 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
         return bad(c, "s", NULL, "NULL");
     TRY(need(c, "state", &s->state, 2, BE_I32));
     const int64_t B = s->state.ne[0];
-    if (B != 1 || s->state.ne[1] != SEARCH_STATE_INTS)
-        return bad(c, "state", &s->state, "must be [1, SEARCH_STATE_INTS] (batched search is not implemented)");
-    TRY(need(c, "f", &s->f, 3, BE_F32));
-    const int64_t T = s->f.ne[1], P = s->f.ne[2];
-    if (s->f.ne[0] != B || T < 1 || T > (int64_t)1 << 30 || P < 1 || P > (int64_t)1 << 24)
-        return bad(c, "f", &s->f, "must be [B, T, P] with 1 <= T <= 2^30, 1 <= P <= 2^24");
+    if (B < 1 || B > ((int64_t)1 << 20) || s->state.ne[1] != SEARCH_STATE_INTS)
+        return bad(c, "state", &s->state, "must be [B, SEARCH_STATE_INTS] with 1 <= B <= 2^20");
+    TRY(need(c, "f", &s->f, 2, BE_F32));
+    const int64_t T = s->f.ne[0], P = s->f.ne[1];
+    if (T < 1 || T > (int64_t)1 << 30 || P < 1 || P > (int64_t)1 << 24)
+        return bad(c, "f", &s->f, "must be [Tf, P] with 1 <= Tf <= 2^30, 1 <= P <= 2^24");
     if (s->max_symbols < 1 || T * s->max_symbols >= INT32_MAX)
         return bad(c, "max_symbols", &s->f, "must be >= 1, and T * max_symbols < 2^31 (32-bit token counts)");
     TRY(need(c, "tokens", &s->tokens, 3, BE_I32));
@@ -537,6 +592,30 @@ static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm 
     return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
 }
 
+static vkasr_status v_offsets_scan(struct vctx *c, const struct op_offsets_scan *a) {
+    TRY(need(c, "x", &a->x, 1, BE_I64));
+    const int64_t N = a->x.ne[0];
+    if (N > ((int64_t)1 << 31) - 2)
+        return bad(c, "x", &a->x, "more than 2^31 - 2 lengths");
+    if (a->nout < 1 || a->nout > SCAN_MAX_OUT)
+        return bad(c, "nout", NULL, "must be 1 .. SCAN_MAX_OUT");
+    for (int k = 0; k < a->nout; k++) {
+        const struct op_offsets_scan_out *o = &a->out[k];
+        char f[16];
+        snprintf(f, sizeof f, "out[%d].y", k);
+        TRY(need(c, f, &o->y, 1, BE_I64));
+        if (o->y.ne[0] != N + (o->lead ? 1 : 0))
+            return bad(c, f, &o->y, "must be [N + lead]");
+        if (o->div < 1 || o->stride < 1 || o->halvings > 62)
+            return bad(c, f, &o->y, "div and stride must be >= 1, halvings <= 62");
+        TRY(no_overlap(c, &o->y, &a->x, "x"));
+        for (int j = 0; j < k; j++)
+            if (overlaps(&o->y, &a->out[j].y))
+                return bad(c, f, &o->y, "overlaps another output");
+    }
+    return VKASR_OK;
+}
+
 vkasr_status op_validate(enum op_id id, const void *args, struct err *e) {
     struct vctx c = {op_name(id), e};
     if (!args)
@@ -559,19 +638,35 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
     return b->vt->run(b, id, args);
 }
 
-vkasr_status be_search_init(struct backend *b, const struct be_search *s) {
+vkasr_status be_search_init(struct backend *b, const struct be_search *s, const int64_t *frames) {
     struct vctx c = {"search_init", &b->err};
     TRY(v_search(&c, s));
+    const int64_t B = s->state.ne[0], Tf = s->f.ne[0];
     /* S_EMIT: the LSTM state the caller's start-of-sequence step writes to h_new is committed by the
-     * first search_joint. */
-    int32_t st[SEARCH_STATE_INTS] = {0};
-    st[SEARCH_S_FRAMES] = (int32_t)s->f.ne[1];
-    st[SEARCH_S_LAST_T] = -1;
-    st[SEARCH_S_EMIT] = 1;
-    st[SEARCH_S_TOKEN] = (int32_t)(s->embed.ne[0] - 1);
-    for (int64_t h = 0; h < s->state.ne[0]; h++)
-        TRY(be_upload(b, s->state.addr + (uint64_t)h * sizeof st, st, sizeof st));
-    return VKASR_OK;
+     * first search_joint. Hypothesis h's frames follow those of the hypotheses before it in f. */
+    int32_t *st = calloc((size_t)B, SEARCH_STATE_INTS * sizeof *st);
+    if (!st)
+        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    int64_t f0 = 0;
+    vkasr_status r = VKASR_OK;
+    for (int64_t h = 0; h < B && r == VKASR_OK; h++) {
+        const int64_t n = frames ? frames[h] : Tf;
+        if (n < 1 || f0 + n > Tf || n * s->max_symbols >= INT32_MAX) {
+            r = bad(&c, "frames", &s->f, "hypotheses' frames must be >= 1 and fit f (and T * max_symbols < 2^31)");
+            break;
+        }
+        int32_t *sh = st + h * SEARCH_STATE_INTS;
+        sh[SEARCH_S_FRAMES] = (int32_t)n;
+        sh[SEARCH_S_F0] = (int32_t)f0;
+        sh[SEARCH_S_LAST_T] = -1;
+        sh[SEARCH_S_EMIT] = 1;
+        sh[SEARCH_S_TOKEN] = (int32_t)(s->embed.ne[0] - 1);
+        f0 += n;
+    }
+    if (r == VKASR_OK)
+        r = be_upload(b, s->state.addr, st, (uint64_t)B * SEARCH_STATE_INTS * sizeof *st);
+    free(st);
+    return r;
 }
 
 vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,

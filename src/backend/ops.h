@@ -21,7 +21,7 @@
 
 #include "vkasr.h"
 
-typedef enum be_dtype { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2 } be_dtype;
+typedef enum be_dtype { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2, BE_I64 = 3 } be_dtype;
 
 #define BE_MAX_DIMS 4
 
@@ -114,9 +114,10 @@ struct op_argmax {
  * it is. Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
  * F16 (ties to even). Any combination of the three types is valid.
  * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
- * matvec hint lifts that guarantee for a product of a few rows that no tiled computation repeats
- * (the decoder's): a backend may then pick a kernel by M (a matrix-vector one, or a split of K into
- * slices added afterwards), and its rounding. Without the hint a backend may still split K, but
+ * matvec hint marks a weight-bound product of a few rows per hypothesis (the decoder's joint and
+ * projection): a backend may then compute it with a matrix-vector kernel whose rounding differs from
+ * the unhinted kernels', but a row's result must still not depend on M (the rows of B hypotheses
+ * decoded together come out as each hypothesis alone). Without the hint a backend may split K, but
  * only by N and K, never by M. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
@@ -132,27 +133,39 @@ struct op_linear {
  *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] holds global output rows y_row0 .. y_row0+Hy-1.
  *   x and y each F32 or F16.
  * Output row r reads input rows 2r-1 .. 2r+1; rows outside [0, x_len) read as zero (they must lie in
- * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run. */
+ * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run.
+ * A packed batch (x_seg, y_seg present, I64 [S+1] each: the offsets of S images concatenated along
+ * rows, a leading 0 and the total last): output row R of image s, local row r = R - y_seg[s], reads
+ * the local rows 2r-1 .. 2r+1 of image s (global rows x_seg[s] + ..), those outside [0, x_seg[s+1] -
+ * x_seg[s]) as zero: each image is computed exactly as alone. x_len is then unused, and the halo rule
+ * (the rows needed lie in x) is the caller's: the offsets live on the device. */
 struct op_conv2d_s2 {
     be_tensor x, w, b, y;
     int64_t x_row0, x_len, y_row0;
     int act;
+    be_tensor x_seg, y_seg;
 };
 
 /* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C]
- * F32; x and y each F32 or F16. Same global-row convention as op_conv2d_s2. */
+ * F32; x and y each F32 or F16. Same global-row convention (and packed batches) as op_conv2d_s2. */
 struct op_dwconv2d_s2 {
     be_tensor x, w, b, y;
     int64_t x_row0, x_len, y_row0;
     int act;
+    be_tensor x_seg, y_seg;
 };
 
 /* Depthwise conv over time with kernel K (odd), 'same' zero padding, channels-last:
  *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)); x and y each F32 or F16,
- *   w and b F32. */
+ *   w and b F32.
+ * A packed batch (seg present, I64 [S+1]: segment start positions, a leading 0, the total last): x's
+ * row t is position row0 + t, and a tap that would read across the boundary of the row's segment
+ * reads zero, as at the ends of x: no segment leaks into another. */
 struct op_dwconv1d {
     be_tensor x, w, b, y;
     int act;
+    be_tensor seg;
+    int64_t row0;
 };
 
 /* ---- attention -------------------------------------------------------------------------------- */
@@ -183,43 +196,57 @@ struct op_relpos_attention {
     int64_t q_pos0, k_pos0; /* positions of q's and k's row 0 */
     bool f16; /* products may take q+u, q+v, k, p, v and the softmax weights rounded to f16 (tensor
                * cores); the reference rounds the inputs alike. false: f32 throughout. */
+    /* A packed batch (seg present, I64 [S+1]: the start positions of S sequences concatenated along
+     * time, a leading 0 and the total last): attention is block-diagonal, a query scoring only the keys
+     * of its own segment (with the band, n_valid and k's extent as above), and i - j, the relative
+     * position, is the same as in the segment alone. seg_max (the longest segment, which the host
+     * knows) bounds the relative positions p must cover. Each segment's rows come out exactly as a call
+     * on that segment alone would give them (key blocks start on the segment's grid). */
+    be_tensor seg;
+    int64_t seg_max;
 };
 
 /* ---- decoder ---------------------------------------------------------------------------------- */
 
-/* One LSTM step (PyTorch gate order i, f, g, o):
- *   x [In], h, c [P] -> h_out, c_out [P];  w_ih [4P, In], w_hh [4P, P] F32;  b [4P] = b_ih + b_hh.
- * gate (I32 [1], optional): when present and gate[0] == 0 the op writes nothing (the device-resident
- * search's step for a hypothesis that did not emit). */
+/* One LSTM step (PyTorch gate order i, f, g, o) of B independent rows (hypotheses):
+ *   x [B, In], h, c [B, P] -> h_out, c_out [B, P] (B = 1 may be given as 1-D [In], [P]);
+ *   w_ih [4P, In], w_hh [4P, P] F32;  b [4P] = b_ih + b_hh.
+ * gate (I32, optional): row r's gate is gate[r * gate_stride]; when it is 0 the op writes nothing
+ * for that row (the device-resident search's step for a hypothesis that did not emit). A row's
+ * result does not depend on B or on the other rows. */
 struct op_lstm_step {
     be_tensor x, h, c, w_ih, w_hh, b, h_out, c_out;
     be_tensor gate;
+    int64_t gate_stride;
 };
 
 /* ---- greedy transducer search on the device ------------------------------------------------- */
 
 /* The greedy TDT / RNN-T search (spec §6.4, §6.5) with its loop over frames and emitted tokens on the
- * device (src/asr/transducer_device.c). One iteration of the search is this sequence of ops, recorded
- * once and replayed many times without the host looking at any result:
+ * device (src/asr/transducer_device.c), for B hypotheses (the inputs of a batch) at once. One
+ * iteration of the search is this sequence of ops, recorded once and replayed many times without the
+ * host looking at any result:
  *   search_joint   commits the last emission's LSTM state (h_old = h_new where S_EMIT is set) and
  *                  builds the joint input of a window of W frames: z [B*W, P] = relu(f[t_b + r] + q_b)
  *   linear         y [B*W, J] = z Wo^T + bo                        (J = V + 1 + ND)
  *   search_step    per hypothesis: the argmaxes of the window's rows, the walk over blanks and TDT
  *                  duration skips to the first emission, which is appended to the token ring; on an
  *                  emission S_EMIT is set and x0 = Emb[token]
- *   lstm_step      per layer, gated by S_EMIT: (h_old, c) -> (h_new, c) from x0 or the layer below's h_new
+ *   lstm_step      per layer, B rows each gated by its S_EMIT: (h_old, c) -> (h_new, c) from x0 or the
+ *                  layer below's h_new
  *   linear         q [B, P] = h_new[L-1] Wp^T + bp
  * Every changing value lives in device memory: the search state of hypothesis b is state[b]
- * (SEARCH_S_* below), and a hypothesis that is done is left alone. The state and every per-hypothesis
- * tensor are indexed by hypothesis so that B hypotheses can advance together (with a batched, masked
- * LSTM then); the ops take B = 1 for now. The kernels take their tensors' addresses (at most six) in
- * push constants, not from an argument block in memory: llvmpipe treats addresses loaded from memory
- * as different per invocation, and search_joint took 5x longer that way (lavapipe, 0.9 against 0.2 ms). */
+ * (SEARCH_S_* below), and a hypothesis that is done is left alone (its rows of z and y are not read).
+ * The hypotheses' encoder frames are packed in f (no padding): hypothesis b owns rows S_F0 ..
+ * S_F0 + S_FRAMES - 1. A hypothesis's arithmetic is the same whatever B: a batch decodes each input
+ * exactly as alone. The kernels take their tensors' addresses (at most six) in push constants, not
+ * from an argument block in memory: llvmpipe treats addresses loaded from memory as different per
+ * invocation, and search_joint took 5x longer that way (lavapipe, 0.9 against 0.2 ms). */
 #define SEARCH_MAX_WINDOW 32        /* W: a power of two                                          */
 #define SEARCH_STATE_INTS 16        /* per hypothesis                                              */
 /* The state of a hypothesis (I32). */
 enum {
-    SEARCH_S_T = 0,      /* next frame to evaluate                                                  */
+    SEARCH_S_T = 0,      /* next frame to evaluate (0 .. T_b)                                       */
     SEARCH_S_FRAMES,     /* frames of this hypothesis (T_b)                                         */
     SEARCH_S_LAST_T,     /* frame of the last emission (-1: none yet)                               */
     SEARCH_S_RUN,        /* symbols emitted at the current frame (the max_symbols rule)             */
@@ -229,14 +256,16 @@ enum {
     SEARCH_S_NTOK,       /* tokens emitted so far; token i is in ring slot i % capacity             */
     SEARCH_S_STEPS,      /* joint evaluations the search consumed (rows walked)                     */
     SEARCH_S_ITERS,      /* search_step calls that found the hypothesis not done                    */
-    SEARCH_S_SPAN        /* window rows the steps needed: up to the emission, or all of a window    */
+    SEARCH_S_SPAN,       /* window rows the steps needed: up to the emission, or all of a window    */
+    SEARCH_S_F0          /* the hypothesis's first row of f                                         */
 };
 
 /* The search's tensors and constants: one description shared by its ops. */
 struct be_search {
     be_tensor state;     /* I32 [B, SEARCH_STATE_INTS]                                               */
     be_tensor tokens;    /* I32 [B, capacity, 3]: ring of emitted (token, frame, duration)           */
-    be_tensor f;         /* F32 [B, T, P]: the encoder half of the joint, f = E We^T + be            */
+    be_tensor f;         /* F32 [Tf, P]: the encoder half of the joint, f = E We^T + be, of every
+                          * hypothesis (packed: rows S_F0 .. of hypothesis b)                        */
     be_tensor q;         /* F32 [B, P]: the projected prediction output                              */
     be_tensor z;         /* F32 [B * Wmax, P]: joint input of a window                               */
     be_tensor y;         /* F32 [B * Wmax, J]: joint logits of a window                              */
@@ -259,6 +288,30 @@ struct op_search_joint {
 struct op_search_step {
     const struct be_search *s;
     int32_t window;
+};
+
+/* ---- packed batches --------------------------------------------------------------------------- */
+
+/* The offsets of a packed batch (N inputs concatenated along time, no padding anywhere) in one
+ * launch: from the inputs' lengths x [N] (I64, >= 0), up to SCAN_MAX_OUT int64 offset arrays, each
+ * taking every length through its own transform
+ *     len_k(i) = stride_k * ceil(floor(x[i] / div_k) / 2^halvings_k)
+ * (samples -> mel frames: div = hop; each stride-2 subsampling stage halves, rounding up; a tensor's
+ * row width: stride) and holding its inclusive scan, after a leading zero when lead_k is set:
+ *     y_k [N + lead_k],   y_k[lead_k + i] = len_k(0) + .. + len_k(i)   (y_k[0] = 0 with lead_k).
+ * 64-bit throughout; the caller keeps the totals below 2^63 (the planner computes them too). */
+#define SCAN_MAX_OUT 5
+struct op_offsets_scan_out {
+    be_tensor y;          /* I64 [N + lead]                                                        */
+    uint32_t div;         /* >= 1                                                                  */
+    uint32_t halvings;    /* 0 .. 62                                                               */
+    uint32_t stride;      /* >= 1                                                                  */
+    bool lead;
+};
+struct op_offsets_scan {
+    be_tensor x;          /* I64 [N]                                                               */
+    int32_t nout;         /* 1 .. SCAN_MAX_OUT                                                     */
+    struct op_offsets_scan_out out[SCAN_MAX_OUT];
 };
 
 /* ---- audio front end -------------------------------------------------------------------------- */
@@ -303,7 +356,8 @@ struct op_feature_norm {
     X(search_joint)                                                                                    \
     X(search_step)                                                                                     \
     X(stft_power)                                                                                      \
-    X(feature_norm)
+    X(feature_norm)                                                                                    \
+    X(offsets_scan)
 
 enum op_id {
 #define X(name) OP_##name,

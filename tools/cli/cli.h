@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 
 #include "vkasr.h"
@@ -56,6 +57,49 @@ void json_str(FILE *f, const char *s);
 void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r);
 /* NumPy .npy v1.0, float32 [rows, cols]; 0 or -1 (errno set). */
 int write_npy(const char *path, const float *data, size_t rows, size_t cols);
+
+/* ---- manifest.c ---- */
+
+/* An input of `vkasr transcribe` in the batched path: a line of a NeMo manifest (JSON lines with
+ * audio_filepath, resolved against the manifest's directory; optional duration and text), or a file
+ * given on the command line (line NULL). */
+struct manifest_entry {
+    char *audio;      /* the audio file's path                                   */
+    char *line;       /* the manifest line (a JSON object), NULL for a plain file */
+    double duration;  /* seconds; -1: not given                                  */
+    char *text;       /* the reference transcript; NULL: none                    */
+};
+/* Reads a manifest ("-": standard input); messages name the file and line. EXIT_OK, EXIT_USAGE (a
+ * malformed line), EXIT_AUDIO (cannot read), EXIT_FAIL (memory). */
+int manifest_read(const char *path, struct manifest_entry **out, size_t *count);
+void manifest_free(struct manifest_entry *e, size_t n);
+/* The output manifest's line of an entry: its JSON object with pred_text (a plain file: audio_filepath
+ * and pred_text); malloc'd, no newline; NULL when out of memory. */
+char *manifest_line(const struct manifest_entry *e, const char *pred_text);
+/* "K/N" with 0 <= K < N: the K-th of N slices. */
+bool parse_shard(const char *s, size_t *k, size_t *n);
+/* Slice k of n of `total` inputs: contiguous, deterministic, sizes differing by at most one. */
+void shard_range(size_t total, size_t k, size_t n, size_t *first, size_t *count);
+
+/* ---- transcribe_batch.c ---- */
+
+/* What the batched path of `vkasr transcribe` needs from the command line. */
+struct batch_run {
+    const char *model;
+    const char *const *devices;    /* one worker per entry (a device string as -d takes) */
+    int ndevices;
+    vkasr_model_params mp;         /* device set per worker                              */
+    vkasr_transcribe_params tp;    /* no callbacks                                       */
+    size_t batch;                  /* inputs per device batch; 0: chosen from memory     */
+    enum fmt stdout_fmt;
+    bool write[FMT_COUNT];
+    const char *dump;              /* DIR/<input index>/ per input                       */
+    const char *out_manifest;      /* NULL: none                                         */
+    bool no_prints, verbose, profile, progress;
+};
+/* Transcribes the inputs in packed batches, windows of consecutive inputs taken by one worker per device
+ * (whoever is free takes the next window), outputs in input order. Returns the exit code. */
+int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n);
 
 /* ---- commands: argv holds the arguments after the command's name ---- */
 

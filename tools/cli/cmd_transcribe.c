@@ -1,5 +1,6 @@
 /* cmd_transcribe.c — `vkasr transcribe`: audio files to transcripts on stdout and in files,
- * with progress, profiles, feature dumps and Ctrl-C keeping partial results. */
+ * with progress, profiles, feature dumps and Ctrl-C keeping partial results; one file per call, or
+ * (--batch, --manifest, --devices, --shard) packed batches through transcribe_batch.c. */
 #define _POSIX_C_SOURCE 200809L
 #include <ctype.h>
 #include <errno.h>
@@ -14,6 +15,7 @@
 static void usage_transcribe(FILE *f) {
     fprintf(f,
             "usage: vkasr transcribe [-m MODEL] [options] AUDIO...\n"
+            "       vkasr transcribe [-m MODEL] [options] --manifest FILE\n"
             "\n"
             "Transcribes each AUDIO file (any format libsndfile reads: WAV, FLAC, OGG, MP3, ...; any sample\n"
             "rate from 1 kHz and any channel count; \"-\" reads from standard input) and prints the\n"
@@ -58,8 +60,23 @@ static void usage_transcribe(FILE *f) {
             "  -v, --verbose           more log messages: the attention chosen, the memory plan and the\n"
             "                          subsampling tiles, and per file its timings, planned and peak\n"
             "                          device memory and the process's peak host memory\n"
-            "  -h, --help              this help\n",
+            "  -h, --help              this help\n"
+            "\n"
+            "many inputs (a data set, an archive):\n"
+            "      --batch N|auto      transcribe N inputs at a time in packed batches (no padding; each input\n"
+            "                          as alone, the same tokens); auto: as many as the device's memory holds\n"
+            "                          (the default with --manifest, --devices, --shard); 1: one at a time\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+    fputs("      --manifest FILE     the inputs of a NeMo manifest: JSON lines with audio_filepath (relative\n"
+          "                          to the manifest's directory), optional duration and text\n"
+          "      --output-manifest FILE  each input's manifest line with pred_text added, in input order; with\n"
+          "                          text in the input manifest, a WER summary on stderr at the end\n"
+          "      --devices LIST      several devices in one process (comma-separated, as -d takes them: 0,1\n"
+          "                          or cuda:0,cuda:1), a session each; each takes the next window of inputs\n"
+          "                          when it is free. A device named twice gets two sessions\n"
+          "      --shard K/N         only the K-th (0 .. N-1) of N contiguous slices of the inputs, for a job\n"
+          "                          array (Slurm, Kubernetes indexed jobs, GNU parallel)\n",
+          f);
     /* a second call: one string literal of the whole text would exceed C99's 4095 characters */
     fputs("\n"
           "--format json prints one JSON object per input on one line: text, duration, partial,\n"
@@ -75,7 +92,11 @@ static void usage_transcribe(FILE *f) {
           "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
           "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda),\n"
           "            130 interrupted. With several\n"
-          "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n",
+          "            inputs, vkasr keeps going past a bad one and exits non-zero at the end.\n"
+          "\n"
+          "Batched, outputs still come in input order (one line per input with txt and json), -o* files are\n"
+          "written beside each input, --dump writes DIR/<n>/ for the n-th input (0-based), and a summary\n"
+          "(inputs, audio seconds, RTFx, peak device memory) ends the run on stderr.\n",
           f);
 }
 
@@ -145,6 +166,10 @@ int cmd_transcribe(int argc, char **argv) {
     int attention_window = 0;
     double attention_threshold = 0;
     uint64_t max_memory = 0;
+    /* the batched path */
+    bool batched = false;
+    size_t batch = 1, shard_k = 0, shard_n = 1;
+    const char *manifest = NULL, *out_manifest = NULL, *devices_arg = NULL;
     int rc = EXIT_OK;
     for (int i = 0; i < argc && rc == EXIT_OK; i++) {
         const char *a = argv[i], *v;
@@ -222,6 +247,34 @@ int cmd_transcribe(int argc, char **argv) {
                 fprintf(stderr, "vkasr: --max-symbols needs a positive integer\n");
                 rc = EXIT_USAGE;
             }
+        } else if (!strcmp(a, "--batch")) {
+            char *end = NULL;
+            batched = true;
+            if (!(v = arg_value(argc, argv, &i, a)))
+                rc = EXIT_USAGE;
+            else if (!strcmp(v, "auto"))
+                batch = 0;
+            else if ((batch = (size_t)strtoul(v, &end, 10)) < 1 || *end || v[0] == '-' || batch > 1000000) {
+                fprintf(stderr, "vkasr: --batch needs a positive number of inputs or auto\n");
+                rc = EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--manifest")) {
+            rc = (manifest = arg_value(argc, argv, &i, a)) ? EXIT_OK : EXIT_USAGE;
+        } else if (!strcmp(a, "--output-manifest")) {
+            rc = (out_manifest = arg_value(argc, argv, &i, a)) ? EXIT_OK : EXIT_USAGE;
+        } else if (!strcmp(a, "--devices")) {
+            if (!(devices_arg = arg_value(argc, argv, &i, a)))
+                rc = EXIT_USAGE;
+            else if (!*devices_arg || strstr(devices_arg, ",,") || devices_arg[strlen(devices_arg) - 1] == ',' ||
+                     devices_arg[0] == ',') {
+                fprintf(stderr, "vkasr: --devices needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)\n");
+                rc = EXIT_USAGE;
+            }
+        } else if (!strcmp(a, "--shard")) {
+            if (!(v = arg_value(argc, argv, &i, a)) || !parse_shard(v, &shard_k, &shard_n)) {
+                fprintf(stderr, "vkasr: --shard needs K/N with 0 <= K < N (the K-th of N slices)\n");
+                rc = EXIT_USAGE;
+            }
         } else if (!strcmp(a, "--profile")) {
             profile = true;
         } else if (!strcmp(a, "-np") || !strcmp(a, "--no-prints")) {
@@ -237,8 +290,26 @@ int cmd_transcribe(int argc, char **argv) {
             inputs[ninputs++] = a;
         }
     }
-    if (rc == EXIT_OK && ninputs == 0) {
+    /* the batched path: --batch, or anything that makes sense only for many inputs (auto batches) */
+    if (!batched && (manifest || out_manifest || devices_arg || shard_n > 1)) {
+        batched = true;
+        batch = 0;
+    }
+    if (rc == EXIT_OK && ninputs == 0 && !manifest) {
         fprintf(stderr, "vkasr: no audio input given (see vkasr transcribe --help)\n");
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK && manifest && ninputs > 0) {
+        fprintf(stderr, "vkasr: --manifest names the inputs: no audio files besides it\n");
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK && batched && of) {
+        fprintf(stderr, "vkasr: -of names the outputs of one input, not of batches (-otxt and the like write "
+                        "<input>.txt beside each input)\n");
+        rc = EXIT_USAGE;
+    }
+    if (rc == EXIT_OK && devices_arg && device) {
+        fprintf(stderr, "vkasr: --devices and -d both name devices: use one\n");
         rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK && (!model || !*model)) {
@@ -254,10 +325,22 @@ int cmd_transcribe(int argc, char **argv) {
         fprintf(stderr, "vkasr: -of names the outputs of one input; %d inputs given\n", ninputs);
         rc = EXIT_USAGE;
     }
+    /* the devices of --devices (each checked as -d would be) */
+    char *devbuf = devices_arg ? strdup(devices_arg) : NULL;
+    const char **devices = devices_arg ? calloc(strlen(devices_arg) + 1, sizeof *devices) : NULL;
+    int ndevices = 0;
+    if (devices_arg && (!devbuf || !devices))
+        rc = EXIT_FAIL;
+    for (char *tok = devbuf, *save = NULL; rc == EXIT_OK && devbuf && (tok = strtok_r(tok, ",", &save)); tok = NULL) {
+        devices[ndevices++] = tok;
+        rc = check_device_backend(tok);
+    }
     if (rc == EXIT_OK)
         rc = check_device_backend(device);
     if (rc != EXIT_OK) {
         free(inputs);
+        free(devbuf);
+        free(devices);
         return rc;
     }
     /* $VKASR_PROFILE=1 turns timestamps on in the library; print the report then too (same rule as the
@@ -272,6 +355,48 @@ int cmd_transcribe(int argc, char **argv) {
     mp.profile = profile;
     mp.log_level = no_prints ? VKASR_LOG_ERROR : verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
     mp.log_callback = log_to_stderr;
+    if (batched) {
+        struct manifest_entry *entries = NULL;
+        size_t n = 0;
+        if (manifest) {
+            rc = manifest_read(manifest, &entries, &n);
+        } else if ((entries = calloc((size_t)ninputs, sizeof *entries))) {
+            for (int i = 0; i < ninputs; i++)
+                if (!(entries[n++] = (struct manifest_entry){.audio = strdup(inputs[i]), .duration = -1}).audio)
+                    rc = EXIT_FAIL;
+        } else {
+            rc = EXIT_FAIL;
+        }
+        if (rc == EXIT_OK) {
+            size_t first = 0, count = n;
+            shard_range(n, shard_k, shard_n, &first, &count);
+            if (shard_n > 1 && verbose)
+                fprintf(stderr, "vkasr: shard %zu of %zu: inputs %zu .. %zu of %zu\n", shard_k, shard_n, first,
+                        first + count, n);
+            struct batch_run o = {
+                .model = model, .devices = devices, .ndevices = ndevices, .mp = mp,
+                .tp = vkasr_transcribe_params_default(),
+                .batch = batch, .stdout_fmt = stdout_fmt, .dump = dump, .out_manifest = out_manifest,
+                .no_prints = no_prints, .verbose = verbose, .profile = profile,
+                .progress = !no_prints && (force_progress || isatty(2)),
+            };
+            memcpy(o.write, write, sizeof o.write);
+            o.tp.max_symbols_per_step = max_symbols;
+            o.tp.keep_features = dump != NULL;
+            o.tp.attention = attention;
+            o.tp.attention_window = attention_window;
+            o.tp.auto_full_seconds = attention_threshold;
+            o.tp.max_memory = max_memory;
+            rc = transcribe_batch(&o, entries + first, count);
+        }
+        manifest_free(entries, n);
+        free(inputs);
+        free(devbuf);
+        free(devices);
+        return rc;
+    }
+    free(devbuf);
+    free(devices);
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_status st = vkasr_model_load(model, &mp, &m, &err);

@@ -18,7 +18,11 @@
  *     and sums whatever the call, and a tile holding none of a row's keys leaves its max, sum and
  *     output exactly unchanged.
  * q, k, v, p and y are f32 or f16 each (the op's contract): loads widen f16 to f32, an f16 y gets the
- * result rounded to nearest; q + u and q + v are formed in f32. */
+ * result rounded to nearest; q + u and q + v are formed in f32.
+ * A packed batch (seg, nseg > 0: ops.h): a query sees only its segment's keys. A block's key loop runs
+ * once per segment its rows reach, over that segment's keys (tiles of att_tc on the segment's grid),
+ * the other rows masked; a pass leaves the rows it masks exactly unchanged, so each row ends with the
+ * result of its own segment alone. */
 #include <math.h>
 #include <string.h>
 
@@ -38,20 +42,57 @@ struct att_args {
     float scale;
     bool f16;
     bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 4-element loads (float4, or 8 bytes of f16) */
+    const int64_t *seg; /* a packed batch's segment starts [nseg + 1], or nseg 0 */
+    int64_t nseg;
 };
 
-/* The key positions the valid ones of q's rows [i0, i0 + rows) may see: [*lo, *hi) (empty when none is
- * valid). */
-static __device__ __forceinline__ void key_range(const att_args &a, int64_t i0, int64_t rows, int64_t *lo, int64_t *hi) {
-    const int64_t ihi = i0 + rows < a.nvq ? i0 + rows : a.nvq;
-    *lo = a.k0;
-    *hi = a.kend;
-    if (i0 >= ihi) {
+/* The segment passes of a block of q's rows [i0, i0 + rows): a pass takes the rows [ilo, ihi) whose
+ * positions lie in segment sg ([slo, shi) of positions). seg_first sets up the first pass (a block without
+ * valid rows gets one pass without rows); seg_next the next one (false after the last). */
+struct seg_pass {
+    int64_t ilo, ihi, iend, slo, shi, sg;
+};
+
+static __device__ __forceinline__ void seg_bounds(const att_args &a, seg_pass *p) {
+    p->slo = 0;
+    p->shi = INT64_MAX;
+    if (a.nseg) {
+        const int64_t pos = a.q0 + p->ilo;
+        p->slo = a.seg[p->sg] < pos ? a.seg[p->sg] : pos; /* clamped: a bad table stays harmless */
+        if (p->sg + 1 < a.nseg)
+            p->shi = a.seg[p->sg + 1] > pos ? a.seg[p->sg + 1] : pos + 1;
+    }
+    p->ihi = p->shi - a.q0 < p->iend ? p->shi - a.q0 : p->iend;
+}
+
+static __device__ __forceinline__ void seg_first(const att_args &a, int64_t i0, int64_t rows, seg_pass *p) {
+    p->iend = i0 + rows < a.nvq ? i0 + rows : a.nvq;
+    if (p->iend < i0)
+        p->iend = i0;
+    p->ilo = i0;
+    p->sg = a.nseg && i0 < p->iend ? cu_seg_find(a.seg, a.nseg, a.q0 + i0) : 0;
+    seg_bounds(a, p);
+}
+
+static __device__ __forceinline__ bool seg_next(const att_args &a, seg_pass *p) {
+    if (p->ihi >= p->iend)
+        return false;
+    p->ilo = p->ihi;
+    p->sg++;
+    seg_bounds(a, p);
+    return true;
+}
+
+/* The key positions the rows of a segment pass may see: [*lo, *hi) (empty when it has no rows). */
+static __device__ __forceinline__ void key_range(const att_args &a, const seg_pass &p, int64_t *lo, int64_t *hi) {
+    *lo = a.k0 > p.slo ? a.k0 : p.slo;
+    *hi = a.kend < p.shi ? a.kend : p.shi;
+    if (p.ilo >= p.ihi) {
         *hi = *lo;
         return;
     }
     if (a.window > 0) {
-        const int64_t first = a.q0 + i0 - a.window, last = a.q0 + ihi + a.window; /* positions */
+        const int64_t first = a.q0 + p.ilo - a.window, last = a.q0 + p.ihi + a.window; /* positions */
         *lo = first > *lo ? first : *lo;
         *hi = last < *hi ? last : *hi;
     }
@@ -129,8 +170,11 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
                 o[r][e] = 0.0f;
             }
         }
+        seg_pass sp;
+        seg_first(a, i0, AF_BQ, &sp);
+        do {
         int64_t jlo, jhi;
-        key_range(a, i0, AF_BQ, &jlo, &jhi);
+        key_range(a, sp, &jlo, &jhi);
         for (int64_t j0 = jlo; j0 < jhi; j0 += AF_BK) {
             /* window row wr holds position row nbase + wr; score (i, j) (i a row of q, j a key position)
              * uses nbase + (i0 + BQ-1 - i) + (j - j0) = center - (q0 + i - j) */
@@ -145,7 +189,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
 #pragma unroll
             for (int r = 0; r < AF_ROWS; r++) {
                 const int64_t i = i0 + warp * AF_ROWS + r, pi = a.q0 + i;
-                if (i >= a.nvq) /* warp-uniform */
+                if (i < sp.ilo || i >= sp.ihi) /* warp-uniform: rows of other passes, padding */
                     continue;
                 for (int jj = 0; jj < nk; jj++) {
                     const int64_t j = j0 + jj;
@@ -180,6 +224,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
                 }
             }
         }
+        } while (seg_next(a, &sp));
 #pragma unroll
         for (int r = 0; r < AF_ROWS; r++) {
             const int64_t i = i0 + warp * AF_ROWS + r;
@@ -307,12 +352,12 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
 #pragma unroll
         for (int nt = 0; nt < NT; nt++)
             o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+        seg_pass sp;
+        seg_first(a, i0, TC_BQ, &sp);
+        do {
         int64_t jlo, jhi;
-        key_range(a, i0, TC_BQ, &jlo, &jhi);
-        jlo -= jlo % TC_BK; /* tiles on the global grid of key positions (keys below k0 are absent) */
-        /* The position window (row wr = position row nbase + wr) lives in a ring: window row wr at ring row
-         * (rbase + wr) % TC_NWIN. The next key tile's window starts TC_BK rows later, so only its last TC_BK
-         * rows are new. */
+        key_range(a, sp, &jlo, &jhi);
+        jlo -= (jlo - sp.slo) % TC_BK; /* tiles on the segment's grid of key positions (keys below k0 are absent) */
         int rbase = 0;
         for (int64_t j0 = jlo; j0 < jhi; j0 += TC_BK, rbase = (rbase + TC_BK) % TC_NWIN) {
             const int64_t nbase = a.center - (a.q0 + i0 + TC_BQ - 1) + j0; /* window row 0 */
@@ -376,7 +421,9 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                     for (int q = 0; q < 2; q++) {
                         const int c = 8 * nt + 2 * t + q;
                         const int64_t j = j0 + c;
-                        bool ok = j >= a.k0 && j < jhi && (a.window <= 0 || (pi - j <= a.window && j - pi <= a.window));
+                        const int64_t ir = iw + r; /* the row: masked outside this pass */
+                        bool ok = ir >= sp.ilo && ir < sp.ihi && j >= a.k0 && j < jhi &&
+                                  (a.window <= 0 || (pi - j <= a.window && j - pi <= a.window));
                         float v = ok ? (s[nt][2 * rr + q] + BD[r * TC_BDP + c - r + 15]) * a.scale : -INFINITY;
                         s[nt][2 * rr + q] = v;
                         mx = fmaxf(mx, v);
@@ -418,6 +465,7 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                 }
             }
         }
+        } while (seg_next(a, &sp));
         /* y = O / l; rows at positions >= n_valid get zeros (a valid row sees itself: l > 0) */
 #pragma unroll
         for (int rr = 0; rr < 2; rr++) {
@@ -494,6 +542,8 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.dk = (int)dk;
     args.scale = (float)(1.0 / sqrt((double)dk));
     args.f16 = a->f16;
+    args.seg = cu_ptr<int64_t>(a->seg);
+    args.nseg = a->seg.addr ? a->seg.ne[0] - 1 : 0;
     args.vec = D % 4 == 0 && dk % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->p);
     if (a->f16 && b->d->tensor_cores && dk <= 128) {
         b->op_label = "relpos_attention_tc";

@@ -233,6 +233,20 @@ static __device__ __forceinline__ float cu_warp_max(float v) {
     return v;
 }
 
+/* The segment of a packed batch holding position pos: the last s of 0 .. nseg-1 whose start seg[s]
+ * (seg [nseg+1]: a leading 0, the total last) is at most pos; empty segments are skipped. */
+static __device__ __forceinline__ int64_t cu_seg_find(const int64_t *seg, int64_t nseg, int64_t pos) {
+    int64_t lo = 0, hi = nseg - 1;
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (seg[mid] <= pos)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
 /* ---- op implementations (cu_<family>.cu) ------------------------------------------------------ */
 
 #define X(name) vkasr_status cu_op_##name(struct cu_backend *b, const struct op_##name *a);

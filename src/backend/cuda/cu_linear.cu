@@ -11,9 +11,11 @@
  * rounds is not documented: this way it is the reference's by construction, for one more pass over y.)
  * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
  * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
- * shape runs it, so each output is the same dot product in the same order whatever M is. With the
- * hint (the decoder's few-row products) the heuristic sees the real M. Long calls run in row chunks
- * whose temporaries fit the op scratch memory plans reserve (CU_OP_SCRATCH_BYTES). */
+ * shape runs it, so each output is the same dot product in the same order whatever M is. The matvec
+ * hint must keep that too (ops.h: a batch of hypotheses decodes each as alone), so hinted products take
+ * the same path (lt_matmul's matvec entries, whose heuristic sees the real M and may split K, are not
+ * used). Long calls run in row chunks whose temporaries fit the op scratch memory plans reserve
+ * (CU_OP_SCRATCH_BYTES). */
 #include <string.h>
 
 #include "cu_internal.h"
@@ -315,7 +317,7 @@ static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a,
     cudaDataType_t ab = path->f16 ? CUDA_R_16F : CUDA_R_32F;
     if (path->whole) { /* f32 y, no GLU (cu_op_linear) */
         int epi = a->act == ACT_RELU ? (bias ? EPI_RELU_BIAS : EPI_RELU) : (bias ? EPI_BIAS : EPI_NONE);
-        st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, epi, a->alpha, (const float *)res, (float *)y);
+        st = lt_matmul(b, false, M, N, K, ab, win, xin, bias, epi, a->alpha, (const float *)res, (float *)y);
         if (st != VKASR_ERR_UNSUPPORTED || epi == EPI_NONE)
             return st;
         err_clear(&b->base.err); /* no algorithm with that epilogue: below, for this chunk and the next */
@@ -330,11 +332,11 @@ static vkasr_status linear_rows(struct cu_backend *b, const struct op_linear *a,
         t = (float *)tp;
     }
     const float *late_bias = NULL; /* the bias, when cuBLASLt has no algorithm that adds it */
-    st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
+    st = lt_matmul(b, false, M, N, K, ab, win, xin, bias, bias ? EPI_BIAS : EPI_NONE, 1.0f, NULL, t);
     if (st == VKASR_ERR_UNSUPPORTED && bias) {
         err_clear(&b->base.err);
         late_bias = bias;
-        st = lt_matmul(b, a->matvec, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
+        st = lt_matmul(b, false, M, N, K, ab, win, xin, NULL, EPI_NONE, 1.0f, NULL, t);
     }
     TRY(st);
     return epilogue(b, a, t, late_bias, res, y, n, N);

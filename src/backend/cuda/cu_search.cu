@@ -9,7 +9,7 @@
 #define SEARCH_WARPS (SEARCH_THREADS / 32)
 
 static __global__ void search_joint_kernel(const float *f, const float *q, float *z, float *h_old, const float *h_new,
-                                           const int32_t *state, int64_t B, int64_t T, int64_t P, int64_t W,
+                                           const int32_t *state, int64_t B, int64_t Tf, int64_t P, int64_t W,
                                            int64_t L) {
     for (int64_t hyp = blockIdx.y; hyp < B; hyp += gridDim.y) {
         const int32_t *st = state + hyp * SEARCH_STATE_INTS;
@@ -20,10 +20,11 @@ static __global__ void search_joint_kernel(const float *f, const float *q, float
                 int64_t l = i / P, o = (l * B + hyp) * P + (i - l * P);
                 h_old[o] = h_new[o];
             }
-        const int64_t t = st[SEARCH_S_T], Tb = st[SEARCH_S_FRAMES];
+        const int64_t t = st[SEARCH_S_T], Tb = st[SEARCH_S_FRAMES], f0 = st[SEARCH_S_F0];
         CU_GRID_STRIDE(i, W * P) {
-            int64_t r = i / P, p = i - r * P, fr = t + r < Tb ? t + r : Tb - 1;
-            float v = f[(hyp * T + fr) * P + p] + q[hyp * P + p]; /* op_binary ADD, alpha = beta = 1 */
+            int64_t r = i / P, p = i - r * P, fr = f0 + (t + r < Tb ? t + r : Tb - 1);
+            fr = fr < 0 ? 0 : fr >= Tf ? Tf - 1 : fr; /* a bad state never reads outside f */
+            float v = f[fr * P + p] + q[hyp * P + p]; /* op_binary ADD, alpha = beta = 1 */
             z[(hyp * W + r) * P + p] = cu_act(v, ACT_RELU);
         }
     }
@@ -129,7 +130,7 @@ static __global__ void search_step_kernel(const float *y, int32_t *state, int32_
 
 vkasr_status cu_op_search_joint(struct cu_backend *b, const struct op_search_joint *a) {
     const struct be_search *s = a->s;
-    const int64_t B = s->state.ne[0], T = s->f.ne[1], P = s->f.ne[2], L = s->h_old.ne[0], W = a->window;
+    const int64_t B = s->state.ne[0], T = s->f.ne[0], P = s->f.ne[1], L = s->h_old.ne[0], W = a->window;
     dim3 grid(cu_grid(b, (uint64_t)((W > L ? W : L) * P), 256), (unsigned)(B < 65535 ? B : 65535));
     search_joint_kernel<<<grid, 256, 0, b->stream>>>(cu_ptr<float>(s->f), cu_ptr<float>(s->q), cu_ptr<float>(s->z),
                                                       cu_ptr<float>(s->h_old), cu_ptr<float>(s->h_new),
@@ -145,7 +146,7 @@ vkasr_status cu_op_search_step(struct cu_backend *b, const struct op_search_step
     search_step_kernel<<<cu_grid(b, (uint64_t)B, 1), SEARCH_THREADS, 0, b->stream>>>(
         cu_ptr<float>(s->y), cu_ptr<int32_t>(s->state), cu_ptr<int32_t>(s->tokens), cu_ptr<int32_t>(s->durations),
         cu_ptr<float>(s->embed), cu_ptr<float>(s->x0), B, a->window, (int)(s->embed.ne[0] - 1), (int)s->y.ne[1], nd,
-        s->max_symbols, s->tokens.ne[1], s->f.ne[2]);
+        s->max_symbols, s->tokens.ne[1], s->f.ne[1]);
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

@@ -1,9 +1,9 @@
 /* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1, the symmetric
  * local band of §5.2): scores ((q+u).k + (q+v).p[rel]) / sqrt(dk) over the keys a query position
- * may see (present, valid, inside the band), softmax, weighted sum, all in double. q, k, v, p and y
- * are f32 or f16 (q+u and q+v formed in f32, as the op defines). With the op's f16 flag, q+u, q+v, k,
- * p and v enter the products rounded to f16 (as the tensor-core kernels take them); the softmax
- * weights stay exact. */
+ * may see (present, valid, inside the band and, in a packed batch, in its own segment), softmax,
+ * weighted sum, all in double. q, k, v, p and y are f32 or f16 (q+u and q+v formed in f32, as the op
+ * defines). With the op's f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the
+ * tensor-core kernels take them); the softmax weights stay exact. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -43,10 +43,17 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
                     put(&a->y, yo + d, 0.0);
                 continue;
             }
+            int64_t s_lo = 0, s_hi = INT64_MAX; /* the query's segment */
+            if (a->seg.addr) {
+                const int64_t sg = ref_seg_find(&a->seg, i);
+                s_lo = ref_i64(&a->seg)[sg];
+                s_hi = ref_i64(&a->seg)[sg + 1];
+            }
             double mx = -INFINITY;
             for (int64_t lj = 0; lj < Tk; lj++) {
                 const int64_t j = a->k_pos0 + lj, r = i - j;
-                if (j >= a->n_valid || (a->window > 0 && llabs(r) > a->window)) {
+                if (j >= a->n_valid || (a->window > 0 && llabs(r) > a->window) || j < s_lo || j >= s_hi ||
+                    center - r < 0 || center - r >= P) {
                     s[lj] = -INFINITY;
                     continue;
                 }
@@ -61,6 +68,11 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
                 mx = fmax(mx, s[lj]);
             }
             double sum = 0;
+            if (mx == -INFINITY) { /* no key at all: only a bad segment table gets here */
+                for (int64_t d = 0; d < dk; d++)
+                    put(&a->y, yo + d, 0.0);
+                continue;
+            }
             for (int64_t lj = 0; lj < Tk; lj++) {
                 s[lj] = isinf(s[lj]) ? 0.0 : exp(s[lj] - mx);
                 sum += s[lj];

@@ -16,6 +16,22 @@ VKASR_OPS(X)
 static inline float *ref_f32(const be_tensor *t) { return (float *)(uintptr_t)t->addr; }
 static inline int32_t *ref_i32(const be_tensor *t) { return (int32_t *)(uintptr_t)t->addr; }
 static inline uint16_t *ref_u16(const be_tensor *t) { return (uint16_t *)(uintptr_t)t->addr; }
+static inline int64_t *ref_i64(const be_tensor *t) { return (int64_t *)(uintptr_t)t->addr; }
+
+/* The segment of a packed batch holding position pos: the last s of 0 .. S-1 whose start seg[s] is at
+ * most pos (seg [S+1]: starts with a leading 0, the total last; empty segments are skipped). */
+static inline int64_t ref_seg_find(const be_tensor *seg, int64_t pos) {
+    const int64_t *o = ref_i64(seg), S = seg->ne[0] - 1;
+    int64_t lo = 0, hi = S - 1; /* invariant: the answer lies in [lo, hi] */
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo + 1) / 2;
+        if (o[mid] <= pos)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
 
 
 /* Element k of a weight tensor in F32 or F16, widened to double. */

@@ -45,27 +45,29 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
 }
 
 vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
-    int64_t P = a->h.ne[0], In = a->x.ne[0];
-    const float *x = ref_f32(&a->x), *h = ref_f32(&a->h), *c = ref_f32(&a->c), *bias = ref_f32(&a->b);
-    const float *wi = ref_f32(&a->w_ih), *wh = ref_f32(&a->w_hh);
-    float *ho = ref_f32(&a->h_out), *co = ref_f32(&a->c_out);
-    if (a->gate.addr && ref_i32(&a->gate)[0] == 0)
-        return VKASR_OK;
-    for (int64_t j = 0; j < P; j++) {
-        double g[4];
-        for (int q = 0; q < 4; q++) {
-            int64_t row = q * P + j;
-            double acc = bias[row];
-            for (int64_t k = 0; k < In; k++)
-                acc += (double)wi[row * In + k] * x[k];
-            for (int64_t k = 0; k < P; k++)
-                acc += (double)wh[row * P + k] * h[k];
-            g[q] = acc;
+    const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd - 1];
+    const float *wi = ref_f32(&a->w_ih), *wh = ref_f32(&a->w_hh), *bias = ref_f32(&a->b);
+    for (int64_t r = 0; r < B; r++) {
+        if (a->gate.addr && ref_i32(&a->gate)[r * a->gate_stride] == 0)
+            continue;
+        const float *x = ref_f32(&a->x) + r * In, *h = ref_f32(&a->h) + r * P, *c = ref_f32(&a->c) + r * P;
+        float *ho = ref_f32(&a->h_out) + r * P, *co = ref_f32(&a->c_out) + r * P;
+        for (int64_t j = 0; j < P; j++) {
+            double g[4];
+            for (int q = 0; q < 4; q++) {
+                int64_t row = q * P + j;
+                double acc = bias[row];
+                for (int64_t k = 0; k < In; k++)
+                    acc += (double)wi[row * In + k] * x[k];
+                for (int64_t k = 0; k < P; k++)
+                    acc += (double)wh[row * P + k] * h[k];
+                g[q] = acc;
+            }
+            double i = 1 / (1 + exp(-g[0])), f = 1 / (1 + exp(-g[1])), gg = tanh(g[2]), o = 1 / (1 + exp(-g[3]));
+            double cn = f * c[j] + i * gg;
+            co[j] = (float)cn;
+            ho[j] = (float)(o * tanh(cn));
         }
-        double i = 1 / (1 + exp(-g[0])), f = 1 / (1 + exp(-g[1])), gg = tanh(g[2]), o = 1 / (1 + exp(-g[3]));
-        double cn = f * c[j] + i * gg;
-        co[j] = (float)cn;
-        ho[j] = (float)(o * tanh(cn));
     }
     return VKASR_OK;
 }

@@ -11,7 +11,7 @@ static int32_t *state_of(const struct be_search *s, int64_t hyp) {
 
 vkasr_status ref_search_joint(struct backend *b, const struct op_search_joint *op) {
     const struct be_search *s = op->s;
-    const int64_t B = s->state.ne[0], T = s->f.ne[1], P = s->f.ne[2], L = s->h_old.ne[0], W = op->window;
+    const int64_t B = s->state.ne[0], Tf = s->f.ne[0], P = s->f.ne[1], L = s->h_old.ne[0], W = op->window;
     const float *f = ref_f32(&s->f), *q = ref_f32(&s->q), *h_new = ref_f32(&s->h_new);
     float *z = ref_f32(&s->z), *h_old = ref_f32(&s->h_old);
     for (int64_t h = 0; h < B; h++) {
@@ -23,7 +23,9 @@ vkasr_status ref_search_joint(struct backend *b, const struct op_search_joint *o
                 memcpy(h_old + (l * B + h) * P, h_new + (l * B + h) * P, (size_t)P * sizeof(float));
         for (int64_t r = 0; r < W; r++) {
             const int64_t fr = st[SEARCH_S_T] + r < st[SEARCH_S_FRAMES] ? st[SEARCH_S_T] + r : st[SEARCH_S_FRAMES] - 1;
-            const float *fr_row = f + (h * T + fr) * P;
+            int64_t row = st[SEARCH_S_F0] + fr; /* clamped into f: a bad state never reads outside it */
+            row = row < 0 ? 0 : row >= Tf ? Tf - 1 : row;
+            const float *fr_row = f + row * P;
             for (int64_t p = 0; p < P; p++) /* as op_binary ADD with ReLU, alpha = beta = 1 */
                 z[(h * W + r) * P + p] = (float)ref_act((double)fr_row[p] + (double)q[h * P + p], ACT_RELU);
         }
@@ -42,7 +44,7 @@ static int32_t argmax(const float *row, int64_t c0, int64_t c1) {
 
 vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op) {
     const struct be_search *s = op->s;
-    const int64_t B = s->state.ne[0], W = op->window, J = s->y.ne[1], P = s->f.ne[2], cap = s->tokens.ne[1];
+    const int64_t B = s->state.ne[0], W = op->window, J = s->y.ne[1], P = s->f.ne[1], cap = s->tokens.ne[1];
     const int32_t V = (int32_t)(s->embed.ne[0] - 1), nd = s->durations.addr ? (int32_t)s->durations.ne[0] : 0;
     const int32_t *durations = nd ? ref_i32(&s->durations) : NULL;
     const float *y = ref_f32(&s->y), *embed = ref_f32(&s->embed);

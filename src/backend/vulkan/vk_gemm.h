@@ -51,7 +51,8 @@ bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps)
  * Without the hint a row does not depend on M: configurations chosen for different M add a product's
  * terms in the same order (the scalar tiles and gemm_direct.comp: one FMA chain per output; the
  * tensor-core tiles: the same 16x16x16 products in k order whatever the tile), and the split of K is
- * chosen by N and K only. With the hint (at most 64 rows) the kernel and the split may follow M. */
+ * chosen by N and K only. With the hint, gemv.comp at any M (CPU drivers: the barrier-free kernel):
+ * a row's rounding differs from the unhinted kernels' but again does not depend on M. */
 struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
                                    bool matvec);
 /* Records the linear op with a given plan (arguments already validated). Errors if the configuration

@@ -169,16 +169,8 @@ static const struct vk_gemm_split_rule {
     {0, ANY, 1}, /* placeholder that matches nothing (N >= 16 on tensor cores) */
 };
 
-/* Slices of K for a tensor-core plan: the split rules, or with the matvec hint (few rows, which no
- * tiled computation repeats) enough slices to give ~128 workgroups, each slice >= 256 of K. */
-static uint32_t cm_splits(const struct vk_gemm_cfg *c, int64_t M, int64_t N, int64_t K, bool matvec) {
-    if (matvec) {
-        uint64_t t = tiles(M, N, c->bm, c->bn), s = t >= 128 ? 1 : 128 / t;
-        uint64_t smax = (uint64_t)K / 256;
-        s = s > smax ? smax : s;
-        s = s > 8 ? 8 : s;
-        return s < 1 ? 1 : (uint32_t)s;
-    }
+/* Slices of K for a tensor-core plan: the split rules (hinted products never get here: gemv.comp). */
+static uint32_t cm_splits(int64_t N, int64_t K) {
     for (size_t i = 0; i < sizeof split_rules / sizeof *split_rules; i++)
         if (N <= split_rules[i].n_max && K >= split_rules[i].k_min)
             return split_rules[i].splits;
@@ -208,8 +200,6 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     struct vk_gemm_plan p = {NULL, 1};
     if (wtype != BE_F32 && wtype != BE_F16)
         return p;
-    /* The hint covers products of a few rows only. */
-    matvec = matvec && M <= 64;
     /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
      * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
      * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
@@ -221,9 +211,11 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
             return p;
         p.cfg = NULL;
     }
-    /* A matrix-vector product (hinted, at most 8 rows): gemv.comp, parallel over columns and K, at the
-     * speed of reading w; the tiled kernels leave most of a GPU idle there (N / 64 workgroups). */
-    if (matvec && M <= 8) {
+    /* A hinted product (the decoder's: a few rows per hypothesis, weight-bound): gemv.comp, parallel
+     * over columns and K, at the speed of reading w; the tiled kernels leave most of a GPU idle there
+     * (N / 64 workgroups). At any M: a row's rounding then depends on N and K only, so a batch of
+     * hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does. */
+    if (matvec) {
         p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemv" : "f32_gemv");
         if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
             return p;
@@ -239,7 +231,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
         if (p.cfg && !vk_gemm_cfg_usable(p.cfg, caps))
             p.cfg = vk_gemm_find("cm64x64_k32");
         if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps)) {
-            p.splits = cm_splits(p.cfg, M, N, K, matvec);
+            p.splits = cm_splits(N, K);
             return p;
         }
         p.cfg = NULL;

@@ -11,12 +11,13 @@
 
 struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
-    uint32_t Tq, Tk, q0, k0, D, dk, H, P, center, n_valid, w;
+    uint32_t Tq, Tk, q0, k0, D, dk, P, n_valid, w; /* heads = D / dk and p's centre (P - 1) / 2 are derived */
     float scale;
-    uint32_t flags, emu_stride;
-    uint64_t emu_sh;
+    uint32_t flags, emu_stride, nseg, pad_;
+    uint64_t emu_sh, seg;
 };
-_Static_assert(sizeof(struct pc_attention) == 120, "mirror of shaders/common/attention.glsl's push constants");
+_Static_assert(sizeof(struct pc_attention) == VK_PUSH_CONSTANT_BYTES,
+               "mirror of shaders/common/attention.glsl's push constants, within the guaranteed 128 bytes");
 
 #define ATT_FLAG_VEC 1u  /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte f32 loads  */
 #define ATT_FLAG_VEC8 2u /* D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte f16 loads  */
@@ -230,9 +231,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                            (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
     }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
-    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v};
-    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v"};
-    for (int i = 0; i < 6; i++)
+    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v, &a->seg};
+    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v", "seg"};
+    const int nin = a->seg.addr ? 7 : 6;
+    for (int i = 0; i < nin; i++)
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
 
@@ -260,13 +262,13 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .k0 = (uint32_t)a->k_pos0,
         .D = (uint32_t)D,
         .dk = (uint32_t)dk,
-        .H = (uint32_t)H,
         .P = (uint32_t)P,
-        .center = (uint32_t)((P - 1) / 2),
         .n_valid = (uint32_t)n_valid,
         .w = (uint32_t)w,
         .scale = (float)(1.0 / sqrt((double)dk)),
         .flags = flags,
+        .nseg = a->seg.addr ? (uint32_t)(a->seg.ne[0] - 1) : 0,
+        .seg = a->seg.addr,
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.
@@ -274,8 +276,8 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
                         0, 0, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
-    struct vk_range rd[6], wr[2] = {vk_tensor_range(&a->y)};
-    for (int i = 0; i < 6; i++)
+    struct vk_range rd[7], wr[2] = {vk_tensor_range(&a->y)};
+    for (int i = 0; i < nin; i++)
         rd[i] = vk_tensor_range(in[i]);
     struct vk_dispatch dp = {
         .name = cfg->prof,
@@ -286,7 +288,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
         .reads = rd,
-        .nreads = 6,
+        .nreads = nin,
         .writes = wr,
         .nwrites = 1,
     };

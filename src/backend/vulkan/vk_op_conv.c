@@ -17,14 +17,16 @@ struct pc_conv2d {
     uint64_t x, w, b, y;
     int64_t x_row0, x_len, y_row0;
     int64_t hx, hy, wx, wo, c;
-    uint32_t act, pad0;
+    uint32_t act, nseg;
+    uint64_t x_seg, y_seg;
 };
-_Static_assert(sizeof(struct pc_conv2d) == 104, "mirror of conv2d.comp push constants");
+_Static_assert(sizeof(struct pc_conv2d) == 120, "mirror of conv2d.comp push constants");
 
 static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum spv_id spv, enum spv_id spv_h,
                                   const be_tensor *x,
                                   const be_tensor *w, const be_tensor *bias, const be_tensor *y, int64_t x_row0,
-                                  int64_t x_len, int64_t y_row0, int act) {
+                                  int64_t x_len, int64_t y_row0, int act, const be_tensor *x_seg,
+                                  const be_tensor *y_seg) {
     int64_t Hy = y->ne[0], Wo = y->ne[1], C = y->ne[2];
     if (Hy == 0 || Wo == 0 || C == 0)
         return VKASR_OK;
@@ -35,7 +37,8 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
         .x = x->addr, .w = w->addr, .b = bias->addr, .y = y->addr,
         .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0,
         .hx = x->ne[0], .hy = Hy, .wx = x->ne[1], .wo = Wo, .c = C,
-        .act = (uint32_t)act,
+        .act = (uint32_t)act, .nseg = x_seg->addr ? (uint32_t)(x_seg->ne[0] - 1) : 0,
+        .x_seg = x_seg->addr, .y_seg = y_seg->addr,
     };
     uint32_t wg = CONV_WG;
     struct vk_io io;
@@ -43,7 +46,8 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
     /* A GPU gets a workgroup per output position and channel block; a CPU driver, which pays for each
      * workgroup, a few fat ones (the kernel loops grid-stride over rows and columns). */
     const bool cpu = b->d->caps.cpu;
-    struct vk_range rd[3] = {vk_tensor_range(x), vk_tensor_range(w), vk_tensor_range(bias)};
+    struct vk_range rd[5] = {vk_tensor_range(x), vk_tensor_range(w), vk_tensor_range(bias), vk_tensor_range(x_seg),
+                             vk_tensor_range(y_seg)};
     struct vk_range wr = vk_tensor_range(y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = name,
@@ -56,28 +60,30 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
                                        vk_groups_dim(b->d, 1, (uint64_t)Wo, cpu ? (uint64_t)Wo : 1),
                                        vk_groups_dim(b->d, 2, (uint64_t)Hy, cpu ? CONV_CPU_ROWS : 1)},
                             .reads = rd,
-                            .nreads = 3,
+                            .nreads = x_seg->addr ? 5 : 3,
                             .writes = &wr,
                             .nwrites = 1,
                         });
 }
 
 vkasr_status vk_op_conv2d_s2(struct vk_backend *b, const struct op_conv2d_s2 *a) {
-    return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, SPV_conv2d_s2_h, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
-                         a->y_row0, a->act);
+    return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, SPV_conv2d_s2_h, &a->x, &a->w, &a->b, &a->y, a->x_row0,
+                         a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
 }
 
 vkasr_status vk_op_dwconv2d_s2(struct vk_backend *b, const struct op_dwconv2d_s2 *a) {
-    return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, SPV_dwconv2d_s2_h, &a->x, &a->w, &a->b, &a->y, a->x_row0, a->x_len,
-                         a->y_row0, a->act);
+    return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, SPV_dwconv2d_s2_h, &a->x, &a->w, &a->b, &a->y,
+                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
 }
 
 struct pc_dwconv1d {
     uint64_t x, w, b, y;
     int64_t t, c, k;
-    uint32_t act, pad0;
+    uint32_t act, nseg;
+    uint64_t seg;
+    int64_t row0;
 };
-_Static_assert(sizeof(struct pc_dwconv1d) == 64, "mirror of dwconv1d.comp push constants");
+_Static_assert(sizeof(struct pc_dwconv1d) == 80, "mirror of dwconv1d.comp push constants");
 
 #define DWCONV1D_TT 8u /* time steps per workgroup block (TT in dwconv1d.comp) */
 
@@ -91,12 +97,14 @@ vkasr_status vk_op_dwconv1d(struct vk_backend *b, const struct op_dwconv1d *a) {
     struct pc_dwconv1d pc = {
         .x = a->x.addr, .w = a->w.addr, .b = a->b.addr, .y = a->y.addr,
         .t = T, .c = C, .k = a->w.ne[1],
-        .act = (uint32_t)a->act,
+        .act = (uint32_t)a->act, .nseg = a->seg.addr ? (uint32_t)(a->seg.ne[0] - 1) : 0, .seg = a->seg.addr,
+        .row0 = a->row0,
     };
     uint32_t wg = CONV_WG;
     struct vk_io io;
     TRY(vk_io_variant(b, "dwconv1d", SPV_dwconv1d, SPV_dwconv1d_h, wg, a->x.type, a->y.type, &io));
-    struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->w), vk_tensor_range(&a->b)};
+    struct vk_range rd[4] = {vk_tensor_range(&a->x), vk_tensor_range(&a->w), vk_tensor_range(&a->b),
+                             vk_tensor_range(&a->seg)};
     struct vk_range wr = vk_tensor_range(&a->y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = "dwconv1d",
@@ -108,7 +116,7 @@ vkasr_status vk_op_dwconv1d(struct vk_backend *b, const struct op_dwconv1d *a) {
                             .groups = {vk_groups_dim(b->d, 0, (uint64_t)C, wg),
                                        vk_groups_dim(b->d, 1, (uint64_t)T, DWCONV1D_TT), 1},
                             .reads = rd,
-                            .nreads = 3,
+                            .nreads = a->seg.addr ? 4 : 3,
                             .writes = &wr,
                             .nwrites = 1,
                         });

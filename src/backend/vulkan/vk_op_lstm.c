@@ -1,37 +1,49 @@
-/* vk_op_lstm.c — host side of the LSTM step (lstm.comp): one launch per step, a group of invocations
- * per hidden unit (grid-stride over blocks of units), computing its four gate rows and the cell
- * update, or nothing when its optional gate is 0. Argument rules live in ops.c. */
+/* vk_op_lstm.c — host side of the LSTM step (lstm.comp): one launch per step of B rows, a group of
+ * invocations per hidden unit (grid-stride over blocks of units) and HB rows per workgroup (grid y),
+ * computing the four gate rows and the cell update of each row whose optional gate is open. Argument
+ * rules live in ops.c. */
 #include "vk_internal.h"
 
 struct pc_lstm {
     uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
     int64_t in_dim, p;
     uint32_t flags;
-    uint32_t unused;
+    uint32_t rows;
+    int64_t gate_stride;
 };
-_Static_assert(sizeof(struct pc_lstm) == 96, "mirror of lstm.comp push constants");
+_Static_assert(sizeof(struct pc_lstm) == 104, "mirror of lstm.comp push constants");
+
+/* Rows per workgroup on a GPU: each weight load serves this many hypotheses of a batch (the partial
+ * sums take 16 * 256 * HB bytes of shared memory). */
+#define LSTM_GPU_ROWS 8u
 
 #define LSTM_FLAG_VEC 1u /* In, P multiples of 4 and x, h, w_ih, w_hh 16-byte aligned: vec4 loads */
 
 vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a) {
-    int64_t P = a->h.ne[0];
+    const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd - 1];
     if (P == 0)
         return VKASR_OK;
-    if (P > (int64_t)1 << 30 || a->x.ne[0] > (int64_t)1 << 30) /* 32-bit loop counters in lstm.comp */
+    if (P > (int64_t)1 << 30 || In > (int64_t)1 << 30) /* 32-bit loop counters in lstm.comp */
         return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op lstm_step: In %lld / P %lld above 2^30",
-                       (long long)a->x.ne[0], (long long)P);
+                       (long long)In, (long long)P);
     struct pc_lstm pc = {
         .x = a->x.addr, .h = a->h.addr, .c = a->c.addr, .w_ih = a->w_ih.addr, .w_hh = a->w_hh.addr,
         .b = a->b.addr, .h_out = a->h_out.addr, .c_out = a->c_out.addr, .gate = a->gate.addr,
-        .in_dim = a->x.ne[0], .p = P,
+        .in_dim = In, .p = P, .rows = (uint32_t)B, .gate_stride = B > 1 ? a->gate_stride : 0,
     };
-    if (a->x.ne[0] % 4 == 0 && P % 4 == 0 && (a->x.addr | a->h.addr | a->w_ih.addr | a->w_hh.addr) % 16 == 0)
+    if (In % 4 == 0 && P % 4 == 0 && (a->x.addr | a->h.addr | a->w_ih.addr | a->w_hh.addr) % 16 == 0)
         pc.flags |= LSTM_FLAG_VEC;
-    /* A GPU: one hidden unit per workgroup (256 invocations: many loads in flight per unit). A CPU
-     * driver: one invocation per unit, 64 units per workgroup (llvmpipe pays for every workgroup and
-     * barrier: 1.8 ms per step at P = 256 against 3.2 ms with 32 invocations per unit). */
-    uint32_t wg = b->d->caps.cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128);
-    uint32_t spec[2] = {wg, b->d->caps.cpu ? 1 : wg};
+    /* A GPU: one hidden unit per workgroup (256 invocations: many loads in flight per unit), HB rows
+     * sharing each weight load. A CPU driver: one invocation per unit, 64 units per workgroup and one
+     * row (llvmpipe pays for every workgroup and barrier: 1.8 ms per step at P = 256 against 3.2 ms
+     * with 32 invocations per unit). The lanes per unit (LPU) fix a row's sums: they depend on the
+     * device only, never on B. */
+    const bool cpu = b->d->caps.cpu;
+    uint32_t wg = cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128);
+    uint32_t hb = cpu ? 1 : LSTM_GPU_ROWS;
+    while (hb > 1 && 16u * wg * hb > b->d->caps.max_shared)
+        hb /= 2;
+    uint32_t spec[3] = {wg, cpu ? 1 : wg, hb};
     struct vk_range rd[7] = {vk_tensor_range(&a->x),    vk_tensor_range(&a->h),    vk_tensor_range(&a->c),
                              vk_tensor_range(&a->w_ih), vk_tensor_range(&a->w_hh), vk_tensor_range(&a->b),
                              vk_tensor_range(&a->gate)};
@@ -40,10 +52,11 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
                             .name = "lstm_step",
                             .spv = SPV_lstm,
                             .spec = spec,
-                            .nspec = 2,
+                            .nspec = 3,
                             .pc = &pc,
                             .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)P, wg / spec[1]), 1, 1},
+                            .groups = {vk_groups_x(b->d, (uint64_t)P, wg / spec[1]),
+                                       vk_groups_dim(b->d, 1, (uint64_t)B, hb), 1},
                             .reads = rd,
                             .nreads = a->gate.addr ? 7 : 6,
                             .writes = wr,

@@ -5,7 +5,7 @@
 
 struct pc_joint {
     uint64_t f, q, z, h_old, h_new, state;
-    uint32_t P, W, B, T, L;
+    uint32_t P, W, B, Tf, L;
     uint32_t unused;
 };
 _Static_assert(sizeof(struct pc_joint) == 72, "mirror of search.comp (JOINT) push constants");
@@ -19,11 +19,11 @@ _Static_assert(sizeof(struct pc_step) == 80, "mirror of search.comp (STEP) push 
 
 vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joint *a) {
     const struct be_search *s = a->s;
-    const int64_t B = s->state.ne[0], T = s->f.ne[1], P = s->f.ne[2], L = s->h_old.ne[0];
+    const int64_t B = s->state.ne[0], T = s->f.ne[0], P = s->f.ne[1], L = s->h_old.ne[0];
     const be_tensor z = be_tensor_rows(&s->z, 0, B * a->window);
     struct pc_joint pc = {
         .f = s->f.addr, .q = s->q.addr, .z = z.addr, .h_old = s->h_old.addr, .h_new = s->h_new.addr,
-        .state = s->state.addr, .P = (uint32_t)P, .W = (uint32_t)a->window, .B = (uint32_t)B, .T = (uint32_t)T,
+        .state = s->state.addr, .P = (uint32_t)P, .W = (uint32_t)a->window, .B = (uint32_t)B, .Tf = (uint32_t)T,
         .L = (uint32_t)L,
     };
     uint32_t wg = vk_wg_size(b->d);
@@ -49,7 +49,7 @@ vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joi
 
 vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step *a) {
     const struct be_search *s = a->s;
-    const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1, P = s->f.ne[2];
+    const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1, P = s->f.ne[1];
     /* One workgroup per hypothesis, a power of two (the argmax trees halve it) of at least W. On a CPU
      * driver fewer invocations: every barrier makes llvmpipe switch between all of them. */
     uint32_t cap = b->d->caps.cpu ? 64 : 256, wg = 1;

@@ -1,0 +1,324 @@
+/* batch.c — vkasr_transcribe_batch(): many inputs in one call. The inputs are decoded (a bad one gets
+ * its own error result), sorted by length and cut into device batches that fit the memory plan; each
+ * batch runs packed through the network (src/asr: asr_run_batch, every input computed as alone) and a
+ * batch that fails on the device is retried one input at a time. Results are per input, in input order. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "audio/audio.h"
+
+/* The automatic batch (max_batch 0): at most this many inputs and this much audio, within memory. */
+#define AUTO_MAX_INPUTS 256
+#define AUTO_MAX_SECONDS 3600.0
+
+vkasr_batch_params vkasr_batch_params_default(void) {
+    return (vkasr_batch_params){.struct_size = sizeof(vkasr_batch_params)};
+}
+
+/* One input of the call. */
+struct item {
+    struct audio a;
+    int64_t frames;  /* encoder frames */
+    double load_ms;  /* decoding it */
+};
+
+/* The call in progress: progress over all inputs' audio, abort. */
+struct call {
+    vkasr_session *s;
+    const vkasr_transcribe_params *p;
+    double total, done, cur; /* audio seconds: all inputs, those finished, the running batch's */
+};
+
+static void on_progress(void *ud, const char *stage, double fraction, double audio_done) {
+    struct call *c = ud;
+    (void)audio_done;
+    if (!c->p->progress_callback || !(c->total > 0))
+        return;
+    /* within a batch as for one input: features 5 %, encoder 65 %, decoder 30 % */
+    double f = strcmp(stage, "features") == 0 ? 0.05 * fraction
+               : strcmp(stage, "encoder") == 0 ? 0.05 + 0.65 * fraction
+                                                 : 0.70 + 0.30 * fraction;
+    double done = c->done + f * c->cur;
+    vkasr_progress pr = {(float)(done / c->total), done, c->total, stage};
+    c->p->progress_callback(&pr, c->p->progress_user_data);
+}
+
+static bool on_abort(void *ud) {
+    struct call *c = ud;
+    return c->p->abort_callback && c->p->abort_callback(c->p->abort_user_data);
+}
+
+/* A failed input's result: status and message. */
+static void fail_input(struct vkasr_result *r, vkasr_status st, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    free(r->error);
+    r->error = strdup(msg);
+    r->status = st;
+    r->partial = st == VKASR_ABORTED;
+}
+
+/* The name of input i in messages. */
+static void input_name(const vkasr_batch_input *in, size_t i, char *buf, size_t n) {
+    if (in->path)
+        snprintf(buf, n, "%s", strcmp(in->path, "-") ? in->path : "standard input");
+    else
+        snprintf(buf, n, "input %zu (PCM)", i);
+}
+
+/* Runs the inputs idx[0 .. k) as one packed batch (k == 1: alone); their results are finished and
+ * reported. Device failures of a batch of several are retried one input at a time. */
+static vkasr_status run_group(struct call *c, struct item *items, const size_t *idx, size_t k,
+                              const vkasr_batch_input *inputs, const vkasr_batch_params *bp) {
+    vkasr_session *s = c->s;
+    const float **pcm = malloc(k * sizeof *pcm);
+    size_t *ns = malloc(k * sizeof *ns);
+    struct asr_output *outs = calloc(k, sizeof *outs);
+    if (!pcm || !ns || !outs) {
+        free(pcm);
+        free(ns);
+        free(outs);
+        return err_set(&s->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    }
+    c->cur = 0;
+    for (size_t j = 0; j < k; j++) {
+        pcm[j] = items[idx[j]].a.samples;
+        ns[j] = items[idx[j]].a.n;
+        c->cur += (double)items[idx[j]].a.n / items[idx[j]].a.rate;
+    }
+    const double t0 = api_now_ms();
+    struct asr_options opt = api_options(s, c->p);
+    struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .ud = c};
+    struct err e = {0};
+    vkasr_status st = asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
+    free(pcm);
+    free(ns);
+    if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
+        /* one input at a time: an input the batch cannot hold, or a device hiccup, sinks no other */
+        LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running them one at a time", k, e.msg);
+        for (size_t j = 0; j < k; j++)
+            asr_output_free(&outs[j]);
+        free(outs);
+        vkasr_status worst = VKASR_OK;
+        for (size_t j = 0; j < k; j++) {
+            vkasr_status sj = run_group(c, items, idx + j, 1, inputs, bp);
+            if (sj == VKASR_ABORTED)
+                return sj;
+            if (sj != VKASR_OK && worst == VKASR_OK)
+                worst = sj;
+        }
+        return worst;
+    }
+    for (size_t j = 0; j < k; j++) {
+        struct vkasr_result *r = &s->batch[idx[j]];
+        r->out = outs[j];
+        vkasr_status sr = api_result_finish(s, r, st, items[idx[j]].load_ms, t0);
+        if (sr != VKASR_OK) {
+            char name[512];
+            input_name(&inputs[idx[j]], idx[j], name, sizeof name);
+            fail_input(r, sr, "%s: %s", name, sr == VKASR_ABORTED ? s->err.msg : e.msg[0] ? e.msg : s->err.msg);
+        }
+        if (bp->result_callback)
+            bp->result_callback(idx[j], r, bp->result_user_data);
+    }
+    free(outs);
+    c->done += c->cur;
+    c->cur = 0;
+    return st;
+}
+
+/* Sorting: longest first (the first batch plans the most memory), then input order. */
+struct by_len {
+    size_t n, index;
+};
+static int by_length(const void *a, const void *b) {
+    const struct by_len *x = a, *y = b;
+    return x->n != y->n ? (x->n < y->n ? 1 : -1) : (x->index > y->index) - (x->index < y->index);
+}
+
+/* How many of idx[0 .. left) (sorted) start the next batch: up to max inputs (auto: also an hour of
+ * audio), one attention for all, and a memory plan that fits. */
+static size_t next_group(vkasr_session *s, const struct item *items, const size_t *idx, size_t left, size_t max,
+                         const struct asr_options *opt) {
+    const struct asr_model *m = s->model->am;
+    const bool automatic = max == 0;
+    size_t lim = automatic ? AUTO_MAX_INPUTS : max;
+    lim = lim < left ? lim : left;
+    if (lim <= 1)
+        return lim;
+    enum asr_attention mode0;
+    int64_t w0;
+    struct err e = {0};
+    if (asr_attention_choose(&m->cfg, items[idx[0]].frames, opt, &mode0, &w0, &e) != VKASR_OK)
+        return 1; /* the error comes back from the run */
+    int64_t *lens = malloc(lim * sizeof *lens);
+    if (!lens)
+        return 1;
+    size_t k = 1;
+    double seconds = (double)items[idx[0]].a.n / m->cfg.sample_rate;
+    lens[0] = (int64_t)items[idx[0]].a.n;
+    for (; k < lim; k++) {
+        const struct item *it = &items[idx[k]];
+        enum asr_attention mode;
+        int64_t w;
+        seconds += (double)it->a.n / m->cfg.sample_rate;
+        if (it->frames < 1 || (automatic && seconds > AUTO_MAX_SECONDS) ||
+            asr_attention_choose(&m->cfg, it->frames, opt, &mode, &w, &e) != VKASR_OK || mode != mode0 || w != w0)
+            break;
+        lens[k] = (int64_t)it->a.n;
+        /* the plan of the batch with this input: it must fit (smaller chunks are fine) */
+        struct asr_batch b;
+        struct asr_plan plan;
+        bool fits = asr_batch_layout(&m->cfg, lens, (int64_t)k + 1, &b, &e) == VKASR_OK &&
+                    asr_plan_for(m, s->be, &b, opt, &plan, &e) == VKASR_OK;
+        asr_batch_free(&b);
+        if (!fits)
+            break;
+    }
+    free(lens);
+    return k;
+}
+
+vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *inputs, size_t n,
+                                    const vkasr_transcribe_params *params, const vkasr_batch_params *batch_params,
+                                    const vkasr_result **out) {
+    if (!s)
+        return VKASR_ERR_INVALID_ARG;
+    if (s->stream)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "the session is in use by a live stream (vkasr_stream_free() gives it back)");
+    const double t_call = api_now_ms();
+    s->call_start_ms = t_call;
+    err_clear(&s->err);
+    api_result_clear(&s->result);
+    for (size_t i = 0; i < s->nbatch; i++)
+        api_result_clear(&s->batch[i]);
+    free(s->batch);
+    s->batch = NULL;
+    s->nbatch = 0;
+    if (!out || (!inputs && n))
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "vkasr_transcribe_batch: inputs and out_results must not be NULL");
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    vkasr_transcribe_params p;
+    READ_PARAMS(p, params, vkasr_transcribe_params_default());
+    vkasr_batch_params bp;
+    READ_PARAMS(bp, batch_params, vkasr_batch_params_default());
+    TRY(api_check_params(s, &p));
+    if (p.segment_callback || p.stage_callback || p.n_forced_steps)
+        return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                       "vkasr_transcribe_batch: segment and stage callbacks and teacher forcing take one input at a "
+                       "time (vkasr_transcribe_file / _pcm)");
+    for (size_t i = 0; i < n; i++)
+        if (!inputs[i].path && ((!inputs[i].samples && inputs[i].n_frames) || inputs[i].sample_rate <= 0 ||
+                                inputs[i].channels <= 0))
+            return err_set(&s->err, VKASR_ERR_INVALID_ARG,
+                           "vkasr_transcribe_batch: input %zu: a path, or samples (or n_frames 0) with sample_rate > 0 "
+                           "and channels > 0",
+                           i);
+    if (n == 0)
+        return VKASR_OK;
+    s->batch = calloc(n, sizeof *s->batch);
+    struct item *items = calloc(n, sizeof *items);
+    size_t *idx = malloc(n * sizeof *idx);
+    if (!s->batch || !items || !idx) {
+        free(s->batch);
+        s->batch = NULL;
+        free(items);
+        free(idx);
+        return err_set(&s->err, VKASR_ERR_NO_MEMORY, "out of host memory for %zu inputs", n);
+    }
+    s->nbatch = n;
+    const struct asr_model *m = s->model->am;
+    struct call c = {.s = s, .p = &p};
+    vkasr_status st = VKASR_OK, first_err = VKASR_OK;
+    /* decode every input; a bad one is its own error */
+    size_t nrun = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vkasr_result *r = &s->batch[i];
+        out[i] = r;
+        const double t0 = api_now_ms();
+        struct err e = {0};
+        const vkasr_batch_input *in = &inputs[i];
+        vkasr_status si = in->path ? audio_load_file(in->path, m->cfg.sample_rate, &items[i].a, &e)
+                                   : audio_from_pcm(in->samples, in->n_frames, in->sample_rate, in->channels,
+                                                    m->cfg.sample_rate, &items[i].a, &e);
+        items[i].load_ms = api_now_ms() - t0;
+        if (si != VKASR_OK) {
+            char name[512];
+            input_name(in, i, name, sizeof name);
+            /* audio messages start with the file's name already */
+            if (strncmp(e.msg, name, strlen(name)) == 0)
+                fail_input(r, si, "%s", e.msg);
+            else
+                fail_input(r, si, "%s: %s", name, e.msg);
+            r->timings.load_ms = items[i].load_ms;
+            if (first_err == VKASR_OK)
+                first_err = si;
+            if (bp.result_callback)
+                bp.result_callback(i, r, bp.result_user_data);
+            continue;
+        }
+        r->duration = (double)items[i].a.n / items[i].a.rate;
+        items[i].frames = asr_encoder_frames(&m->cfg, (int64_t)(items[i].a.n / (size_t)m->cfg.hop_length));
+        c.total += r->duration;
+        idx[nrun++] = i;
+    }
+    /* longest first; one at a time where the session walks transducers on the host (comparisons) */
+    struct by_len *order = malloc((nrun ? nrun : 1) * sizeof *order);
+    if (!order) {
+        for (size_t i = 0; i < n; i++)
+            audio_free(&items[i].a);
+        free(items);
+        free(idx);
+        return err_set(&s->err, VKASR_ERR_NO_MEMORY, "out of host memory for %zu inputs", n);
+    }
+    for (size_t j = 0; j < nrun; j++)
+        order[j] = (struct by_len){items[idx[j]].a.n, idx[j]};
+    qsort(order, nrun, sizeof *order, by_length);
+    for (size_t j = 0; j < nrun; j++)
+        idx[j] = order[j].index;
+    free(order);
+    const size_t max = s->host_decoder ? 1 : bp.max_batch;
+    struct asr_options opt = api_options(s, &p);
+    size_t pos = 0;
+    while (pos < nrun && st != VKASR_ABORTED) {
+        /* inputs without an encoder frame run alone (an empty transcript, as a call of their own) */
+        const size_t k = items[idx[pos]].frames < 1 ? 1 : next_group(s, items, idx + pos, nrun - pos, max, &opt);
+        vkasr_status sg = run_group(&c, items, idx + pos, k, inputs, &bp);
+        if (sg == VKASR_ABORTED)
+            st = VKASR_ABORTED;
+        else if (sg != VKASR_OK && first_err == VKASR_OK)
+            first_err = sg;
+        pos += k;
+    }
+    /* inputs never started after an abort */
+    for (; pos < nrun; pos++) {
+        struct vkasr_result *r = &s->batch[idx[pos]];
+        char name[512];
+        input_name(&inputs[idx[pos]], idx[pos], name, sizeof name);
+        fail_input(r, VKASR_ABORTED, "%s: not transcribed: aborted by the abort callback", name);
+        if (bp.result_callback)
+            bp.result_callback(idx[pos], r, bp.result_user_data);
+    }
+    for (size_t i = 0; i < n; i++)
+        audio_free(&items[i].a);
+    free(items);
+    free(idx);
+    if (st == VKASR_ABORTED)
+        return err_set(&s->err, VKASR_ABORTED, "transcription aborted by the abort callback");
+    if (first_err != VKASR_OK) {
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += s->batch[i].status != VKASR_OK;
+        return err_set(&s->err, first_err, "%zu of %zu inputs failed (vkasr_result_error says why)", bad, n);
+    }
+    return VKASR_OK;
+}

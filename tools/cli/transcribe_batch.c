@@ -1,0 +1,454 @@
+/* transcribe_batch.c — the batched path of `vkasr transcribe` (--batch, --manifest, --devices, --shard):
+ * the inputs are cut into windows of consecutive inputs; one worker per device (a session each, on its
+ * own thread) takes the next window whenever it is free and transcribes it with vkasr_transcribe_batch()
+ * (which sorts the window by length into packed device batches); each window's outputs are written in
+ * input order as soon as the windows before it are. Uses the public API only. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "wer.h"
+
+/* Windows: at most this many inputs (4 device batches of an explicit --batch), and, where the manifest
+ * gives durations, this much audio (the samples of a window are held in host memory: 64 KB/s). */
+#define WINDOW_AUTO_INPUTS 256
+#define WINDOW_SECONDS 7200.0
+
+/* What one input leaves to be written in order. */
+struct record {
+    char *out;        /* stdout text in --format                        */
+    size_t out_len;
+    char *err;        /* messages for stderr                           */
+    char *mline;      /* output manifest line (no newline)             */
+    int code;         /* EXIT_OK or the input's exit code              */
+    bool partial, done, has_ref;
+    struct wer_counts wer;
+    double seconds;   /* audio seconds of a transcribed input           */
+};
+
+struct window {
+    size_t first, n;
+    bool done;
+    struct record *rec;
+};
+
+struct shared {
+    pthread_mutex_t mu;
+    const struct batch_run *o;
+    const struct manifest_entry *in;
+    size_t ninputs;
+    struct window *w;
+    size_t nw, next, written;
+    FILE *mf;             /* the output manifest                               */
+    int rc;               /* exit code of the inputs (EXIT_AUDIO wins)          */
+    bool stop;            /* stdout or the output manifest cannot be written     */
+    size_t inputs_done, failed, with_ref;
+    double seconds;       /* audio transcribed                                 */
+    uint64_t peak;        /* device memory, the most any result reported         */
+    struct wer_counts wer;
+    double t0;
+};
+
+struct worker {
+    struct shared *sh;
+    vkasr_session *session;
+    const char *device;   /* NULL: the default device */
+    int id;
+    pthread_t thread;
+    int code;             /* a failure of the worker itself (not of an input)  */
+};
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (s) {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+/* Appends a message to a record's stderr text. */
+static void rec_err(struct record *r, const char *msg) {
+    size_t a = r->err ? strlen(r->err) : 0, b = strlen(msg);
+    char *s = realloc(r->err, a + b + 1);
+    if (!s)
+        return;
+    memcpy(s + a, msg, b + 1);
+    r->err = s;
+}
+
+/* The outputs of a transcribed (or partial) input, into its record; files (-o*, --dump) are written here. */
+static void finish_input(const struct batch_run *o, const struct manifest_entry *e, size_t index,
+                         const vkasr_result *res, struct record *r) {
+    FILE *mem = open_memstream(&r->out, &r->out_len);
+    if (mem) {
+        write_format(mem, o->stdout_fmt, e->audio, res);
+        fclose(mem);
+    }
+    char msg[4400];
+    if (r->partial) {
+        size_t nt = 0;
+        const vkasr_token *tk = vkasr_result_tokens(res, &nt);
+        snprintf(msg, sizeof msg, "vkasr: interrupted: %s: partial transcript, %zu tokens up to %.1f s of %.1f s\n",
+                 e->audio, nt, nt ? tk[nt - 1].end : 0.0, vkasr_result_duration(res));
+        rec_err(r, msg);
+    }
+    for (int k = 0; k < FMT_COUNT; k++) {
+        if (!o->write[k])
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s.%s", e->audio, fmt_ext[k]);
+        FILE *f = fopen(path, "w");
+        if (!f || (write_format(f, (enum fmt)k, e->audio, res), fclose(f)) != 0) {
+            snprintf(msg, sizeof msg, "vkasr: cannot write %s: %s\n", path, strerror(errno));
+            rec_err(r, msg);
+            r->code = EXIT_AUDIO;
+        } else if (!o->no_prints) {
+            snprintf(msg, sizeof msg, "vkasr: wrote %s\n", path);
+            rec_err(r, msg);
+        }
+    }
+    if (o->dump) {
+        char dir[4096], path[4200];
+        snprintf(dir, sizeof dir, "%s/%zu", o->dump, index);
+        size_t fr, dim;
+        const char *failed = NULL;
+        if (mkdir_p(dir) != 0)
+            failed = dir;
+        const float *mel = vkasr_result_mel(res, &fr, &dim);
+        snprintf(path, sizeof path, "%s/mel.npy", dir);
+        if (!failed && write_npy(path, mel, fr, dim) != 0)
+            failed = path;
+        const float *enc = vkasr_result_encoder(res, &fr, &dim);
+        snprintf(path, sizeof path, "%s/encoder.npy", dir);
+        if (!failed && write_npy(path, enc, fr, dim) != 0)
+            failed = path;
+        if (failed) {
+            snprintf(msg, sizeof msg, "vkasr: cannot write %s: %s\n", failed, strerror(errno));
+            rec_err(r, msg);
+            r->code = EXIT_AUDIO;
+        }
+    }
+    const char *text = vkasr_result_text(res);
+    if (o->out_manifest && !(r->mline = manifest_line(e, text))) {
+        rec_err(r, "vkasr: out of memory for the output manifest\n");
+        r->code = EXIT_FAIL;
+    }
+    if (e->text && wer_count(e->text, text, &r->wer) == 0)
+        r->has_ref = true;
+    r->seconds = vkasr_result_duration(res);
+}
+
+/* Writes the finished windows in order (the caller holds the lock). */
+static void flush_windows(struct shared *sh) {
+    const struct batch_run *o = sh->o;
+    while (sh->written < sh->nw && sh->w[sh->written].done) {
+        struct window *w = &sh->w[sh->written];
+        for (size_t i = 0; i < w->n; i++) {
+            struct record *r = &w->rec[i];
+            if (!r->done)
+                continue; /* never started (interrupted) */
+            if (r->err && (!o->no_prints || r->code != EXIT_OK || r->partial))
+                fputs(r->err, stderr);
+            if (r->out && !sh->stop) {
+                fwrite(r->out, 1, r->out_len, stdout);
+                if (stdout_check() != EXIT_OK) {
+                    sh->rc = EXIT_AUDIO;
+                    sh->stop = true;
+                }
+            }
+            if (r->mline && sh->mf && !sh->stop && fprintf(sh->mf, "%s\n", r->mline) < 0) {
+                fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
+                sh->rc = EXIT_AUDIO;
+                sh->stop = true;
+            }
+            if (r->code != EXIT_OK) {
+                sh->failed++;
+                if (sh->rc == EXIT_OK || r->code == EXIT_AUDIO)
+                    sh->rc = r->code;
+            } else {
+                sh->seconds += r->seconds;
+            }
+            if (r->has_ref) {
+                sh->with_ref++;
+                sh->wer.errors += r->wer.errors;
+                sh->wer.sub += r->wer.sub;
+                sh->wer.del += r->wer.del;
+                sh->wer.ins += r->wer.ins;
+                sh->wer.ref_words += r->wer.ref_words;
+            }
+            sh->inputs_done++;
+            free(r->out);
+            free(r->err);
+            free(r->mline);
+            r->out = r->err = r->mline = NULL;
+        }
+        free(w->rec);
+        w->rec = NULL;
+        sh->written++;
+        if (o->progress) {
+            double el = now_s() - sh->t0;
+            fprintf(stderr, "\rvkasr: %zu/%zu inputs, %.1f s of audio in %.1f s (RTFx %.1f)   ", sh->inputs_done,
+                    sh->ninputs, sh->seconds, el, el > 0 ? sh->seconds / el : 0.0);
+        }
+    }
+}
+
+/* Transcribes window w on this worker's session; its records, then the ordered flush. */
+static void run_window(struct worker *wk, size_t wi) {
+    struct shared *sh = wk->sh;
+    const struct batch_run *o = sh->o;
+    struct window *w = &sh->w[wi];
+    struct record *rec = calloc(w->n, sizeof *rec);
+    vkasr_batch_input *in = calloc(w->n, sizeof *in);
+    const vkasr_result **res = calloc(w->n, sizeof *res);
+    if (!rec || !in || !res) {
+        fprintf(stderr, "vkasr: out of memory\n");
+        free(rec);
+        free(in);
+        free(res);
+        pthread_mutex_lock(&sh->mu);
+        sh->rc = EXIT_FAIL;
+        sh->stop = true;
+        pthread_mutex_unlock(&sh->mu);
+        return;
+    }
+    for (size_t i = 0; i < w->n; i++)
+        in[i].path = sh->in[w->first + i].audio;
+    vkasr_transcribe_params tp = o->tp;
+    tp.abort_callback = should_abort;
+    vkasr_batch_params bp = vkasr_batch_params_default();
+    bp.max_batch = o->batch;
+    const double t0 = now_s();
+    vkasr_status st = vkasr_transcribe_batch(wk->session, in, w->n, &tp, &bp, res);
+    const double secs = now_s() - t0;
+    double audio = 0;
+    uint64_t peak = 0;
+    for (size_t i = 0; i < w->n; i++) {
+        struct record *r = &rec[i];
+        const vkasr_result *x = res[i];
+        if (!x) { /* the call failed before any input ran */
+            char *m = dupf("vkasr: %s: %s\n", in[i].path, vkasr_session_last_error(wk->session));
+            if (m)
+                rec_err(r, m);
+            free(m);
+            r->code = exit_code_for(st, 0);
+            r->done = true;
+            continue;
+        }
+        vkasr_status si = vkasr_result_status(x);
+        const bool started = si != VKASR_ABORTED || vkasr_result_partial(x);
+        if (si == VKASR_ABORTED && !started)
+            continue; /* an input the interrupt kept from starting: not printed */
+        r->done = true;
+        if (si == VKASR_OK || si == VKASR_ABORTED) {
+            r->partial = si == VKASR_ABORTED;
+            finish_input(o, &sh->in[w->first + i], w->first + i, x, r);
+            audio += vkasr_result_duration(x);
+            vkasr_timings tm = vkasr_result_timings(x);
+            peak = tm.peak_device_bytes > peak ? tm.peak_device_bytes : peak;
+        } else {
+            /* the library's messages name the input */
+            char *m = dupf("vkasr: %s\n", vkasr_result_error(x));
+            if (m)
+                rec_err(r, m);
+            free(m);
+            r->code = exit_code_for(si, 0);
+        }
+    }
+    if (o->verbose || o->profile) {
+        char *m = dupf("vkasr: worker %d (%s): window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), "
+                       "peak device memory %.1f MiB\n",
+                       wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1,
+                       audio, secs,
+                       secs > 0 ? audio / secs : 0.0, peak / 1048576.0);
+        if (m && w->n)
+            rec_err(&rec[w->n - 1], m);
+        free(m);
+    }
+    if (o->profile) {
+        vkasr_op_profile ops[64];
+        size_t n = 0;
+        vkasr_session_profile(wk->session, ops, 64, &n);
+        for (size_t k = 0; k < n && k < 64 && w->n; k++) {
+            char *m = dupf("vkasr: profile %-20s %8llu calls %10.3f ms\n", ops[k].name,
+                           (unsigned long long)ops[k].calls, ops[k].gpu_ms);
+            if (m)
+                rec_err(&rec[w->n - 1], m);
+            free(m);
+        }
+        vkasr_session_profile_reset(wk->session);
+    }
+    free(in);
+    free(res);
+    pthread_mutex_lock(&sh->mu);
+    w->rec = rec;
+    w->done = true;
+    if (peak > sh->peak)
+        sh->peak = peak;
+    flush_windows(sh);
+    pthread_mutex_unlock(&sh->mu);
+}
+
+static void *worker_main(void *arg) {
+    struct worker *wk = arg;
+    struct shared *sh = wk->sh;
+    for (;;) {
+        pthread_mutex_lock(&sh->mu);
+        size_t wi = sh->next;
+        bool go = wi < sh->nw && !sh->stop && !interrupted;
+        if (go)
+            sh->next++;
+        pthread_mutex_unlock(&sh->mu);
+        if (!go)
+            break;
+        run_window(wk, wi);
+    }
+    return NULL;
+}
+
+/* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few). */
+static struct window *make_windows(const struct batch_run *o, const struct manifest_entry *in, size_t n, size_t *nw) {
+    size_t cap = o->batch ? 4 * o->batch : WINDOW_AUTO_INPUTS;
+    if (o->ndevices > 1) {
+        size_t share = (n + 3 * (size_t)o->ndevices - 1) / (3 * (size_t)o->ndevices), least = o->batch ? o->batch : 64;
+        share = share > least ? share : least;
+        cap = share < cap ? share : cap;
+    }
+    struct window *w = calloc(n ? n : 1, sizeof *w);
+    if (!w)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        double secs = 0;
+        size_t j = i;
+        while (j < n && j - i < cap && (j == i || in[j].duration < 0 || secs + in[j].duration <= WINDOW_SECONDS)) {
+            secs += in[j].duration > 0 ? in[j].duration : 0;
+            j++;
+        }
+        w[k++] = (struct window){.first = i, .n = j - i};
+        i = j;
+    }
+    *nw = k;
+    return w;
+}
+
+int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
+    struct shared sh = {.o = o, .in = in, .ninputs = n, .rc = EXIT_OK, .t0 = now_s()};
+    pthread_mutex_init(&sh.mu, NULL);
+    int rc = EXIT_OK;
+    const int nd = o->ndevices > 0 ? o->ndevices : 1;
+    struct worker *wk = calloc((size_t)nd, sizeof *wk);
+    vkasr_model **models = calloc((size_t)nd, sizeof *models);
+    sh.w = make_windows(o, in, n, &sh.nw);
+    if (!wk || !models || !sh.w) {
+        fprintf(stderr, "vkasr: out of memory\n");
+        rc = EXIT_FAIL;
+    }
+    if (rc == EXIT_OK && o->out_manifest && !(sh.mf = fopen(o->out_manifest, "w"))) {
+        fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
+        rc = EXIT_AUDIO;
+    }
+    /* a model per distinct device (workers naming the same device share it), a session per worker */
+    for (int i = 0; rc == EXIT_OK && i < nd; i++) {
+        const char *dev = o->ndevices > 0 ? o->devices[i] : o->mp.device;
+        wk[i] = (struct worker){.sh = &sh, .device = dev, .id = i};
+        int same = -1;
+        for (int j = 0; j < i && same < 0; j++)
+            if ((!dev && !wk[j].device) || (dev && wk[j].device && strcmp(dev, wk[j].device) == 0))
+                same = j;
+        vkasr_error err;
+        if (same >= 0) {
+            models[i] = NULL;
+        } else {
+            vkasr_model_params mp = o->mp;
+            mp.device = dev;
+            vkasr_status st = vkasr_model_load(o->model, &mp, &models[i], &err);
+            if (st != VKASR_OK) {
+                fprintf(stderr, "vkasr: %s%s%s\n", dev ? dev : "", dev ? ": " : "", err.message);
+                rc = exit_code_for(st, 1);
+                break;
+            }
+        }
+        vkasr_model *m = models[same >= 0 ? same : i];
+        if (o->verbose) {
+            vkasr_model_info info;
+            vkasr_model_get_info(m, &info);
+            fprintf(stderr, "vkasr: worker %d: device %s, precision %s", i, info.device_name,
+                    info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
+            if (same >= 0)
+                fprintf(stderr, ", sharing worker %d's model", same);
+            fprintf(stderr, "\n");
+        }
+        vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
+        if (st != VKASR_OK) {
+            fprintf(stderr, "vkasr: %s\n", err.message);
+            rc = exit_code_for(st, 1);
+        }
+    }
+    if (rc == EXIT_OK) {
+        catch_interrupts();
+        int started = 0;
+        for (int i = 1; i < nd; i++) {
+            if (pthread_create(&wk[i].thread, NULL, worker_main, &wk[i]) != 0) {
+                fprintf(stderr, "vkasr: cannot start worker %d: %s\n", i, strerror(errno));
+                break;
+            }
+            started = i;
+        }
+        worker_main(&wk[0]); /* the first worker is this thread */
+        for (int i = 1; i <= started; i++)
+            pthread_join(wk[i].thread, NULL);
+        pthread_mutex_lock(&sh.mu);
+        /* windows an interrupt kept from starting are skipped: the ones that finished still print */
+        for (size_t i = sh.written; i < sh.nw; i++)
+            if (!sh.w[i].done) {
+                sh.w[i].done = true;
+                sh.w[i].n = 0;
+            }
+        flush_windows(&sh);
+        pthread_mutex_unlock(&sh.mu);
+        if (o->progress)
+            fprintf(stderr, "\n");
+        const double el = now_s() - sh.t0;
+        if (interrupted && sh.written < sh.nw)
+            fprintf(stderr, "vkasr: interrupted: the inputs after %zu are skipped\n", sh.inputs_done);
+        if (!o->no_prints)
+            fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device "
+                            "memory %.1f MiB; %zu failed\n",
+                    sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed);
+        if (sh.with_ref && !o->no_prints)
+            fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
+                            "reference words of %zu inputs with text)\n",
+                    sh.wer.ref_words ? 100.0 * (double)sh.wer.errors / (double)sh.wer.ref_words : 0.0, sh.wer.errors,
+                    sh.wer.sub, sh.wer.del, sh.wer.ins, sh.wer.ref_words, sh.with_ref);
+        rc = sh.rc;
+    }
+    if (sh.mf && fclose(sh.mf) != 0 && rc == EXIT_OK) {
+        fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
+        rc = EXIT_AUDIO;
+    }
+    for (int i = 0; wk && i < nd; i++)
+        vkasr_session_free(wk[i].session);
+    for (int i = 0; models && i < nd; i++)
+        vkasr_model_free(models[i]);
+    for (size_t i = 0; sh.w && i < sh.nw; i++)
+        free(sh.w[i].rec);
+    free(sh.w);
+    free(wk);
+    free(models);
+    pthread_mutex_destroy(&sh.mu);
+    if (interrupted)
+        return 128 + interrupted;
+    return rc;
+}
