@@ -635,7 +635,7 @@ int main(void) {
     if (f16)
         glu_matches_unfused(&h, BE_F16, tiny);
 
-    /* Automatic choice: the brief's shapes, epilogue combinations, f32 and f16 weights. */
+    /* Automatic choice: the encoder's product shapes, epilogue combinations, f32 and f16 weights. */
     const struct lin_case auto_cases[] = {
         {.M = 1, .N = 1, .K = 1},
         {.M = 3, .N = 5, .K = 7, .bias = true},
