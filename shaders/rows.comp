@@ -81,11 +81,15 @@ void main() {
         bool live = row < pc.rows; // inactive invocations still take part in the barriers
         uint64_t base = row * pc.cols;
 #if defined(LAYERNORM)
+        // The mean as x0 + mean(x - x0), x0 the row's first element: the sums stay near the spread of
+        // the row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision
+        // whatever the order of the sum (one invocation per row on a CPU driver, a tree on a GPU).
+        float x0 = live ? LOADF(pc.x, base) : 0.0;
         float s = 0.0;
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)
-                s += LOADF(pc.x, base + c);
-        float mean = seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
+                s += LOADF(pc.x, base + c) - x0;
+        float mean = x0 + seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
         s = 0.0;
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr) {

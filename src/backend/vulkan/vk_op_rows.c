@@ -11,13 +11,28 @@ static uint32_t pow2_wg(const struct vk_device *d) {
     return p;
 }
 
-/* Invocations per row in rows.comp: the smallest power of two covering the row, at most the
- * workgroup; the workgroup then handles wg/tpr rows at a time. */
-static uint32_t threads_per_row(uint64_t width, uint32_t wg) {
+/* Workgroup size and invocations per row (tpr) of rows.comp. On a GPU: the device's power-of-two
+ * workgroup and the smallest power of two covering the row, at most the workgroup, so the workgroup
+ * handles wg/tpr rows at a time. On a CPU driver: one invocation per row in workgroups of 8 rows.
+ * llvmpipe runs a workgroup's invocations as SIMD lanes and pays for every barrier (a reduction tree
+ * over a 256-wide row costs ~20 barriers per row); with one row per invocation the two reductions'
+ * barriers are paid once per 8 rows, and small workgroups spread a few hundred rows over the cores.
+ * The column loop's order differs between the two shapes, so a CPU driver rounds a row's sums
+ * differently from a GPU (within the op tests' tolerance); on one device the shape depends only on
+ * the row width, so row chunks stay bit-identical to one call. */
+#define ROWS_CPU_WG 8u
+
+static void row_shape(const struct vk_device *d, uint64_t width, uint32_t *wg, uint32_t *tpr) {
+    if (d->caps.cpu) {
+        *wg = ROWS_CPU_WG;
+        *tpr = 1;
+        return;
+    }
+    *wg = pow2_wg(d);
     uint32_t t = 1;
-    while (t < wg && t < width)
+    while (t < *wg && t < width)
         t *= 2;
-    return t;
+    *tpr = t;
 }
 
 static vkasr_status record_rows(struct vk_backend *b, const char *name, const struct vk_io *io, const void *pc,
@@ -51,7 +66,8 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
     uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
     if (R == 0 || C == 0)
         return VKASR_OK;
-    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
+    uint32_t wg, tpr;
+    row_shape(b->d, C, &wg, &tpr);
     struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps};
     struct vk_io io;
     TRY(vk_io_variant(b, "layernorm", SPV_layernorm, SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
@@ -73,7 +89,8 @@ vkasr_status vk_op_softmax(struct vk_backend *b, const struct op_softmax *a) {
     uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
     if (R == 0 || C == 0)
         return VKASR_OK;
-    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row(C, wg);
+    uint32_t wg, tpr;
+    row_shape(b->d, C, &wg, &tpr);
     struct pc_softmax pc = {a->x.addr, a->y.addr, R, C, tpr, a->scale};
     const struct vk_io io = {SPV_softmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
@@ -96,7 +113,8 @@ vkasr_status vk_op_argmax(struct vk_backend *b, const struct op_argmax *a) {
         return err_set(&b->base.err, VKASR_ERR_INVALID_ARG,
                        "op argmax: column range [%lld, %lld) is wider than an i32 index can hold",
                        (long long)a->c0, (long long)a->c1);
-    uint32_t wg = pow2_wg(b->d), tpr = threads_per_row((uint64_t)(a->c1 - a->c0), wg);
+    uint32_t wg, tpr;
+    row_shape(b->d, (uint64_t)(a->c1 - a->c0), &wg, &tpr);
     struct pc_argmax pc = {a->x.addr, a->y.addr, R, C, (uint64_t)a->c0, (uint64_t)a->c1, tpr, 0};
     const struct vk_io io = {SPV_argmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
