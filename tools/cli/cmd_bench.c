@@ -39,7 +39,7 @@ static void usage_bench(FILE *f) {
             "{\"median\", \"min\", \"max\"}), \"peak_device_mib\", \"tokens\"}]}.\n"
             "\n"
             "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            5 no usable Vulkan device, 130 interrupted.\n",
+            "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
 

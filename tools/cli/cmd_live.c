@@ -47,7 +47,8 @@ static void usage_live(FILE *f) {
             "      --no-catch-up       transcribe every hop in turn even when the device falls behind\n"
             "                          (default: a late window takes all the audio that arrived meanwhile)\n"
             "      --timestamps        prefix each line with [start --> end]\n"
-            "  -d, --device N|NAME     Vulkan device index or name substring (also $VKASR_DEVICE)\n"
+            "  -d, --device DEV        the device, as for transcribe: cpu, cuda[:N], vulkan[:N|NAME], N or NAME\n"
+            "                          (also $VKASR_DEVICE; default: the best Vulkan device)\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
             "  -v, --verbose           model, device and, at the end, the stream's figures on stderr: windows,\n"
             "                          compute per audio second, finalisation latency (median, 95th percentile)\n"
@@ -58,7 +59,7 @@ static void usage_live(FILE *f) {
             "and vkasr exits 130 (143 for SIGTERM). A second Ctrl-C ends vkasr at once.\n"
             "\n"
             "exit codes: 0 success (end of input), 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            4 audio or I/O error, 5 no usable Vulkan device, 130 interrupted\n",
+            "            4 audio or I/O error, 5 no usable device (or no NVIDIA driver for cuda), 130 interrupted\n",
             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)", d.hop_seconds, d.left_context_seconds,
             d.right_context_seconds, d.right_context_seconds, d.hop_seconds + d.right_context_seconds);
 }
