@@ -19,10 +19,13 @@ static __global__ void layernorm_kernel(const float *x, const float *g, const fl
     int lane = threadIdx.x & 31;
     ROWS_OF_WARP(r, R) {
         const float *xr = x + r * C;
+        /* the mean as x0 + mean(x - x0), x0 the row's first element, as rows.comp computes it: the sum
+         * stays near the row's spread, not its magnitude */
+        const float x0 = xr[0];
         float s = 0;
         for (int64_t c = lane; c < C; c += 32)
-            s += xr[c];
-        float mean = cu_warp_sum(s) / (float)C;
+            s += xr[c] - x0;
+        float mean = x0 + cu_warp_sum(s) / (float)C;
         float v = 0; /* two passes: a large mean with a small spread keeps its precision */
         for (int64_t c = lane; c < C; c += 32) {
             float d = xr[c] - mean;
