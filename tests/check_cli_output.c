@@ -13,6 +13,10 @@
  *   check_cli_output bench FILE LENGTHS RUNS   vkasr bench --json: model, device, precision, runs, load_ms
  *                                and LENGTHS entries whose spreads are ordered (min <= median <= max),
  *                                positive, and whose RTFx is the audio length over the wall time
+ *   check_cli_output live FILE TXT   `vkasr live --json`: each line an object with text, start <= end and
+ *                                words (text, start <= end, in order, inside the segment) whose texts
+ *                                joined by spaces are the text; the lines' texts are TXT's lines (the
+ *                                plain output of the same stream), in order
  *   check_cli_output manifest IN OUT JSONS   an --output-manifest: OUT's lines are IN's lines (every field
  *                                equal) with pred_text added, in order, IN's last line (a bad input) left out,
  *                                and pred_text of line k the text of line k of JSONS (--format json of the
@@ -417,6 +421,65 @@ static int check_manifest(const char *in_path, const char *out_path, const char 
     return rc;
 }
 
+static int check_live(const char *json_path, const char *txt_path) {
+    size_t nj, nt;
+    char **js = read_lines(json_path, &nj), **tx = read_lines(txt_path, &nt);
+    int rc = 0;
+    if (!js || !tx || nj != nt || nj == 0)
+        rc = bad("want one JSON line per line of the plain output, and at least one", json_path);
+    for (size_t k = 0; rc == 0 && k < nj; k++) {
+        cJSON *o = cJSON_Parse(js[k]);
+        if (!cJSON_IsObject(o) || !has(o, "text", isstr) || !has(o, "start", isnum) || !has(o, "end", isnum) ||
+            !has(o, "words", isarr)) {
+            rc = bad("a line is not an object with text, start, end and words", json_path);
+        } else if (strcmp(item(o, "text")->valuestring, tx[k]) != 0) {
+            rc = bad("a segment's text differs from the plain output's line", json_path);
+        } else {
+            double s0 = item(o, "start")->valuedouble, s1 = item(o, "end")->valuedouble, prev = s0;
+            size_t len = 0, cap = strlen(tx[k]) + 2;
+            char *joined = calloc(cap, 1);
+            const cJSON *w;
+            if (s1 < s0 || !joined)
+                rc = bad("a segment ends before it starts", json_path);
+            cJSON_ArrayForEach(w, item(o, "words")) {
+                if (rc)
+                    break;
+                if (!has(w, "text", isstr) || !has(w, "start", isnum) || !has(w, "end", isnum)) {
+                    rc = bad("a word lacks text/start/end", json_path);
+                    break;
+                }
+                double a = item(w, "start")->valuedouble, b = item(w, "end")->valuedouble;
+                if (b < a || a < prev || a < s0 || b > s1)
+                    rc = bad("a word's times are out of order or outside its segment", json_path);
+                prev = a;
+                const char *t = item(w, "text")->valuestring;
+                size_t n = strlen(t);
+                if (len + n + (len ? 1 : 0) + 1 > cap) {
+                    rc = bad("the words are longer than the segment's text", json_path);
+                    break;
+                }
+                if (len)
+                    joined[len++] = ' ';
+                memcpy(joined + len, t, n + 1);
+                len += n;
+            }
+            if (rc == 0 && strcmp(joined, tx[k]) != 0)
+                rc = bad("the words joined by spaces are not the segment's text", json_path);
+            free(joined);
+        }
+        cJSON_Delete(o);
+    }
+    for (size_t k = 0; k < nj; k++)
+        free(js[k]);
+    for (size_t k = 0; k < nt; k++)
+        free(tx[k]);
+    free(js);
+    free(tx);
+    if (rc == 0)
+        printf("%s: %zu segment line(s), each the plain output's line with its words\n", json_path, nj);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "json"))
         return check_json(argv[2]);
@@ -430,9 +493,11 @@ int main(int argc, char **argv) {
         return check_compare(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "bench"))
         return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc == 4 && !strcmp(argv[1], "live"))
+        return check_live(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "manifest"))
         return check_manifest(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX | "
-                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS | manifest IN OUT JSONS\n");
+                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS | live FILE TXT | manifest IN OUT JSONS\n");
     return 2;
 }

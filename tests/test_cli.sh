@@ -291,6 +291,14 @@ cmp -s "$WORK/out" "$WORK/live.txt" || fail "live: WAV on stdin differs from --s
 tail -c +45 "$CLIP" >"$WORK/clip.raw"
 expect 0 sh -c "cat '$WORK/clip.raw' | '$VKASR' live -np --timestamps --no-catch-up -m '$SHIPPED' --rate 16000 --format s16le"
 cmp -s "$WORK/out" "$WORK/live.txt" || fail "live: raw PCM on stdin differs from --simulate"
+# --json: the same segments as JSON lines with their words (two clips 1.5 s apart: two segments)
+tail -c +45 "$DATA/audio/heldout/h00100.wav" >"$WORK/clip2.raw"
+head -c 48000 /dev/zero >"$WORK/pause.raw"
+cat "$WORK/clip.raw" "$WORK/pause.raw" "$WORK/clip2.raw" >"$WORK/two.raw"
+expect 0 sh -c "'$VKASR' live -np --no-catch-up -m '$SHIPPED' <'$WORK/two.raw'";  cp "$WORK/out" "$WORK/two.txt"
+[ "$(wc -l <"$WORK/two.txt")" -eq 2 ] || fail "live: a 1.5 s pause ends a segment (got: \"$(cat "$WORK/two.txt")\")"
+expect 0 sh -c "'$VKASR' live -np --no-catch-up --json -m '$SHIPPED' <'$WORK/two.raw'"
+"$CHECK" live "$WORK/out" "$WORK/two.txt" >"$WORK/check" || fail "live --json: $(cat "$WORK/check")"
 # a WAV stream in a format vkasr does not read (IMA ADPCM) is an audio error
 printf 'RIFF\044\000\000\000WAVEfmt \020\000\000\000\021\000\001\000\200\076\000\000\000\175\000\000\002\000\004\000data\000\000\000\000' >"$WORK/adpcm.wav"
 expect 4 sh -c "'$VKASR' live -m '$SHIPPED' <'$WORK/adpcm.wav'"

@@ -47,6 +47,9 @@ static void usage_live(FILE *f) {
             "      --no-catch-up       transcribe every hop in turn even when the device falls behind\n"
             "                          (default: a late window takes all the audio that arrived meanwhile)\n"
             "      --timestamps        prefix each line with [start --> end]\n"
+            "      --json              one JSON object per line for each final segment instead: text, start,\n"
+            "                          end and words (text, start, end; seconds from the stream's start); no\n"
+            "                          partial line\n"
             "  -d, --device DEV        the device, as for transcribe: cpu, cuda[:N], vulkan[:N|NAME], N or NAME\n"
             "                          (also $VKASR_DEVICE; default: the best Vulkan device)\n"
             "  -p, --precision P       f16 (default where supported) or f32\n"
@@ -172,12 +175,14 @@ static void to_mono(const struct input *in, const unsigned char *p, size_t frame
 
 struct live_out {
     pthread_mutex_t lock;
-    bool tty, timestamps;
+    bool tty, timestamps, json;
     int cols;
     char *seg;                       /* final text of the open segment                              */
     size_t seg_len, seg_cap;
     double seg_start, seg_end;
     bool seg_has_words;
+    struct live_word { char *text; double start, end; } *words; /* --json: the open segment's words   */
+    size_t n_words, cap_words;
     char *partial;
     /* latency: when audio up to each push had arrived (wall clock), and per final word */
     double *push_s, *push_wall;
@@ -203,6 +208,40 @@ static void seg_append(struct live_out *o, const char *t) {
         o->seg[o->seg_len++] = ' ';
     memcpy(o->seg + o->seg_len, t, n + 1);
     o->seg_len += n;
+}
+
+/* --json: keeps a final word of the open segment. */
+static void word_append(struct live_out *o, const vkasr_word *w) {
+    if (o->n_words == o->cap_words) {
+        size_t c = o->cap_words ? 2 * o->cap_words : 64;
+        struct live_word *p = realloc(o->words, c * sizeof *p);
+        if (!p)
+            return;
+        o->words = p;
+        o->cap_words = c;
+    }
+    char *t = strdup(w->text ? w->text : "");
+    if (t)
+        o->words[o->n_words++] = (struct live_word){t, w->start, w->end};
+}
+
+static void words_clear(struct live_out *o) {
+    for (size_t i = 0; i < o->n_words; i++)
+        free(o->words[i].text);
+    o->n_words = 0;
+}
+
+/* --json: the segment that just ended, as one line. */
+static void print_json_segment(const struct live_out *o) {
+    fputs("{\"text\":", stdout);
+    json_str(stdout, o->seg ? o->seg : "");
+    printf(",\"start\":%.3f,\"end\":%.3f,\"words\":[", o->seg_start, o->seg_end);
+    for (size_t i = 0; i < o->n_words; i++) {
+        fputs(i ? ",{\"text\":" : "{\"text\":", stdout);
+        json_str(stdout, o->words[i].text);
+        printf(",\"start\":%.3f,\"end\":%.3f}", o->words[i].start, o->words[i].end);
+    }
+    fputs("]}\n", stdout);
 }
 
 static void print_time(double t) {
@@ -265,18 +304,24 @@ static void on_final(const vkasr_stream_update *u, void *ud) {
         o->seg_end = u->words[u->n_words - 1].end;
         o->seg_has_words = true;
         seg_append(o, u->text);
+        for (size_t i = 0; o->json && i < u->n_words; i++)
+            word_append(o, &u->words[i]);
     }
     if (u->segment_end && o->seg_has_words) {
-        if (o->tty)
+        if (o->tty && !o->json)
             fputs("\r\033[K", stdout);
-        if (o->timestamps) {
+        if (o->json) {
+            print_json_segment(o);
+            words_clear(o);
+        } else if (o->timestamps) {
             putchar('[');
             print_time(o->seg_start);
             fputs(" --> ", stdout);
             print_time(o->seg_end);
             fputs("]  ", stdout);
         }
-        printf("%s\n", o->seg ? o->seg : "");
+        if (!o->json)
+            printf("%s\n", o->seg ? o->seg : "");
         o->seg_len = 0;
         if (o->seg)
             o->seg[0] = '\0';
@@ -290,7 +335,7 @@ static void on_partial(const vkasr_stream_update *u, void *ud) {
     struct live_out *o = ud;
     free(o->partial);
     o->partial = strdup(u->text);
-    if (o->tty)
+    if (o->tty && !o->json)
         redraw(o);
 }
 
@@ -401,7 +446,7 @@ int cmd_live(int argc, char **argv) {
     vkasr_precision precision = VKASR_PRECISION_AUTO;
     struct input in = {.fd = STDIN_FILENO, .fmt = FMT_S16, .rate = VKASR_SAMPLE_RATE, .channels = 1};
     double speed = 1.0;
-    bool verbose = false, no_prints = false, timestamps = false, speed_given = false;
+    bool verbose = false, no_prints = false, timestamps = false, json = false, speed_given = false;
     int rc = EXIT_OK;
     for (int i = 0; i < argc && rc == EXIT_OK; i++) {
         const char *a = argv[i], *v;
@@ -468,6 +513,8 @@ int cmd_live(int argc, char **argv) {
             sp.catch_up = false;
         } else if (!strcmp(a, "--timestamps")) {
             timestamps = true;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
         } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
             verbose = true;
         } else if (!strcmp(a, "-np") || !strcmp(a, "--no-prints")) {
@@ -559,7 +606,7 @@ int cmd_live(int argc, char **argv) {
                     in.fmt == FMT_S16 ? "s16le" : in.fmt == FMT_S32 ? "s32le" : in.fmt == FMT_F32 ? "f32le" : "u8");
     }
 
-    struct live_out o = {.tty = isatty(STDOUT_FILENO), .timestamps = timestamps, .cols = 80};
+    struct live_out o = {.tty = isatty(STDOUT_FILENO), .timestamps = timestamps, .json = json, .cols = 80};
     struct winsize ws;
     if (o.tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
         o.cols = ws.ws_col;
@@ -585,7 +632,7 @@ int cmd_live(int argc, char **argv) {
             if (rc == EXIT_OK)
                 rc = exit_code_for(st, 0);
         }
-        if (o.tty && o.partial && *o.partial) /* nothing is left open after finish; clear the line anyway */
+        if (o.tty && !o.json && o.partial && *o.partial) /* nothing is left open after finish; clear the line anyway */
             fputs("\r\033[K", stdout);
         vkasr_stream_stats ss;
         vkasr_stream_get_stats(stream, &ss);
@@ -608,6 +655,8 @@ int cmd_live(int argc, char **argv) {
     if (o.write_failed && rc == EXIT_OK)
         rc = stdout_check();
     free(o.seg);
+    words_clear(&o);
+    free(o.words);
     free(o.partial);
     free(o.push_s);
     free(o.push_wall);
