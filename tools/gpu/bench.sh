@@ -30,33 +30,8 @@ else
 fi
 
 # the table and the ratios (encoder against PyTorch's encoder; end to end for vkasr only)
-python3 - "$OUT" <<'EOF'
-import json, os, sys
-out = sys.argv[1]
-def load(name):
-    try:
-        return json.load(open(os.path.join(out, name)))
-    except (OSError, ValueError):
-        return None
-pt = (load("pytorch/bench_pytorch.json") or {}).get("encoder", {})
-def pt_ms(label, secs):
-    r = pt.get(f"{label} {'60s' if secs == 60 else '10min'}")
-    return r["median_ms"] if r else None
-print("| engine | precision | audio | encoder ms | decoder ms | wall ms | RTFx | peak MiB | first run ms | encoder / PyTorch bf16 | / fp32 |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
-for eng, prec, name in (("vkasr", "f16", "bench-vkasr-f16.json"), ("vkasr", "f32", "bench-vkasr-f32.json"),
-                        ("vkasr cuda", "f16", "bench-cuda-f16.json"), ("vkasr cuda", "f32", "bench-cuda-f32.json")):
-    b = load(name)
-    for L in (b or {}).get("lengths", []):
-        s, e = L["seconds"], L["encoder_ms"]["median"]
-        bf, fp = pt_ms("bf16", s), pt_ms("fp32", s)
-        f = lambda k: f"{L[k]['median']:.1f} ({L[k]['min']:.1f}-{L[k]['max']:.1f})"
-        print(f"| {eng} | {prec} | {s:g} s | {f('encoder_ms')} | {f('decoder_ms')} | {f('wall_ms')} | "
-              f"{L['rtfx']['median']:.0f} | {L['peak_device_mib']:.0f} | {L['first_ms']:.0f} | "
-              f"{e / bf if bf else float('nan'):.2f} | {e / fp if fp else float('nan'):.2f} |")
-for label in ("bf16", "fp32", "fp32+tf32"):
-    print(f"PyTorch {label}: encoder 60 s {pt_ms(label, 60)} ms, 10 min {pt_ms(label, 600)} ms")
-EOF
+python3 tools/gpu/bench_table.py "$OUT" "vkasr|f16|bench-vkasr-f16.json" "vkasr|f32|bench-vkasr-f32.json" \
+    "vkasr cuda|f16|bench-cuda-f16.json" "vkasr cuda|f32|bench-cuda-f32.json"
 
 # cold start: process wall of one 60 s transcription; fresh HOME (so the driver's cache, ~/.cache/nvidia
 # or __GL_SHADER_DISK_CACHE_PATH, starts empty) and VKASR_CACHE_DIR per state

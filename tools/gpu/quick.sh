@@ -49,31 +49,8 @@ if [ -n "$BEST" ]; then
 fi
 timeout 120 $V bench -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/bench-cuda.json" 2>"$OUT/cuda.err"
 echo "cuda rc=$? $(head -n 1 "$OUT/cuda.err")"
-python3 - "$OUT" "${BEST:-}" <<'EOF' | tee "$OUT/bench.md"
-import json, os, sys
-out, best = sys.argv[1], sys.argv[2]
-def load(name):
-    try:
-        return json.load(open(os.path.join(out, name)))
-    except (OSError, ValueError):
-        return None
-pt = (load("pytorch/bench_pytorch.json") or {}).get("encoder", {})
-def pt_ms(label, secs):
-    r = pt.get(f"{label} {'60s' if secs == 60 else '10min'}")
-    return r["median_ms"] if r else None
-print("| engine | audio | encoder ms | decoder ms | wall ms | RTFx | peak MiB | first run ms | encoder / PyTorch bf16 |")
-print("|---|---|---|---|---|---|---|---|---|")
-for eng, name in (("vkasr Vulkan f16", "bench-vulkan.json"), (f"vkasr Vulkan f16, {best}", "bench-vulkan-best.json"),
-                  ("vkasr CUDA f16", "bench-cuda.json")):
-    for L in (load(name) or {}).get("lengths", []):
-        s, e = L["seconds"], L["encoder_ms"]["median"]
-        bf = pt_ms("bf16", s)
-        f = lambda k: f"{L[k]['median']:.1f}"
-        print(f"| {eng} | {s:g} s | {f('encoder_ms')} | {f('decoder_ms')} | {f('wall_ms')} | {L['rtfx']['median']:.0f} | "
-              f"{L['peak_device_mib']:.0f} | {L['first_ms']:.0f} | {e / bf if bf else float('nan'):.2f} |")
-for label in ("bf16", "fp32"):
-    print(f"PyTorch {label}: encoder 60 s {pt_ms(label, 60)} ms, 10 min {pt_ms(label, 600)} ms")
-EOF
+python3 tools/gpu/bench_table.py "$OUT" "vkasr Vulkan|f16|bench-vulkan.json" "vkasr Vulkan, ${BEST:-none}|f16|bench-vulkan-best.json" \
+    "vkasr CUDA|f16|bench-cuda.json" | tee "$OUT/bench.md"
 
 # 4. cold start and profile
 python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
