@@ -19,8 +19,9 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 
 
 /* ---- cli_common.c ---- */
 
-/* The first path of VKASR_DEFAULT_MODELS (':'-separated) that exists, copied into buf; "" if none. */
-const char *default_model(char *buf, size_t size);
+/* MODEL when given, else the installed default model (vkasr_default_model_path), copied into buf; NULL,
+ * after saying so on stderr, when there is none. */
+const char *model_or_default(const char *model, char *buf, size_t size);
 /* The exit code for a status; model_stage: the error came from loading the model. */
 int exit_code_for(vkasr_status st, int model_stage);
 /* EXIT_USAGE with a message when a device string (NULL or "": $VKASR_DEVICE) names a backend this

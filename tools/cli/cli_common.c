@@ -11,21 +11,15 @@
 
 #include "cli.h"
 
-const char *default_model(char *buf, size_t size) {
-    const char *p = VKASR_DEFAULT_MODELS;
-    buf[0] = '\0';
-    while (*p) {
-        size_t n = strcspn(p, ":");
-        if (n > 0 && n < size) {
-            memcpy(buf, p, n);
-            buf[n] = '\0';
-            if (access(buf, R_OK) == 0)
-                return buf;
-        }
-        p += n + (p[n] == ':');
-    }
-    buf[0] = '\0';
-    return buf;
+const char *model_or_default(const char *model, char *buf, size_t size) {
+    if (model && *model)
+        return model;
+    const char *p = vkasr_default_model_path(buf, size);
+    if (!p)
+        fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
+                        "use -m MODEL or set VKASR_MODEL\n",
+                VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
+    return p;
 }
 
 int exit_code_for(vkasr_status st, int model_stage) {

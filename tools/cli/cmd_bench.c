@@ -199,15 +199,8 @@ int cmd_bench(int argc, char **argv) {
             return EXIT_USAGE;
         }
     }
-    if (!model || !*model) {
-        model = default_model(default_path, sizeof default_path);
-        if (!*model) {
-            fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
-                            "use -m MODEL or set VKASR_MODEL\n",
-                    VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-            return EXIT_USAGE;
-        }
-    }
+    if (!(model = model_or_default(model, default_path, sizeof default_path)))
+        return EXIT_USAGE;
 
     catch_interrupts();
     vkasr_model_params mp = vkasr_model_params_default();

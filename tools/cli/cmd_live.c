@@ -534,15 +534,8 @@ int cmd_live(int argc, char **argv) {
                         "-r 16000 -t raw | vkasr live (see vkasr live --help)\n");
         rc = EXIT_USAGE;
     }
-    if (rc == EXIT_OK && (!model || !*model)) {
-        model = default_model(default_path, sizeof default_path);
-        if (!*model) {
-            fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
-                            "use -m MODEL or set VKASR_MODEL\n",
-                    VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-            rc = EXIT_USAGE;
-        }
-    }
+    if (rc == EXIT_OK && !(model = model_or_default(model, default_path, sizeof default_path)))
+        rc = EXIT_USAGE;
     if (rc != EXIT_OK)
         return rc;
     if (simulate && speed == 0)

@@ -312,15 +312,8 @@ int cmd_transcribe(int argc, char **argv) {
         fprintf(stderr, "vkasr: --devices and -d both name devices: use one\n");
         rc = EXIT_USAGE;
     }
-    if (rc == EXIT_OK && (!model || !*model)) {
-        model = default_model(default_path, sizeof default_path);
-        if (!*model) {
-            fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
-                            "use -m MODEL or set VKASR_MODEL\n",
-                    VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-            rc = EXIT_USAGE;
-        }
-    }
+    if (rc == EXIT_OK && !(model = model_or_default(model, default_path, sizeof default_path)))
+        rc = EXIT_USAGE;
     if (rc == EXIT_OK && of && ninputs > 1) {
         fprintf(stderr, "vkasr: -of names the outputs of one input; %d inputs given\n", ninputs);
         rc = EXIT_USAGE;
