@@ -37,16 +37,7 @@ python3 tools/gpu/bench_table.py "$OUT" "vkasr|f16|bench-vkasr-f16.json" "vkasr|
 # or __GL_SHADER_DISK_CACHE_PATH, starts empty) and VKASR_CACHE_DIR per state
 python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
 VC=$(mktemp -d); H1=$(mktemp -d); H2=$(mktemp -d); H3=$(mktemp -d)
-run60() { # STATE HOME [env...]: prints the wall and the pipeline-cache line of the run
-    local state=$1 home=$2; shift 2
-    local t0=$(date +%s%N)
-    env HOME="$home" __GL_SHADER_DISK_CACHE_PATH="$home/glcache" VKASR_CACHE_DIR="$VC" "$@" \
-        "$V" transcribe -v -m "$G06" /tmp/a60.wav >/dev/null 2>"$OUT/cold-$state.log"
-    local rc=$? t1=$(date +%s%N)
-    echo "cold_start state=$state wall_ms=$(((t1 - t0) / 1000000)) rc=$rc"
-    grep -o "pipeline cache: .*" "$OUT/cold-$state.log" | sed 's/^/    /' 
-}
-mkdir -p "$H1/glcache" "$H2/glcache" "$H3/glcache"
+. tools/gpu/cold_start.sh                # run60
 run60 cold "$H1"                                     # nothing cached
 run60 vkasr_cache_only "$H2"                         # vkasr's cache from the run above, the driver's empty
 run60 warm "$H2"                                     # both

@@ -54,15 +54,13 @@ python3 tools/gpu/bench_table.py "$OUT" "vkasr Vulkan|f16|bench-vulkan.json" "vk
 
 # 4. cold start and profile
 python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
-VC=$(mktemp -d); H1=$(mktemp -d)
-for state in cold vkasr_cache_only warm; do
-    [ "$state" = vkasr_cache_only ] && rm -rf "$H1" && H1=$(mktemp -d)
-    t0=$(date +%s%N)
-    env HOME="$H1" __GL_SHADER_DISK_CACHE_PATH="$H1/glcache" VKASR_CACHE_DIR="$VC" \
-        timeout 60 "$V" transcribe -m "$G06" /tmp/a60.wav >/dev/null 2>"$OUT/cold-$state.log"
-    rc=$?
-    echo "cold_start state=$state wall_ms=$((($(date +%s%N) - t0) / 1000000)) rc=$rc"
-done | tee "$OUT/cold.txt"
-rm -rf "$VC" "$H1"
+VC=$(mktemp -d); H1=$(mktemp -d); H2=$(mktemp -d)
+. tools/gpu/cold_start.sh # run60
+{
+    run60 cold "$H1"             # nothing cached
+    run60 vkasr_cache_only "$H2" # vkasr's cache from the run above, the driver's empty
+    run60 warm "$H2"             # both
+} | tee "$OUT/cold.txt"
+rm -rf "$VC" "$H1" "$H2"
 timeout 60 $V transcribe -m "$G06" --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/profile.log"
 grep -E "profile|RTF" "$OUT/profile.log" | tail -n 25
