@@ -63,6 +63,11 @@ expect 0 "$VKASR" transcribe -np -m "$M" "$WAV";    cp "$WORK/out" "$WORK/a.txt"
 [ ! -s "$WORK/err" ] || fail "-np printed on stderr"
 expect 0 sh -c "cat '$WAV' | '$VKASR' transcribe -np -m '$M' -"
 cmp -s "$WORK/out" "$WORK/a.txt" || fail "stdin transcript differs"
+# VKASR_ATTENTION_KERNEL: a name no kernel has is ignored, with a warning; the transcript is unchanged
+expect 0 env VKASR_ATTENTION_KERNEL=no_such_kernel "$VKASR" transcribe -m "$M" "$WAV"
+grep -q "VKASR_ATTENTION_KERNEL=no_such_kernel ignored: no attention kernel has that name" "$WORK/err" ||
+    fail "VKASR_ATTENTION_KERNEL: an unknown name is named in a warning"
+cmp -s "$WORK/out" "$WORK/a.txt" || fail "VKASR_ATTENTION_KERNEL with an unknown name changed the transcript"
 expect 0 "$VKASR" convert "$M" -o "$WORK/m.gguf" --type f32
 expect 0 "$VKASR" transcribe -np -m "$WORK/m.gguf" "$WAV"
 cmp -s "$WORK/out" "$WORK/a.txt" || fail "GGUF transcript differs from the HF directory's"
