@@ -7,15 +7,18 @@
 //
 // Here one group of 32 consecutive invocations owns one output column n and sweeps its weight row
 // (K-contiguous: each load of the group reads 32 consecutive elements, or 32 x 8 with vector loads)
-// for MR = 8 rows of x at once; a workgroup holds WG / 32 such groups, i.e. a tile of MR rows x WG/32
-// columns, and loops grid-stride over the tiles (row-major: neighbouring workgroups read the same x
-// rows and neighbouring weight rows). The 32 partial sums of each output go through shared memory
-// and are added in lane order by one invocation, which applies the epilogue. Any M works (row
-// blocks of MR re-read w; the op picks this kernel for M <= 8 only).
+// for MR rows of x at once (8, or 32 for the many rows of a batch of hypotheses: spec 1); a
+// workgroup holds WG / 32 such groups, i.e. a tile of MR rows x WG/32 columns, and loops grid-stride
+// over the tiles (row-major: neighbouring workgroups read the same x rows and neighbouring weight
+// rows). The 32 partial sums of each output go through shared memory and are added in lane order by
+// one invocation, which applies the epilogue. Any M works (row blocks of MR re-read w). A lane's
+// partial sum and the order of the lane sums do not depend on MR or M: a row's result is the same
+// in every tile shape and batch.
 //
 // ACT_GLU: columns in pair order (linear.glsl); the invocations of an even group apply the epilogue to
 // the sums of their own column (value) and of the next group's (gate).
-// spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 7: tensor types (linear.glsl).
+// spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 1: MR, at most 32 (one invocation
+// per row adds the lane sums); 7: tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
 #ifdef F16_TYPES
 #define HAS_F16
@@ -26,7 +29,7 @@
 layout(local_size_x_id = 0) in;
 
 #define LANES 32u
-#define MR 8u
+layout(constant_id = 1) const uint MR = 8;
 
 shared float part[gl_WorkGroupSize.x * MR];
 

@@ -5,8 +5,8 @@
 // A group of LPU consecutive invocations ("lanes") owns hidden unit j; a workgroup holds WG / LPU
 // groups and loops grid-stride over blocks of WG / LPU units. The group's lanes stride over In and P
 // for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
-// shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: the
-// whole workgroup on a GPU (many loads in flight per unit); one invocation per unit in 64-wide
+// shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: 32
+// on a GPU (8 units per 256-wide workgroup: vk_op_lstm.c has the measurements); one invocation per unit in 64-wide
 // workgroups on a CPU driver, where every workgroup and every barrier costs (llvmpipe: a launch of
 // 32 workgroups that return at once took 0.8 ms of CPU; at P = 256 a step took 9 ms with one unit
 // per 256-wide workgroup, 3.2 ms with 32 lanes per unit, 1.8 ms with one lane and vec4 loads).

@@ -252,7 +252,10 @@ int main(int argc, char **argv) {
     const long long reach = B.window > 0 && B.window < B.T - 1 ? B.window : B.T - 1;
     B.P = 2 * reach + 1;
 
-    static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
+    /* VKASR_PIPELINE_STATS: each kernel's statistics (registers, ...) are logged at info */
+    const char *stats = getenv("VKASR_PIPELINE_STATS");
+    const struct logger lg = {stats && *stats && strcmp(stats, "0") != 0 ? VKASR_LOG_INFO : VKASR_LOG_WARN, NULL,
+                              NULL};
     struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .want_f16 = B.f16, .profile = true, .log = &lg};
     struct err e = {0};
     struct be_device *dev = NULL;

@@ -233,25 +233,31 @@ static void row_invariance(struct th *h, be_dtype wt) {
 }
 
 /* The matvec hint's kernel (gemv.comp, which GPUs run for hinted products of any M: a batch of
- * decoder hypotheses) keeps a row's result independent of M too, bit for bit. */
+ * decoder hypotheses) keeps a row's result independent of M too, bit for bit, and of its row tile:
+ * the 300 rows in 32-row tiles (gemv32, what a batch of hypotheses gets) against calls on fewer rows
+ * in 8-row tiles (gemv, what one hypothesis gets) and in 32-row tiles. */
 static void hinted_row_invariance(struct th *h, be_dtype wt) {
     const int64_t M = 300, N = 200, K = 136;
-    const struct vk_gemm_cfg *cfg = vk_gemm_find(wt == BE_F16 ? "f16_gemv" : "f32_gemv");
-    if (!cfg || !vk_gemm_cfg_usable(cfg, &((struct vk_backend *)h->be[TH_DEV])->d->caps)) {
+    const struct vk_caps *caps = &((struct vk_backend *)h->be[TH_DEV])->d->caps;
+    const struct vk_gemm_cfg *c8 = vk_gemm_find(wt == BE_F16 ? "f16_gemv" : "f32_gemv");
+    const struct vk_gemm_cfg *c32 = vk_gemm_find(wt == BE_F16 ? "f16_gemv32" : "f32_gemv32");
+    if (!c8 || !c32 || !vk_gemm_cfg_usable(c8, caps) || !vk_gemm_cfg_usable(c32, caps)) {
         th_skip(h, "gemv.comp row invariance (not usable on this device)");
         return;
     }
-    th_case(h, "linear row invariance, hinted (gemv) w=%s", wt == BE_F16 ? "f16" : "f32");
+    th_case(h, "linear row invariance, hinted (gemv, 8- and 32-row tiles) w=%s", wt == BE_F16 ? "f16" : "f32");
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
-    const struct vk_gemm_plan plan = {cfg, 1};
+    const struct vk_gemm_plan p8 = {c8, 1}, p32 = {c32, 1};
     float *full = malloc((size_t)(M * N) * sizeof *full);
     if (!full)
         exit(1);
-    if (lin_rows(h, x, w, b, y, 0, M, &plan, full))
-        rows_match(h, x, w, b, y, M, N, &plan, full, false);
+    if (lin_rows(h, x, w, b, y, 0, M, &p32, full)) {
+        rows_match(h, x, w, b, y, M, N, &p8, full, false);
+        rows_match(h, x, w, b, y, M, N, &p32, full, true);
+    }
     free(full);
 }
 
@@ -551,7 +557,9 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv", 1);
     expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_gemv", 1); /* hinted: gemv at any M */
-    expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemv", 1); /* a batch's joint */
+    expect_choice(h, "gpu", &gpu, 31, 1030, 320, BE_F32, true, "f32_gemv", 1);
+    expect_choice(h, "gpu", &gpu, 32, 1030, 320, BE_F32, true, "f32_gemv32", 1); /* 32-row tiles, same rows */
+    expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemv32", 1); /* a batch's joint */
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64", 1);
     expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64", 1);
     expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64", 1);
@@ -584,8 +592,9 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv", 1);
     /* hinted products take gemv.comp at every M: a row's rounding never depends on M (batches) */
-    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "f16_gemv", 1);
-    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 31, 640, 640, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "f16_gemv32", 1);
+    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "f16_gemv32", 1);
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
     struct vk_caps small_shared = h100;
@@ -621,6 +630,7 @@ int main(void) {
         row_invariance(&h, BE_F16);
         if (h.vulkan) {
             direct_matches_scalar(&h, BE_F16);
+            hinted_row_invariance(&h, BE_F16);
             coopmat_agreement(&h, 200);
             if (!tiny)
                 coopmat_agreement(&h, 208);

@@ -99,6 +99,10 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     vkasr_status st = asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
     free(pcm);
     free(ns);
+    if (st == VKASR_OK)
+        LOG_INFO(s->model->dev->log,
+                 "batch of %zu inputs, %.1f s of audio: %.1f ms (features %.1f, encoder %.1f, decoder %.1f)", k,
+                 c->cur, api_now_ms() - t0, outs[0].features_ms, outs[0].encoder_ms, outs[0].decoder_ms);
     if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
         /* one input at a time: an input the batch cannot hold, or a device hiccup, sinks no other */
         LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running them one at a time", k, e.msg);
@@ -288,10 +292,15 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     free(order);
     const size_t max = s->host_decoder ? 1 : bp.max_batch;
     struct asr_options opt = api_options(s, &p);
+    double load_ms = 0, group_ms = 0;
+    for (size_t i = 0; i < n; i++)
+        load_ms += items[i].load_ms;
     size_t pos = 0;
     while (pos < nrun && st != VKASR_ABORTED) {
         /* inputs without an encoder frame run alone (an empty transcript, as a call of their own) */
+        const double tg = api_now_ms();
         const size_t k = items[idx[pos]].frames < 1 ? 1 : next_group(s, items, idx + pos, nrun - pos, max, &opt);
+        group_ms += api_now_ms() - tg;
         vkasr_status sg = run_group(&c, items, idx + pos, k, inputs, &bp);
         if (sg == VKASR_ABORTED)
             st = VKASR_ABORTED;
@@ -299,6 +308,8 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
             first_err = sg;
         pos += k;
     }
+    LOG_INFO(s->model->dev->log, "%zu inputs: decoding them %.1f ms, forming the batches %.1f ms, call %.1f ms", n,
+             load_ms, group_ms, api_now_ms() - t_call);
     /* inputs never started after an abort */
     for (; pos < nrun; pos++) {
         struct vkasr_result *r = &s->batch[idx[pos]];

@@ -55,10 +55,19 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
     uint64_t n = be_numel(out);
     TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
     ld->n_params += n;
+    const bool perturbed = ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0;
+    /* Already in the device type (an f16 GGUF for an f16 session, f32 for f32): straight from the
+     * mapped file. Converting element by element costs ~5 ns each (3 s for a 0.6B model). */
+    if (!perturbed && t->nbytes == be_nbytes(out) &&
+        ((t->type == MT_F16 && type == BE_F16) || (t->type == MT_F32 && type == BE_F32))) {
+        vkasr_status st = be_upload(ld->be, out->addr, t->data, be_nbytes(out));
+        if (st != VKASR_OK)
+            return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
+        return VKASR_OK;
+    }
     void *buf = malloc(n ? be_nbytes(out) : 4);
     if (!buf)
         return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
-    const bool perturbed = ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0;
     if (perturbed) {
         ld->perturb.applied = true;
         LOG_WARN(ld->be->dev->log, "VKASR_TEST_PERTURB: %s multiplied by %g on the %s backend (a test hook: "

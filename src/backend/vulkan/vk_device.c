@@ -216,7 +216,7 @@ struct vk_probe {
     VkPhysicalDeviceVulkan11Properties p11;
     VkPhysicalDeviceMaintenance3Properties pm3;
     VkPhysicalDeviceMaintenance4Properties pm4;
-    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget;
+    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props;
     bool coopmat_nv_shape;
 };
 
@@ -227,6 +227,7 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->ext_coopmat_khr = has_device_ext(pd, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     p->ext_portability = has_device_ext(pd, VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME);
     p->ext_memory_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    p->ext_exec_props = has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     if (p->props.apiVersion < VK_API_VERSION_1_2)
         return; /* the 1.1/1.2 feature structs may not be chained: the device is unusable anyway */
     p->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -622,9 +623,20 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
         .cooperativeMatrix = VK_TRUE,
     };
+    /* VKASR_PIPELINE_STATS: what the driver's compiler made of each kernel (registers, spills, ...), for
+     * kernel work; where the driver offers the statistics. */
+    d->pipeline_stats = p.ext_exec_props && env_flag("VKASR_PIPELINE_STATS");
+    if (env_flag("VKASR_PIPELINE_STATS") && !d->pipeline_stats)
+        LOG_WARN(d->base.log, "VKASR_PIPELINE_STATS ignored: %s has no VK_KHR_pipeline_executable_properties",
+                 info->name);
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR,
+        .pNext = c->coopmat_nv ? &fcm : NULL,
+        .pipelineExecutableInfo = VK_TRUE,
+    };
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .pNext = c->coopmat_nv ? &fcm : NULL,
+        .pNext = d->pipeline_stats ? (void *)&fexe : c->coopmat_nv ? (void *)&fcm : NULL,
         .bufferDeviceAddress = VK_TRUE,
         .shaderFloat16 = c->f16,
         .vulkanMemoryModel = c->coopmat_nv,
@@ -640,8 +652,10 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .pNext = &f11,
         .features = {.shaderInt64 = VK_TRUE},
     };
-    const char *exts[4];
+    const char *exts[5];
     uint32_t next = 0;
+    if (d->pipeline_stats)
+        exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     if (p.ext_memory_budget) /* the heap budget and usage the memory plan starts from */
         exts[next++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     if (c->coopmat_nv)

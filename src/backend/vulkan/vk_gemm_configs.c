@@ -30,11 +30,11 @@
     {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_direct_h : SPV_gemm_direct_f32, .spv_f16io = SPV_gemm_direct_h,  \
      .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
-/* Tiles of 8 rows x wg/32 columns: 32 invocations per column, partial sums of 8 rows in shared memory. */
-#define GEMV(nm, wt, w_)                                                                               \
+/* Tiles of mr rows x wg/32 columns: 32 invocations per column, partial sums of mr rows in shared memory. */
+#define GEMV(nm, wt, w_, mr)                                                                           \
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
-     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = 8,     \
-     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * 8 * (w_)}
+     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
+     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
 /* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
  * variant's defines in shaders/shaders.cmake). */
 #define COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
@@ -74,8 +74,10 @@ static const struct vk_gemm_cfg configs[] = {
     DIRECT("f16_direct", BE_F16, 8, 8, 8),
     DIRECT("f32_direct_mv", BE_F32, 64, 4, 4),
     DIRECT("f16_direct_mv", BE_F16, 64, 4, 4),
-    GEMV("f32_gemv", BE_F32, 256),
-    GEMV("f16_gemv", BE_F16, 256),
+    GEMV("f32_gemv", BE_F32, 256, 8),
+    GEMV("f16_gemv", BE_F16, 256, 8),
+    GEMV("f32_gemv32", BE_F32, 256, 32), /* a batch's hypotheses: each weight load serves 32 rows */
+    GEMV("f16_gemv32", BE_F16, 256, 32),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     CM("cm64x64_k32", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k32, T_64x64_K32),
     CM("cm64x64_k64", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k64, T_64x64_K64),
@@ -216,6 +218,12 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * (N / 64 workgroups). At any M: a row's rounding then depends on N and K only, so a batch of
      * hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does. */
     if (matvec) {
+        /* 32-row tiles from 32 rows on: the same rows, each weight load serving 4x as many of them */
+        if (M >= 32) {
+            p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemv32" : "f32_gemv32");
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+        }
         p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemv" : "f32_gemv");
         if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
             return p;

@@ -96,6 +96,8 @@ struct vk_device {
     char pcache_path[4096];          /* the cache's file; "" when off                           */
     size_t pcache_loaded;            /* bytes the cache was seeded with                         */
     bool creation_feedback;          /* Vulkan 1.3: the driver reports pipeline-cache hits      */
+    bool pipeline_stats;             /* VKASR_PIPELINE_STATS and VK_KHR_pipeline_executable_
+                                        properties: each new pipeline's statistics are logged   */
     atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
     atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
     pthread_mutex_t pipe_lock;

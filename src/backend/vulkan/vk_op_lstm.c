@@ -33,17 +33,20 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
     };
     if (In % 4 == 0 && P % 4 == 0 && (a->x.addr | a->h.addr | a->w_ih.addr | a->w_hh.addr) % 16 == 0)
         pc.flags |= LSTM_FLAG_VEC;
-    /* A GPU: one hidden unit per workgroup (256 invocations: many loads in flight per unit), HB rows
-     * sharing each weight load. A CPU driver: one invocation per unit, 64 units per workgroup and one
-     * row (llvmpipe pays for every workgroup and barrier: 1.8 ms per step at P = 256 against 3.2 ms
-     * with 32 invocations per unit). The lanes per unit (LPU) fix a row's sums: they depend on the
-     * device only, never on B. */
+    /* A GPU: 32 invocations per hidden unit, 8 units per 256-wide workgroup, HB rows sharing each
+     * weight load. On the H100 (0.6B joint, P = 640; vkasr bench, 2026-11-25) this took the decoder at
+     * 60 s from 38.8 to 32.8 ms and a 64-input batch's from 2.24 to 1.67 s against one unit per
+     * workgroup (256 lanes, 8 levels of the tree, 96 of them idle at P = 640); 64 lanes per unit or
+     * 16 rows in 128-wide workgroups were in between. A CPU driver: one invocation per unit, 64 units
+     * per workgroup and one row (llvmpipe pays for every workgroup and barrier: 1.8 ms per step at
+     * P = 256 against 3.2 ms with 32 invocations per unit). The lanes per unit (LPU) fix a row's
+     * sums: they depend on the device only, never on B. */
     const bool cpu = b->d->caps.cpu;
-    uint32_t wg = cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128);
+    uint32_t wg = cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128), lpu = cpu ? 1 : 32;
     uint32_t hb = cpu ? 1 : LSTM_GPU_ROWS;
     while (hb > 1 && 16u * wg * hb > b->d->caps.max_shared)
         hb /= 2;
-    uint32_t spec[3] = {wg, cpu ? 1 : wg, hb};
+    uint32_t spec[3] = {wg, lpu, hb};
     struct vk_range rd[7] = {vk_tensor_range(&a->x),    vk_tensor_range(&a->h),    vk_tensor_range(&a->c),
                              vk_tensor_range(&a->w_ih), vk_tensor_range(&a->w_hh), vk_tensor_range(&a->b),
                              vk_tensor_range(&a->gate)};
@@ -55,7 +58,7 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
                             .nspec = 3,
                             .pc = &pc,
                             .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)P, wg / spec[1]),
+                            .groups = {vk_groups_x(b->d, (uint64_t)P, wg / lpu),
                                        vk_groups_dim(b->d, 1, (uint64_t)B, hb), 1},
                             .reads = rd,
                             .nreads = a->gate.addr ? 7 : 6,

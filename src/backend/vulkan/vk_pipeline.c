@@ -3,6 +3,7 @@
  * all backends of a device; created through the persistent pipeline cache (vk_pipeline_cache.c). One
  * pipeline layout for all: 128 bytes of push constants and no descriptors (tensors are buffer device
  * addresses). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,60 @@ void vk_pipelines_destroy(struct vk_device *d) {
         vkDestroyPipelineLayout(d->dev, d->layout, NULL);
     d->cache = VK_NULL_HANDLE;
     d->layout = VK_NULL_HANDLE;
+}
+
+/* VKASR_PIPELINE_STATS: one log line per executable of a new pipeline with every statistic the driver
+ * reports (NVIDIA: registers, shared memory, ...). A query that fails only loses the line. */
+static void log_statistics(struct vk_device *d, VkPipeline pipe, const char *name, const uint32_t *spec,
+                           uint32_t nspec) {
+    PFN_vkGetPipelineExecutablePropertiesKHR props_fn =
+        (PFN_vkGetPipelineExecutablePropertiesKHR)vkGetDeviceProcAddr(d->dev, "vkGetPipelineExecutablePropertiesKHR");
+    PFN_vkGetPipelineExecutableStatisticsKHR stats_fn =
+        (PFN_vkGetPipelineExecutableStatisticsKHR)vkGetDeviceProcAddr(d->dev, "vkGetPipelineExecutableStatisticsKHR");
+    if (!props_fn || !stats_fn)
+        return;
+    VkPipelineInfoKHR pi = {.sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = pipe};
+    uint32_t nexe = 0;
+    if (props_fn(d->dev, &pi, &nexe, NULL) != VK_SUCCESS)
+        return;
+    char line[1024];
+    for (uint32_t x = 0; x < nexe; x++) {
+        VkPipelineExecutableInfoKHR ei = {.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR,
+                                          .pipeline = pipe, .executableIndex = x};
+        VkPipelineExecutableStatisticKHR st[32];
+        uint32_t n = 32;
+        for (uint32_t i = 0; i < n; i++)
+            st[i] = (VkPipelineExecutableStatisticKHR){.sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR};
+        VkResult r = stats_fn(d->dev, &ei, &n, st);
+        if (r != VK_SUCCESS && r != VK_INCOMPLETE)
+            continue;
+        size_t len = (size_t)snprintf(line, sizeof line, "pipeline %s", name);
+        for (uint32_t i = 0; i < nspec && len < sizeof line; i++)
+            len += (size_t)snprintf(line + len, sizeof line - len, "%s%u", i ? "," : " [spec ", spec[i]);
+        if (nspec && len < sizeof line)
+            len += (size_t)snprintf(line + len, sizeof line - len, "]");
+        for (uint32_t i = 0; i < n && len < sizeof line; i++) {
+            const VkPipelineExecutableStatisticKHR *s = &st[i];
+            const char *sep = i ? ", " : ": ";
+            switch (s->format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR:
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %s", sep, s->name,
+                                        s->value.b32 ? "yes" : "no");
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR:
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %lld", sep, s->name, (long long)s->value.i64);
+                break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR:
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %llu", sep, s->name,
+                                        (unsigned long long)s->value.u64);
+                break;
+            default:
+                len += (size_t)snprintf(line + len, sizeof line - len, "%s%s %g", sep, s->name, s->value.f64);
+                break;
+            }
+        }
+        LOG_INFO(d->base.log, "%s", line);
+    }
 }
 
 static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
@@ -77,11 +132,14 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
                 .pSpecializationInfo = nspec ? &si : NULL,
             },
         .layout = d->layout,
+        .flags = d->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
     vkDestroyShaderModule(d->dev, mod, NULL);
     if (r == VK_SUCCESS) {
         atomic_fetch_add(&d->pipelines_created, 1);
+        if (d->pipeline_stats)
+            log_statistics(d, *out, blob->name, spec, nspec);
         if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
             (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
             atomic_fetch_add(&d->pipeline_cache_hits, 1);
