@@ -311,7 +311,10 @@ int main(int argc, char **argv) {
         p = *end ? end + 1 : end;
     }
 
-    static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
+    /* VKASR_PIPELINE_STATS: each kernel's statistics (registers, ...) are logged at info */
+    const char *stats = getenv("VKASR_PIPELINE_STATS");
+    const struct logger lg = {stats && *stats && strcmp(stats, "0") != 0 ? VKASR_LOG_INFO : VKASR_LOG_WARN, NULL,
+                              NULL};
     struct be_device_options o = {.device = getenv("VKASR_DEVICE"), .profile = true, .want_f16 = true, .log = &lg};
     struct err e = {0};
     struct be_device *dev = NULL;

@@ -2,8 +2,9 @@
  * shared by sessions on several threads at once. On a freshly loaded model (what is set up on first
  * use, such as compute pipelines, is set up by the workers, concurrently), each worker creates its own
  * session, transcribes different files in a different order, with progress and log callbacks, and one
- * worker also aborts a call through its abort callback and goes on. Every transcript must equal the
- * one made on a single thread with a model of its own. Run under ThreadSanitizer by
+ * worker also aborts a call through its abort callback and goes on; then a batch call, which decodes its
+ * inputs on several threads. Every transcript must equal the one made on a single thread with a model
+ * of its own. Run under ThreadSanitizer by
  * scripts/test.sh --sanitize.
  * usage: test_threads MODEL AUDIO_DIR [DEVICE] */
 #define _POSIX_C_SOURCE 200809L
@@ -164,6 +165,28 @@ int main(int argc, char **argv) {
     EXPECT(ws[0].aborted == 1 && ws[0].polls > 0, "worker 0: the abort callback did not stop a call (%d polls)",
            ws[0].polls);
     EXPECT(atomic_load(&log_calls) > 0, "no log message reached the callback");
+
+    /* a batch call decodes its inputs on several threads (the files resampled and not, in every
+     * order): each transcript equals the single-thread one */
+    enum { NBATCH = 12 };
+    vkasr_batch_input in[NBATCH];
+    const vkasr_result *res[NBATCH];
+    memset(in, 0, sizeof in);
+    for (int i = 0; i < NBATCH; i++)
+        in[i].path = paths[(i * 7) % NFILES];
+    s = NULL;
+    EXPECT(vkasr_session_create(m, &s, &e) == VKASR_OK, "session: %s", e.message);
+    if (s) {
+        vkasr_status st = vkasr_transcribe_batch(s, in, NBATCH, NULL, NULL, res);
+        EXPECT(st == VKASR_OK, "batch of %d: %s", NBATCH, vkasr_session_last_error(s));
+        for (int i = 0; st == VKASR_OK && i < NBATCH; i++) {
+            struct ids got;
+            take(res[i], &got);
+            EXPECT(same(&got, &want[(i * 7) % NFILES]), "batch input %d (%s): transcript differs from the "
+                   "single-thread one", i, files[(i * 7) % NFILES]);
+        }
+        vkasr_session_free(s);
+    }
     vkasr_model_free(m);
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;

@@ -2,10 +2,13 @@
  * its own error result), sorted by length and cut into device batches that fit the memory plan; each
  * batch runs packed through the network (src/asr: asr_run_batch, every input computed as alone) and a
  * batch that fails on the device is retried one input at a time. Results are per input, in input order. */
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/api.h"
 #include "audio/audio.h"
@@ -23,7 +26,53 @@ struct item {
     struct audio a;
     int64_t frames;  /* encoder frames */
     double load_ms;  /* decoding it */
+    vkasr_status st; /* of decoding it */
+    struct err e;
 };
+
+/* Decoding the inputs: threads take the next undecoded input until none is left (files are independent:
+ * each has its own libsndfile handle and resampler). */
+#define DECODE_THREADS_MAX 8
+struct decode_job {
+    const vkasr_batch_input *inputs;
+    struct item *items;
+    size_t n;
+    int rate;
+    atomic_size_t next;
+};
+
+static void *decode_inputs(void *arg) {
+    struct decode_job *j = arg;
+    for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
+        const vkasr_batch_input *in = &j->inputs[i];
+        struct item *it = &j->items[i];
+        const double t0 = api_now_ms();
+        it->st = in->path ? audio_load_file(in->path, j->rate, &it->a, &it->e)
+                          : audio_from_pcm(in->samples, in->n_frames, in->sample_rate, in->channels, j->rate, &it->a,
+                                           &it->e);
+        it->load_ms = api_now_ms() - t0;
+    }
+    return NULL;
+}
+
+/* Decodes every input into items[i] (status in items[i].st): on up to DECODE_THREADS_MAX threads (one
+ * per core) next to the calling one when there are several inputs, else on the calling thread alone. */
+static void decode_all(const vkasr_batch_input *inputs, struct item *items, size_t n, int rate) {
+    struct decode_job j = {.inputs = inputs, .items = items, .n = n, .rate = rate};
+    atomic_init(&j.next, 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    size_t extra = cores > 1 ? (size_t)cores - 1 : 0;
+    extra = extra < DECODE_THREADS_MAX - 1 ? extra : DECODE_THREADS_MAX - 1;
+    extra = extra < n / 4 ? extra : n / 4; /* a few inputs are not worth a thread */
+    pthread_t th[DECODE_THREADS_MAX];
+    size_t started = 0;
+    for (; started < extra; started++)
+        if (pthread_create(&th[started], NULL, decode_inputs, &j) != 0)
+            break; /* fewer threads: the calling one decodes what is left */
+    decode_inputs(&j);
+    for (size_t t = 0; t < started; t++)
+        pthread_join(th[t], NULL);
+}
 
 /* The call in progress: progress over all inputs' audio, abort. */
 struct call {
@@ -244,17 +293,16 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     struct call c = {.s = s, .p = &p};
     vkasr_status st = VKASR_OK, first_err = VKASR_OK;
     /* decode every input; a bad one is its own error */
+    const double t_decode = api_now_ms();
+    decode_all(inputs, items, n, m->cfg.sample_rate);
+    const double decode_ms = api_now_ms() - t_decode;
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
         struct vkasr_result *r = &s->batch[i];
         out[i] = r;
-        const double t0 = api_now_ms();
-        struct err e = {0};
+        const struct err e = items[i].e;
         const vkasr_batch_input *in = &inputs[i];
-        vkasr_status si = in->path ? audio_load_file(in->path, m->cfg.sample_rate, &items[i].a, &e)
-                                   : audio_from_pcm(in->samples, in->n_frames, in->sample_rate, in->channels,
-                                                    m->cfg.sample_rate, &items[i].a, &e);
-        items[i].load_ms = api_now_ms() - t0;
+        const vkasr_status si = items[i].st;
         if (si != VKASR_OK) {
             char name[512];
             input_name(in, i, name, sizeof name);
@@ -292,9 +340,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     free(order);
     const size_t max = s->host_decoder ? 1 : bp.max_batch;
     struct asr_options opt = api_options(s, &p);
-    double load_ms = 0, group_ms = 0;
-    for (size_t i = 0; i < n; i++)
-        load_ms += items[i].load_ms;
+    double group_ms = 0;
     size_t pos = 0;
     while (pos < nrun && st != VKASR_ABORTED) {
         /* inputs without an encoder frame run alone (an empty transcript, as a call of their own) */
@@ -309,7 +355,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
         pos += k;
     }
     LOG_INFO(s->model->dev->log, "%zu inputs: decoding them %.1f ms, forming the batches %.1f ms, call %.1f ms", n,
-             load_ms, group_ms, api_now_ms() - t_call);
+             decode_ms, group_ms, api_now_ms() - t_call);
     /* inputs never started after an abort */
     for (; pos < nrun; pos++) {
         struct vkasr_result *r = &s->batch[idx[pos]];
