@@ -388,6 +388,13 @@ static char **read_lines(const char *path, size_t *n) {
     return v;
 }
 
+/* Frees what read_lines returned. */
+static void free_lines(char **v, size_t n) {
+    for (size_t k = 0; k < n; k++)
+        free(v[k]);
+    free(v);
+}
+
 static int check_manifest(const char *in_path, const char *out_path, const char *json_path) {
     size_t ni, no, nj;
     char **in = read_lines(in_path, &ni), **out = read_lines(out_path, &no), **js = read_lines(json_path, &nj);
@@ -407,15 +414,9 @@ static int check_manifest(const char *in_path, const char *out_path, const char 
         cJSON_Delete(b);
         cJSON_Delete(j);
     }
-    for (size_t k = 0; k < ni; k++)
-        free(in[k]);
-    for (size_t k = 0; k < no; k++)
-        free(out[k]);
-    for (size_t k = 0; k < nj; k++)
-        free(js[k]);
-    free(in);
-    free(out);
-    free(js);
+    free_lines(in, ni);
+    free_lines(out, no);
+    free_lines(js, nj);
     if (rc == 0)
         printf("%s: %zu lines, each the input's with its pred_text\n", out_path, no);
     return rc;
@@ -469,12 +470,8 @@ static int check_live(const char *json_path, const char *txt_path) {
         }
         cJSON_Delete(o);
     }
-    for (size_t k = 0; k < nj; k++)
-        free(js[k]);
-    for (size_t k = 0; k < nt; k++)
-        free(tx[k]);
-    free(js);
-    free(tx);
+    free_lines(js, nj);
+    free_lines(tx, nt);
     if (rc == 0)
         printf("%s: %zu segment line(s), each the plain output's line with its words\n", json_path, nj);
     return rc;
