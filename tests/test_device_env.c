@@ -1,8 +1,9 @@
 /* test_device_env.c — the VKASR_* variables read at device creation (lavapipe): VKASR_SUBMIT_BATCH is
  * clamped (it sizes the profiling query pool) and garbage is ignored, each with a warning;
  * VKASR_MAX_GROUPS limits the grid; VKASR_FORCE_STAGING turns host-mapped device memory off and the
- * staged upload/download still round-trips with profiling on. Also the "no usable device" message
- * names every device and what it lacks. */
+ * staged upload/download still round-trips with profiling on; VKASR_PIPELINE_STATS logs a new
+ * pipeline's statistics where the driver has VK_KHR_pipeline_executable_properties and is ignored with
+ * a warning where it has not. Also the "no usable device" message names every device and what it lacks. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +14,12 @@
 
 
 static char last_warning[2048];
-static int warnings;
+static int warnings, stats_lines; /* stats_lines: info lines of VKASR_PIPELINE_STATS */
 
 static void on_log(vkasr_log_level level, const char *msg, void *ud) {
     (void)ud;
+    if (level == VKASR_LOG_INFO && strncmp(msg, "pipeline ", 9) == 0)
+        stats_lines++;
     if (level >= VKASR_LOG_WARN) {
         warnings++;
         snprintf(last_warning, sizeof last_warning, "%s", msg);
@@ -24,7 +27,7 @@ static void on_log(vkasr_log_level level, const char *msg, void *ud) {
     }
 }
 
-static const struct logger lg = {VKASR_LOG_WARN, on_log, NULL};
+static const struct logger lg = {VKASR_LOG_INFO, on_log, NULL};
 
 /* Opens a device with one variable set (NULL: unset); returns NULL on failure. */
 static struct vk_device *open_with(const char *name, const char *value) {
@@ -83,6 +86,38 @@ static void round_trip(const char *what) {
     be_device_close(&d->base);
 }
 
+/* VKASR_PIPELINE_STATS=1: a device whose driver has the statistics logs one line for a new pipeline
+ * and no warning; one without (lavapipe in Debian 12) warns once, naming the variable, and logs none.
+ * "0" turns it off without a word. */
+static void pipeline_stats(const char *value, bool on) {
+    struct vk_device *d = open_with("VKASR_PIPELINE_STATS", value);
+    if (!d)
+        return;
+    uint32_t n = 0;
+    bool has = false;
+    vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, NULL);
+    VkExtensionProperties *ext = calloc(n ? n : 1, sizeof *ext);
+    if (ext && vkEnumerateDeviceExtensionProperties(d->phys, NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n; i++)
+            has = has || strcmp(ext[i].extensionName, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME) == 0;
+    free(ext);
+    const int warned = warnings;
+    const bool named = strstr(last_warning, "VKASR_PIPELINE_STATS") != NULL;
+    stats_lines = 0;
+    VkPipeline pipe;
+    struct err e = {0};
+    const uint32_t wg = 64;
+    EXPECT(vk_pipeline_get(d, SPV_softmax, &wg, 1, &pipe, &e) == VKASR_OK, "pipeline: %s", e.msg);
+    const bool logs = on && has;
+    EXPECT(d->pipeline_stats == logs && (stats_lines > 0) == logs,
+           "VKASR_PIPELINE_STATS=%s (driver %s the extension): stats %s, %d statistics line(s)", value,
+           has ? "has" : "lacks", d->pipeline_stats ? "on" : "off", stats_lines);
+    const bool warn = on && !has;
+    EXPECT(warned == (warn ? 1 : 0) && (!warn || named), "VKASR_PIPELINE_STATS=%s: %d warning(s), want %s", value,
+           warned, warn ? "one naming the variable" : "none");
+    be_device_close(&d->base);
+}
+
 static void unusable_message(void) {
     vkasr_device_info infos[3];
     memset(infos, 0, sizeof infos);
@@ -131,6 +166,8 @@ int main(void) {
         be_device_close(&d->base);
     }
     round_trip("forced staging");
+    pipeline_stats("1", true);
+    pipeline_stats("0", false);
     unusable_message();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;

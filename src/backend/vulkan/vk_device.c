@@ -625,8 +625,9 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     };
     /* VKASR_PIPELINE_STATS: what the driver's compiler made of each kernel (registers, spills, ...), for
      * kernel work; where the driver offers the statistics. */
-    d->pipeline_stats = p.ext_exec_props && env_flag("VKASR_PIPELINE_STATS");
-    if (env_flag("VKASR_PIPELINE_STATS") && !d->pipeline_stats)
+    const bool want_stats = env_flag("VKASR_PIPELINE_STATS");
+    d->pipeline_stats = want_stats && p.ext_exec_props;
+    if (want_stats && !d->pipeline_stats)
         LOG_WARN(d->base.log, "VKASR_PIPELINE_STATS ignored: %s has no VK_KHR_pipeline_executable_properties",
                  info->name);
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fexe = {
