@@ -191,6 +191,19 @@ grep -Eq "6 inputs, [0-9.]+ s of audio in [0-9.]+ s on 1 worker\(s\): RTFx [0-9.
 expect 4 "$VKASR" transcribe -np -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out2.jsonl" \
     --devices 0,0 --batch 2
 cmp -s "$WORK/man/out.jsonl" "$WORK/man/out2.jsonl" || fail "--devices 0,0: output manifest differs from one device"
+# the first device by index and by name: two models, loaded at the same time on two threads
+DEV0=$("$VKASR" devices | sed -n 's/^device 0: \([^ ,(]*\).*/\1/p' | head -n 1) # its first word
+[ -n "$DEV0" ] || fail "devices names device 0"
+expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out3.jsonl" \
+    --devices "0,$DEV0" --batch 2
+cmp -s "$WORK/man/out.jsonl" "$WORK/man/out3.jsonl" || fail "--devices 0,NAME: output manifest differs from one device"
+grep -Eq "on 2 worker\(s\): RTFx [0-9.]+, .*; loading the models [0-9.]+ s, RTFx [0-9.]+ after it" "$WORK/err" ||
+    fail "--devices 0,NAME: no summary line with the models' loading time"
+for devs in 0,7 7,0; do # a device that does not exist, loading beside one that does: named, nothing written
+    expect 5 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --devices $devs
+    grep -q "^vkasr: 7: device index 7 out of range" "$WORK/err" || fail "--devices $devs: the missing device is named"
+    [ ! -s "$WORK/out" ] || fail "--devices $devs: no transcript without every device"
+done
 : >"$WORK/man/shards.jsonl"
 for k in 0 1 2; do
     code=0; [ $k -lt 2 ] || code=4 # the last shard holds the missing file

@@ -3,13 +3,15 @@
  * use, such as compute pipelines, is set up by the workers, concurrently), each worker creates its own
  * session, transcribes different files in a different order, with progress and log callbacks, and one
  * worker also aborts a call through its abort callback and goes on; then a batch call, which decodes its
- * inputs on several threads. Every transcript must equal the one made on a single thread with a model
- * of its own. Run under ThreadSanitizer by
+ * inputs on several threads; then models loaded on several threads at once (what `vkasr transcribe
+ * --devices` does), each transcribing on its own thread. Every transcript must equal the one made on a
+ * single thread with a model of its own. Run under ThreadSanitizer by
  * scripts/test.sh --sanitize.
  * usage: test_threads MODEL AUDIO_DIR [DEVICE] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +70,34 @@ static bool stop_now(void *ud) {
     struct worker *w = ud;
     w->polls++;
     return true;
+}
+
+/* A model loaded on this thread, then one file transcribed with it. */
+struct loader {
+    const char *path;
+    vkasr_model_params mp;
+    int file;
+    struct ids got;
+    char error[512];
+};
+
+static void *load_and_transcribe(void *arg) {
+    struct loader *l = arg;
+    vkasr_model *m = NULL;
+    vkasr_session *s = NULL;
+    vkasr_error e;
+    const vkasr_result *r = NULL;
+    if (vkasr_model_load(l->path, &l->mp, &m, &e) != VKASR_OK)
+        snprintf(l->error, sizeof l->error, "load: %s", e.message);
+    else if (vkasr_session_create(m, &s, &e) != VKASR_OK)
+        snprintf(l->error, sizeof l->error, "session: %s", e.message);
+    else if (vkasr_transcribe_file(s, paths[l->file], NULL, &r) != VKASR_OK)
+        snprintf(l->error, sizeof l->error, "%s: %s", files[l->file], vkasr_session_last_error(s));
+    else
+        take(r, &l->got);
+    vkasr_session_free(s);
+    vkasr_model_free(m);
+    return NULL;
 }
 
 static void *work(void *arg) {
@@ -188,6 +218,26 @@ int main(int argc, char **argv) {
         vkasr_session_free(s);
     }
     vkasr_model_free(m);
+
+    /* models loaded at the same time on several threads, each transcribing one file */
+    enum { NLOADERS = 3 };
+    struct loader ld[NLOADERS];
+    pthread_t lt[NLOADERS];
+    bool started[NLOADERS];
+    mp.log_callback = NULL;
+    for (int i = 0; i < NLOADERS; i++) {
+        ld[i] = (struct loader){.path = argv[1], .mp = mp, .file = i % NFILES};
+        started[i] = pthread_create(&lt[i], NULL, load_and_transcribe, &ld[i]) == 0;
+        EXPECT(started[i], "loader thread %d", i);
+    }
+    for (int i = 0; i < NLOADERS; i++) {
+        if (!started[i])
+            continue;
+        pthread_join(lt[i], NULL);
+        EXPECT(!ld[i].error[0], "loader %d: %s", i, ld[i].error);
+        EXPECT(ld[i].error[0] || same(&ld[i].got, &want[ld[i].file]),
+               "loader %d (%s): transcript differs from the single-thread one", i, files[ld[i].file]);
+    }
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -73,8 +73,9 @@ static void usage_transcribe(FILE *f) {
           "      --output-manifest FILE  each input's manifest line with pred_text added, in input order; with\n"
           "                          text in the input manifest, a WER summary on stderr at the end\n"
           "      --devices LIST      several devices in one process (comma-separated, as -d takes them: 0,1\n"
-          "                          or cuda:0,cuda:1), a session each; each takes the next window of inputs\n"
-          "                          when it is free. A device named twice gets two sessions\n"
+          "                          or cuda:0,cuda:1), a session each (the devices load the model at the\n"
+          "                          same time); each takes the next window of inputs when it is free. A\n"
+          "                          device named twice gets two sessions on one model\n"
           "      --shard K/N         only the K-th (0 .. N-1) of N contiguous slices of the inputs, for a job\n"
           "                          array (Slurm, Kubernetes indexed jobs, GNU parallel)\n",
           f);

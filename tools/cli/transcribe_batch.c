@@ -343,8 +343,72 @@ static struct window *make_windows(const struct batch_run *o, const struct manif
     return w;
 }
 
+/* Loading one device's model: on a thread of its own where several devices load at once. */
+struct model_load {
+    const struct batch_run *o;
+    const char *device;
+    vkasr_model *model;
+    vkasr_status st;
+    vkasr_error err;
+    pthread_t thread;
+    bool threaded;
+};
+
+static void *load_model(void *arg) {
+    struct model_load *l = arg;
+    vkasr_model_params mp = l->o->mp;
+    mp.device = l->device;
+    l->st = vkasr_model_load(l->o->model, &mp, &l->model, &l->err);
+    return NULL;
+}
+
+/* The worker before i naming the same device as worker i (they share a model), or -1. */
+static int same_device(const struct worker *wk, int i) {
+    for (int j = 0; j < i; j++)
+        if ((!wk[i].device && !wk[j].device) ||
+            (wk[i].device && wk[j].device && strcmp(wk[i].device, wk[j].device) == 0))
+            return j;
+    return -1;
+}
+
+/* A model per distinct device, loaded at the same time on as many threads (a model load is reading the
+ * file and uploading the weights: devices do not wait for each other); models[i] stays NULL for a
+ * worker sharing an earlier one's. Returns EXIT_OK, or the first failure's exit code after saying why. */
+static int load_models(const struct batch_run *o, const struct worker *wk, int nd, vkasr_model **models) {
+    struct model_load *l = calloc((size_t)nd, sizeof *l);
+    if (!l) {
+        fprintf(stderr, "vkasr: out of memory\n");
+        return EXIT_FAIL;
+    }
+    /* the others on threads of their own (or here, below, if no thread starts), then the first here */
+    for (int i = nd - 1; i >= 0; i--)
+        if (same_device(wk, i) < 0) {
+            l[i] = (struct model_load){.o = o, .device = wk[i].device, .st = VKASR_OK};
+            l[i].threaded = i > 0 && pthread_create(&l[i].thread, NULL, load_model, &l[i]) == 0;
+        }
+    load_model(&l[0]);
+    int rc = EXIT_OK;
+    for (int i = 0; i < nd; i++) {
+        if (same_device(wk, i) >= 0)
+            continue;
+        if (l[i].threaded)
+            pthread_join(l[i].thread, NULL);
+        else if (i > 0)
+            load_model(&l[i]);
+        models[i] = l[i].model;
+        if (l[i].st != VKASR_OK && rc == EXIT_OK) {
+            const char *dev = l[i].device;
+            fprintf(stderr, "vkasr: %s%s%s\n", dev ? dev : "", dev ? ": " : "", l[i].err.message);
+            rc = exit_code_for(l[i].st, 1);
+        }
+    }
+    free(l);
+    return rc;
+}
+
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
-    struct shared sh = {.o = o, .in = in, .ninputs = n, .rc = EXIT_OK, .t0 = now_s()};
+    const double t_start = now_s();
+    struct shared sh = {.o = o, .in = in, .ninputs = n, .rc = EXIT_OK, .t0 = t_start};
     pthread_mutex_init(&sh.mu, NULL);
     int rc = EXIT_OK;
     const int nd = o->ndevices > 0 ? o->ndevices : 1;
@@ -359,27 +423,13 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
         rc = EXIT_AUDIO;
     }
-    /* a model per distinct device (workers naming the same device share it), a session per worker */
+    for (int i = 0; rc == EXIT_OK && i < nd; i++)
+        wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i] : o->mp.device, .id = i};
+    if (rc == EXIT_OK)
+        rc = load_models(o, wk, nd, models);
+    /* a session per worker, on its device's model */
     for (int i = 0; rc == EXIT_OK && i < nd; i++) {
-        const char *dev = o->ndevices > 0 ? o->devices[i] : o->mp.device;
-        wk[i] = (struct worker){.sh = &sh, .device = dev, .id = i};
-        int same = -1;
-        for (int j = 0; j < i && same < 0; j++)
-            if ((!dev && !wk[j].device) || (dev && wk[j].device && strcmp(dev, wk[j].device) == 0))
-                same = j;
-        vkasr_error err;
-        if (same >= 0) {
-            models[i] = NULL;
-        } else {
-            vkasr_model_params mp = o->mp;
-            mp.device = dev;
-            vkasr_status st = vkasr_model_load(o->model, &mp, &models[i], &err);
-            if (st != VKASR_OK) {
-                fprintf(stderr, "vkasr: %s%s%s\n", dev ? dev : "", dev ? ": " : "", err.message);
-                rc = exit_code_for(st, 1);
-                break;
-            }
-        }
+        const int same = same_device(wk, i);
         vkasr_model *m = models[same >= 0 ? same : i];
         if (o->verbose) {
             vkasr_model_info info;
@@ -390,12 +440,16 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
                 fprintf(stderr, ", sharing worker %d's model", same);
             fprintf(stderr, "\n");
         }
+        vkasr_error err;
         vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
         if (st != VKASR_OK) {
             fprintf(stderr, "vkasr: %s\n", err.message);
             rc = exit_code_for(st, 1);
         }
     }
+    /* the progress line's RTFx counts from here: transcription only */
+    const double load_s = now_s() - t_start;
+    sh.t0 = now_s();
     if (rc == EXIT_OK) {
         catch_interrupts();
         int started = 0;
@@ -420,13 +474,15 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         pthread_mutex_unlock(&sh.mu);
         if (o->progress)
             fprintf(stderr, "\n");
-        const double el = now_s() - sh.t0;
+        const double el = now_s() - t_start, work = now_s() - sh.t0;
         if (interrupted && sh.written < sh.nw)
             fprintf(stderr, "vkasr: interrupted: the inputs after %zu are skipped\n", sh.inputs_done);
+        /* the whole command's figure, then the same without loading the model(s) */
         if (!o->no_prints)
             fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device "
-                            "memory %.1f MiB; %zu failed\n",
-                    sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed);
+                            "memory %.1f MiB; %zu failed; loading the model%s %.2f s, RTFx %.1f after it\n",
+                    sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed,
+                    nd > 1 ? "s" : "", load_s, work > 0 ? sh.seconds / work : 0.0);
         if (sh.with_ref && !o->no_prints)
             fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
                             "reference words of %zu inputs with text)\n",
