@@ -20,6 +20,12 @@
  * dispatches and every window has WINDOW_MAX rows. Above (the 0.6B models' joint: 8198 x 640), the
  * host picks the window per batch from the rows the steps needed (next_window). */
 #define ROW_MACS_FREE (1 << 20)
+/* Rows of such a joint that share one read of its weights (the matrix-vector kernel's tall tile: 32
+ * rows); past them every row costs its share of the product. So a batch's window is capped where its
+ * B x W rows would fill more than one tile (W = 1 from 64 hypotheses on): a frame the window lacks
+ * costs an iteration, which for B hypotheses is cheaper than B extra rows in every iteration (H100,
+ * 64 hypotheses, windows of 2 then: the joint 267 ms of GPU time per 256 inputs, the LSTM 155 ms). */
+#define JOINT_SHARED_ROWS 32
 #define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
 #define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
 #define BATCH_MAX_MULTI 256 /* the same with several hypotheses (each has its ring)             */
@@ -141,13 +147,21 @@ static int64_t next_batch(const double *left, const double *rate, int64_t B, int
     return k < GRAPH_ITERS ? GRAPH_ITERS : k > cap ? cap : k;
 }
 
+/* log2 of the largest window for B hypotheses (JOINT_SHARED_ROWS). */
+static int window_cap(int64_t B) {
+    int wlog = N_WINDOWS - 1;
+    while (wlog > 0 && B * ((int64_t)1 << wlog) > JOINT_SHARED_ROWS)
+        wlog--;
+    return wlog;
+}
+
 /* log2 of the next window from the rows the last batch's steps needed on average (up to their
  * emission, or whole windows without one): the smallest power of two >= 1.2 x that - 0.2 (1 for a
- * search that emits at every window's first row). A window too short costs an iteration without
- * an emission; a row too many costs its share of the joint's product. */
-static int next_window(double span) {
+ * search that emits at every window's first row), at most cap. A window too short costs an iteration
+ * without an emission; a row too many costs its share of the joint's product. */
+static int next_window(double span, int cap) {
     int wlog = 0;
-    while (wlog < N_WINDOWS - 1 && (double)(1 << wlog) < 1.2 * span - 0.2)
+    while (wlog < cap && (double)(1 << wlog) < 1.2 * span - 0.2)
         wlog++;
     return wlog;
 }
@@ -240,8 +254,9 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         tmax = frames[b] > tmax ? frames[b] : tmax;
     const int64_t max_iters = (tmax + 1) * ((int64_t)s->max_symbols + 1) + 2 * cap;
     int64_t queued = 0, n = FIRST_BATCH, span_prev = 0, it_prev = 0, trips = 0;
-    int wlog = N_WINDOWS - 1;
     bool adapt = (double)m->joint_w.ne[0] * (double)m->joint_w.ne[1] > ROW_MACS_FREE;
+    const int cap_wlog = adapt ? window_cap(B) : N_WINDOWS - 1;
+    int wlog = cap_wlog;
     if (window > 0) {
         for (wlog = 0; wlog < N_WINDOWS - 1 && (1 << wlog) < window; wlog++)
             ;
@@ -304,7 +319,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         // the next batch: its window from the rows the last batch's steps needed, its length from
         // the frames per iteration over the whole run
         if (adapt && iters_sum > it_prev)
-            wlog = next_window((double)(span - span_prev) / (double)(iters_sum - it_prev));
+            wlog = next_window((double)(span - span_prev) / (double)(iters_sum - it_prev), cap_wlog);
         n = next_batch(left, rate, B, cap);
         span_prev = span;
         it_prev = iters_sum;
