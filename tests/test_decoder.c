@@ -8,7 +8,8 @@
  *    max_symbols 2 and 10, device windows of 1, 2, 4 and 8 frames): the device loop against the host
  *    walk, token for token;
  *  - batches: random transducers decoding 1 .. 9 inputs of 1 .. 150 frames packed together (the device
- *    loop with B hypotheses) give each input exactly the tokens it gets decoded alone;
+ *    loop with B hypotheses) give each input exactly the tokens it gets decoded alone; the same with a
+ *    joint large enough for the adaptive window (a batch's capped below an input's alone);
  *  - abort after the first round trip keeps a prefix of the tokens; progress rises to 1;
  *  - the parity fixtures' TDT and RNN-T models (f32, f16) on the parity clips and the default model (f16)
  *    on the held-out clips and the README sample: device loop against host walk.
@@ -365,6 +366,70 @@ static void batch_cases(struct backend *be, const char *name) {
     }
 }
 
+/* A joint above ROW_MACS_FREE (transducer_device.c: 4106 x 256 multiply-adds a row), where the device
+ * loop picks each batch's window from the rows the steps needed, capped for B hypotheses so that B x W
+ * stays within 32 rows: blanks with durations make steps walk several frames, so an input alone takes
+ * windows of up to 8 and a batch of 5 at most 4. A packed batch must still give each input exactly the
+ * tokens it gets alone, and the device loop the host walk's. */
+static void adaptive_cases(struct backend *be, const char *name) {
+    static const int64_t lengths[] = {150, 61, 120, 33, 100};
+    enum { V = 4100, P = 256, D = 12, N = 5 };
+    struct asr_model m;
+    /* a weak joint and the blank lifted by 1.38: about one emission in seven frames, the rest walked
+     * (lavapipe: 65 tokens; the batch's windows reach their cap of 4 frames) */
+    const int bias_at[] = {V, -1};
+    rng = 0x2545f4914f6cdd1dull;
+    if (!build(be, VKASR_HEAD_TDT, V, P, 1, D, 0.05f, bias_at, 1.38f, &m))
+        return;
+    uint64_t mark = be_mark(be);
+    int64_t T = 0, samples[N];
+    for (int i = 0; i < N; i++) {
+        T += lengths[i];
+        samples[i] = lengths[i] * 8 * 160;
+    }
+    be_tensor enc;
+    struct asr_batch b;
+    struct err e = {0};
+    struct asr_output outs[N], alone;
+    memset(outs, 0, sizeof outs);
+    bool ok = random_enc(be, T, D, &enc) && asr_batch_layout(&m.cfg, samples, N, &b, &e) == VKASR_OK;
+    EXPECT(ok, "%s: adaptive batch setup: %s", name, e.msg);
+    struct asr_options opt = {0};
+    vkasr_status st = ok ? asr_decode(&m, be, &enc, &opt, NULL, &b, outs, &e) : VKASR_ERR_INTERNAL;
+    EXPECT(!ok || st == VKASR_OK, "%s: adaptive batch of %d: %s", name, N, e.msg);
+    size_t tokens = 0;
+    for (int i = 0; ok && st == VKASR_OK && i < N; i++) {
+        char what[160];
+        snprintf(what, sizeof what, "%s, adaptive window, batch of %d, input %d (%lld frames)", name, N, i,
+                 (long long)lengths[i]);
+        const be_tensor rows = be_tensor_rows(&enc, b.off[ASR_FRAMES][i], lengths[i]);
+        memset(&alone, 0, sizeof alone);
+        EXPECT(asr_decode(&m, be, &rows, &opt, NULL, NULL, &alone, &e) == VKASR_OK, "%s: %s", what, e.msg);
+        struct tokens want = {alone.tokens, alone.ntokens};
+        EXPECT(same(&outs[i], &want, what), "%s: the batch's tokens differ from the input's alone", what);
+        if (i == 0) { /* the first input alone, on the host walk too */
+            struct asr_output host;
+            memset(&host, 0, sizeof host);
+            struct asr_options ho = {.host_decoder = true};
+            EXPECT(asr_decode(&m, be, &rows, &ho, NULL, NULL, &host, &e) == VKASR_OK, "%s: host: %s", what, e.msg);
+            EXPECT(same(&host, &want, what), "%s: the device loop's tokens differ from the host walk's", what);
+            asr_output_free(&host);
+        }
+        tokens += alone.ntokens;
+        asr_output_free(&alone);
+    }
+    for (int i = 0; i < N; i++)
+        asr_output_free(&outs[i]);
+    printf("%s, adaptive window, TDT batch of %d inputs (%lld frames): %zu tokens, each as alone\n", name, N,
+           (long long)T, tokens);
+    /* emissions and walks both: neither every frame nor none */
+    EXPECT(tokens > 20 && tokens < (size_t)T / 2, "%s: adaptive window: %zu tokens over %lld frames (a mix of "
+           "emissions and multi-frame walks is needed)", name, tokens, (long long)T);
+    if (ok)
+        asr_batch_free(&b);
+    be_release(be, mark);
+}
+
 /* Abort at the first poll: a prefix of the full run's tokens, VKASR_ABORTED. */
 static void abort_case(struct backend *be) {
     const int V = 12, k = 3, bias_at[] = {k, V + 1, -1};
@@ -485,6 +550,8 @@ static void backend_cases(const char *device, bool profile, const char *name) {
     constant_cases(be, name);
     random_cases(be, name, !profile);
     batch_cases(be, name);
+    if (!profile && device == NULL)
+        adaptive_cases(be, name);
     abort_case(be);
     be_backend_destroy(be);
     be_device_close(dev);
