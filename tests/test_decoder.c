@@ -309,59 +309,77 @@ static void random_cases(struct backend *be, const char *name, bool all) {
         }
 }
 
+/* Decodes n inputs of lengths[] encoder frames (random, width D) packed in one batch (the device loop's
+ * n hypotheses) and each input alone: the same tokens, input by input; with host_check, the first input
+ * alone on the host walk too. Returns the tokens of all inputs; label names the case. */
+static size_t batch_vs_alone(const struct asr_model *m, struct backend *be, const int64_t *lengths, int64_t n, int D,
+                             bool host_check, const char *label) {
+    uint64_t mark = be_mark(be);
+    int64_t T = 0, samples[16];
+    for (int64_t i = 0; i < n && i < 16; i++) {
+        T += lengths[i];
+        samples[i] = lengths[i] * 8 * 160; /* exactly lengths[i] encoder frames */
+    }
+    be_tensor enc;
+    struct asr_batch b;
+    struct err e = {0};
+    struct asr_output outs[16], alone;
+    memset(outs, 0, sizeof outs);
+    bool ok = n <= 16 && random_enc(be, T, D, &enc) && asr_batch_layout(&m->cfg, samples, n, &b, &e) == VKASR_OK;
+    EXPECT(ok, "%s: batch setup: %s", label, e.msg);
+    if (!ok) {
+        be_release(be, mark);
+        return 0;
+    }
+    struct asr_options opt = {0};
+    vkasr_status st = asr_decode(m, be, &enc, &opt, NULL, &b, outs, &e);
+    EXPECT(st == VKASR_OK, "%s: batch of %lld: %s", label, (long long)n, e.msg);
+    size_t tokens = 0;
+    for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
+        char what[200];
+        snprintf(what, sizeof what, "%s, batch of %lld, input %lld (%lld frames)", label, (long long)n, (long long)i,
+                 (long long)lengths[i]);
+        const be_tensor rows = be_tensor_rows(&enc, b.off[ASR_FRAMES][i], lengths[i]);
+        memset(&alone, 0, sizeof alone);
+        EXPECT(asr_decode(m, be, &rows, &opt, NULL, NULL, &alone, &e) == VKASR_OK, "%s: %s", what, e.msg);
+        struct tokens want = {alone.tokens, alone.ntokens};
+        EXPECT(same(&outs[i], &want, what), "%s: the batch's tokens differ from the input's alone", what);
+        EXPECT(outs[i].frames == lengths[i], "%s: %lld frames", what, (long long)outs[i].frames);
+        if (host_check && i == 0) {
+            struct asr_output host;
+            memset(&host, 0, sizeof host);
+            const struct asr_options ho = {.host_decoder = true};
+            EXPECT(asr_decode(m, be, &rows, &ho, NULL, NULL, &host, &e) == VKASR_OK, "%s: host: %s", what, e.msg);
+            EXPECT(same(&host, &want, what), "%s: the device loop's tokens differ from the host walk's", what);
+            asr_output_free(&host);
+        }
+        tokens += alone.ntokens;
+        asr_output_free(&alone);
+    }
+    for (int64_t i = 0; i < n; i++)
+        asr_output_free(&outs[i]);
+    printf("%s, batch of %lld inputs (%lld frames): %zu tokens, each as alone\n", label, (long long)n, (long long)T,
+           tokens);
+    asr_batch_free(&b);
+    be_release(be, mark);
+    return tokens;
+}
+
 /* Random transducers decoding a packed batch of inputs (the device loop's B hypotheses) against each
  * input decoded alone: the same tokens, input by input. */
 static void batch_cases(struct backend *be, const char *name) {
     static const int64_t lengths[] = {61, 1, 150, 8, 9, 7, 33, 2, 100};
-    const int D = 12;
     for (int head = 0; head < 2; head++) {
         struct asr_model m;
         const int hd = head ? VKASR_HEAD_RNNT : VKASR_HEAD_TDT, bias_at[] = {20, -1};
         rng = 0x51ed270b27dbd11bull + (uint64_t)head;
-        if (!build(be, hd, 20, 100, 2, D, 0.5f, bias_at, head ? 2.0f : 1.0f, &m))
+        if (!build(be, hd, 20, 100, 2, 12, 0.5f, bias_at, head ? 2.0f : 1.0f, &m))
             continue;
         for (int64_t n = 1; n <= 9; n += 4) {
-            uint64_t mark = be_mark(be);
-            int64_t T = 0, samples[9];
-            for (int64_t i = 0; i < n; i++) {
-                T += lengths[i];
-                samples[i] = lengths[i] * 8 * 160; /* exactly lengths[i] encoder frames */
-            }
-            be_tensor enc;
-            struct asr_batch b;
-            struct err e = {0};
-            struct asr_output outs[9], alone;
-            memset(outs, 0, sizeof outs);
-            bool ok = random_enc(be, T, D, &enc) && asr_batch_layout(&m.cfg, samples, n, &b, &e) == VKASR_OK;
-            EXPECT(ok, "%s: batch setup: %s", name, e.msg);
-            if (!ok) {
-                be_release(be, mark);
-                continue;
-            }
-            struct asr_options opt = {0};
-            vkasr_status st = asr_decode(&m, be, &enc, &opt, NULL, &b, outs, &e);
-            EXPECT(st == VKASR_OK, "%s: batch of %lld: %s", name, (long long)n, e.msg);
-            size_t tokens = 0;
-            for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
-                char what[160];
-                snprintf(what, sizeof what, "%s, %s batch of %lld, input %lld (%lld frames)", name,
-                         head ? "RNN-T" : "TDT", (long long)n, (long long)i, (long long)lengths[i]);
-                const be_tensor rows = be_tensor_rows(&enc, b.off[ASR_FRAMES][i], lengths[i]);
-                memset(&alone, 0, sizeof alone);
-                EXPECT(asr_decode(&m, be, &rows, &opt, NULL, NULL, &alone, &e) == VKASR_OK, "%s: %s", what, e.msg);
-                struct tokens want = {alone.tokens, alone.ntokens};
-                EXPECT(same(&outs[i], &want, what), "%s: the batch's tokens differ from the input's alone", what);
-                EXPECT(outs[i].frames == lengths[i], "%s: %lld frames", what, (long long)outs[i].frames);
-                tokens += alone.ntokens;
-                asr_output_free(&alone);
-            }
-            for (int64_t i = 0; i < n; i++)
-                asr_output_free(&outs[i]);
-            printf("%s, %s batch of %lld inputs (%lld frames): %zu tokens, each as alone\n", name,
-                   head ? "RNN-T" : "TDT", (long long)n, (long long)T, tokens);
-            EXPECT(n == 1 || tokens > 20, "%s: the batch emitted only %zu tokens", name, tokens);
-            asr_batch_free(&b);
-            be_release(be, mark);
+            char label[96];
+            snprintf(label, sizeof label, "%s, %s", name, head ? "RNN-T" : "TDT");
+            const size_t tokens = batch_vs_alone(&m, be, lengths, n, 12, false, label);
+            EXPECT(n == 1 || tokens > 20, "%s: the batch emitted only %zu tokens", label, tokens);
         }
     }
 }
@@ -381,53 +399,15 @@ static void adaptive_cases(struct backend *be, const char *name) {
     rng = 0x2545f4914f6cdd1dull;
     if (!build(be, VKASR_HEAD_TDT, V, P, 1, D, 0.05f, bias_at, 1.38f, &m))
         return;
-    uint64_t mark = be_mark(be);
-    int64_t T = 0, samples[N];
-    for (int i = 0; i < N; i++) {
-        T += lengths[i];
-        samples[i] = lengths[i] * 8 * 160;
-    }
-    be_tensor enc;
-    struct asr_batch b;
-    struct err e = {0};
-    struct asr_output outs[N], alone;
-    memset(outs, 0, sizeof outs);
-    bool ok = random_enc(be, T, D, &enc) && asr_batch_layout(&m.cfg, samples, N, &b, &e) == VKASR_OK;
-    EXPECT(ok, "%s: adaptive batch setup: %s", name, e.msg);
-    struct asr_options opt = {0};
-    vkasr_status st = ok ? asr_decode(&m, be, &enc, &opt, NULL, &b, outs, &e) : VKASR_ERR_INTERNAL;
-    EXPECT(!ok || st == VKASR_OK, "%s: adaptive batch of %d: %s", name, N, e.msg);
-    size_t tokens = 0;
-    for (int i = 0; ok && st == VKASR_OK && i < N; i++) {
-        char what[160];
-        snprintf(what, sizeof what, "%s, adaptive window, batch of %d, input %d (%lld frames)", name, N, i,
-                 (long long)lengths[i]);
-        const be_tensor rows = be_tensor_rows(&enc, b.off[ASR_FRAMES][i], lengths[i]);
-        memset(&alone, 0, sizeof alone);
-        EXPECT(asr_decode(&m, be, &rows, &opt, NULL, NULL, &alone, &e) == VKASR_OK, "%s: %s", what, e.msg);
-        struct tokens want = {alone.tokens, alone.ntokens};
-        EXPECT(same(&outs[i], &want, what), "%s: the batch's tokens differ from the input's alone", what);
-        if (i == 0) { /* the first input alone, on the host walk too */
-            struct asr_output host;
-            memset(&host, 0, sizeof host);
-            struct asr_options ho = {.host_decoder = true};
-            EXPECT(asr_decode(&m, be, &rows, &ho, NULL, NULL, &host, &e) == VKASR_OK, "%s: host: %s", what, e.msg);
-            EXPECT(same(&host, &want, what), "%s: the device loop's tokens differ from the host walk's", what);
-            asr_output_free(&host);
-        }
-        tokens += alone.ntokens;
-        asr_output_free(&alone);
-    }
+    char label[96];
+    snprintf(label, sizeof label, "%s, adaptive window, TDT", name);
+    const size_t tokens = batch_vs_alone(&m, be, lengths, N, D, true, label);
+    int64_t T = 0;
     for (int i = 0; i < N; i++)
-        asr_output_free(&outs[i]);
-    printf("%s, adaptive window, TDT batch of %d inputs (%lld frames): %zu tokens, each as alone\n", name, N,
-           (long long)T, tokens);
+        T += lengths[i];
     /* emissions and walks both: neither every frame nor none */
-    EXPECT(tokens > 20 && tokens < (size_t)T / 2, "%s: adaptive window: %zu tokens over %lld frames (a mix of "
-           "emissions and multi-frame walks is needed)", name, tokens, (long long)T);
-    if (ok)
-        asr_batch_free(&b);
-    be_release(be, mark);
+    EXPECT(tokens > 20 && tokens < (size_t)T / 2, "%s: %zu tokens over %lld frames (a mix of emissions and "
+           "multi-frame walks is needed)", label, tokens, (long long)T);
 }
 
 /* Abort at the first poll: a prefix of the full run's tokens, VKASR_ABORTED. */
