@@ -188,9 +188,11 @@ grep -Eq "WER [0-9.]+ % \([0-9]+ errors.* over 20 reference words of 5 inputs wi
 grep -q "none.wav" "$WORK/err" || fail "--manifest: the missing file is named"
 grep -Eq "6 inputs, [0-9.]+ s of audio in [0-9.]+ s on 1 worker\(s\): RTFx [0-9.]+, peak device memory" "$WORK/err" ||
     fail "--manifest: no summary line"
-expect 4 "$VKASR" transcribe -np -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out2.jsonl" \
+expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out2.jsonl" \
     --devices 0,0 --batch 2
 cmp -s "$WORK/man/out.jsonl" "$WORK/man/out2.jsonl" || fail "--devices 0,0: output manifest differs from one device"
+grep -Eq "on 2 worker\(s\): .*; loading the model [0-9.]+ s, RTFx" "$WORK/err" ||
+    fail "--devices 0,0: the summary line names one model loaded"
 # the first device by index and by name: two models, loaded at the same time on two threads
 DEV0=$("$VKASR" devices | sed -n 's/^device 0: \([^ ,(]*\).*/\1/p' | head -n 1) # its first word
 [ -n "$DEV0" ] || fail "devices names device 0"

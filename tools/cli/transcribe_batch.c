@@ -351,7 +351,8 @@ struct model_load {
     vkasr_status st;
     vkasr_error err;
     pthread_t thread;
-    bool threaded;
+    bool loads;    /* the first worker on its device: it loads the model (the others share it) */
+    bool threaded; /* on a thread of its own */
 };
 
 static void *load_model(void *arg) {
@@ -373,8 +374,10 @@ static int same_device(const struct worker *wk, int i) {
 
 /* A model per distinct device, loaded at the same time on as many threads (a model load is reading the
  * file and uploading the weights: devices do not wait for each other); models[i] stays NULL for a
- * worker sharing an earlier one's. Returns EXIT_OK, or the first failure's exit code after saying why. */
-static int load_models(const struct batch_run *o, const struct worker *wk, int nd, vkasr_model **models) {
+ * worker sharing an earlier one's. *nmodels: how many were loaded. Returns EXIT_OK, or the first
+ * failure's exit code after saying why. */
+static int load_models(const struct batch_run *o, const struct worker *wk, int nd, vkasr_model **models,
+                       int *nmodels) {
     struct model_load *l = calloc((size_t)nd, sizeof *l);
     if (!l) {
         fprintf(stderr, "vkasr: out of memory\n");
@@ -383,14 +386,16 @@ static int load_models(const struct batch_run *o, const struct worker *wk, int n
     /* the others on threads of their own (or here, below, if no thread starts), then the first here */
     for (int i = nd - 1; i >= 0; i--)
         if (same_device(wk, i) < 0) {
-            l[i] = (struct model_load){.o = o, .device = wk[i].device, .st = VKASR_OK};
+            l[i] = (struct model_load){.o = o, .device = wk[i].device, .st = VKASR_OK, .loads = true};
             l[i].threaded = i > 0 && pthread_create(&l[i].thread, NULL, load_model, &l[i]) == 0;
         }
     load_model(&l[0]);
     int rc = EXIT_OK;
+    *nmodels = 0;
     for (int i = 0; i < nd; i++) {
-        if (same_device(wk, i) >= 0)
+        if (!l[i].loads)
             continue;
+        ++*nmodels;
         if (l[i].threaded)
             pthread_join(l[i].thread, NULL);
         else if (i > 0)
@@ -425,8 +430,9 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     }
     for (int i = 0; rc == EXIT_OK && i < nd; i++)
         wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i] : o->mp.device, .id = i};
+    int nmodels = 0;
     if (rc == EXIT_OK)
-        rc = load_models(o, wk, nd, models);
+        rc = load_models(o, wk, nd, models, &nmodels);
     /* a session per worker, on its device's model */
     for (int i = 0; rc == EXIT_OK && i < nd; i++) {
         const int same = same_device(wk, i);
@@ -448,8 +454,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         }
     }
     /* the progress line's RTFx counts from here: transcription only */
-    const double load_s = now_s() - t_start;
     sh.t0 = now_s();
+    const double load_s = sh.t0 - t_start;
     if (rc == EXIT_OK) {
         catch_interrupts();
         int started = 0;
@@ -474,7 +480,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         pthread_mutex_unlock(&sh.mu);
         if (o->progress)
             fprintf(stderr, "\n");
-        const double el = now_s() - t_start, work = now_s() - sh.t0;
+        const double t_end = now_s(), el = t_end - t_start, work = t_end - sh.t0;
         if (interrupted && sh.written < sh.nw)
             fprintf(stderr, "vkasr: interrupted: the inputs after %zu are skipped\n", sh.inputs_done);
         /* the whole command's figure, then the same without loading the model(s) */
@@ -482,7 +488,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
             fprintf(stderr, "vkasr: %zu inputs, %.1f s of audio in %.2f s on %d worker(s): RTFx %.1f, peak device "
                             "memory %.1f MiB; %zu failed; loading the model%s %.2f s, RTFx %.1f after it\n",
                     sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed,
-                    nd > 1 ? "s" : "", load_s, work > 0 ? sh.seconds / work : 0.0);
+                    nmodels > 1 ? "s" : "", load_s, work > 0 ? sh.seconds / work : 0.0);
         if (sh.with_ref && !o->no_prints)
             fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
                             "reference words of %zu inputs with text)\n",
