@@ -13,9 +13,15 @@
 // blocks in x and heads in y); subgroup w owns rows 16w .. 16w+15 and keeps their q+u and q+v as NDK
 // A-fragments in registers, and their output O (16 x DKP, f32) as NDK accumulators. Per key block of
 // BK = 16 keys starting at j0:
-//   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16;
+//   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16: each
+//      invocation issues all its loads of the block (k, v and position rows) before its first store,
+//      so their latencies overlap (staging them one after the other left the kernel waiting on
+//      memory: 11.4 -> 8.2 ms per layer at T = 7500 on the H100-class GPUs);
 //   2. AC = (q+u) k^T (one 16x16 fragment) and BD = (q+v) W^T over the 32 position rows that this
-//      subgroup's rows reach (two fragments), both stored to shared memory as f32;
+//      subgroup's rows reach (two fragments), both stored to shared memory as f32. The subgroup's
+//      window moves by BK = 16 rows per block, so a block's second BD fragment is the next block's
+//      first, bit for bit: it is kept in registers, and a block computes two products, not three
+//      (8.2 -> 7.3 ms);
 //   3. two invocations per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative
 //      shift), masking, the online softmax, weights exp(s - m) stored as f16;
 //   4. O += P V (NDK products).
@@ -40,6 +46,14 @@
 // the identical staging, ring, softmax, rescaling and output code on any f16 device (lavapipe
 // included), so the tests check them. Real and emulated fragment operations read and write the same
 // shared layouts.
+//
+// Measured and dropped (H100 and H200, T = 7500, 8 heads of 128; docs/gpu-results.md): subgroup
+// barriers and shuffles in place of the workgroup barriers around the softmax, and one invocation per
+// row, made the kernel's time bimodal from run to run (8 to 38 ms for the same call), which points
+// at subgroups left diverged before the cooperative-matrix products; prefetching the next block into
+// registers during the products (20 ms: too many live registers); 2 or 3 subgroups per workgroup;
+// both invocations of a row reading all 16 of its scores for the max instead of exchanging halves
+// through shared memory (one barrier fewer, yet 7.3 -> 9.0 ms).
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
@@ -89,8 +103,6 @@
 #define TAU 8.0 // e^8 ~ 2981: weights stay far below the f16 maximum (65504)
 
 layout(local_size_x_id = 0) in;
-
-
 
 // Shared memory: 48644 bytes at NWARP 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
 shared uvec4 sh[SH_SIZE];
@@ -230,10 +242,47 @@ uvec4 fetch8(uint64_t base, bool h16, uint64_t bias, uint row, uint hd, uint d, 
 // (modulo `ring` rows at `dst`); rows outside [lo, hi) are zeros.
 void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, bool h16, uint64_t bias, int row0, uint n, uint hd,
                 int lo, int hi) {
-    for (uint e = gl_LocalInvocationID.x; e < n * DKC; e += NT) {
-        const uint r = e / DKC, c = e % DKC;
-        const int row = row0 + int(r);
-        sh[dst + ((dst0 + r) % ring) * DKS + c] = fetch8(base, h16, bias, uint(max(row, 0)), hd, 8u * c, row >= lo && row < hi);
+    // four chunks per invocation in flight at a time: their loads are issued before their stores
+    for (uint e0 = gl_LocalInvocationID.x; e0 < n * DKC; e0 += 4u * NT) {
+        uvec4 x[4];
+        [[unroll]] for (uint u = 0; u < 4u; u++) {
+            const uint e = e0 + u * NT, r = e / DKC;
+            const int row = row0 + int(r);
+            x[u] = fetch8(base, h16, bias, uint(max(row, 0)), hd, 8u * (e % DKC), e < n * DKC && row >= lo && row < hi);
+        }
+        [[unroll]] for (uint u = 0; u < 4u; u++) {
+            const uint e = e0 + u * NT;
+            if (e < n * DKC)
+                sh[dst + ((dst0 + e / DKC) % ring) * DKS + e % DKC] = x[u];
+        }
+    }
+}
+
+#define CH (BK * DKC)            // 16-byte chunks of BK staged rows
+#define CPT ((CH + NT - 1) / NT) // per invocation
+// One key block's k and v rows (key positions j0 .., valid below jend) and its BK new position rows
+// (p rows prow0 .., to ring rows ring0 ..): every load is issued before the first store, so their
+// latencies overlap instead of adding up.
+void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
+    const uint t = gl_LocalInvocationID.x;
+    const int khi = int(jend) - int(pc.k0);
+    uvec4 rk[CPT], rv[CPT], rp[CPT];
+    [[unroll]] for (uint i = 0; i < CPT; i++) {
+        const uint e = t + i * NT, r = e / DKC, c = e % DKC;
+        const bool in_block = e < CH;
+        const int kr = int(j0) - int(pc.k0) + int(r), pr = prow0 + int(r);
+        const bool kok = in_block && kr >= 0 && kr < khi, pok = in_block && pr >= 0 && pr < int(pc.P);
+        rk[i] = fetch8(pc.k, K16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
+        rv[i] = fetch8(pc.v, V16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
+        rp[i] = fetch8(pc.p, P16, 0ul, uint(max(pr, 0)), hd, 8u * c, pok);
+    }
+    [[unroll]] for (uint i = 0; i < CPT; i++) {
+        const uint e = t + i * NT, r = e / DKC, c = e % DKC;
+        if (e < CH) {
+            sh[K_OFF + r * DKS + c] = rk[i];
+            sh[V_OFF + r * DKS + c] = rv[i];
+            sh[WIN_OFF + ((ring0 + r) % NWIN) * DKS + c] = rp[i];
+        }
     }
 }
 
@@ -298,16 +347,14 @@ void main() {
 
             const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
+            FragC bdn; // the next block's first BD fragment: this block's second (see the header)
             uint kb = 0u;
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
                 // ---- stage k, v and the new position rows ---------------------------------------------
                 barrier(); // readers of the previous block (or of the staged q) are done
-                // key position j is row j - k0 of k and v
-                stage_rows(K_OFF, 0u, BK, pc.k, K16, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
-                stage_rows(V_OFF, 0u, BK, pc.v, V16, 0ul, int(j0) - int(pc.k0), BK, hd, 0, int(jend) - int(pc.k0));
-                const uint nb = kb == 0u ? uint(NWIN) : uint(BK); // rows to stage: all of them first
-                const uint w0 = uint(NWIN) - nb;                   // first window row to stage
-                stage_rows(WIN_OFF, (w0 + BK * kb) % NWIN, NWIN, pc.p, P16, 0ul, nbase0 + int(BK * kb + w0), nb, hd, 0, int(pc.P));
+                if (kb == 0u) // the ring's first rows; the block's own BK come with k and v
+                    stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
+                stage_block(hd, j0, jend, (NWIN - BK + BK * kb) % NWIN, nbase0 + int(BK * kb + NWIN - BK));
                 barrier();
 
                 // ---- AC and BD fragments -----------------------------------------------------------------
@@ -316,15 +363,23 @@ void main() {
                 ZERO_C(bd0);
                 ZERO_C(bd1);
                 const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
+                if (kb == 0u) {
+                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                        FragBT fb;
+                        LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
+                        MMA(bd0, qv[kk], fb);
+                    }
+                } else {
+                    bd0 = bdn;
+                }
                 FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
                     FragBT fb;
                     LOAD_BT(fb, K_OFF + 2u * kk, DKS);
                     MMA(ac, qu[kk], fb);
-                    LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
-                    MMA(bd0, qv[kk], fb);
                     LOAD_BT(fb, WIN_OFF + s1 * DKS + 2u * kk, DKS);
                     MMA(bd1, qv[kk], fb);
                 }
+                bdn = bd1;
                 const uint sw = S_OFF + warp * SW;
                 STORE_C(ac, sw, SAC);
                 STORE_C(bd0, sw + 16u * SAC, SBD);

@@ -11,8 +11,13 @@
 #   4. the cold start (a 60 s transcription's process wall: nothing cached, vkasr's pipeline cache
 #      only, warm) and the per-op profile at 10 min.
 # Output in $OUT (default gpu-out/): ctest.log, attention.log, bench-*.json, bench.md, cold.txt,
-# profile.log; the summary on stdout.
+# profile.log; the summary on stdout. STEPS (default "1 2 3 4") picks steps, to split the check over
+# two calls of at most 10 minutes each: STEPS="1 2", then STEPS="3 4" (step 3 then uses the
+# choice table only, as step 2's fastest configuration is unknown).
 set -u
+STEPS=" ${STEPS:-1 2 3 4} "
+step() { case "$STEPS" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+BEST=""
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=$PWD/build-gpu/tools/vkasr
@@ -20,12 +25,15 @@ V=$PWD/build-gpu/tools/vkasr
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 
 # 1. tests
+if step 1; then
 (cd build-gpu && timeout 420 ctest -j8 --timeout 400 --output-on-failure -E "test_big_tensor|test_install|30min") \
     >"$OUT/ctest.log" 2>&1
 echo "ctest rc=$? $(grep -E 'tests passed' "$OUT/ctest.log")"
 grep -E "\*\*\*Failed|Timeout|\(Failed\)" "$OUT/ctest.log"
+fi
 
 # 2. attention configurations at 10 min
+if step 2; then
 timeout 120 build-gpu/tests/bench_attention 7500 1024 8 0 5 h16 all 2>&1 | grep -E "^attention|rror" >"$OUT/attention.log"
 BEST=$(grep "check=ok" "$OUT/attention.log" | sed -n 's/.*cfg=\([^ ]*\) ms=\([0-9.]*\).*/\2 \1/p' | sort -n | head -n 1 | cut -d' ' -f2)
 awk '{ l = "   "; for (i = 1; i <= NF; i++) if ($i ~ /^(cfg|ms|tflops|check)=/) l = l " " $i; print l }' "$OUT/attention.log"
@@ -36,8 +44,10 @@ if [ -n "$BEST" ]; then
         >"$OUT/ctest-parity-best.log" 2>&1
     echo "parity f16 with $BEST: rc=$? $(grep -E 'tests passed' "$OUT/ctest-parity-best.log")"
 fi
+fi
 
 # 3. PyTorch and vkasr
+if step 3; then
 SAVE=""; [ -f "$P06/config.json" ] || SAVE="--save $P06"
 timeout 300 python3 tools/fixtures/bench_pytorch.py $SAVE --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
 echo "pytorch rc=$?"
@@ -52,7 +62,10 @@ echo "cuda rc=$? $(head -n 1 "$OUT/cuda.err")"
 python3 tools/gpu/bench_table.py "$OUT" "vkasr Vulkan|f16|bench-vulkan.json" "vkasr Vulkan, ${BEST:-none}|f16|bench-vulkan-best.json" \
     "vkasr CUDA|f16|bench-cuda.json" | tee "$OUT/bench.md"
 
+fi
+
 # 4. cold start and profile
+if step 4; then
 python3 tools/gpu/make_long_wav.py 60 /tmp/a60.wav && python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav
 VC=$(mktemp -d); H1=$(mktemp -d); H2=$(mktemp -d)
 . tools/gpu/cold_start.sh # run60
@@ -64,3 +77,4 @@ VC=$(mktemp -d); H1=$(mktemp -d); H2=$(mktemp -d)
 rm -rf "$VC" "$H1" "$H2"
 timeout 60 $V transcribe -m "$G06" --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/profile.log"
 grep -E "profile|RTF" "$OUT/profile.log" | tail -n 25
+fi

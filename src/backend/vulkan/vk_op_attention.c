@@ -106,8 +106,9 @@ static const struct vk_att_cfg configs[] = {
 
 /* The tensor-core kernel for the op's f16 mode per head width, narrowest first: the first entry that
  * takes dk and can run on the device. Filled from tools/gpu/attention_sweep.sh's "best" lines: on the
- * H100 (2026-11-25, T = 7500, 8 heads of 128, f16 tensors) cm_dk128 took 11.4 ms and the fastest flash
- * configuration 19.6 ms (docs/gpu-results.md), so the coopmat kernels stay the choice. By head width
+ * H100 (2026-11-27, T = 7500, 8 heads of 128, f16 tensors) cm_dk128 took 7.3 ms (11.4 ms before its
+ * staging and position-term changes) and the fastest flash configuration 23 ms (docs/gpu-results.md),
+ * so the coopmat kernels stay the choice. By head width
  * only, never by length: the network's row chunks of one sequence must take the same kernel to stay
  * bit-identical to one call (test_ops_attention's choice cases name the expected entries). */
 static const struct {
