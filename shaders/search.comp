@@ -63,7 +63,7 @@ layout(push_constant) uniform PC {
 #define MAX_WINDOW 32 // SEARCH_MAX_WINDOW
 shared float red_v[gl_WorkGroupSize.x], red_dv[gl_WorkGroupSize.x];
 shared int red_i[gl_WorkGroupSize.x], red_di[gl_WorkGroupSize.x]; // -1: no candidate (empty or all NaN)
-shared int row_tok[MAX_WINDOW], row_dur[MAX_WINDOW];
+shared int row_tok[MAX_WINDOW], row_dur[MAX_WINDOW]; // per row: token argmax, duration (frames)
 shared int emitted; // the token of this step's emission, -1: none
 
 // NaN test on the bits: a compiler assuming no NaN cannot fold it away.
@@ -91,11 +91,20 @@ void main() {
         int bi = -1, di = -1;
         if (int(r) < n) {
             const uint64_t row = (uint64_t(hyp) * uint64_t(W) + uint64_t(r)) * uint64_t(J);
-            for (int c = int(lane); c <= V; c += int(tpr)) {
-                const float v = LOADF(pc.y, row + uint64_t(c));
-                if (!is_nan(v) && (bi < 0 || v > bv)) {
-                    bv = v;
-                    bi = c;
+            // eight columns' loads in flight at once (a window of 8 rows leaves 64 columns per
+            // invocation of a 1024-wide group: one load at a time, their latencies added up)
+            for (int c0 = int(lane); c0 <= V; c0 += 8 * int(tpr)) {
+                float v[8];
+                [[unroll]] for (int u = 0; u < 8; u++) {
+                    const int c = c0 + u * int(tpr);
+                    v[u] = c <= V ? LOADF(pc.y, row + uint64_t(c)) : 0.0;
+                }
+                [[unroll]] for (int u = 0; u < 8; u++) {
+                    const int c = c0 + u * int(tpr);
+                    if (c <= V && !is_nan(v[u]) && (bi < 0 || v[u] > bv)) {
+                        bv = v[u];
+                        bi = c;
+                    }
                 }
             }
             for (int c = int(lane); c < ND; c += int(tpr)) {
@@ -126,7 +135,8 @@ void main() {
         }
         if (lane == 0u && int(r) < n) {
             row_tok[r] = max(red_i[tid], 0); // all NaN -> 0, as op_argmax
-            row_dur[r] = max(red_di[tid], 0);
+            // the duration itself (the walk below then reads no device memory)
+            row_dur[r] = ND > 0 ? LOADI(pc.durations, max(red_di[tid], 0)) : 1;
         }
         barrier();
         // Phase 2: the walk to the first emission.
@@ -135,7 +145,7 @@ void main() {
             int token = -1, te = t0;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
-                const int d = ND > 0 ? LOADI(pc.durations, row_dur[t - t0]) : 1;
+                const int d = row_dur[t - t0];
                 steps++;
                 if (k == V) {
                     if (ND > 0) {

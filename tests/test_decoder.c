@@ -10,6 +10,8 @@
  *  - batches: random transducers decoding 1 .. 9 inputs of 1 .. 150 frames packed together (the device
  *    loop with B hypotheses) give each input exactly the tokens it gets decoded alone; the same with a
  *    joint large enough for the adaptive window (a batch's capped below an input's alone);
+ *  - the adaptive window grows back after a burst of emissions: a burst then blanks, far fewer
+ *    iterations than frames, the expected tokens, device loop against host walk;
  *  - abort after the first round trip keeps a prefix of the tokens; progress rises to 1;
  *  - the parity fixtures' TDT and RNN-T models (f32, f16) on the parity clips and the default model (f16)
  *    on the held-out clips and the README sample: device loop against host walk.
@@ -27,7 +29,16 @@
 #include "expect.h"
 #include "validation_log.h"
 
-static const struct logger quiet = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
+/* Counts validation reports (tv_log, which prints warnings and errors); keeps the device decoder's
+ * summary line for window_recovery_case, which lowers the level to info while it decodes. */
+static char decoder_summary[512];
+static void test_log(vkasr_log_level level, const char *message, void *ud) {
+    if (strncmp(message, "device decoder:", 15) == 0)
+        snprintf(decoder_summary, sizeof decoder_summary, "%s", message);
+    if (level >= VKASR_LOG_WARN)
+        tv_log(level, message, ud);
+}
+static struct logger quiet = {VKASR_LOG_WARN, test_log, NULL};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static float uniform(float lo, float hi) {
@@ -410,6 +421,79 @@ static void adaptive_cases(struct backend *be, const char *name) {
            "multi-frame walks is needed)", label, tokens, (long long)T);
 }
 
+/* Uploads n floats to a weight (the rest of the hand-built model stays as build() made it). */
+static bool set_weight(struct backend *be, const be_tensor *t, const float *h, size_t n) {
+    return n == be_numel(t) && be_upload(be, t->addr, h, n * sizeof *h) == VKASR_OK;
+}
+
+/* A burst of emissions, then a long blank run, with a joint large enough for the adaptive window: the
+ * window drops to one frame during the burst (every window emits at its first row) and must grow again
+ * for the blanks, whose frames a window of one walks one per iteration. RNN-T, max_symbols 1, q = 0
+ * (zero projection), z[t] = relu(enc[t] We^T) with We reading enc[t][0] into unit 0 only; the joint
+ * gives the blank 10 z0 and token 5 a bias of 5: enc[t][0] = 0 for the first K frames (token 5 each)
+ * and 1 after (blank). Expected: K tokens at frames 0 .. K-1, the host walk's tokens, and far fewer
+ * iterations than frames (the windows stayed at one frame before: one iteration per frame). */
+static void window_recovery_case(struct backend *be, const char *name) {
+    enum { V = 4100, P = 256, D = 8, T = 2000, K = 40, TOKEN = 5 };
+    const int64_t J = V + 1;
+    struct asr_model m;
+    rng = 0x9e3779b97f4a7c15ull;
+    const uint64_t mark = be_mark(be);
+    float *h = calloc((size_t)(J * P + T * D), sizeof *h);
+    if (!h || !build(be, VKASR_HEAD_RNNT, V, P, 1, D, 0.0f, NULL, 0.0f, &m)) {
+        EXPECT(h, "out of memory");
+        free(h);
+        be_release(be, mark);
+        return;
+    }
+    bool ok = set_weight(be, &m.pred_proj_w, h, (size_t)P * P) && set_weight(be, &m.pred_proj_b, h, P) &&
+              set_weight(be, &m.enc_proj_b, h, P);
+    h[0] = 1.0f; /* We[0][0] */
+    ok = ok && set_weight(be, &m.enc_proj_w, h, (size_t)P * D);
+    h[0] = 0.0f;
+    h[(size_t)V * P] = 10.0f; /* Wo[blank][0] */
+    ok = ok && set_weight(be, &m.joint_w, h, (size_t)(J * P));
+    h[(size_t)V * P] = 0.0f;
+    h[TOKEN] = 5.0f;
+    ok = ok && set_weight(be, &m.joint_b, h, (size_t)J);
+    h[TOKEN] = 0.0f;
+    for (int64_t t = K; t < T; t++)
+        h[t * D] = 1.0f;
+    be_tensor enc;
+    ok = ok && be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, D}, &enc) == VKASR_OK &&
+         be_upload(be, enc.addr, h, (uint64_t)(T * D) * sizeof *h) == VKASR_OK;
+    free(h);
+    EXPECT(ok, "%s, window recovery: building the transducer: %s", name, be->err.msg);
+    if (!ok) {
+        be_release(be, mark);
+        return;
+    }
+    char label[96];
+    snprintf(label, sizeof label, "%s, window recovery", name);
+    struct asr_output out;
+    struct err e = {0};
+    decoder_summary[0] = 0;
+    quiet.level = VKASR_LOG_INFO;
+    vkasr_status st = decode(&m, be, &enc, false, 1, &out, &e);
+    quiet.level = VKASR_LOG_WARN;
+    EXPECT(st == VKASR_OK, "%s: %s", label, e.msg);
+    if (st == VKASR_OK) {
+        struct tokens want = expected(VKASR_HEAD_RNNT, V, K, TOKEN, 1, 1);
+        EXPECT(same(&out, &want, label), "%s: not %d tokens %d at frames 0 .. %d", label, K, TOKEN, K - 1);
+        free(want.t);
+        asr_output_free(&out);
+        long long iters = -1;
+        const char *at = strstr(decoder_summary, " walked in ");
+        if (at)
+            iters = strtoll(at + 11, NULL, 10);
+        printf("%s: %s\n", label, decoder_summary);
+        EXPECT(iters > 0 && iters < T / 2, "%s: %lld iterations for %d frames (the window did not grow back after the "
+               "burst; summary: \"%s\")", label, iters, T, decoder_summary);
+    }
+    device_vs_host(&m, be, &enc, 1, label);
+    be_release(be, mark);
+}
+
 /* Abort at the first poll: a prefix of the full run's tokens, VKASR_ABORTED. */
 static void abort_case(struct backend *be) {
     const int V = 12, k = 3, bias_at[] = {k, V + 1, -1};
@@ -530,8 +614,10 @@ static void backend_cases(const char *device, bool profile, const char *name) {
     constant_cases(be, name);
     random_cases(be, name, !profile);
     batch_cases(be, name);
-    if (!profile && device == NULL)
+    if (!profile && device == NULL) {
         adaptive_cases(be, name);
+        window_recovery_case(be, name);
+    }
     abort_case(be);
     be_backend_destroy(be);
     be_device_close(dev);

@@ -155,12 +155,17 @@ static int window_cap(int64_t B) {
     return wlog;
 }
 
-/* log2 of the next window from the rows the last batch's steps needed on average (up to their
- * emission, or whole windows without one): the smallest power of two >= 1.2 x that - 0.2 (1 for a
- * search that emits at every window's first row), at most cap. A window too short costs an iteration
- * without an emission; a row too many costs its share of the joint's product. */
-static int next_window(double span, int cap) {
-    int wlog = 0;
+/* log2 of the next window from the last batch, which ran windows of 1 << wlog rows: from the rows its
+ * steps needed on average (up to their emission, or whole windows without one), the smallest power of
+ * two >= 1.2 x that - 0.2 (1 for a search that emits at every window's first row), at most cap. A
+ * window too short costs an iteration without an emission; a row too many costs its share of the
+ * joint's product. Windows of one row always need their one row, which says nothing: there, a batch
+ * whose iterations mostly emitted nothing (blank runs) tries two rows, so that a burst of emissions
+ * (which brings the window down to 1) does not keep it there for the rest of the input. */
+static int next_window(int wlog, double span, double emit_rate, int cap) {
+    if (wlog == 0)
+        return cap > 0 && emit_rate < 0.5 ? 1 : 0;
+    wlog = 0;
     while (wlog < cap && (double)(1 << wlog) < 1.2 * span - 0.2)
         wlog++;
     return wlog;
@@ -253,7 +258,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
     for (int64_t b = 0; b < B; b++)
         tmax = frames[b] > tmax ? frames[b] : tmax;
     const int64_t max_iters = (tmax + 1) * ((int64_t)s->max_symbols + 1) + 2 * cap;
-    int64_t queued = 0, n = FIRST_BATCH, span_prev = 0, it_prev = 0, trips = 0;
+    int64_t queued = 0, n = FIRST_BATCH, span_prev = 0, it_prev = 0, emitted_prev = 0, trips = 0;
     bool adapt = (double)m->joint_w.ne[0] * (double)m->joint_w.ne[1] > ROW_MACS_FREE;
     const int cap_wlog = adapt ? window_cap(B) : N_WINDOWS - 1;
     int wlog = cap_wlog;
@@ -318,11 +323,15 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         }
         // the next batch: its window from the rows the last batch's steps needed, its length from
         // the frames per iteration over the whole run
-        if (adapt && iters_sum > it_prev)
-            wlog = next_window((double)(span - span_prev) / (double)(iters_sum - it_prev), cap_wlog);
+        if (adapt && iters_sum > it_prev) {
+            const double its = (double)(iters_sum - it_prev);
+            wlog = next_window(wlog, (double)(span - span_prev) / its, (double)(emitted_all - emitted_prev) / its,
+                               cap_wlog);
+        }
         n = next_batch(left, rate, B, cap);
         span_prev = span;
         it_prev = iters_sum;
+        emitted_prev = emitted_all;
     }
     free(io);
     free(ntok);
