@@ -52,9 +52,9 @@
 // row, made the kernel's time bimodal from run to run (8 to 38 ms for the same call), which points
 // at subgroups left diverged before the cooperative-matrix products; both invocations of a row
 // reading all 16 of its scores for the max instead of exchanging halves through shared memory (one
-// barrier fewer, yet 7.3 -> 9.0 ms). Measured only together with the subgroup synchronisation, so
-// not conclusive: prefetching the next block into registers during the products (20 ms), 2 or 3
-// subgroups per workgroup (23 and 10 ms).
+// barrier fewer, yet 7.3 -> 9.0 ms); prefetching the next block into registers during the products
+// (228 registers against 213: 7.3 -> 8.1 ms). Measured only together with the subgroup
+// synchronisation, so not conclusive: 2 or 3 subgroups per workgroup (23 and 10 ms).
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
