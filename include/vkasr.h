@@ -16,7 +16,8 @@
  *   Every fallible call returns a vkasr_status. Calls that create objects also fill an optional
  *   vkasr_error with a message naming what failed (file, tensor, field, device feature); session
  *   calls keep the last message in the session (vkasr_session_last_error()). The library never
- *   exits or aborts the process on bad input, and has no global mutable state.
+ *   exits or aborts the process on bad input, and has no global mutable state apart from its pipeline
+ *   workers (below).
  *
  * In a desktop application (examples/gtk is one)
  *   Threads. Keep vkasr calls off the UI thread. vkasr_transcribe_*() calls its progress, segment and
@@ -26,6 +27,13 @@
  *   flag the UI sets (files), or call vkasr_stream_cancel() (live).
  *   Lifetimes. Free streams, then their sessions, then the model (vkasr_session_free() stops and frees a
  *   stream the session still has). Pointers a callback receives are valid during the callback only.
+ *   Free a model while no other thread that used vkasr is ending: join such threads first. NVIDIA's
+ *   Linux driver (580) was seen to deadlock when a thread that had used the GPU exited while another
+ *   thread destroyed a device, which vkasr_model_free() does.
+ *   Pipeline workers. On a GPU, the pipelines a first transcription needs compile in parallel on threads
+ *   the library starts, shared by every model of the process ($VKASR_PIPELINE_THREADS, default the CPU
+ *   count up to 16). They wait, idle, until the process ends, and the library stays loaded once loaded
+ *   (dlclose does not unload it). A process must not use a model in a child it forks.
  *   The model. vkasr_default_model_path() finds the default model installed with the library.
  *   Startup. vkasr_model_load() reads the file and uploads the weights; the first transcription on a
  *   device also creates the GPU pipelines it uses (on CPU drivers, a good part of a second). Load the

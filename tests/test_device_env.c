@@ -3,11 +3,12 @@
  * VKASR_MAX_GROUPS limits the grid; VKASR_FORCE_STAGING turns host-mapped device memory off and the
  * staged upload/download still round-trips with profiling on; VKASR_PIPELINE_STATS logs a new
  * pipeline's statistics where the driver has VK_KHR_pipeline_executable_properties and is ignored with
- * a warning where it has not. Also the "no usable device" message names every device and what it lacks. */
+ * a warning where it has not; VKASR_PIPELINE_THREADS sets how many pipelines are created at once. Also the "no usable device" message names every device and what it lacks. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/vulkan/vk_internal.h"
 #include "expect.h"
@@ -118,6 +119,45 @@ static void pipeline_stats(const char *value, bool on) {
     be_device_close(&d->base);
 }
 
+/* VKASR_PIPELINE_THREADS=N: N pipelines created at once (N - 1 in the background; the default on a CPU
+ * driver such as lavapipe: 1, no background creation); garbage is ignored with a warning. With
+ * background creations, pipelines requested one after the other are all made (several of them in
+ * flight at once), each exactly once, and a second request of one gets the same entry. */
+#define DEFAULT_THREADS UINT32_MAX
+static void pipeline_threads(const char *value, uint32_t want, bool warn) {
+    struct vk_device *d = open_with("VKASR_PIPELINE_THREADS", value);
+    if (!d)
+        return;
+    if (want == DEFAULT_THREADS) { /* the CPU count up to 16 on a GPU, one on a CPU driver */
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        want = d->caps.cpu ? 0u : (uint32_t)(ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu) - 1u;
+    }
+    EXPECT(d->pipe_threads == want, "VKASR_PIPELINE_THREADS=%s: %u in the background, want %u", value ? value : "(unset)",
+           d->pipe_threads, want);
+    EXPECT((warnings > 0) == warn && (!warn || strstr(last_warning, "VKASR_PIPELINE_THREADS")),
+           "VKASR_PIPELINE_THREADS=%s: %d warning(s), want %s", value ? value : "(unset)", warnings, warn ? "one" : "none");
+    enum { NP = 6 };
+    static const uint32_t wgs[NP] = {32, 64, 96, 128, 192, 256};
+    struct vk_pipeline_entry *p[NP] = {0}, *again = NULL;
+    VkPipeline pipe[NP] = {0};
+    struct err e = {0};
+    const unsigned before = (unsigned)atomic_load(&d->pipelines_created);
+    for (int i = 0; i < NP; i++)
+        EXPECT(vk_pipeline_request(d, SPV_softmax, &wgs[i], 1, &p[i], &e) == VKASR_OK, "request: %s", e.msg);
+    EXPECT(vk_pipeline_request(d, SPV_softmax, &wgs[2], 1, &again, &e) == VKASR_OK && again == p[2],
+           "VKASR_PIPELINE_THREADS=%s: a second request of a pipeline made another entry", value ? value : "(unset)");
+    for (int i = 0; i < NP; i++)
+        if (p[i])
+            EXPECT(vk_pipeline_wait(p[i], &pipe[i], &e) == VKASR_OK && pipe[i] != VK_NULL_HANDLE, "wait: %s", e.msg);
+    for (int i = 0; i < NP; i++)
+        for (int j = 0; j < i; j++)
+            EXPECT(pipe[i] != pipe[j], "pipelines %d and %d are one", i, j);
+    const unsigned made = (unsigned)atomic_load(&d->pipelines_created) - before;
+    EXPECT(made == NP, "VKASR_PIPELINE_THREADS=%s: %u pipelines created for %d requested", value ? value : "(unset)",
+           made, NP);
+    be_device_close(&d->base);
+}
+
 static void unusable_message(void) {
     vkasr_device_info infos[3];
     memset(infos, 0, sizeof infos);
@@ -168,6 +208,11 @@ int main(void) {
     round_trip("forced staging");
     pipeline_stats("1", true);
     pipeline_stats("0", false);
+    pipeline_threads(NULL, DEFAULT_THREADS, false);
+    pipeline_threads("1", 0, false);
+    pipeline_threads("4", 3, false);
+    pipeline_threads("0", DEFAULT_THREADS, true);
+    pipeline_threads("many", DEFAULT_THREADS, true);
     unusable_message();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;

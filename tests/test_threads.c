@@ -4,8 +4,8 @@
  * session, transcribes different files in a different order, with progress and log callbacks, and one
  * worker also aborts a call through its abort callback and goes on; then a batch call, which decodes its
  * inputs on several threads; then models loaded on several threads at once (what `vkasr transcribe
- * --devices` does), each transcribing on its own thread. Every transcript must equal the one made on a
- * single thread with a model of its own. Run under ThreadSanitizer by
+ * --devices` does), each transcribing on its own thread, freed once all of them have ended. Every
+ * transcript must equal the one made on a single thread with a model of its own. Run under ThreadSanitizer by
  * scripts/test.sh --sanitize.
  * usage: test_threads MODEL AUDIO_DIR [DEVICE] */
 #define _POSIX_C_SOURCE 200809L
@@ -73,30 +73,31 @@ static bool stop_now(void *ud) {
 }
 
 /* A model loaded on this thread, then one file transcribed with it. */
+/* A loader keeps its model and session for main to free after joining every loader: NVIDIA's driver
+ * (580) deadlocked when a thread that had used the GPU exited while another destroyed a device
+ * (include/vkasr.h, "Lifetimes"). */
 struct loader {
     const char *path;
     vkasr_model_params mp;
     int file;
+    vkasr_model *model;
+    vkasr_session *session;
     struct ids got;
     char error[512];
 };
 
 static void *load_and_transcribe(void *arg) {
     struct loader *l = arg;
-    vkasr_model *m = NULL;
-    vkasr_session *s = NULL;
     vkasr_error e;
     const vkasr_result *r = NULL;
-    if (vkasr_model_load(l->path, &l->mp, &m, &e) != VKASR_OK)
+    if (vkasr_model_load(l->path, &l->mp, &l->model, &e) != VKASR_OK)
         snprintf(l->error, sizeof l->error, "load: %s", e.message);
-    else if (vkasr_session_create(m, &s, &e) != VKASR_OK)
+    else if (vkasr_session_create(l->model, &l->session, &e) != VKASR_OK)
         snprintf(l->error, sizeof l->error, "session: %s", e.message);
-    else if (vkasr_transcribe_file(s, paths[l->file], NULL, &r) != VKASR_OK)
-        snprintf(l->error, sizeof l->error, "%s: %s", files[l->file], vkasr_session_last_error(s));
+    else if (vkasr_transcribe_file(l->session, paths[l->file], NULL, &r) != VKASR_OK)
+        snprintf(l->error, sizeof l->error, "%s: %s", files[l->file], vkasr_session_last_error(l->session));
     else
         take(r, &l->got);
-    vkasr_session_free(s);
-    vkasr_model_free(m);
     return NULL;
 }
 
@@ -237,6 +238,10 @@ int main(int argc, char **argv) {
         EXPECT(!ld[i].error[0], "loader %d: %s", i, ld[i].error);
         EXPECT(ld[i].error[0] || same(&ld[i].got, &want[ld[i].file]),
                "loader %d (%s): transcript differs from the single-thread one", i, files[ld[i].file]);
+    }
+    for (int i = 0; i < NLOADERS; i++) {
+        vkasr_session_free(ld[i].session);
+        vkasr_model_free(ld[i].model);
     }
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;

@@ -32,6 +32,11 @@ vkasr_status vk_cmd_init(struct vk_backend *b, struct err *e) {
         VkFenceCreateInfo fi = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
         VK_CHECK(e, vkCreateFence(d->dev, &fi, NULL, &b->slots[i].fence));
     }
+    for (int i = 0; i < VK_RING; i++) {
+        b->slots[i].deferred = calloc(d->submit_batch, sizeof *b->slots[i].deferred);
+        if (!b->slots[i].deferred)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    }
     if (d->profile && d->caps.timestamp_period > 0) {
         VkQueryPoolCreateInfo qi = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
@@ -54,6 +59,7 @@ void vk_cmd_destroy(struct vk_backend *b) {
         if (b->slots[i].fence)
             vkDestroyFence(d->dev, b->slots[i].fence, NULL);
         free(b->slots[i].query_names);
+        free(b->slots[i].deferred);
     }
     if (b->queries)
         vkDestroyQueryPool(d->dev, b->queries, NULL);
@@ -143,6 +149,7 @@ static vkasr_status ensure_recording(struct vk_backend *b) {
         vkCmdResetQueryPool(s->cb, b->queries, (uint32_t)b->cur * 2 * b->d->submit_batch, 2 * b->d->submit_batch);
     s->recording = true;
     s->n_dispatch = 0;
+    s->n_deferred = 0;
     s->n_queries = 0; /* already harvested; also drops the timestamps of a buffer whose end failed */
     return VKASR_OK;
 }
@@ -153,13 +160,12 @@ static void global_barrier(VkCommandBuffer cb, VkPipelineStageFlags src, VkAcces
     vkCmdPipelineBarrier(cb, src, dst, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-static void compute_barrier(struct vk_backend *b, VkCommandBuffer cb) {
+static void compute_barrier(VkCommandBuffer cb) {
     global_barrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                    VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                    VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                        VK_ACCESS_TRANSFER_WRITE_BIT);
-    b->n_written = b->n_read = 0;
 }
 
 /* Does this dispatch need a barrier against unsynchronised earlier work (RAW, WAR, WAW)? */
@@ -181,6 +187,42 @@ static bool needs_barrier(const struct vk_backend *b, const struct vk_dispatch *
     return false;
 }
 
+/* Writes the current slot's deferred dispatches into its command buffer, in order, each once its
+ * pipeline exists (the wait for the first is where a first run's compilations overlap). On failure
+ * the rest are dropped: the caller fails the run. */
+static vkasr_status emit_deferred(struct vk_backend *b) {
+    struct vk_device *d = b->d;
+    struct vk_slot *s = &b->slots[b->cur];
+    vkasr_status st = VKASR_OK;
+    for (uint32_t i = 0; i < s->n_deferred && st == VKASR_OK; i++) {
+        const struct vk_deferred *w = &s->deferred[i];
+        VkPipeline pipe;
+        st = vk_pipeline_wait(w->pipe, &pipe, &b->base.err);
+        if (st != VKASR_OK)
+            break;
+        if (w->barrier)
+            compute_barrier(s->cb);
+        vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+        if (w->pc_size)
+            vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, w->pc_size, w->pc);
+        uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
+        /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
+         * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
+         * may still run, and its interval would then count that dispatch's tail too). */
+        if (b->queries)
+            vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b->queries, q);
+        vkCmdDispatch(s->cb, w->groups[0], w->groups[1], w->groups[2]);
+        if (b->queries) {
+            /* Serialise while profiling so each interval covers one dispatch only. */
+            compute_barrier(s->cb);
+            vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries, q + 1);
+            s->query_names[s->n_queries++] = w->name;
+        }
+    }
+    s->n_deferred = 0;
+    return st;
+}
+
 vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
     struct vk_device *d = b->d;
     struct err *e = &b->base.err;
@@ -190,42 +232,40 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
         /* Kernels loop grid-stride: a launch never exceeds the device's (or the forced) limit. */
         CHECK_OR_RETURN(e, dp->groups[i] >= 1 && dp->groups[i] <= d->caps.max_groups[i]);
     }
-    VkPipeline pipe;
-    TRY(vk_pipeline_get(d, dp->spv, dp->spec, dp->nspec, &pipe, e));
-    VkCommandBuffer cb;
-    if (b->capture) {
-        cb = b->capture->cb; /* a graph: no timestamps, no submission of its own */
-    } else {
+    struct vk_pipeline_entry *pe;
+    TRY(vk_pipeline_request(d, dp->spv, dp->spec, dp->nspec, &pe, e));
+    if (!b->capture)
         TRY(ensure_recording(b));
-        cb = b->slots[b->cur].cb;
-    }
-    if (needs_barrier(b, dp))
-        compute_barrier(b, cb);
+    const bool barrier = needs_barrier(b, dp);
+    if (barrier)
+        b->n_written = b->n_read = 0;
     for (int i = 0; i < dp->nreads; i++)
         b->read[b->n_read++] = dp->reads[i];
     for (int i = 0; i < dp->nwrites; i++)
         b->written[b->n_written++] = dp->writes[i];
-    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-    if (dp->pc_size)
-        vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
-    if (b->capture) {
+    if (b->capture) { /* a graph: no timestamps, no submission of its own; recorded at once */
+        VkPipeline pipe;
+        TRY(vk_pipeline_wait(pe, &pipe, e));
+        VkCommandBuffer cb = b->capture->cb;
+        if (barrier)
+            compute_barrier(cb);
+        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+        if (dp->pc_size)
+            vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
         vkCmdDispatch(cb, dp->groups[0], dp->groups[1], dp->groups[2]);
         return VKASR_OK;
     }
     struct vk_slot *s = &b->slots[b->cur];
-    uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
-    /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
-     * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
-     * may still run, and its interval would then count that dispatch's tail too). */
-    if (b->queries)
-        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b->queries, q);
-    vkCmdDispatch(s->cb, dp->groups[0], dp->groups[1], dp->groups[2]);
-    if (b->queries) {
-        /* Serialise while profiling so each interval covers one dispatch only. */
-        compute_barrier(b, s->cb);
-        vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries, q + 1);
-        s->query_names[s->n_queries++] = dp->name;
-    }
+    struct vk_deferred *w = &s->deferred[s->n_deferred++];
+    w->pipe = pe;
+    w->name = dp->name;
+    memcpy(w->groups, dp->groups, sizeof w->groups);
+    w->pc_size = dp->pc_size;
+    w->barrier = barrier;
+    if (dp->pc_size)
+        memcpy(w->pc, dp->pc, dp->pc_size);
+    if (b->queries) /* each dispatch is followed by a barrier while profiling */
+        b->n_written = b->n_read = 0;
     if (++s->n_dispatch >= d->submit_batch)
         return vk_submit(b, false);
     return VKASR_OK;
@@ -236,6 +276,7 @@ vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off
     if (b->capture)
         return err_set(&b->base.err, VKASR_ERR_INTERNAL, "upload or download while an op sequence is being recorded");
     TRY(ensure_recording(b));
+    TRY(emit_deferred(b)); /* the dispatches before the copy come first */
     VkCommandBuffer cb = b->slots[b->cur].cb;
     const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                               VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT;
@@ -278,6 +319,12 @@ static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffe
     if (b->capture)
         return err_set(&b->base.err, VKASR_ERR_INTERNAL, "submission while an op sequence is being recorded");
     if (s->recording) {
+        vkasr_status st = emit_deferred(b);
+        if (st != VKASR_OK) { /* nothing of this buffer is submitted; the next dispatch begins it anew */
+            s->recording = false;
+            (void)vkEndCommandBuffer(s->cb); /* discarded either way: reset before it is begun again */
+            return st;
+        }
         /* Make all device writes available to the host (downloads from mapped memory). */
         global_barrier(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                        VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, VK_PIPELINE_STAGE_HOST_BIT,

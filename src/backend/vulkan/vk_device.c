@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "vk_attention.h"
 #include "vk_internal.h"
@@ -705,6 +706,7 @@ static void vk_device_destroy(struct be_device *bd) {
         vkDestroyInstance(d->instance, NULL);
     pthread_mutex_destroy(&d->queue_lock);
     pthread_mutex_destroy(&d->pipe_lock);
+    pthread_cond_destroy(&d->pipe_done);
     pthread_mutex_destroy(&d->weights_lock);
     free(d);
 }
@@ -761,6 +763,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.log = opt->log;
     pthread_mutex_init(&d->queue_lock, NULL);
     pthread_mutex_init(&d->pipe_lock, NULL);
+    pthread_cond_init(&d->pipe_done, NULL);
     pthread_mutex_init(&d->weights_lock, NULL);
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
@@ -776,8 +779,15 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
         st = select_device(d, opt->device, &d->phys, &info, e);
     if (st == VKASR_OK)
         st = create_logical(d, &info, opt->want_f16, e);
-    if (st == VKASR_OK)
+    if (st == VKASR_OK) {
+        /* Pipelines created at once: the requester and the creation workers (vk_pipeline.c). A GPU
+         * driver compiles each on the calling thread, so the kernels of a first run compile in
+         * parallel; a CPU driver's threads are the ones that run the kernels: one at a time there. */
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        const uint32_t dflt = d->caps.cpu ? 1u : (uint32_t)(ncpu < 1 ? 1 : ncpu > 16 ? 16 : ncpu);
+        d->pipe_threads = env_u32(d->base.log, "VKASR_PIPELINE_THREADS", dflt, 64) - 1;
         st = vk_pipelines_init(d, e);
+    }
     if (st != VKASR_OK) {
         vk_device_destroy(&d->base);
         return st;

@@ -65,11 +65,21 @@ struct vk_arena {
     uint64_t peak;                   /* high-water mark of in_use                               */
 };
 
+/* A pipeline of the device, created on first request; by the process's creation workers
+ * (vk_pipeline.c) when the device allows creations in flight, while the requester records on, so that
+ * the kernels a command buffer needs compile in parallel. state and the results are guarded by
+ * pipe_lock; next and queued by the workers' own lock. */
+enum vk_pipeline_state { VK_PIPE_CREATING, VK_PIPE_READY, VK_PIPE_FAILED };
 struct vk_pipeline_entry {
+    struct vk_device *d;
     enum spv_id spv;
     uint32_t spec[8];
     uint32_t nspec;
+    enum vk_pipeline_state state;
+    bool queued;                     /* waiting for a worker (a waiter may take it over)        */
+    struct vk_pipeline_entry *next;  /* the workers' queue                                      */
     VkPipeline pipeline;
+    struct err err;                  /* why creation failed (VK_PIPE_FAILED)                    */
 };
 
 struct vk_device {
@@ -101,8 +111,10 @@ struct vk_device {
     atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
     atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
     pthread_mutex_t pipe_lock;
-    struct vk_pipeline_entry *pipes;
+    pthread_cond_t pipe_done;        /* broadcast when a creation finishes                      */
+    struct vk_pipeline_entry **pipes; /* stable entries: the creation workers hold them         */
     size_t npipes, cappipes;
+    uint32_t pipe_threads;           /* creation workers wanted (VKASR_PIPELINE_THREADS - 1)    */
     pthread_mutex_t weights_lock;
     struct vk_arena weights;
     bool profile;
@@ -151,8 +163,14 @@ void vk_pipelines_destroy(struct vk_device *d);
  * and cost only the cache. */
 vkasr_status vk_pcache_create(struct vk_device *d, struct err *e);
 void vk_pcache_save(struct vk_device *d);
-/* Returns the pipeline for a shader and its specialization constants (ids 0..nspec-1), creating it on
- * first use. Thread-safe. */
+/* The entry of a shader and its specialization constants (ids 0..nspec-1); on first request its
+ * creation starts: queued for the creation workers where d->pipe_threads > 0, else at once.
+ * Thread-safe. */
+vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                                 struct vk_pipeline_entry **out, struct err *e);
+/* Waits until the entry's pipeline exists; its creation's error if that failed. */
+vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e);
+/* Both: the pipeline, created on first use. */
 vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
                              VkPipeline *out, struct err *e);
 
@@ -165,11 +183,25 @@ struct vk_range {
 #define VK_RING 4
 #define VK_MAX_TRACKED 64
 
+/* A dispatch recorded into a slot but not yet into its command buffer: commands are written when the
+ * slot is submitted (or before a copy), once the pipelines they bind exist, so that the pipelines
+ * of one command buffer are created in parallel. */
+struct vk_deferred {
+    struct vk_pipeline_entry *pipe;
+    const char *name;
+    uint32_t groups[3];
+    uint32_t pc_size;
+    bool barrier;                    /* a compute barrier before the dispatch                   */
+    uint32_t pc[VK_PUSH_CONSTANT_BYTES / 4];
+};
+
 struct vk_slot {
     VkCommandBuffer cb;
     VkFence fence;
     bool recording, pending;
     uint32_t n_dispatch;
+    uint32_t n_deferred;             /* dispatches in `deferred`, not yet in cb                 */
+    struct vk_deferred *deferred;    /* [submit_batch]                                          */
     uint32_t n_queries;              /* timestamps written into this slot's query range         */
     const char **query_names;        /* [max dispatches per slot] op name of each dispatch      */
 };

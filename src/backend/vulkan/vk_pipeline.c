@@ -1,8 +1,8 @@
 /* vk_pipeline.c — compute pipelines from the embedded SPIR-V table, created lazily per (shader,
- * specialization constants) on first use, so a run pays only for the kernels it uses, and shared by
- * all backends of a device; created through the persistent pipeline cache (vk_pipeline_cache.c). One
- * pipeline layout for all: 128 bytes of push constants and no descriptors (tensors are buffer device
- * addresses). */
+ * specialization constants) on first use, so a run pays only for the kernels it uses (on GPUs in
+ * parallel, by the creation workers below), and shared by all backends of a device; created through
+ * the persistent pipeline cache (vk_pipeline_cache.c). One pipeline layout for all: 128 bytes of push
+ * constants and no descriptors (tensors are buffer device addresses). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,21 +22,6 @@ vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e) {
     };
     VK_CHECK(e, vkCreatePipelineLayout(d->dev, &li, NULL, &d->layout));
     return vk_pcache_create(d, e);
-}
-
-void vk_pipelines_destroy(struct vk_device *d) {
-    vk_pcache_save(d);
-    for (size_t i = 0; i < d->npipes; i++)
-        vkDestroyPipeline(d->dev, d->pipes[i].pipeline, NULL);
-    free(d->pipes);
-    d->pipes = NULL;
-    d->npipes = d->cappipes = 0;
-    if (d->cache)
-        vkDestroyPipelineCache(d->dev, d->cache, NULL);
-    if (d->layout)
-        vkDestroyPipelineLayout(d->dev, d->layout, NULL);
-    d->cache = VK_NULL_HANDLE;
-    d->layout = VK_NULL_HANDLE;
 }
 
 /* VKASR_PIPELINE_STATS: one log line per executable of a new pipeline with every statistic the driver
@@ -150,42 +135,225 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
     return VKASR_OK;
 }
 
-vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
-                             VkPipeline *out, struct err *e) {
+/* Stores the outcome of p's creation for its waiters. */
+static void finish_creation(struct vk_pipeline_entry *p, vkasr_status st, VkPipeline pipe, const struct err *e) {
+    struct vk_device *d = p->d;
+    pthread_mutex_lock(&d->pipe_lock);
+    p->pipeline = pipe;
+    p->err = *e;
+    p->state = st == VKASR_OK ? VK_PIPE_READY : VK_PIPE_FAILED;
+    pthread_cond_broadcast(&d->pipe_done);
+    pthread_mutex_unlock(&d->pipe_lock);
+}
+
+static void run_creation(struct vk_pipeline_entry *p) {
+    struct err e = {0};
+    VkPipeline pipe = VK_NULL_HANDLE;
+    vkasr_status st = create_pipeline(p->d, p->spv, p->spec, p->nspec, &pipe, &e);
+    finish_creation(p, st, pipe, &e);
+}
+
+/* The creation workers: threads of the process, shared by every device, started as creations are
+ * queued (up to the most any device asked for) and never ending. On NVIDIA's driver (580) a thread that
+ * created a pipeline runs driver code when it exits, and that deadlocked against vkDestroyDevice of
+ * another device on another thread (H100: test_threads hung in about one run in four with a thread per
+ * creation, joined before the device closed or not). An idle worker waits on the queue, outside the
+ * driver; libvkasr.so stays loaded once loaded (-z nodelete) so that the workers' code stays mapped.
+ * A waiter takes over a creation still queued (vk_pipeline_wait), so every creation finishes even
+ * where no worker could be started. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work;                    /* signalled when a creation is queued               */
+    struct vk_pipeline_entry *head, *tail;  /* queued creations, oldest first                    */
+    uint32_t queued;                        /* creations in the queue                            */
+    uint32_t threads, idle, limit;          /* workers started, waiting, wanted at most          */
+} workers = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    pthread_mutex_lock(&workers.lock);
+    for (;;) {
+        while (!workers.head) {
+            workers.idle++;
+            pthread_cond_wait(&workers.work, &workers.lock);
+            workers.idle--;
+        }
+        struct vk_pipeline_entry *p = workers.head;
+        workers.head = p->next;
+        if (!workers.head)
+            workers.tail = NULL;
+        p->next = NULL;
+        p->queued = false;
+        workers.queued--;
+        pthread_mutex_unlock(&workers.lock);
+        run_creation(p);
+        pthread_mutex_lock(&workers.lock);
+    }
+    return NULL;
+}
+
+/* Queues p's creation (pipe_lock held; the workers' lock nests inside it) and starts a worker if the
+ * queue outnumbers the idle ones and fewer than the most wanted run. */
+static void queue_creation(struct vk_device *d, struct vk_pipeline_entry *p) {
+    pthread_mutex_lock(&workers.lock);
+    p->queued = true;
+    p->next = NULL;
+    if (workers.tail)
+        workers.tail->next = p;
+    else
+        workers.head = p;
+    workers.tail = p;
+    workers.queued++;
+    if (d->pipe_threads > workers.limit)
+        workers.limit = d->pipe_threads;
+    if (workers.queued > workers.idle && workers.threads < workers.limit) {
+        pthread_t t;
+        pthread_attr_t attr;
+        if (pthread_attr_init(&attr) == 0) {
+            if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+                pthread_create(&t, &attr, worker_main, NULL) == 0)
+                workers.threads++;
+            pthread_attr_destroy(&attr);
+        }
+    }
+    pthread_cond_signal(&workers.work);
+    pthread_mutex_unlock(&workers.lock);
+}
+
+/* Takes p off the workers' queue if it is still there (pipe_lock held). */
+static bool unqueue_creation(struct vk_pipeline_entry *p) {
+    bool taken = false;
+    pthread_mutex_lock(&workers.lock);
+    if (p->queued) {
+        struct vk_pipeline_entry **link = &workers.head, *prev = NULL;
+        while (*link != p) {
+            prev = *link;
+            link = &(*link)->next;
+        }
+        *link = p->next;
+        if (workers.tail == p)
+            workers.tail = prev;
+        p->next = NULL;
+        p->queued = false;
+        workers.queued--;
+        taken = true;
+    }
+    pthread_mutex_unlock(&workers.lock);
+    return taken;
+}
+
+/* Starts the creation of entry p (state VK_PIPE_CREATING), pipe_lock held: queued for the workers where
+ * the device wants them, else here (the lock released meanwhile; other requesters of the entry wait for
+ * it as for a queued one). */
+static void start_creation(struct vk_device *d, struct vk_pipeline_entry *p) {
+    if (d->pipe_threads > 0) {
+        queue_creation(d, p);
+        return;
+    }
+    pthread_mutex_unlock(&d->pipe_lock);
+    run_creation(p);
+    pthread_mutex_lock(&d->pipe_lock);
+}
+
+/* Waits until no creation of the device is queued or running (pipe_lock held); queued ones are
+ * dropped. For a closing device: nothing records on it any more. */
+static void settle_creations(struct vk_device *d) {
+    for (size_t i = 0; i < d->npipes; i++) {
+        struct vk_pipeline_entry *p = d->pipes[i];
+        if (p->state == VK_PIPE_CREATING && unqueue_creation(p)) {
+            p->state = VK_PIPE_FAILED;
+            err_set(&p->err, VKASR_ERR_INTERNAL, "the device closed before its pipeline was created");
+        }
+        while (p->state == VK_PIPE_CREATING)
+            pthread_cond_wait(&d->pipe_done, &d->pipe_lock);
+    }
+}
+
+vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                                 struct vk_pipeline_entry **out, struct err *e) {
     CHECK_OR_RETURN(e, (unsigned)spv < SPV_COUNT && nspec <= 8);
     pthread_mutex_lock(&d->pipe_lock);
     for (size_t i = 0; i < d->npipes; i++) {
-        struct vk_pipeline_entry *p = &d->pipes[i];
+        struct vk_pipeline_entry *p = d->pipes[i];
         if (p->spv == spv && p->nspec == nspec && memcmp(p->spec, spec, 4 * nspec) == 0) {
-            *out = p->pipeline;
+            if (p->state == VK_PIPE_FAILED) { /* tried again (entries live as long as the device) */
+                p->state = VK_PIPE_CREATING;
+                start_creation(d, p);
+            }
+            *out = p;
             pthread_mutex_unlock(&d->pipe_lock);
             return VKASR_OK;
         }
     }
-    vkasr_status st = VKASR_OK;
+    struct vk_pipeline_entry *p = NULL;
     if (d->npipes == d->cappipes) {
         size_t cap = d->cappipes ? 2 * d->cappipes : 32;
-        struct vk_pipeline_entry *np = realloc(d->pipes, cap * sizeof *np);
-        if (!np)
-            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        else {
+        struct vk_pipeline_entry **np = realloc(d->pipes, cap * sizeof *np);
+        if (np) {
             d->pipes = np;
             d->cappipes = cap;
         }
     }
-    if (st == VKASR_OK) {
-        struct vk_pipeline_entry *p = &d->pipes[d->npipes];
-        memset(p, 0, sizeof *p);
-        p->spv = spv;
-        p->nspec = nspec;
-        if (nspec)
-            memcpy(p->spec, spec, 4 * nspec);
-        st = create_pipeline(d, spv, spec, nspec, &p->pipeline, e);
-        if (st == VKASR_OK) {
-            d->npipes++;
-            *out = p->pipeline;
-        }
+    if (d->npipes < d->cappipes)
+        p = calloc(1, sizeof *p);
+    if (!p) {
+        pthread_mutex_unlock(&d->pipe_lock);
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     }
+    *p = (struct vk_pipeline_entry){.d = d, .spv = spv, .nspec = nspec, .state = VK_PIPE_CREATING};
+    if (nspec)
+        memcpy(p->spec, spec, 4 * nspec);
+    d->pipes[d->npipes++] = p;
+    start_creation(d, p);
+    *out = p;
     pthread_mutex_unlock(&d->pipe_lock);
-    return st;
+    return VKASR_OK; /* a failed creation is reported by vk_pipeline_wait */
+}
+
+vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e) {
+    struct vk_device *d = p->d;
+    pthread_mutex_lock(&d->pipe_lock);
+    if (p->state == VK_PIPE_CREATING && unqueue_creation(p)) { /* no worker has it yet: make it here */
+        pthread_mutex_unlock(&d->pipe_lock);
+        run_creation(p);
+        pthread_mutex_lock(&d->pipe_lock);
+    }
+    while (p->state == VK_PIPE_CREATING)
+        pthread_cond_wait(&d->pipe_done, &d->pipe_lock);
+    const bool ok = p->state == VK_PIPE_READY;
+    *out = p->pipeline;
+    if (!ok)
+        *e = p->err;
+    pthread_mutex_unlock(&d->pipe_lock);
+    return ok ? VKASR_OK : e->code;
+}
+
+vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
+                             VkPipeline *out, struct err *e) {
+    struct vk_pipeline_entry *p;
+    TRY(vk_pipeline_request(d, spv, spec, nspec, &p, e));
+    return vk_pipeline_wait(p, out, e);
+}
+
+void vk_pipelines_destroy(struct vk_device *d) {
+    /* No worker may still create one of this device's pipelines (a run that failed before it bound
+     * them leaves creations queued or running). */
+    pthread_mutex_lock(&d->pipe_lock);
+    settle_creations(d);
+    pthread_mutex_unlock(&d->pipe_lock);
+    vk_pcache_save(d);
+    for (size_t i = 0; i < d->npipes; i++) {
+        if (d->pipes[i]->pipeline)
+            vkDestroyPipeline(d->dev, d->pipes[i]->pipeline, NULL);
+        free(d->pipes[i]);
+    }
+    free(d->pipes);
+    d->pipes = NULL;
+    d->npipes = d->cappipes = 0;
+    if (d->cache)
+        vkDestroyPipelineCache(d->dev, d->cache, NULL);
+    if (d->layout)
+        vkDestroyPipelineLayout(d->dev, d->layout, NULL);
+    d->cache = VK_NULL_HANDLE;
+    d->layout = VK_NULL_HANDLE;
 }
