@@ -3,7 +3,9 @@
  * VKASR_MAX_GROUPS limits the grid; VKASR_FORCE_STAGING turns host-mapped device memory off and the
  * staged upload/download still round-trips with profiling on; VKASR_PIPELINE_STATS logs a new
  * pipeline's statistics where the driver has VK_KHR_pipeline_executable_properties and is ignored with
- * a warning where it has not; VKASR_PIPELINE_THREADS sets how many pipelines are created at once. Also the "no usable device" message names every device and what it lacks. */
+ * a warning where it has not; VKASR_PIPELINE_THREADS sets how many pipelines are created at once, and a
+ * device closes cleanly with creations still queued. Also the "no usable device" message names every
+ * device and what it lacks. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +160,33 @@ static void pipeline_threads(const char *value, uint32_t want, bool warn) {
     be_device_close(&d->base);
 }
 
+/* A device closed while its pipelines are still queued for the creation workers, or being created
+ * (a run that failed before it bound them): the close waits for the one being created and drops the
+ * rest, and the workers go on serving the next device (one worker: most requests are still queued). */
+static void close_with_creations_queued(void) {
+    enum { NP = 8 };
+    static const uint32_t wgs[NP] = {32, 64, 96, 128, 160, 192, 224, 256};
+    for (int round = 0; round < 2; round++) {
+        struct vk_device *d = open_with("VKASR_PIPELINE_THREADS", "2");
+        if (!d)
+            return;
+        struct err e = {0};
+        struct vk_pipeline_entry *p = NULL;
+        if (round == 0) {
+            for (int i = 0; i < NP; i++)
+                EXPECT(vk_pipeline_request(d, SPV_softmax, &wgs[i], 1, &p, &e) == VKASR_OK, "request: %s", e.msg);
+        } else { /* the next device: a request is served */
+            VkPipeline pipe = VK_NULL_HANDLE;
+            EXPECT(vk_pipeline_request(d, SPV_softmax, &wgs[NP - 1], 1, &p, &e) == VKASR_OK &&
+                       vk_pipeline_wait(p, &pipe, &e) == VKASR_OK && pipe != VK_NULL_HANDLE,
+                   "a pipeline after a device closed with creations queued: %s", e.msg);
+        }
+        const unsigned made = (unsigned)atomic_load(&d->pipelines_created);
+        EXPECT(made <= NP, "%u pipelines created for %d requested", made, NP);
+        be_device_close(&d->base);
+    }
+}
+
 static void unusable_message(void) {
     vkasr_device_info infos[3];
     memset(infos, 0, sizeof infos);
@@ -213,6 +242,7 @@ int main(void) {
     pipeline_threads("4", 3, false);
     pipeline_threads("0", DEFAULT_THREADS, true);
     pipeline_threads("many", DEFAULT_THREADS, true);
+    close_with_creations_queued();
     unusable_message();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
