@@ -62,7 +62,5 @@ vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_s
 vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p);
 /* The network's options from the transcribe parameters. */
 struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_params *p);
-/* Milliseconds of a monotonic clock. */
-double api_now_ms(void);
 
 #endif

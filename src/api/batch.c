@@ -12,6 +12,7 @@
 
 #include "api/api.h"
 #include "audio/audio.h"
+#include "common/clock.h"
 
 /* The automatic batch (max_batch 0): at most this many inputs and this much audio, within memory. */
 #define AUTO_MAX_INPUTS 256
@@ -46,11 +47,11 @@ static void *decode_inputs(void *arg) {
     for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
         const vkasr_batch_input *in = &j->inputs[i];
         struct item *it = &j->items[i];
-        const double t0 = api_now_ms();
+        const double t0 = clock_ms();
         it->st = in->path ? audio_load_file(in->path, j->rate, &it->a, &it->e)
                           : audio_from_pcm(in->samples, in->n_frames, in->sample_rate, in->channels, j->rate, &it->a,
                                            &it->e);
-        it->load_ms = api_now_ms() - t0;
+        it->load_ms = clock_ms() - t0;
     }
     return NULL;
 }
@@ -141,7 +142,7 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
         ns[j] = items[idx[j]].a.n;
         c->cur += (double)items[idx[j]].a.n / items[idx[j]].a.rate;
     }
-    const double t0 = api_now_ms();
+    const double t0 = clock_ms();
     struct asr_options opt = api_options(s, c->p);
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .ud = c};
     struct err e = {0};
@@ -151,7 +152,7 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     if (st == VKASR_OK)
         LOG_INFO(s->model->dev->log,
                  "batch of %zu inputs, %.1f s of audio: %.1f ms (features %.1f, encoder %.1f, decoder %.1f)", k,
-                 c->cur, api_now_ms() - t0, outs[0].features_ms, outs[0].encoder_ms, outs[0].decoder_ms);
+                 c->cur, clock_ms() - t0, outs[0].features_ms, outs[0].encoder_ms, outs[0].decoder_ms);
     if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
         /* one input at a time: an input the batch cannot hold, or a device hiccup, sinks no other */
         LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running them one at a time", k, e.msg);
@@ -246,7 +247,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     if (s->stream)
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
                        "the session is in use by a live stream (vkasr_stream_free() gives it back)");
-    const double t_call = api_now_ms();
+    const double t_call = clock_ms();
     s->call_start_ms = t_call;
     err_clear(&s->err);
     api_result_clear(&s->result);
@@ -293,9 +294,9 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     struct call c = {.s = s, .p = &p};
     vkasr_status st = VKASR_OK, first_err = VKASR_OK;
     /* decode every input; a bad one is its own error */
-    const double t_decode = api_now_ms();
+    const double t_decode = clock_ms();
     decode_all(inputs, items, n, m->cfg.sample_rate);
-    const double decode_ms = api_now_ms() - t_decode;
+    const double decode_ms = clock_ms() - t_decode;
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
         struct vkasr_result *r = &s->batch[i];
@@ -344,9 +345,9 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     size_t pos = 0;
     while (pos < nrun && st != VKASR_ABORTED) {
         /* inputs without an encoder frame run alone (an empty transcript, as a call of their own) */
-        const double tg = api_now_ms();
+        const double tg = clock_ms();
         const size_t k = items[idx[pos]].frames < 1 ? 1 : next_group(s, items, idx + pos, nrun - pos, max, &opt);
-        group_ms += api_now_ms() - tg;
+        group_ms += clock_ms() - tg;
         vkasr_status sg = run_group(&c, items, idx + pos, k, inputs, &bp);
         if (sg == VKASR_ABORTED)
             st = VKASR_ABORTED;
@@ -355,7 +356,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
         pos += k;
     }
     LOG_INFO(s->model->dev->log, "%zu inputs: decoding them %.1f ms, forming the batches %.1f ms, call %.1f ms", n,
-             decode_ms, group_ms, api_now_ms() - t_call);
+             decode_ms, group_ms, clock_ms() - t_call);
     /* inputs never started after an abort */
     for (; pos < nrun; pos++) {
         struct vkasr_result *r = &s->batch[idx[pos]];

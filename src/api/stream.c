@@ -6,11 +6,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/api.h"
 #include "asr/merge.h"
 #include "audio/audio.h"
+#include "common/clock.h"
 
 struct vkasr_stream {
     vkasr_session *session;
@@ -52,12 +52,6 @@ struct vkasr_stream {
 /* A late window takes at most this many hops: on a device slower than real time the stream falls
  * behind whatever it does, and windows must not grow with the backlog (attention is quadratic). */
 #define MAX_CATCH_UP_HOPS 16
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 vkasr_stream_params vkasr_stream_params_default(void) {
     return (vkasr_stream_params){.struct_size = sizeof(vkasr_stream_params),
@@ -302,12 +296,12 @@ static void *worker_main(void *arg) {
             memcpy(s->win, s->buf + (from - s->base), n * sizeof *s->win);
         pthread_mutex_unlock(&s->lock);
 
-        double t0 = now_s();
+        const double t0 = clock_ms();
         if (st != VKASR_OK)
             err_set(&s->werr, st, "live stream: out of host memory for a window of %zu samples", n);
         else
             st = run_window(s, w_start, n, horizon, last, &s->werr);
-        double dt = now_s() - t0;
+        const double dt = (clock_ms() - t0) * 1e-3; /* seconds */
 
         pthread_mutex_lock(&s->lock);
         s->horizon = horizon;

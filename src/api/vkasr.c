@@ -3,17 +3,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
 #include "audio/audio.h"
-
-double api_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "common/clock.h"
 
 const char *vkasr_version_string(void) {
 #define STR2(x) #x
@@ -373,7 +367,7 @@ vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_s
         .features_ms = r->out.features_ms,
         .encoder_ms = r->out.encoder_ms,
         .decoder_ms = r->out.decoder_ms,
-        .total_ms = api_now_ms() - t0_ms,
+        .total_ms = clock_ms() - t0_ms,
         .peak_device_bytes = s->model->dev->vt->weight_bytes(s->model->dev) + s->be->vt->peak_bytes(s->be),
         .planned_device_bytes = r->out.plan.weights + r->out.plan.scratch,
     };
@@ -392,7 +386,7 @@ static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
                        "the session is in use by a live stream (vkasr_stream_free() gives it back)");
     }
-    s->call_start_ms = api_now_ms();
+    s->call_start_ms = clock_ms();
     err_clear(&s->err);
     api_result_clear(&s->result);
     batch_clear(s);
@@ -414,7 +408,7 @@ vkasr_status vkasr_transcribe_pcm(vkasr_session *s, const float *samples, size_t
     TRY(api_check_params(s, &p));
     struct audio a = {0};
     TRY(audio_from_pcm(samples, n_frames, sample_rate, channels, s->model->am->cfg.sample_rate, &a, &s->err));
-    double load_ms = api_now_ms() - s->call_start_ms;
+    double load_ms = clock_ms() - s->call_start_ms;
     vkasr_status st = run(s, &a, &p, load_ms, out);
     audio_free(&a);
     return st;
@@ -430,7 +424,7 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
     TRY(api_check_params(s, &p));
     struct audio a = {0};
     TRY(audio_load_file(path, s->model->am->cfg.sample_rate, &a, &s->err));
-    double load_ms = api_now_ms() - s->call_start_ms;
+    double load_ms = clock_ms() - s->call_start_ms;
     vkasr_status st = run(s, &a, &p, load_ms, out);
     audio_free(&a);
     return st;

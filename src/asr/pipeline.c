@@ -8,15 +8,9 @@
  * or without them). */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "asr.h"
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
+#include "common/clock.h"
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
@@ -136,7 +130,7 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
     err_clear(e);
     err_clear(&be->err);
     const struct model_config *c = &m->cfg;
-    double t0 = now_ms();
+    double t0 = clock_ms();
     int64_t *lens = malloc((size_t)(n > 0 ? n : 1) * sizeof *lens);
     if (!lens)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
@@ -190,7 +184,7 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
         st = copy_out(be, &feat, b.off[ASR_MEL][i], asr_batch_len(&b, ASR_MEL, i), &out[i].mel, e);
     if (st == VKASR_OK)
         st = asr_tap(hooks, be, "mel", 0, &feat, e);
-    double t1 = now_ms();
+    double t1 = clock_ms();
     if (st == VKASR_OK && hooks && hooks->progress)
         hooks->progress(hooks->ud, "features", 1.0, 0.0);
     // x = subsample(feat), then feat is released (its copy and tap are taken above)
@@ -210,12 +204,12 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
         st = copy_out(be, &x, b.off[ASR_FRAMES][i], asr_batch_len(&b, ASR_FRAMES, i), &out[i].encoder, e);
     if (st == VKASR_OK)
         st = asr_tap(hooks, be, "encoder", 0, &x, e);
-    double t2 = now_ms();
+    double t2 = clock_ms();
     if (st == VKASR_OK)
         st = asr_decode(m, be, &x, opt, hooks, &b, out, e);
     if (st == VKASR_OK)
         st = be_sync(be);
-    double t3 = now_ms();
+    double t3 = clock_ms();
     for (int64_t i = 0; i < n; i++) {
         out[i].features_ms = t1 - t0;
         out[i].encoder_ms = t2 - t1;

@@ -3,8 +3,8 @@
  * wrote (or writes bytes one read), optional per-dispatch timestamps aggregated per op. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "vk_internal.h"
 
 static bool overlap(const struct vk_range *a, const struct vk_range *b) {
@@ -86,12 +86,6 @@ static void profile_add(struct vk_backend *b, const char *name, double ms) {
     b->prof[b->nprof++] = (struct vk_profile_entry){name, 1, ms};
 }
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
 /* How long a wait polls the fence before it blocks. A blocking wait sleeps and is woken by the
  * driver, which costs tens of microseconds: the decoder waits once per emitted token, for a few
  * microseconds of GPU work. Not on a CPU driver, whose threads need the cores. */
@@ -105,7 +99,7 @@ static vkasr_status slot_wait(struct vk_backend *b, int i) {
         return VKASR_OK;
     VkResult fr = VK_NOT_READY;
     if (!d->caps.cpu)
-        for (double t0 = now_us(); (fr = vkGetFenceStatus(d->dev, s->fence)) == VK_NOT_READY && now_us() - t0 < FENCE_SPIN_US;)
+        for (double t0 = clock_ms(); (fr = vkGetFenceStatus(d->dev, s->fence)) == VK_NOT_READY && (clock_ms() - t0) * 1e3 < FENCE_SPIN_US;)
             ;
     if (fr != VK_SUCCESS && fr != VK_NOT_READY)
         return vk_fail(&b->base.err, fr, "vkGetFenceStatus", __FILE__, __LINE__);

@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/clock.h"
 #include "vk_internal.h"
 
 vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e) {
@@ -120,10 +120,9 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
         .layout = d->layout,
         .flags = d->pipeline_stats ? VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR : 0,
     };
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = clock_ms();
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
+    const double ms = clock_ms() - t0;
     vkDestroyShaderModule(d->dev, mod, NULL);
     if (r == VK_SUCCESS) {
         atomic_fetch_add(&d->pipelines_created, 1);
@@ -134,8 +133,7 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
         if (hit)
             atomic_fetch_add(&d->pipeline_cache_hits, 1);
         else /* what a first run waits for: one line per compiled pipeline */
-            LOG_INFO(d->base.log, "compiled pipeline %s in %.0f ms", blob->name,
-                     1e3 * (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_nsec - t0.tv_nsec));
+            LOG_INFO(d->base.log, "compiled pipeline %s in %.0f ms", blob->name, ms);
     }
     if (r != VK_SUCCESS)
         return err_set(e, r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? VKASR_ERR_DEVICE_MEMORY : VKASR_ERR_VULKAN,
