@@ -5,8 +5,8 @@
  * worker also aborts a call through its abort callback and goes on; then a batch call, which decodes its
  * inputs on several threads; then models loaded on several threads at once (what `vkasr transcribe
  * --devices` does), each transcribing on its own thread, freed once all of them have ended. Every
- * transcript must equal the one made on a single thread with a model of its own. Run under ThreadSanitizer by
- * scripts/test.sh --sanitize.
+ * transcript must equal the one made on a single thread with a model of its own. Run under
+ * ThreadSanitizer by scripts/test.sh --sanitize.
  * usage: test_threads MODEL AUDIO_DIR [DEVICE] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
@@ -72,10 +72,9 @@ static bool stop_now(void *ud) {
     return true;
 }
 
-/* A model loaded on this thread, then one file transcribed with it. */
-/* A loader keeps its model and session for main to free after joining every loader: NVIDIA's driver
- * (580) deadlocked when a thread that had used the GPU exited while another destroyed a device
- * (include/vkasr.h, "Lifetimes"). */
+/* A model loaded on this thread, then one file transcribed with it. The loader keeps its model and
+ * session for main to free after joining every loader: NVIDIA's driver (580) deadlocked when a thread
+ * that had used the GPU exited while another destroyed a device (include/vkasr.h, "Lifetimes"). */
 struct loader {
     const char *path;
     vkasr_model_params mp;

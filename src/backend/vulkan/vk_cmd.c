@@ -181,37 +181,43 @@ static bool needs_barrier(const struct vk_backend *b, const struct vk_dispatch *
     return false;
 }
 
+/* Writes one noted dispatch into cb: its barrier, pipeline, push constants and launch; with timestamps
+ * around the launch while profiling (the current slot's query range). */
+static void write_dispatch(struct vk_backend *b, VkCommandBuffer cb, const struct vk_deferred *w, VkPipeline pipe,
+                           bool stamps) {
+    struct vk_device *d = b->d;
+    struct vk_slot *s = &b->slots[b->cur];
+    if (w->barrier)
+        compute_barrier(cb);
+    vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
+    if (w->pc_size)
+        vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, w->pc_size, w->pc);
+    const uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
+    /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
+     * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
+     * may still run, and its interval would then count that dispatch's tail too). */
+    if (stamps)
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b->queries, q);
+    vkCmdDispatch(cb, w->groups[0], w->groups[1], w->groups[2]);
+    if (stamps) {
+        /* Serialise while profiling so each interval covers one dispatch only. */
+        compute_barrier(cb);
+        vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries, q + 1);
+        s->query_names[s->n_queries++] = w->name;
+    }
+}
+
 /* Writes the current slot's deferred dispatches into its command buffer, in order, each once its
  * pipeline exists (the wait for the first is where a first run's compilations overlap). On failure
  * the rest are dropped: the caller fails the run. */
 static vkasr_status emit_deferred(struct vk_backend *b) {
-    struct vk_device *d = b->d;
     struct vk_slot *s = &b->slots[b->cur];
     vkasr_status st = VKASR_OK;
     for (uint32_t i = 0; i < s->n_deferred && st == VKASR_OK; i++) {
-        const struct vk_deferred *w = &s->deferred[i];
         VkPipeline pipe;
-        st = vk_pipeline_wait(w->pipe, &pipe, &b->base.err);
-        if (st != VKASR_OK)
-            break;
-        if (w->barrier)
-            compute_barrier(s->cb);
-        vkCmdBindPipeline(s->cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-        if (w->pc_size)
-            vkCmdPushConstants(s->cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, w->pc_size, w->pc);
-        uint32_t q = (uint32_t)b->cur * 2 * d->submit_batch + 2 * s->n_queries;
-        /* The start stamp waits for the compute work before it (COMPUTE_SHADER, not TOP_OF_PIPE: a
-         * top-of-pipe stamp is written as soon as the command is reached, while the previous dispatch
-         * may still run, and its interval would then count that dispatch's tail too). */
-        if (b->queries)
-            vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b->queries, q);
-        vkCmdDispatch(s->cb, w->groups[0], w->groups[1], w->groups[2]);
-        if (b->queries) {
-            /* Serialise while profiling so each interval covers one dispatch only. */
-            compute_barrier(s->cb);
-            vkCmdWriteTimestamp(s->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, b->queries, q + 1);
-            s->query_names[s->n_queries++] = w->name;
-        }
+        st = vk_pipeline_wait(s->deferred[i].pipe, &pipe, &b->base.err);
+        if (st == VKASR_OK)
+            write_dispatch(b, s->cb, &s->deferred[i], pipe, b->queries != VK_NULL_HANDLE);
     }
     s->n_deferred = 0;
     return st;
@@ -230,8 +236,11 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
     TRY(vk_pipeline_request(d, dp->spv, dp->spec, dp->nspec, &pe, e));
     if (!b->capture)
         TRY(ensure_recording(b));
-    const bool barrier = needs_barrier(b, dp);
-    if (barrier)
+    struct vk_deferred w = {.pipe = pe, .name = dp->name, .pc_size = dp->pc_size, .barrier = needs_barrier(b, dp)};
+    memcpy(w.groups, dp->groups, sizeof w.groups);
+    if (dp->pc_size)
+        memcpy(w.pc, dp->pc, dp->pc_size);
+    if (w.barrier)
         b->n_written = b->n_read = 0;
     for (int i = 0; i < dp->nreads; i++)
         b->read[b->n_read++] = dp->reads[i];
@@ -240,24 +249,11 @@ vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
     if (b->capture) { /* a graph: no timestamps, no submission of its own; recorded at once */
         VkPipeline pipe;
         TRY(vk_pipeline_wait(pe, &pipe, e));
-        VkCommandBuffer cb = b->capture->cb;
-        if (barrier)
-            compute_barrier(cb);
-        vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, pipe);
-        if (dp->pc_size)
-            vkCmdPushConstants(cb, d->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, dp->pc_size, dp->pc);
-        vkCmdDispatch(cb, dp->groups[0], dp->groups[1], dp->groups[2]);
+        write_dispatch(b, b->capture->cb, &w, pipe, false);
         return VKASR_OK;
     }
     struct vk_slot *s = &b->slots[b->cur];
-    struct vk_deferred *w = &s->deferred[s->n_deferred++];
-    w->pipe = pe;
-    w->name = dp->name;
-    memcpy(w->groups, dp->groups, sizeof w->groups);
-    w->pc_size = dp->pc_size;
-    w->barrier = barrier;
-    if (dp->pc_size)
-        memcpy(w->pc, dp->pc, dp->pc_size);
+    s->deferred[s->n_deferred++] = w;
     if (b->queries) /* each dispatch is followed by a barrier while profiling */
         b->n_written = b->n_read = 0;
     if (++s->n_dispatch >= d->submit_batch)

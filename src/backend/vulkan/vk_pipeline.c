@@ -175,6 +175,16 @@ static struct {
     uint32_t threads, idle, limit;          /* workers started, waiting, wanted at most          */
 } workers = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 
+/* Takes p, the entry after prev (NULL: the head), off the queue (workers.lock held). */
+static void unlink_queued(struct vk_pipeline_entry *prev, struct vk_pipeline_entry *p) {
+    *(prev ? &prev->next : &workers.head) = p->next;
+    if (workers.tail == p)
+        workers.tail = prev;
+    p->next = NULL;
+    p->queued = false;
+    workers.queued--;
+}
+
 static void *worker_main(void *arg) {
     (void)arg;
     pthread_mutex_lock(&workers.lock);
@@ -185,12 +195,7 @@ static void *worker_main(void *arg) {
             workers.idle--;
         }
         struct vk_pipeline_entry *p = workers.head;
-        workers.head = p->next;
-        if (!workers.head)
-            workers.tail = NULL;
-        p->next = NULL;
-        p->queued = false;
-        workers.queued--;
+        unlink_queued(NULL, p);
         pthread_mutex_unlock(&workers.lock);
         run_creation(p);
         pthread_mutex_lock(&workers.lock);
@@ -231,17 +236,10 @@ static bool unqueue_creation(struct vk_pipeline_entry *p) {
     bool taken = false;
     pthread_mutex_lock(&workers.lock);
     if (p->queued) {
-        struct vk_pipeline_entry **link = &workers.head, *prev = NULL;
-        while (*link != p) {
-            prev = *link;
-            link = &(*link)->next;
-        }
-        *link = p->next;
-        if (workers.tail == p)
-            workers.tail = prev;
-        p->next = NULL;
-        p->queued = false;
-        workers.queued--;
+        struct vk_pipeline_entry *prev = NULL;
+        for (struct vk_pipeline_entry *q = workers.head; q != p; q = q->next)
+            prev = q;
+        unlink_queued(prev, p);
         taken = true;
     }
     pthread_mutex_unlock(&workers.lock);
