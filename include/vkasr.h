@@ -153,7 +153,9 @@ typedef enum vkasr_log_level {
     VKASR_LOG_NONE = 4
 } vkasr_log_level;
 
-/* Receives one message (no trailing newline). May be called from the thread that called into vkasr. */
+/* Receives one message (no trailing newline). Called on threads that call into vkasr and on the
+ * library's pipeline workers (see "Pipeline workers" above), possibly at the same time: it must be
+ * thread-safe. */
 typedef void (*vkasr_log_callback)(vkasr_log_level level, const char *message, void *user_data);
 
 /* ---------------------------------------------------------------------------------------------- */

@@ -4,9 +4,10 @@
  * staged upload/download still round-trips with profiling on; VKASR_PIPELINE_STATS logs a new
  * pipeline's statistics where the driver has VK_KHR_pipeline_executable_properties and is ignored with
  * a warning where it has not; VKASR_PIPELINE_THREADS sets how many pipelines are created at once, and a
- * device closes cleanly with creations still queued. Also the "no usable device" message names every
- * device and what it lacks. */
+ * device closes cleanly with creations still queued; a compiled pipeline is logged with its time. Also
+ * the "no usable device" message names every device and what it lacks. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +18,17 @@
 
 
 static char last_warning[2048];
-static int warnings, stats_lines; /* stats_lines: info lines of VKASR_PIPELINE_STATS */
+static int warnings; /* from the variables' parsing, on this thread */
+/* Info lines, also logged by the pipeline creation workers: VKASR_PIPELINE_STATS's, and "compiled
+ * pipeline softmax in N ms". */
+static atomic_int stats_lines, compiled_lines;
 
 static void on_log(vkasr_log_level level, const char *msg, void *ud) {
     (void)ud;
     if (level == VKASR_LOG_INFO && strncmp(msg, "pipeline ", 9) == 0)
         stats_lines++;
+    if (level == VKASR_LOG_INFO && strncmp(msg, "compiled pipeline softmax in ", 29) == 0 && strstr(msg, " ms"))
+        compiled_lines++;
     if (level >= VKASR_LOG_WARN) {
         warnings++;
         snprintf(last_warning, sizeof last_warning, "%s", msg);
@@ -187,6 +193,23 @@ static void close_with_creations_queued(void) {
     }
 }
 
+/* A pipeline compiled (not found in vkasr's pipeline cache, off here) is logged once, with its time;
+ * asking for it again compiles and logs nothing. */
+static void compile_log(void) {
+    struct vk_device *d = open_with("VKASR_NO_PIPELINE_CACHE", "1");
+    if (!d)
+        return;
+    const uint32_t wg = 288;
+    VkPipeline pipe = VK_NULL_HANDLE;
+    struct err e = {0};
+    compiled_lines = 0;
+    for (int i = 0; i < 2; i++)
+        EXPECT(vk_pipeline_get(d, SPV_softmax, &wg, 1, &pipe, &e) == VKASR_OK, "pipeline: %s", e.msg);
+    EXPECT(compiled_lines == 1, "%d \"compiled pipeline softmax in N ms\" line(s) for one compiled pipeline",
+           compiled_lines);
+    be_device_close(&d->base);
+}
+
 static void unusable_message(void) {
     vkasr_device_info infos[3];
     memset(infos, 0, sizeof infos);
@@ -243,6 +266,7 @@ int main(void) {
     pipeline_threads("0", DEFAULT_THREADS, true);
     pipeline_threads("many", DEFAULT_THREADS, true);
     close_with_creations_queued();
+    compile_log();
     unusable_message();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
