@@ -10,7 +10,10 @@
 // tiles (and K slices). K advances by BK (32 or 64) halves: every invocation fetches its 16-byte
 // chunks of the next x and w blocks into registers with 16-byte loads (f32 x: two), raw, and converts
 // them to f16 only when it stores them to shared memory, so the loads' latency hides behind the
-// products of the current block.
+// products of the current block. A tile whose blocks lie wholly inside x and w (all but the edge
+// tiles) fetches from addresses planned once per tile, without bounds checks: with one workgroup per
+// SM the fetches' integer work competes with the products for issue slots (checked fetches cost
+// 10-35% of the bench shape's time on the H100, docs/gpu-results.md).
 //
 // K pipeline. STAGES = 2: two shared blocks; block kt+1 is stored from registers into the other stage
 // while block kt is multiplied, and block kt+2 is fetched into registers right after: one barrier per K
@@ -264,8 +267,36 @@ uvec4 fetch_w(uint gn, uint gk) {
     return tail_halves(a, pc.K - gk);
 }
 
+// The current tile's fetch plan. interior: every row of its x and w blocks is inside the matrices,
+// K is a multiple of BK and 16-byte loads are allowed. Then xbase and wbase address this invocation's
+// first x and w chunk at K offset 0, and xstep and wstep (bytes) the distance to its next chunk, RPP
+// rows on (with ACT_GLU, RPP rows of the pair order are RPP/2 weight rows: RPP is even, so every
+// chunk of an invocation is a value row, or every one a gate row).
+bool interior;
+uint64_t xbase, wbase, xstep, wstep;
+
+void plan_fetch(uint m0, uint n0) {
+    const uint xes = X16 ? 2u : 4u;
+    interior = (pc.flags & FLAG_VEC) != 0u && pc.K % BK == 0u && m0 + BM <= pc.M && n0 + BN <= pc.N;
+    xbase = pc.x + (uint64_t(m0 + r0) * pc.K + kc * 8u) * xes;
+    wbase = pc.w + (uint64_t(glu_row(n0 + r0)) * pc.K + kc * 8u) * 2ul;
+    xstep = uint64_t(RPP * xes) * pc.K;
+    wstep = uint64_t(pc.act == ACT_GLU ? RPP : 2u * RPP) * pc.K;
+}
+
 // Issues the loads of the x and w blocks at K offset k into registers.
 void fetch_block(uint m0, uint n0, uint k) {
+    if (interior) {
+        const uint64_t xk = xbase + uint64_t(k) * (X16 ? 2ul : 4ul), wk = wbase + uint64_t(k) * 2ul;
+        UNROLL for (uint i = 0; i < A_CHUNKS; i++) {
+            xlo[i] = U4Ref(xk + i * xstep).v;
+            if (!X16)
+                xhi[i] = U4Ref(xk + i * xstep + 16ul).v;
+        }
+        UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+            wreg[i] = U4Ref(wk + i * wstep).v;
+        return;
+    }
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)
         fetch_x(m0 + r0 + i * RPP, k + kc * 8u, xlo[i], xhi[i]);
     UNROLL for (uint i = 0; i < B_CHUNKS; i++)
@@ -361,6 +392,7 @@ void main() {
         FragC acc[FM * FN];
         [[unroll]] for (uint f = 0; f < FM * FN; f++)
             ZERO_C(acc[f]);
+        plan_fetch(m0, n0);
 
 #if STAGES == 2
         BARRIER(); // the previous item's epilogue is done with the shared memory
