@@ -263,19 +263,33 @@ void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, bool h16, uint64_
 #define CPT ((CH + NT - 1) / NT) // per invocation
 // One key block's k and v rows (key positions j0 .., valid below jend) and its BK new position rows
 // (p rows prow0 .., to ring rows ring0 ..): every load is issued before the first store, so their
-// latencies overlap instead of adding up.
+// latencies overlap instead of adding up. A block whose k, v and position rows all exist (every block
+// but the edges), of f16 tensors with 16-byte loads allowed and heads as wide as the staged rows,
+// loads without fetch8's checks and type cases (fewer instructions beside the products).
 void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
     const uint t = gl_LocalInvocationID.x;
     const int khi = int(jend) - int(pc.k0);
+    const int kr0 = int(j0) - int(pc.k0);
     uvec4 rk[CPT], rv[CPT], rp[CPT];
-    [[unroll]] for (uint i = 0; i < CPT; i++) {
-        const uint e = t + i * NT, r = e / DKC, c = e % DKC;
-        const bool in_block = e < CH;
-        const int kr = int(j0) - int(pc.k0) + int(r), pr = prow0 + int(r);
-        const bool kok = in_block && kr >= 0 && kr < khi, pok = in_block && pr >= 0 && pr < int(pc.P);
-        rk[i] = fetch8(pc.k, K16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
-        rv[i] = fetch8(pc.v, V16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
-        rp[i] = fetch8(pc.p, P16, 0ul, uint(max(pr, 0)), hd, 8u * c, pok);
+    if (K16 && V16 && P16 && (pc.flags & FLAG_VEC8) != 0u && pc.dk == DKP && kr0 >= 0 && kr0 + BK <= khi &&
+        prow0 >= 0 && prow0 + BK <= int(pc.P)) {
+        [[unroll]] for (uint i = 0; i < CPT; i++) {
+            const uint e = min(t + i * NT, CH - 1u), r = e / DKC, col = hd + 8u * (e % DKC);
+            const uint64_t ko = (uint64_t(kr0 + int(r)) * pc.D + col) * 2ul;
+            rk[i] = U4Ref(pc.k + ko).v;
+            rv[i] = U4Ref(pc.v + ko).v;
+            rp[i] = U4Ref(pc.p + (uint64_t(prow0 + int(r)) * pc.D + col) * 2ul).v;
+        }
+    } else {
+        [[unroll]] for (uint i = 0; i < CPT; i++) {
+            const uint e = t + i * NT, r = e / DKC, c = e % DKC;
+            const bool in_block = e < CH;
+            const int kr = int(j0) - int(pc.k0) + int(r), pr = prow0 + int(r);
+            const bool kok = in_block && kr >= 0 && kr < khi, pok = in_block && pr >= 0 && pr < int(pc.P);
+            rk[i] = fetch8(pc.k, K16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
+            rv[i] = fetch8(pc.v, V16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
+            rp[i] = fetch8(pc.p, P16, 0ul, uint(max(pr, 0)), hd, 8u * c, pok);
+        }
     }
     [[unroll]] for (uint i = 0; i < CPT; i++) {
         const uint e = t + i * NT, r = e / DKC, c = e % DKC;
