@@ -1,6 +1,7 @@
 /* bench_ops.c — times the linear op (GEMM) on the Vulkan backend; not a ctest test.
  *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] [--warmup n]
- *             [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] [--shapes NAME=MxNxK[,...]|encoder] [--bias]
+ *             [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] [--shapes NAME=MxNxK|NAME[,...]|encoder|list]
+ *             [--bias]
  * Defaults: M=7500 K=1024 N=4096, f16 weights, f32 x and y (the encoder's feed-forward shape for ~10
  * min of audio at the 8x subsampled frame rate), 3 warm-up and 10 timed runs, the configuration
  * vk_op_linear would choose. Each (shape, configuration, split) prints one line:
@@ -10,7 +11,9 @@
  * counts 2*M*N*K. check compares 64 outputs with a double-precision dot product of the same
  * (f16-rounded) operands (exit status 1 if any fails). --cfg all runs every configuration this device
  * can run for the weight type, tc its tensor-core ones; --shapes encoder the 0.6B encoder's products
- * at 60 s and 10 min of audio (tools/gpu/gemm_sweep.sh). The device is $VKASR_DEVICE or the default;
+ * at 60 s and 10 min of audio (tools/gpu/gemm_sweep.sh), a NAME one of them, list prints them. Time
+ * one (shape, configuration) per process: on the H100, every one after a process's first ran 2-5x
+ * slower (docs/gpu-results.md, "A measuring hazard"). The device is $VKASR_DEVICE or the default;
  * inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
  * decoder's do). */
 #include <math.h>
@@ -50,7 +53,7 @@ static double now_ms(void) {
 static int usage(void) {
     fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] "
                     "[--warmup n] [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] "
-                    "[--shapes NAME=MxNxK[,...]|encoder] [--bias]\n");
+                    "[--shapes NAME=MxNxK|NAME[,...]|encoder|list] [--bias]\n");
     return 2;
 }
 
@@ -76,14 +79,27 @@ static bool parse_type(const char *v, be_dtype *t) {
     return false;
 }
 
-/* NAME=MxNxK[,...] */
+/* An entry of encoder_shapes by name, or NULL. */
+static const struct shape *encoder_shape(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof encoder_shapes / sizeof *encoder_shapes; i++)
+        if (strlen(encoder_shapes[i].name) == len && strncmp(encoder_shapes[i].name, name, len) == 0)
+            return &encoder_shapes[i];
+    return NULL;
+}
+
+/* NAME=MxNxK or NAME (one of encoder_shapes), comma-separated */
 static int parse_shapes(const char *v, struct shape *out, int cap) {
     int n = 0;
     while (*v && n < cap) {
         struct shape *s = &out[n];
         int used = 0;
-        if (sscanf(v, "%31[^=]=%lldx%lldx%lld%n", s->name, &s->M, &s->N, &s->K, &used) != 4 || s->M < 1 || s->N < 1 ||
-            s->K < 1)
+        const size_t len = strcspn(v, ",=");
+        const struct shape *named = v[len] != '=' ? encoder_shape(v, len) : NULL;
+        if (named) {
+            *s = *named;
+            used = (int)len;
+        } else if (sscanf(v, "%31[^=]=%lldx%lldx%lld%n", s->name, &s->M, &s->N, &s->K, &used) != 4 || s->M < 1 ||
+                   s->N < 1 || s->K < 1)
             return -1;
         n++;
         v += used;
@@ -281,6 +297,12 @@ int main(int argc, char **argv) {
         else if (strcmp(o, "--split") == 0)
             split_arg = v;
         else if (strcmp(o, "--shapes") == 0) {
+            if (strcmp(v, "list") == 0) {
+                for (size_t k = 0; k < sizeof encoder_shapes / sizeof *encoder_shapes; k++)
+                    printf("%s %lldx%lldx%lld\n", encoder_shapes[k].name, encoder_shapes[k].M, encoder_shapes[k].N,
+                           encoder_shapes[k].K);
+                return 0;
+            }
             if (strcmp(v, "encoder") == 0) {
                 nshapes = (int)(sizeof encoder_shapes / sizeof *encoder_shapes);
                 memcpy(shapes, encoder_shapes, sizeof encoder_shapes);

@@ -1,10 +1,11 @@
 #!/bin/bash
 # GPU machine, idle GPU: every tensor-core GEMM configuration on the 0.6B encoder's real products
 # (bench_ops --shapes encoder: T = 750 and 7500 rows, the subsampling's pointwise convs and linear and
-# its last tile, the joint), with f16 x (splits of K 1, 2, 4) and f32 x (no split), next to PyTorch's
-# torch.matmul in f16 and bf16 (cuBLAS) on the same shapes in the same run. First the linear op tests
-# on this GPU (every real configuration against the reference, and the tiles' bit-for-bit agreement
-# that the choice table's M classes rely on). About 2-3 minutes.
+# its last tile, the joint), with f16 x (splits of K 1, 2, 4) and, with the op's own choice, f32 x,
+# next to PyTorch's torch.matmul in f16 and bf16 (cuBLAS) on the same shapes in the same run. First
+# the linear op tests on this GPU (every real configuration against the reference, and the tiles'
+# bit-for-bit agreement that the choice table's M classes rely on). About 6 minutes: each (shape,
+# configuration) pair runs in a process of its own.
 #
 # Output ($OUT/gemm-sweep.log, and on stdout), one line each:
 #   gemm shape=NAME M= N= K= x=f16 w=f16 y=f32 cfg=NAME split=S ms= tflops= check=ok    (vkasr)
@@ -25,8 +26,18 @@ echo "test_ops_linear rc=$? $(tail -n 1 "$OUT/test-ops-linear.log")" | tee -a "$
 grep -E "^FAIL" "$OUT/test-ops-linear.log" | head -20 | tee -a "$LOG"
 
 $B/bench_ops --cfg list | tee -a "$LOG"
-timeout 400 $B/bench_ops --shapes encoder --cfg tc -x f16 --split 1,2,4 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
-timeout 200 $B/bench_ops --shapes encoder --cfg tc -x f32 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
+# One (shape, configuration) per process: within one process every pair after the first ran 2-5x slower
+# on the H100 (docs/gpu-results.md, "A measuring hazard"). The tensor-core configurations are the cm* ones.
+CFGS=$($B/bench_ops --cfg list | awk '$1 ~ /^cm/ { print $1 }')
+SHAPES=$($B/bench_ops --shapes list | awk '{ print $1 }')
+for shape in $SHAPES; do
+    for cfg in $CFGS; do
+        timeout 60 $B/bench_ops --shapes "$shape" --cfg "$cfg" -x f16 --split 1,2,4 -i 10 --warmup 3 2>&1 |
+            grep -E "^gemm|rror" | tee -a "$LOG"
+    done
+    # f32 x (rounded to f16 while staged): the configuration the op chooses
+    timeout 60 $B/bench_ops --shapes "$shape" -x f32 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
+done
 
 # cuBLAS on the same shapes (taken from the lines above)
 grep "^gemm shape=" "$LOG" | sed -E 's/^gemm shape=([^ ]+) M=([0-9]+) N=([0-9]+) K=([0-9]+).*/\1 \2 \3 \4/' | sort -u |
