@@ -273,7 +273,7 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
     uvec4 rk[CPT], rv[CPT], rp[CPT];
     if (K16 && V16 && P16 && (pc.flags & FLAG_VEC8) != 0u && pc.dk == DKP && kr0 >= 0 && kr0 + BK <= khi &&
         prow0 >= 0 && prow0 + BK <= int(pc.P)) {
-        [[unroll]] for (uint i = 0; i < CPT; i++) {
+        [[unroll]] for (uint i = 0; i < CPT; i++) { // (a chunk past the block reloads its last one, unstored)
             const uint e = min(t + i * NT, CH - 1u), r = e / DKC, col = hd + 8u * (e % DKC);
             const uint64_t ko = (uint64_t(kr0 + int(r)) * pc.D + col) * 2ul;
             rk[i] = U4Ref(pc.k + ko).v;
