@@ -89,7 +89,7 @@ static void profile_add(struct vk_backend *b, const char *name, double ms) {
 /* How long a wait polls the fence before it blocks. A blocking wait sleeps and is woken by the
  * driver, which costs tens of microseconds: the decoder waits once per emitted token, for a few
  * microseconds of GPU work. Not on a CPU driver, whose threads need the cores. */
-#define FENCE_SPIN_US 200.0
+#define FENCE_SPIN_MS 0.2 /* 200 microseconds */
 
 /* Waits for a submitted slot, then harvests its timestamps. */
 static vkasr_status slot_wait(struct vk_backend *b, int i) {
@@ -99,7 +99,8 @@ static vkasr_status slot_wait(struct vk_backend *b, int i) {
         return VKASR_OK;
     VkResult fr = VK_NOT_READY;
     if (!d->caps.cpu)
-        for (double t0 = clock_ms(); (fr = vkGetFenceStatus(d->dev, s->fence)) == VK_NOT_READY && (clock_ms() - t0) * 1e3 < FENCE_SPIN_US;)
+        for (double t0 = clock_ms();
+             (fr = vkGetFenceStatus(d->dev, s->fence)) == VK_NOT_READY && clock_ms() - t0 < FENCE_SPIN_MS;)
             ;
     if (fr != VK_SUCCESS && fr != VK_NOT_READY)
         return vk_fail(&b->base.err, fr, "vkGetFenceStatus", __FILE__, __LINE__);

@@ -246,17 +246,21 @@ static bool unqueue_creation(struct vk_pipeline_entry *p) {
     return taken;
 }
 
-/* Starts the creation of entry p (state VK_PIPE_CREATING), pipe_lock held: queued for the workers where
- * the device wants them, else here (the lock released meanwhile; other requesters of the entry wait for
- * it as for a queued one). */
-static void start_creation(struct vk_device *d, struct vk_pipeline_entry *p) {
-    if (d->pipe_threads > 0) {
-        queue_creation(d, p);
-        return;
-    }
+/* Creates p on this thread, pipe_lock held and released meanwhile (other requesters of the entry wait
+ * for it as for a queued one). */
+static void create_here(struct vk_device *d, struct vk_pipeline_entry *p) {
     pthread_mutex_unlock(&d->pipe_lock);
     run_creation(p);
     pthread_mutex_lock(&d->pipe_lock);
+}
+
+/* Starts the creation of entry p (state VK_PIPE_CREATING), pipe_lock held: queued for the workers where
+ * the device wants them, else here. */
+static void start_creation(struct vk_device *d, struct vk_pipeline_entry *p) {
+    if (d->pipe_threads > 0)
+        queue_creation(d, p);
+    else
+        create_here(d, p);
 }
 
 /* Waits until no creation of the device is queued or running (pipe_lock held); queued ones are
@@ -317,11 +321,8 @@ vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uin
 vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e) {
     struct vk_device *d = p->d;
     pthread_mutex_lock(&d->pipe_lock);
-    if (p->state == VK_PIPE_CREATING && unqueue_creation(p)) { /* no worker has it yet: make it here */
-        pthread_mutex_unlock(&d->pipe_lock);
-        run_creation(p);
-        pthread_mutex_lock(&d->pipe_lock);
-    }
+    if (p->state == VK_PIPE_CREATING && unqueue_creation(p)) /* no worker has it yet */
+        create_here(d, p);
     while (p->state == VK_PIPE_CREATING)
         pthread_cond_wait(&d->pipe_done, &d->pipe_lock);
     const bool ok = p->state == VK_PIPE_READY;
