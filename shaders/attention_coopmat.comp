@@ -284,7 +284,7 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
         [[unroll]] for (uint i = 0; i < CPT; i++) {
             const uint e = t + i * NT, r = e / DKC, c = e % DKC;
             const bool in_block = e < CH;
-            const int kr = int(j0) - int(pc.k0) + int(r), pr = prow0 + int(r);
+            const int kr = kr0 + int(r), pr = prow0 + int(r);
             const bool kok = in_block && kr >= 0 && kr < khi, pok = in_block && pr >= 0 && pr < int(pc.P);
             rk[i] = fetch8(pc.k, K16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
             rv[i] = fetch8(pc.v, V16, 0ul, uint(max(kr, 0)), hd, 8u * c, kok);
