@@ -1,6 +1,6 @@
 /* test_model_wer.c — the shipped default model really recognises speech: transcribes held-out clips
  * (sentences never used in training; voices seen and unseen in training, tools/train/README.md) through
- * the public API and checks the word error rate against the references, normalised by tests/wer.h.
+ * the public API and checks the word error rate against the references, normalised by tools/cli/wer.h.
  *
  * usage: test_model_wer MODEL CLIP_DIR MAX_WER
  *   CLIP_DIR holds the WAV files and refs.tsv (header line, then: file, voice, seen_voice, text).

@@ -1,4 +1,4 @@
-/* test_wer.c — tests/wer.h: normalisation (case, punctuation, apostrophes, UTF-8) and the word-level
+/* test_wer.c — tools/cli/wer.h: normalisation (case, punctuation, apostrophes, UTF-8) and the word-level
  * alignment counts (substitution, insertion, deletion, empty reference/hypothesis). The table mirrors
  * tools/train/wer.py's CASES so that the C and Python scorers are held to the same answers. */
 #include <math.h>

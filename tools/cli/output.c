@@ -3,30 +3,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "utf8.h"
 
-/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 if it is not one (stray continuation byte,
- * overlong form, surrogate, beyond U+10FFFF, truncated). */
+/* Length of the well-formed UTF-8 sequence at NUL-terminated p (1..4), or 0 if it is not one. */
 static size_t utf8_valid(const unsigned char *p) {
-    size_t n;
     uint32_t cp;
-    if (p[0] < 0x80)
-        return 1;
-    if (p[0] >= 0xc2 && p[0] <= 0xdf)
-        n = 2, cp = p[0] & 0x1fu;
-    else if (p[0] >= 0xe0 && p[0] <= 0xef)
-        n = 3, cp = p[0] & 0x0fu;
-    else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-        n = 4, cp = p[0] & 0x07u;
-    else
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3fu);
-    }
-    if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
+    return utf8_decode(p, 4, &cp);
 }
 
 /* A JSON string. File names are arbitrary bytes: each byte that does not start a well-formed UTF-8

@@ -1,63 +1,13 @@
-/* wer.h — word error rate for tests and tools: text normalisation plus a word-level Levenshtein
- * alignment, header-only (static inline functions). Not part of the library.
- *
- * Normalisation (identical to tools/train/wer.py; both are tested on the same cases):
- *   - ASCII A-Z -> a-z (no other case folding);
- *   - apostrophes U+0027 and U+2019 are removed ("don't" -> "dont");
- *   - every other ASCII byte that is not a-z or 0-9 separates words (punctuation, symbols, controls,
- *     white space);
- *   - non-ASCII characters belong to words, except no-break space and Latin-1 punctuation
- *     (U+00A0 A1 A7 AB B6 B7 BB BF), the General Punctuation block U+2000-U+206F and CJK symbols and
- *     punctuation U+3000-U+303F, which separate words;
- *   - bytes that are not valid UTF-8 separate words (so malformed input never joins or crashes).
- * WER = (S + D + I) / N over reference words N; an empty reference gives 0 for an empty hypothesis
- * and 1 otherwise. Among equal-cost alignments the split into S/D/I prefers match or substitution,
- * then deletion, then insertion (wer.py does the same).
- */
-#ifndef VKASR_TESTS_WER_H
-#define VKASR_TESTS_WER_H
+/* wer.c — word error rate (wer.h): normalisation, then a word-level Levenshtein alignment. */
+#include "wer.h"
 
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct wer_counts {
-    size_t errors, ref_words, hyp_words, sub, del, ins;
-};
+#include "utf8.h"
 
-/* Length of the valid UTF-8 sequence at s (n bytes left) and its code point, or 0 if invalid. */
-static inline size_t wer_utf8(const unsigned char *s, size_t n, uint32_t *cp) {
-    unsigned c = s[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2, v = c & 0x1F, min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3, v = c & 0x0F, min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4, v = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
-}
-
-static inline int wer_is_separator(uint32_t cp) {
+static int is_separator(uint32_t cp) {
     switch (cp) {
     case 0xA0: case 0xA1: case 0xA7: case 0xAB: case 0xB6: case 0xB7: case 0xBB: case 0xBF:
         return 1;
@@ -66,9 +16,7 @@ static inline int wer_is_separator(uint32_t cp) {
     }
 }
 
-/* Normalised copy of text: words separated by single spaces, no leading/trailing space. Returns a
- * malloc'd string (caller frees) or NULL when out of memory; text NULL is treated as "". */
-static inline char *wer_normalize(const char *text) {
+char *wer_normalize(const char *text) {
     const unsigned char *s = (const unsigned char *)(text ? text : "");
     size_t n = strlen((const char *)s);
     char *out = malloc(n + 1);
@@ -78,7 +26,7 @@ static inline char *wer_normalize(const char *text) {
     int pending_space = 0;
     while (n > 0) {
         uint32_t cp = 0;
-        size_t len = wer_utf8(s, n, &cp);
+        size_t len = utf8_decode(s, n, &cp);
         int word_char = 0;
         if (len == 0) {
             len = 1; /* invalid byte: separator */
@@ -88,7 +36,7 @@ static inline char *wer_normalize(const char *text) {
         } else if (cp < 0x80) {
             word_char = (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9');
         } else {
-            word_char = !wer_is_separator(cp);
+            word_char = !is_separator(cp);
         }
         if (word_char) {
             if (pending_space && o > 0)
@@ -109,7 +57,7 @@ static inline char *wer_normalize(const char *text) {
 
 /* Splits a normalised string in place into words (pointers into it). Returns the word count;
  * *words is malloc'd (caller frees; NULL when there are no words). Returns (size_t)-1 on OOM. */
-static inline size_t wer_split(char *s, char ***words) {
+static size_t split_words(char *s, char ***words) {
     size_t n = 0, cap = 0;
     char **w = NULL;
     *words = NULL;
@@ -137,8 +85,7 @@ static inline size_t wer_split(char *s, char ***words) {
     return n;
 }
 
-/* Counts for one reference/hypothesis pair. Returns 0 on success, -1 when out of memory. */
-static inline int wer_count(const char *ref, const char *hyp, struct wer_counts *c) {
+int wer_count(const char *ref, const char *hyp, struct wer_counts *c) {
     memset(c, 0, sizeof *c);
     int rc = -1;
     char *r = wer_normalize(ref), *h = wer_normalize(hyp);
@@ -146,7 +93,7 @@ static inline int wer_count(const char *ref, const char *hyp, struct wer_counts 
     size_t *d = NULL;
     if (!r || !h)
         goto done;
-    size_t n = wer_split(r, &rw), m = wer_split(h, &hw);
+    size_t n = split_words(r, &rw), m = split_words(h, &hw);
     if (n == (size_t)-1 || m == (size_t)-1)
         goto done;
     /* (n+1) x (m+1) edit distances; n, m are word counts of one utterance, small */
@@ -200,11 +147,8 @@ done:
     return rc;
 }
 
-/* errors / ref_words; 0 or 1 for an empty reference (see the header comment). */
-static inline double wer_rate(size_t errors, size_t ref_words) {
+double wer_rate(size_t errors, size_t ref_words) {
     if (ref_words == 0)
         return errors ? 1.0 : 0.0;
     return (double)errors / (double)ref_words;
 }
-
-#endif
