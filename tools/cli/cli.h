@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "vkasr.h"
@@ -101,6 +102,33 @@ struct batch_run {
 /* Transcribes the inputs in packed batches, windows of consecutive inputs taken by one worker per device
  * (whoever is free takes the next window), outputs in input order. Returns the exit code. */
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n);
+
+/* ---- transcribe_opts.c ---- */
+
+struct cli_common;
+/* What `vkasr transcribe` was asked to do. */
+struct transcribe_opts {
+    const char **inputs;           /* AUDIO and -f, in order                               */
+    int ninputs;
+    const char *of, *dump, *manifest, *out_manifest, *devices_arg;
+    enum fmt stdout_fmt;
+    bool write[FMT_COUNT];         /* -otxt, -ojson, -osrt, -ovtt                          */
+    bool force_progress, profile;
+    vkasr_attention attention;
+    int attention_window, max_symbols;
+    double attention_threshold;
+    uint64_t max_memory;
+    bool batched;                  /* the batched path (--batch, or implied)               */
+    size_t batch, shard_k, shard_n;
+    const char **devices;          /* --devices split (into devbuf)                        */
+    char *devbuf;
+    int ndevices;
+};
+/* Parses and checks the command line (the model resolved into model_buf when not given). EXIT_OK,
+ * ARGS_HELP, or an exit code after a message; transcribe_opts_free() in every case. */
+int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcribe_opts *o, char *model_buf,
+                    size_t model_size);
+void transcribe_opts_free(struct transcribe_opts *o);
 
 /* ---- commands: argv holds the arguments after the command's name ---- */
 

@@ -7,41 +7,38 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 
 #define MAX_LENGTHS 16
 
-static void usage_bench(FILE *f) {
-    fprintf(f,
-            "usage: vkasr bench [-m MODEL] [options]\n"
-            "\n"
-            "Times transcriptions of synthetic speech-like audio (a voiced, syllable-rate signal: no files\n"
-            "needed) of each length: one warm-up run (it pays for creating the GPU pipelines, unless they are\n"
-            "cached) and N timed runs, then prints per length the median and the spread (min-max) of the\n"
-            "encoder, decoder and wall time of a transcription, its RTFx (audio seconds per wall second) and\n"
-            "the peak device memory (weights + the session's scratch high-water mark).\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH        Hugging Face Parakeet directory or vkasr .gguf file\n"
-            "                          (default: $VKASR_MODEL, else the first that exists of\n"
-            "                          %s)\n"
-            "  -s, --seconds LIST      audio lengths in seconds, comma-separated (default 60,600)\n"
-            "  -r, --runs N            timed runs per length (default 5)\n"
-            "  -d, --device N|NAME     Vulkan device index or name substring (also $VKASR_DEVICE);\n"
-            "                          \"cpu\" runs the slow plain-C reference backend\n"
-            "  -p, --precision P       f16 (default where supported) or f32\n"
-            "      --json              print one JSON object instead of the table\n"
-            "  -v, --verbose           more log messages\n"
-            "  -h, --help              this help\n"
-            "\n"
-            "JSON: {\"model\", \"device\", \"precision\", \"runs\", \"load_ms\", \"lengths\": [{\"seconds\",\n"
-            "\"first_ms\" (the warm-up's wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each\n"
-            "{\"median\", \"min\", \"max\"}), \"peak_device_mib\", \"tokens\"}]}.\n"
-            "\n"
-            "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
-            "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
-            VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+static void intro(FILE *f) {
+    fputs("usage: vkasr bench [-m MODEL] [options]\n"
+          "\n"
+          "Times transcriptions of synthetic speech-like audio (a voiced, syllable-rate signal: no files\n"
+          "needed) of each length: one warm-up run (it pays for creating the GPU pipelines, unless they are\n"
+          "cached) and N timed runs, then prints per length the median and the spread (min-max) of the\n"
+          "encoder, decoder and wall time of a transcription, its RTFx (audio seconds per wall second) and\n"
+          "the peak device memory (weights + the session's scratch high-water mark).\n",
+          f);
 }
+
+static void outro(FILE *f) {
+    fputs("\n"
+          "JSON: {\"model\", \"device\", \"precision\", \"runs\", \"load_ms\", \"lengths\": [{\"seconds\",\n"
+          "\"first_ms\" (the warm-up's wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each\n"
+          "{\"median\", \"min\", \"max\"}), \"peak_device_mib\", \"tokens\"}]}.\n"
+          "\n"
+          "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
+          "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
+          f);
+}
+
+/* bench's own options. */
+struct bench_opts {
+    double lengths[MAX_LENGTHS];
+    int nlengths, runs;
+};
 
 /* "60,600" -> {60, 600}; the count, or -1 for anything but positive numbers up to 24 hours. */
 static int parse_lengths(const char *s, double *out, int cap) {
@@ -58,6 +55,36 @@ static int parse_lengths(const char *s, double *out, int cap) {
     }
     return n;
 }
+
+static int arg_lengths(const char *opt, const char *v, void *field) {
+    struct bench_opts *o = field;
+    if ((o->nlengths = parse_lengths(v, o->lengths, MAX_LENGTHS)) < 1) {
+        fprintf(stderr, "vkasr: %s needs up to %d positive lengths, e.g. 60,600 (got '%s')\n", opt, MAX_LENGTHS, v);
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+static int arg_runs(const char *opt, const char *v, void *field) {
+    char *end = NULL;
+    long r = strtol(v, &end, 10);
+    if (r < 1 || r > 256 || *end) {
+        fprintf(stderr, "vkasr: %s needs an integer from 1 to 256\n", opt);
+        return EXIT_USAGE;
+    }
+    *(int *)field = (int)r;
+    return EXIT_OK;
+}
+
+static const struct cli_opt bench_table[] = {
+    OPT_VALUE("-s, --seconds", "LIST", 0, arg_lengths, "audio lengths in seconds, comma-separated (default 60,600)"),
+    OPT_VALUE("-r, --runs", "N", ARG_FIELD(struct bench_opts, runs), arg_runs,
+     "timed runs per length (default 5)"),
+};
+
+static const struct cli_command bench_command = {
+    CMD_BENCH, "bench", intro, outro, bench_table, sizeof bench_table / sizeof bench_table[0], NULL,
+};
 
 /* Speech-like audio: a voiced source (10 harmonics of a pitch gliding around 120 Hz) under a 4 Hz
  * syllable envelope, phrases of 2.5 s separated by 0.5 s pauses, and a faint noise floor; the same
@@ -150,64 +177,21 @@ static void print_table(const char *model, const vkasr_model_info *info, int run
 }
 
 int cmd_bench(int argc, char **argv) {
-    const char *model = getenv("VKASR_MODEL"), *device = NULL;
     char default_path[4096];
-    double lengths[MAX_LENGTHS] = {60, 600};
-    int nlengths = 2, runs = 5;
-    bool json = false, verbose = false;
-    vkasr_precision precision = VKASR_PRECISION_AUTO;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_bench(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            if (!(model = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-        } else if (!strcmp(a, "-s") || !strcmp(a, "--seconds")) {
-            if (!(v = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-            if ((nlengths = parse_lengths(v, lengths, MAX_LENGTHS)) < 1) {
-                fprintf(stderr, "vkasr: --seconds needs up to %d positive lengths, e.g. 60,600 (got '%s')\n",
-                        MAX_LENGTHS, v);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "-r") || !strcmp(a, "--runs")) {
-            char *end = NULL;
-            if (!(v = arg_value(argc, argv, &i, a)) || (runs = (int)strtol(v, &end, 10)) < 1 || runs > 256 || *end) {
-                fprintf(stderr, "vkasr: --runs needs an integer from 1 to 256\n");
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--device")) {
-            if (!(device = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--precision")) {
-            if (!(v = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-            if (!strcmp(v, "f32") || !strcmp(v, "f16")) {
-                precision = !strcmp(v, "f32") ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
-            } else {
-                fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", v);
-                return EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = true;
-        } else {
-            fprintf(stderr, "vkasr: unknown bench argument '%s' (see vkasr bench --help)\n", a);
-            return EXIT_USAGE;
-        }
-    }
-    if (!(model = model_or_default(model, default_path, sizeof default_path)))
+    struct cli_common c = cli_common_default();
+    struct bench_opts o = {.lengths = {60, 600}, .nlengths = 2, .runs = 5};
+    int prc = cli_parse(&bench_command, &c, &o, argc, argv);
+    if (prc != EXIT_OK)
+        return prc == ARGS_HELP ? EXIT_OK : prc;
+    const char *model = model_or_default(c.model, default_path, sizeof default_path);
+    if (!model)
         return EXIT_USAGE;
+    const double *lengths = o.lengths;
+    int nlengths = o.nlengths, runs = o.runs;
+    bool json = c.json;
 
     catch_interrupts();
-    vkasr_model_params mp = vkasr_model_params_default();
-    mp.device = device;
-    mp.precision = precision;
-    mp.log_level = verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
-    mp.log_callback = log_to_stderr;
+    vkasr_model_params mp = cli_model_params(&c);
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *s = NULL;

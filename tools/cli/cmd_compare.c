@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "compare.h"
 
 #define MAX_DEVICES 8
@@ -17,43 +18,60 @@
  * (docs/compare.md). */
 #define CPU_DEFAULT_BUDGET 5e10
 
-static void usage_compare(FILE *f) {
-    fprintf(f,
-            "usage: vkasr compare [-m MODEL] [--devices A,B[,C...]] [--precision f32|f16] [--json] AUDIO\n"
-            "\n"
-            "Runs AUDIO through the same model on several devices and compares what they compute, stage by\n"
-            "stage: the mel features, the subsampling output, each conformer layer's output, the encoder\n"
-            "output, the decoder's logits at every step (joint logits for TDT and RNN-T, frame logits for\n"
-            "CTC), the tokens and the transcript. The first device is the baseline; every other one is\n"
-            "measured against it. Use it to check a GPU and its driver against the C reference or another\n"
-            "backend.\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH        Hugging Face Parakeet directory or vkasr .gguf file\n"
-            "                          (default: $VKASR_MODEL, else the first that exists of\n"
-            "                          %s)\n"
-            "      --devices LIST      comma-separated devices, the baseline first: vulkan (the best Vulkan\n"
-            "                          device), vulkan:N or vulkan:NAME, cuda or cuda:N (builds with CUDA),\n"
-            "                          cpu (the plain-C reference backend). Default: vulkan, then cuda when\n"
-            "                          this build has it and finds a GPU, then cpu when the model and audio\n"
-            "                          are small enough for it: parameters x frames + 5 x layers x d_model x\n"
-            "                          frames^2 <= 5e10 (a quarter of that in f16; about a minute; frames:\n"
-            "                          encoder frames, 12.5 a second)\n"
-            "  -p, --precision P       f32 (default) or f16, the same on every device\n"
-            "      --json              print the comparison as one JSON object\n"
-            "  -v, --verbose           device timings and notes on stderr\n"
-            "  -h, --help              this help\n"
-            "\n"
-            "Each stage gets its max-abs error, its relative L2 error ||b - a|| / ||a|| and a tolerance on the\n"
-            "latter: mel 5e-4; every encoder tensor and the logits 2e-4 in f32, 1e-2 in f16. The logits are\n"
-            "judged step by step. Where a near tie makes a transducer's choices differ, the other device runs\n"
-            "again teacher-forced with the baseline's choices, so that every step is compared with the same\n"
-            "token history; the tokens and transcripts shown are those of the free runs.\n"
-            "\n"
-            "exit codes: 0 every stage within its tolerance, 1 a stage past it (named on stderr) or a run\n"
-            "            failed, 2 usage error, 3 model error, 4 audio error, 5 a device missing or unusable\n",
-            VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+static void intro(FILE *f) {
+    fputs("usage: vkasr compare [-m MODEL] [--devices A,B[,C...]] [--precision f32|f16] [--json] AUDIO\n"
+          "\n"
+          "Runs AUDIO through the same model on several devices and compares what they compute, stage by\n"
+          "stage: the mel features, the subsampling output, each conformer layer's output, the encoder\n"
+          "output, the decoder's logits at every step (joint logits for TDT and RNN-T, frame logits for\n"
+          "CTC), the tokens and the transcript. The first device is the baseline; every other one is\n"
+          "measured against it. Use it to check a GPU and its driver against the C reference or another\n"
+          "backend.\n",
+          f);
 }
+
+static void outro(FILE *f) {
+    fputs("\n"
+          "Each stage gets its max-abs error, its relative L2 error ||b - a|| / ||a|| and a tolerance on the\n"
+          "latter: mel 5e-4; every encoder tensor and the logits 2e-4 in f32, 1e-2 in f16. The logits are\n"
+          "judged step by step. Where a near tie makes a transducer's choices differ, the other device runs\n"
+          "again teacher-forced with the baseline's choices, so that every step is compared with the same\n"
+          "token history; the tokens and transcripts shown are those of the free runs.\n"
+          "\n"
+          "exit codes: 0 every stage within its tolerance, 1 a stage past it (named on stderr) or a run\n"
+          "            failed, 2 usage error, 3 model error, 4 audio error, 5 a device missing or unusable\n",
+          f);
+}
+
+/* compare's own options and its one input. */
+struct compare_opts {
+    const char *devices, *audio;
+};
+
+static int take_audio(void *ctx, const char *arg) {
+    struct compare_opts *o = ctx;
+    if (o->audio) {
+        fprintf(stderr, "vkasr: compare takes one audio file ('%s' and '%s' given)\n", o->audio, arg);
+        return EXIT_USAGE;
+    }
+    o->audio = arg;
+    return EXIT_OK;
+}
+
+static const struct cli_opt compare_table[] = {
+    OPT_STRING("--devices", "LIST", ARG_FIELD(struct compare_opts, devices),
+     "comma-separated devices, the baseline first: vulkan (the best Vulkan\n"
+     "device), vulkan:N or vulkan:NAME, cuda or cuda:N (builds with CUDA),\n"
+     "cpu (the plain-C reference backend). Default: vulkan, then cuda when\n"
+     "this build has it and finds a GPU, then cpu when the model and audio\n"
+     "are small enough for it: parameters x frames + 5 x layers x d_model x\n"
+     "frames^2 <= 5e10 (a quarter of that in f16; about a minute; frames:\n"
+     "encoder frames, 12.5 a second)"),
+};
+
+static const struct cli_command compare_command = {
+    CMD_COMPARE, "compare", intro, outro, compare_table, sizeof compare_table / sizeof compare_table[0], take_audio,
+};
 
 struct device_list {
     const char *name[MAX_DEVICES];
@@ -250,43 +268,17 @@ static int compare_devices(const char *model, const char *audio, const struct de
 }
 
 int cmd_compare(int argc, char **argv) {
-    const char *model = getenv("VKASR_MODEL"), *audio = NULL;
-    char default_path[4096], *devices = NULL;
-    vkasr_precision prec = VKASR_PRECISION_F32;
-    bool json = false, verbose = false;
-    int rc = EXIT_OK;
-    for (int i = 0; i < argc && rc == EXIT_OK; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_compare(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-            rc = (model = arg_value(argc, argv, &i, a)) ? EXIT_OK : EXIT_USAGE;
-        } else if (!strcmp(a, "--devices")) {
-            rc = (devices = (char *)arg_value(argc, argv, &i, a)) ? EXIT_OK : EXIT_USAGE;
-        } else if (!strcmp(a, "-p") || !strcmp(a, "--precision")) {
-            if (!(v = arg_value(argc, argv, &i, a)))
-                rc = EXIT_USAGE;
-            else if (!strcmp(v, "f32") || !strcmp(v, "f16"))
-                prec = v[1] == '3' ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
-            else {
-                fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", v);
-                rc = EXIT_USAGE;
-            }
-        } else if (!strcmp(a, "--json")) {
-            json = true;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = true;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "vkasr: unknown option '%s' (see vkasr compare --help)\n", a);
-            rc = EXIT_USAGE;
-        } else if (audio) {
-            fprintf(stderr, "vkasr: compare takes one audio file ('%s' and '%s' given)\n", audio, a);
-            rc = EXIT_USAGE;
-        } else {
-            audio = a;
-        }
-    }
+    char default_path[4096];
+    struct cli_common c = cli_common_default();
+    c.precision = VKASR_PRECISION_F32;
+    struct compare_opts o = {0};
+    int rc = cli_parse(&compare_command, &c, &o, argc, argv);
+    if (rc == ARGS_HELP)
+        return EXIT_OK;
+    const char *model = c.model, *audio = o.audio;
+    char *devices = (char *)o.devices; /* split in place: an argv string */
+    vkasr_precision prec = c.precision;
+    bool json = c.json, verbose = c.verbose;
     if (rc == EXIT_OK && !audio) {
         fprintf(stderr, "vkasr: no audio input given (see vkasr compare --help)\n");
         rc = EXIT_USAGE;

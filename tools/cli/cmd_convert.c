@@ -4,55 +4,67 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 
-static void usage_convert(FILE *f) {
-    fprintf(f, "usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16]\n"
-               "\n"
-               "Converts a Hugging Face Parakeet directory (or a vkasr GGUF) into vkasr's single-file GGUF:\n"
-               "batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
-               "--type f16 (default) stores the encoder's matrix weights in f16 (about half the size);\n"
-               "norms, biases and the decoder stay f32. Needs no GPU.\n");
+static void intro(FILE *f) {
+    fputs("usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16]\n"
+          "\n"
+          "Converts a Hugging Face Parakeet directory (or a vkasr GGUF) into vkasr's single-file GGUF:\n"
+          "batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
+          "Needs no GPU.\n",
+          f);
 }
 
-int cmd_convert(int argc, char **argv) {
-    const char *src = NULL, *dst = NULL;
-    vkasr_weight_type type = VKASR_WEIGHTS_F16;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_convert(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!(dst = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-        } else if (!strcmp(a, "--type")) {
-            if (!(v = arg_value(argc, argv, &i, a)))
-                return EXIT_USAGE;
-            if (!strcmp(v, "f32"))
-                type = VKASR_WEIGHTS_F32;
-            else if (!strcmp(v, "f16"))
-                type = VKASR_WEIGHTS_F16;
-            else {
-                fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16)\n", v);
-                return EXIT_USAGE;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "vkasr: unknown option '%s' (see vkasr convert --help)\n", a);
-            return EXIT_USAGE;
-        } else if (!src) {
-            src = a;
-        } else {
-            fprintf(stderr, "vkasr: convert takes one model ('%s' is extra)\n", a);
-            return EXIT_USAGE;
-        }
+struct convert_opts {
+    const char *src, *dst;
+    vkasr_weight_type type;
+};
+
+static int arg_type(const char *opt, const char *v, void *field) {
+    (void)opt;
+    if (strcmp(v, "f32") && strcmp(v, "f16")) {
+        fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16)\n", v);
+        return EXIT_USAGE;
     }
+    *(vkasr_weight_type *)field = !strcmp(v, "f32") ? VKASR_WEIGHTS_F32 : VKASR_WEIGHTS_F16;
+    return EXIT_OK;
+}
+
+static int take_model(void *ctx, const char *arg) {
+    struct convert_opts *o = ctx;
+    if (o->src) {
+        fprintf(stderr, "vkasr: convert takes one model ('%s' is extra)\n", arg);
+        return EXIT_USAGE;
+    }
+    o->src = arg;
+    return EXIT_OK;
+}
+
+static const struct cli_opt convert_table[] = {
+    OPT_STRING("-o, --output", "OUT.gguf", ARG_FIELD(struct convert_opts, dst), "the file to write"),
+    OPT_VALUE("--type", "T", ARG_FIELD(struct convert_opts, type), arg_type,
+     "f16 (default) stores the encoder's matrix weights in f16 (about half\n"
+     "the size); norms, biases and the decoder stay f32. f32: all in f32"),
+};
+
+static const struct cli_command convert_command = {
+    CMD_CONVERT, "convert", intro, NULL, convert_table, sizeof convert_table / sizeof convert_table[0], take_model,
+};
+
+int cmd_convert(int argc, char **argv) {
+    struct cli_common c = cli_common_default();
+    struct convert_opts o = {.type = VKASR_WEIGHTS_F16};
+    int rc = cli_parse(&convert_command, &c, &o, argc, argv);
+    if (rc != EXIT_OK)
+        return rc == ARGS_HELP ? EXIT_OK : rc;
+    const char *src = o.src, *dst = o.dst;
     if (!src || !dst) {
         fprintf(stderr, "vkasr: convert needs MODEL and -o OUT.gguf (see vkasr convert --help)\n");
         return EXIT_USAGE;
     }
     vkasr_error err;
-    vkasr_status st = vkasr_convert(src, dst, type, &err);
+    vkasr_status st = vkasr_convert(src, dst, o.type, &err);
     if (st != VKASR_OK) {
         fprintf(stderr, "vkasr: %s\n", err.message);
         /* vkasr_convert reports source problems as model errors (exit 3) and keeps VKASR_ERR_IO for the

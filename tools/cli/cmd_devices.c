@@ -5,12 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "cli.h"
 
-static void usage_devices(FILE *f) {
+static void intro(FILE *f) {
     fprintf(f, "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses%s.\n",
             vkasr_has_backend("cuda") ? ", then the CUDA devices (--device cuda:N)" : "");
 }
+
+static const struct cli_command devices_command = {CMD_DEVICES, "devices", intro, NULL, NULL, 0, NULL};
 
 /* A CUDA device: what --device cuda:N names. */
 static void print_cuda(const vkasr_device_info *d) {
@@ -29,14 +32,10 @@ static void print_cuda(const vkasr_device_info *d) {
 }
 
 int cmd_devices(int argc, char **argv) {
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            usage_devices(stdout);
-            return EXIT_OK;
-        }
-        fprintf(stderr, "vkasr: devices takes no arguments ('%s')\n", argv[i]);
-        return EXIT_USAGE;
-    }
+    struct cli_common c = cli_common_default();
+    int rc = cli_parse(&devices_command, &c, NULL, argc, argv);
+    if (rc != EXIT_OK)
+        return rc == ARGS_HELP ? EXIT_OK : rc;
     vkasr_device_info info[16];
     size_t n = 0;
     vkasr_error err;

@@ -1,0 +1,213 @@
+/* args.c — the options several commands share, and the parser and help printer that every command's
+ * table goes through (args.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "args.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define ALL_MODEL (CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE))
+#define COMMON(member) ARG_FIELD(struct cli_common, member)
+
+static void describe_model(char *buf, size_t size) {
+    snprintf(buf, size, "Hugging Face Parakeet directory or vkasr .gguf file\n"
+                        "(default: $VKASR_MODEL, else the first that exists of\n%s)",
+             VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
+}
+
+/* The shared options, in help order; -m is listed first, the others where a command's table says. */
+static const struct cli_opt shared_opts[] = {
+    {.names = "-m, --model", .meta = "PATH", .kind = ARG_STRING, .field = COMMON(model), .cmds = ALL_MODEL,
+     .describe = describe_model},
+    {.names = "-d, --device", .meta = "DEV", .kind = ARG_STRING, .field = COMMON(device),
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH),
+     .help = "the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"
+             "backend), cuda[:N] (the CUDA backend, in builds with it),\n"
+             "vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"
+             "device name substring); default: the best Vulkan device"},
+    {.names = "-p, --precision", .meta = "P", .kind = ARG_VALUE, .field = COMMON(precision), .parse = arg_precision,
+     .cmds = ALL_MODEL, .help = "f16 (default where supported) or f32",
+     .help_for = {[CMD_COMPARE] = "f32 (default) or f16, the same on every device"}},
+    {.names = "--json", .kind = ARG_FLAG, .field = COMMON(json),
+     .cmds = CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE),
+     .help_for = {[CMD_LIVE] = "one JSON object per line for each final segment instead: text, start,\n"
+                               "end and words (text, start, end; seconds from the stream's start); no\n"
+                               "partial line",
+                  [CMD_BENCH] = "print one JSON object instead of the table",
+                  [CMD_COMPARE] = "print the comparison as one JSON object"}},
+    {.names = "-v, --verbose", .kind = ARG_FLAG, .field = COMMON(verbose), .cmds = ALL_MODEL,
+     .help = "more log messages",
+     .help_for = {[CMD_TRANSCRIBE] = "more log messages: the attention chosen, the memory plan and the\n"
+                                     "subsampling tiles, and per file its timings, planned and peak\n"
+                                     "device memory and the process's peak host memory; with --batch,\n"
+                                     "each packed batch's features, encoder and decoder times",
+                  [CMD_LIVE] = "model, device and, at the end, the stream's figures on stderr: windows,\n"
+                               "compute per audio second, finalisation latency (median, 95th percentile)",
+                  [CMD_COMPARE] = "device timings and notes on stderr"}},
+    {.names = "-np, --no-prints", .kind = ARG_FLAG, .field = COMMON(no_prints),
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE), .help = "print nothing on stderr but errors"},
+    {.names = "-h, --help", .kind = ARG_HELP, .cmds = ~0u, .help = "this help"},
+};
+#define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
+
+struct cli_common cli_common_default(void) {
+    return (struct cli_common){.model = getenv("VKASR_MODEL"), .precision = VKASR_PRECISION_AUTO};
+}
+
+vkasr_model_params cli_model_params(const struct cli_common *c) {
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.device = c->device;
+    mp.precision = c->precision;
+    mp.log_level = c->no_prints ? VKASR_LOG_ERROR : c->verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
+    mp.log_callback = log_to_stderr;
+    return mp;
+}
+
+int arg_precision(const char *opt, const char *value, void *field) {
+    (void)opt;
+    if (!strcmp(value, "f32") || !strcmp(value, "f16")) {
+        *(vkasr_precision *)field = value[1] == '3' ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
+        return EXIT_OK;
+    }
+    fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", value);
+    return EXIT_USAGE;
+}
+
+int arg_clear(const char *opt, const char *value, void *field) {
+    (void)opt, (void)value;
+    *(bool *)field = false;
+    return EXIT_OK;
+}
+
+/* ---- help ------------------------------------------------------------------------------------------- */
+
+static bool is_marker(const struct cli_opt *o) { return !o->names && !o->help; }
+
+static bool takes(const struct cli_opt *o, enum cli_cmd cmd) { return (o->cmds & CMD_BIT(cmd)) != 0; }
+
+/* One option: names and value in a column of 24, then the help, its further lines indented to match. */
+static void print_opt(FILE *f, const struct cli_opt *o, enum cli_cmd cmd) {
+    char left[96], dyn[1024];
+    const char *help = o->help_for[cmd] ? o->help_for[cmd] : o->help;
+    if (o->describe) {
+        o->describe(dyn, sizeof dyn);
+        help = dyn;
+    }
+    snprintf(left, sizeof left, "%s%s%s%s", o->names[1] == '-' ? "    " : "", o->names, o->meta ? " " : "",
+             o->meta ? o->meta : "");
+    if (strlen(left) < 24)
+        fprintf(f, "  %-24s", left);
+    else
+        fprintf(f, "  %s  ", left);
+    for (const char *p = help ? help : ""; *p;) {
+        size_t n = strcspn(p, "\n");
+        fprintf(f, "%.*s\n", (int)n, p);
+        p += n;
+        if (*p == '\n' && *++p)
+            fprintf(f, "%26s", "");
+    }
+    if (!help || !*help)
+        fputc('\n', f);
+}
+
+static void print_shared(FILE *f, enum cli_cmd cmd) {
+    for (size_t i = 1; i < N_SHARED; i++)
+        if (takes(&shared_opts[i], cmd))
+            print_opt(f, &shared_opts[i], cmd);
+}
+
+void cli_usage(const struct cli_command *c, FILE *f) {
+    c->intro(f);
+    fputs("\noptions:\n", f);
+    if (takes(&shared_opts[0], c->id))
+        print_opt(f, &shared_opts[0], c->id);
+    bool shared_done = false;
+    for (size_t i = 0; i < c->n_opts; i++) {
+        const struct cli_opt *o = &c->opts[i];
+        if (is_marker(o)) {
+            print_shared(f, c->id);
+            shared_done = true;
+        } else if (!o->names) {
+            fprintf(f, "\n%s\n", o->help);
+        } else {
+            print_opt(f, o, c->id);
+        }
+    }
+    if (!shared_done)
+        print_shared(f, c->id);
+    if (c->outro)
+        c->outro(f);
+}
+
+/* ---- parsing ---------------------------------------------------------------------------------------- */
+
+/* Whether `arg` is one of the comma-separated spellings in names. */
+static bool named(const char *names, const char *arg) {
+    size_t len = strlen(arg);
+    for (const char *p = names; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && !strncmp(p, arg, n))
+            return true;
+        p += n;
+        p += strspn(p, ", ");
+    }
+    return false;
+}
+
+static const struct cli_opt *find(const struct cli_command *c, const char *arg, bool *shared) {
+    for (size_t i = 0; i < c->n_opts; i++)
+        if (c->opts[i].names && named(c->opts[i].names, arg)) {
+            *shared = false;
+            return &c->opts[i];
+        }
+    for (size_t i = 0; i < N_SHARED; i++)
+        if (takes(&shared_opts[i], c->id) && named(shared_opts[i].names, arg)) {
+            *shared = true;
+            return &shared_opts[i];
+        }
+    return NULL;
+}
+
+int cli_parse(const struct cli_command *c, struct cli_common *common, void *ctx, int argc, char **argv) {
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1]) {
+            if (!c->positional) {
+                fprintf(stderr, "vkasr: unexpected argument '%s' (see vkasr %s --help)\n", a, c->name);
+                return EXIT_USAGE;
+            }
+            int rc = c->positional(ctx, a);
+            if (rc != EXIT_OK)
+                return rc;
+            continue;
+        }
+        bool shared = false;
+        const struct cli_opt *o = find(c, a, &shared);
+        if (!o) {
+            fprintf(stderr, "vkasr: unknown option '%s' (see vkasr %s --help)\n", a, c->name);
+            return EXIT_USAGE;
+        }
+        void *field = (char *)(shared ? (void *)common : ctx) + o->field;
+        const char *v = NULL;
+        if (o->kind == ARG_STRING || o->kind == ARG_VALUE) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "vkasr: %s needs a value\n", a);
+                return EXIT_USAGE;
+            }
+            v = argv[++i];
+        }
+        int rc = EXIT_OK;
+        switch (o->kind) {
+        case ARG_FLAG: *(bool *)field = true; break;
+        case ARG_STRING: *(const char **)field = v; break;
+        case ARG_ACTION:
+        case ARG_VALUE: rc = o->parse(a, v, field); break;
+        case ARG_HELP: cli_usage(c, stdout); return ARGS_HELP;
+        }
+        if (rc != EXIT_OK)
+            return rc;
+    }
+    return EXIT_OK;
+}

@@ -1,0 +1,91 @@
+/* args.h — the CLI's option tables: each option is declared once (its names, the commands that take it,
+ * its argument kind, its help); cli_parse() parses a command line and prints --help from the tables.
+ *
+ * A command uses it so (see cmd_bench.c for a small one):
+ *   1. add its id to enum cli_cmd and tag the shared options it takes (shared_opts in args.c: add
+ *      CMD_BIT(id) to their `cmds`; give a help_for[id] text where the meaning differs);
+ *   2. declare its own options in a table of struct cli_opt whose `field`s are offsets into its own
+ *      options struct (ARG_FIELD), and a struct cli_command naming the table;
+ *   3. call cli_parse(&command, &common, &own, argc, argv): ARGS_HELP means help went to stdout (exit
+ *      0), EXIT_USAGE that a message went to stderr (exit 2). */
+#ifndef VKASR_CLI_ARGS_H
+#define VKASR_CLI_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "vkasr.h"
+
+/* The commands that parse options through the tables. */
+enum cli_cmd { CMD_TRANSCRIBE, CMD_LIVE, CMD_BENCH, CMD_COMPARE, CMD_CONVERT, CMD_DEVICES, CMD_COUNT };
+#define CMD_BIT(c) (1u << (c))
+
+enum arg_kind {
+    ARG_FLAG,   /* no value: sets the bool at `field`                         */
+    ARG_ACTION, /* no value: calls parse(opt, NULL, field)                    */
+    ARG_STRING, /* a value, kept as given in the const char * at `field`      */
+    ARG_VALUE,  /* a value, converted by parse(opt, value, field)             */
+    ARG_HELP,   /* prints the command's help                                  */
+};
+
+/* Converts or applies one option; EXIT_OK, or EXIT_USAGE after a message naming the option. */
+typedef int (*arg_parse_fn)(const char *opt, const char *value, void *field);
+
+struct cli_opt {
+    const char *names;  /* every spelling, as help shows them: "-m, --model"; NULL: see below         */
+    const char *meta;   /* the value's name in help ("PATH"); NULL without a value                   */
+    enum arg_kind kind;
+    size_t field;       /* offset of the destination in the table's options struct                    */
+    arg_parse_fn parse; /* ARG_VALUE, ARG_ACTION                                                      */
+    const char *help;   /* help lines, separated by '\n'                                              */
+    unsigned cmds;      /* shared options: the CMD_BIT()s of the commands that take it                */
+    const char *help_for[CMD_COUNT];           /* shared options: a command's own help text         */
+    void (*describe)(char *buf, size_t size); /* help made at run time (defaults), instead of help  */
+};
+/* A command's table may hold, besides options, a heading (names NULL, help the heading's text) and
+ * the place where the shared options other than -m are listed (ARGS_SHARED; default: at the end). */
+#define ARGS_SHARED {0}
+#define ARG_FIELD(type, member) offsetof(type, member)
+/* Table entries: names, the value's name, the field's offset, the parser, the help. */
+#define OPT_FLAG(n, f, h) {.names = (n), .kind = ARG_FLAG, .field = (f), .help = (h)}
+#define OPT_ACTION(n, f, fn, h) {.names = (n), .kind = ARG_ACTION, .field = (f), .parse = (fn), .help = (h)}
+#define OPT_STRING(n, m, f, h) {.names = (n), .meta = (m), .kind = ARG_STRING, .field = (f), .help = (h)}
+#define OPT_VALUE(n, m, f, fn, h) {.names = (n), .meta = (m), .kind = ARG_VALUE, .field = (f), .parse = (fn), .help = (h)}
+#define OPT_HEADING(h) {.help = (h)}
+
+/* The shared options' values (-m, -d, -p, -v, -np, --json). */
+struct cli_common {
+    const char *model;          /* -m; default $VKASR_MODEL              */
+    const char *device;         /* -d; NULL: $VKASR_DEVICE or the best     */
+    vkasr_precision precision;  /* -p; default AUTO                        */
+    bool verbose, no_prints, json;
+};
+
+struct cli_command {
+    enum cli_cmd id;
+    const char *name;               /* as typed after vkasr                                           */
+    void (*intro)(FILE *f);         /* help before the options: usage lines and what the command does */
+    void (*outro)(FILE *f);         /* help after them (NULL: none)                                    */
+    const struct cli_opt *opts;     /* the command's own options                                       */
+    size_t n_opts;
+    int (*positional)(void *ctx, const char *arg); /* NULL: the command takes none                     */
+};
+
+enum { ARGS_HELP = -1 };
+
+/* The shared options' defaults. */
+struct cli_common cli_common_default(void);
+/* Parses argv (the arguments after the command's name) into common and ctx, the command's options
+ * struct. EXIT_OK, ARGS_HELP (help printed on stdout) or EXIT_USAGE (a message on stderr). */
+int cli_parse(const struct cli_command *c, struct cli_common *common, void *ctx, int argc, char **argv);
+/* The command's help, from its tables. */
+void cli_usage(const struct cli_command *c, FILE *f);
+/* Model parameters from the shared options: device, precision, log level and callback. */
+vkasr_model_params cli_model_params(const struct cli_common *common);
+
+/* Parsers for options of several commands. */
+int arg_precision(const char *opt, const char *value, void *field); /* f32|f16 -> vkasr_precision */
+int arg_clear(const char *opt, const char *value, void *field);     /* sets a bool to false      */
+
+#endif
