@@ -24,6 +24,19 @@ expect 0 "$VKASR" --help;                 grep -q "usage: vkasr" "$WORK/out" || 
 expect 0 "$VKASR" transcribe --help;      grep -q -- "--format" "$WORK/out" || fail "transcribe --help lists --format"
 expect 0 "$VKASR" convert --help
 expect 0 "$VKASR" --version;              grep -q "^vkasr [0-9]" "$WORK/out" || fail "--version"
+# the option tables: each command's help lists the shared options it takes; an unknown option, a missing
+# value and another command's option are usage errors
+for cmd in transcribe live bench compare; do
+    expect 0 "$VKASR" $cmd --help
+    grep -q -- "-m, --model PATH" "$WORK/out" && grep -q -- "-p, --precision P" "$WORK/out" ||
+        fail "$cmd --help lists -m and -p"
+    expect 2 "$VKASR" $cmd --frobnicate
+    expect 2 "$VKASR" $cmd -m
+done
+expect 2 "$VKASR" compare -d cpu x.wav     # compare takes --devices
+expect 2 "$VKASR" bench -np                # -np is transcribe's and live's
+expect 2 "$VKASR" transcribe --json x.wav  # --json is live's, bench's and compare's
+expect 2 "$VKASR" devices -v
 expect 2 "$VKASR"
 expect 2 "$VKASR" frobnicate
 expect 2 "$VKASR" transcribe -m "$M"

@@ -51,7 +51,8 @@ struct cli_opt {
 #define OPT_FLAG(n, f, h) {.names = (n), .kind = ARG_FLAG, .field = (f), .help = (h)}
 #define OPT_ACTION(n, f, fn, h) {.names = (n), .kind = ARG_ACTION, .field = (f), .parse = (fn), .help = (h)}
 #define OPT_STRING(n, m, f, h) {.names = (n), .meta = (m), .kind = ARG_STRING, .field = (f), .help = (h)}
-#define OPT_VALUE(n, m, f, fn, h) {.names = (n), .meta = (m), .kind = ARG_VALUE, .field = (f), .parse = (fn), .help = (h)}
+#define OPT_VALUE(n, m, f, fn, h) \
+    {.names = (n), .meta = (m), .kind = ARG_VALUE, .field = (f), .parse = (fn), .help = (h)}
 #define OPT_HEADING(h) {.help = (h)}
 
 /* The shared options' values (-m, -d, -p, -v, -np, --json). */

@@ -1,6 +1,6 @@
-/* cli.h — what the vkasr commands share: exit codes, argument helpers, output formats, the progress
+/* cli.h — what the vkasr commands share: exit codes, helpers, output formats, the progress
  * bar and Ctrl-C handling. Each command lives in its own cmd_<name>.c; main.c dispatches. The CLI uses
- * nothing but the public API (include/vkasr.h). */
+ * nothing but the public API (include/vkasr.h); options: args.h. */
 #ifndef VKASR_CLI_H
 #define VKASR_CLI_H
 
@@ -30,8 +30,6 @@ int exit_code_for(vkasr_status st, int model_stage);
 int check_device_backend(const char *device);
 /* Flushes stdout; EXIT_AUDIO (reported once) when the write failed, EXIT_OK otherwise. */
 int stdout_check(void);
-/* The value after option argv[*i] (advancing *i), or NULL with a message when it is missing. */
-const char *arg_value(int argc, char **argv, int *i, const char *opt);
 void log_to_stderr(vkasr_log_level level, const char *msg, void *ud);
 double now_s(void);
 int mkdir_p(const char *dir);

@@ -1,5 +1,5 @@
 /* cli_common.c — helpers every vkasr command uses: the default model, exit codes, stdout checks,
- * option values, logging, the progress bar and Ctrl-C handling. */
+ * logging, the progress bar and Ctrl-C handling. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <signal.h>
@@ -72,14 +72,6 @@ int mkdir_p(const char *dir) {
             *p = '/';
         }
     return mkdir(buf, 0777) == 0 || errno == EEXIST ? 0 : -1;
-}
-
-const char *arg_value(int argc, char **argv, int *i, const char *opt) {
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "vkasr: %s needs a value\n", opt);
-        return NULL;
-    }
-    return argv[++*i];
 }
 
 void log_to_stderr(vkasr_log_level level, const char *msg, void *ud) {

@@ -280,7 +280,9 @@ static int split_devices(const struct cli_common *c, struct transcribe_opts *o) 
             return EXIT_FAIL;
     }
     int rc = EXIT_OK;
-    for (char *tok = o->devbuf, *save = NULL; rc == EXIT_OK && tok && (tok = strtok_r(tok, ",", &save)); tok = NULL) {
+    char *save = NULL;
+    for (char *tok = o->devbuf ? strtok_r(o->devbuf, ",", &save) : NULL; tok && rc == EXIT_OK;
+         tok = strtok_r(NULL, ",", &save)) {
         o->devices[o->ndevices++] = tok;
         rc = check_device_backend(tok);
     }
