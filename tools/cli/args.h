@@ -1,13 +1,5 @@
-/* args.h — the CLI's option tables: each option is declared once (its names, the commands that take it,
- * its argument kind, its help); cli_parse() parses a command line and prints --help from the tables.
- *
- * A command uses it so (see cmd_bench.c for a small one):
- *   1. add its id to enum cli_cmd and tag the shared options it takes (shared_opts in args.c: add
- *      CMD_BIT(id) to their `cmds`; give a help_for[id] text where the meaning differs);
- *   2. declare its own options in a table of struct cli_opt whose `field`s are offsets into its own
- *      options struct (ARG_FIELD), and a struct cli_command naming the table;
- *   3. call cli_parse(&command, &common, &own, argc, argv): ARGS_HELP means help went to stdout (exit
- *      0), EXIT_USAGE that a message went to stderr (exit 2). */
+/* args.h — the CLI's option tables: each option declared once (names, the commands that take it, its
+ * argument kind, its help); cli_parse() parses a command line and prints --help from the tables. */
 #ifndef VKASR_CLI_ARGS_H
 #define VKASR_CLI_ARGS_H
 
@@ -74,6 +66,12 @@ struct cli_command {
 };
 
 enum { ARGS_HELP = -1 };
+
+/* How a command (a new one: cmd_serve.c) uses the tables, as cmd_bench.c does:
+ *   1. its id in enum cli_cmd; CMD_BIT(id) in the `cmds` of the shared options it takes (args.c), with a
+ *      help_for[id] text where their meaning differs for it;
+ *   2. its own options in a table of OPT_* entries whose fields are offsets into its own options struct;
+ *   3. cli_parse(&command, &common, &own, argc, argv); ARGS_HELP: exit 0; EXIT_USAGE: exit 2. */
 
 /* The shared options' defaults. */
 struct cli_common cli_common_default(void);

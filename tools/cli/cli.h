@@ -60,9 +60,8 @@ int write_npy(const char *path, const float *data, size_t rows, size_t cols);
 
 /* ---- manifest.c ---- */
 
-/* An input of `vkasr transcribe` in the batched path: a line of a NeMo manifest (JSON lines with
- * audio_filepath, resolved against the manifest's directory; optional duration and text), or a file
- * given on the command line (line NULL). */
+/* An input of the batched path: a NeMo manifest line (audio_filepath resolved against the manifest's
+ * directory, optional duration and text) or a file named on the command line (line NULL). */
 struct manifest_entry {
     char *audio;      /* the audio file's path                                   */
     char *line;       /* the manifest line (a JSON object), NULL for a plain file */

@@ -1,7 +1,5 @@
-/* cmd_bench.c — `vkasr bench`: how fast a model transcribes on this machine. Synthesises speech-like
- * audio of each requested length (no files needed), runs one warm-up and N timed transcriptions per
- * length, and prints encoder, decoder and wall time, the real-time factor's inverse (RTFx) and the peak
- * device memory as median and spread (min-max), as a table or one JSON object. */
+/* cmd_bench.c — `vkasr bench`: how fast a model transcribes synthetic speech of each length here: one
+ * warm-up, N timed runs, median and spread of encoder, decoder and wall time, RTFx and peak memory. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -86,9 +84,8 @@ static const struct cli_command bench_command = {
     CMD_BENCH, "bench", intro, outro, bench_table, sizeof bench_table / sizeof bench_table[0], NULL,
 };
 
-/* Speech-like audio: a voiced source (10 harmonics of a pitch gliding around 120 Hz) under a 4 Hz
- * syllable envelope, phrases of 2.5 s separated by 0.5 s pauses, and a faint noise floor; the same
- * samples every time. */
+/* Speech-like audio, the same every time: 10 harmonics of a pitch gliding around 120 Hz under a 4 Hz
+ * syllable envelope, 2.5 s phrases, 0.5 s pauses, a faint noise floor. */
 static void synthesize(float *x, size_t n) {
     const double rate = VKASR_SAMPLE_RATE, two_pi = 6.283185307179586;
     uint64_t s = 0x9e3779b97f4a7c15ull;

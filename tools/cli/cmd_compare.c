@@ -1,7 +1,5 @@
-/* cmd_compare.c — `vkasr compare`: one audio file through the same model on several devices (Vulkan,
- * CUDA, the C reference), each measured stage by stage against the first (compare.c): mel, subsampling,
- * every conformer layer, encoder, decoder logits, tokens, transcript. Exit 1 names the first stage
- * past its tolerance. */
+/* cmd_compare.c — `vkasr compare`: one audio file through the same model on several devices, each
+ * measured stage by stage against the first (compare.c); exit 1 names the first stage past its tolerance. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +9,8 @@
 
 #define MAX_DEVICES 8
 
-/* The reference backend joins the default devices only when it should finish in about a minute. Its
- * time grows with parameters x encoder frames (the matrix products) and with layers x d_model x frames^2
- * (attention, about five times dearer per unit), four times over in f16 (it widens f16 weights and
- * rounds inputs in its inner loops); one core of the CI machine does ~1e9 units a second
- * (docs/compare.md). */
+/* cpu joins the default devices when params x frames + 5 x layers x d_model x frames^2 (x4 in f16) is
+ * at most this: about a minute on one core (docs/compare.md). */
 #define CPU_DEFAULT_BUDGET 5e10
 
 static void intro(FILE *f) {

@@ -11,13 +11,8 @@
 
 /* ---- tolerances --------------------------------------------------------------------------------- */
 
-/* Bounds on the relative L2 error ||b - a|| / ||a|| between two devices (docs/compare.md):
- *  - mel: the parity tests bound each device's mel by 2.5e-4 max-abs from transformers'; the features
- *    are normalized to unit variance per bin, so two devices differ by at most 5e-4 (relative L2 too);
- *  - every encoder tensor and the decoder logits: the parity bound on the encoder output, relative
- *    L2 1e-4 in f32 and 5e-3 in f16 (f16 weights and matrix inputs, against transformers' f32), doubled:
- *    two devices each within it of the same reference are within twice it of each other. The decoder
- *    stays f32 in both precisions; its logits inherit the encoder's relative error. */
+/* The bound on a stage's relative L2 error between two devices: twice the parity tests' bound on each
+ * device against transformers (derived in docs/compare.md). */
 double cmp_tolerance(const char *stage, vkasr_precision precision) {
     if (!strcmp(stage, "mel"))
         return 5e-4;
@@ -75,9 +70,8 @@ static int duration_index(const vkasr_model_info *mi, int32_t d) {
     return -1;
 }
 
-/* Whether a step's choice is the argmax of its own logits: the token over [0, V] (blank = V), for
- * TDT also the duration over the duration logits. A device whose choice is not is wrong whatever the
- * logits: its argmax (or the host walk) is. */
+/* Whether a step's choice is the argmax of its own logits (token over [0, V], blank = V; for TDT also
+ * the duration); a device whose choice is not is wrong whatever its logits. */
 static bool choice_is_argmax(const vkasr_model_info *mi, const float *row, size_t cols, const vkasr_decoder_step *s) {
     const size_t V1 = (size_t)mi->vocab_size + 1;
     if (cols < V1 || !is_max(row, 0, V1, s->token))

@@ -63,9 +63,8 @@ static int run(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     int rc = run(argc, argv);
-    /* Every command's output (help, device list, transcripts) must have reached stdout; fclose also
-     * catches errors a file system reports only on close. EBADF there means stdout was closed by the
-     * caller and nothing was written (a write would have failed the flush): not an error. */
+    /* Every command's output must have reached stdout; fclose catches errors reported only on close.
+     * EBADF: the caller closed stdout and nothing was written (a write would have failed the flush). */
     if (stdout_check() != EXIT_OK)
         return EXIT_AUDIO;
     if (fclose(stdout) != 0 && errno != EBADF) {

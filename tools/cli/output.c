@@ -89,10 +89,8 @@ static void timestamp(FILE *f, double sec, char frac_sep) {
     fprintf(f, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
 }
 
-/* A cue's text, on one line: a newline in token text (a byte piece can decode to one) would end the cue
- * early and turn the rest into a malformed cue. Control characters become spaces, each byte that does
- * not start well-formed UTF-8 becomes U+FFFD, and in WebVTT, where cue text is markup and may not hold
- * "-->", '&', '<' and '>' are escaped. */
+/* A cue's text on one line (a newline would end the cue): controls become spaces, bytes that do not
+ * start well-formed UTF-8 U+FFFD, and in WebVTT (markup) '&', '<' and '>' are escaped. */
 static void cue_text(FILE *f, const char *s, bool vtt) {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
         size_t n = utf8_valid(p);

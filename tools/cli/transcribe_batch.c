@@ -1,8 +1,6 @@
-/* transcribe_batch.c — the batched path of `vkasr transcribe` (--batch, --manifest, --devices, --shard):
- * the inputs are cut into windows of consecutive inputs; one worker per device (a session each, on its
- * own thread) takes the next window whenever it is free and transcribes it with vkasr_transcribe_batch()
- * (which sorts the window by length into packed device batches); each window's outputs are written in
- * input order as soon as the windows before it are. Uses the public API only. */
+/* transcribe_batch.c — the batched path of `vkasr transcribe`: windows of consecutive inputs, taken by
+ * one worker per device (a session and thread each) through vkasr_transcribe_batch(); outputs are
+ * written in input order as soon as the windows before them are. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
@@ -372,10 +370,8 @@ static int same_device(const struct worker *wk, int i) {
     return -1;
 }
 
-/* A model per distinct device, loaded at the same time on as many threads (a model load is reading the
- * file and uploading the weights: devices do not wait for each other); models[i] stays NULL for a
- * worker sharing an earlier one's. *nmodels: how many were loaded. Returns EXIT_OK, or the first
- * failure's exit code after saying why. */
+/* A model per distinct device, loaded at the same time on as many threads; models[i] stays NULL for a
+ * worker sharing an earlier one's. EXIT_OK, or the first failure's exit code after saying why. */
 static int load_models(const struct batch_run *o, const struct worker *wk, int nd, vkasr_model **models,
                        int *nmodels) {
     struct model_load *l = calloc((size_t)nd, sizeof *l);
