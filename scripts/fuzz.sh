@@ -2,7 +2,8 @@
 # fuzz.sh [SECONDS] [TARGET...] — builds the libFuzzer targets of tests/fuzz (clang; ASan + UBSan) in
 # ./build-asan and runs each for SECONDS (default 20; 0 = no time limit) from its seed corpus
 # (tests/fuzz/seeds.sh) and the corpus it grew in earlier runs (build-asan/fuzz/TARGET/corpus).
-# TARGET: gguf safetensors hf_config tokenizer audio cli_output (default: all).
+# TARGET: gguf safetensors hf_config tokenizer audio cli_output nemo nemo_pickle nemo_config nemo_spm
+# (default: all).
 # Environment: FUZZ_JOBS targets at a time (default 2); FUZZ_RUNS stop each after that many executions.
 # Exits 1 when a target reports a finding (crash, sanitizer report, failed check, leak, timeout, memory
 # limit); the input is kept as build-asan/fuzz/TARGET/crash-* (or leak-, timeout-, oom-), and
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 SECONDS_EACH=${1:-20}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-gguf safetensors hf_config tokenizer audio cli_output}
+TARGETS=${*:-gguf safetensors hf_config tokenizer audio cli_output nemo nemo_pickle nemo_config nemo_spm}
 JOBS=${FUZZ_JOBS:-2}
 
 sh scripts/setup.sh --test --no-build

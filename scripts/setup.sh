@@ -9,7 +9,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
-vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev \
+vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev \
 libgtk-4-dev libasound2-dev xvfb xauth"
 TEST_PKGS="clang-14 libclang-rt-14-dev"
 build=1

@@ -33,6 +33,9 @@ hf_config)
 tokenizer) copy "$data"/*/*/tokenizer.json ;;
 audio) copy "$data"/audio/*.* ;;
 cli_output) copy "$data"/audio/*/refs.tsv "$data"/malformed/README.md ;;
+nemo) copy "$data"/nemo/*.nemo ;;
+nemo_spm) copy "$data"/fixtures/spm/*.model ;;
+nemo_pickle | nemo_config) ;; # seeds under DATA/fuzz/TARGET (tools/fixtures/make_nemo.py)
 *)
     echo "seeds.sh: unknown fuzz target '$target'" >&2
     exit 2

@@ -1,0 +1,156 @@
+/* test_nemo.c — the .nemo readers on tests/data/nemo (tools/fixtures/make_nemo.py): each checkpoint
+ * built from an HF fixture maps to that fixture's configuration, tensors (byte for byte, after renaming)
+ * and tokenizer pieces; tensors of an uncompressed archive are read in place, a gzip one's copied; the
+ * small TDT model's fields and its strided buffer; each malformed file gives an error naming the reason.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "expect.h"
+#include "model/model_internal.h"
+#include "model/nemo.h"
+
+static const char *data_dir = "";
+
+static const char *data(const char *rel) {
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", data_dir, rel);
+    return buf[k];
+}
+
+static void same_config(const struct model_config *a, const struct model_config *b, const char *what) {
+#define F(x) EXPECT(a->x == b->x, "%s: " #x " %g vs HF %g", what, (double)a->x, (double)b->x)
+    F(head); F(d_model); F(n_layers); F(n_heads); F(ff_size); F(conv_kernel); F(n_mels); F(sub_channels);
+    F(sub_factor); F(xscaling); F(attention_bias); F(conv_bias); F(att_left); F(att_right); F(vocab_size);
+    F(pred_hidden); F(pred_layers); F(n_durations); F(max_symbols); F(sample_rate); F(n_fft); F(win_length);
+    F(hop_length); F(preemph);
+#undef F
+    for (int i = 0; i < a->n_durations && i < 16; i++)
+        EXPECT(a->durations[i] == b->durations[i], "%s: duration %d", what, i);
+}
+
+/* Every tensor of the HF fixture (only_prefix: those starting with it) equals the .nemo's. */
+static int same_tensors(const struct nemo_checkpoint *ck, const struct model_file *mf, const char *only_prefix,
+                        const char *what) {
+    int n = 0;
+    for (int i = 0; i < mf->ntensors; i++) {
+        const struct model_tensor *h = &mf->tensors[i];
+        if (only_prefix && strncmp(h->name, only_prefix, strlen(only_prefix)) != 0)
+            continue;
+        const struct nemo_tensor *t = nemo_find(ck, h->name);
+        EXPECT(t != NULL, "%s: tensor %s missing", what, h->name);
+        if (!t)
+            continue;
+        int same = t->type == h->type && t->nd == h->nd && t->nbytes == h->nbytes;
+        for (int d = 0; same && d < h->nd; d++)
+            same = t->ne[d] == h->ne[d];
+        EXPECT(same && memcmp(t->data, h->data, h->nbytes) == 0, "%s: tensor %s differs", what, h->name);
+        n++;
+    }
+    return n;
+}
+
+static void same_tokenizer(const struct tokenizer *a, const struct tokenizer *b, const char *what) {
+    EXPECT(a->n == b->n, "%s: %d pieces vs %d", what, (int)a->n, (int)b->n);
+    for (int32_t i = 0; i < a->n && i < b->n; i++)
+        EXPECT(!strcmp(a->piece[i], b->piece[i]) && a->type[i] == b->type[i], "%s: piece %d '%s' (%d) vs '%s' (%d)",
+               what, (int)i, a->piece[i], a->type[i], b->piece[i], b->type[i]);
+}
+
+static int in_map(const struct nemo_checkpoint *ck, const void *p) {
+    const char *m = ck->map, *q = p;
+    return m && q >= m && q < m + ck->map_size;
+}
+
+/* A .nemo against its HF fixture: configuration, tensors, tokenizer; in_place: data in the mapping. */
+static void against_fixture(const char *nemo, const char *fixture, int head, int hybrid, int in_place) {
+    struct nemo_checkpoint ck;
+    struct err e = {0};
+    vkasr_status st = nemo_open(data(nemo), &ck, &e);
+    EXPECT(st == VKASR_OK, "%s: %s", nemo, e.msg);
+    if (st != VKASR_OK)
+        return;
+    struct model_file *mf = NULL;
+    st = model_open(data(fixture), &mf, &e);
+    EXPECT(st == VKASR_OK, "%s: %s", fixture, e.msg);
+    if (st == VKASR_OK) {
+        EXPECT(ck.cfg.head == head, "%s: head %d", nemo, ck.cfg.head);
+        same_config(&ck.cfg, &mf->cfg, nemo);
+        int n = same_tensors(&ck, mf, NULL, nemo);
+        EXPECT(n == mf->ntensors && n > 50, "%s: %d of %d tensors compared", nemo, n, mf->ntensors);
+        same_tokenizer(&ck.tok, &mf->tok, nemo);
+        EXPECT(ck.has_ctc == (head == VKASR_HEAD_CTC || hybrid), "%s: has_ctc %d", nemo, ck.has_ctc);
+        EXPECT(ck.has_transducer == (head != VKASR_HEAD_CTC), "%s: has_transducer %d", nemo, ck.has_transducer);
+        int placed = 0;
+        for (int i = 0; i < ck.ntensors; i++)
+            placed += in_map(&ck, ck.tensors[i].data) && !ck.tensors[i].owned;
+        EXPECT(in_place ? placed == ck.ntensors : placed == 0, "%s: %d of %d tensors in place", nemo, placed,
+               ck.ntensors);
+        model_close(mf);
+    }
+    if (hybrid) { /* the aux CTC head is the ctc fixture's */
+        st = model_open(data("fixtures/ctc"), &mf, &e);
+        EXPECT(st == VKASR_OK, "fixtures/ctc: %s", e.msg);
+        if (st == VKASR_OK) {
+            EXPECT(same_tensors(&ck, mf, "ctc_head.", nemo) == 2, "%s: CTC head", nemo);
+            model_close(mf);
+        }
+    }
+    nemo_close(&ck);
+}
+
+static void mini(void) {
+    struct nemo_checkpoint ck;
+    struct err e = {0};
+    vkasr_status st = nemo_open(data("nemo/tdt_mini.nemo"), &ck, &e);
+    EXPECT(st == VKASR_OK, "tdt_mini: %s", e.msg);
+    if (st != VKASR_OK)
+        return;
+    const struct model_config *c = &ck.cfg;
+    EXPECT(c->head == VKASR_HEAD_TDT && c->d_model == 8 && c->n_layers == 1 && c->ff_size == 32 && c->n_heads == 2 &&
+               c->n_mels == 80 && c->sub_channels == 4 && c->pred_hidden == 8 && c->pred_layers == 1 &&
+               c->n_durations == 5 && c->durations[4] == 4 && c->vocab_size == 128 && c->xscaling &&
+               !c->attention_bias && c->att_left == -1,
+           "tdt_mini: configuration");
+    EXPECT(!ck.has_ctc && ck.has_transducer && !strcmp(ck.model_class, "EncDecRNNTBPEModel"), "tdt_mini: heads");
+    /* the filterbank was saved as a transposed view: copied into row-major order */
+    const struct nemo_tensor *fb = nemo_find(&ck, "preprocessor.featurizer.fb");
+    const struct nemo_tensor *w = nemo_find(&ck, "preprocessor.featurizer.window");
+    EXPECT(fb && fb->owned && fb->nd == 3 && fb->ne[1] == 80 && fb->ne[2] == 257, "tdt_mini: fb");
+    EXPECT(w && w->nd == 1 && w->ne[0] == 400 && !w->owned && ((const float *)w->data)[0] == 0.0f &&
+               ((const float *)w->data)[200] > 0.999f,
+           "tdt_mini: window");
+    const struct nemo_tensor *nb = nemo_find(&ck, "encoder.layers.0.conv.norm.num_batches_tracked");
+    EXPECT(nb && nb->type == MT_I64 && nb->nd == 0 && *(const int64_t *)nb->data == 3, "tdt_mini: num_batches_tracked");
+    nemo_close(&ck);
+}
+
+static void refusal(const char *file, const char *want) {
+    struct nemo_checkpoint ck;
+    struct err e = {0};
+    vkasr_status st = nemo_open(data(file), &ck, &e);
+    EXPECT(st == VKASR_ERR_MODEL && strstr(e.msg, want) && strstr(e.msg, file), "%s: status %d, message '%s' (want '%s')",
+           file, (int)st, e.msg, want);
+    EXPECT(ck.ntensors == 0 && ck.tok.n == 0 && !ck.map, "%s: not emptied", file);
+    if (st == VKASR_OK)
+        nemo_close(&ck);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1)
+        data_dir = argv[1];
+    against_fixture("nemo/rnnt.nemo", "fixtures/rnnt", VKASR_HEAD_RNNT, 0, 1);
+    against_fixture("nemo/ctc_gz.nemo", "fixtures/ctc", VKASR_HEAD_CTC, 0, 0);
+    against_fixture("nemo/tdt_ctc.nemo", "fixtures/tdt", VKASR_HEAD_TDT, 1, 1);
+    mini();
+    refusal("nemo/bad_global.nemo", "refused global '__builtin__.eval'");
+    refusal("nemo/bad_option.nemo", "'encoder.subsampling' = \"striding\" is not supported");
+    refusal("nemo/missing_tensor.nemo", "missing tensor 'encoder.layers.0.norm_out.bias'");
+    refusal("nemo/truncated.nemo", "runcated");
+    refusal("nemo/legacy.nemo", "legacy (pre-zip) PyTorch checkpoint");
+    printf("test_nemo: %d checks, %d failures\n", checks, failures);
+    return failures ? 1 : 0;
+}
