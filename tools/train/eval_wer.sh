@@ -7,7 +7,7 @@
 # `python3 tools/train/corpus.py heldout --out CLIPDIR` or found in train.py's heldout-sample.tar.gz.
 # Runs `vkasr transcribe --format json` once on all listed clips (one model load), then prints the WER
 # per voice, for seen and unseen voices and in total (tools/train/wer.py: the normalisation of
-# tests/wer.h). --max-wer 0.10 makes the exit status 1 when the total exceeds 10 %.
+# tools/cli/wer.c). --max-wer 0.10 makes the exit status 1 when the total exceeds 10 %.
 # VKASR defaults to build/vkasr, then `vkasr` on PATH; MODEL defaults to the CLI's own default.
 # Needs bash and python3 (the GPU machine and the build machine both have them).
 set -euo pipefail

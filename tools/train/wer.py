@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Word error rate with the normalisation of tests/wer.h (the two must agree; both are tested on the
+"""Word error rate with the normalisation of tools/cli/wer.c (the two must agree; both are tested on the
 same cases: `python3 tools/train/wer.py selftest`, tests/test_wer.c).
 
 Normalisation (ASCII case folding only, UTF-8 safe):
@@ -57,7 +57,7 @@ def normalize(s):
 def align_counts(ref_words, hyp_words):
     """(substitutions, deletions, insertions) of a minimum-edit alignment; among equal-cost
     alignments the backtrace prefers match/substitution, then deletion, then insertion (the same
-    order as tests/wer.h, so the split agrees too)."""
+    order as tools/cli/wer.c, so the split agrees too)."""
     n, m = len(ref_words), len(hyp_words)
     d = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
@@ -176,7 +176,7 @@ def selftest():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="word error rate (tests/wer.h normalisation)")
+    ap = argparse.ArgumentParser(description="word error rate (tools/cli/wer.c normalisation)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     p = sub.add_parser("score")
     p.add_argument("--refs", required=True)
