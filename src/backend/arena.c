@@ -7,8 +7,6 @@
 
 #define MARK_OFFSET_BITS 48
 #define FIRST_BLOCK (16ull << 20)
-/* A measuring arena's addresses: far above any host pointer or device address a test could meet. */
-#define MEASURE_BASE (1ull << 62)
 
 void be_arena_init(struct be_arena *a, const struct be_block_ops *ops, struct be_device *d, uint64_t block_size) {
     memset(a, 0, sizeof *a);
@@ -18,8 +16,7 @@ void be_arena_init(struct be_arena *a, const struct be_block_ops *ops, struct be
 }
 
 static uint64_t max_block(const struct be_arena *a) {
-    uint64_t m = a->ops ? a->ops->max_block(a->dev) : UINT64_MAX;
-    return m / BE_SCRATCH_ALIGN * BE_SCRATCH_ALIGN;
+    return a->ops->max_block(a->dev) / BE_SCRATCH_ALIGN * BE_SCRATCH_ALIGN;
 }
 
 /* Room for one more block in the list. */
@@ -37,17 +34,12 @@ static vkasr_status grow_list(struct be_arena *a, struct err *e) {
 
 static vkasr_status make_block(struct be_arena *a, uint64_t size, struct be_arena_block *out, struct err *e) {
     *out = (struct be_arena_block){.size = size};
-    if (!a->ops) {
-        out->addr = MEASURE_BASE + a->reserved;
-        return VKASR_OK;
-    }
     return a->ops->make(a->dev, size, &out->addr, &out->handle, e);
 }
 
 static void free_blocks(struct be_arena *a) {
     for (size_t i = 0; i < a->n; i++)
-        if (a->ops)
-            a->ops->free(a->dev, a->blocks[i].addr, a->blocks[i].size, a->blocks[i].handle);
+        a->ops->free(a->dev, a->blocks[i].addr, a->blocks[i].size, a->blocks[i].handle);
     a->n = a->cur = 0;
     a->reserved = a->in_use = 0;
 }

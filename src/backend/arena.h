@@ -40,8 +40,7 @@ struct be_arena_block {
 
 /* Blocks with bump allocation: a device's weights (grow only, under its lock) and each backend's scratch
  * (stack discipline: mark / release). Blocks are freed only by be_arena_reserve and be_arena_destroy, so
- * live tensors keep their addresses when the arena grows. ops == NULL: a measuring arena, which makes no
- * memory and hands out addresses of a range no device uses, only to count bytes. */
+ * live tensors keep their addresses when the arena grows. */
 struct be_arena {
     const struct be_block_ops *ops;
     struct be_device *dev;
