@@ -153,9 +153,9 @@ void be_release(struct backend *b, uint64_t mark);
  * planned). What it holds already is kept when that serves and is at most `keep` bytes, else freed
  * first (after the backend's queued work). Only while no scratch is in use. */
 vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep);
-/* The backend's scratch footprint: bytes of the blocks its scratch arena holds, on every backend. Blocks
- * are kept between runs and freed only by be_reserve, so this is the most the scratch has held since
- * the last reserve (a run that stayed within its plan: be_scratch_bytes of the planned scratch). */
+/* The backend's scratch footprint, the same on every backend: bytes of the blocks its scratch arena
+ * holds (not the bytes in use). It grows when the stack outgrows its blocks and only be_reserve lowers
+ * it, so after a run that kept to its plan it is be_scratch_bytes of the planned scratch. */
 uint64_t be_peak_bytes(const struct backend *b);
 /* Bytes of the blocks holding the device's weights. */
 uint64_t be_weight_bytes(const struct be_device *d);
