@@ -131,7 +131,7 @@ static vkasr_status run_hooked(struct rig *r, const float *pcm, size_t n, const 
     if (st == VKASR_OK)
         st = asr_run(r->m, be, &cache, pcm, n, opt, hooks, out, e);
     if (be)
-        *held = be->vt->peak_bytes(be);
+        *held = be_peak_bytes(be);
     asr_cache_free(&cache);
     be_backend_destroy(be);
     return st;
@@ -389,9 +389,9 @@ static void test_backends(const char *model_dir, const struct audio *a, int64_t 
                               .window = window};
     struct asr_output ov = {0}, orf = {0};
     EXPECT(asr_run(dv.m, dv.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "device run: %s", e.msg);
-    EXPECT(dv.be->vt->peak_bytes(dv.be) == be_scratch_bytes(ov.plan.scratch),
+    EXPECT(be_peak_bytes(dv.be) == be_scratch_bytes(ov.plan.scratch),
            "%s: the run held %llu bytes of scratch, planned %llu", model_dir,
-           (unsigned long long)dv.be->vt->peak_bytes(dv.be), (unsigned long long)ov.plan.scratch);
+           (unsigned long long)be_peak_bytes(dv.be), (unsigned long long)ov.plan.scratch);
     EXPECT(asr_run(ref.m, ref.be, &cr, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
     if (ov.mel && orf.mel && ov.mel_frames == orf.mel_frames && ov.frames == orf.frames) {
         double mel = 0, se = 0, sr = 0;

@@ -83,7 +83,7 @@ static void fill_info(vkasr_model *m) {
     i->n_params = m->am->n_params;
     i->precision = m->am->precision;
     snprintf(i->device_name, sizeof i->device_name, "%s", m->dev->info.name);
-    i->weight_bytes = m->dev->vt->weight_bytes(m->dev);
+    i->weight_bytes = be_weight_bytes(m->dev);
 }
 
 vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params, vkasr_model **out_model,
@@ -159,7 +159,7 @@ vkasr_status vkasr_model_get_info(const vkasr_model *m, vkasr_model_info *out) {
     if (!m || !out)
         return VKASR_ERR_INVALID_ARG;
     *out = m->info;
-    out->weight_bytes = m->dev->vt->weight_bytes(m->dev);
+    out->weight_bytes = be_weight_bytes(m->dev);
     return VKASR_OK;
 }
 
@@ -368,7 +368,7 @@ vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_s
         .encoder_ms = r->out.encoder_ms,
         .decoder_ms = r->out.decoder_ms,
         .total_ms = clock_ms() - t0_ms,
-        .peak_device_bytes = s->model->dev->vt->weight_bytes(s->model->dev) + s->be->vt->peak_bytes(s->be),
+        .peak_device_bytes = be_weight_bytes(s->model->dev) + be_peak_bytes(s->be),
         .planned_device_bytes = r->out.plan.weights + r->out.plan.scratch,
     };
     r->status = st;

@@ -37,7 +37,7 @@ vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const s
                           const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
     struct be_memory mem;
     be->dev->vt->memory(be->dev, &mem);
-    const uint64_t weights = be->dev->vt->weight_bytes(be->dev), own = be->vt->peak_bytes(be);
+    const uint64_t weights = be_weight_bytes(be->dev), own = be_peak_bytes(be);
     const uint64_t others = mem.used > own ? mem.used - own : 0;
     uint64_t avail = mem.budget > others ? mem.budget - others : 0;
     char limit[256];

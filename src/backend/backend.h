@@ -9,8 +9,10 @@
 #ifndef VKASR_BACKEND_H
 #define VKASR_BACKEND_H
 
+#include <pthread.h>
 #include <stdint.h>
 
+#include "arena.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "ops.h"
@@ -18,13 +20,7 @@
 struct be_device;
 struct backend;
 
-/* Scratch tensors start at multiples of this many bytes (>= minStorageBufferOffsetAlignment everywhere;
- * keeps vec4 loads aligned): a tensor of n bytes takes be_scratch_bytes(n) of the stack, which is what
- * memory plans count. */
-#define BE_SCRATCH_ALIGN 256u
-static inline uint64_t be_scratch_bytes(uint64_t n) {
-    return ((n ? n : 1) + BE_SCRATCH_ALIGN - 1) / BE_SCRATCH_ALIGN * BE_SCRATCH_ALIGN;
-}
+/* Tensors take be_scratch_bytes(n) of an arena (arena.h: BE_SCRATCH_ALIGN). */
 /* be_scratch_bytes of an f32/i32 tensor of `rows` x `cols` elements. */
 static inline uint64_t be_scratch_f32(int64_t rows, int64_t cols) {
     return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * 4u);
@@ -79,7 +75,6 @@ struct be_memory {
 struct be_device_vtbl {
     void (*destroy)(struct be_device *d);
     vkasr_status (*create_backend)(struct be_device *d, struct backend **out, struct err *e);
-    uint64_t (*weight_bytes)(const struct be_device *d);
     uint64_t (*validation_messages)(const struct be_device *d);
     void (*memory)(const struct be_device *d, struct be_memory *out);
 };
@@ -89,6 +84,8 @@ struct be_device {
     struct be_device_info info;
     const struct logger *log;
     const char *kind;       /* "cpu", "cuda" or "vulkan": the backend, set by be_device_open     */
+    pthread_mutex_t weights_lock;
+    struct be_arena weights; /* grow only, shared by every backend of the device (be_device_init) */
 };
 
 struct be_op_stat {
@@ -102,9 +99,6 @@ struct be_graph;
 
 struct backend_vtbl {
     void (*destroy)(struct backend *b);
-    vkasr_status (*alloc)(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr);
-    uint64_t (*mark)(struct backend *b);
-    void (*release)(struct backend *b, uint64_t mark);
     vkasr_status (*upload)(struct backend *b, uint64_t dst, const void *src, uint64_t bytes);
     vkasr_status (*download)(struct backend *b, void *dst, uint64_t src, uint64_t bytes);
     vkasr_status (*flush)(struct backend *b); /* start recorded work without waiting */
@@ -113,12 +107,6 @@ struct backend_vtbl {
     vkasr_status (*throttle)(struct backend *b, int max_pending);
     vkasr_status (*sync)(struct backend *b);  /* wait for all recorded work          */
     vkasr_status (*run)(struct backend *b, enum op_id id, const void *args);
-    uint64_t (*peak_bytes)(const struct backend *b); /* scratch memory held (blocks are kept between runs) */
-    /* Makes the scratch pool hold at least `bytes` for stack allocations without growing, in as few
-     * blocks as the device allows (a run's memory plan, reserved before it starts: its peak is then
-     * what was planned). What it holds already is kept when that serves and is at most `keep` bytes,
-     * else freed first. Only while no scratch is in use. */
-    vkasr_status (*reserve)(struct backend *b, uint64_t bytes, uint64_t keep);
     /* Per-op profile (Vulkan with profiling on): fills up to cap entries, returns the count. */
     size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
     void (*profile_reset)(struct backend *b);
@@ -133,6 +121,7 @@ struct backend {
     const struct backend_vtbl *vt;
     struct be_device *dev;
     struct err err;
+    struct be_arena scratch; /* BE_POOL_SCRATCH: stack discipline (be_backend_init)               */
 };
 
 /* Opens the device a device string names (backend.c). */
@@ -141,22 +130,43 @@ void be_device_close(struct be_device *d);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
 void be_backend_destroy(struct backend *b);
 
+/* ---- memory (backend.c over arena.h) ---------------------------------------------------------- */
+
+/* For the backends' constructors: the device's weights arena (blocks made by `blocks`) and its lock,
+ * set up before anything can fail; be_device_fini frees the weights' blocks (while the backend's device
+ * still exists) and the lock. be_backend_init sets up a backend's scratch arena on its device's blocks;
+ * the backend's destroy frees it (be_arena_destroy) before its device-side state goes. */
+void be_device_init(struct be_device *d, const struct be_block_ops *blocks);
+void be_device_fini(struct be_device *d);
+void be_backend_init(struct backend *b, struct be_device *d);
+
+/* Allocates `bytes` in a pool (uninitialised); errors land in b->err. */
+vkasr_status be_alloc(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr);
 /* Allocates a tensor of the given shape in a pool (uninitialised). */
 vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,
                              be_tensor *out);
-static inline vkasr_status be_alloc(struct backend *b, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
-    return b->vt->alloc(b, pool, bytes, addr);
-}
-static inline uint64_t be_mark(struct backend *b) { return b->vt->mark(b); }
-static inline void be_release(struct backend *b, uint64_t mark) { b->vt->release(b, mark); }
+/* The scratch stack's top, and back to it (every scratch tensor taken since is gone). */
+uint64_t be_mark(struct backend *b);
+void be_release(struct backend *b, uint64_t mark);
+/* Makes the scratch pool hold at least `bytes` for stack allocations without growing, in as few blocks
+ * as the device allows (a run's memory plan, reserved before it starts: its peak is then what was
+ * planned). What it holds already is kept when that serves and is at most `keep` bytes, else freed
+ * first (after the backend's queued work). Only while no scratch is in use. */
+vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep);
+/* The backend's scratch footprint, the same on every backend: bytes of the blocks its scratch arena
+ * holds (not the bytes in use). It grows when the stack outgrows its blocks and only be_reserve lowers
+ * it, so after a run that kept to its plan it is be_scratch_bytes of the planned scratch. */
+uint64_t be_peak_bytes(const struct backend *b);
+/* Bytes of the blocks holding the device's weights. */
+uint64_t be_weight_bytes(const struct be_device *d);
+/* The arena block holding [addr, addr + bytes) in b's scratch or its device's weights; false if none. */
+bool be_find_block(struct backend *b, uint64_t addr, uint64_t bytes, struct be_arena_block *out);
+
 static inline vkasr_status be_upload(struct backend *b, uint64_t dst, const void *src, uint64_t n) {
     return b->vt->upload(b, dst, src, n);
 }
 static inline vkasr_status be_download(struct backend *b, void *dst, uint64_t src, uint64_t n) {
     return b->vt->download(b, dst, src, n);
-}
-static inline vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep) {
-    return b->vt->reserve(b, bytes, keep);
 }
 static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b); }
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }

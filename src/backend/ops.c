@@ -1,6 +1,8 @@
-/* ops.c — tensor helpers and the argument rules of every op (shared by all backends), plus the
- * backend-independent op entry points of backend.h. Kernels live in the backends, not here. */
-#include "backend.h"
+/* ops.c — tensor helpers and the argument rules of every op (shared by all backends): a leaf under
+ * backend.c, which calls it before every op. Kernels live in the backends, not here. */
+#include "ops.h"
+
+#include "common/err.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -631,29 +633,24 @@ vkasr_status op_validate(enum op_id id, const void *args, struct err *e) {
     return bad(&c, "id", NULL, "unknown op");
 }
 
-/* ---- backend-independent entry points --------------------------------------------------------- */
-
-vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
-    TRY(op_validate(id, args, &b->err));
-    return b->vt->run(b, id, args);
-}
-
-vkasr_status be_search_init(struct backend *b, const struct be_search *s, const int64_t *frames) {
-    struct vctx c = {"search_init", &b->err};
+vkasr_status op_search_init_state(const struct be_search *s, const int64_t *frames, int32_t **state, uint64_t *bytes,
+                                  struct err *e) {
+    struct vctx c = {"search_init", e};
+    *state = NULL;
+    *bytes = 0;
     TRY(v_search(&c, s));
     const int64_t B = s->state.ne[0], Tf = s->f.ne[0];
     /* S_EMIT: the LSTM state the caller's start-of-sequence step writes to h_new is committed by the
      * first search_joint. Hypothesis h's frames follow those of the hypotheses before it in f. */
     int32_t *st = calloc((size_t)B, SEARCH_STATE_INTS * sizeof *st);
     if (!st)
-        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     int64_t f0 = 0;
-    vkasr_status r = VKASR_OK;
-    for (int64_t h = 0; h < B && r == VKASR_OK; h++) {
+    for (int64_t h = 0; h < B; h++) {
         const int64_t n = frames ? frames[h] : Tf;
         if (n < 1 || f0 + n > Tf || n * s->max_symbols >= INT32_MAX) {
-            r = bad(&c, "frames", &s->f, "hypotheses' frames must be >= 1 and fit f (and T * max_symbols < 2^31)");
-            break;
+            free(st);
+            return bad(&c, "frames", &s->f, "hypotheses' frames must be >= 1 and fit f (and T * max_symbols < 2^31)");
         }
         int32_t *sh = st + h * SEARCH_STATE_INTS;
         sh[SEARCH_S_FRAMES] = (int32_t)n;
@@ -663,15 +660,7 @@ vkasr_status be_search_init(struct backend *b, const struct be_search *s, const 
         sh[SEARCH_S_TOKEN] = (int32_t)(s->embed.ne[0] - 1);
         f0 += n;
     }
-    if (r == VKASR_OK)
-        r = be_upload(b, s->state.addr, st, (uint64_t)B * SEARCH_STATE_INTS * sizeof *st);
-    free(st);
-    return r;
-}
-
-vkasr_status be_alloc_tensor(struct backend *b, enum be_pool pool, be_dtype type, int nd, const int64_t *ne,
-                             be_tensor *out) {
-    *out = be_tensor_make(0, type, nd, ne);
-    uint64_t bytes = be_nbytes(out);
-    return b->vt->alloc(b, pool, bytes ? bytes : 4, &out->addr);
+    *state = st;
+    *bytes = (uint64_t)B * SEARCH_STATE_INTS * sizeof *st;
+    return VKASR_OK;
 }

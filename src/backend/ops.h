@@ -385,5 +385,9 @@ struct err;
 /* Checks an op's arguments (shapes, types, required tensors); fills e and returns an error status
  * naming the op and the offending field. Both backends call it before running an op. */
 vkasr_status op_validate(enum op_id id, const void *args, struct err *e);
+/* Validates a search's description (be_search_init) and makes its initial state on the host: *state
+ * (malloc'd, *bytes long; the caller frees it) for the B hypotheses of frames[b] frames each. */
+vkasr_status op_search_init_state(const struct be_search *s, const int64_t *frames, int32_t **state, uint64_t *bytes,
+                                  struct err *e);
 
 #endif

@@ -111,38 +111,11 @@ static vkasr_status cub_sync(struct backend *bb) {
 
 /* ---- memory ----------------------------------------------------------------------------------- */
 
-static vkasr_status cub_alloc(struct backend *bb, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
-    struct cu_backend *b = (struct cu_backend *)bb;
-    TRY(cu_use_device(b->d, &bb->err));
-    if (pool == BE_POOL_WEIGHTS) {
-        pthread_mutex_lock(&b->d->weights_lock);
-        vkasr_status st = cu_arena_alloc(b->d, &b->d->weights, bytes, addr, &bb->err);
-        pthread_mutex_unlock(&b->d->weights_lock);
-        return st;
-    }
-    return cu_arena_alloc(b->d, &b->scratch, bytes, addr, &bb->err);
-}
-
-/* A run's planned scratch in one block (src/asr/pipeline.c reserves it before the run starts). */
-static vkasr_status cub_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) {
-    struct cu_backend *b = (struct cu_backend *)bb;
-    TRY(cu_use_device(b->d, &bb->err));
-    TRY(stream_sync(b)); /* the blocks about to be freed may still be read by queued work */
-    return cu_arena_reserve(b->d, &b->scratch, bytes, keep, &bb->err);
-}
-
-static uint64_t cub_mark(struct backend *bb) { return cu_arena_mark(&((struct cu_backend *)bb)->scratch); }
-static void cub_release(struct backend *bb, uint64_t mark) { cu_arena_release(&((struct cu_backend *)bb)->scratch, mark); }
-
 /* The range must lie in this backend's scratch or the device's weights: a stray address is a bug to
  * report, not a pointer to hand to the driver. */
 static vkasr_status check_range(struct cu_backend *b, uint64_t addr, uint64_t bytes, const char *what) {
-    if (cu_arena_holds(&b->scratch, addr, bytes))
-        return VKASR_OK;
-    pthread_mutex_lock(&b->d->weights_lock);
-    bool ok = cu_arena_holds(&b->d->weights, addr, bytes);
-    pthread_mutex_unlock(&b->d->weights_lock);
-    if (ok)
+    struct be_arena_block blk;
+    if (be_find_block(&b->base, addr, bytes, &blk))
         return VKASR_OK;
     return err_set(&b->base.err, VKASR_ERR_INTERNAL, "%s unknown device range 0x%llx+%llu", what,
                    (unsigned long long)addr, (unsigned long long)bytes);
@@ -258,9 +231,6 @@ static vkasr_status cub_run(struct backend *bb, enum op_id id, const void *args)
     return VKASR_OK;
 }
 
-/* The scratch held (blocks are kept between runs; a run reserves its plan, so this is its peak). */
-static uint64_t cub_peak(const struct backend *bb) { return ((const struct cu_backend *)bb)->scratch.reserved; }
-
 static size_t cub_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) {
     const struct cu_backend *b = (const struct cu_backend *)bb;
     size_t n = 0;
@@ -294,7 +264,7 @@ static void cub_destroy(struct backend *bb) {
         if (b->lt)
             cublasLtDestroy(b->lt);
         cu_device_free(b->d, b->workspace, CU_WORKSPACE_BYTES);
-        cu_arena_destroy(b->d, &b->scratch);
+        be_arena_destroy(&b->base.scratch);
         if (b->staging)
             cudaFreeHost(b->staging);
         if (b->stream)
@@ -308,11 +278,11 @@ static void cub_destroy(struct backend *bb) {
 }
 
 static const struct backend_vtbl cu_backend_vtbl = {
-    cub_destroy,  cub_alloc, cub_mark, cub_release, cub_upload,  cub_download,      cub_flush,
-    cub_throttle, cub_sync,  cub_run,  cub_peak,    cub_reserve, cub_profile, cub_profile_reset,
+    cub_destroy, cub_upload, cub_download, cub_flush, cub_throttle, cub_sync, cub_run, cub_profile,
+    cub_profile_reset,
     /* no recorded sequences: the device-resident decoder launches its ops directly (no host round
      * trip per iteration either way) */
-    NULL,         NULL,      NULL,     NULL,
+    NULL, NULL, NULL, NULL,
 };
 
 static vkasr_status backend_init(struct cu_backend *b, struct err *e) {
@@ -333,9 +303,8 @@ vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struc
     if (!b)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     b->base.vt = &cu_backend_vtbl;
-    b->base.dev = bd;
+    be_backend_init(&b->base, bd);
     b->d = (struct cu_device *)bd;
-    cu_arena_init(&b->scratch, 256ull << 20);
     vkasr_status st = backend_init(b, e);
     if (st != VKASR_OK) {
         cub_destroy(&b->base);

@@ -137,14 +137,13 @@ static void cud_destroy(struct be_device *bd) {
     struct cu_device *d = (struct cu_device *)bd;
     if (cudaSetDevice(d->ordinal) == cudaSuccess) {
         cudaDeviceSynchronize();
-        cu_arena_destroy(d, &d->weights);
+        be_arena_destroy(&d->base.weights);
     }
     pthread_mutex_destroy(&d->alloc_lock);
-    pthread_mutex_destroy(&d->weights_lock);
+    be_device_fini(&d->base);
     free(d);
 }
 
-static uint64_t cud_weight_bytes(const struct be_device *bd) { return ((const struct cu_device *)bd)->weights.reserved; }
 static uint64_t cud_validation(const struct be_device *bd) { return 0; }
 
 /* The planner's view of the device: vkasr's own blocks plus the free memory cudaMemGetInfo reports (what
@@ -172,7 +171,7 @@ static void cud_memory(const struct be_device *bd, struct be_memory *out) {
 }
 
 static const struct be_device_vtbl cu_device_vtbl = {
-    cud_destroy, cu_backend_create, cud_weight_bytes, cud_validation, cud_memory,
+    cud_destroy, cu_backend_create, cud_validation, cud_memory,
 };
 
 extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
@@ -187,7 +186,7 @@ extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, st
     d->base.log = opt->log;
     d->ordinal = ordinal;
     pthread_mutex_init(&d->alloc_lock, NULL);
-    pthread_mutex_init(&d->weights_lock, NULL);
+    be_device_init(&d->base, &cu_blocks);
     vkasr_status st = VKASR_OK;
     cudaError_t r = cudaSetDevice(ordinal);
     if (r == cudaSuccess)
@@ -203,7 +202,7 @@ extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, st
                      d->prop.name, d->prop.major, d->prop.minor, why);
     if (st != VKASR_OK) {
         pthread_mutex_destroy(&d->alloc_lock);
-        pthread_mutex_destroy(&d->weights_lock);
+        be_device_fini(&d->base);
         free(d);
         return st;
     }
@@ -226,7 +225,6 @@ extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, st
     d->max_grid = (uint32_t)grid;
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
     d->tensor_cores = d->prop.major >= 8;
-    cu_arena_init(&d->weights, 256ull << 20);
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s (CUDA device %d)", d->prop.name, ordinal);
     d->base.info.f16 = true;
     d->base.info.coopmat = d->tensor_cores;

@@ -1,5 +1,5 @@
 /* cu_internal.h — shared declarations of the CUDA backend (CUDA C++ compiled by nvcc, C interface to the
- * rest of vkasr): device, memory arenas, the backend object (one stream, cuBLASLt, pinned staging,
+ * rest of vkasr): device, memory blocks, the backend object (one stream, cuBLASLt, pinned staging,
  * profiling events), launch helpers and the op entry points (cu_<family>.cu). Nothing outside
  * backend/cuda includes this file. */
 #ifndef VKASR_CU_INTERNAL_H
@@ -36,39 +36,12 @@ vkasr_status cublas_fail(struct err *e, cublasStatus_t r, const char *what, cons
 
 /* ---- memory (cu_memory.cu) -------------------------------------------------------------------- */
 
-#define CU_TENSOR_ALIGN 256u /* every tensor starts 256-byte aligned (cuBLASLt's default assumption) */
+#define CU_TENSOR_ALIGN BE_SCRATCH_ALIGN /* every tensor starts 256-byte aligned (cuBLASLt's default assumption) */
 
 struct cu_device;
 
-struct cu_block {
-    uint64_t addr;  /* device pointer of byte 0 */
-    uint64_t size;
-    uint64_t used;  /* bump pointer             */
-};
-
-/* Blocks with bump allocation: weights (grow only, under the device's lock) and each backend's scratch
- * (stack discipline: mark / release). Blocks are never moved or freed before the arena is destroyed, so
- * live tensors keep their addresses when the arena grows. */
-struct cu_arena {
-    struct cu_block *blocks;
-    size_t n, cap;
-    size_t cur;          /* block currently bumped          */
-    uint64_t block_size; /* largest block made for growth   */
-    uint64_t in_use;     /* bytes handed out                */
-    uint64_t reserved;   /* bytes of all blocks             */
-};
-
-void cu_arena_init(struct cu_arena *a, uint64_t block_size);
-vkasr_status cu_arena_alloc(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t *addr, struct err *e);
-/* Gives the arena at least `bytes` in one block (a run's planned scratch, so its stack never opens
- * another block): keeps what it holds when the first block already has `bytes` and all blocks together
- * are at most `keep` bytes, else frees them all first. Nothing may be in use, and no queued work may
- * still read the blocks (the caller drains its stream). */
-vkasr_status cu_arena_reserve(struct cu_device *d, struct cu_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
-uint64_t cu_arena_mark(const struct cu_arena *a);
-void cu_arena_release(struct cu_arena *a, uint64_t mark);
-void cu_arena_destroy(struct cu_device *d, struct cu_arena *a);
-bool cu_arena_holds(const struct cu_arena *a, uint64_t addr, uint64_t bytes);
+/* The arenas' blocks (arena.h): cudaMalloc'd, on the calling thread's current device made d's. */
+extern "C" const struct be_block_ops cu_blocks;
 /* One cudaMalloc counted against the device's budget (VKASR_MAX_DEVICE_MEMORY_MIB, the card's memory). */
 vkasr_status cu_device_malloc(struct cu_device *d, uint64_t bytes, uint64_t *addr, struct err *e);
 void cu_device_free(struct cu_device *d, uint64_t addr, uint64_t bytes);
@@ -82,8 +55,6 @@ struct cu_device {
     uint64_t budget;             /* device bytes vkasr may allocate                             */
     uint64_t allocated;          /* device bytes allocated by all arenas (under alloc_lock)     */
     pthread_mutex_t alloc_lock;  /* allocated                                                   */
-    pthread_mutex_t weights_lock; /* the weights arena (shared by every session of a model)     */
-    struct cu_arena weights;
     uint32_t max_grid;           /* blocks of a 1-D launch (VKASR_MAX_GROUPS applied)           */
     bool profile;
     bool tensor_cores;           /* mma.sync f16 (sm_80+): the tensor-core attention kernel     */
@@ -131,7 +102,6 @@ struct cu_backend {
     struct backend base;
     struct cu_device *d;
     cudaStream_t stream;
-    struct cu_arena scratch;
     /* Pinned staging: two halves, each reusable once its last copy (event) completed. */
     unsigned char *staging;
     cudaEvent_t staging_done[2];
@@ -161,7 +131,7 @@ vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struc
  * op that reuses the bytes runs after this op's kernels). */
 static inline vkasr_status cu_scratch(struct cu_backend *b, uint64_t bytes, void **p) {
     uint64_t addr = 0;
-    vkasr_status st = b->base.vt->alloc(&b->base, BE_POOL_SCRATCH, bytes ? bytes : 4, &addr);
+    vkasr_status st = be_alloc(&b->base, BE_POOL_SCRATCH, bytes ? bytes : 4, &addr);
     *p = (void *)(uintptr_t)addr;
     return st;
 }

@@ -385,15 +385,15 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
                        "4 rows fit the op's %llu MiB of scratch",
                        (long long)K, (long long)N, (unsigned long long)per_row,
                        (unsigned long long)(CU_OP_SCRATCH_BYTES >> 20));
-    uint64_t mark = cu_arena_mark(&b->scratch);
+    uint64_t mark = be_mark(&b->base);
     /* A misaligned w (slices only tests make: weights are 256-aligned) is copied whole, beyond that bound. */
     const void *win = cu_ptr<void>(a->w);
     vkasr_status st = aligned_copy(b, win, be_nbytes(&a->w), &win);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows) {
-        uint64_t chunk = cu_arena_mark(&b->scratch);
+        uint64_t chunk = be_mark(&b->base);
         st = linear_rows(b, a, &path, win, r0, M - r0 < rows ? M - r0 : rows);
-        cu_arena_release(&b->scratch, chunk); /* stream order: the next chunk's kernels run after these */
+        be_release(&b->base, chunk); /* stream order: the next chunk's kernels run after these */
     }
-    cu_arena_release(&b->scratch, mark);
+    be_release(&b->base, mark);
     return st;
 }

@@ -1,6 +1,7 @@
 /* ref_backend.c — the plain-C reference backend: tensors in host memory (addr = host pointer), ops
  * as simple loops (ref_ops_*.c). It is the test oracle for every Vulkan kernel and a slow CPU
  * fallback (--device cpu); it is deliberately not tuned. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,90 +9,47 @@
 
 struct ref_device {
     struct be_device base;
-    pthread_mutex_t lock;
-    void **weights;
-    size_t nweights, capweights;
-    uint64_t weight_bytes;
+    atomic_uint_fast64_t allocated; /* bytes of every arena's blocks (weights, all backends' scratch) */
+    uint64_t budget;                /* VKASR_MAX_DEVICE_MEMORY_MIB, else UINT64_MAX                   */
 };
 
-struct ref_backend {
-    struct backend base;
-    void **scratch; /* stack of allocations */
-    uint64_t *sizes;
-    size_t n, cap;
-    uint64_t in_use, peak;
-};
+/* ---- blocks (arena.h): host memory, counted against VKASR_MAX_DEVICE_MEMORY_MIB where it is set --- */
 
-static bool push_ptr(void ***arr, uint64_t **sizes, size_t *n, size_t *cap, void *p, uint64_t size) {
-    if (*n == *cap) {
-        size_t c = *cap ? 2 * *cap : 64;
-        void **na = realloc(*arr, c * sizeof *na);
-        if (!na)
-            return false;
-        *arr = na;
-        if (sizes) {
-            uint64_t *ns = realloc(*sizes, c * sizeof *ns);
-            if (!ns)
-                return false;
-            *sizes = ns;
-        }
-        *cap = c;
+static vkasr_status refm_make(struct be_device *bd, uint64_t bytes, uint64_t *addr, void **handle, struct err *e) {
+    struct ref_device *d = (struct ref_device *)bd;
+    *handle = NULL;
+    uint64_t total = atomic_fetch_add(&d->allocated, bytes);
+    if (bytes > d->budget || total > d->budget - bytes) {
+        atomic_fetch_sub(&d->allocated, bytes);
+        return err_set(e, VKASR_ERR_DEVICE_MEMORY,
+                       "device memory exhausted: %.1f MiB requested with %.1f MiB already allocated of %.1f MiB "
+                       "(CPU reference backend, VKASR_MAX_DEVICE_MEMORY_MIB)",
+                       bytes / 1048576.0, total / 1048576.0, d->budget / 1048576.0);
     }
-    (*arr)[*n] = p;
-    if (sizes)
-        (*sizes)[*n] = size;
-    (*n)++;
-    return true;
-}
-
-/* 64-byte aligned host allocations so the reference sees the same alignment as device tensors. */
-static void *alloc_aligned(uint64_t bytes) {
-    if (bytes > SIZE_MAX - 64)
-        return NULL;
-    size_t n = (size_t)((bytes + 63) / 64 * 64);
-    return aligned_alloc(64, n ? n : 64);
-}
-
-static vkasr_status refb_alloc(struct backend *bb, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
-    struct ref_backend *b = (struct ref_backend *)bb;
-    void *p = alloc_aligned(bytes);
-    if (!p)
-        return err_set(&bb->err, VKASR_ERR_NO_MEMORY, "out of host memory allocating %llu bytes",
+    void *p = bytes <= SIZE_MAX ? aligned_alloc(BE_SCRATCH_ALIGN, (size_t)bytes) : NULL;
+    if (!p) {
+        atomic_fetch_sub(&d->allocated, bytes);
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory allocating a block of %llu bytes",
                        (unsigned long long)bytes);
-    bool ok;
-    if (pool == BE_POOL_WEIGHTS) {
-        struct ref_device *d = (struct ref_device *)bb->dev;
-        pthread_mutex_lock(&d->lock);
-        ok = push_ptr(&d->weights, NULL, &d->nweights, &d->capweights, p, bytes);
-        if (ok)
-            d->weight_bytes += bytes;
-        pthread_mutex_unlock(&d->lock);
-    } else {
-        ok = push_ptr(&b->scratch, &b->sizes, &b->n, &b->cap, p, bytes);
-        if (ok) {
-            b->in_use += bytes;
-            if (b->in_use > b->peak)
-                b->peak = b->in_use;
-        }
-    }
-    if (!ok) {
-        free(p);
-        return err_set(&bb->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     }
     *addr = (uint64_t)(uintptr_t)p;
     return VKASR_OK;
 }
 
-static uint64_t refb_mark(struct backend *bb) { return ((struct ref_backend *)bb)->n; }
-
-static void refb_release(struct backend *bb, uint64_t mark) {
-    struct ref_backend *b = (struct ref_backend *)bb;
-    while (b->n > mark) {
-        b->n--;
-        b->in_use -= b->sizes[b->n];
-        free(b->scratch[b->n]);
-    }
+static void refm_free(struct be_device *bd, uint64_t addr, uint64_t bytes, void *handle) {
+    (void)handle;
+    free((void *)(uintptr_t)addr);
+    atomic_fetch_sub(&((struct ref_device *)bd)->allocated, bytes);
 }
+
+static uint64_t refm_max_block(const struct be_device *bd) {
+    (void)bd;
+    return SIZE_MAX;
+}
+
+static const struct be_block_ops ref_blocks = {refm_make, refm_free, refm_max_block};
+
+/* ---- backend ---------------------------------------------------------------------------------- */
 
 static vkasr_status refb_upload(struct backend *bb, uint64_t dst, const void *src, uint64_t bytes) {
     if (bytes)
@@ -126,71 +84,70 @@ static vkasr_status refb_run(struct backend *bb, enum op_id id, const void *args
     return ref_op_table[id](bb, args);
 }
 
-static uint64_t refb_peak(const struct backend *bb) { return ((const struct ref_backend *)bb)->peak; }
-/* Host memory: allocations are made as they come, there is nothing to reserve. */
-static vkasr_status refb_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) { return VKASR_OK; }
-
 static size_t refb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) { return 0; }
 static void refb_profile_reset(struct backend *bb) {}
 
-static void refb_destroy(struct backend *bb) {
-    struct ref_backend *b = (struct ref_backend *)bb;
-    refb_release(bb, 0);
-    free(b->scratch);
-    free(b->sizes);
+static void refb_destroy(struct backend *b) {
+    be_arena_destroy(&b->scratch);
     free(b);
 }
 
 static const struct backend_vtbl ref_backend_vtbl = {
     .destroy = refb_destroy,
-    .alloc = refb_alloc,
-    .mark = refb_mark,
-    .release = refb_release,
     .upload = refb_upload,
     .download = refb_download,
     .flush = refb_nop,
     .throttle = refb_throttle,
     .sync = refb_nop,
     .run = refb_run,
-    .peak_bytes = refb_peak,
-    .reserve = refb_reserve,
     .profile = refb_profile,
     .profile_reset = refb_profile_reset,
 };
 
 static vkasr_status refd_create_backend(struct be_device *d, struct backend **out, struct err *e) {
-    struct ref_backend *b = calloc(1, sizeof *b);
+    struct backend *b = calloc(1, sizeof *b);
     if (!b)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    b->base.vt = &ref_backend_vtbl;
-    b->base.dev = d;
-    *out = &b->base;
+    b->vt = &ref_backend_vtbl;
+    be_backend_init(b, d);
+    *out = b;
     return VKASR_OK;
 }
 
 static void refd_destroy(struct be_device *bd) {
-    struct ref_device *d = (struct ref_device *)bd;
-    for (size_t i = 0; i < d->nweights; i++)
-        free(d->weights[i]);
-    free(d->weights);
-    pthread_mutex_destroy(&d->lock);
-    free(d);
+    be_device_fini(bd);
+    free(bd);
 }
 
-static uint64_t refd_weight_bytes(const struct be_device *bd) { return ((const struct ref_device *)bd)->weight_bytes; }
 static uint64_t refd_validation(const struct be_device *bd) { return 0; }
-/* Host memory, not budgeted: plans take their preferred chunk sizes. */
+/* Host memory, budgeted only under VKASR_MAX_DEVICE_MEMORY_MIB: else plans take their preferred chunk
+ * sizes. */
 static void refd_memory(const struct be_device *bd, struct be_memory *out) {
-    *out = (struct be_memory){.budget = UINT64_MAX, .used = refd_weight_bytes(bd), .max_tensor = UINT64_MAX};
+    struct ref_device *d = (struct ref_device *)bd;
+    *out = (struct be_memory){.budget = d->budget, .used = atomic_load(&d->allocated), .max_tensor = UINT64_MAX};
 }
 
 static const struct be_device_vtbl ref_device_vtbl = {
     .destroy = refd_destroy,
     .create_backend = refd_create_backend,
-    .weight_bytes = refd_weight_bytes,
     .validation_messages = refd_validation,
     .memory = refd_memory,
 };
+
+/* VKASR_MAX_DEVICE_MEMORY_MIB, as the GPU backends read it: the most this device's arenas may hold. */
+static uint64_t memory_cap(const struct logger *log) {
+    const char *v = getenv("VKASR_MAX_DEVICE_MEMORY_MIB");
+    if (!v || !*v)
+        return UINT64_MAX;
+    char *end = NULL;
+    unsigned long long mib = strtoull(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end || mib == 0 || mib > (UINT64_MAX >> 20)) {
+        LOG_WARN(log, "VKASR_MAX_DEVICE_MEMORY_MIB='%s' is not a positive number of MiB: ignored", v);
+        return UINT64_MAX;
+    }
+    LOG_INFO(log, "memory capped at %llu MiB (VKASR_MAX_DEVICE_MEMORY_MIB)", mib);
+    return (uint64_t)mib << 20;
+}
 
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
     struct ref_device *d = calloc(1, sizeof *d);
@@ -198,12 +155,14 @@ vkasr_status ref_device_open(const struct be_device_options *opt, struct be_devi
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     d->base.vt = &ref_device_vtbl;
     d->base.log = opt->log;
-    pthread_mutex_init(&d->lock, NULL);
+    be_device_init(&d->base, &ref_blocks);
+    atomic_init(&d->allocated, 0);
+    d->budget = memory_cap(opt->log);
     snprintf(d->base.info.name, sizeof d->base.info.name, "CPU reference backend");
     d->base.info.reference = true;
     d->base.info.f16 = true; /* emulated: f16 weights are widened, products rounded like the GPU path */
     d->base.info.max_alloc = UINT64_MAX;
-    d->base.info.heap_bytes = UINT64_MAX;
+    d->base.info.heap_bytes = d->budget;
     *out = &d->base;
     return VKASR_OK;
 }

@@ -1,4 +1,4 @@
-/* vk_backend.c — the Vulkan backend object: scratch arena, uploads/downloads (direct mapping where
+/* vk_backend.c — the Vulkan backend object: uploads/downloads (direct mapping where
  * device memory is host-visible, a staging buffer otherwise), the op table, profiling export. */
 #include <stdlib.h>
 #include <string.h>
@@ -14,37 +14,16 @@ static void vkb_destroy(struct backend *bb) {
             vk_graph_free(bb, b->capture);
         vk_submit(b, true);
         vk_cmd_destroy(b);
-        vk_arena_destroy(b->d, &b->scratch);
+        be_arena_destroy(&b->base.scratch);
         vk_block_destroy(b->d, &b->staging);
     }
     free(b);
 }
 
-static vkasr_status vkb_alloc(struct backend *bb, enum be_pool pool, uint64_t bytes, uint64_t *addr) {
-    struct vk_backend *b = (struct vk_backend *)bb;
-    if (pool == BE_POOL_WEIGHTS) {
-        pthread_mutex_lock(&b->d->weights_lock);
-        vkasr_status st = vk_arena_alloc(b->d, &b->d->weights, bytes, addr, &bb->err);
-        pthread_mutex_unlock(&b->d->weights_lock);
-        return st;
-    }
-    return vk_arena_alloc(b->d, &b->scratch, bytes, addr, &bb->err);
-}
-
-static uint64_t vkb_mark(struct backend *bb) { return vk_arena_mark(&((struct vk_backend *)bb)->scratch); }
-
-static void vkb_release(struct backend *bb, uint64_t mark) {
-    vk_arena_release(&((struct vk_backend *)bb)->scratch, mark);
-}
-
+/* The block of the scratch or weights arena holding a range (its handle is the vk_block). */
 static struct vk_block *find_block(struct vk_backend *b, uint64_t addr, uint64_t bytes) {
-    struct vk_block *blk = vk_arena_find(&b->scratch, addr, bytes);
-    if (!blk) {
-        pthread_mutex_lock(&b->d->weights_lock);
-        blk = vk_arena_find(&b->d->weights, addr, bytes);
-        pthread_mutex_unlock(&b->d->weights_lock);
-    }
-    return blk;
+    struct be_arena_block blk;
+    return be_find_block(&b->base, addr, bytes, &blk) ? blk.handle : NULL;
 }
 
 static vkasr_status ensure_staging(struct vk_backend *b) {
@@ -128,15 +107,6 @@ static vkasr_status vkb_run(struct backend *bb, enum op_id id, const void *args)
     return vk_op_table[id]((struct vk_backend *)bb, args);
 }
 
-static uint64_t vkb_peak(const struct backend *bb) { return ((const struct vk_backend *)bb)->scratch.reserved; }
-
-static vkasr_status vkb_reserve(struct backend *bb, uint64_t bytes, uint64_t keep) {
-    struct vk_backend *b = (struct vk_backend *)bb;
-    /* The blocks about to be freed may still be read by recorded work. */
-    TRY(vk_submit(b, true));
-    return vk_arena_reserve(b->d, &b->scratch, bytes, keep, &bb->err);
-}
-
 static size_t vkb_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) {
     const struct vk_backend *b = (const struct vk_backend *)bb;
     size_t n = 0;
@@ -149,17 +119,12 @@ static void vkb_profile_reset(struct backend *bb) { ((struct vk_backend *)bb)->n
 
 static const struct backend_vtbl vk_backend_vtbl = {
     .destroy = vkb_destroy,
-    .alloc = vkb_alloc,
-    .mark = vkb_mark,
-    .release = vkb_release,
     .upload = vkb_upload,
     .download = vkb_download,
     .flush = vkb_flush,
     .throttle = vkb_throttle,
     .sync = vkb_sync,
     .run = vkb_run,
-    .peak_bytes = vkb_peak,
-    .reserve = vkb_reserve,
     .profile = vkb_profile,
     .profile_reset = vkb_profile_reset,
     .graph_begin = vk_graph_begin,
@@ -175,12 +140,8 @@ vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struc
     if (!b)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     b->base.vt = &vk_backend_vtbl;
-    b->base.dev = bd;
+    be_backend_init(&b->base, bd);
     b->d = (struct vk_device *)bd;
-    uint64_t block = 256ull << 20;
-    if (block > b->d->caps.max_alloc)
-        block = b->d->caps.max_alloc;
-    vk_arena_init(&b->scratch, block);
     vkasr_status st = vk_cmd_init(b, e);
     if (st != VKASR_OK) {
         vkb_destroy(&b->base);

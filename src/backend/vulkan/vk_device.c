@@ -692,7 +692,7 @@ static void vk_device_destroy(struct be_device *bd) {
     struct vk_device *d = (struct vk_device *)bd;
     if (d->dev) {
         vkDeviceWaitIdle(d->dev);
-        vk_arena_destroy(d, &d->weights);
+        be_arena_destroy(&d->base.weights);
         vk_pipelines_destroy(d);
         vkDestroyDevice(d->dev, NULL);
     }
@@ -707,13 +707,8 @@ static void vk_device_destroy(struct be_device *bd) {
     pthread_mutex_destroy(&d->queue_lock);
     pthread_mutex_destroy(&d->pipe_lock);
     pthread_cond_destroy(&d->pipe_done);
-    pthread_mutex_destroy(&d->weights_lock);
+    be_device_fini(&d->base);
     free(d);
-}
-
-static uint64_t vk_device_weight_bytes(const struct be_device *bd) {
-    const struct vk_device *d = (const struct vk_device *)bd;
-    return d->weights.reserved;
 }
 
 static uint64_t vk_device_validation(const struct be_device *bd) {
@@ -749,7 +744,6 @@ static void vk_device_memory(const struct be_device *bd, struct be_memory *out) 
 static const struct be_device_vtbl vk_device_vtbl = {
     .destroy = vk_device_destroy,
     .create_backend = vk_backend_create,
-    .weight_bytes = vk_device_weight_bytes,
     .validation_messages = vk_device_validation,
     .memory = vk_device_memory,
 };
@@ -764,7 +758,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     pthread_mutex_init(&d->queue_lock, NULL);
     pthread_mutex_init(&d->pipe_lock, NULL);
     pthread_cond_init(&d->pipe_done, NULL);
-    pthread_mutex_init(&d->weights_lock, NULL);
+    be_device_init(&d->base, &vk_blocks);
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
     atomic_init(&d->pipelines_created, 0);
@@ -792,11 +786,6 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
         vk_device_destroy(&d->base);
         return st;
     }
-    /* Weights: large blocks within the allocation limit; tensors above it get their own block. */
-    uint64_t block = 256ull << 20;
-    if (block > d->caps.max_alloc)
-        block = d->caps.max_alloc;
-    vk_arena_init(&d->weights, block);
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s", info.name);
     d->base.info.f16 = d->caps.f16;
     d->base.info.coopmat = d->caps.coopmat_nv;

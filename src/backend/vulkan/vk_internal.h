@@ -49,21 +49,10 @@ struct vk_block {
     VkDeviceMemory mem;
     uint64_t addr;                   /* device address of byte 0                                */
     uint64_t size;
-    uint64_t used;                   /* bump pointer (arenas)                                   */
     void *map;                       /* host pointer if host-visible                            */
     uint64_t counted;                /* bytes added to vk_device.allocated (device-local blocks) */
 };
 
-/* A list of blocks with bump allocation; used for weights (grow only) and scratch (stack). */
-struct vk_arena {
-    struct vk_block *blocks;
-    size_t n, cap;
-    size_t cur;                      /* block currently bumped                                  */
-    uint64_t block_size;             /* default size of a new block                             */
-    uint64_t in_use;                 /* bytes handed out                                        */
-    uint64_t reserved;               /* bytes of all blocks                                     */
-    uint64_t peak;                   /* high-water mark of in_use                               */
-};
 
 /* A pipeline of the device, created on first request; by the process's creation workers
  * (vk_pipeline.c) when the device allows creations in flight, while the requester records on, so that
@@ -115,8 +104,6 @@ struct vk_device {
     struct vk_pipeline_entry **pipes; /* stable entries: the creation workers hold them         */
     size_t npipes, cappipes;
     uint32_t pipe_threads;           /* creation workers wanted (VKASR_PIPELINE_THREADS - 1)    */
-    pthread_mutex_t weights_lock;
-    struct vk_arena weights;
     bool profile;
     uint32_t submit_batch;           /* dispatches per command buffer before it is submitted   */
     struct err init_err;
@@ -136,19 +123,8 @@ vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struc
  * otherwise device memory for tensors, mapped when d->device_mappable. */
 vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, struct vk_block *b, struct err *e);
 void vk_block_destroy(struct vk_device *d, struct vk_block *b);
-void vk_arena_init(struct vk_arena *a, uint64_t block_size);
-vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t *addr,
-                            struct err *e);
-/* Gives the arena at least `bytes` of blocks, one block where maxMemoryAllocationSize / maxBufferSize
- * allow (else blocks of that size): a run's planned scratch, so its stack never opens another block.
- * Keeps the blocks when the first already holds `bytes` and all of them are at most `keep` bytes, else
- * frees them all first. Nothing may be in use. */
-vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
-uint64_t vk_arena_mark(const struct vk_arena *a);
-void vk_arena_release(struct vk_arena *a, uint64_t mark);
-void vk_arena_destroy(struct vk_device *d, struct vk_arena *a);
-/* Finds the block holding [addr, addr+bytes); NULL if none. */
-struct vk_block *vk_arena_find(struct vk_arena *a, uint64_t addr, uint64_t bytes);
+/* The arenas' blocks (arena.h): device-local vk_blocks, the handle a malloc'd struct vk_block. */
+extern const struct be_block_ops vk_blocks;
 
 /* ---- pipelines (vk_pipeline.c) ---------------------------------------------------------------- */
 
@@ -225,7 +201,6 @@ struct be_graph {
 struct vk_backend {
     struct backend base;
     struct vk_device *d;
-    struct vk_arena scratch;
     VkCommandPool pool;
     struct vk_slot slots[VK_RING];
     int cur;                         /* slot being recorded                                     */

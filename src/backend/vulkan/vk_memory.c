@@ -1,14 +1,10 @@
-/* vk_memory.c — device memory: blocks (one VkBuffer + VkDeviceMemory, addressed by buffer device
- * address) and arenas that bump-allocate tensors inside them. Weights use a grow-only arena shared
- * by the device; each backend's scratch arena has stack discipline (mark / release). */
+/* vk_memory.c — device memory blocks: one VkBuffer + VkDeviceMemory each, addressed by buffer device
+ * address, counted against the heap (or VKASR_MAX_DEVICE_MEMORY_MIB). The arenas that bump-allocate
+ * tensors inside them are the shared ones (arena.h), fed by vk_blocks. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "vk_internal.h"
-
-#define VK_TENSOR_ALIGN BE_SCRATCH_ALIGN
-
-static uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, struct vk_block *b, struct err *e) {
     memset(b, 0, sizeof *b);
@@ -87,136 +83,35 @@ void vk_block_destroy(struct vk_device *d, struct vk_block *b) {
     memset(b, 0, sizeof *b);
 }
 
-void vk_arena_init(struct vk_arena *a, uint64_t block_size) {
-    memset(a, 0, sizeof *a);
-    a->block_size = block_size;
-}
+/* ---- the arenas' block interface -------------------------------------------------------------- */
 
-vkasr_status vk_arena_alloc(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t *addr,
-                            struct err *e) {
-    bytes = align_up(bytes ? bytes : 1, VK_TENSOR_ALIGN);
-    /* Bump in the current block, else in a later (released, kept) block that fits. */
-    for (size_t i = a->cur; i < a->n; i++) {
-        struct vk_block *b = &a->blocks[i];
-        if (i > a->cur)
-            b->used = 0;
-        if (b->size - b->used >= bytes) {
-            *addr = b->addr + b->used;
-            b->used += bytes;
-            a->cur = i;
-            a->in_use += bytes;
-            if (a->in_use > a->peak)
-                a->peak = a->in_use;
-            return VKASR_OK;
-        }
-        /* The remainder of this block is lost until release: account it as in use. */
-        if (i == a->cur) {
-            a->in_use += b->size - b->used;
-            b->used = b->size;
-        }
+/* A device-local block; its vk_block lives on the heap as the arena's handle (stable when the arena's
+ * list grows), which uploads and downloads find again through be_find_block. */
+static vkasr_status vkm_make(struct be_device *bd, uint64_t bytes, uint64_t *addr, void **handle, struct err *e) {
+    struct vk_block *b = malloc(sizeof *b);
+    if (!b)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    vkasr_status st = vk_block_create((struct vk_device *)bd, bytes, false, b, e);
+    if (st != VKASR_OK) {
+        free(b);
+        return st;
     }
-    if (a->n == a->cap) {
-        size_t cap = a->cap ? a->cap * 2 : 8;
-        struct vk_block *nb = realloc(a->blocks, cap * sizeof *nb);
-        if (!nb)
-            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        a->blocks = nb;
-        a->cap = cap;
-    }
-    /* Geometric growth: 16 MiB, then as much as is already reserved, up to block_size; a tensor
-     * larger than that gets a block of its own. Small models stay small, large ones use few blocks. */
-    uint64_t size = a->reserved > (16ull << 20) ? a->reserved : (16ull << 20);
-    if (size > a->block_size)
-        size = a->block_size;
-    if (size < bytes)
-        size = bytes;
-    struct vk_block *b = &a->blocks[a->n];
-    TRY(vk_block_create(d, size, false, b, e));
-    /* Blocks past the current one are free; put the new block right after the current one so the
-     * stack order (and release by mark) stays valid. */
-    size_t pos = a->n ? a->cur + 1 : 0;
-    if (pos < a->n) {
-        struct vk_block nbk = *b;
-        memmove(&a->blocks[pos + 1], &a->blocks[pos], (a->n - pos) * sizeof *b);
-        a->blocks[pos] = nbk;
-    }
-    a->n++;
-    a->cur = pos;
-    b = &a->blocks[pos];
-    b->used = bytes;
-    a->reserved += size;
-    a->in_use += bytes;
-    if (a->in_use > a->peak)
-        a->peak = a->in_use;
     *addr = b->addr;
+    *handle = b;
     return VKASR_OK;
 }
 
-vkasr_status vk_arena_reserve(struct vk_device *d, struct vk_arena *a, uint64_t bytes, uint64_t keep, struct err *e) {
-    if (a->in_use)
-        return err_set(e, VKASR_ERR_INTERNAL, "vk_arena_reserve: %llu bytes still in use",
-                       (unsigned long long)a->in_use);
-    bytes = align_up(bytes ? bytes : 1, VK_TENSOR_ALIGN);
-    if (a->n && a->blocks[0].size >= bytes && a->reserved <= keep)
-        return VKASR_OK;
-    for (size_t i = 0; i < a->n; i++)
-        vk_block_destroy(d, &a->blocks[i]);
-    a->n = a->cur = 0;
-    a->reserved = a->peak = 0;
-    uint64_t most = d->caps.max_alloc < d->caps.max_buffer ? d->caps.max_alloc : d->caps.max_buffer;
-    most = most / VK_TENSOR_ALIGN * VK_TENSOR_ALIGN;
-    while (a->reserved < bytes) {
-        if (a->n == a->cap) {
-            size_t cap = a->cap ? a->cap * 2 : 8;
-            struct vk_block *nb = realloc(a->blocks, cap * sizeof *nb);
-            if (!nb)
-                return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-            a->blocks = nb;
-            a->cap = cap;
-        }
-        uint64_t size = bytes - a->reserved < most ? bytes - a->reserved : most;
-        TRY(vk_block_create(d, size, false, &a->blocks[a->n], e));
-        a->n++;
-        a->reserved += size;
-    }
-    return VKASR_OK;
+static void vkm_free(struct be_device *bd, uint64_t addr, uint64_t bytes, void *handle) {
+    (void)addr;
+    (void)bytes;
+    vk_block_destroy((struct vk_device *)bd, handle);
+    free(handle);
 }
 
-/* A mark encodes (block index, used bytes) and the in-use counter, packed for the generic backend
- * interface: index in the top 16 bits, offset in the low 48. */
-uint64_t vk_arena_mark(const struct vk_arena *a) {
-    if (a->n == 0)
-        return 0;
-    return ((uint64_t)a->cur << 48) | a->blocks[a->cur].used;
+/* One buffer bound to one allocation: both maxMemoryAllocationSize and maxBufferSize bound a block. */
+static uint64_t vkm_max_block(const struct be_device *bd) {
+    const struct vk_caps *c = &((const struct vk_device *)bd)->caps;
+    return c->max_alloc < c->max_buffer ? c->max_alloc : c->max_buffer;
 }
 
-void vk_arena_release(struct vk_arena *a, uint64_t mark) {
-    if (a->n == 0)
-        return;
-    size_t idx = (size_t)(mark >> 48);
-    uint64_t used = mark & ((1ull << 48) - 1);
-    if (idx >= a->n)
-        return;
-    a->cur = idx;
-    a->blocks[idx].used = used;
-    uint64_t in_use = used;
-    for (size_t i = 0; i < idx; i++)
-        in_use += a->blocks[i].used;
-    a->in_use = in_use;
-}
-
-struct vk_block *vk_arena_find(struct vk_arena *a, uint64_t addr, uint64_t bytes) {
-    for (size_t i = 0; i < a->n; i++) {
-        struct vk_block *b = &a->blocks[i];
-        if (addr >= b->addr && addr - b->addr <= b->size && bytes <= b->size - (addr - b->addr))
-            return b;
-    }
-    return NULL;
-}
-
-void vk_arena_destroy(struct vk_device *d, struct vk_arena *a) {
-    for (size_t i = 0; i < a->n; i++)
-        vk_block_destroy(d, &a->blocks[i]);
-    free(a->blocks);
-    memset(a, 0, sizeof *a);
-}
+const struct be_block_ops vk_blocks = {vkm_make, vkm_free, vkm_max_block};

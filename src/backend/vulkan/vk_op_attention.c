@@ -299,13 +299,13 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
          * (the recorded ranges order any later reuse of the bytes). */
         dp.groups[0] = dp.groups[0] < EMU_MAX_GROUPS_X ? dp.groups[0] : EMU_MAX_GROUPS_X;
         dp.groups[1] = dp.groups[1] < EMU_MAX_GROUPS_Y ? dp.groups[1] : EMU_MAX_GROUPS_Y;
-        const uint64_t mark = vk_arena_mark(&b->scratch), bytes = (uint64_t)dp.groups[0] * dp.groups[1] * cfg->emu_stride;
-        vkasr_status st = vk_arena_alloc(d, &b->scratch, bytes, &pc.emu_sh, e);
+        const uint64_t mark = be_mark(&b->base), bytes = (uint64_t)dp.groups[0] * dp.groups[1] * cfg->emu_stride;
+        vkasr_status st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
         pc.emu_stride = cfg->emu_stride;
         wr[dp.nwrites++] = (struct vk_range){pc.emu_sh, bytes};
         if (st == VKASR_OK)
             st = vk_record(b, &dp);
-        vk_arena_release(&b->scratch, mark);
+        be_release(&b->base, mark);
         return st;
     }
     if (cfg->kind != VK_ATT_ROWS)

@@ -136,7 +136,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
 
     /* Scratch for this call only (the workspace of a split, the emulated kernel's shared memory):
      * released after recording; the recorded ranges order any later reuse of the bytes. */
-    uint64_t mark = vk_arena_mark(&b->scratch), ws = 0;
+    uint64_t mark = be_mark(&b->base), ws = 0;
     vkasr_status st = VKASR_OK;
     struct vk_range rd[4], wr[2];
     int nrd = 0, nwr = 0;
@@ -144,7 +144,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
     rd[nrd++] = vk_tensor_range(&a->w);
     if (splits > 1) { /* raw slices into the workspace; bias, res and y are the reduction's */
         uint64_t bytes = (uint64_t)splits * (uint64_t)M * (uint64_t)N * 4;
-        st = vk_arena_alloc(b->d, &b->scratch, bytes, &ws, e);
+        st = be_arena_alloc(&b->base.scratch, bytes, &ws, e);
         pc.y = ws;
         pc.bias = pc.res = 0;
         wr[nwr++] = (struct vk_range){ws, bytes};
@@ -158,7 +158,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
     if (st == VKASR_OK && cfg->kind == VK_GEMM_COOPMAT_EMU) {
         groups = groups < EMU_MAX_GROUPS ? groups : EMU_MAX_GROUPS;
         uint64_t bytes = (uint64_t)groups * cfg->shared_bytes;
-        st = vk_arena_alloc(b->d, &b->scratch, bytes, &pc.emu_sh, e);
+        st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
         pc.emu_stride = cfg->shared_bytes;
         wr[nwr++] = (struct vk_range){pc.emu_sh, bytes};
     }
@@ -178,7 +178,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
                           });
     if (st == VKASR_OK && splits > 1)
         st = record_reduce(b, a, ws, splits, types);
-    vk_arena_release(&b->scratch, mark);
+    be_release(&b->base, mark);
     return st;
 }
 

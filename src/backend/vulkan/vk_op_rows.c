@@ -202,9 +202,9 @@ vkasr_status vk_op_feature_norm(struct vk_backend *b, const struct op_feature_no
     fn_plan(L, &chunk, &P);
     /* Scratch from this backend's stack arena, released once recorded: the barrier tracking orders
      * any later dispatch that reuses the bytes after ours, and uploads wait for all work first. */
-    uint64_t mark = vk_arena_mark(&b->scratch), scratch;
-    TRY(vk_arena_alloc(b->d, &b->scratch, (2 + P) * M * 4, &scratch, &b->base.err));
+    uint64_t mark = be_mark(&b->base), scratch;
+    TRY(be_arena_alloc(&b->base.scratch, (2 + P) * M * 4, &scratch, &b->base.err));
     vkasr_status st = fn_record(b, a, scratch);
-    vk_arena_release(&b->scratch, mark);
+    be_release(&b->base, mark);
     return st;
 }

@@ -1,0 +1,115 @@
+/* test_arena.c — the memory arena of every backend (src/backend/arena.c) on a fake block interface that
+ * records what it makes and frees, without a device: alignment, the growth rule (16 MiB, then what is
+ * held, capped by the block size and max_block), stack marks across blocks, reserve (one block, or
+ * blocks of max_block; kept or remade by the keep rule; refused while in use), failures leaving the
+ * arena usable, address lookup, destroy freeing every block. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/arena.h"
+#include "expect.h"
+
+#define MIB (1ull << 20)
+
+/* A fake device: blocks at synthetic addresses, a byte budget, counts of live blocks and bytes. */
+struct fake {
+    uint64_t next, live_bytes, budget, max_block;
+    int live, made;
+};
+
+static vkasr_status fk_make(struct be_device *d, uint64_t bytes, uint64_t *addr, void **handle, struct err *e) {
+    struct fake *f = (struct fake *)d;
+    if (f->live_bytes + bytes > f->budget)
+        return err_set(e, VKASR_ERR_DEVICE_MEMORY, "fake: %llu bytes over budget", (unsigned long long)bytes);
+    *addr = f->next;
+    *handle = (void *)(uintptr_t)(f->made + 1);
+    f->next += bytes + (1ull << 30); /* gaps: a range never spans two blocks */
+    f->live_bytes += bytes;
+    f->live++;
+    f->made++;
+    return VKASR_OK;
+}
+
+static void fk_free(struct be_device *d, uint64_t addr, uint64_t bytes, void *handle) {
+    (void)addr;
+    (void)handle;
+    struct fake *f = (struct fake *)d;
+    f->live_bytes -= bytes;
+    f->live--;
+}
+
+static uint64_t fk_max_block(const struct be_device *d) { return ((const struct fake *)d)->max_block; }
+
+static const struct be_block_ops fake_ops = {fk_make, fk_free, fk_max_block};
+
+int main(void) {
+    struct fake f = {.next = 1ull << 40, .budget = UINT64_MAX, .max_block = UINT64_MAX};
+    struct be_arena a;
+    struct err e = {0};
+    uint64_t p = 0, q = 0, r = 0;
+    be_arena_init(&a, &fake_ops, (struct be_device *)&f, BE_ARENA_BLOCK);
+
+    /* growth: a first block of 16 MiB; tensors aligned to 256 bytes */
+    EXPECT(be_arena_alloc(&a, 1, &p, &e) == VKASR_OK && a.reserved == 16 * MIB && f.live == 1, "first block");
+    EXPECT(be_arena_alloc(&a, 300, &q, &e) == VKASR_OK && q == p + 256 && a.in_use == 256 + 512, "bump: %llx %llx",
+           (unsigned long long)p, (unsigned long long)q);
+    uint64_t m = be_arena_mark(&a);
+    /* the rest of the block is lost to a tensor that does not fit: a second block as large as what is held */
+    EXPECT(be_arena_alloc(&a, 16 * MIB, &r, &e) == VKASR_OK && a.n == 2 && a.reserved == 32 * MIB &&
+               a.in_use == 32 * MIB, "second block: reserved %llu in use %llu", (unsigned long long)a.reserved,
+           (unsigned long long)a.in_use);
+    struct be_arena_block b;
+    EXPECT(be_arena_find(&a, r + 100, 16 * MIB - 100, &b) && b.addr == r && b.size == 16 * MIB,
+           "lookup of the second block");
+    EXPECT(!be_arena_find(&a, r + 100, 16 * MIB, &b), "a range past a block's end is not found");
+    /* release to the mark: the second block is kept and reused */
+    be_arena_release(&a, m);
+    EXPECT(a.in_use == 768 && a.cur == 0, "release: in use %llu", (unsigned long long)a.in_use);
+    EXPECT(be_arena_alloc(&a, 16 * MIB, &q, &e) == VKASR_OK && q == r && f.made == 2, "the kept block is reused");
+    /* growth is capped by max_block; a tensor above it still gets a block of its own size */
+    be_arena_release(&a, 0);
+    f.max_block = 20 * MIB;
+    EXPECT(be_arena_alloc(&a, 17 * MIB, &p, &e) == VKASR_OK && a.n == 3 && a.cur == 1 &&
+               a.blocks[1].size == 20 * MIB,
+           "growth within max_block: %llu", (unsigned long long)a.blocks[a.cur].size);
+    /* the new block went right after the current one: the kept block after it is used next */
+    EXPECT(be_arena_alloc(&a, 10 * MIB, &q, &e) == VKASR_OK && a.cur == 2 && q == r, "stack order kept");
+    EXPECT(be_arena_alloc(&a, 30 * MIB, &r, &e) == VKASR_OK && a.blocks[a.cur].size == 30 * MIB, "own block");
+
+    /* reserve: refused while in use, then one block; kept when it serves and keep allows, else remade */
+    EXPECT(be_arena_reserve(&a, 64 * MIB, UINT64_MAX, &e) == VKASR_ERR_INTERNAL, "reserve while in use");
+    be_arena_release(&a, 0);
+    f.max_block = UINT64_MAX;
+    EXPECT(be_arena_reserve(&a, 64 * MIB + 1, UINT64_MAX, &e) == VKASR_OK && a.n == 1 &&
+               a.reserved == 64 * MIB + 256 && f.live == 1 && f.live_bytes == a.reserved,
+           "one block of the planned bytes: %zu blocks, %llu bytes", a.n, (unsigned long long)a.reserved);
+    const int made = f.made;
+    EXPECT(be_arena_reserve(&a, 32 * MIB, UINT64_MAX, &e) == VKASR_OK && f.made == made, "kept");
+    EXPECT(be_arena_reserve(&a, 32 * MIB, 32 * MIB, &e) == VKASR_OK && a.reserved == 32 * MIB && f.live == 1,
+           "remade: larger than keep");
+    /* a device whose blocks are bounded: blocks of max_block and the remainder */
+    f.max_block = 10 * MIB + 100;
+    EXPECT(be_arena_reserve(&a, 25 * MIB, 0, &e) == VKASR_OK && a.n == 3 && a.blocks[0].size == 10 * MIB &&
+               a.blocks[2].size == 5 * MIB && a.reserved == 25 * MIB,
+           "split reserve: %zu blocks", a.n);
+    /* the stack fills the blocks in order, never growing within the reserve */
+    EXPECT(be_arena_alloc(&a, 6 * MIB, &p, &e) == VKASR_OK && be_arena_alloc(&a, 6 * MIB, &q, &e) == VKASR_OK &&
+               be_arena_alloc(&a, 5 * MIB, &r, &e) == VKASR_OK && a.n == 3 && a.cur == 2,
+           "allocations within a split reserve");
+    be_arena_release(&a, 0);
+
+    /* a block the device refuses: an error, the arena unchanged and usable */
+    f.max_block = UINT64_MAX;
+    f.budget = f.live_bytes + 40 * MIB;
+    EXPECT(be_arena_reserve(&a, 100 * MIB, 0, &e) == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "over budget"),
+           "refused reserve: %s", e.msg);
+    EXPECT(be_arena_alloc(&a, 1 * MIB, &p, &e) == VKASR_OK && be_arena_alloc(&a, 50 * MIB, &q, &e) ==
+               VKASR_ERR_DEVICE_MEMORY, "refused growth");
+    be_arena_release(&a, 0);
+    EXPECT(be_arena_alloc(&a, 8 * MIB, &p, &e) == VKASR_OK, "usable after a refusal");
+    be_arena_destroy(&a);
+    EXPECT(f.live == 0 && f.live_bytes == 0, "destroy frees every block: %d left", f.live);
+
+    printf("%d check(s), %d failure(s)\n", checks, failures);
+    return failures ? 1 : 0;
+}
