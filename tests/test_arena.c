@@ -9,6 +9,18 @@
 #include "backend/arena.h"
 #include "expect.h"
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_ASAN 1
+#endif
+#ifdef TEST_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 #define MIB (1ull << 20)
 
 /* A fake device: blocks at synthetic addresses, a byte budget, counts of live blocks and bytes. */
@@ -40,7 +52,53 @@ static void fk_free(struct be_device *d, uint64_t addr, uint64_t bytes, void *ha
 
 static uint64_t fk_max_block(const struct be_device *d) { return ((const struct fake *)d)->max_block; }
 
-static const struct be_block_ops fake_ops = {fk_make, fk_free, fk_max_block};
+static const struct be_block_ops fake_ops = {.make = fk_make, .free = fk_free, .max_block = fk_max_block};
+
+/* Host blocks (the reference backend's): in AddressSanitizer builds, only what is handed out is addressable. */
+static vkasr_status host_make(struct be_device *d, uint64_t bytes, uint64_t *addr, void **handle, struct err *e) {
+    (void)d, (void)handle;
+    void *p = aligned_alloc(BE_SCRATCH_ALIGN, (size_t)bytes);
+    if (!p)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "host block");
+    *addr = (uint64_t)(uintptr_t)p;
+    return VKASR_OK;
+}
+static void host_free(struct be_device *d, uint64_t addr, uint64_t bytes, void *handle) {
+    (void)d, (void)bytes, (void)handle;
+    free((void *)(uintptr_t)addr);
+}
+static uint64_t host_max_block(const struct be_device *d) {
+    (void)d;
+    return UINT64_MAX;
+}
+static const struct be_block_ops host_ops = {.make = host_make, .free = host_free, .max_block = host_max_block,
+                                             .host = true};
+
+static void host_poisoning(void) {
+    struct be_arena a;
+    struct err e;
+    uint64_t p = 0, q = 0;
+    be_arena_init(&a, &host_ops, NULL, BE_ARENA_BLOCK);
+    EXPECT(be_arena_alloc(&a, 100, &p, &e) == VKASR_OK, "host alloc: %s", e.msg);
+    const uint64_t m = be_arena_mark(&a);
+    EXPECT(be_arena_alloc(&a, 300, &q, &e) == VKASR_OK && q == p + BE_SCRATCH_ALIGN, "host alloc 2");
+    memset((void *)(uintptr_t)p, 1, 100);
+    memset((void *)(uintptr_t)q, 2, 300);
+#ifdef TEST_ASAN
+    char *cp = (char *)(uintptr_t)p, *cq = (char *)(uintptr_t)q;
+    EXPECT(!__asan_address_is_poisoned(cp + 99) && __asan_address_is_poisoned(cp + 100),
+           "ASan: a tensor's bytes are addressable, the padding after it is not");
+    EXPECT(__asan_address_is_poisoned(cq + 300) && __asan_address_is_poisoned(cq + 4096), "ASan: free block poisoned");
+    be_arena_release(&a, m);
+    EXPECT(__asan_address_is_poisoned(cq) && !__asan_address_is_poisoned(cp), "ASan: released tensor poisoned");
+    be_arena_release(&a, 0);
+    EXPECT(__asan_address_is_poisoned(cp), "ASan: everything released is poisoned");
+#else
+    be_arena_release(&a, m);
+    printf("host block poisoning: not an AddressSanitizer build, not checked here\n");
+#endif
+    be_arena_destroy(&a);
+}
 
 int main(void) {
     struct fake f = {.next = 1ull << 40, .budget = UINT64_MAX, .max_block = UINT64_MAX};
@@ -110,6 +168,7 @@ int main(void) {
     be_arena_destroy(&a);
     EXPECT(f.live == 0 && f.live_bytes == 0, "destroy frees every block: %d left", f.live);
 
+    host_poisoning();
     printf("%d check(s), %d failure(s)\n", checks, failures);
     return failures ? 1 : 0;
 }

@@ -5,6 +5,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ASAN 1
+#endif
+#ifdef ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+/* Host blocks only (be_block_ops.host): the other backends' addresses are not host pointers. */
+static void poison(const struct be_arena *a, uint64_t addr, uint64_t n, int on) {
+    if (!a->ops->host || n == 0)
+        return;
+    if (on)
+        ASAN_POISON_MEMORY_REGION((void *)(uintptr_t)addr, (size_t)n);
+    else
+        ASAN_UNPOISON_MEMORY_REGION((void *)(uintptr_t)addr, (size_t)n);
+}
+#else
+static void poison(const struct be_arena *a, uint64_t addr, uint64_t n, int on) {
+    (void)a, (void)addr, (void)n, (void)on;
+}
+#endif
+
 #define MARK_OFFSET_BITS 48
 #define FIRST_BLOCK (16ull << 20)
 
@@ -34,17 +59,22 @@ static vkasr_status grow_list(struct be_arena *a, struct err *e) {
 
 static vkasr_status make_block(struct be_arena *a, uint64_t size, struct be_arena_block *out, struct err *e) {
     *out = (struct be_arena_block){.size = size};
-    return a->ops->make(a->dev, size, &out->addr, &out->handle, e);
+    TRY(a->ops->make(a->dev, size, &out->addr, &out->handle, e));
+    poison(a, out->addr, size, 1);
+    return VKASR_OK;
 }
 
 static void free_blocks(struct be_arena *a) {
-    for (size_t i = 0; i < a->n; i++)
+    for (size_t i = 0; i < a->n; i++) {
+        poison(a, a->blocks[i].addr, a->blocks[i].size, 0);
         a->ops->free(a->dev, a->blocks[i].addr, a->blocks[i].size, a->blocks[i].handle);
+    }
     a->n = a->cur = 0;
     a->reserved = a->in_use = 0;
 }
 
 vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, struct err *e) {
+    const uint64_t asked = bytes;
     bytes = be_scratch_bytes(bytes);
     /* Bump in the current block, else in a later (released, kept) block that fits. */
     for (size_t i = a->cur; i < a->n; i++) {
@@ -56,6 +86,7 @@ vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, 
             b->used += bytes;
             a->cur = i;
             a->in_use += bytes;
+            poison(a, *addr, asked, 0);
             return VKASR_OK;
         }
         if (i == a->cur) { /* the rest of this block is lost until release: in use */
@@ -86,6 +117,7 @@ vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, 
     a->reserved += size;
     a->in_use += bytes;
     *addr = nb.addr;
+    poison(a, *addr, asked, 0);
     return VKASR_OK;
 }
 
@@ -124,6 +156,13 @@ void be_arena_release(struct be_arena *a, uint64_t mark) {
     uint64_t used = mark & ((1ull << MARK_OFFSET_BITS) - 1);
     if (idx >= a->n)
         return;
+    if (used > a->blocks[idx].size)
+        return;
+    /* What lies above the mark is free again: in its block and in every later one. */
+    for (size_t i = idx; i <= a->cur && i < a->n; i++) {
+        uint64_t from = i == idx ? used : 0;
+        poison(a, a->blocks[i].addr + from, a->blocks[i].size - from, 1);
+    }
     a->cur = idx;
     a->blocks[idx].used = used;
     uint64_t in_use = used;

@@ -29,6 +29,9 @@ struct be_block_ops {
     void (*free)(struct be_device *d, uint64_t addr, uint64_t bytes, void *handle);
     /* The largest block the device makes: growth stays below it, reserves are split into blocks of it. */
     uint64_t (*max_block)(const struct be_device *d);
+    /* Blocks are host memory (the reference backend): AddressSanitizer builds poison what is not handed
+     * out, so a tensor's out-of-bounds access or a use after release is reported as with malloc. */
+    bool host;
 };
 
 struct be_arena_block {

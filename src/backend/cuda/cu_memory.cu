@@ -64,4 +64,4 @@ static void cum_free(struct be_device *bd, uint64_t addr, uint64_t bytes, void *
 /* cudaMalloc has no per-allocation limit below the memory itself: a reserve is one block. */
 static uint64_t cum_max_block(const struct be_device *bd) { return UINT64_MAX; }
 
-extern "C" const struct be_block_ops cu_blocks = {cum_make, cum_free, cum_max_block};
+extern "C" const struct be_block_ops cu_blocks = {cum_make, cum_free, cum_max_block, false};

@@ -47,7 +47,7 @@ static uint64_t refm_max_block(const struct be_device *bd) {
     return SIZE_MAX;
 }
 
-static const struct be_block_ops ref_blocks = {refm_make, refm_free, refm_max_block};
+static const struct be_block_ops ref_blocks = {.make = refm_make, .free = refm_free, .max_block = refm_max_block, .host = true};
 
 /* ---- backend ---------------------------------------------------------------------------------- */
 

@@ -114,4 +114,4 @@ static uint64_t vkm_max_block(const struct be_device *bd) {
     return c->max_alloc < c->max_buffer ? c->max_alloc : c->max_buffer;
 }
 
-const struct be_block_ops vk_blocks = {vkm_make, vkm_free, vkm_max_block};
+const struct be_block_ops vk_blocks = {.make = vkm_make, .free = vkm_free, .max_block = vkm_max_block};
