@@ -251,8 +251,9 @@ class Model:
     def info(self) -> ModelInfo:
         """What the model is and where it runs."""
         mi = _lib.ModelInfo()
-        with self._session():  # checks the model is open
+        with self._session() as (_session, ok):  # checks the model is open
             st = self._lib.vkasr_model_get_info(self._handle, byref(mi))
+            ok[0] = True
         if st != _lib.OK:
             raise error_for(st, "vkasr_model_get_info failed")
         return ModelInfo(head=_HEADS[mi.head] if 0 <= mi.head < 3 else str(mi.head), d_model=mi.d_model,
@@ -278,18 +279,25 @@ class Model:
                 raise error_for(st, _s(err.message))
         return s
 
-    def _release(self, s: c_void_p) -> None:
+    def _release(self, s: c_void_p, reuse: bool = True) -> None:
+        """Gives a session back: kept for the next call, or freed (reuse=False) after a call that did not
+        end with VKASR_OK, as a session's next call after an aborted one was seen to fail."""
         with self._lock:
             self._busy -= 1
-            self._idle.append(s)
+            if reuse:
+                self._idle.append(s)
+        if not reuse:
+            self._lib.vkasr_session_free(s)
 
     @contextlib.contextmanager
-    def _session(self) -> Iterator[c_void_p]:
+    def _session(self) -> Iterator[Tuple[c_void_p, List[bool]]]:
+        """A session for one call; the call sets ok[0] when it ended with VKASR_OK."""
         s = self._acquire()
+        ok = [False]
         try:
-            yield s
+            yield s, ok
         finally:
-            self._release(s)
+            self._release(s, ok[0])
 
     def _params(self, attention: Optional[str], progress: Optional[Callable[[Progress], Any]],
                 flag: AbortFlag) -> Tuple[Any, Any]:
@@ -330,8 +338,9 @@ class Model:
         try:
             flag = AbortFlag(abort)
             tp, _keep = self._params(attention, progress, flag)
-            with self._session() as s:
+            with self._session() as (s, ok):
                 st, t, msg = run(lambda: self._one(s, prep, tp), flag)
+                ok[0] = st == _lib.OK
         finally:
             prep.close()
         if flag.error is not None:
@@ -387,8 +396,9 @@ class Model:
             bp.max_batch = max_batch
             flag = AbortFlag(abort)
             tp, _keep = self._params(attention, progress, flag)
-            with self._session() as s:
+            with self._session() as (s, ok):
                 st, out, msg = run(lambda: self._batch(s, inputs, preps, tp, bp), flag)
+                ok[0] = st == _lib.OK
         finally:
             for p in preps:
                 p.close()

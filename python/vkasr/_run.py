@@ -40,14 +40,16 @@ def run(fn: Callable[[], Any], flag: AbortFlag, on_interrupt: Optional[Callable[
     worker = threading.Thread(target=target, name="vkasr-call", daemon=True)
     worker.start()
     try:
-        worker.join()  # lock waits are interrupted by signals on POSIX: the handler runs here
+        # Timed waits: a signal delivered to another thread is handled here within one wait.
+        while worker.is_alive():
+            worker.join(0.05)
     except BaseException:
         flag.interrupted = True
         if on_interrupt is not None:
             on_interrupt()
         while worker.is_alive():
             try:
-                worker.join()
+                worker.join(0.05)
             except KeyboardInterrupt:  # a second Ctrl-C: the call is already stopping
                 pass
         raise

@@ -40,6 +40,7 @@ class Stream:
         self._texts: List[bytes] = []
         self._partial = ""
         self._finished = False
+        self._finished_ok = False  # finish() returned VKASR_OK: the session may serve other calls
         sp = self._lib.vkasr_stream_params_default()
         for name, v in (("hop_seconds", hop), ("left_context_seconds", left_context),
                         ("right_context_seconds", right_context)):
@@ -113,6 +114,7 @@ class Stream:
                 st = run(lambda: L.vkasr_stream_finish(h), AbortFlag(), lambda: L.vkasr_stream_cancel(h))
             finally:
                 self._finished = True
+            self._finished_ok = st == _lib.OK
             self._check(st)
         return self._take()
 
@@ -135,7 +137,7 @@ class Stream:
         if self._handle is not None:
             h, self._handle = self._handle, None
             self._lib.vkasr_stream_free(h)
-            self._model._release(self._session)
+            self._model._release(self._session, self._finished_ok)
 
     def __enter__(self) -> "Stream":
         return self
