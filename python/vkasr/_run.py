@@ -30,26 +30,30 @@ def run(fn: Callable[[], Any], flag: AbortFlag, on_interrupt: Optional[Callable[
     if threading.current_thread() is not threading.main_thread():
         return fn()
     box: dict = {}
+    # An Event, not Thread.join/is_alive: in Python 3.11 a join interrupted by a signal can mark a thread
+    # that is still running as stopped.
+    done = threading.Event()
 
     def target() -> None:
         try:
             box["result"] = fn()
         except BaseException as e:  # handed to the caller's thread
             box["error"] = e
+        finally:
+            done.set()
 
-    worker = threading.Thread(target=target, name="vkasr-call", daemon=True)
-    worker.start()
+    threading.Thread(target=target, name="vkasr-call", daemon=True).start()
     try:
         # Timed waits: a signal delivered to another thread is handled here within one wait.
-        while worker.is_alive():
-            worker.join(0.05)
+        while not done.wait(0.05):
+            pass
     except BaseException:
         flag.interrupted = True
         if on_interrupt is not None:
             on_interrupt()
-        while worker.is_alive():
+        while not done.is_set():
             try:
-                worker.join(0.05)
+                done.wait(0.05)
             except KeyboardInterrupt:  # a second Ctrl-C: the call is already stopping
                 pass
         raise
