@@ -17,4 +17,18 @@ class BinaryDistribution(Distribution):
         return bool(BUNDLED)
 
 
-setup(distclass=BinaryDistribution, package_data={"vkasr": ["py.typed"] + BUNDLED})
+cmdclass = {}
+try:
+    from wheel.bdist_wheel import bdist_wheel
+
+    class BdistWheel(bdist_wheel):
+        """Any Python 3 (ctypes, no extension module), this platform (the library)."""
+
+        def get_tag(self):
+            return ("py3", "none", super().get_tag()[2])
+
+    cmdclass["bdist_wheel"] = BdistWheel
+except ImportError:
+    pass
+
+setup(distclass=BinaryDistribution, cmdclass=cmdclass, package_data={"vkasr": ["py.typed"] + BUNDLED})
