@@ -223,6 +223,15 @@ static void test_progress_and_abort(vkasr_model *m) {
                    part.n, full.n);
         }
     }
+    /* the session stays usable after aborted calls: the next full run gives the same tokens */
+    tp.progress_user_data = tp.abort_user_data = &(struct progress_log){.monotonic = true, .abort_after = 1 << 30};
+    EXPECT(vkasr_transcribe_file(s, wav, &tp, &r) == VKASR_OK, "a full run after aborted ones: %s",
+           vkasr_session_last_error(s));
+    if (r) {
+        struct ids again;
+        take_ids(r, &again);
+        EXPECT(again.n == full.n && memcmp(again.v, full.v, full.n * 4) == 0, "tokens after aborted runs differ");
+    }
     vkasr_session_free(s);
 }
 
