@@ -43,7 +43,12 @@ struct req {
     bool have_file, write_failed;
     /* the other fields (prompt is accepted and ignored) */
     char model[256], format[32], language[32], temperature[64], gran[64], stream[16];
-    bool have_model;
+    bool have_model, unauthorized;
+    /* the closing delimiter "\r\n--BOUNDARY--": the body is fed to the post processor up to it only
+     * (libmicrohttpd 0.9.75 fails on an epilogue, such as the CRLF the OpenAI Node SDK sends after it) */
+    char delim[96], carry[96];
+    size_t delim_len, carry_len;
+    bool closed;
     struct serve_job job;
     bool job_queued;
 };
@@ -323,6 +328,43 @@ static enum MHD_Result get_page(struct MHD_Connection *c, struct req *r) {
     return send_body(c, r, 200, buf, len, "application/json", NULL);
 }
 
+/* Feeds a piece of the body to the post processor, up to the closing delimiter (then a CRLF after it). */
+static bool feed(struct req *r, const char *data, size_t n) {
+    size_t take = n;
+    if (r->delim_len) {
+        /* look for the delimiter in the last bytes of the previous pieces followed by this one */
+        size_t head = n < r->delim_len ? n : r->delim_len;
+        char probe[2 * sizeof r->carry];
+        memcpy(probe, r->carry, r->carry_len);
+        memcpy(probe + r->carry_len, data, head);
+        size_t pn = r->carry_len + head;
+        const char *hit = NULL;
+        for (size_t i = 0; !hit && i + r->delim_len <= pn; i++)
+            if (!memcmp(probe + i, r->delim, r->delim_len))
+                hit = data + (i + r->delim_len - r->carry_len);
+        for (size_t i = 0; !hit && i + r->delim_len <= n; i++)
+            if (!memcmp(data + i, r->delim, r->delim_len))
+                hit = data + i + r->delim_len;
+        if (hit) {
+            take = (size_t)(hit - data);
+            r->closed = true;
+        } else { /* keep the last delim_len - 1 bytes */
+            size_t keep = r->delim_len - 1;
+            if (n >= keep) {
+                memcpy(r->carry, data + n - keep, keep);
+            } else {
+                size_t drop = r->carry_len + n > keep ? r->carry_len + n - keep : 0;
+                memmove(r->carry, r->carry + drop, r->carry_len - drop);
+                memcpy(r->carry + r->carry_len - drop, data, n);
+            }
+            r->carry_len = r->carry_len + n < keep ? r->carry_len + n : keep;
+        }
+    }
+    if (take && MHD_post_process(r->pp, data, take) != MHD_YES)
+        return false;
+    return !r->closed || MHD_post_process(r->pp, "\r\n", 2) == MHD_YES;
+}
+
 static bool is_get(const char *m) { return !strcmp(m, "GET") || !strcmp(m, "HEAD"); }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -351,13 +393,26 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return send_error(c, r, 404, "no such endpoint", NULL, NULL);
         if (strcmp(method, "POST") != 0)
             return send_error(c, r, 405, "method not allowed: POST multipart/form-data here", NULL, NULL);
-        if (!authorized(c, h->o->api_key))
-            return send_error(c, r, 401, "missing or wrong API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > h->o->max_upload) {
             char m[160];
             snprintf(m, sizeof m, "the upload exceeds the server's limit of %zu bytes", h->o->max_upload);
             return send_error(c, r, 413, m, "file", "file_too_large");
+        }
+        if (!authorized(c, h->o->api_key)) { /* answered once the body (within the limit) is read and
+                                               dropped: a client still sending would miss an early answer */
+            r->unauthorized = true;
+            return MHD_YES;
+        }
+        const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        const char *b = ct ? strstr(ct, "boundary=") : NULL;
+        if (b) {
+            b += 9;
+            size_t n = strcspn(b, "; \t");
+            if (n >= 2 && *b == '"' && b[n - 1] == '"')
+                b++, n -= 2;
+            if (n + 6 < sizeof r->delim)
+                r->delim_len = (size_t)snprintf(r->delim, sizeof r->delim, "\r\n--%.*s--", (int)n, b);
         }
         r->pp = MHD_create_post_processor(c, 64 * 1024, on_field, r);
         if (!r->pp)
@@ -368,13 +423,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->body_bytes += *upload_data_size;
         if (r->body_bytes > h->o->max_upload)
             return MHD_NO; /* a body without Content-Length past the limit: drop the connection */
-        if (r->pp && !r->bad_form && MHD_post_process(r->pp, upload_data, *upload_data_size) != MHD_YES)
+        if (r->pp && !r->bad_form && !r->closed && !feed(r, upload_data, *upload_data_size))
             r->bad_form = true;
         *upload_data_size = 0;
         return MHD_YES;
     }
     if (r->status) /* answered at the headers */
         return MHD_YES;
+    if (r->unauthorized)
+        return send_error(c, r, 401, "missing or wrong API key (Authorization: Bearer KEY)", NULL, "invalid_api_key");
     return transcribe(c, r);
 }
 

@@ -32,6 +32,8 @@ static bool is_long(const struct serve_queue *q, const struct serve_job *j) {
 static struct timespec deadline_in(double s) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
+    if (!(s > 0)) /* already past: a tv_nsec out of [0, 1e9) would make the wait fail at once, forever */
+        return ts;
     long long ns = (long long)ts.tv_nsec + (long long)(s * 1e9);
     ts.tv_sec += (time_t)(ns / 1000000000LL);
     ts.tv_nsec = (long)(ns % 1000000000LL);
@@ -202,8 +204,7 @@ static void *worker(void *arg) {
             break;
         /* Give others the batch wait (from the oldest's arrival) to join, unless the turn is full. */
         struct timespec until = deadline_in(q->head->t_enqueue + q->o->batch_wait_ms * 1e-3 - now_s());
-        while (!q->stopping && q->count < q->o->max_batch &&
-               pthread_cond_timedwait(&q->work, &q->mu, &until) != ETIMEDOUT) {
+        while (!q->stopping && q->count < q->o->max_batch && pthread_cond_timedwait(&q->work, &q->mu, &until) == 0) {
         }
         size_t n = take_turn(q, q->turn);
         pthread_mutex_unlock(&q->mu);
