@@ -54,13 +54,24 @@ $AUDIO/speech_44k_stereo.flac $AUDIO/speech_44k_stereo.mp3 $AUDIO/silence_1s.wav
 n=0
 for f in $FILES; do
     "$VKASR" transcribe -np -m "$MODEL" "$f" >"$WORK/expect$n.txt" 2>"$WORK/expect$n.err" || fail "transcribe $f"
+    "$VKASR" transcribe -np --format json -m "$MODEL" "$f" >"$WORK/expect$n.json" 2>>"$WORK/expect$n.err" || fail "transcribe $f"
     n=$((n + 1))
 done
 NFILES=$n
 
-# ---- one server with an API key, a small upload limit and a short timeout ----
+# same_tokens ANSWER EXPECT: a verbose_json answer has the text and the token ids (its segments') of
+# `vkasr transcribe --format json`
+same_tokens() {
+    node -e '
+const fs = require("fs");
+const a = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), e = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const ids = [].concat(...a.segments.map((s) => s.tokens));
+process.exit(a.text === e.text && JSON.stringify(ids) === JSON.stringify(e.tokens.map((t) => t.id)) ? 0 : 1);' "$1" "$2"
+}
+
+# ---- one server with an API key, a small upload limit, a short timeout and a short queue ----
 KEY=test-key-0123
-VKASR_API_KEY=$KEY start_server main --max-upload 1M --timeout 2
+VKASR_API_KEY=$KEY start_server main --max-upload 1M --timeout 2 --max-queue 1
 URL=http://127.0.0.1:$PORT
 AUTH="Authorization: Bearer $KEY"
 T=$URL/v1/audio/transcriptions
@@ -130,12 +141,31 @@ grep -q "POST /v1/audio/transcriptions dropped after .* (timed out)" "$LOG" && o
 [ -z "$(ls "$WORK/tmp")" ] && ok "no temporary file left" || fail "temporary files left: $(ls "$WORK/tmp")"
 status_of 200 "still serving after the bad requests" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=text "$T"
 cmp -s "$WORK/body" "$WORK/expect1.txt" || fail "the answer after the bad requests differs"
+# A full queue: 503 for what does not fit, the others answered.
+CPIDS=""
+for k in 0 1 2 3 4 5; do
+    curl -s -o "$WORK/q$k.txt" -w '%{http_code}' --max-time 120 -H "$AUTH" -F file=@"$AUDIO/heldout/h00300.wav" \
+        -F model=whisper-1 -F response_format=text "$T" >"$WORK/q$k.code" &
+    CPIDS="$CPIDS $!"
+done
+for p in $CPIDS; do wait "$p"; done
+n503=0
+for k in 0 1 2 3 4 5; do
+    case $(cat "$WORK/q$k.code") in
+    503) n503=$((n503 + 1)) ;;
+    200) cmp -s "$WORK/q$k.txt" "$WORK/expect7.txt" || fail "queue test: answer $k differs from vkasr transcribe" ;;
+    *) fail "queue test: request $k: HTTP $(cat "$WORK/q$k.code")" ;;
+    esac
+done
+[ $n503 -gt 0 ] && [ $n503 -lt 6 ] && ok "--max-queue 1: $n503 of 6 answered 503, the others 200" ||
+    fail "--max-queue 1: $n503 of 6 answered 503"
 kill -TERM "$PID"
 wait "$PID" && ok "main server: exit 0 on SIGTERM" || fail "main server: exit status $? on SIGTERM"
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 
-# ---- 16 concurrent clients, 2 files each: every answer is the offline transcript ----
-start_server batch --batch-wait-ms 20
+# ---- 16 concurrent clients, 2 files each: every answer is the offline transcript; one long input
+# (over --solo-seconds) at the same time runs alone ----
+start_server batch --batch-wait-ms 20 --solo-seconds 5
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
 c=0
 CPIDS=""
@@ -144,18 +174,26 @@ while [ $c -lt 16 ]; do
         for k in 0 1; do
             i=$(((c * 2 + k) % (NFILES - 1)))
             f=$(echo $FILES | tr ' ' '\n' | sed -n "$((i + 1))p")
-            code=$(curl -s -o "$WORK/c$c.$k.txt" -w '%{http_code}' --max-time 120 -F file=@"$f" -F model=whisper-1 \
-                -F response_format=text "$T")
+            code=$(curl -s -o "$WORK/c$c.$k.json" -w '%{http_code}' --max-time 120 -F file=@"$f" -F model=whisper-1 \
+                -F response_format=verbose_json "$T")
             if [ "$code" != 200 ]; then echo "FAIL client $c request $k: HTTP $code"; exit 1; fi
-            cmp -s "$WORK/c$c.$k.txt" "$WORK/expect$i.txt" || { echo "FAIL client $c: $f differs from vkasr transcribe"; exit 1; }
+            same_tokens "$WORK/c$c.$k.json" "$WORK/expect$i.json" ||
+                { echo "FAIL client $c: $f: not the tokens of vkasr transcribe"; exit 1; }
         done
     ) >"$WORK/client$c.out" 2>&1 &
     CPIDS="$CPIDS $!"
     c=$((c + 1))
 done
+curl -s -o "$WORK/long.json" --max-time 120 -F file=@"$AUDIO/heldout/h00300.wav" -F model=whisper-1 \
+    -F response_format=verbose_json "$T" &
+CPIDS="$CPIDS $!"
 for p in $CPIDS; do wait "$p"; done
+same_tokens "$WORK/long.json" "$WORK/expect7.json" && ok "the long input: the tokens of vkasr transcribe" ||
+    fail "the long input: $(head -c 300 "$WORK/long.json")"
+grep -q "^vkasr serve: turn of 1 request, 7.20 s audio" "$LOG" && ok "the long input ran alone" ||
+    fail "the long input did not run alone"
 bad=$(cat "$WORK"/client*.out | grep -c FAIL)
-[ "$bad" -eq 0 ] && ok "16 clients x 2 requests: every answer equals vkasr transcribe" ||
+[ "$bad" -eq 0 ] && ok "16 clients x 2 requests: every answer has the tokens of vkasr transcribe" ||
     fail "concurrent clients: $(cat "$WORK"/client*.out)"
 biggest=$(sed -n 's/^vkasr serve: turn of \([0-9]*\) requests.*/\1/p' "$LOG" | sort -n | tail -1)
 [ "${biggest:-1}" -gt 1 ] && ok "batches of several requests (largest $biggest)" || fail "no batch of more than one request"
