@@ -48,6 +48,23 @@ status_of() {
     if [ "$got" = "$want" ]; then ok "$what: $got"; else fail "$what: $got, expected $want: $(head -c 300 "$WORK/body")"; fi
 }
 
+# Usage: help 0, bad options 2, a missing model 3.
+# exit_of EXPECTED ARGS...: vkasr serve ARGS exits EXPECTED
+exit_of() {
+    want=$1
+    shift
+    "$VKASR" serve "$@" >"$WORK/usage.out" 2>&1
+    got=$?
+    [ $got -eq "$want" ] && ok "vkasr serve $*: exit $got" || fail "vkasr serve $*: exit $got, expected $want"
+}
+exit_of 0 --help
+grep -q -- "--batch-wait-ms" "$WORK/usage.out" || fail "serve --help lists --batch-wait-ms"
+exit_of 2 -m "$MODEL" --port 70000
+exit_of 2 -m "$MODEL" --bogus
+exit_of 2 -m "$MODEL" --max-upload 12Q
+exit_of 2 -m "$MODEL" --port
+exit_of 3 -m "$DATA/no/such/model.gguf" --port 0
+
 # The offline transcripts, `vkasr transcribe` of each file alone.
 FILES="$AUDIO/heldout/h00000.wav $AUDIO/heldout/h00100.wav $AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav
 $AUDIO/speech_44k_stereo.flac $AUDIO/speech_44k_stereo.mp3 $AUDIO/silence_1s.wav $AUDIO/heldout/h00300.wav"
@@ -77,6 +94,8 @@ AUTH="Authorization: Bearer $KEY"
 T=$URL/v1/audio/transcriptions
 SPEECH=$AUDIO/heldout/h00100.wav
 
+exit_of 1 -m "$MODEL" --port "$PORT"
+grep -q "cannot listen on 127.0.0.1 port $PORT" "$WORK/usage.out" || fail "a port in use: $(cat "$WORK/usage.out")"
 status_of 200 "GET /health" "$URL/health"
 status_of 200 "GET /" "$URL/"
 status_of 200 "GET /v1/models" -H "$AUTH" "$URL/v1/models"
