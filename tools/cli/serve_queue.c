@@ -166,7 +166,8 @@ static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
         }
         struct serve_job *j = jobs[i];
         char msg[1200];
-        snprintf(msg, sizeof msg, "transcription failed: %s", st == VKASR_ERR_NO_MEMORY && !in ? "out of host memory" : vkasr_session_last_error(q->session));
+        snprintf(msg, sizeof msg, "transcription failed: %s",
+                 st == VKASR_ERR_NO_MEMORY && !in ? "out of host memory" : vkasr_session_last_error(q->session));
         j->queue_ms = (t.t_start - j->t_enqueue) * 1e3;
         j->batch_size = n;
         answer_error(j, st == VKASR_ABORTED ? 503 : 500, msg, "server_error");
@@ -186,9 +187,11 @@ static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
 static void warm_up(struct serve_queue *q) {
     static const float silence[VKASR_SAMPLE_RATE / 2];
     const vkasr_result *r = NULL;
-    vkasr_status st = vkasr_transcribe_pcm(q->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &q->o->tp, &r);
+    vkasr_status st =
+        vkasr_transcribe_pcm(q->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &q->o->tp, &r);
     if (st != VKASR_OK)
-        fprintf(stderr, "vkasr serve: warning: the warm-up transcription failed: %s\n", vkasr_session_last_error(q->session));
+        fprintf(stderr, "vkasr serve: warning: the warm-up transcription failed: %s\n",
+                vkasr_session_last_error(q->session));
 }
 
 static void *worker(void *arg) {
