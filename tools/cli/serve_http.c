@@ -38,7 +38,8 @@ struct req {
     char field_error[160];         /* a field that is too long or repeated                      */
     /* the upload */
     int fd;
-    char tmp[PATH_MAX];
+    char tmp[PATH_MAX];            /* the file to remove ("" once removed)                      */
+    char tmp_read[PATH_MAX];       /* where to read it: /proc/self/fd/N where there is procfs   */
     size_t file_bytes;
     bool have_file, write_failed;
     /* the other fields (prompt is accepted and ignored) */
@@ -133,6 +134,15 @@ static bool open_tmp(struct req *r, const char *filename) {
         fprintf(stderr, "vkasr serve: cannot create a temporary file %s: %s\n", r->tmp, strerror(errno));
         r->tmp[0] = '\0';
         return false;
+    }
+    snprintf(r->tmp_read, sizeof r->tmp_read, "%s", r->tmp);
+    /* With procfs, the file is unlinked at once and read through its descriptor: nothing is left behind
+     * even if the process is killed. */
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", r->fd);
+    if (access(fdpath, R_OK) == 0 && unlink(r->tmp) == 0) {
+        snprintf(r->tmp_read, sizeof r->tmp_read, "%s", fdpath);
+        r->tmp[0] = '\0';
     }
     return true;
 }
@@ -258,11 +268,12 @@ static enum MHD_Result transcribe(struct MHD_Connection *c, struct req *r) {
         return send_error(c, r, 400, msg, param, !strcmp(param, "model") ? "model_not_found" : NULL);
     if (r->file_bytes == 0)
         return send_error(c, r, 400, "file: empty", "file", "invalid_audio");
+    vkasr_error err;
+    vkasr_status st = vkasr_audio_load(r->tmp_read, &r->job.samples, &r->job.n, &err);
     close(r->fd);
     r->fd = -1;
-    vkasr_error err;
-    vkasr_status st = vkasr_audio_load(r->tmp, &r->job.samples, &r->job.n, &err);
-    unlink(r->tmp);
+    if (r->tmp[0])
+        unlink(r->tmp);
     r->tmp[0] = '\0';
     if (st != VKASR_OK || r->job.n == 0) {
         char m[1200];
