@@ -1,7 +1,8 @@
 #!/bin/sh
 # setup.sh [--test] [--no-build] — installs the Debian 12 packages vkasr needs (when missing) and builds
 # it in ./build. --test adds what the test scripts need beyond that (clang-14 and its sanitizer and
-# libFuzzer run times: scripts/test.sh, scripts/fuzz.sh); --no-build only installs.
+# libFuzzer run times: scripts/test.sh, scripts/fuzz.sh; curl, node and npm: the server test); --no-build
+# only installs.
 # Run as root, or as a user with sudo. Idempotent: a second run only rebuilds what changed.
 # The last line's packages are optional for the build: the GTK example application (examples/gtk) with
 # microphone capture, and what its test needs (Xvfb); without them the library, CLI and tests build.
@@ -9,13 +10,17 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
-vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev \
+vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev libmicrohttpd-dev \
 libgtk-4-dev libasound2-dev xvfb xauth"
-TEST_PKGS="clang-14 libclang-rt-14-dev python3-pytest python3-numpy"
+TEST_PKGS="clang-14 libclang-rt-14-dev python3-pytest python3-numpy curl"
 build=1
 for a in "$@"; do
     case $a in
-    --test) PKGS="$PKGS $TEST_PKGS" ;;
+    --test)
+        PKGS="$PKGS $TEST_PKGS"
+        # node and npm from Debian unless some node with npm (e.g. NodeSource's nodejs) is there already
+        command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
+        ;;
     --no-build) build=0 ;;
     *)
         echo "usage: setup.sh [--test] [--no-build]" >&2

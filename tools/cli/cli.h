@@ -135,5 +135,6 @@ int cmd_convert(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_live(int argc, char **argv);
+int cmd_serve(int argc, char **argv); /* cmd_serve.c, in builds with libmicrohttpd */
 
 #endif

@@ -20,6 +20,9 @@ static const struct command {
     {"convert", cmd_convert, "convert a Hugging Face model directory to vkasr's GGUF file"},
     {"compare", cmd_compare, "run one file on several devices and compare them stage by stage"},
     {"bench", cmd_bench, "time transcriptions of synthetic audio (vkasr bench --help)"},
+#ifdef VKASR_SERVE
+    {"serve", cmd_serve, "an OpenAI-compatible transcription server (vkasr serve --help)"},
+#endif
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -1,0 +1,240 @@
+#!/bin/sh
+# test_serve.sh — `vkasr serve` on loopback ports: the OpenAI Node SDK and curl with each response_format,
+# bad requests (each its status, the server serving on), 16 concurrent clients whose answers equal the
+# offline transcripts in batches of several requests, and SIGTERM with requests in flight (exit 0).
+#   test_serve.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
+set -u
+VKASR=$1 MODEL=$2 DATA=$3 WORK=$4 NPM=$5
+HERE=$(cd "$(dirname "$0")" && pwd)
+SDK_VERSION=4.95.0
+AUDIO=$DATA/audio
+rm -rf "$WORK"
+mkdir -p "$WORK/tmp"
+status=0
+ok() { echo "ok   $*"; }
+fail() {
+    echo "FAIL $*"
+    status=1
+}
+PIDS=""
+cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null; done; }
+trap cleanup EXIT
+
+# start_server NAME ARGS...: starts vkasr serve on a free loopback port; sets PID, PORT, LOG
+start_server() {
+    LOG=$WORK/$1.log
+    shift
+    TMPDIR=$WORK/tmp VKASR_VALIDATION=1 "$VKASR" serve -m "$MODEL" --port 0 "$@" 2>"$LOG" &
+    PID=$!
+    PIDS="$PIDS $PID"
+    i=0
+    while ! grep -q "^vkasr serve: ready" "$LOG"; do
+        i=$((i + 1))
+        if [ $i -gt 1200 ] || ! kill -0 "$PID" 2>/dev/null; then
+            cat "$LOG"
+            echo "FAIL the server did not start"
+            exit 1
+        fi
+        sleep 0.1
+    done
+    PORT=$(sed -n 's|^vkasr serve: listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$LOG")
+}
+
+# status_of EXPECTED WHAT CURL_ARGS...: the request's HTTP status must be EXPECTED
+status_of() {
+    want=$1 what=$2
+    shift 2
+    got=$(curl -s -o "$WORK/body" -w '%{http_code}' --max-time 60 "$@")
+    if [ "$got" = "$want" ]; then ok "$what: $got"; else fail "$what: $got, expected $want: $(head -c 300 "$WORK/body")"; fi
+}
+
+# Usage: help 0, bad options 2, a missing model 3.
+# exit_of EXPECTED ARGS...: vkasr serve ARGS exits EXPECTED
+exit_of() {
+    want=$1
+    shift
+    "$VKASR" serve "$@" >"$WORK/usage.out" 2>&1
+    got=$?
+    [ $got -eq "$want" ] && ok "vkasr serve $*: exit $got" || fail "vkasr serve $*: exit $got, expected $want"
+}
+exit_of 0 --help
+grep -q -- "--batch-wait-ms" "$WORK/usage.out" || fail "serve --help lists --batch-wait-ms"
+exit_of 2 -m "$MODEL" --port 70000
+exit_of 2 -m "$MODEL" --bogus
+exit_of 2 -m "$MODEL" --max-upload 12Q
+exit_of 2 -m "$MODEL" --port
+exit_of 3 -m "$DATA/no/such/model.gguf" --port 0
+
+# The offline transcripts, `vkasr transcribe` of each file alone.
+FILES="$AUDIO/heldout/h00000.wav $AUDIO/heldout/h00100.wav $AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav
+$AUDIO/speech_44k_stereo.flac $AUDIO/speech_44k_stereo.mp3 $AUDIO/silence_1s.wav $AUDIO/heldout/h00300.wav"
+n=0
+for f in $FILES; do
+    "$VKASR" transcribe -np -m "$MODEL" "$f" >"$WORK/expect$n.txt" 2>"$WORK/expect$n.err" || fail "transcribe $f"
+    "$VKASR" transcribe -np --format json -m "$MODEL" "$f" >"$WORK/expect$n.json" 2>>"$WORK/expect$n.err" || fail "transcribe $f"
+    n=$((n + 1))
+done
+NFILES=$n
+
+# same_tokens ANSWER EXPECT: a verbose_json answer has the text and the token ids (its segments') of
+# `vkasr transcribe --format json`
+same_tokens() {
+    node -e '
+const fs = require("fs");
+const a = JSON.parse(fs.readFileSync(process.argv[1], "utf8")), e = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const ids = [].concat(...a.segments.map((s) => s.tokens));
+process.exit(a.text === e.text && JSON.stringify(ids) === JSON.stringify(e.tokens.map((t) => t.id)) ? 0 : 1);' "$1" "$2"
+}
+
+# ---- one server with an API key, a small upload limit, a short timeout and a short queue ----
+KEY=test-key-0123
+VKASR_API_KEY=$KEY start_server main --max-upload 1M --timeout 2 --max-queue 1
+URL=http://127.0.0.1:$PORT
+AUTH="Authorization: Bearer $KEY"
+T=$URL/v1/audio/transcriptions
+SPEECH=$AUDIO/heldout/h00100.wav
+
+exit_of 1 -m "$MODEL" --port "$PORT"
+grep -q "cannot listen on 127.0.0.1 port $PORT" "$WORK/usage.out" || fail "a port in use: $(cat "$WORK/usage.out")"
+status_of 200 "GET /health" "$URL/health"
+status_of 200 "GET /" "$URL/"
+status_of 200 "GET /v1/models" -H "$AUTH" "$URL/v1/models"
+for fmt in json text srt vtt verbose_json; do
+    status_of 200 "curl response_format=$fmt" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=$fmt "$T"
+    cp "$WORK/body" "$WORK/curl.$fmt"
+done
+cmp -s "$WORK/curl.text" "$WORK/expect1.txt" && ok "curl text equals vkasr transcribe" || fail "curl text differs from vkasr transcribe"
+grep -q '^{"text":' "$WORK/curl.json" && ok "curl json" || fail "curl json: $(cat "$WORK/curl.json")"
+head -1 "$WORK/curl.vtt" | grep -q '^WEBVTT$' && ok "curl vtt" || fail "curl vtt"
+head -1 "$WORK/curl.srt" | grep -q '^1$' && ok "curl srt" || fail "curl srt"
+grep -q '"segments":\[{"id":0' "$WORK/curl.verbose_json" && ok "curl verbose_json" || fail "curl verbose_json"
+
+# The OpenAI Node SDK, installed once into NPM_DIR at a pinned version.
+if [ ! -f "$NPM/node_modules/openai/package.json" ] ||
+    ! grep -q "\"version\": \"$SDK_VERSION\"" "$NPM/node_modules/openai/package.json"; then
+    mkdir -p "$NPM"
+    npm install --prefix "$NPM" --no-audit --no-fund --no-save --loglevel=error "openai@$SDK_VERSION" >"$WORK/npm.log" 2>&1 ||
+        { cat "$WORK/npm.log"; fail "npm install openai@$SDK_VERSION"; }
+fi
+NODE_PATH=$NPM/node_modules node "$HERE/test_serve_openai.cjs" "$PORT" "$KEY" "$SPEECH" "$WORK/expect1.txt" \
+    "$AUDIO/not_audio.wav" || fail "the OpenAI SDK test"
+
+# Bad requests: each gets its status.
+status_of 400 "not audio" -H "$AUTH" -F file=@"$AUDIO/not_audio.wav" -F model=whisper-1 "$T"
+grep -q '"error":{"message":.*"type":"invalid_request_error","param":"file"' "$WORK/body" && ok "OpenAI's error shape" ||
+    fail "error shape: $(cat "$WORK/body")"
+status_of 400 "an empty file" -H "$AUTH" -F file=@"$AUDIO/empty.wav" -F model=whisper-1 "$T"
+: >"$WORK/zero.wav"
+status_of 400 "a zero-byte file" -H "$AUTH" -F file=@"$WORK/zero.wav" -F model=whisper-1 "$T"
+status_of 400 "no file" -H "$AUTH" -F model=whisper-1 "$T"
+status_of 400 "no model" -H "$AUTH" -F file=@"$SPEECH" "$T"
+status_of 400 "an unknown model" -H "$AUTH" -F file=@"$SPEECH" -F model=nope "$T"
+status_of 400 "a bad response_format" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=xml "$T"
+status_of 400 "a bad temperature" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F temperature=7 "$T"
+status_of 400 "malformed multipart" -H "$AUTH" -H "Content-Type: multipart/form-data; boundary=XyZ" \
+    --data-binary "--XyZ
+Content-Disposition: form-data; name=\"file\"; filename=\"a.wav\"
+
+RIFF-not-closed" "$T"
+status_of 400 "not multipart" -H "$AUTH" -H "Content-Type: application/json" --data '{"model":"whisper-1"}' "$T"
+head -c 1200000 /dev/zero >"$WORK/big.wav"
+status_of 413 "an upload over --max-upload" -H "$AUTH" -F file=@"$WORK/big.wav" -F model=whisper-1 "$T"
+status_of 405 "GET on the transcription endpoint" -H "$AUTH" "$T"
+status_of 405 "POST /health" -X POST "$URL/health"
+status_of 404 "an unknown path" -H "$AUTH" "$URL/v1/chat/completions"
+status_of 401 "no key" -F file=@"$SPEECH" -F model=whisper-1 "$T"
+status_of 401 "a wrong key" -H "Authorization: Bearer wrong" -F file=@"$SPEECH" -F model=whisper-1 "$T"
+status_of 401 "GET /v1/models without the key" "$URL/v1/models"
+# A client that sends half its body and stops: dropped after --timeout, its slot freed.
+node -e '
+const s = require("net").connect(+process.argv[1], "127.0.0.1", () => {
+  s.write("POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + process.argv[2] +
+          "\r\nContent-Type: multipart/form-data; boundary=stalledboundary\r\nContent-Length: 100000\r\n\r\n--stalledboundary\r\n" +
+          "Content-Disposition: form-data; name=\"file\"; filename=\"a.wav\"\r\n\r\nRIFF");
+});
+s.on("close", () => process.exit(0));
+setTimeout(() => process.exit(1), 20000);' "$PORT" "$KEY" && ok "a stalled body: the server closed the connection" ||
+    fail "a stalled body: the connection stayed open"
+grep -q "POST /v1/audio/transcriptions dropped after .* (timed out)" "$LOG" && ok "a stalled body: logged as timed out" ||
+    fail "a stalled body: no log line"
+[ -z "$(ls "$WORK/tmp")" ] && ok "no temporary file left" || fail "temporary files left: $(ls "$WORK/tmp")"
+status_of 200 "still serving after the bad requests" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=text "$T"
+cmp -s "$WORK/body" "$WORK/expect1.txt" || fail "the answer after the bad requests differs"
+# A full queue: 503 for what does not fit, the others answered.
+CPIDS=""
+for k in 0 1 2 3 4 5; do
+    curl -s -o "$WORK/q$k.txt" -w '%{http_code}' --max-time 120 -H "$AUTH" -F file=@"$AUDIO/heldout/h00300.wav" \
+        -F model=whisper-1 -F response_format=text "$T" >"$WORK/q$k.code" &
+    CPIDS="$CPIDS $!"
+done
+for p in $CPIDS; do wait "$p"; done
+n503=0
+for k in 0 1 2 3 4 5; do
+    case $(cat "$WORK/q$k.code") in
+    503) n503=$((n503 + 1)) ;;
+    200) cmp -s "$WORK/q$k.txt" "$WORK/expect7.txt" || fail "queue test: answer $k differs from vkasr transcribe" ;;
+    *) fail "queue test: request $k: HTTP $(cat "$WORK/q$k.code")" ;;
+    esac
+done
+[ $n503 -gt 0 ] && [ $n503 -lt 6 ] && ok "--max-queue 1: $n503 of 6 answered 503, the others 200" ||
+    fail "--max-queue 1: $n503 of 6 answered 503"
+kill -TERM "$PID"
+wait "$PID" && ok "main server: exit 0 on SIGTERM" || fail "main server: exit status $? on SIGTERM"
+grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
+
+# ---- 16 concurrent clients, 2 files each: every answer is the offline transcript; one long input
+# (over --solo-seconds) at the same time runs alone ----
+start_server batch --batch-wait-ms 20 --solo-seconds 5
+T=http://127.0.0.1:$PORT/v1/audio/transcriptions
+c=0
+CPIDS=""
+while [ $c -lt 16 ]; do
+    (
+        for k in 0 1; do
+            i=$(((c * 2 + k) % (NFILES - 1)))
+            f=$(echo $FILES | tr ' ' '\n' | sed -n "$((i + 1))p")
+            code=$(curl -s -o "$WORK/c$c.$k.json" -w '%{http_code}' --max-time 120 -F file=@"$f" -F model=whisper-1 \
+                -F response_format=verbose_json "$T")
+            if [ "$code" != 200 ]; then echo "FAIL client $c request $k: HTTP $code"; exit 1; fi
+            same_tokens "$WORK/c$c.$k.json" "$WORK/expect$i.json" ||
+                { echo "FAIL client $c: $f: not the tokens of vkasr transcribe"; exit 1; }
+        done
+    ) >"$WORK/client$c.out" 2>&1 &
+    CPIDS="$CPIDS $!"
+    c=$((c + 1))
+done
+curl -s -o "$WORK/long.json" --max-time 120 -F file=@"$AUDIO/heldout/h00300.wav" -F model=whisper-1 \
+    -F response_format=verbose_json "$T" &
+CPIDS="$CPIDS $!"
+for p in $CPIDS; do wait "$p"; done
+same_tokens "$WORK/long.json" "$WORK/expect7.json" && ok "the long input: the tokens of vkasr transcribe" ||
+    fail "the long input: $(head -c 300 "$WORK/long.json")"
+grep -q "^vkasr serve: turn of 1 request, 7.20 s audio" "$LOG" && ok "the long input ran alone" ||
+    fail "the long input did not run alone"
+bad=$(cat "$WORK"/client*.out | grep -c FAIL)
+[ "$bad" -eq 0 ] && ok "16 clients x 2 requests: every answer has the tokens of vkasr transcribe" ||
+    fail "concurrent clients: $(cat "$WORK"/client*.out)"
+biggest=$(sed -n 's/^vkasr serve: turn of \([0-9]*\) requests.*/\1/p' "$LOG" | sort -n | tail -1)
+[ "${biggest:-1}" -gt 1 ] && ok "batches of several requests (largest $biggest)" || fail "no batch of more than one request"
+
+# ---- SIGTERM with requests in flight: they complete, exit 0 ----
+LONG=$AUDIO/heldout/h00300.wav
+CPIDS=""
+for k in 0 1 2; do
+    curl -s -o "$WORK/term$k.txt" -w '%{http_code}' --max-time 120 -F file=@"$LONG" -F model=whisper-1 \
+        -F response_format=text "$T" >"$WORK/term$k.code" &
+    CPIDS="$CPIDS $!"
+done
+sleep 0.5 # the uploads are in (loopback); their transcription takes longer
+kill -TERM "$PID"
+wait "$PID"
+rc=$?
+for p in $CPIDS; do wait "$p"; done
+[ $rc -eq 0 ] && ok "SIGTERM with requests in flight: exit 0" || fail "SIGTERM: exit status $rc"
+for k in 0 1 2; do
+    [ "$(cat "$WORK/term$k.code")" = 200 ] && cmp -s "$WORK/term$k.txt" "$WORK/expect7.txt" &&
+        ok "in-flight request $k answered" || fail "in-flight request $k: HTTP $(cat "$WORK/term$k.code")"
+done
+grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
+[ $status -eq 0 ] && echo "PASS test_serve" || { echo "--- batch server log:"; tail -20 "$LOG"; }
+exit $status

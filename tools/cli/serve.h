@@ -1,0 +1,88 @@
+/* serve.h — what the files of `vkasr serve` share: the options, the request queue with its worker
+ * (serve_queue.c), the response formats (serve_format.c) and the HTTP front end (serve_http.c). */
+#ifndef VKASR_SERVE_H
+#define VKASR_SERVE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cli.h"
+
+/* The options of `vkasr serve` (cmd_serve.c fills them). */
+struct serve_opts {
+    const char *host;              /* numeric address to bind                                   */
+    int port;                      /* 0: any free port (printed once bound)                     */
+    const char *api_key;           /* NULL: no authentication                                   */
+    const char *model_name;        /* what /v1/models lists and `model` must name               */
+    size_t max_upload;             /* bytes of one request body at most                         */
+    unsigned max_concurrent;       /* open connections at most                                  */
+    unsigned timeout_s;            /* a connection idle this long is closed                     */
+    size_t max_queue;              /* requests waiting for the worker at most                   */
+    int batch_wait_ms;             /* how long the oldest request waits for others to join it   */
+    size_t max_batch;              /* requests packed into one turn at most                     */
+    double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
+    vkasr_transcribe_params tp;    /* no callbacks                                              */
+};
+
+/* The response formats of POST /v1/audio/transcriptions. */
+enum serve_fmt { SFMT_JSON, SFMT_TEXT, SFMT_SRT, SFMT_VTT, SFMT_VERBOSE };
+
+/* One transcription request. The HTTP thread fills the input fields, enqueues it and waits; the worker
+ * fills the output fields, sets done and broadcasts the queue's condition; after that the worker no
+ * longer touches it. */
+struct serve_job {
+    /* input */
+    float *samples;                /* 16 kHz mono (vkasr_audio_load); the worker takes and frees them: the
+                                      waiting thread frees what is left after the answer          */
+    size_t n;
+    enum serve_fmt fmt;
+    bool words;                    /* verbose_json: words too                                   */
+    bool segments;                 /* verbose_json: segments (default)                          */
+    const char *language;          /* verbose_json's language                                   */
+    double t_enqueue;
+    /* output */
+    bool done;
+    int status;                    /* HTTP status                                               */
+    char *body;                    /* malloc'd response body (the error's message when status != 200) */
+    size_t body_len;
+    const char *content_type;
+    double queue_ms, compute_ms;
+    size_t batch_size;             /* requests in the turn that ran it                          */
+    struct serve_job *next;
+};
+
+struct serve_queue;
+
+/* Starts the worker thread, which owns `session` (its first call warms the device up); NULL on failure
+ * (a message on stderr). */
+struct serve_queue *serve_queue_start(vkasr_session *session, const struct serve_opts *o);
+/* Whether the warm-up transcription has run (the server is ready). */
+bool serve_queue_ready(struct serve_queue *q);
+/* Adds a job; false when the queue is full or stopping (the job was not taken). */
+bool serve_queue_push(struct serve_queue *q, struct serve_job *job);
+/* Waits until the worker has answered `job`. */
+void serve_queue_wait(struct serve_queue *q, struct serve_job *job);
+/* Asks the worker to abandon the turn in progress (its jobs answer 503). */
+void serve_queue_abort(struct serve_queue *q);
+/* Lets the worker finish what is queued, joins it and frees the queue (not the session). */
+void serve_queue_stop(struct serve_queue *q);
+
+/* The body of a successful answer in `fmt` (malloc'd, *len its length, *type its content type); NULL
+ * when out of memory. */
+char *serve_format(const struct serve_job *job, const vkasr_result *r, size_t *len, const char **type);
+/* {"error": {...}} in OpenAI's shape; malloc'd; NULL when out of memory. param and code may be NULL. */
+char *serve_error_json(const char *message, const char *type, const char *param, const char *code, size_t *len);
+
+struct serve_http;
+/* Binds and starts the HTTP server (one thread per connection); *port receives the bound port. NULL on
+ * failure, with a message on stderr. */
+struct serve_http *serve_http_start(const struct serve_opts *o, struct serve_queue *q, int *port);
+/* Stops accepting connections; the requests already in progress go on. */
+void serve_http_quiesce(struct serve_http *h);
+/* Requests in progress (from their first byte to their answer's last). */
+unsigned serve_http_active(struct serve_http *h);
+/* Closes every connection and frees the server. */
+void serve_http_stop(struct serve_http *h);
+
+#endif

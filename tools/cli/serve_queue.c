@@ -1,0 +1,297 @@
+/* serve_queue.c — the request queue of `vkasr serve` and its one worker thread, which owns the session:
+ * requests wait at most --batch-wait-ms for others, then run packed in one vkasr_transcribe_batch call;
+ * inputs over --solo-seconds run alone, in turns alternating with those of the short ones. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "serve.h"
+
+struct serve_queue {
+    pthread_mutex_t mu;
+    pthread_cond_t work;           /* a job arrived, or stop                                    */
+    pthread_cond_t answered;       /* some job is done                                          */
+    struct serve_job *head, *tail; /* FIFO of waiting jobs                                      */
+    size_t count;
+    bool stopping, ready, last_long;
+    atomic_bool abort;
+    pthread_t thread;
+    struct serve_job **turn;       /* the worker's: the jobs of the turn it runs (max_batch)     */
+    vkasr_session *session;
+    const struct serve_opts *o;
+};
+
+static bool is_long(const struct serve_queue *q, const struct serve_job *j) {
+    return (double)j->n / VKASR_SAMPLE_RATE > q->o->solo_seconds;
+}
+
+/* Absolute CLOCK_REALTIME time `s` seconds from now, for pthread_cond_timedwait. */
+static struct timespec deadline_in(double s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (!(s > 0)) /* already past: a tv_nsec out of [0, 1e9) would make the wait fail at once, forever */
+        return ts;
+    long long ns = (long long)ts.tv_nsec + (long long)(s * 1e9);
+    ts.tv_sec += (time_t)(ns / 1000000000LL);
+    ts.tv_nsec = (long)(ns % 1000000000LL);
+    return ts;
+}
+
+/* Unlinks job j (whose predecessor is prev, NULL at the head). Lock held. */
+static void unlink_job(struct serve_queue *q, struct serve_job *prev, struct serve_job *j) {
+    if (prev)
+        prev->next = j->next;
+    else
+        q->head = j->next;
+    if (q->tail == j)
+        q->tail = prev;
+    j->next = NULL;
+    q->count--;
+}
+
+/* The next turn, taken off the queue into jobs[] (at most max_batch): the oldest long input alone when
+ * the previous turn was not a long one or no short input waits, else the oldest short inputs. Lock held. */
+static size_t take_turn(struct serve_queue *q, struct serve_job **jobs) {
+    bool any_short = false, any_long = false;
+    for (struct serve_job *j = q->head; j; j = j->next)
+        *(is_long(q, j) ? &any_long : &any_short) = true;
+    bool take_long = any_long && (!q->last_long || !any_short);
+    size_t n = 0;
+    struct serve_job *prev = NULL, *j = q->head;
+    while (j && n < q->o->max_batch) {
+        struct serve_job *next = j->next;
+        if (is_long(q, j) == take_long) {
+            unlink_job(q, prev, j);
+            jobs[n++] = j;
+            if (take_long)
+                break;
+        } else {
+            prev = j;
+        }
+        j = next;
+    }
+    q->last_long = take_long;
+    return n;
+}
+
+/* What the batch call's result callback needs. */
+struct turn {
+    struct serve_queue *q;
+    struct serve_job **jobs;
+    bool *answered;
+    size_t n;
+    double t_start;
+};
+
+/* Fills a job's error answer (message copied). */
+static void answer_error(struct serve_job *j, int status, const char *message, const char *type) {
+    j->status = status;
+    j->body = serve_error_json(message, type, NULL, NULL, &j->body_len);
+    j->content_type = "application/json";
+}
+
+static void answer(struct turn *t, size_t i, const vkasr_result *r) {
+    struct serve_job *j = t->jobs[i];
+    vkasr_status st = r ? vkasr_result_status(r) : VKASR_ERR_INTERNAL;
+    j->compute_ms = (now_s() - t->t_start) * 1e3;
+    j->queue_ms = (t->t_start - j->t_enqueue) * 1e3;
+    j->batch_size = t->n;
+    if (st == VKASR_OK) {
+        j->status = 200;
+        j->body = serve_format(j, r, &j->body_len, &j->content_type);
+        if (!j->body)
+            answer_error(j, 500, "out of memory formatting the transcript", "server_error");
+    } else if (st == VKASR_ABORTED) {
+        answer_error(j, 503, "the server is shutting down", "server_error");
+    } else if (st == VKASR_ERR_AUDIO || st == VKASR_ERR_INVALID_ARG) {
+        answer_error(j, 400, vkasr_result_error(r), "invalid_request_error");
+    } else {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "transcription failed: %s", r ? vkasr_result_error(r) : "no result");
+        answer_error(j, 500, msg, "server_error");
+    }
+    pthread_mutex_lock(&t->q->mu);
+    j->done = true;
+    t->answered[i] = true;
+    pthread_cond_broadcast(&t->q->answered);
+    pthread_mutex_unlock(&t->q->mu);
+}
+
+static void on_result(size_t index, const vkasr_result *result, void *ud) {
+    struct turn *t = ud;
+    if (index < t->n && !t->answered[index])
+        answer(t, index, result);
+}
+
+static bool on_abort(void *ud) {
+    struct serve_queue *q = ud;
+    return atomic_load(&q->abort);
+}
+
+/* Runs one turn: every job gets its answer, whatever happens. */
+static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
+    vkasr_batch_input *in = calloc(n, sizeof *in);
+    const vkasr_result **res = calloc(n, sizeof *res);
+    bool *answered = calloc(n, sizeof *answered);
+    float **samples = calloc(n, sizeof *samples);
+    struct turn t = {q, jobs, answered, n, now_s()};
+    double audio = 0;
+    vkasr_status st = VKASR_ERR_NO_MEMORY;
+    if (in && res && answered && samples) {
+        for (size_t i = 0; i < n; i++) {
+            samples[i] = jobs[i]->samples; /* the worker's from now on */
+            jobs[i]->samples = NULL;
+            in[i] = (vkasr_batch_input){NULL, samples[i], jobs[i]->n, VKASR_SAMPLE_RATE, 1};
+            audio += (double)jobs[i]->n / VKASR_SAMPLE_RATE;
+        }
+        vkasr_transcribe_params tp = q->o->tp;
+        tp.abort_callback = on_abort;
+        tp.abort_user_data = q;
+        vkasr_batch_params bp = vkasr_batch_params_default();
+        bp.result_callback = on_result;
+        bp.result_user_data = &t;
+        st = vkasr_transcribe_batch(q->session, in, n, &tp, &bp, res);
+        fprintf(stderr, "vkasr serve: turn of %zu request%s, %.2f s audio, %.0f ms: %s\n", n, n == 1 ? "" : "s",
+                audio, (now_s() - t.t_start) * 1e3, vkasr_status_string(st));
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (answered && answered[i])
+            continue;
+        if (res && res[i]) { /* a result the callback did not see */
+            answer(&t, i, res[i]);
+            continue;
+        }
+        struct serve_job *j = jobs[i];
+        char msg[1200];
+        snprintf(msg, sizeof msg, "transcription failed: %s",
+                 st == VKASR_ERR_NO_MEMORY && !in ? "out of host memory" : vkasr_session_last_error(q->session));
+        j->queue_ms = (t.t_start - j->t_enqueue) * 1e3;
+        j->batch_size = n;
+        answer_error(j, st == VKASR_ABORTED ? 503 : 500, msg, "server_error");
+        pthread_mutex_lock(&q->mu);
+        j->done = true;
+        pthread_cond_broadcast(&q->answered);
+        pthread_mutex_unlock(&q->mu);
+    }
+    for (size_t i = 0; samples && i < n; i++)
+        vkasr_free(samples[i]);
+    free(samples);
+    free(answered);
+    free(res);
+    free(in);
+}
+
+static void warm_up(struct serve_queue *q) {
+    static const float silence[VKASR_SAMPLE_RATE / 2];
+    const vkasr_result *r = NULL;
+    vkasr_status st =
+        vkasr_transcribe_pcm(q->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &q->o->tp, &r);
+    if (st != VKASR_OK)
+        fprintf(stderr, "vkasr serve: warning: the warm-up transcription failed: %s\n",
+                vkasr_session_last_error(q->session));
+}
+
+static void *worker(void *arg) {
+    struct serve_queue *q = arg;
+    warm_up(q);
+    fprintf(stderr, "vkasr serve: ready\n");
+    pthread_mutex_lock(&q->mu);
+    q->ready = true;
+    for (;;) {
+        while (!q->head && !q->stopping)
+            pthread_cond_wait(&q->work, &q->mu);
+        if (!q->head)
+            break;
+        /* Give others the batch wait (from the oldest's arrival) to join, unless the turn is full. */
+        struct timespec until = deadline_in(q->head->t_enqueue + q->o->batch_wait_ms * 1e-3 - now_s());
+        while (!q->stopping && q->count < q->o->max_batch && pthread_cond_timedwait(&q->work, &q->mu, &until) == 0) {
+        }
+        size_t n = take_turn(q, q->turn);
+        pthread_mutex_unlock(&q->mu);
+        run_turn(q, q->turn, n);
+        pthread_mutex_lock(&q->mu);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return NULL;
+}
+
+struct serve_queue *serve_queue_start(vkasr_session *session, const struct serve_opts *o) {
+    struct serve_queue *q = calloc(1, sizeof *q);
+    struct serve_job **turn = malloc(o->max_batch * sizeof *turn);
+    if (!q || !turn) {
+        fprintf(stderr, "vkasr serve: out of memory\n");
+        free(turn);
+        free(q);
+        return NULL;
+    }
+    q->turn = turn;
+    q->session = session;
+    q->o = o;
+    atomic_init(&q->abort, false);
+    pthread_mutex_init(&q->mu, NULL);
+    pthread_cond_init(&q->work, NULL);
+    pthread_cond_init(&q->answered, NULL);
+    int e = pthread_create(&q->thread, NULL, worker, q);
+    if (e) {
+        fprintf(stderr, "vkasr serve: cannot start the worker thread: %s\n", strerror(e));
+        pthread_cond_destroy(&q->answered);
+        pthread_cond_destroy(&q->work);
+        pthread_mutex_destroy(&q->mu);
+        free(q->turn);
+        free(q);
+        return NULL;
+    }
+    return q;
+}
+
+bool serve_queue_ready(struct serve_queue *q) {
+    pthread_mutex_lock(&q->mu);
+    bool r = q->ready;
+    pthread_mutex_unlock(&q->mu);
+    return r;
+}
+
+bool serve_queue_push(struct serve_queue *q, struct serve_job *job) {
+    pthread_mutex_lock(&q->mu);
+    bool ok = !q->stopping && q->count < q->o->max_queue;
+    if (ok) {
+        job->next = NULL;
+        job->done = false;
+        if (q->tail)
+            q->tail->next = job;
+        else
+            q->head = job;
+        q->tail = job;
+        q->count++;
+        pthread_cond_signal(&q->work);
+    }
+    pthread_mutex_unlock(&q->mu);
+    return ok;
+}
+
+void serve_queue_wait(struct serve_queue *q, struct serve_job *job) {
+    pthread_mutex_lock(&q->mu);
+    while (!job->done)
+        pthread_cond_wait(&q->answered, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
+void serve_queue_abort(struct serve_queue *q) { atomic_store(&q->abort, true); }
+
+void serve_queue_stop(struct serve_queue *q) {
+    if (!q)
+        return;
+    pthread_mutex_lock(&q->mu);
+    q->stopping = true;
+    pthread_cond_signal(&q->work);
+    pthread_mutex_unlock(&q->mu);
+    pthread_join(q->thread, NULL);
+    pthread_cond_destroy(&q->answered);
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->mu);
+    free(q->turn);
+    free(q);
+}
