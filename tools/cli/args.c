@@ -8,7 +8,8 @@
 
 #include "cli.h"
 
-#define ALL_MODEL (CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE))
+#define ALL_MODEL \
+    (CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE) | CMD_BIT(CMD_SERVE))
 #define COMMON(member) ARG_FIELD(struct cli_common, member)
 
 static void describe_model(char *buf, size_t size) {
@@ -22,7 +23,7 @@ static const struct cli_opt shared_opts[] = {
     {.names = "-m, --model", .meta = "PATH", .kind = ARG_STRING, .field = COMMON(model), .cmds = ALL_MODEL,
      .describe = describe_model},
     {.names = "-d, --device", .meta = "DEV", .kind = ARG_STRING, .field = COMMON(device),
-     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH),
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_SERVE),
      .help = "the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"
              "backend), cuda[:N] (the CUDA backend, in builds with it),\n"
              "vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"

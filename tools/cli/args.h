@@ -10,7 +10,7 @@
 #include "vkasr.h"
 
 /* The commands that parse options through the tables. */
-enum cli_cmd { CMD_TRANSCRIBE, CMD_LIVE, CMD_BENCH, CMD_COMPARE, CMD_CONVERT, CMD_DEVICES, CMD_COUNT };
+enum cli_cmd { CMD_TRANSCRIBE, CMD_LIVE, CMD_BENCH, CMD_COMPARE, CMD_CONVERT, CMD_DEVICES, CMD_SERVE, CMD_COUNT };
 #define CMD_BIT(c) (1u << (c))
 
 enum arg_kind {
@@ -67,7 +67,7 @@ struct cli_command {
 
 enum { ARGS_HELP = -1 };
 
-/* How a command (a new one: cmd_serve.c) uses the tables, as cmd_bench.c does:
+/* How a command uses the tables (cmd_bench.c, cmd_serve.c):
  *   1. its id in enum cli_cmd; CMD_BIT(id) in the `cmds` of the shared options it takes (args.c), with a
  *      help_for[id] text where their meaning differs for it;
  *   2. its own options in a table of OPT_* entries whose fields are offsets into its own options struct;

@@ -9,46 +9,25 @@
 #include <string.h>
 #include <time.h>
 
+#include "args.h"
 #include "serve.h"
 
-static void usage_serve(FILE *f) {
-    fprintf(f,
-            "usage: vkasr serve [-m MODEL] [--host ADDR] [--port N] [options]\n"
-            "\n"
-            "Serves transcriptions over HTTP with OpenAI's API: POST /v1/audio/transcriptions\n"
-            "(multipart/form-data: file, model, response_format json|text|srt|vtt|verbose_json,\n"
-            "timestamp_granularities[], language, prompt, temperature), GET /v1/models, GET /health.\n"
-            "Requests that arrive together run together in packed batches; each answer is what\n"
-            "`vkasr transcribe` gives for that file alone. See docs/server.md.\n"
-            "\n"
-            "options:\n"
-            "  -m, --model PATH        Parakeet directory or vkasr .gguf file (default: $VKASR_MODEL, else\n"
-            "                          the installed default model)\n"
-            "      --model-name NAME   the model's name in the API (default: the file name without\n"
-            "                          .gguf); `model` may also be whisper-1, gpt-4o-transcribe or\n"
-            "                          gpt-4o-mini-transcribe\n"
-            "      --host ADDR         the address to listen on (default 127.0.0.1: this machine only)\n"
-            "      --port N            the port (default 8080; 0: any free port, printed on stderr)\n"
-            "      --api-key KEY       require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\n"
-            "                          neither: no key)\n"
-            "      --max-upload SIZE   the largest request body (K, M, G suffixes; default 256M): 413 beyond\n"
-            "      --max-concurrent N  open connections at most (default 64); more wait for the kernel's\n"
-            "                          backlog or are refused\n"
-            "      --timeout S         close a connection idle for S seconds, e.g. a client that stopped\n"
-            "                          sending its body (default 30)\n"
-            "      --max-queue N       requests waiting for the device at most (default 256): 503 beyond\n"
-            "      --batch-wait-ms MS  how long a request waits for others to share its batch (default 5)\n"
-            "      --max-batch N       requests in one batch turn at most (default 256)\n"
-            "      --solo-seconds S    inputs longer than S seconds run alone, in turns alternating with\n"
-            "                          the batches of shorter ones (default 60)\n"
-            "  -d, --device DEV        the device, as `vkasr transcribe -d` takes it\n"
-            "  -p, --precision P       f16 (default where supported) or f32\n"
-            "  -v, --verbose           more log messages\n"
-            "  -h, --help              this help\n"
-            "\n"
-            "One log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
-            "size). SIGINT or SIGTERM stops accepting connections, finishes the requests in progress and\n"
-            "exits 0; a second signal abandons the transcriptions in progress (answered 503).\n");
+static void intro(FILE *f) {
+    fputs("usage: vkasr serve [-m MODEL] [--host ADDR] [--port N] [options]\n"
+          "\n"
+          "Serves transcriptions over HTTP with OpenAI's API: POST /v1/audio/transcriptions\n"
+          "(multipart/form-data: file, model, response_format json|text|srt|vtt|verbose_json,\n"
+          "timestamp_granularities[], language, prompt, temperature), GET /v1/models, GET /health.\n"
+          "Requests that arrive together run together in packed batches; each answer is what\n"
+          "`vkasr transcribe` gives for that file alone. See docs/server.md.\n",
+          f);
+}
+
+static void outro(FILE *f) {
+    fputs("\nOne log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
+          "size). SIGINT or SIGTERM stops accepting connections, finishes the requests in progress and\n"
+          "exits 0; a second signal abandons the transcriptions in progress (answered 503).\n",
+          f);
 }
 
 /* A byte count with an optional K, M or G suffix (binary units). */
@@ -81,6 +60,87 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
+/* The command's own options: the server's settings and the API's model name. */
+struct serve_cli {
+    struct serve_opts o;
+    const char *model_name;
+};
+#define SO(member) ARG_FIELD(struct serve_cli, o.member)
+
+static int bad_value(const char *opt, const char *v) {
+    fprintf(stderr, "vkasr: serve: bad value '%s' for %s (vkasr serve --help)\n", v, opt);
+    return EXIT_USAGE;
+}
+
+static int arg_port(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 0, 65535, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_bytes(const char *opt, const char *v, void *field) {
+    return parse_bytes(v, field) ? EXIT_OK : bad_value(opt, v);
+}
+/* unsigned in [1, 100000] (connections), [1, 86400] (seconds) */
+static int arg_connections(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 1, 100000, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_timeout(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 1, 86400, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_queue(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 1, 1000000, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_wait_ms(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 0, 60000, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_batch(const char *opt, const char *v, void *field) {
+    long n;
+    return parse_long(v, 1, 256, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
+}
+static int arg_seconds(const char *opt, const char *v, void *field) {
+    char *end = NULL;
+    double s = strtod(v, &end);
+    if (!*v || *end || !(s > 0) || !isfinite(s))
+        return bad_value(opt, v);
+    *(double *)field = s;
+    return EXIT_OK;
+}
+static int arg_name(const char *opt, const char *v, void *field) {
+    return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
+}
+
+static const struct cli_opt serve_table[] = {
+    OPT_VALUE("--model-name", "NAME", ARG_FIELD(struct serve_cli, model_name), arg_name,
+              "the model's name in the API (default: the file name without\n"
+              ".gguf); `model` may also be whisper-1, gpt-4o-transcribe or\n"
+              "gpt-4o-mini-transcribe"),
+    OPT_STRING("--host", "ADDR", SO(host), "the address to listen on (default 127.0.0.1: this machine only)"),
+    OPT_VALUE("--port", "N", SO(port), arg_port, "the port (default 8080; 0: any free port, printed on stderr)"),
+    OPT_STRING("--api-key", "KEY", SO(api_key),
+               "require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\nneither: no key)"),
+    OPT_VALUE("--max-upload", "SIZE", SO(max_upload), arg_bytes,
+              "the largest request body (K, M, G suffixes; default 256M): 413 beyond"),
+    OPT_VALUE("--max-concurrent", "N", SO(max_concurrent), arg_connections,
+              "open connections at most (default 64); more wait for the kernel's\nbacklog or are refused"),
+    OPT_VALUE("--timeout", "S", SO(timeout_s), arg_timeout,
+              "close a connection idle for S seconds, e.g. a client that stopped\nsending its body (default 30)"),
+    OPT_VALUE("--max-queue", "N", SO(max_queue), arg_queue,
+              "requests waiting for the device at most (default 256): 503 beyond"),
+    OPT_VALUE("--batch-wait-ms", "MS", SO(batch_wait_ms), arg_wait_ms,
+              "how long a request waits for others to share its batch (default 5)"),
+    OPT_VALUE("--max-batch", "N", SO(max_batch), arg_batch, "requests in one batch turn at most (default 256)"),
+    OPT_VALUE("--solo-seconds", "S", SO(solo_seconds), arg_seconds,
+              "inputs longer than S seconds run alone, in turns alternating with\nthe batches of shorter ones (default 60)"),
+    ARGS_SHARED,
+};
+
+static const struct cli_command serve_command = {
+    CMD_SERVE, "serve", intro, outro, serve_table, sizeof serve_table / sizeof serve_table[0], NULL,
+};
+
 /* The model's name in the API: the last path component, without a trailing / or .gguf. */
 static void default_model_name(const char *path, char *buf, size_t size) {
     snprintf(buf, size, "%s", path);
@@ -106,68 +166,18 @@ static bool wait_signal(const sigset_t *set, double seconds) {
 }
 
 int cmd_serve(int argc, char **argv) {
-    const char *model = getenv("VKASR_MODEL"), *device = NULL, *model_name = NULL;
     char default_path[4096], name_buf[256];
-    vkasr_precision precision = VKASR_PRECISION_AUTO;
-    bool verbose = false;
-    struct serve_opts o = {
-        .host = "127.0.0.1", .port = 8080, .api_key = getenv("VKASR_API_KEY"), .max_upload = 256u << 20,
-        .max_concurrent = 64, .timeout_s = 30, .max_queue = 256, .batch_wait_ms = 5, .max_batch = 256,
-        .solo_seconds = 60, .tp = vkasr_transcribe_params_default(),
+    struct cli_common common = cli_common_default();
+    struct serve_cli cli = {
+        .o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("VKASR_API_KEY"), .max_upload = 256u << 20,
+              .max_concurrent = 64, .timeout_s = 30, .max_queue = 256, .batch_wait_ms = 5, .max_batch = 256,
+              .solo_seconds = 60, .tp = vkasr_transcribe_params_default()},
     };
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL;
-        long n = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_serve(stdout);
-            return EXIT_OK;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) {
-            verbose = true;
-            continue;
-        }
-        if (!(v = arg_value(argc, argv, &i, a)))
-            return EXIT_USAGE;
-        bool ok = true;
-        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-            model = v;
-        else if (!strcmp(a, "--model-name"))
-            model_name = v, ok = *v != '\0';
-        else if (!strcmp(a, "--host"))
-            o.host = v;
-        else if (!strcmp(a, "--port"))
-            ok = parse_long(v, 0, 65535, &n), o.port = (int)n;
-        else if (!strcmp(a, "--api-key"))
-            o.api_key = v;
-        else if (!strcmp(a, "--max-upload"))
-            ok = parse_bytes(v, &o.max_upload);
-        else if (!strcmp(a, "--max-concurrent"))
-            ok = parse_long(v, 1, 100000, &n), o.max_concurrent = (unsigned)n;
-        else if (!strcmp(a, "--timeout"))
-            ok = parse_long(v, 1, 86400, &n), o.timeout_s = (unsigned)n;
-        else if (!strcmp(a, "--max-queue"))
-            ok = parse_long(v, 1, 1000000, &n), o.max_queue = (size_t)n;
-        else if (!strcmp(a, "--batch-wait-ms"))
-            ok = parse_long(v, 0, 60000, &n), o.batch_wait_ms = (int)n;
-        else if (!strcmp(a, "--max-batch"))
-            ok = parse_long(v, 1, 256, &n), o.max_batch = (size_t)n;
-        else if (!strcmp(a, "--solo-seconds")) {
-            char *end = NULL;
-            o.solo_seconds = strtod(v, &end);
-            ok = *v && !*end && o.solo_seconds > 0 && isfinite(o.solo_seconds);
-        } else if (!strcmp(a, "-d") || !strcmp(a, "--device"))
-            device = v;
-        else if (!strcmp(a, "-p") || !strcmp(a, "--precision")) {
-            ok = !strcmp(v, "f32") || !strcmp(v, "f16");
-            precision = !strcmp(v, "f32") ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
-        } else {
-            fprintf(stderr, "vkasr: serve: unknown option '%s' (vkasr serve --help)\n", a);
-            return EXIT_USAGE;
-        }
-        if (!ok) {
-            fprintf(stderr, "vkasr: serve: bad value '%s' for %s (vkasr serve --help)\n", v, a);
-            return EXIT_USAGE;
-        }
-    }
+    int rc = cli_parse(&serve_command, &common, &cli, argc, argv);
+    if (rc != EXIT_OK)
+        return rc == ARGS_HELP ? EXIT_OK : rc;
+    struct serve_opts o = cli.o;
+    const char *model = common.model, *device = common.device, *model_name = cli.model_name;
     if (!(model = model_or_default(model, default_path, sizeof default_path)))
         return EXIT_USAGE;
     if (check_device_backend(device) != EXIT_OK)
@@ -186,11 +196,7 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error of that write only */
 
-    vkasr_model_params mp = vkasr_model_params_default();
-    mp.device = device;
-    mp.precision = precision;
-    mp.log_level = verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
-    mp.log_callback = log_to_stderr;
+    vkasr_model_params mp = cli_model_params(&common);
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *session = NULL;
@@ -204,7 +210,7 @@ int cmd_serve(int argc, char **argv) {
         vkasr_model_free(m);
         return exit_code_for(st, 1);
     }
-    int rc = EXIT_OK, port = 0;
+    int port = 0;
     struct serve_queue *q = serve_queue_start(session, &o);
     struct serve_http *h = q ? serve_http_start(&o, q, &port) : NULL;
     if (!h) {
