@@ -158,7 +158,7 @@ out:
  * its check passed. */
 static int run(struct bench *B, const struct vk_att_cfg *cfg) {
     struct backend *b = B->b;
-    const struct vk_att_cfg *used = cfg ? cfg : vk_att_choose(B->caps, B->dk, B->f16);
+    const struct vk_att_cfg *used = cfg ? cfg : vk_att_choose(B->caps, vk_att_override(B->caps, NULL), B->dk, B->f16);
     struct op_relpos_attention a = {
         .q = B->t[IN_Q], .k = B->t[IN_K], .v = B->t[IN_V], .p = B->t[IN_P], .bias_u = B->t[IN_BU],
         .bias_v = B->t[IN_BV], .y = B->y, .heads = (int32_t)B->H, .n_valid = B->T, .window = B->window,

@@ -46,8 +46,13 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps);
 /* Whether a configuration computes the op's f16 mode on tensor cores (or their emulation). */
 bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c);
 /* The configuration vk_op_relpos_attention uses for head width dk; f16 is the op's f16 flag (tensor
- * cores are used only when the op allows f16 products). NULL when none can run. Pure. */
-const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16);
+ * cores are used only when the op allows f16 products); force is VKASR_ATTENTION_KERNEL's configuration
+ * (vk_att_override) or NULL, taken where it fits. NULL when none can run. Pure. */
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct vk_att_cfg *force, int64_t dk,
+                                       bool f16);
+/* VKASR_ATTENTION_KERNEL=NAME: the configuration of that name if this device can run it, else NULL
+ * (an unknown or unusable name is logged as a warning and ignored). */
+const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg);
 /* Records the op with a given configuration (arguments already validated). Errors if the
  * configuration cannot run on this device, does not take this head width, or the op has f16
  * tensors and the device no 16-bit storage. */

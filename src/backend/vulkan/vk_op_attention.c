@@ -5,6 +5,7 @@
  * (attention_coopmat.comp or attention_flash.comp) from a table by head width; see vk_attention.h for
  * the selection contract. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_attention.h"
@@ -148,10 +149,23 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     return true;
 }
 
-const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16) {
-    /* VKASR_ATTENTION_KERNEL (vk_device.c checked it names a kernel this device can run): a tensor-core
-     * kernel only where the op allows f16 products. */
-    const struct vk_att_cfg *force = caps->att_force;
+const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg) {
+    const char *s = getenv("VKASR_ATTENTION_KERNEL");
+    if (!s || !*s)
+        return NULL;
+    const struct vk_att_cfg *cfg = vk_att_find(s);
+    if (!cfg)
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: no attention kernel has that name", s);
+    else if (!vk_att_cfg_usable(cfg, caps))
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: this device cannot run it", s);
+    else
+        return cfg;
+    return NULL;
+}
+
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct vk_att_cfg *force, int64_t dk,
+                                       bool f16) {
+    /* the override: a tensor-core kernel only where the op allows f16 products */
     if (force && dk <= (int64_t)force->max_dk && (f16 || !vk_att_cfg_tensor_cores(force)))
         return force;
     /* A CPU driver: the barrier-free kernel (no tensor cores there). */
@@ -323,7 +337,11 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
     int64_t Tq = a->q.ne[0], D = a->q.ne[1], dk = D / a->heads;
     if (Tq == 0 || D == 0)
         return VKASR_OK;
-    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, dk, a->f16);
+    if (!b->att_force_read) { /* a backend runs on one thread at a time: no race */
+        b->att_force = vk_att_override(&b->d->caps, b->d->base.log);
+        b->att_force_read = true;
+    }
+    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
     if (!cfg) {
         const struct vk_att_cfg *s = vk_att_find("scalar");
         if (dk > (int64_t)s->max_dk)
