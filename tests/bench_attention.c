@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "backend/vulkan/vk_attention.h"
 #include "common/half.h"
+#include "op_harness.h"
 
 enum { IN_Q, IN_K, IN_V, IN_P, IN_BU, IN_BV, NIN };
 
@@ -218,6 +219,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    th_lab_register(); /* the emulated twins and the flash kernel: tests/vk_lab.c */
     struct bench B = {.T = arg(argc, argv, 1, 7500), .D = arg(argc, argv, 2, 1024), .H = arg(argc, argv, 3, 8),
                       .window = arg(argc, argv, 4, 0), .iters = arg(argc, argv, 5, 5)};
     B.prec = argc > 6 ? argv[6] : "f32";

@@ -675,6 +675,11 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
 int main(void) {
     struct th h;
     th_open(&h, true);
+    /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
+    if (h.vulkan && (h.checks++, !vk_att_find("emu2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
+        printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
+        h.failures++;
+    }
 
     /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
      * for CPU drivers), forced, then the automatic choice on a few shapes. CUDA: its own choice. */

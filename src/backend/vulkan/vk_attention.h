@@ -37,7 +37,19 @@ struct vk_att_cfg {
                                memory, bytes                                                       */
 };
 
-/* Every configuration this build has; *n receives the count. */
+/* Rows of the configuration tables (vk_op_attention.c; the lab's, tests/vk_lab.c).
+ * Tensor-core kernel (attention_coopmat.comp): shared memory for NWARP subgroups and head width DKP,
+ * mirroring the shader's layout in uvec4 units plus three per-row float arrays and a flag (plus the
+ * emulation's A-fragment exchange). */
+#define ATT_CM_DKS(dkp) ((dkp) / 8 + 1)
+#define ATT_CM_UVEC4(nw, dkp) ((16 * (nw) + 16) * ATT_CM_DKS(dkp) + 2 * 16 * ATT_CM_DKS(dkp) + (nw) * 16 * (5 + 9) + (nw) * 16 * 3)
+#define ATT_CM_SHARED(nw, dkp, emu) (16u * ATT_CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
+#define ATT_COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
+    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
+     .bq = 16u * (nw), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+
+/* Every configuration this build has (the registered lab's table when there is one, vk_lab.h); *n
+ * receives the count. */
 const struct vk_att_cfg *vk_att_configs(size_t *n);
 /* The configuration called `name` (NULL if none). */
 const struct vk_att_cfg *vk_att_find(const char *name);

@@ -8,19 +8,10 @@
 #include <string.h>
 
 #include "vk_gemm.h"
+#include "vk_lab.h"
 
 /* Shared memory of the scalar kernel: two k-major tiles with a one-word pad per row. */
 #define SCALAR_SHARED(bm, bn, bk) ((uint32_t)(4 * (bk) * ((bm) + 1 + (bn) + 1)))
-/* Shared memory of the tensor-core kernel (gemm_coopmat.comp: SH_SIZE uvec4): the larger of the K
- * stages, (bm + bn) rows of bk/8 + pad uvec4 each, and the epilogue stage, nwarps rows of 16 x
- * (fn*16/4 + pad) uvec4. */
-#define CM_STAGES_U4(bm, bn, bk, st, pad) ((st) * ((bm) + (bn)) * ((bk) / 8 + (pad)))
-#define CM_EPI_U4(nw, fn, pad) ((nw) * 16 * ((fn) * 4 + (pad)))
-#define CM_SHARED(bm, bn, bk, st, pad, nw, fn)                                                        \
-    ((uint32_t)(16 * (CM_STAGES_U4(bm, bn, bk, st, pad) > CM_EPI_U4(nw, fn, pad)                      \
-                          ? CM_STAGES_U4(bm, bn, bk, st, pad)                                          \
-                          : CM_EPI_U4(nw, fn, pad))))
-
 #define SCALAR(nm, wt, w_, m_, n_, k_, tm_, tn_)                                                      \
     {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_h : SPV_gemm_f32, .spv_f16io = SPV_gemm_h, .wg = w_, .bm = m_,   \
@@ -35,30 +26,6 @@
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
      .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
      .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
-/* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
- * variant's defines in shaders/shaders.cmake). */
-#define COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
-    {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .spv_f16io = sp,          \
-     .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0, \
-     .stages = st,                                                                                      \
-     .shared_bytes = CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), bk_, st, pad, (wm) * (wn), fn)}
-
-/* Tensor-core shapes: WARPS_M, WARPS_N, FM, FN, BK, STAGES, SK_PAD of the variants in
- * shaders/shaders.cmake (shared memory: the budget comment of gemm_coopmat.comp). Each real variant
- * and its emulated twin share one shape, so the lavapipe tests of the twin check the numbers. */
-#define T_64x64_K32 2, 2, 2, 2, 32, 2, 1       /* 4 subgroups of 32x32, 20 KiB          */
-#define T_64x64_K64 2, 2, 2, 2, 64, 2, 1       /* 36 KiB                                */
-#define T_32x64_K64 1, 2, 2, 2, 64, 2, 1       /* 2 subgroups, for few rows: 27 KiB     */
-#define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
-#define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
-#define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
-#define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
-#define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
-#define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
-#define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB                                */
-#define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
-#define CM(...) COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
-
 /* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
  * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
 static const struct vk_gemm_cfg configs[] = {
@@ -91,28 +58,24 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
 #endif
-    CM("emu64x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k32, T_64x64_K32),
-    CM("emu64x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k64, T_64x64_K64),
-    CM("emu32x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu32x64_k64, T_32x64_K64),
-    CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
-    CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
-    CM("emu128x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k32, T_128x128_K32),
-    CM("emu128x128w4_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w4_k32, T_128x128W4_K32),
-    CM("emu128x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k64, T_128x128_K64),
-    CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
-    CM("emu256x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu256x128_k32, T_256x128_K32),
-    CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
+    const struct vk_lab *lab = vk_lab_get();
+    if (lab && lab->gemm) {
+        *n = lab->ngemm;
+        return lab->gemm;
+    }
     *n = sizeof configs / sizeof *configs;
     return configs;
 }
 
 const struct vk_gemm_cfg *vk_gemm_find(const char *name) {
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
-        if (strcmp(configs[i].name, name) == 0)
-            return &configs[i];
+    size_t n;
+    const struct vk_gemm_cfg *c = vk_gemm_configs(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].name, name) == 0)
+            return &c[i];
     return NULL;
 }
 
