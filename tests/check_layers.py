@@ -144,7 +144,8 @@ def main(argv):
     if len(argv) < 2:
         print(__doc__.strip())
         return 2
-    root, objs = argv[1], argv[2:]
+    root = argv[1]
+    objs = [o for a in argv[2:] for o in a.split(";") if o]  # CMake passes $<TARGET_OBJECTS> as one list
     bad, n = include_checks(root)
     if objs:
         bad += object_checks(objs)
