@@ -99,18 +99,10 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
 
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
 /* ---- the tensor-core choice table ---------------------------------------------------------------
- * Shape class -> configuration, for devices with NV cooperative matrices (measured on an H100; a
- * device of another kind uses the same table). The first row whose bounds hold the product wins;
- * the last row must hold every shape. tools/gpu/gemm_sweep.sh times every configuration on the
- * encoder's real shapes next to cuBLAS and prints the best per shape: refill the rows from its output
- * (docs/gpu-results.md keeps the figures). A row may bound M because the tile configurations are
- * interchangeable bit for bit (each accumulator takes the same 16x16x16 products in the same k
- * order whatever the tile: test_ops_linear checks it on every configuration this device can run).
- *
- * Measured on the H100 (tools/gpu/gemm_sweep.sh, 2026-11-24; docs/gpu-results.md): 64x64 for a few
- * rows (the subsampling's last tile, the joint's windows), 128x128 with BK 64 where K is small (the
- * subsampling's pointwise convolutions, K = 256), 128x128 with 8 subgroups up to a couple of thousand
- * rows (60 s of audio: 750), 256x128 above (10 minutes: 7500). */
+ * Shape class -> configuration for devices with NV cooperative matrices; the first row whose bounds
+ * hold the product wins, the last holds every shape. Refill from tools/gpu/gemm_sweep.sh's "best"
+ * lines (figures: docs/gpu-results.md, "Kernel choices"). A row may bound M because the tiles are
+ * interchangeable bit for bit (the same 16x16x16 products in k order; test_ops_linear checks it). */
 #define ANY INT64_MAX
 static const struct vk_gemm_rule {
     int64_t m_max, n_max, k_max; /* the class: M <= m_max, N <= n_max, K <= k_max */
@@ -122,11 +114,9 @@ static const struct vk_gemm_rule {
     {ANY, ANY, ANY, "cm256x128_k32"},
 };
 
-/* Split-K without the matvec hint: by N and K only, so every M gets the same slices and a row keeps
- * its rounding whatever the call's M (the op's contract). A row here would apply to large products
- * too (the workspace costs 2 * splits * M * N * 4 bytes of traffic), so one belongs here only where
- * the sweep shows it does not slow the largest M of its class. None does on the H100: two slices helped
- * some 750-row products with K = 4096 by 1.1x but slowed the same products at 7500 rows by 1.5x. */
+/* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
+ * M. A row belongs here only where the sweep shows it does not slow the largest M of its class (none
+ * does on the H100: docs/gpu-results.md). */
 static const struct vk_gemm_split_rule {
     int64_t n_max, k_min; /* the class: N <= n_max, K >= k_min */
     uint32_t splits;
