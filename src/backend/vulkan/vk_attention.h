@@ -1,9 +1,8 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
- * the scalar kernel (attention.comp, any device, f32 products), its barrier-free twin for CPU drivers
- * (attention_rows.comp) and two tensor-core kernels for the op's f16 mode (attention_coopmat.comp in
- * a few head-width variants; the flash kernel attention_flash.comp in tile configurations), the pure
- * function that picks one for a device and an op, and a recorder that runs a given configuration
- * (tests and the benchmark force configurations through it; the network calls vk_op_relpos_attention). */
+ * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
+ * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp
+ * and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
+ * configuration (tests and benchmarks force configurations through it). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
 

@@ -1,8 +1,6 @@
-/* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: the
- * configuration table (one row per compiled variant, matching shaders/shaders.cmake), the tensor-core
- * choice table (shape class -> configuration, filled from tools/gpu/gemm_sweep.sh's measurements), the
- * split-K rules and vk_gemm_choose.
- * Recording lives in vk_op_gemm.c. */
+/* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: one row
+ * per library variant of shaders/shaders.cmake (the lab's rows: tests/vk_lab.c), the tensor-core
+ * choice table, the split-K rules and vk_gemm_choose. Recording lives in vk_op_gemm.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>

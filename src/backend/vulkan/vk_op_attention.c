@@ -1,9 +1,7 @@
 /* vk_op_attention.c — host side of the fused relative-position attention: one dispatch, no scratch
- * (scores stay in shared memory or registers, so memory is linear in T). Chooses between the scalar
- * f32 kernel (attention.comp), the barrier-free one for CPU drivers (attention_rows.comp) and, when
- * the op allows f16 products and the device has NV cooperative matrices, a tensor-core kernel
- * (attention_coopmat.comp or attention_flash.comp) from a table by head width; see vk_attention.h for
- * the selection contract. */
+ * (memory linear in T). Chooses the scalar kernel (attention.comp), the barrier-free one for CPU
+ * drivers (attention_rows.comp) or, for f16 products on NV cooperative matrices, attention_coopmat.comp
+ * by head width; records any configuration, the lab's included (vk_attention.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
