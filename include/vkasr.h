@@ -27,9 +27,8 @@
  *   flag the UI sets (files), or call vkasr_stream_cancel() (live).
  *   Lifetimes. Free streams, then their sessions, then the model (vkasr_session_free() stops and frees a
  *   stream the session still has). Pointers a callback receives are valid during the callback only.
- *   Free a model while no other thread that used vkasr is ending: join such threads first. NVIDIA's
- *   Linux driver (580) was seen to deadlock when a thread that had used the GPU exited while another
- *   thread destroyed a device, which vkasr_model_free() does.
+ *   Free a model while no other thread that used vkasr is ending: join such threads first (a driver
+ *   may deadlock otherwise; docs/gpu-results.md).
  *   Pipeline workers. On a GPU, the pipelines a first transcription needs compile in parallel on threads
  *   the library starts, shared by every model of the process ($VKASR_PIPELINE_THREADS, default the CPU
  *   count up to 16). They wait, idle, until the process ends, and the library stays loaded once loaded

@@ -15,13 +15,11 @@
 // BK = 16 keys starting at j0:
 //   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16: each
 //      invocation issues all its loads of the block (k, v and position rows) before its first store,
-//      so their latencies overlap (staging them one after the other left the kernel waiting on
-//      memory: 11.4 -> 8.2 ms per layer at T = 7500 on the H100-class GPUs);
+//      so their latencies overlap;
 //   2. AC = (q+u) k^T (one 16x16 fragment) and BD = (q+v) W^T over the 32 position rows that this
 //      subgroup's rows reach (two fragments), both stored to shared memory as f32. The subgroup's
 //      window moves by BK = 16 rows per block, so a block's second BD fragment is the next block's
-//      first, bit for bit: it is kept in registers, and a block computes two products, not three
-//      (8.2 -> 7.3 ms);
+//      first, bit for bit: it is kept in registers, and a block computes two products, not three;
 //   3. two invocations per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative
 //      shift), masking, the online softmax, weights exp(s - m) stored as f16;
 //   4. O += P V (NDK products).
@@ -47,14 +45,8 @@
 // included), so the tests check them. Real and emulated fragment operations read and write the same
 // shared layouts.
 //
-// Measured and dropped (H100 and H200, T = 7500, 8 heads of 128; docs/gpu-results.md): subgroup
-// barriers and shuffles in place of the workgroup barriers around the softmax, and one invocation per
-// row, made the kernel's time bimodal from run to run (8 to 38 ms for the same call), which points
-// at subgroups left diverged before the cooperative-matrix products; both invocations of a row
-// reading all 16 of its scores for the max instead of exchanging halves through shared memory (one
-// barrier fewer, yet 7.3 -> 9.0 ms); prefetching the next block into registers during the products
-// (228 registers against 213: 7.3 -> 8.1 ms). Measured only together with the subgroup
-// synchronisation, so not conclusive: 2 or 3 subgroups per workgroup (23 and 10 ms).
+// Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
+// register prefetch of the next block): docs/gpu-results.md, "Kernel choices".
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).

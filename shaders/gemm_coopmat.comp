@@ -12,8 +12,8 @@
 // them to f16 only when it stores them to shared memory, so the loads' latency hides behind the
 // products of the current block. A tile whose blocks lie wholly inside x and w (all but the edge
 // tiles) fetches from addresses planned once per tile, without bounds checks: with one workgroup per
-// SM the fetches' integer work competes with the products for issue slots (checked fetches cost
-// 10-35% of the bench shape's time on the H100, docs/gpu-results.md).
+// SM the fetches' integer work competes with the products for issue slots (docs/gpu-results.md,
+// "Kernel choices").
 //
 // K pipeline. STAGES = 2: two shared blocks; block kt+1 is stored from registers into the other stage
 // while block kt is multiplied, and block kt+2 is fetched into registers right after: one barrier per K

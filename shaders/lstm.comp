@@ -6,10 +6,8 @@
 // groups and loops grid-stride over blocks of WG / LPU units. The group's lanes stride over In and P
 // for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
 // shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: 32
-// on a GPU (8 units per 256-wide workgroup: vk_op_lstm.c has the measurements); one invocation per unit in 64-wide
-// workgroups on a CPU driver, where every workgroup and every barrier costs (llvmpipe: a launch of
-// 32 workgroups that return at once took 0.8 ms of CPU; at P = 256 a step took 9 ms with one unit
-// per 256-wide workgroup, 3.2 ms with 32 lanes per unit, 1.8 ms with one lane and vec4 loads).
+// on a GPU (8 units per 256-wide workgroup); one invocation per unit in 64-wide workgroups on a CPU
+// driver, where every workgroup and every barrier costs (docs/gpu-results.md, "Kernel choices").
 // With FLAG_VEC a lane loads 4 consecutive columns at a time. h_out / c_out are only written, never
 // read; c_out may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches
 // index j).

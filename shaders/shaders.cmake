@@ -1,44 +1,47 @@
-# Every shader variant compiled into the library: vkasr_shader(NAME SOURCE [DEFINES ...] [REQUIRES ...]).
-# NAME becomes SPV_<NAME> in the generated table.
+# Every shader variant: vkasr_shader(NAME SOURCE [DEFINES ...] [REQUIRES ...]) embeds it in the library,
+# vkasr_lab_shader(...) puts it in the test-only lab table (variants no choice table picks: emulated
+# twins for lavapipe, kernels kept for measurement). NAME becomes SPV_<NAME> in the generated tables.
 vkasr_shader(unary unary.comp)
 # relpos_attention: *_h variants take f16 q, k, v, p or y (F16_TYPES: 16-bit storage needed).
 vkasr_shader(attention attention.comp)
 vkasr_shader(attention_h attention.comp DEFINES F16_TYPES)
 vkasr_shader(attention_rows attention_rows.comp)
 vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
-# relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins run the same
-# code with emulated fragments on any f16 device (lavapipe tests). Must match src/backend/vulkan/vk_op_attention.c.
+# relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins (lab) run the
+# same code with emulated fragments on any f16 device (lavapipe tests). Must match
+# src/backend/vulkan/vk_op_attention.c and tests/vk_lab.c.
 vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)
 vkasr_shader(attention_cm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 REQUIRES NV_COOPMAT)
 vkasr_shader(attention_cm_dk128 attention_coopmat.comp DEFINES NWARP=4 DKP=128 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
-vkasr_shader(attention_cm_emu2_dk64 attention_coopmat.comp DEFINES NWARP=2 DKP=64 EMULATE_COOPMAT)
-vkasr_shader(attention_cm_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_cm_emu2_dk64 attention_coopmat.comp DEFINES NWARP=2 DKP=64 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_cm_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 EMULATE_COOPMAT)
 # The flash kernel (attention_flash.comp), one variant per tile configuration, and its emulated twin
 # (same code, fragments emulated, shared memory in device memory: lavapipe tests every configuration).
-# Must match the FLASH_PAIR rows of src/backend/vulkan/vk_op_attention.c.
-vkasr_shader(attention_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_emu_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_shader(attention_emu_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+# No choice table picks it (docs/gpu-results.md, "Kernel choices"): lab only. Must match the
+# FLASH_PAIR rows of tests/vk_lab.c.
+vkasr_lab_shader(attention_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_emu_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
+vkasr_lab_shader(attention_emu_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
 vkasr_shader(binary binary.comp)
 vkasr_shader(glu glu.comp)
 vkasr_shader(glu_h glu.comp DEFINES IO_F16)
@@ -73,8 +76,8 @@ vkasr_shader(gemv_f32 gemv.comp)
 vkasr_shader(gemv_h gemv.comp DEFINES F16_TYPES)
 vkasr_shader(gemm_reduce gemm_reduce.comp)
 # linear on tensor cores, one variant per tile configuration (WARPS_M WARPS_N FM FN BK STAGES [SK_PAD]);
-# each gemm_emu* twin runs the same code with emulated fragments and shared memory so lavapipe tests cover
-# it. Must match the CM() rows of src/backend/vulkan/vk_gemm_configs.c.
+# each gemm_emu* twin (lab) runs the same code with emulated fragments and shared memory so lavapipe tests
+# cover it. Must match the CM() rows of src/backend/vulkan/vk_gemm_configs.c and tests/vk_lab.c.
 vkasr_shader(gemm_cm64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
@@ -86,14 +89,14 @@ vkasr_shader(gemm_cm128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM
 vkasr_shader(gemm_cm128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 REQUIRES NV_COOPMAT)
-vkasr_shader(gemm_emu64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
-vkasr_shader(gemm_emu128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 EMULATE_COOPMAT)

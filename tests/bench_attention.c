@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "backend/vulkan/vk_attention.h"
 #include "common/half.h"
+#include "op_harness.h"
 
 enum { IN_Q, IN_K, IN_V, IN_P, IN_BU, IN_BV, NIN };
 
@@ -158,7 +159,7 @@ out:
  * its check passed. */
 static int run(struct bench *B, const struct vk_att_cfg *cfg) {
     struct backend *b = B->b;
-    const struct vk_att_cfg *used = cfg ? cfg : vk_att_choose(B->caps, B->dk, B->f16);
+    const struct vk_att_cfg *used = cfg ? cfg : vk_att_choose(B->caps, vk_att_override(B->caps, NULL), B->dk, B->f16);
     struct op_relpos_attention a = {
         .q = B->t[IN_Q], .k = B->t[IN_K], .v = B->t[IN_V], .p = B->t[IN_P], .bias_u = B->t[IN_BU],
         .bias_v = B->t[IN_BV], .y = B->y, .heads = (int32_t)B->H, .n_valid = B->T, .window = B->window,
@@ -218,6 +219,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
+    th_lab_register(); /* the emulated twins and the flash kernel: tests/vk_lab.c */
     struct bench B = {.T = arg(argc, argv, 1, 7500), .D = arg(argc, argv, 2, 1024), .H = arg(argc, argv, 3, 8),
                       .window = arg(argc, argv, 4, 0), .iters = arg(argc, argv, 5, 5)};
     B.prec = argc > 6 ? argv[6] : "f32";

@@ -34,6 +34,7 @@ static void die(const char *what, const struct err *e) {
 }
 
 void th_open(struct th *h, bool want_f16) {
+    th_lab_register();
     memset(h, 0, sizeof *h);
     h->rng = 0x5eed1234abcdull;
     static const struct logger lg = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audio/mel.h"
+#include "mel_reference.h"
 
 #ifndef M_PI
 #define M_PI 3.14159265358979323846

@@ -332,10 +332,10 @@ static void nemo_case(struct th *h, int64_t T, int64_t D, int heads, int64_t w) 
 }
 
 /* Kernel selection on synthetic devices (a pure function of the capabilities). */
-static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t dk, bool f16,
-                          const char *want) {
+static void expect_forced(struct th *h, const char *dev, const struct vk_caps *caps, const struct vk_att_cfg *force,
+                          int64_t dk, bool f16, const char *want) {
     h->checks++;
-    const struct vk_att_cfg *c = vk_att_choose(caps, dk, f16);
+    const struct vk_att_cfg *c = vk_att_choose(caps, force, dk, f16);
     const char *got = c ? c->name : "(none)";
     if (strcmp(got, want) != 0) {
         printf("FAIL [choice %s dk=%lld f16=%d]: got %s, want %s\n", dev, (long long)dk, f16, got, want);
@@ -343,6 +343,11 @@ static void expect_choice(struct th *h, const char *dev, const struct vk_caps *c
     } else {
         printf("ok   choice %s dk=%lld f16=%d: %s\n", dev, (long long)dk, f16, got);
     }
+}
+
+static void expect_choice(struct th *h, const char *dev, const struct vk_caps *caps, int64_t dk, bool f16,
+                          const char *want) {
+    expect_forced(h, dev, caps, NULL, dk, f16, want);
 }
 
 static void choice_cases(struct th *h) {
@@ -357,15 +362,14 @@ static void choice_cases(struct th *h) {
     expect_choice(h, "lavapipe", &lvp, 128, true, "rows");
     expect_choice(h, "lavapipe", &lvp, 44, false, "rows");
     expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
-    /* VKASR_ATTENTION_KERNEL (caps.att_force): taken where the head fits and, for a tensor-core
+    /* VKASR_ATTENTION_KERNEL (vk_att_override): taken where the head fits and, for a tensor-core
      * kernel, only where the op allows f16 products */
-    struct vk_caps forced = lvp;
-    forced.att_force = vk_att_find("emu2_dk64");
-    expect_choice(h, "forced-emu2_dk64", &forced, 64, true, "emu2_dk64");
-    expect_choice(h, "forced-emu2_dk64", &forced, 64, false, "rows");
-    expect_choice(h, "forced-emu2_dk64", &forced, 128, true, "rows");
-    forced.att_force = vk_att_find("scalar");
-    expect_choice(h, "forced-scalar", &forced, 128, true, "scalar");
+    const struct vk_att_cfg *force = vk_att_find("emu2_dk64");
+    expect_forced(h, "forced-emu2_dk64", &lvp, force, 64, true, "emu2_dk64");
+    expect_forced(h, "forced-emu2_dk64", &lvp, force, 64, false, "rows");
+    expect_forced(h, "forced-emu2_dk64", &lvp, force, 128, true, "rows");
+    force = vk_att_find("scalar");
+    expect_forced(h, "forced-scalar", &lvp, force, 128, true, "scalar");
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
     expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");
@@ -671,6 +675,11 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
 int main(void) {
     struct th h;
     th_open(&h, true);
+    /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
+    if (h.vulkan && (h.checks++, !vk_att_find("emu2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
+        printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
+        h.failures++;
+    }
 
     /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
      * for CPU drivers), forced, then the automatic choice on a few shapes. CUDA: its own choice. */

@@ -612,6 +612,11 @@ static void selection_tests(struct th *h) {
 int main(void) {
     struct th h;
     th_open(&h, true);
+    /* the lab (tests/vk_lab.c) is registered: its emulated twins cover the tensor-core code everywhere */
+    if (h.vulkan && (h.checks++, !vk_gemm_find("emu64x64_k32") || !vk_gemm_find("emu128x256np_k32"))) {
+        printf("FAIL: the lab's emulated GEMM configurations are missing (th_lab_register)\n");
+        h.failures++;
+    }
     bool f16 = h.dev[TH_DEV]->info.f16;
     const char *mg = getenv("VKASR_MAX_GROUPS");
     bool tiny = mg && *mg;

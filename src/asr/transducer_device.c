@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder.h"
+#include "decoder_common.h"
+#include "transducer.h"
 
 /* Frames per joint evaluation, at most: the matrix-vector kernel's rows (vk_gemm.h). */
 #define WINDOW_MAX 8

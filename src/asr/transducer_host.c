@@ -7,7 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decoder.h"
+#include "decoder_common.h"
+#include "transducer.h"
 
 #define WINDOW_MIN 8
 #define WINDOW_MAX 256

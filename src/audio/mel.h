@@ -1,7 +1,6 @@
 /* mel.h — the Parakeet mel front end's constants and host-side pieces (spec §1): symmetric Hann
- * window, Slaney mel filterbank computed like librosa, frame counts, and a complete double-precision
- * reference (pre-emphasis, centred zero-padded STFT, power, mel, log with guard, per-feature
- * normalisation). The GPU path (src/asr/frontend.c) uses the window and filterbank from here. */
+ * window, Slaney mel filterbank computed like librosa, frame counts. The backend path
+ * (src/asr/frontend.c) uses the window and filterbank from here. */
 #ifndef VKASR_MEL_H
 #define VKASR_MEL_H
 
@@ -28,11 +27,7 @@ void mel_window(const struct mel_config *c, float *w);
 vkasr_status mel_filterbank(const struct mel_config *c, float *fb, struct err *e);
 /* Valid feature frames for n samples: floor(n / hop). */
 int64_t mel_frames(const struct mel_config *c, int64_t n);
-/* The whole front end in double precision: out [mel_frames(n)][n_mels], normalised features. */
-vkasr_status mel_reference(const struct mel_config *c, const float *x, int64_t n, float *out, struct err *e);
-/* The same before normalisation: out [mel_frames(n)][n_mels] = ln(mel + 2^-24) (computed in double,
- * stored float32). For tests of the power/mel/log stages and of a tone's mel bin. */
-vkasr_status mel_reference_logmel(const struct mel_config *c, const float *x, int64_t n, float *out,
-                                  struct err *e);
+/* Checks a configuration's ranges (sizes, rates, hop); the error names the field. */
+vkasr_status mel_check_config(const struct mel_config *c, struct err *e);
 
 #endif

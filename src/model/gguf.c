@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/half.h"
+#include "model_file.h"
 #include "model_internal.h"
 
 /* GGUF metadata value types and the two tensor types vkasr stores */

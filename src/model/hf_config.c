@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model_file.h"
 #include "model_internal.h"
 
 static const char *jtype(const cJSON *j) {

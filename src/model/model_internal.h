@@ -1,64 +1,10 @@
-/* model_internal.h — declarations shared by the files of src/model only: file mapping, the readers
- * (safetensors, HF JSON configs, tokenizer.json, GGUF), the expected-tensor table and dtype helpers.
- * Not part of the interface src/asr uses (that is model.h / tokenizer.h).
- */
+/* model_internal.h — the readers of src/model (safetensors, HF JSON configs, tokenizer.json, GGUF),
+ * which model.c calls; they call only the leaf (model_file.h). Not part of the interface src/asr uses
+ * (that is model.h / tokenizer.h). */
 #ifndef VKASR_MODEL_INTERNAL_H
 #define VKASR_MODEL_INTERNAL_H
 
-#include <stddef.h>
-#include <stdint.h>
-
 #include "model.h"
-
-/* Largest JSON file we read into memory (tokenizer.json of an 8192-piece model is well under 1 MB). */
-#define MODEL_MAX_JSON_BYTES (256u << 20)
-
-/* --- model.c: files, tensors, dtypes --------------------------------------------------------- */
-
-size_t mt_dtype_size(enum mt_dtype t);
-const char *mt_dtype_name(enum mt_dtype t);
-int mt_dtype_is_float(enum mt_dtype t);
-
-/* "dir/name", malloc'd; NULL on allocation failure. */
-char *path_join(const char *dir, const char *name);
-/* Reads a whole (small) file into a NUL-terminated malloc'd buffer. A missing file gives
- * VKASR_ERR_MODEL when missing_is_model_error (a required member of a model directory), else
- * VKASR_ERR_IO. */
-vkasr_status read_small_file(const char *path, int missing_is_model_error, char **out, size_t *len, struct err *e);
-/* Maps a whole file read-only and records it in mf (unmapped by model_close). *idx receives the map
- * index. Empty files are rejected (nothing to map). */
-vkasr_status model_map_file(struct model_file *mf, const char *path, int *idx, struct err *e);
-/* Records a memory image of a file (borrowed: it must outlive mf, and is never unmapped) as if it
- * were mapped; name stands for its path in messages. For parsers run on memory (tests, fuzzing). */
-vkasr_status model_map_memory(struct model_file *mf, const void *data, size_t size, const char *name, int *idx,
-                              struct err *e);
-/* Appends a tensor (name copied). */
-vkasr_status model_add_tensor(struct model_file *mf, const char *name, size_t name_len, enum mt_dtype type, int nd,
-                              const int64_t *ne, const void *data, uint64_t nbytes, int map, struct err *e);
-/* Most tensors a model file may hold (a 42-layer Parakeet has ~1700): bounds the work hostile files
- * can cause. */
-#define MODEL_MAX_TENSORS 65536
-/* Sorts the tensor names for model_find; a name present twice is an error naming it (src: the file or
- * directory for the message). */
-vkasr_status model_index_names(struct model_file *mf, const char *src, struct err *e);
-/* Formats a shape as "[a, b, c]" into buf. */
-const char *shape_str(char *buf, size_t cap, int nd, const int64_t *ne);
-/* The file a tensor came from (for messages). */
-const char *model_tensor_file(const struct model_file *mf, const struct model_tensor *t);
-
-/* The tensor set a configuration requires, in a fixed order. canonical: the kernel layout written by
- * model_prepare (and stored in GGUF); otherwise the HF transformers layout. */
-struct tensor_spec {
-    char name[96];
-    int nd;
-    int64_t ne[4];
-    const char *why; /* config fields the shape comes from, for messages */
-};
-vkasr_status model_expected_tensors(const struct model_config *cfg, int canonical, struct tensor_spec **out, int *count,
-                                    struct err *e);
-/* Checks the tensor set of an opened model against its configuration (names, shapes, dtypes, and the
- * presence of tensors the configuration says are absent). */
-vkasr_status model_validate(const struct model_file *mf, struct err *e);
 
 /* --- hf_config.c ----------------------------------------------------------------------------- */
 

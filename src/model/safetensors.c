@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model_file.h"
 #include "model_internal.h"
 
 /* The reference implementation (safetensors crate) refuses headers above 100 MB; so do we, so a hostile

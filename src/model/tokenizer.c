@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_file.h"
 #include "model_internal.h"
 #include "tokenizer.h"
 #include "unicode_punct.h"

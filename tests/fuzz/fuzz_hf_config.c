@@ -6,6 +6,7 @@
  * Seeds: those two files of each model directory under tests/data (tests/fuzz/seeds.sh). */
 #include "fuzz.h"
 #include "model/model_internal.h"
+#include "model/model_schema.h"
 
 #define CFG_NAME "fuzz/config.json"
 #define FE_NAME "fuzz/preprocessor_config.json"

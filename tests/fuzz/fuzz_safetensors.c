@@ -6,7 +6,9 @@
  * Seeds: the model.safetensors of tests/data/malformed/{base,st_*}, whose configuration is the one
  * below (tools/make_malformed_models.py: MICRO), and of tests/data/tiny. */
 #include "fuzz.h"
+#include "model/model_file.h"
 #include "model/model_internal.h"
+#include "model/model_schema.h"
 
 #define DIR_NAME "fuzz"
 #define FILE_NAME DIR_NAME "/model.safetensors"

@@ -1,9 +1,8 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
- * the scalar kernel (attention.comp, any device, f32 products), its barrier-free twin for CPU drivers
- * (attention_rows.comp) and two tensor-core kernels for the op's f16 mode (attention_coopmat.comp in
- * a few head-width variants; the flash kernel attention_flash.comp in tile configurations), the pure
- * function that picks one for a device and an op, and a recorder that runs a given configuration
- * (tests and the benchmark force configurations through it; the network calls vk_op_relpos_attention). */
+ * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
+ * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp
+ * and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
+ * configuration (tests and benchmarks force configurations through it). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
 
@@ -37,7 +36,19 @@ struct vk_att_cfg {
                                memory, bytes                                                       */
 };
 
-/* Every configuration this build has; *n receives the count. */
+/* Rows of the configuration tables (vk_op_attention.c; the lab's, tests/vk_lab.c).
+ * Tensor-core kernel (attention_coopmat.comp): shared memory for NWARP subgroups and head width DKP,
+ * mirroring the shader's layout in uvec4 units plus three per-row float arrays and a flag (plus the
+ * emulation's A-fragment exchange). */
+#define ATT_CM_DKS(dkp) ((dkp) / 8 + 1)
+#define ATT_CM_UVEC4(nw, dkp) ((16 * (nw) + 16) * ATT_CM_DKS(dkp) + 2 * 16 * ATT_CM_DKS(dkp) + (nw) * 16 * (5 + 9) + (nw) * 16 * 3)
+#define ATT_CM_SHARED(nw, dkp, emu) (16u * ATT_CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
+#define ATT_COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
+    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
+     .bq = 16u * (nw), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+
+/* Every configuration this build has (the registered lab's table when there is one, vk_lab.h); *n
+ * receives the count. */
 const struct vk_att_cfg *vk_att_configs(size_t *n);
 /* The configuration called `name` (NULL if none). */
 const struct vk_att_cfg *vk_att_find(const char *name);
@@ -46,8 +57,13 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps);
 /* Whether a configuration computes the op's f16 mode on tensor cores (or their emulation). */
 bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c);
 /* The configuration vk_op_relpos_attention uses for head width dk; f16 is the op's f16 flag (tensor
- * cores are used only when the op allows f16 products). NULL when none can run. Pure. */
-const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16);
+ * cores are used only when the op allows f16 products); force is VKASR_ATTENTION_KERNEL's configuration
+ * (vk_att_override) or NULL, taken where it fits. NULL when none can run. Pure. */
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct vk_att_cfg *force, int64_t dk,
+                                       bool f16);
+/* VKASR_ATTENTION_KERNEL=NAME: the configuration of that name if this device can run it, else NULL
+ * (an unknown or unusable name is logged as a warning and ignored). */
+const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg);
 /* Records the op with a given configuration (arguments already validated). Errors if the
  * configuration cannot run on this device, does not take this head width, or the op has f16
  * tensors and the device no 16-bit storage. */

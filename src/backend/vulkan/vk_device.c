@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vk_attention.h"
 #include "vk_internal.h"
 
 /* Debian 12's headers predate VK_KHR_cooperative_matrix: declare the one constant we query by. */
@@ -17,34 +16,6 @@
 #ifndef VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME
 #define VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME "VK_KHR_portability_subset"
 #endif
-
-const char *vk_result_name(VkResult r) {
-    switch (r) {
-#define C(x) case x: return #x;
-        C(VK_SUCCESS) C(VK_NOT_READY) C(VK_TIMEOUT) C(VK_INCOMPLETE) C(VK_ERROR_OUT_OF_HOST_MEMORY)
-        C(VK_ERROR_OUT_OF_DEVICE_MEMORY) C(VK_ERROR_INITIALIZATION_FAILED) C(VK_ERROR_DEVICE_LOST)
-        C(VK_ERROR_MEMORY_MAP_FAILED) C(VK_ERROR_LAYER_NOT_PRESENT) C(VK_ERROR_EXTENSION_NOT_PRESENT)
-        C(VK_ERROR_FEATURE_NOT_PRESENT) C(VK_ERROR_INCOMPATIBLE_DRIVER) C(VK_ERROR_TOO_MANY_OBJECTS)
-        C(VK_ERROR_FORMAT_NOT_SUPPORTED) C(VK_ERROR_FRAGMENTED_POOL) C(VK_ERROR_UNKNOWN)
-        C(VK_ERROR_OUT_OF_POOL_MEMORY) C(VK_ERROR_INVALID_EXTERNAL_HANDLE) C(VK_ERROR_FRAGMENTATION)
-        C(VK_ERROR_INVALID_OPAQUE_CAPTURE_ADDRESS)
-#undef C
-    default: return "VkResult(?)";
-    }
-}
-
-vkasr_status vk_fail(struct err *e, VkResult r, const char *what, const char *file, int line) {
-    vkasr_status st = VKASR_ERR_VULKAN;
-    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY)
-        st = VKASR_ERR_DEVICE_MEMORY;
-    else if (r == VK_ERROR_DEVICE_LOST)
-        st = VKASR_ERR_DEVICE_LOST;
-    else if (r == VK_ERROR_OUT_OF_HOST_MEMORY)
-        st = VKASR_ERR_NO_MEMORY;
-    const char *base = strrchr(file, '/');
-    return err_set(e, st, "Vulkan call failed with %s (%d) at %s:%d: %s", vk_result_name(r), (int)r,
-                   base ? base + 1 : file, line, what);
-}
 
 /* ---- instance ------------------------------------------------------------------------------- */
 
@@ -515,23 +486,6 @@ static bool env_flag(const char *name) {
     return s && *s && strcmp(s, "0") != 0;
 }
 
-/* VKASR_ATTENTION_KERNEL=NAME (a name from `bench_attention`'s list): every attention call that the
- * kernel can take uses it instead of the choice table, for benchmarking a configuration end to end. An
- * unknown name, or one this device cannot run, is ignored with a warning. */
-static void choose_attention_override(const struct logger *lg, struct vk_caps *c) {
-    const char *s = getenv("VKASR_ATTENTION_KERNEL");
-    c->att_force = NULL;
-    if (!s || !*s)
-        return;
-    const struct vk_att_cfg *cfg = vk_att_find(s);
-    if (!cfg)
-        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: no attention kernel has that name", s);
-    else if (!vk_att_cfg_usable(cfg, c))
-        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: this device cannot run it", s);
-    else
-        c->att_force = cfg;
-}
-
 static void choose_memory_types(struct vk_device *d) {
     VkPhysicalDeviceMemoryProperties mp;
     vkGetPhysicalDeviceMemoryProperties(d->phys, &mp);
@@ -618,7 +572,6 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
     c->coopmat_nv = false; /* this build's glslc could not compile the tensor-core kernels */
 #endif
-    choose_attention_override(d->base.log, c);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,

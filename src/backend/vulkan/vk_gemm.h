@@ -39,7 +39,43 @@ struct vk_gemm_plan {
     uint32_t splits;               /* >= 1                                     */
 };
 
-/* Every configuration this build has, in no particular order; *n receives the count. */
+/* Rows of the configuration tables (vk_gemm_configs.c; the lab's emulated twins, tests/vk_lab.c).
+ * Shared memory of the tensor-core kernel (gemm_coopmat.comp: SH_SIZE uvec4): the larger of the K
+ * stages, (bm + bn) rows of bk/8 + pad uvec4 each, and the epilogue stage, nwarps rows of 16 x
+ * (fn*16/4 + pad) uvec4. */
+#define GEMM_CM_STAGES_U4(bm, bn, bk, st, pad) ((st) * ((bm) + (bn)) * ((bk) / 8 + (pad)))
+#define GEMM_CM_EPI_U4(nw, fn, pad) ((nw) * 16 * ((fn) * 4 + (pad)))
+#define GEMM_CM_SHARED(bm, bn, bk, st, pad, nw, fn)                                                        \
+    ((uint32_t)(16 * (GEMM_CM_STAGES_U4(bm, bn, bk, st, pad) > GEMM_CM_EPI_U4(nw, fn, pad)                      \
+                          ? GEMM_CM_STAGES_U4(bm, bn, bk, st, pad)                                          \
+                          : GEMM_CM_EPI_U4(nw, fn, pad))))
+
+/* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
+ * variant's defines in shaders/shaders.cmake). */
+#define GEMM_COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
+    {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .spv_f16io = sp,          \
+     .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0, \
+     .stages = st,                                                                                      \
+     .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), bk_, st, pad, (wm) * (wn), fn)}
+
+/* Tensor-core shapes: WARPS_M, WARPS_N, FM, FN, BK, STAGES, SK_PAD of the variants in
+ * shaders/shaders.cmake (shared memory: the budget comment of gemm_coopmat.comp). Each real variant
+ * and its emulated twin share one shape, so the lavapipe tests of the twin check the numbers. */
+#define T_64x64_K32 2, 2, 2, 2, 32, 2, 1       /* 4 subgroups of 32x32, 20 KiB          */
+#define T_64x64_K64 2, 2, 2, 2, 64, 2, 1       /* 36 KiB                                */
+#define T_32x64_K64 1, 2, 2, 2, 64, 2, 1       /* 2 subgroups, for few rows: 27 KiB     */
+#define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
+#define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
+#define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
+#define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
+#define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
+#define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
+#define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB                                */
+#define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
+#define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
+
+/* Every configuration this build has (the registered lab's table when there is one, vk_lab.h), in no
+ * particular order; *n receives the count. */
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n);
 /* The configuration called `name` (NULL if none). */
 const struct vk_gemm_cfg *vk_gemm_find(const char *name);

@@ -1,26 +1,15 @@
-/* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: the
- * configuration table (one row per compiled variant, matching shaders/shaders.cmake), the tensor-core
- * choice table (shape class -> configuration, filled from tools/gpu/gemm_sweep.sh's measurements), the
- * split-K rules and vk_gemm_choose.
- * Recording lives in vk_op_gemm.c. */
+/* vk_gemm_configs.c — the linear op's kernel configurations and how a product is planned: one row
+ * per library variant of shaders/shaders.cmake (the lab's rows: tests/vk_lab.c), the tensor-core
+ * choice table, the split-K rules and vk_gemm_choose. Recording lives in vk_op_gemm.c. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_gemm.h"
+#include "vk_lab.h"
 
 /* Shared memory of the scalar kernel: two k-major tiles with a one-word pad per row. */
 #define SCALAR_SHARED(bm, bn, bk) ((uint32_t)(4 * (bk) * ((bm) + 1 + (bn) + 1)))
-/* Shared memory of the tensor-core kernel (gemm_coopmat.comp: SH_SIZE uvec4): the larger of the K
- * stages, (bm + bn) rows of bk/8 + pad uvec4 each, and the epilogue stage, nwarps rows of 16 x
- * (fn*16/4 + pad) uvec4. */
-#define CM_STAGES_U4(bm, bn, bk, st, pad) ((st) * ((bm) + (bn)) * ((bk) / 8 + (pad)))
-#define CM_EPI_U4(nw, fn, pad) ((nw) * 16 * ((fn) * 4 + (pad)))
-#define CM_SHARED(bm, bn, bk, st, pad, nw, fn)                                                        \
-    ((uint32_t)(16 * (CM_STAGES_U4(bm, bn, bk, st, pad) > CM_EPI_U4(nw, fn, pad)                      \
-                          ? CM_STAGES_U4(bm, bn, bk, st, pad)                                          \
-                          : CM_EPI_U4(nw, fn, pad))))
-
 #define SCALAR(nm, wt, w_, m_, n_, k_, tm_, tn_)                                                      \
     {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_h : SPV_gemm_f32, .spv_f16io = SPV_gemm_h, .wg = w_, .bm = m_,   \
@@ -35,30 +24,6 @@
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
      .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
      .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
-/* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
- * variant's defines in shaders/shaders.cmake). */
-#define COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
-    {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .spv_f16io = sp,          \
-     .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0, \
-     .stages = st,                                                                                      \
-     .shared_bytes = CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), bk_, st, pad, (wm) * (wn), fn)}
-
-/* Tensor-core shapes: WARPS_M, WARPS_N, FM, FN, BK, STAGES, SK_PAD of the variants in
- * shaders/shaders.cmake (shared memory: the budget comment of gemm_coopmat.comp). Each real variant
- * and its emulated twin share one shape, so the lavapipe tests of the twin check the numbers. */
-#define T_64x64_K32 2, 2, 2, 2, 32, 2, 1       /* 4 subgroups of 32x32, 20 KiB          */
-#define T_64x64_K64 2, 2, 2, 2, 64, 2, 1       /* 36 KiB                                */
-#define T_32x64_K64 1, 2, 2, 2, 64, 2, 1       /* 2 subgroups, for few rows: 27 KiB     */
-#define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
-#define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
-#define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
-#define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
-#define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
-#define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
-#define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB                                */
-#define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
-#define CM(...) COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
-
 /* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
  * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
 static const struct vk_gemm_cfg configs[] = {
@@ -91,28 +56,24 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
 #endif
-    CM("emu64x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k32, T_64x64_K32),
-    CM("emu64x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k64, T_64x64_K64),
-    CM("emu32x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu32x64_k64, T_32x64_K64),
-    CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
-    CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
-    CM("emu128x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k32, T_128x128_K32),
-    CM("emu128x128w4_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w4_k32, T_128x128W4_K32),
-    CM("emu128x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k64, T_128x128_K64),
-    CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
-    CM("emu256x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu256x128_k32, T_256x128_K32),
-    CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
+    const struct vk_lab *lab = vk_lab_get();
+    if (lab && lab->gemm) {
+        *n = lab->ngemm;
+        return lab->gemm;
+    }
     *n = sizeof configs / sizeof *configs;
     return configs;
 }
 
 const struct vk_gemm_cfg *vk_gemm_find(const char *name) {
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
-        if (strcmp(configs[i].name, name) == 0)
-            return &configs[i];
+    size_t n;
+    const struct vk_gemm_cfg *c = vk_gemm_configs(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].name, name) == 0)
+            return &c[i];
     return NULL;
 }
 
@@ -136,18 +97,10 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
 
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
 /* ---- the tensor-core choice table ---------------------------------------------------------------
- * Shape class -> configuration, for devices with NV cooperative matrices (measured on an H100; a
- * device of another kind uses the same table). The first row whose bounds hold the product wins;
- * the last row must hold every shape. tools/gpu/gemm_sweep.sh times every configuration on the
- * encoder's real shapes next to cuBLAS and prints the best per shape: refill the rows from its output
- * (docs/gpu-results.md keeps the figures). A row may bound M because the tile configurations are
- * interchangeable bit for bit (each accumulator takes the same 16x16x16 products in the same k
- * order whatever the tile: test_ops_linear checks it on every configuration this device can run).
- *
- * Measured on the H100 (tools/gpu/gemm_sweep.sh, 2026-11-24; docs/gpu-results.md): 64x64 for a few
- * rows (the subsampling's last tile, the joint's windows), 128x128 with BK 64 where K is small (the
- * subsampling's pointwise convolutions, K = 256), 128x128 with 8 subgroups up to a couple of thousand
- * rows (60 s of audio: 750), 256x128 above (10 minutes: 7500). */
+ * Shape class -> configuration for devices with NV cooperative matrices; the first row whose bounds
+ * hold the product wins, the last holds every shape. Refill from tools/gpu/gemm_sweep.sh's "best"
+ * lines (figures: docs/gpu-results.md, "Kernel choices"). A row may bound M because the tiles are
+ * interchangeable bit for bit (the same 16x16x16 products in k order; test_ops_linear checks it). */
 #define ANY INT64_MAX
 static const struct vk_gemm_rule {
     int64_t m_max, n_max, k_max; /* the class: M <= m_max, N <= n_max, K <= k_max */
@@ -159,11 +112,9 @@ static const struct vk_gemm_rule {
     {ANY, ANY, ANY, "cm256x128_k32"},
 };
 
-/* Split-K without the matvec hint: by N and K only, so every M gets the same slices and a row keeps
- * its rounding whatever the call's M (the op's contract). A row here would apply to large products
- * too (the workspace costs 2 * splits * M * N * 4 bytes of traffic), so one belongs here only where
- * the sweep shows it does not slow the largest M of its class. None does on the H100: two slices helped
- * some 750-row products with K = 4096 by 1.1x but slowed the same products at 7500 rows by 1.5x. */
+/* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
+ * M. A row belongs here only where the sweep shows it does not slow the largest M of its class (none
+ * does on the H100: docs/gpu-results.md). */
 static const struct vk_gemm_split_rule {
     int64_t n_max, k_min; /* the class: N <= n_max, K >= k_min */
     uint32_t splits;

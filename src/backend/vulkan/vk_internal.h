@@ -10,16 +10,7 @@
 
 #include "../backend.h"
 #include "spv_ids.h"
-
-/* VK_CHECK: returns a vkasr_status naming the failed call and VkResult. */
-vkasr_status vk_fail(struct err *e, VkResult r, const char *what, const char *file, int line);
-#define VK_CHECK(e, call)                                                                              \
-    do {                                                                                               \
-        VkResult vk_r_ = (call);                                                                       \
-        if (vk_r_ != VK_SUCCESS)                                                                       \
-            return vk_fail((e), vk_r_, #call, __FILE__, __LINE__);                                     \
-    } while (0)
-const char *vk_result_name(VkResult r);
+#include "vk_error.h"
 
 /* ---- device ----------------------------------------------------------------------------------- */
 
@@ -41,7 +32,6 @@ struct vk_caps {
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
-    const struct vk_att_cfg *att_force; /* VKASR_ATTENTION_KERNEL: the attention kernel, or NULL  */
 };
 
 struct vk_block {
@@ -211,6 +201,8 @@ struct vk_backend {
     struct vk_profile_entry *prof;
     size_t nprof, capprof;
     struct be_graph *capture;        /* graph being recorded: vk_record writes into it          */
+    const struct vk_att_cfg *att_force; /* VKASR_ATTENTION_KERNEL's kernel (vk_op_attention.c) */
+    bool att_force_read;             /* att_force resolved (on the first attention call)        */
 };
 
 /* One dispatch: shader + spec constants, push constants, workgroup counts, and the byte ranges the

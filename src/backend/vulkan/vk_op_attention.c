@@ -1,13 +1,13 @@
 /* vk_op_attention.c — host side of the fused relative-position attention: one dispatch, no scratch
- * (scores stay in shared memory or registers, so memory is linear in T). Chooses between the scalar
- * f32 kernel (attention.comp), the barrier-free one for CPU drivers (attention_rows.comp) and, when
- * the op allows f16 products and the device has NV cooperative matrices, a tensor-core kernel
- * (attention_coopmat.comp or attention_flash.comp) from a table by head width; see vk_attention.h for
- * the selection contract. */
+ * (memory linear in T). Chooses the scalar kernel (attention.comp), the barrier-free one for CPU
+ * drivers (attention_rows.comp) or, for f16 products on NV cooperative matrices, attention_coopmat.comp
+ * by head width; records any configuration, the lab's included (vk_attention.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_attention.h"
+#include "vk_lab.h"
 
 struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
@@ -32,50 +32,8 @@ _Static_assert(sizeof(struct pc_attention) == VK_PUSH_CONSTANT_BYTES,
  * chunks of output registers. */
 #define ATT_SCALAR_SHARED 25596u
 
-/* Tensor-core kernel (attention_coopmat.comp): shared memory for NWARP subgroups and head width DKP,
- * mirroring the shader's layout in uvec4 units plus three per-row float arrays and a flag (plus the
- * emulation's A-fragment exchange). */
-#define CM_DKS(dkp) ((dkp) / 8 + 1)
-#define CM_UVEC4(nw, dkp) ((16 * (nw) + 16) * CM_DKS(dkp) + 2 * 16 * CM_DKS(dkp) + (nw) * 16 * (5 + 9) + (nw) * 16 * 3)
-#define CM_SHARED(nw, dkp, emu) (16u * CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
-
-#define COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
-    {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
-     .bq = 16u * (nw), .bk = 16, .max_dk = dkp, .shared_bytes = CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
-
-/* Flash kernel (attention_flash.comp): its shared layout in uvec4 units, mirrored — k and v blocks,
- * the position ring, a scratch per warp (BD' fragments: the whole window or one fragment; the staged
- * weights when P_REG is 0) — plus 16 uints per warp of row statistics. The emulation keeps the uvec4
- * part, and its A fragments behind it, in device memory (emu_stride per workgroup) and only the row
- * statistics and a flag in shared memory. */
-#define FL_DKS(dkp) ((dkp) / 8 + 1)
-#define FL_BDP(bk, whole) (((whole) ? 16 * ((bk) / 16 + 1) : 16) / 4 + 1)
-#define FL_WSW(bk, whole, preg) (16 * ((preg) || FL_BDP(bk, whole) >= (bk) / 8 + 1 ? FL_BDP(bk, whole) : (bk) / 8 + 1))
-#define FL_UVEC4(nw, bk, dkp, whole, preg) ((3 * (bk) + 16 * (nw)) * FL_DKS(dkp) + (nw) * FL_WSW(bk, whole, preg))
-/* the emulation's A-fragment slots behind that layout: per warp, q+u, q+v and the weights */
-#define FL_EMU_A(nw, bk, dkp) ((nw) * (2 * ((dkp) / 16) + (bk) / 16) * 32)
-#define FLASH(nm, kd, sp, nw, bkk, dkp, whole, preg)                                                   \
-    {.name = nm, .prof = "relpos_attention_flash", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),  \
-     .bq = 16u * (nw), .bk = bkk, .max_dk = dkp,                                                        \
-     .shared_bytes = (kd) == VK_ATT_FLASH ? 16u * FL_UVEC4(nw, bkk, dkp, whole, preg) + 64u * (nw)         \
-                                          : 64u * (nw) + 4u,                                            \
-     .emu_stride = (kd) == VK_ATT_FLASH_EMU ? 16u * (FL_UVEC4(nw, bkk, dkp, whole, preg) + FL_EMU_A(nw, bkk, dkp)) : 0u}
-/* A flash variant and its emulated twin (the same shader with EMULATE_COOPMAT; shaders/shaders.cmake
- * builds both from the same defines). */
-#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
-    FLASH(nm, VK_ATT_FLASH, SPV_attention_##id, nw, bkk, dkp, whole, preg),                            \
-        FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
-#else
-#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
-    FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
-#endif
-
-/* Each emulated coopmat variant has the layout of a real one except for the subgroup count (lavapipe
- * has 32 KiB of shared memory): the 2-subgroup twins check the DKP 128 unrolling, the 4-subgroup one
- * the per-subgroup window offsets of the real variants. The flash variants' twins are exact: their
- * shared memory lives in device memory. Names: flash<DKP>_q<BQ>k<BK>[_ps: weights through shared
- * memory][_pf: register prefetch]; the tile parameters are in shaders/shaders.cmake. */
+/* The kernels production can pick; the emulated twins and the flash kernel are the lab's
+ * (tests/vk_lab.c). */
 static const struct vk_att_cfg configs[] = {
     {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention,
      .spv_h = SPV_attention_h, .wg = 128, .bq = 32, .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
@@ -83,33 +41,15 @@ static const struct vk_att_cfg configs[] = {
     {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows,
      .spv_h = SPV_attention_rows_h, .wg = 8, .bq = 8, .max_dk = 256, .shared_bytes = 0},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-    COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
-    COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
-    COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
+    ATT_COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
+    ATT_COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
+    ATT_COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
 #endif
-    COOPMAT("emu_dk32", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu_dk32, 4, 32),
-    COOPMAT("emu2_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk64, 2, 64),
-    COOPMAT("emu2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu2_dk128, 2, 128),
-    /* name, shader, warps, keys per block, DKP, whole BD' window, weights in registers */
-    FLASH_PAIR("flash32_q128k64", fl32_q128k64, 8, 64, 32, 0, 1),
-    FLASH_PAIR("flash32_q64k64", fl32_q64k64, 4, 64, 32, 1, 1),
-    FLASH_PAIR("flash64_q64k64", fl64_q64k64, 4, 64, 64, 0, 1),
-    FLASH_PAIR("flash64_q64k32", fl64_q64k32, 4, 32, 64, 1, 1),
-    FLASH_PAIR("flash128_q64k32", fl128_q64k32, 4, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q64k32_ps", fl128_q64k32_ps, 4, 32, 128, 0, 0),
-    FLASH_PAIR("flash128_q64k32_pf", fl128_q64k32_pf, 4, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q64k16", fl128_q64k16, 4, 16, 128, 1, 1),
-    FLASH_PAIR("flash128_q64k16_ps", fl128_q64k16_ps, 4, 16, 128, 1, 0),
-    FLASH_PAIR("flash128_q48k32", fl128_q48k32, 3, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q32k32", fl128_q32k32, 2, 32, 128, 1, 1),
 };
 
 /* The tensor-core kernel for the op's f16 mode per head width, narrowest first: the first entry that
- * takes dk and can run on the device. Filled from tools/gpu/attention_sweep.sh's "best" lines: on the
- * H100 (2026-11-27, T = 7500, 8 heads of 128, f16 tensors) cm_dk128 took 7.3 ms (11.4 ms before its
- * staging and position-term changes) and the fastest flash configuration 23 ms (docs/gpu-results.md),
- * so the coopmat kernels stay the choice. By head width
- * only, never by length: the network's row chunks of one sequence must take the same kernel to stay
+ * takes dk and can run here. From tools/gpu/attention_sweep.sh (docs/gpu-results.md, "Kernel choices").
+ * By head width only, never by length: a sequence's row chunks must take one kernel to stay
  * bit-identical to one call (test_ops_attention's choice cases name the expected entries). */
 static const struct {
     int64_t max_dk;
@@ -121,14 +61,21 @@ static const struct {
 };
 
 const struct vk_att_cfg *vk_att_configs(size_t *n) {
+    const struct vk_lab *lab = vk_lab_get();
+    if (lab && lab->att) {
+        *n = lab->natt;
+        return lab->att;
+    }
     *n = sizeof configs / sizeof *configs;
     return configs;
 }
 
 const struct vk_att_cfg *vk_att_find(const char *name) {
-    for (size_t i = 0; i < sizeof configs / sizeof *configs; i++)
-        if (strcmp(configs[i].name, name) == 0)
-            return &configs[i];
+    size_t n;
+    const struct vk_att_cfg *c = vk_att_configs(&n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].name, name) == 0)
+            return &c[i];
     return NULL;
 }
 
@@ -148,10 +95,23 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     return true;
 }
 
-const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, bool f16) {
-    /* VKASR_ATTENTION_KERNEL (vk_device.c checked it names a kernel this device can run): a tensor-core
-     * kernel only where the op allows f16 products. */
-    const struct vk_att_cfg *force = caps->att_force;
+const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg) {
+    const char *s = getenv("VKASR_ATTENTION_KERNEL");
+    if (!s || !*s)
+        return NULL;
+    const struct vk_att_cfg *cfg = vk_att_find(s);
+    if (!cfg)
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: no attention kernel has that name", s);
+    else if (!vk_att_cfg_usable(cfg, caps))
+        LOG_WARN(lg, "VKASR_ATTENTION_KERNEL=%s ignored: this device cannot run it", s);
+    else
+        return cfg;
+    return NULL;
+}
+
+const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct vk_att_cfg *force, int64_t dk,
+                                       bool f16) {
+    /* the override: a tensor-core kernel only where the op allows f16 products */
     if (force && dk <= (int64_t)force->max_dk && (f16 || !vk_att_cfg_tensor_cores(force)))
         return force;
     /* A CPU driver: the barrier-free kernel (no tensor cores there). */
@@ -167,7 +127,7 @@ const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, int64_t dk, b
                 return c;
         }
     }
-    const struct vk_att_cfg *s = &configs[0];
+    const struct vk_att_cfg *s = vk_att_find("scalar");
     return dk <= (int64_t)s->max_dk && vk_att_cfg_usable(s, caps) ? s : NULL;
 }
 
@@ -323,7 +283,11 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
     int64_t Tq = a->q.ne[0], D = a->q.ne[1], dk = D / a->heads;
     if (Tq == 0 || D == 0)
         return VKASR_OK;
-    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, dk, a->f16);
+    if (!b->att_force_read) { /* a backend runs on one thread at a time: no race */
+        b->att_force = vk_att_override(&b->d->caps, b->d->base.log);
+        b->att_force_read = true;
+    }
+    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
     if (!cfg) {
         const struct vk_att_cfg *s = vk_att_find("scalar");
         if (dk > (int64_t)s->max_dk)

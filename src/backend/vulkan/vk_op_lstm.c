@@ -34,18 +34,13 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
     if (In % 4 == 0 && P % 4 == 0 && (a->x.addr | a->h.addr | a->w_ih.addr | a->w_hh.addr) % 16 == 0)
         pc.flags |= LSTM_FLAG_VEC;
     /* A GPU: 32 invocations per hidden unit, 8 units per 256-wide workgroup, HB rows sharing each
-     * weight load. On the H100 (0.6B joint, P = 640; vkasr bench, 2026-11-25) this took the decoder at
-     * 60 s from 38.8 to 32.8 ms and a 64-input batch's from 2.24 to 1.67 s against one unit per
-     * workgroup (256 lanes, 8 levels of the tree, 96 of them idle at P = 640); 64 lanes per unit or
-     * 16 rows in 128-wide workgroups were in between. A CPU driver: one invocation per unit, 64 units
-     * per workgroup and one row (llvmpipe pays for every workgroup and barrier: 1.8 ms per step at
-     * P = 256 against 3.2 ms with 32 invocations per unit). The lanes per unit (LPU) fix a row's
-     * sums: they depend on the device only, never on B. */
+     * weight load; a CPU driver: one invocation per unit, 64 per workgroup, one row (llvmpipe pays for
+     * every workgroup and barrier). Measurements: docs/gpu-results.md, "Kernel choices". The lanes per
+     * unit (LPU) fix a row's sums: they depend on the device only, never on B. */
     const bool cpu = b->d->caps.cpu;
     uint32_t wg = cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128), lpu = cpu ? 1 : 32;
     /* Rows per workgroup: the batch's, up to LSTM_GPU_ROWS (a single hypothesis adds up one row, not 8);
-     * one or two hypotheses get 64-wide workgroups, so that P = 640 spreads over 320 of them (H100,
-     * 60 s: the LSTM steps 21.2 -> 17.3 ms of GPU time, the decoder 31.5 -> 30.4 ms). */
+     * one or two hypotheses get 64-wide workgroups, so that P = 640 spreads over 320 of them. */
     uint32_t hb = 1;
     while (!cpu && hb < LSTM_GPU_ROWS && hb < (uint32_t)B)
         hb *= 2;

@@ -51,9 +51,8 @@ vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step
     const struct be_search *s = a->s;
     const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1, P = s->f.ne[1];
     /* One workgroup per hypothesis, a power of two (the argmax trees halve it) of at least W: on a GPU
-     * as wide as allowed, up to 1024 (the 0.6B joint's 8203 columns, H100: the decoder at 10 min
-     * 88 -> 54 ms, at 60 s 30.4 -> 27 ms against 256). On a CPU driver fewer invocations: every
-     * barrier makes llvmpipe switch between all of them. The argmax (first index of the largest
+     * as wide as allowed, up to 1024 (docs/gpu-results.md, "Kernel choices"). On a CPU driver fewer
+     * invocations: every barrier makes llvmpipe switch between all of them. The argmax (first index of the largest
      * value, NaN never winning) does not depend on the width. */
     uint32_t cap = b->d->caps.cpu ? 64 : 1024, wg = 1;
     while (wg * 2 <= cap && wg * 2 <= b->d->caps.max_wg_invocations)

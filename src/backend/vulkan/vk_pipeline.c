@@ -9,6 +9,7 @@
 
 #include "common/clock.h"
 #include "vk_internal.h"
+#include "vk_lab.h"
 
 vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e) {
     VkPushConstantRange pcr = {
@@ -81,7 +82,7 @@ static void log_statistics(struct vk_device *d, VkPipeline pipe, const char *nam
 
 static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
                                     VkPipeline *out, struct err *e) {
-    const struct spv_blob *blob = &spv_table[spv];
+    const struct spv_blob *blob = vk_spv_blob(spv); /* vk_pipeline_request checked it */
     VkShaderModuleCreateInfo mi = {
         .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
         .codeSize = blob->size,
@@ -279,7 +280,10 @@ static void settle_creations(struct vk_device *d) {
 
 vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
                                  struct vk_pipeline_entry **out, struct err *e) {
-    CHECK_OR_RETURN(e, (unsigned)spv < SPV_COUNT && nspec <= 8);
+    if (!vk_spv_blob(spv))
+        return err_set(e, VKASR_ERR_UNSUPPORTED, "SPIR-V variant %u is not in this build (a lab variant: tests only)",
+                       (unsigned)spv);
+    CHECK_OR_RETURN(e, nspec <= 8);
     pthread_mutex_lock(&d->pipe_lock);
     for (size_t i = 0; i < d->npipes; i++) {
         struct vk_pipeline_entry *p = d->pipes[i];
