@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "model_file.h"
 #include "model_internal.h"
+#include "model_schema.h"
 #include "nemo_internal.h"
 
 void nemo_close(struct nemo_checkpoint *ck) {

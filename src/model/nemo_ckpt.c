@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nemo_internal.h"
+#include "model_file.h"
 #include "model_internal.h"
 #include "pickle.h"
 
