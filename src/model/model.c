@@ -35,7 +35,8 @@ size_t mt_dtype_size(enum mt_dtype t) {
 }
 
 const char *mt_dtype_name(enum mt_dtype t) {
-    static const char *const names[] = {"F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"};
+    static const char *const names[] = {"F32", "F16", "BF16", "F64",  "I64",  "I32",  "I16",
+                                        "I8",  "U8",  "BOOL", "Q8_0", "Q4_K", "Q5_K", "Q6_K"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 
@@ -510,10 +511,11 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
             st = err_set(e, VKASR_ERR_MODEL,
                          "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64)",
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
-        } else if (gg && t->type != MT_F32 && !(t->type == MT_F16 && model_is_matrix_weight(t->name))) {
-            st =
-                err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s' has type %s; only matrix weights may be F16, the rest F32",
-                        model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
+        } else if (gg && t->type != MT_F32 &&
+                   !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name))) {
+            st = err_set(e, VKASR_ERR_MODEL,
+                         "%s: tensor '%s' has type %s; only matrix weights may be F16 or quantized, the rest F32",
+                         model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         }
     }
     free(sp);
