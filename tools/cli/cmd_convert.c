@@ -7,12 +7,14 @@
 #include "cli.h"
 
 static void usage_convert(FILE *f) {
-    fprintf(f, "usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16]\n"
+    fprintf(f, "usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16|q8_0|q6_k|q5_k|q4_k]\n"
                "\n"
-               "Converts a Hugging Face Parakeet directory (or a vkasr GGUF) into vkasr's single-file GGUF:\n"
-               "batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
-               "--type f16 (default) stores the encoder's matrix weights in f16 (about half the size);\n"
-               "norms, biases and the decoder stay f32. Needs no GPU.\n");
+               "Converts a Hugging Face Parakeet directory (or an f32/f16 vkasr GGUF) into vkasr's single-file\n"
+               "GGUF: batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
+               "--type sets the encoder's matrix weights: f16 (default, about half the size of f32), or ggml's\n"
+               "quantized q8_0 (8.5 bits per weight), q6_k (6.56), q5_k (5.5), q4_k (4.5); a matrix whose rows\n"
+               "the block does not divide takes the nearest type that fits (k-quants: q8_0; q8_0: f16).\n"
+               "Norms, biases, convolution kernels and the decoder stay f32. Needs no GPU.\n");
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -29,14 +31,19 @@ int cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--type")) {
             if (!(v = arg_value(argc, argv, &i, a)))
                 return EXIT_USAGE;
-            if (!strcmp(v, "f32"))
-                type = VKASR_WEIGHTS_F32;
-            else if (!strcmp(v, "f16"))
-                type = VKASR_WEIGHTS_F16;
-            else {
-                fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16)\n", v);
+            static const struct {
+                const char *name;
+                vkasr_weight_type type;
+            } types[] = {{"f32", VKASR_WEIGHTS_F32},   {"f16", VKASR_WEIGHTS_F16},   {"q8_0", VKASR_WEIGHTS_Q8_0},
+                         {"q6_k", VKASR_WEIGHTS_Q6_K}, {"q5_k", VKASR_WEIGHTS_Q5_K}, {"q4_k", VKASR_WEIGHTS_Q4_K}};
+            size_t t = 0;
+            while (t < sizeof types / sizeof types[0] && strcmp(v, types[t].name) != 0)
+                t++;
+            if (t == sizeof types / sizeof types[0]) {
+                fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16, q8_0, q6_k, q5_k, q4_k)\n", v);
                 return EXIT_USAGE;
             }
+            type = types[t].type;
         } else if (a[0] == '-' && a[1]) {
             fprintf(stderr, "vkasr: unknown option '%s' (see vkasr convert --help)\n", a);
             return EXIT_USAGE;
@@ -59,6 +66,6 @@ int cmd_convert(int argc, char **argv) {
          * destination (exit 4). */
         return st == VKASR_ERR_IO ? EXIT_AUDIO : exit_code_for(st, 1);
     }
-    fprintf(stderr, "vkasr: wrote %s\n", dst);
+    fprintf(stderr, "vkasr: wrote %s (%s)\n", dst, err.message);
     return EXIT_OK;
 }
