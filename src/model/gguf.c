@@ -890,8 +890,8 @@ static vkasr_status write_tensor(FILE *f, const struct model_tensor *t, uint32_t
             st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory quantizing '%s'", t->name);
         else if (bad > 0)
             st = err_set(e, VKASR_ERR_MODEL,
-                         "tensor '%s' row %lld: a weight is not finite or too large for %s (its f16 scales)", t->name,
-                         (long long)(bad - 1), quant_traits(ty)->name);
+                         "tensor '%s' row %lld: a weight is not finite or beyond f16's range (the scales of %s)",
+                         t->name, (long long)(bad - 1), quant_traits(ty)->name);
         else if (fwrite(q, 1, (size_t)n, f) != n)
             st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         free(q);
