@@ -265,13 +265,30 @@ VKASR_API vkasr_status vkasr_model_get_info(const vkasr_model *model, vkasr_mode
 /* ---------------------------------------------------------------------------------------------- */
 /* Conversion                                                                                     */
 
-typedef enum vkasr_weight_type { VKASR_WEIGHTS_F32 = 0, VKASR_WEIGHTS_F16 = 1 } vkasr_weight_type;
+/* The type of the encoder's matrix weights in a converted file; the values are GGML's tensor type ids.
+ * The quantized types are ggml's block formats (Q8_0: blocks of 32 weights with an f16 scale, 8.5 bits
+ * per weight; Q6_K, Q5_K, Q4_K: super-blocks of 256, 6.56, 5.5 and 4.5 bits per weight). A matrix
+ * whose rows the block does not divide is stored in the nearest type that fits: Q6_K/Q5_K/Q4_K fall
+ * back to Q8_0 when the row length is not a multiple of 256, Q8_0 to F16 when it is not a multiple
+ * of 32 (docs/model-format.md). */
+typedef enum vkasr_weight_type {
+    VKASR_WEIGHTS_F32 = 0,
+    VKASR_WEIGHTS_F16 = 1,
+    VKASR_WEIGHTS_Q8_0 = 8,
+    VKASR_WEIGHTS_Q4_K = 12,
+    VKASR_WEIGHTS_Q5_K = 13,
+    VKASR_WEIGHTS_Q6_K = 14
+} vkasr_weight_type;
 
-/* Converts a model (HF directory or GGUF) into vkasr's GGUF file: weights in `type` (norms, biases and
- * the decoder stay f32), batch-norm folded into the depthwise convolutions, layouts ready for the
- * kernels, hyper-parameters and vocabulary. Needs no GPU. A source that cannot be opened or read (a
- * missing file or shard) is VKASR_ERR_MODEL, so VKASR_ERR_IO always means the destination could not be
- * written; a destination that exists and is not a regular file (or a symlink to one) is refused. */
+/* Converts a model (HF directory or f32/f16 GGUF) into vkasr's GGUF file: matrix weights in `type`
+ * (norms, biases, convolution kernels and the decoder stay f32), batch-norm folded into the depthwise
+ * convolutions, layouts ready for the kernels, hyper-parameters and vocabulary. Needs no GPU; the
+ * quantized types are computed on several threads, and the same input gives the same bytes. A source
+ * that is already quantized is refused (VKASR_ERR_INVALID_ARG): quantize from the f32/f16 model. A
+ * source that cannot be opened or read (a missing file or shard) is VKASR_ERR_MODEL, so VKASR_ERR_IO
+ * always means the destination could not be written; a destination that exists and is not a regular
+ * file (or a symlink to one) is refused. On success, error (when given) has status VKASR_OK and a
+ * one-line summary in message: the file size and the effective bits per weight. */
 VKASR_API vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
                                      vkasr_error *error);
 

@@ -486,6 +486,8 @@ static void test_malformed(void) {
         {"gguf_offset_beyond_file.gguf", VKASR_ERR_MODEL, "'ctc_head.bias'", "beyond the file's data section"},
         {"gguf_tensor_type_2.gguf", VKASR_ERR_MODEL, "'encoder.subsampling.layers.0.weight'",
          "type 2 is not supported"},
+        {"gguf_q8_0_row_8.gguf", VKASR_ERR_MODEL, "'encoder.layers.0.self_attn.q_proj.weight'",
+         "q8_0 needs a row length that is a multiple of 32"},
         {"gguf_dims_overflow.gguf", VKASR_ERR_MODEL, "gguf_dims_overflow.gguf", "overflows"},
         {"gguf_duplicate_key.gguf", VKASR_ERR_MODEL, "gguf_duplicate_key.gguf", "'general.name' appears twice"},
         {"gguf_layout_version_2.gguf", VKASR_ERR_MODEL, "vkasr.layout_version 2", "convert"},

@@ -302,6 +302,9 @@ def main():
     last = infos[-1]
     gguf("gguf_offset_beyond_file.gguf", patch(good, last["off_at"], u64(1 << 20)))
     gguf("gguf_tensor_type_2.gguf", patch(good, infos[0]["type_at"], u32(2)))
+    # a block-quantized type (Q8_0, GGML id 8: blocks of 32 weights) on a matrix whose rows have 8
+    q_proj = next(i for i in infos if i["name"] == "encoder.layers.0.self_attn.q_proj.weight")
+    gguf("gguf_q8_0_row_8.gguf", patch(good, q_proj["type_at"], u32(8)))
     two_d = next(i for i in infos if len(i["shape"]) == 2)
     gguf("gguf_dims_overflow.gguf", patch(good, two_d["dims_at"], u64(1 << 40) + u64(1 << 40)))
     gguf("gguf_duplicate_key.gguf", gguf_bytes(kvs + [("general.name", STR, "again")], canonical(cfg, tensors))[0])

@@ -1,21 +1,50 @@
-/* convert.c — vkasr_convert: any model vkasr opens (HF directory or GGUF) -> vkasr's GGUF, on the host
- * only (no GPU). The transform is model_prepare; the file is written by model_write_gguf, which goes
- * through a temporary file and a rename so a failed conversion never leaves a partial model behind.
+/* convert.c — vkasr_convert: any model vkasr opens (HF directory or f32/f16 GGUF) -> vkasr's GGUF, on
+ * the host only (no GPU). The transform is model_prepare; the file is written (and quantized) by
+ * model_write_gguf_stats, which goes through a temporary file and a rename so a failed conversion never
+ * leaves a partial model behind.
  */
+#include <stdio.h>
+
 #include "model/model.h"
+#include "model/quant.h"
 #include "vkasr.h"
+
+/* A quantized source would be quantized twice (its rounding errors compounded): refused. */
+static vkasr_status refuse_quantized(const struct model_file *mf, struct err *e) {
+    for (int i = 0; i < mf->ntensors; i++)
+        if (MT_IS_QUANT(mf->tensors[i].type))
+            return err_set(e, VKASR_ERR_INVALID_ARG,
+                           "%s is already quantized (tensor '%s' is %s): convert from the f32/f16 model or the "
+                           "Hugging Face directory instead",
+                           mf->path, mf->tensors[i].name, quant_traits(quant_type_of_mt(mf->tensors[i].type))->name);
+    return VKASR_OK;
+}
+
+/* The success message: file size and effective bits per weight (matrices, and the whole file's data). */
+static void summary(const struct gguf_write_stats *s, vkasr_weight_type type, struct err *e) {
+    const double mib = (double)s->file_bytes / (1024.0 * 1024.0);
+    const double bpw_all = s->n_weights ? 8.0 * (double)s->data_bytes / (double)s->n_weights : 0.0;
+    const double bpw_mat = s->matrix_weights ? 8.0 * (double)s->matrix_bytes / (double)s->matrix_weights : 0.0;
+    snprintf(e->msg, sizeof e->msg,
+             "%.2f MiB; %s: matrix weights %.2f bits per weight (%d matrices in a fallback type), all weights "
+             "%.2f bits per weight",
+             mib, quant_traits((uint32_t)type)->name, bpw_mat, s->n_fallback, bpw_all);
+}
 
 vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type, vkasr_error *error) {
     struct err e;
     err_clear(&e);
     struct model_file *mf = NULL;
     vkasr_status st;
+    struct gguf_write_stats stats = {0};
     if (!src_path || !src_path[0] || !dst_gguf || !dst_gguf[0])
         st = err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_convert: source and destination paths are required");
-    else if (type != VKASR_WEIGHTS_F32 && type != VKASR_WEIGHTS_F16)
+    else if (!quant_traits((uint32_t)type))
         st = err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_convert: unknown weight type %d", (int)type);
     else {
         st = model_open(src_path, &mf, &e);
+        if (st == VKASR_OK)
+            st = refuse_quantized(mf, &e);
         if (st == VKASR_OK)
             st = model_prepare(mf, &e);
         /* Reading the source is the model's problem (a missing shard, an unreadable file): report it as
@@ -23,9 +52,11 @@ vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_wei
         if (st == VKASR_ERR_IO)
             st = e.code = VKASR_ERR_MODEL;
         if (st == VKASR_OK)
-            st = model_write_gguf(mf, dst_gguf, type, &e);
+            st = model_write_gguf_stats(mf, dst_gguf, type, &stats, &e);
         model_close(mf);
     }
+    if (st == VKASR_OK)
+        summary(&stats, type, &e);
     err_export(&e, error);
     return st;
 }

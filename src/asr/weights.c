@@ -9,6 +9,7 @@
 #include "asr.h"
 #include "audio/mel.h"
 #include "common/half.h"
+#include "model/quant.h"
 
 /* VKASR_TEST_PERTURB=BACKEND:TENSOR:FACTOR, a test hook for vkasr compare: when a model is loaded on
  * BACKEND ("cpu", "vulkan", "cuda"), the weight TENSOR (its name after preparation, e.g.
@@ -49,7 +50,29 @@ struct loader {
     struct err *e;
 };
 
-/* Converts a host tensor (f32 or f16) to the device type and uploads it into the weight pool. */
+/* INTERIM, until the backends read quantized blocks (the kernels of the quantization work's part 2): a
+ * quantized tensor is dequantized on the host to f32 (malloc'd into *out) and then uploaded like an f32
+ * one, in the session's type -- the device holds no quantized copy yet. */
+static vkasr_status dequantize_interim(struct loader *ld, const struct model_tensor *t, float **out) {
+    const uint32_t qt = quant_type_of_mt(t->type);
+    const int64_t k = t->ne[t->nd - 1];
+    uint64_t n = 1;
+    for (int i = 0; i < t->nd; i++)
+        n *= (uint64_t)t->ne[i];
+    const uint64_t rb = quant_row_bytes(qt, k);
+    if (!quant_traits(qt) || k <= 0 || rb * (n / (uint64_t)k) != t->nbytes)
+        return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s': quantized data of %llu bytes does not match its shape",
+                       ld->mf->path, t->name, (unsigned long long)t->nbytes);
+    float *y = malloc(n ? n * sizeof *y : 4);
+    if (!y)
+        return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory dequantizing %s", t->name);
+    for (uint64_t r = 0; r < n / (uint64_t)k; r++)
+        dequant_row(qt, (const uint8_t *)t->data + r * rb, y + r * (uint64_t)k, k);
+    *out = y;
+    return VKASR_OK;
+}
+
+/* Converts a host tensor (f32, f16 or quantized) to the device type and uploads it into the weight pool. */
 static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_dtype type, be_tensor *out) {
     *out = be_tensor_make(0, type, t->nd, t->ne);
     uint64_t n = be_numel(out);
@@ -65,16 +88,23 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
             return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
         return VKASR_OK;
     }
+    float *deq = NULL;
+    if (MT_IS_QUANT(t->type))
+        TRY(dequantize_interim(ld, t, &deq));
     void *buf = malloc(n ? be_nbytes(out) : 4);
-    if (!buf)
+    if (!buf) {
+        free(deq);
         return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
+    }
     if (perturbed) {
         ld->perturb.applied = true;
         LOG_WARN(ld->be->dev->log, "VKASR_TEST_PERTURB: %s multiplied by %g on the %s backend (a test hook: "
                  "results are deliberately wrong)", t->name, ld->perturb.factor, ld->be->dev->kind);
     }
     for (uint64_t i = 0; i < n; i++) {
-        float v = t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i]) : ((const float *)t->data)[i];
+        float v = deq                  ? deq[i]
+                  : t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i])
+                                      : ((const float *)t->data)[i];
         if (perturbed)
             v *= ld->perturb.factor;
         if (type == BE_F16)
@@ -82,6 +112,7 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
         else
             ((float *)buf)[i] = v;
     }
+    free(deq);
     vkasr_status st = be_upload(ld->be, out->addr, buf, be_nbytes(out));
     free(buf);
     if (st != VKASR_OK)
@@ -92,7 +123,7 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
 /* A required tensor (validated at model open; a miss here is a bug). */
 static vkasr_status get(struct loader *ld, const char *name, be_tensor *out) {
     const struct model_tensor *t = model_find(ld->mf, name);
-    if (!t || (t->type != MT_F32 && t->type != MT_F16))
+    if (!t || (t->type != MT_F32 && t->type != MT_F16 && !MT_IS_QUANT(t->type)))
         return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s' missing or not float after preparation", ld->mf->path,
                        name);
     bool f16 = ld->precision == VKASR_PRECISION_F16 && model_is_matrix_weight(name);

@@ -15,8 +15,9 @@
 #include "common/half.h"
 #include "model_file.h"
 #include "model_internal.h"
+#include "quant.h"
 
-/* GGUF metadata value types and the two tensor types vkasr stores */
+/* GGUF metadata value types; tensor types are GGML ids (quant.h: F32, F16 and the block types) */
 enum {
     GT_U8 = 0,
     GT_I8 = 1,
@@ -33,7 +34,6 @@ enum {
     GT_F64 = 12,
     GT_COUNT = 13
 };
-enum { GGML_F32 = 0, GGML_F16 = 1 };
 
 #define GGUF_DEFAULT_ALIGN 32u
 #define GGUF_MAX_NAME 64u      /* tensor names (GGUF spec) */
@@ -485,16 +485,28 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
             st = e->code;
             goto done;
         }
-        if (type != GGML_F32 && type != GGML_F16) {
-            st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': type %u is not supported (F32 = 0, F16 = 1)", r->path,
-                         nm, type);
+        const struct qtraits *qt = quant_traits(type);
+        if (!qt) {
+            st = err_set(e, VKASR_ERR_MODEL,
+                         "%s: tensor '%s': type %u is not supported (F32 = 0, F16 = 1, Q8_0 = 8, Q4_K = 12, "
+                         "Q5_K = 13, Q6_K = 14)",
+                         r->path, nm, type);
             goto done;
         }
-        uint64_t esz = type == GGML_F32 ? 4 : 2;
-        if (numel > UINT64_MAX / esz) {
+        /* block types store whole blocks along the row (GGUF's ne[0], the innermost dimension) */
+        if (dims[0] % (uint64_t)qt->block != 0) {
+            st = err_set(e, VKASR_ERR_MODEL,
+                         "%s: tensor '%s': type %s needs a row length that is a multiple of %d, but its innermost "
+                         "dimension is %llu",
+                         r->path, nm, qt->name, qt->block, (unsigned long long)dims[0]);
+            goto done;
+        }
+        const uint64_t nblocks = numel / (uint64_t)qt->block;
+        if (nblocks > UINT64_MAX / (uint64_t)qt->bytes) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': byte size overflows", r->path, nm);
             goto done;
         }
+        const uint64_t nbytes = nblocks * (uint64_t)qt->bytes;
         if (off % align != 0) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s': offset %llu is not a multiple of the alignment %u",
                          r->path, nm, (unsigned long long)off, align);
@@ -504,9 +516,9 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
         for (uint32_t k = 0; k < nd; k++)
             ne[k] = (int64_t)dims[nd - 1 - k]; /* GGUF ne[0] is the innermost dimension */
         sp[i].begin = off;
-        sp[i].end = numel * esz; /* size for now: the data section is not located yet */
+        sp[i].end = nbytes; /* size for now: the data section is not located yet */
         sp[i].idx = (int)i;
-        st = model_add_tensor(mf, nm, nlen, type == GGML_F32 ? MT_F32 : MT_F16, (int)nd, ne, NULL, numel * esz, map, e);
+        st = model_add_tensor(mf, nm, nlen, (enum mt_dtype)quant_mt_of_type(type), (int)nd, ne, NULL, nbytes, map, e);
         if (st != VKASR_OK)
             goto done;
     }
@@ -739,8 +751,34 @@ static void model_name(const char *path, char *out, size_t cap) {
     snprintf(out, cap, "%.*s", (int)len, path + s);
 }
 
+/* vkasr_weight_type's values are GGML type ids (vkasr.h). */
 static uint32_t out_type(const struct model_tensor *t, vkasr_weight_type wt) {
-    return wt == VKASR_WEIGHTS_F16 && model_is_matrix_weight(t->name) ? GGML_F16 : GGML_F32;
+    return quant_tensor_type(t->name, t->ne[t->nd - 1], (uint32_t)wt);
+}
+
+static uint64_t tensor_numel(const struct model_tensor *t) {
+    uint64_t n = 1;
+    for (int k = 0; k < t->nd; k++)
+        n *= (uint64_t)t->ne[k];
+    return n;
+}
+
+/* Bytes of t's data stored as ty (whole rows of the innermost dimension). */
+static uint64_t out_bytes(const struct model_tensor *t, uint32_t ty) {
+    const int64_t k = t->ne[t->nd - 1];
+    return quant_row_bytes(ty, k) * (tensor_numel(t) / (uint64_t)k);
+}
+
+/* general.file_type: llama.cpp's file type numbers (informational; the tensor types are what count). */
+static uint32_t file_type(vkasr_weight_type wt) {
+    switch ((int)wt) {
+    case VKASR_WEIGHTS_F16: return 1;
+    case VKASR_WEIGHTS_Q8_0: return 7;
+    case VKASR_WEIGHTS_Q4_K: return 14; /* MOSTLY_Q4_K_S */
+    case VKASR_WEIGHTS_Q5_K: return 16; /* MOSTLY_Q5_K_S */
+    case VKASR_WEIGHTS_Q6_K: return 18;
+    default: return 0;
+    }
 }
 
 static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type wt, struct wbuf *b, uint64_t *offsets,
@@ -760,7 +798,7 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
     KV(w_str(b, "general.architecture", "parakeet"));
     KV(w_str(b, "general.name", name));
     KV(w_u32(b, "general.alignment", GGUF_DEFAULT_ALIGN));
-    KV(w_u32(b, "general.file_type", wt == VKASR_WEIGHTS_F16 ? 1u : 0u));
+    KV(w_u32(b, "general.file_type", file_type(wt)));
     KV(w_u32(b, "vkasr.layout_version", LAYOUT_VERSION));
     KV(w_str(b, "parakeet.head", head_name(c->head)));
     KV(w_u32(b, "parakeet.d_model", (uint32_t)c->d_model));
@@ -812,9 +850,6 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
     uint64_t off = 0;
     for (int i = 0; i < mf->ntensors; i++) {
         const struct model_tensor *t = &mf->tensors[i];
-        uint64_t numel = 1;
-        for (int k = 0; k < t->nd; k++)
-            numel *= (uint64_t)t->ne[k];
         uint32_t ty = out_type(t, wt);
         wb_str(b, t->name);
         wb_le(b, (uint64_t)t->nd, 4);
@@ -823,7 +858,7 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
         wb_le(b, ty, 4);
         wb_le(b, off, 8);
         offsets[i] = off;
-        off += numel * (ty == GGML_F32 ? 4 : 2);
+        off += out_bytes(t, ty);
         off += (GGUF_DEFAULT_ALIGN - off % GGUF_DEFAULT_ALIGN) % GGUF_DEFAULT_ALIGN;
     }
     static const uint8_t zeros[GGUF_DEFAULT_ALIGN];
@@ -833,14 +868,36 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
     return VKASR_OK;
 }
 
-/* Writes one tensor's data in the output type, in chunks (f16 conversion needs a buffer). */
-static int write_tensor(FILE *f, const struct model_tensor *t, uint32_t ty) {
-    uint64_t numel = 1;
-    for (int k = 0; k < t->nd; k++)
-        numel *= (uint64_t)t->ne[k];
-    int same = (ty == GGML_F32 && t->type == MT_F32) || (ty == GGML_F16 && t->type == MT_F16);
+/* Writes one tensor's data in the output type: as is, converted in chunks (f32 <-> f16), or quantized
+ * whole on the converter's threads. */
+static vkasr_status write_tensor(FILE *f, const struct model_tensor *t, uint32_t ty, int nthreads, const char *path,
+                                 struct err *e) {
+    const uint64_t numel = tensor_numel(t);
+    const int same = (ty == QT_F32 && t->type == MT_F32) || (ty == QT_F16 && t->type == MT_F16);
     if (same)
-        return fwrite(t->data, 1, (size_t)t->nbytes, f) == t->nbytes;
+        return fwrite(t->data, 1, (size_t)t->nbytes, f) == t->nbytes
+                   ? VKASR_OK
+                   : err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+    if (quant_is_block(ty)) {
+        const int64_t k = t->ne[t->nd - 1];
+        const uint64_t n = out_bytes(t, ty);
+        uint8_t *q = malloc(n ? (size_t)n : 1);
+        if (!q)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory quantizing '%s'", t->name);
+        const int64_t bad =
+            quant_rows(ty, t->data, t->type == MT_F16, (int64_t)(numel / (uint64_t)k), k, q, nthreads);
+        vkasr_status st = VKASR_OK;
+        if (bad < 0)
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory quantizing '%s'", t->name);
+        else if (bad > 0)
+            st = err_set(e, VKASR_ERR_MODEL,
+                         "tensor '%s' row %lld: a weight is not finite or beyond f16's range (the scales of %s)",
+                         t->name, (long long)(bad - 1), quant_traits(ty)->name);
+        else if (fwrite(q, 1, (size_t)n, f) != n)
+            st = err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        free(q);
+        return st;
+    }
     enum { CHUNK = 16384 };
     union {
         float f32[CHUNK];
@@ -857,20 +914,32 @@ static int write_tensor(FILE *f, const struct model_tensor *t, uint32_t ty) {
                 memcpy(&h, (const uint8_t *)t->data + 2 * (i + k), 2);
                 v = half_to_float(h);
             }
-            if (ty == GGML_F16)
+            if (ty == QT_F16)
                 buf.f16[k] = float_to_half(v);
             else
                 buf.f32[k] = v;
         }
-        size_t esz = ty == GGML_F16 ? 2 : 4;
+        size_t esz = ty == QT_F16 ? 2 : 4;
         if (fwrite(&buf, esz, n, f) != n)
-            return 0;
+            return err_set(e, VKASR_ERR_IO, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
     }
-    return 1;
+    return VKASR_OK;
+}
+
+static int converter_threads(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 16 ? 16 : (int)n;
 }
 
 vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vkasr_weight_type wt, struct err *e) {
-    if (!mf || !path || (wt != VKASR_WEIGHTS_F32 && wt != VKASR_WEIGHTS_F16))
+    return model_write_gguf_stats(mf, path, wt, NULL, e);
+}
+
+vkasr_status model_write_gguf_stats(const struct model_file *mf, const char *path, vkasr_weight_type wt,
+                                    struct gguf_write_stats *stats, struct err *e) {
+    if (stats)
+        *stats = (struct gguf_write_stats){0};
+    if (!mf || !path || !quant_traits((uint32_t)wt))
         return err_set(e, VKASR_ERR_INVALID_ARG, "model_write_gguf: invalid argument");
     if (!mf->canonical)
         return err_set(e, VKASR_ERR_INTERNAL, "model_write_gguf: %s is not prepared (call model_prepare first)",
@@ -944,16 +1013,27 @@ vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vka
     int ok = fwrite(hdr.p, 1, hdr.len, f) == hdr.len;
     uint64_t pos = 0;
     static const uint8_t zeros[GGUF_DEFAULT_ALIGN];
+    const int nthreads = converter_threads();
     for (int i = 0; ok && i < mf->ntensors; i++) {
         const struct model_tensor *t = &mf->tensors[i];
         if (offsets[i] > pos)
             ok = fwrite(zeros, 1, (size_t)(offsets[i] - pos), f) == offsets[i] - pos;
         uint32_t ty = out_type(t, wt);
-        uint64_t numel = 1;
-        for (int k = 0; k < t->nd; k++)
-            numel *= (uint64_t)t->ne[k];
-        ok = ok && write_tensor(f, t, ty);
-        pos = offsets[i] + numel * (ty == GGML_F32 ? 4 : 2);
+        if (ok && (st = write_tensor(f, t, ty, nthreads, path, e)) != VKASR_OK) {
+            fclose(f);
+            f = NULL;
+            goto done;
+        }
+        pos = offsets[i] + out_bytes(t, ty);
+        if (stats) {
+            stats->n_weights += tensor_numel(t);
+            stats->data_bytes += out_bytes(t, ty);
+            if (model_is_matrix_weight(t->name)) {
+                stats->matrix_weights += tensor_numel(t);
+                stats->matrix_bytes += out_bytes(t, ty);
+                stats->n_fallback += ty != (uint32_t)wt;
+            }
+        }
     }
     /* pad the file end too, so every tensor is followed by a full alignment unit */
     if (ok && pos % GGUF_DEFAULT_ALIGN)
@@ -975,6 +1055,8 @@ vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vka
         goto done;
     }
     tmp[0] = '\0'; /* renamed: nothing to remove */
+    if (stats)
+        stats->file_bytes = hdr.len + pos + (GGUF_DEFAULT_ALIGN - pos % GGUF_DEFAULT_ALIGN) % GGUF_DEFAULT_ALIGN;
 done:
     if (st != VKASR_OK && tmp && tmp[0])
         unlink(tmp);

@@ -13,9 +13,11 @@
 #include "common/err.h"
 #include "tokenizer.h"
 
-/* Source element types of checkpoint tensors. */
+/* Source element types of checkpoint tensors; MT_Q* are ggml's block-quantized types (quant.h), whose
+ * rows (innermost dimension) are whole blocks and whose nbytes is blocks x block bytes. */
 enum mt_dtype { MT_F32 = 0, MT_F16 = 1, MT_BF16 = 2, MT_F64 = 3, MT_I64 = 4, MT_I32 = 5, MT_I16 = 6, MT_I8 = 7, MT_U8 = 8,
-                MT_BOOL = 9 };
+                MT_BOOL = 9, MT_Q8_0 = 10, MT_Q4_K = 11, MT_Q5_K = 12, MT_Q6_K = 13 };
+#define MT_IS_QUANT(t) ((t) >= MT_Q8_0 && (t) <= MT_Q6_K)
 
 struct model_tensor {
     char *name;
@@ -97,8 +99,17 @@ vkasr_status model_prepare(struct model_file *mf, struct err *e);
  * fragile; they are a small share of the parameters). */
 bool model_is_matrix_weight(const char *name);
 
-/* Writes a prepared model as GGUF v3 (matrix weights in f16 when type is VKASR_WEIGHTS_F16). */
+/* Writes a prepared model as GGUF v3: matrix weights in `type` (f16 or a quantized type, with the
+ * fallbacks of quant_tensor_type), the rest f32. The source's tensors must be f32 or f16. */
 vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vkasr_weight_type type,
                               struct err *e);
+/* What model_write_gguf_stats wrote: every tensor's weights and data bytes, those of the matrix
+ * weights, and the matrix weights that fell back to another type (row length not a block multiple). */
+struct gguf_write_stats {
+    uint64_t file_bytes, n_weights, data_bytes, matrix_weights, matrix_bytes;
+    int n_fallback;
+};
+vkasr_status model_write_gguf_stats(const struct model_file *mf, const char *path, vkasr_weight_type type,
+                                    struct gguf_write_stats *stats, struct err *e);
 
 #endif

@@ -29,7 +29,8 @@ size_t mt_dtype_size(enum mt_dtype t) {
 }
 
 const char *mt_dtype_name(enum mt_dtype t) {
-    static const char *const names[] = {"F32", "F16", "BF16", "F64", "I64", "I32", "I16", "I8", "U8", "BOOL"};
+    static const char *const names[] = {"F32", "F16", "BF16", "F64",  "I64",  "I32",  "I16",
+                                        "I8",  "U8",  "BOOL", "Q8_0", "Q4_K", "Q5_K", "Q6_K"};
     return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
 }
 

@@ -1,10 +1,12 @@
 /* fuzz_gguf.c — a GGUF model image through the reader the library uses for .gguf files (header, metadata
  * keys and values, tensor infos, offsets, configuration, vocabulary, then the tensor set against the
  * configuration). A failure must be a model error naming the file; a success must hold only tensors
- * inside the image (every byte is read here) and a vocabulary that decodes to valid UTF-8.
+ * inside the image (every byte is read here; quantized ones in whole rows of blocks) and a vocabulary
+ * that decodes to valid UTF-8.
  * Seeds: the .gguf files of tests/data/malformed (tools/make_malformed_models.py). */
 #include "fuzz.h"
 #include "model/model.h"
+#include "model/quant.h"
 #include "model/tokenizer.h"
 
 #define NAME "fuzz.gguf"
@@ -25,6 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         FUZZ_CHECK(p >= data && t->nbytes <= size && (size_t)(p - data) <= size - t->nbytes,
                    "tensor '%s' [%td, +%llu) lies outside the %zu-byte image", t->name, p - data,
                    (unsigned long long)t->nbytes, size);
+        if (MT_IS_QUANT(t->type)) { /* whole blocks along the row */
+            const uint32_t qt = quant_type_of_mt(t->type);
+            const int64_t k = t->ne[t->nd - 1];
+            FUZZ_CHECK(k % quant_traits(qt)->block == 0 && t->nbytes % quant_row_bytes(qt, k) == 0,
+                       "tensor '%s': %llu bytes are not whole rows of %lld", t->name, (unsigned long long)t->nbytes,
+                       (long long)k);
+        }
         for (uint64_t k = 0; k < t->nbytes; k++)
             sink ^= p[k];
     }

@@ -8,10 +8,10 @@
 #include "cli.h"
 
 static void intro(FILE *f) {
-    fputs("usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16]\n"
+    fputs("usage: vkasr convert MODEL -o OUT.gguf [--type f32|f16|q8_0|q6_k|q5_k|q4_k]\n"
           "\n"
-          "Converts a Hugging Face Parakeet directory (or a vkasr GGUF) into vkasr's single-file GGUF:\n"
-          "batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
+          "Converts a Hugging Face Parakeet directory (or an f32/f16 vkasr GGUF) into vkasr's single-file\n"
+          "GGUF: batch norm folded, layouts ready for the kernels, hyper-parameters and vocabulary included.\n"
           "Needs no GPU.\n",
           f);
 }
@@ -23,12 +23,18 @@ struct convert_opts {
 
 static int arg_type(const char *opt, const char *v, void *field) {
     (void)opt;
-    if (strcmp(v, "f32") && strcmp(v, "f16")) {
-        fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16)\n", v);
-        return EXIT_USAGE;
-    }
-    *(vkasr_weight_type *)field = !strcmp(v, "f32") ? VKASR_WEIGHTS_F32 : VKASR_WEIGHTS_F16;
-    return EXIT_OK;
+    static const struct {
+        const char *name;
+        vkasr_weight_type type;
+    } types[] = {{"f32", VKASR_WEIGHTS_F32},   {"f16", VKASR_WEIGHTS_F16},   {"q8_0", VKASR_WEIGHTS_Q8_0},
+                 {"q6_k", VKASR_WEIGHTS_Q6_K}, {"q5_k", VKASR_WEIGHTS_Q5_K}, {"q4_k", VKASR_WEIGHTS_Q4_K}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        if (!strcmp(v, types[t].name)) {
+            *(vkasr_weight_type *)field = types[t].type;
+            return EXIT_OK;
+        }
+    fprintf(stderr, "vkasr: unknown --type '%s' (f32, f16, q8_0, q6_k, q5_k, q4_k)\n", v);
+    return EXIT_USAGE;
 }
 
 static int take_model(void *ctx, const char *arg) {
@@ -44,8 +50,11 @@ static int take_model(void *ctx, const char *arg) {
 static const struct cli_opt convert_table[] = {
     OPT_STRING("-o, --output", "OUT.gguf", ARG_FIELD(struct convert_opts, dst), "the file to write"),
     OPT_VALUE("--type", "T", ARG_FIELD(struct convert_opts, type), arg_type,
-     "f16 (default) stores the encoder's matrix weights in f16 (about half\n"
-     "the size); norms, biases and the decoder stay f32. f32: all in f32"),
+     "the encoder's matrix weights: f16 (default, about half the size of\n"
+     "f32), or ggml's quantized q8_0 (8.5 bits per weight), q6_k (6.56),\n"
+     "q5_k (5.5), q4_k (4.5); a matrix whose rows the block does not divide\n"
+     "takes the nearest type that fits (k-quants: q8_0; q8_0: f16). Norms,\n"
+     "biases, convolution kernels and the decoder stay f32. f32: all in f32"),
 };
 
 static const struct cli_command convert_command = {
@@ -71,6 +80,6 @@ int cmd_convert(int argc, char **argv) {
          * destination (exit 4). */
         return st == VKASR_ERR_IO ? EXIT_AUDIO : exit_code_for(st, 1);
     }
-    fprintf(stderr, "vkasr: wrote %s\n", dst);
+    fprintf(stderr, "vkasr: wrote %s (%s)\n", dst, err.message);
     return EXIT_OK;
 }
