@@ -217,6 +217,17 @@ typedef enum vkasr_precision {
     VKASR_PRECISION_F16 = 2   /* f16 weights and matrix inputs, f32 accumulation, norms and softmax */
 } vkasr_precision;
 
+/* Which head of a model to load (vkasr_model_params.decoder, vkasr_convert_decoder). A model has one
+ * head, or two in a NeMo hybrid (.nemo EncDecHybridRNNTCTCBPEModel: a TDT or RNN-T transducer and an
+ * auxiliary CTC head over the same encoder). AUTO: the only head, or the hybrid's transducer; any other
+ * value the model lacks is refused with VKASR_ERR_MODEL naming the heads it has. */
+typedef enum vkasr_decoder {
+    VKASR_DECODER_AUTO = 0,
+    VKASR_DECODER_TDT = 1,
+    VKASR_DECODER_RNNT = 2,
+    VKASR_DECODER_CTC = 3
+} vkasr_decoder;
+
 typedef struct vkasr_model_params {
     uint32_t struct_size;          /* sizeof(vkasr_model_params), set by the default function    */
     const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable Vulkan device by
@@ -232,12 +243,16 @@ typedef struct vkasr_model_params {
     bool profile;                  /* per-dispatch GPU timestamps (also $VKASR_PROFILE=1)       */
     bool validation;               /* enable the Khronos validation layer (also $VKASR_VALIDATION=1);
                                       each message is logged and counted                         */
+    vkasr_decoder decoder;         /* the head to load (default AUTO); callers built against an
+                                      older header (a smaller struct_size) get AUTO               */
 } vkasr_model_params;
 
 VKASR_API vkasr_model_params vkasr_model_params_default(void);
 
 /* Loads a model: a Hugging Face transformers Parakeet directory (config.json, model.safetensors or a
- * sharded index, tokenizer.json, preprocessor/processor config) or a vkasr GGUF file.
+ * sharded index, tokenizer.json, preprocessor/processor config), a vkasr GGUF file or a NeMo .nemo
+ * checkpoint (TDT, RNN-T, CTC or hybrid; recognised by content, a tar or gzip-compressed tar).
+ * vkasr_model_info.head names the head loaded (params->decoder).
  * VKASR_ERR_NO_DEVICE also when the chosen device lacks a requested feature (f16 precision). */
 VKASR_API vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params,
                                         vkasr_model **out_model, vkasr_error *error);
@@ -280,8 +295,8 @@ typedef enum vkasr_weight_type {
     VKASR_WEIGHTS_Q6_K = 14
 } vkasr_weight_type;
 
-/* Converts a model (HF directory or f32/f16 GGUF) into vkasr's GGUF file: matrix weights in `type`
- * (norms, biases, convolution kernels and the decoder stay f32), batch-norm folded into the depthwise
+/* Converts a model (HF directory, .nemo checkpoint or f32/f16 GGUF) into vkasr's GGUF file: matrix
+ * weights in `type` (norms, biases, convolution kernels and the decoder stay f32), batch-norm folded into the depthwise
  * convolutions, layouts ready for the kernels, hyper-parameters and vocabulary. Needs no GPU; the
  * quantized types are computed on several threads, and the same input gives the same bytes. A source
  * that is already quantized is refused (VKASR_ERR_INVALID_ARG): quantize from the f32/f16 model. A
@@ -291,6 +306,11 @@ typedef enum vkasr_weight_type {
  * one-line summary in message: the file size and the effective bits per weight. */
 VKASR_API vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
                                      vkasr_error *error);
+/* vkasr_convert with a choice of head: a GGUF file holds one head, so a hybrid .nemo converts its
+ * transducer (AUTO) or, with VKASR_DECODER_CTC, its CTC head; convert twice for both. A head the
+ * source lacks is VKASR_ERR_MODEL. */
+VKASR_API vkasr_status vkasr_convert_decoder(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
+                                             vkasr_decoder decoder, vkasr_error *error);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Sessions and transcription                                                                     */

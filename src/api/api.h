@@ -19,6 +19,12 @@
         }                                                                                              \
     } while (0)
 
+/* The model loader's head (model_open_head) for a vkasr_decoder; -2 for a value out of range. */
+static inline int api_model_head(vkasr_decoder d) {
+    return d == VKASR_DECODER_AUTO ? MODEL_HEAD_AUTO : d == VKASR_DECODER_TDT ? VKASR_HEAD_TDT
+           : d == VKASR_DECODER_RNNT ? VKASR_HEAD_RNNT : d == VKASR_DECODER_CTC ? VKASR_HEAD_CTC : -2;
+}
+
 struct vkasr_model {
     struct logger log;
     struct be_device *dev;

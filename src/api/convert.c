@@ -1,10 +1,11 @@
-/* convert.c — vkasr_convert: any model vkasr opens (HF directory or f32/f16 GGUF) -> vkasr's GGUF, on
- * the host only (no GPU). The transform is model_prepare; the file is written (and quantized) by
+/* convert.c — vkasr_convert: any model vkasr opens (HF directory, .nemo or f32/f16 GGUF; one head) ->
+ * vkasr's GGUF, on the host only (no GPU). The transform is model_prepare; the file is written (and quantized) by
  * model_write_gguf_stats, which goes through a temporary file and a rename so a failed conversion never
  * leaves a partial model behind.
  */
 #include <stdio.h>
 
+#include "api.h"
 #include "model/model.h"
 #include "model/quant.h"
 #include "vkasr.h"
@@ -32,6 +33,11 @@ static void summary(const struct gguf_write_stats *s, vkasr_weight_type type, st
 }
 
 vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type, vkasr_error *error) {
+    return vkasr_convert_decoder(src_path, dst_gguf, type, VKASR_DECODER_AUTO, error);
+}
+
+vkasr_status vkasr_convert_decoder(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
+                                   vkasr_decoder decoder, vkasr_error *error) {
     struct err e;
     err_clear(&e);
     struct model_file *mf = NULL;
@@ -41,8 +47,10 @@ vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_wei
         st = err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_convert: source and destination paths are required");
     else if (!quant_traits((uint32_t)type))
         st = err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_convert: unknown weight type %d", (int)type);
+    else if (api_model_head(decoder) == -2)
+        st = err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_convert: unknown decoder %d", (int)decoder);
     else {
-        st = model_open(src_path, &mf, &e);
+        st = model_open_head(src_path, api_model_head(decoder), &mf, &e);
         if (st == VKASR_OK)
             st = refuse_quantized(mf, &e);
         if (st == VKASR_OK)

@@ -103,6 +103,11 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
         err_export(&e, error);
         return e.code;
     }
+    if (api_model_head(p.decoder) == -2) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_model_load: unknown decoder %d", (int)p.decoder);
+        err_export(&e, error);
+        return e.code;
+    }
     vkasr_model *m = calloc(1, sizeof *m);
     if (!m) {
         err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory");
@@ -111,7 +116,7 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
     }
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
     struct model_file *mf = NULL;
-    vkasr_status st = model_open(path, &mf, &e);
+    vkasr_status st = model_open_head(path, api_model_head(p.decoder), &mf, &e);
     if (st == VKASR_OK) {
         struct be_device_options o = {.device = p.device, .validation = p.validation, .profile = p.profile,
                                       .want_f16 = p.precision != VKASR_PRECISION_F32, .log = &m->log};

@@ -1,6 +1,7 @@
-/* model.c — a model on the host: opening (HF directory or GGUF file: the readers, then validation)
- * and closing. The tensor table lives in model_file.c, the schema in model_schema.c, the canonical
- * transform in model_prepare.c; the formats in safetensors.c, hf_config.c, tokenizer.c and gguf.c. */
+/* model.c — a model on the host: opening (HF directory, GGUF file or .nemo checkpoint: the readers,
+ * the choice of head, then validation) and closing. The tensor table lives in model_file.c, the schema
+ * in model_schema.c, the canonical transform in model_prepare.c; the formats in safetensors.c,
+ * hf_config.c, tokenizer.c, gguf.c and nemo*.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "model_file.h"
 #include "model_internal.h"
 #include "model_schema.h"
+#include "nemo.h"
 
 void model_close(struct model_file *mf) {
     if (!mf)
@@ -28,6 +30,7 @@ void model_close(struct model_file *mf) {
     free(mf->map_paths);
     free(mf->map_borrowed);
     tok_free(&mf->tok);
+    nemo_model_close(mf->nemo); /* after the maps: one of them is the checkpoint's, borrowed */
     free(mf->path);
     free(mf);
 }
@@ -47,12 +50,62 @@ static vkasr_status open_hf(struct model_file *mf, const char *dir, struct err *
     return st;
 }
 
-vkasr_status model_open(const char *path, struct model_file **out, struct err *e) {
+static const char *head_name(int h) {
+    return h == VKASR_HEAD_TDT ? "TDT" : h == VKASR_HEAD_RNNT ? "RNN-T" : h == VKASR_HEAD_CTC ? "CTC" : "unknown";
+}
+
+/* A file's format by its first bytes: GGUF, a tar (ustar magic at 257) or gzip (a .nemo), else unknown. */
+enum file_kind { FILE_UNKNOWN, FILE_GGUF, FILE_NEMO };
+
+static vkasr_status sniff(const char *path, enum file_kind *kind, struct err *e) {
+    unsigned char b[512] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, b, sizeof b) : -1;
+    int er = errno;
+    if (fd >= 0)
+        close(fd);
+    if (fd < 0 || got < 0)
+        return err_set(e, VKASR_ERR_IO, "cannot read '%s': %s", path, strerror(er));
+    if (got >= 4 && memcmp(b, "GGUF", 4) == 0)
+        *kind = FILE_GGUF;
+    else if ((got >= 2 && b[0] == 0x1f && b[1] == 0x8b) || (got >= 262 && memcmp(b + 257, "ustar", 5) == 0) ||
+             ends_with(path, ".nemo"))
+        *kind = FILE_NEMO;
+    else
+        *kind = FILE_UNKNOWN;
+    return VKASR_OK;
+}
+
+static vkasr_status open_any(struct model_file *mf, const char *path, bool dir, int head, struct err *e) {
+    enum file_kind kind = FILE_UNKNOWN;
+    if (dir)
+        TRY(open_hf(mf, path, e));
+    else {
+        TRY(sniff(path, &kind, e));
+        if (kind == FILE_GGUF)
+            TRY(gguf_load(mf, path, e));
+        else if (kind == FILE_NEMO)
+            TRY(nemo_model_open(mf, path, head, e));
+        else
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: not a model: expected a Hugging Face model directory (config.json, model.safetensors, "
+                           "tokenizer.json), a GGUF file or a NeMo .nemo checkpoint",
+                           path);
+    }
+    if (kind != FILE_NEMO && head != MODEL_HEAD_AUTO && head != mf->cfg.head)
+        return err_set(e, VKASR_ERR_MODEL, "%s has only a %s head; the %s head asked for is not there", path,
+                       head_name(mf->cfg.head), head_name(head));
+    return dir ? VKASR_OK : model_validate(mf, e);
+}
+
+vkasr_status model_open_head(const char *path, int head, struct model_file **out, struct err *e) {
     if (!out)
         return err_set(e, VKASR_ERR_INVALID_ARG, "model_open: out is NULL");
     *out = NULL;
     if (!path || !path[0])
         return err_set(e, VKASR_ERR_INVALID_ARG, "model_open: empty path");
+    if (head != MODEL_HEAD_AUTO && head != VKASR_HEAD_TDT && head != VKASR_HEAD_RNNT && head != VKASR_HEAD_CTC)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "model_open: unknown head %d", head);
     struct stat sb;
     if (stat(path, &sb) != 0)
         return err_set(e, VKASR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -61,34 +114,17 @@ vkasr_status model_open(const char *path, struct model_file **out, struct err *e
         free(mf);
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
     }
-    vkasr_status st;
-    if (S_ISDIR(sb.st_mode)) {
-        st = open_hf(mf, path, e);
-    } else {
-        unsigned char magic[4] = {0};
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t got = fd >= 0 ? read(fd, magic, 4) : -1;
-        int er = errno;
-        if (fd >= 0)
-            close(fd);
-        if (fd < 0 || got < 0)
-            st = err_set(e, VKASR_ERR_IO, "cannot read '%s': %s", path, strerror(er));
-        else if (got == 4 && memcmp(magic, "GGUF", 4) == 0) {
-            st = gguf_load(mf, path, e);
-            if (st == VKASR_OK)
-                st = model_validate(mf, e);
-        } else
-            st = err_set(e, VKASR_ERR_MODEL,
-                         "%s: not a model: expected a Hugging Face model directory (config.json, model.safetensors, "
-                         "tokenizer.json) or a GGUF file",
-                         path);
-    }
+    vkasr_status st = open_any(mf, path, S_ISDIR(sb.st_mode), head, e);
     if (st != VKASR_OK) {
         model_close(mf);
         return st;
     }
     *out = mf;
     return VKASR_OK;
+}
+
+vkasr_status model_open(const char *path, struct model_file **out, struct err *e) {
+    return model_open_head(path, MODEL_HEAD_AUTO, out, e);
 }
 
 vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *name, struct model_file **out,

@@ -65,13 +65,21 @@ struct model_file {
     int nmaps;
     int *by_name;            /* tensor indices sorted by name (model_find's binary search)      */
     int nby_name;            /* == ntensors when by_name is current                            */
+    void *nemo;              /* private: the .nemo checkpoint tensors point into (struct nemo_checkpoint) */
 };
 
 /* Opens a model: a directory (HF transformers: config.json, model.safetensors or sharded index,
- * tokenizer.json, preprocessor_config.json or processor_config.json) or a .gguf file. Validates every
+ * tokenizer.json, preprocessor_config.json or processor_config.json), a .gguf file or a NeMo .nemo
+ * checkpoint (model_open_head with MODEL_HEAD_AUTO). Validates every
  * field and tensor (names, shapes, dtypes, offsets) against the configuration; errors name the file
  * and the field or tensor. */
 vkasr_status model_open(const char *path, struct model_file **out, struct err *e);
+/* Which head model_open_head loads: MODEL_HEAD_AUTO (the only one, or a hybrid's transducer) or a
+ * vkasr_head. A head the checkpoint lacks is a VKASR_ERR_MODEL naming the heads it has. */
+#define MODEL_HEAD_AUTO (-1)
+/* model_open, also for a .nemo file (recognised by content: a tar or gzip archive), with a choice of
+ * head: a hybrid TDT/RNN-T + CTC .nemo loads either; other models only the head they have. */
+vkasr_status model_open_head(const char *path, int head, struct model_file **out, struct err *e);
 /* The same for a GGUF image in memory (borrowed: it must outlive the model); name stands for the path
  * in messages. */
 vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *name, struct model_file **out,

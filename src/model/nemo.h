@@ -45,6 +45,12 @@ vkasr_status nemo_open_memory(const void *data, size_t size, const char *name, s
                               struct err *e);
 void nemo_close(struct nemo_checkpoint *ck);
 
+/* Opens path into mf (nemo_model.c): the head `want` (MODEL_HEAD_AUTO or a vkasr_head), the
+ * configuration, tokenizer and tensors; mf->nemo keeps the checkpoint (nemo_model_close frees it). The
+ * caller validates and closes mf (also after an error). */
+vkasr_status nemo_model_open(struct model_file *mf, const char *path, int want, struct err *e);
+void nemo_model_close(void *nemo);
+
 const struct nemo_tensor *nemo_find(const struct nemo_checkpoint *ck, const char *name);
 
 #endif

@@ -13,7 +13,7 @@
 #define COMMON(member) ARG_FIELD(struct cli_common, member)
 
 static void describe_model(char *buf, size_t size) {
-    snprintf(buf, size, "Hugging Face Parakeet directory or vkasr .gguf file\n"
+    snprintf(buf, size, "Hugging Face Parakeet directory, vkasr .gguf or NeMo .nemo file\n"
                         "(default: $VKASR_MODEL, else the first that exists of\n%s)",
              VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
@@ -31,6 +31,13 @@ static const struct cli_opt shared_opts[] = {
     {.names = "-p, --precision", .meta = "P", .kind = ARG_VALUE, .field = COMMON(precision), .parse = arg_precision,
      .cmds = ALL_MODEL, .help = "f16 (default where supported) or f32",
      .help_for = {[CMD_COMPARE] = "f32 (default) or f16, the same on every device"}},
+    {.names = "--decoder", .meta = "D", .kind = ARG_VALUE, .field = COMMON(decoder), .parse = arg_decoder,
+     .cmds = ALL_MODEL | CMD_BIT(CMD_CONVERT),
+     .help = "the head to load: auto (default: the model's only head, or a hybrid\n"
+             "TDT/RNN-T + CTC .nemo's transducer), tdt, rnnt or ctc (a hybrid's\n"
+             "CTC head); a head the model lacks is refused (exit 3)",
+     .help_for = {[CMD_CONVERT] = "the head to write: a GGUF file holds one, so a hybrid .nemo\n"
+                                  "converts its transducer (auto) or, with ctc, its CTC head"}},
     {.names = "--json", .kind = ARG_FLAG, .field = COMMON(json),
      .cmds = CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE),
      .help_for = {[CMD_LIVE] = "one JSON object per line for each final segment instead: text, start,\n"
@@ -61,6 +68,7 @@ vkasr_model_params cli_model_params(const struct cli_common *c) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.device = c->device;
     mp.precision = c->precision;
+    mp.decoder = c->decoder;
     mp.log_level = c->no_prints ? VKASR_LOG_ERROR : c->verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
     mp.log_callback = log_to_stderr;
     return mp;
@@ -73,6 +81,18 @@ int arg_precision(const char *opt, const char *value, void *field) {
         return EXIT_OK;
     }
     fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", value);
+    return EXIT_USAGE;
+}
+
+int arg_decoder(const char *opt, const char *value, void *field) {
+    (void)opt;
+    static const char *const names[] = {"auto", "tdt", "rnnt", "ctc"}; /* in vkasr_decoder order */
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(value, names[i])) {
+            *(vkasr_decoder *)field = (vkasr_decoder)i;
+            return EXIT_OK;
+        }
+    fprintf(stderr, "vkasr: unknown --decoder '%s' (auto, tdt, rnnt, ctc)\n", value);
     return EXIT_USAGE;
 }
 

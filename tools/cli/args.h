@@ -52,6 +52,7 @@ struct cli_common {
     const char *model;          /* -m; default $VKASR_MODEL              */
     const char *device;         /* -d; NULL: $VKASR_DEVICE or the best     */
     vkasr_precision precision;  /* -p; default AUTO                        */
+    vkasr_decoder decoder;      /* --decoder; default AUTO                 */
     bool verbose, no_prints, json;
 };
 
@@ -86,5 +87,6 @@ vkasr_model_params cli_model_params(const struct cli_common *common);
 /* Parsers for options of several commands. */
 int arg_precision(const char *opt, const char *value, void *field); /* f32|f16 -> vkasr_precision */
 int arg_clear(const char *opt, const char *value, void *field);     /* sets a bool to false      */
+int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */
 
 #endif

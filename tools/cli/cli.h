@@ -55,6 +55,8 @@ extern const char *const fmt_ext[FMT_COUNT];
 /* A JSON string literal of arbitrary bytes (invalid UTF-8 becomes U+FFFD). */
 void json_str(FILE *f, const char *s);
 void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r);
+/* Names the loaded head ("head": "tdt" | "rnnt" | "ctc") in the JSON format's objects from now on. */
+void output_set_head(vkasr_head h);
 /* NumPy .npy v1.0, float32 [rows, cols]; 0 or -1 (errno set). */
 int write_npy(const char *path, const float *data, size_t rows, size_t cols);
 

@@ -130,11 +130,12 @@ static double encoder_frames(const struct cmp_baseline *b) {
 
 /* One device: model and session. Returns EXIT_OK, or (after a message) an exit code; *absent: an
  * optional device that is not there (left out, no error). */
-static int open_device(const char *model, const char *device, vkasr_precision prec, bool optional, bool *absent,
-                       vkasr_model **m, vkasr_session **s) {
+static int open_device(const char *model, const char *device, vkasr_precision prec, vkasr_decoder dec,
+                       bool optional, bool *absent, vkasr_model **m, vkasr_session **s) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.device = device;
     mp.precision = prec;
+    mp.decoder = dec;
     mp.log_callback = log_to_stderr;
     vkasr_error err;
     *absent = false;
@@ -181,8 +182,8 @@ static int run(vkasr_session *s, const char *device, const char *audio, vkasr_st
 
 /* Runs the devices in order: the first becomes the baseline, each other is compared against it. */
 static int compare_devices(const char *model, const char *audio, const struct device_list *dl, vkasr_precision prec,
-                           bool verbose, struct cmp_baseline *base, struct cmp_result *res, size_t *nres,
-                           struct cmp_run_info *ri, char *note, size_t note_size) {
+                           vkasr_decoder dec, bool verbose, struct cmp_baseline *base, struct cmp_result *res,
+                           size_t *nres, struct cmp_run_info *ri, char *note, size_t note_size) {
     bool have_base = false;
     *nres = 0;
     for (size_t i = 0; i < dl->n; i++) {
@@ -203,7 +204,7 @@ static int compare_devices(const char *model, const char *audio, const struct de
         vkasr_session *s = NULL;
         bool absent;
         double t0 = now_s();
-        int rc = open_device(model, dev, prec, dl->optional[i], &absent, &m, &s);
+        int rc = open_device(model, dev, prec, dec, dl->optional[i], &absent, &m, &s);
         if (rc != EXIT_OK)
             return rc;
         if (absent) {
@@ -294,7 +295,7 @@ int cmd_compare(int argc, char **argv) {
     size_t nres = 0;
     char note[256];
     struct cmp_run_info ri = {.model = model, .audio = audio, .precision = prec};
-    rc = compare_devices(model, audio, &dl, prec, verbose, &base, res, &nres, &ri, note, sizeof note);
+    rc = compare_devices(model, audio, &dl, prec, c.decoder, verbose, &base, res, &nres, &ri, note, sizeof note);
     if (rc == EXIT_OK) {
         if (json)
             cmp_report_json(stdout, &ri, &base, res, nres);

@@ -73,7 +73,7 @@ int cmd_convert(int argc, char **argv) {
         return EXIT_USAGE;
     }
     vkasr_error err;
-    vkasr_status st = vkasr_convert(src, dst, o.type, &err);
+    vkasr_status st = vkasr_convert_decoder(src, dst, o.type, c.decoder, &err);
     if (st != VKASR_OK) {
         fprintf(stderr, "vkasr: %s\n", err.message);
         /* vkasr_convert reports source problems as model errors (exit 3) and keeps VKASR_ERR_IO for the

@@ -79,9 +79,10 @@ static int open_session(const struct cli_common *c, const vkasr_model_params *mp
         fprintf(stderr, "vkasr: %s\n", err.message);
         return exit_code_for(st, 1);
     }
+    vkasr_model_info info;
+    vkasr_model_get_info(*m, &info);
+    output_set_head(info.head);
     if (c->verbose) {
-        vkasr_model_info info;
-        vkasr_model_get_info(*m, &info);
         fprintf(stderr, "vkasr: device %s, precision %s, %.1fM parameters\n", info.device_name,
                 info.precision == VKASR_PRECISION_F16 ? "f16" : "f32", info.n_params / 1e6);
     }

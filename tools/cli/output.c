@@ -44,6 +44,13 @@ void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* The head every model of this process loaded (one model file and --decoder per run), for the JSON. */
+static const char *json_head;
+
+void output_set_head(vkasr_head h) {
+    json_head = h == VKASR_HEAD_TDT ? "tdt" : h == VKASR_HEAD_RNNT ? "rnnt" : h == VKASR_HEAD_CTC ? "ctc" : NULL;
+}
+
 static void write_json(FILE *f, const char *input, const vkasr_result *r) {
     size_t nt, nw, ns;
     const vkasr_token *t = vkasr_result_tokens(r, &nt);
@@ -54,6 +61,8 @@ static void write_json(FILE *f, const char *input, const vkasr_result *r) {
     fputs(",\"text\":", f);
     json_str(f, vkasr_result_text(r));
     fprintf(f, ",\"duration\":%.6f,\"partial\":%s", vkasr_result_duration(r), vkasr_result_partial(r) ? "true" : "false");
+    if (json_head)
+        fprintf(f, ",\"head\":\"%s\"", json_head);
     int window = 0;
     vkasr_attention att = vkasr_result_attention(r, &window);
     if (att == VKASR_ATTENTION_LOCAL)

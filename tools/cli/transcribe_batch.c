@@ -429,6 +429,11 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     int nmodels = 0;
     if (rc == EXIT_OK)
         rc = load_models(o, wk, nd, models, &nmodels);
+    if (rc == EXIT_OK) {
+        vkasr_model_info info;
+        vkasr_model_get_info(models[0], &info);
+        output_set_head(info.head);
+    }
     /* a session per worker, on its device's model */
     for (int i = 0; rc == EXIT_OK && i < nd; i++) {
         const int same = same_device(wk, i);
