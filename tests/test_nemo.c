@@ -1,7 +1,8 @@
 /* test_nemo.c — the .nemo readers on tests/data/nemo (tools/fixtures/make_nemo.py): each checkpoint
  * built from an HF fixture maps to that fixture's configuration, tensors (byte for byte, after renaming)
  * and tokenizer pieces; tensors of an uncompressed archive are read in place, a gzip one's copied; the
- * small TDT model's fields and its strided buffer; each malformed file gives an error naming the reason.
+ * small TDT model's fields and its strided buffer; each malformed file gives an error naming the reason;
+ * model_open_head hands the chosen head of a checkpoint to the loader, and refuses a head it lacks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,6 +140,41 @@ static void refusal(const char *file, const char *want) {
         nemo_close(&ck);
 }
 
+/* model_open_head: the head chosen, its tensors only (no preprocessor buffers), in place or copied. */
+static void loader(const char *nemo, int want, int head, int in_place) {
+    struct model_file *mf = NULL;
+    struct err e = {0};
+    vkasr_status st = model_open_head(data(nemo), want, &mf, &e);
+    EXPECT(st == VKASR_OK, "%s: %s", nemo, e.msg);
+    if (st != VKASR_OK)
+        return;
+    EXPECT(mf->cfg.head == head, "%s: head %d, want %d", nemo, mf->cfg.head, head);
+    int placed = 0, wrong = 0;
+    for (int i = 0; i < mf->ntensors; i++) {
+        const struct model_tensor *t = &mf->tensors[i];
+        placed += t->map >= 0;
+        bool transducer = !strncmp(t->name, "decoder.", 8) || !strncmp(t->name, "joint.", 6);
+        wrong += !strncmp(t->name, "preprocessor.", 13) || (head == VKASR_HEAD_CTC && transducer) ||
+                 (head != VKASR_HEAD_CTC && !strncmp(t->name, "ctc_head.", 9));
+    }
+    EXPECT(wrong == 0 && mf->ntensors > 50, "%s: %d tensors of another head or the preprocessor", nemo, wrong);
+    EXPECT(in_place ? placed == mf->ntensors : placed == 0, "%s: %d of %d tensors in the mapping", nemo, placed,
+           mf->ntensors);
+    EXPECT(head != VKASR_HEAD_CTC || (mf->cfg.pred_hidden == 0 && mf->cfg.max_symbols == 0),
+           "%s: a CTC configuration", nemo);
+    EXPECT(mf->tok.n == mf->cfg.vocab_size, "%s: tokenizer", nemo);
+    model_close(mf);
+}
+
+static void loader_refusal(const char *nemo, int want, const char *reason) {
+    struct model_file *mf = NULL;
+    struct err e = {0};
+    vkasr_status st = model_open_head(data(nemo), want, &mf, &e);
+    EXPECT(st == VKASR_ERR_MODEL && !mf && strstr(e.msg, reason), "%s: status %d, '%s' (want '%s')", nemo, (int)st,
+           e.msg, reason);
+    model_close(mf);
+}
+
 int main(int argc, char **argv) {
     if (argc > 1)
         data_dir = argv[1];
@@ -146,6 +182,16 @@ int main(int argc, char **argv) {
     against_fixture("nemo/ctc_gz.nemo", "fixtures/ctc", VKASR_HEAD_CTC, 0, 0);
     against_fixture("nemo/tdt_ctc.nemo", "fixtures/tdt", VKASR_HEAD_TDT, 1, 1);
     mini();
+    loader("nemo/rnnt.nemo", MODEL_HEAD_AUTO, VKASR_HEAD_RNNT, 1);
+    loader("nemo/ctc_gz.nemo", VKASR_HEAD_CTC, VKASR_HEAD_CTC, 0);
+    loader("nemo/tdt_ctc.nemo", MODEL_HEAD_AUTO, VKASR_HEAD_TDT, 1);
+    loader("nemo/tdt_ctc.nemo", VKASR_HEAD_TDT, VKASR_HEAD_TDT, 1);
+    loader("nemo/tdt_ctc.nemo", VKASR_HEAD_CTC, VKASR_HEAD_CTC, 1);
+    loader_refusal("nemo/tdt_ctc.nemo", VKASR_HEAD_RNNT, "has a TDT head and a CTC head");
+    loader_refusal("nemo/rnnt.nemo", VKASR_HEAD_CTC, "has only a RNN-T head");
+    loader_refusal("nemo/ctc_gz.nemo", VKASR_HEAD_TDT, "has only a CTC head");
+    loader_refusal("fixtures/tdt", VKASR_HEAD_CTC, "has only a TDT head");
+    loader_refusal("nemo/truncated.nemo", MODEL_HEAD_AUTO, "runcated");
     refusal("nemo/bad_global.nemo", "refused global '__builtin__.eval'");
     refusal("nemo/bad_option.nemo", "'encoder.subsampling' = \"striding\" is not supported");
     refusal("nemo/missing_tensor.nemo", "missing tensor 'encoder.layers.0.norm_out.bias'");
