@@ -270,7 +270,7 @@ static vkasr_status rebuild_tensor(struct pk *p, const struct pv *a, struct pv *
 }
 
 static vkasr_status op_reduce(struct pk *p) {
-    struct pv *args, *fn, *res = NULL;
+    struct pv *args = NULL, *fn = NULL, *res = NULL;
     TRY(pop(p, &args));
     TRY(pop(p, &fn));
     if (fn->kind != PV_GLOBAL || args->kind != PV_TUPLE)
@@ -348,8 +348,8 @@ static vkasr_status memo_get(struct pk *p, uint64_t idx) {
 /* One opcode; *stop set at STOP. */
 static vkasr_status step(struct pk *p, int *stop) {
     const uint8_t *b = NULL;
-    size_t at;
-    struct pv *v, *w;
+    size_t at = 0;
+    struct pv *v = NULL, *w = NULL;
     p->op_pos = p->pos;
     TRY(take(p, 1, &b));
     uint8_t op = b[0];
