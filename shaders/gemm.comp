@@ -2,7 +2,8 @@
 // gemm.comp — the linear op on any device: y = res + alpha * act(x w^T + bias) with scalar f32 FMA.
 // Without F16_TYPES x, w and y are f32; with -DF16_TYPES each may be f16 (specialization constant 7,
 // linear.glsl), and an f32 x is rounded to f16 when w is f16, as the op defines. Not the tensor-core
-// path (gemm_coopmat.comp).
+// path (gemm_coopmat.comp). With -DWQ_Q8_0/_Q4_K/_Q5_K/_Q6_K w holds quantized blocks, dequantized
+// to f32 while its tile is staged (dequant.glsl).
 //
 // Each workgroup computes BM x BN output tiles, looping grid-stride over the tile index (tiles are
 // numbered row-major, so neighbouring workgroups share x rows and sweep w). K advances in steps of
@@ -75,7 +76,7 @@ void main() {
             for (uint e = tid; e < BN * BK; e += WG) {
                 const uint r = e / BK, kk = e % BK;
                 const uint gn = n0 + tile_col(r), gk = k0 + kk;
-                Bs[kk * SB + r] = (gn < N && gk < K) ? load_w(uint64_t(glu_row(gn)) * K + gk) : 0.0;
+                Bs[kk * SB + r] = (gn < N && gk < K) ? load_w_nk(glu_row(gn), gk) : 0.0;
             }
             barrier();
             for (uint kk = 0; kk < BK; kk++) {

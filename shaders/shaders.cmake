@@ -70,6 +70,12 @@ vkasr_shader(scan scan.comp)
 # *_f32 variants are f32 only (no 16-bit storage needed), *_h ones take f16 x, w or y (F16_TYPES).
 vkasr_shader(gemm_f32 gemm.comp)
 vkasr_shader(gemm_h gemm.comp DEFINES F16_TYPES)
+# quantized weights (dequantized while staging w's tiles): per block type, f32 x/y and f16 x/y
+foreach(q Q8_0 Q4_K Q5_K Q6_K)
+  string(TOLOWER ${q} ql)
+  vkasr_shader(gemm_${ql} gemm.comp DEFINES WQ_${q})
+  vkasr_shader(gemm_${ql}_h gemm.comp DEFINES WQ_${q} F16_TYPES)
+endforeach()
 vkasr_shader(gemm_direct_f32 gemm_direct.comp)
 vkasr_shader(gemm_direct_h gemm_direct.comp DEFINES F16_TYPES)
 vkasr_shader(gemv_f32 gemv.comp)

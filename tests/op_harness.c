@@ -251,8 +251,8 @@ static double as_double(const struct th_tensor *t, const void *p, uint64_t i) {
     case BE_F16: return half_to_float(((const uint16_t *)p)[i]);
     case BE_I32: return ((const int32_t *)p)[i];
     case BE_I64: return (double)((const int64_t *)p)[i];
+    default: return 0; /* block types are inputs only */
     }
-    return 0;
 }
 
 static bool guards_ok(struct th *h, struct th_tensor *t) {

@@ -750,7 +750,7 @@ int main(void) {
             continue;
         }
         be_dtype wt = cfg ? cfg->wtype : i % 2 ? BE_F16 : BE_F32;
-        if (wt == BE_F16 && !f16)
+        if ((wt == BE_F16 && !f16) || be_dtype_is_quant(wt)) /* quantized weights: test_ops_quant */
             continue;
         int64_t bm = cfg ? cfg->bm : tiles[i / 2], bn = cfg ? cfg->bn : tiles[i / 2];
         const bool cm = cfg && (cfg->kind == VK_GEMM_COOPMAT || cfg->kind == VK_GEMM_COOPMAT_EMU);

@@ -1,6 +1,7 @@
 // linear.glsl — what every kernel of the linear op shares (gemm.comp, gemm_direct.comp, gemv.comp,
 // gemm_coopmat.comp, gemm_reduce.comp): the push constants, the tensor types and the epilogue
 // y = res + alpha * act(sum + bias), or with act = ACT_GLU the gated one. Include after core.glsl.
+// Quantized weights: kernels built with -DWQ_<type> read w's blocks (dequant.glsl, load_w_nk).
 //
 // ACT_GLU (ops.h): the product's pc.N columns (w's rows) are GLU's value half [0, N/2) and gate half
 // [N/2, N), and y has N/2 columns. The kernels compute the product's columns in pair order instead:
@@ -19,6 +20,8 @@ const uint TYPES = 0;
 const bool X16 = (TYPES & 1u) != 0u;
 const bool W16 = (TYPES & 2u) != 0u;
 const bool Y16 = (TYPES & 4u) != 0u;
+
+#include "dequant.glsl"
 
 // Mirror of struct pc_gemm (src/backend/vulkan/vk_op_gemm.c). The first 64 bytes are what every linear
 // kernel reads; the rest only the tensor-core kernel and the split-K reduction.
@@ -59,6 +62,16 @@ float load_w(uint64_t i) {
         return LOADH(pc.w, i);
 #endif
     return LOADF(pc.w, i);
+}
+
+// w[n, k] as the product takes it; with -DWQ_<type> (dequant.glsl) w holds quantized rows of K / QB_K
+// blocks, dequantized here (x is then used as load_x gives it: W16 is off).
+float load_w_nk(uint n, uint k) {
+#ifdef WQ
+    return dequant_weight(pc.w + uint64_t(n) * uint64_t(pc.K / QB_K) * uint64_t(QB_BYTES), k);
+#else
+    return load_w(uint64_t(n) * pc.K + k);
+#endif
 }
 
 // res[i] (y's type).

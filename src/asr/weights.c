@@ -1,5 +1,5 @@
 /* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: encoder matrices in the
- * session precision (f16 or f32), everything else in f32; builds the mel window and filterbank; the
+ * session precision (f16 or f32) or, quantized in the file, as their blocks; everything else in f32; builds the mel window and filterbank; the
  * VKASR_TEST_PERTURB test hook. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -50,30 +50,41 @@ struct loader {
     struct err *e;
 };
 
-/* INTERIM, until the backends read quantized blocks (the kernels of the quantization work's part 2): a
- * quantized tensor is dequantized on the host to f32 (malloc'd into *out) and then uploaded like an f32
- * one, in the session's type -- the device holds no quantized copy yet. */
-static vkasr_status dequantize_interim(struct loader *ld, const struct model_tensor *t, float **out) {
-    const uint32_t qt = quant_type_of_mt(t->type);
-    const int64_t k = t->ne[t->nd - 1];
-    uint64_t n = 1;
-    for (int i = 0; i < t->nd; i++)
-        n *= (uint64_t)t->ne[i];
-    const uint64_t rb = quant_row_bytes(qt, k);
-    if (!quant_traits(qt) || k <= 0 || rb * (n / (uint64_t)k) != t->nbytes)
-        return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s': quantized data of %llu bytes does not match its shape",
-                       ld->mf->path, t->name, (unsigned long long)t->nbytes);
-    float *y = malloc(n ? n * sizeof *y : 4);
-    if (!y)
-        return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory dequantizing %s", t->name);
-    for (uint64_t r = 0; r < n / (uint64_t)k; r++)
-        dequant_row(qt, (const uint8_t *)t->data + r * rb, y + r * (uint64_t)k, k);
-    *out = y;
+/* The backend's type of a block-quantized model tensor type. */
+static be_dtype quant_dtype(int mt) {
+    switch (mt) {
+    case MT_Q8_0: return BE_Q8_0;
+    case MT_Q4_K: return BE_Q4_K;
+    case MT_Q5_K: return BE_Q5_K;
+    default: return BE_Q6_K;
+    }
+}
+
+/* A quantized tensor uploads as it is (linear reads the blocks): its bytes straight from the mapped
+ * file, after checking that they match its shape. */
+static vkasr_status upload_quant(struct loader *ld, const struct model_tensor *t, be_tensor *out) {
+    *out = be_tensor_make(0, quant_dtype(t->type), t->nd, t->ne);
+    const int64_t k = t->nd > 0 ? t->ne[t->nd - 1] : 0;
+    if (k <= 0 || k % be_dtype_block(out->type) != 0 || be_nbytes(out) != t->nbytes)
+        return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s': %s data of %llu bytes does not match its shape",
+                       ld->mf->path, t->name, quant_traits(quant_type_of_mt(t->type))->name,
+                       (unsigned long long)t->nbytes);
+    if (ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0)
+        return err_set(ld->e, VKASR_ERR_INVALID_ARG, "VKASR_TEST_PERTURB: %s is quantized (perturb an f32 or f16 file)",
+                       t->name);
+    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
+    ld->n_params += be_numel(out);
+    vkasr_status st = be_upload(ld->be, out->addr, t->data, be_nbytes(out));
+    if (st != VKASR_OK)
+        return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
     return VKASR_OK;
 }
 
-/* Converts a host tensor (f32, f16 or quantized) to the device type and uploads it into the weight pool. */
+/* Converts a host tensor (f32 or f16) to the device type and uploads it into the weight pool; a
+ * quantized one keeps its type. */
 static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_dtype type, be_tensor *out) {
+    if (MT_IS_QUANT(t->type))
+        return upload_quant(ld, t, out);
     *out = be_tensor_make(0, type, t->nd, t->ne);
     uint64_t n = be_numel(out);
     TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
@@ -88,23 +99,17 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
             return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
         return VKASR_OK;
     }
-    float *deq = NULL;
-    if (MT_IS_QUANT(t->type))
-        TRY(dequantize_interim(ld, t, &deq));
     void *buf = malloc(n ? be_nbytes(out) : 4);
-    if (!buf) {
-        free(deq);
+    if (!buf)
         return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
-    }
     if (perturbed) {
         ld->perturb.applied = true;
         LOG_WARN(ld->be->dev->log, "VKASR_TEST_PERTURB: %s multiplied by %g on the %s backend (a test hook: "
                  "results are deliberately wrong)", t->name, ld->perturb.factor, ld->be->dev->kind);
     }
     for (uint64_t i = 0; i < n; i++) {
-        float v = deq                  ? deq[i]
-                  : t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i])
-                                      : ((const float *)t->data)[i];
+        float v = t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i])
+                                    : ((const float *)t->data)[i];
         if (perturbed)
             v *= ld->perturb.factor;
         if (type == BE_F16)
@@ -112,7 +117,6 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
         else
             ((float *)buf)[i] = v;
     }
-    free(deq);
     vkasr_status st = be_upload(ld->be, out->addr, buf, be_nbytes(out));
     free(buf);
     if (st != VKASR_OK)

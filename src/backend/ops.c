@@ -3,6 +3,7 @@
 #include "ops.h"
 
 #include "common/err.h"
+#include "common/qblock.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,8 +16,31 @@ size_t be_dtype_size(be_dtype t) {
     case BE_F16: return 2;
     case BE_I32: return 4;
     case BE_I64: return 8;
+    default: return 0;
     }
-    return 0;
+}
+
+bool be_dtype_is_quant(be_dtype t) { return t == BE_Q8_0 || t == BE_Q4_K || t == BE_Q5_K || t == BE_Q6_K; }
+
+uint32_t be_dtype_ggml(be_dtype t) {
+    switch (t) {
+    case BE_Q8_0: return QB_Q8_0;
+    case BE_Q4_K: return QB_Q4_K;
+    case BE_Q5_K: return QB_Q5_K;
+    case BE_Q6_K: return QB_Q6_K;
+    default: return 0;
+    }
+}
+
+int be_dtype_block(be_dtype t) { return be_dtype_is_quant(t) ? qblock_size(be_dtype_ggml(t)) : 1; }
+
+int be_dtype_block_bytes(be_dtype t) {
+    return be_dtype_is_quant(t) ? qblock_bytes(be_dtype_ggml(t)) : (int)be_dtype_size(t);
+}
+
+/* Bytes of n elements of type t (n a multiple of the block for the block types). */
+static uint64_t elems_bytes(be_dtype t, uint64_t n) {
+    return n / (uint64_t)be_dtype_block(t) * (uint64_t)be_dtype_block_bytes(t);
 }
 
 uint64_t be_numel(const be_tensor *t) {
@@ -26,7 +50,7 @@ uint64_t be_numel(const be_tensor *t) {
     return n;
 }
 
-uint64_t be_nbytes(const be_tensor *t) { return be_numel(t) * be_dtype_size(t->type); }
+uint64_t be_nbytes(const be_tensor *t) { return elems_bytes(t->type, be_numel(t)); }
 
 be_tensor be_tensor_make(uint64_t addr, be_dtype type, int nd, const int64_t *ne) {
     be_tensor t = {.addr = addr, .type = type, .nd = nd};
@@ -56,14 +80,14 @@ static uint64_t inner_numel(const be_tensor *t) {
 
 be_tensor be_tensor_row(const be_tensor *t, int64_t r) {
     be_tensor o = be_tensor_make(0, t->type, t->nd > 0 ? t->nd - 1 : 0, t->ne + 1);
-    o.addr = t->addr + (uint64_t)r * inner_numel(t) * be_dtype_size(t->type);
+    o.addr = t->addr + (uint64_t)r * elems_bytes(t->type, inner_numel(t));
     return o;
 }
 
 be_tensor be_tensor_rows(const be_tensor *t, int64_t r0, int64_t n) {
     be_tensor o = *t;
     o.ne[0] = n;
-    o.addr = t->addr + (uint64_t)r0 * inner_numel(t) * be_dtype_size(t->type);
+    o.addr = t->addr + (uint64_t)r0 * elems_bytes(t->type, inner_numel(t));
     return o;
 }
 
@@ -79,7 +103,8 @@ const char *op_name(enum op_id id) {
 /* ---- validation ------------------------------------------------------------------------------- */
 
 static const char *type_name(be_dtype t) {
-    return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : t == BE_I32 ? "i32" : t == BE_I64 ? "i64" : "?";
+    static const char *const names[] = {"f32", "f16", "i32", "i64", "q8_0", "q4_k", "q5_k", "q6_k"};
+    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
 static void shape_str(const be_tensor *t, char *buf, size_t n) {
@@ -270,12 +295,14 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
     if (a->y.type != BE_F32 && a->y.type != BE_F16)
         return bad(c, "y", &a->y, "must be f32 or f16");
     TRY(need(c, "y", &a->y, 2, a->y.type));
-    if (a->w.type != BE_F32 && a->w.type != BE_F16)
-        return bad(c, "w", &a->w, "must be f32 or f16");
+    if (a->w.type != BE_F32 && a->w.type != BE_F16 && !be_dtype_is_quant(a->w.type))
+        return bad(c, "w", &a->w, "must be f32, f16 or a quantized type");
     TRY(need(c, "w", &a->w, 2, a->w.type));
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (a->w.ne[1] != K)
         return bad(c, "w", &a->w, "inner dimension differs from x");
+    if (K % be_dtype_block(a->w.type) != 0)
+        return bad(c, "w", &a->w, "inner dimension is not a multiple of the quantized type's block");
     /* ACT_GLU: the product's columns are value and gate halves; y has one of them */
     const bool glu = a->act == ACT_GLU;
     if (glu && N % 2 != 0)

@@ -21,7 +21,11 @@
 
 #include "vkasr.h"
 
-typedef enum be_dtype { BE_F32 = 0, BE_F16 = 1, BE_I32 = 2, BE_I64 = 3 } be_dtype;
+/* BE_Q8_0 .. BE_Q6_K: ggml's block-quantized weights (src/common/qblock.h), blocks along the innermost
+ * dimension, which the block size must divide; only linear's w takes them. */
+typedef enum be_dtype {
+    BE_F32 = 0, BE_F16 = 1, BE_I32 = 2, BE_I64 = 3, BE_Q8_0 = 4, BE_Q4_K = 5, BE_Q5_K = 6, BE_Q6_K = 7
+} be_dtype;
 
 #define BE_MAX_DIMS 4
 
@@ -105,13 +109,15 @@ struct op_argmax {
 /* ---- matrix products -------------------------------------------------------------------------- */
 
 /* y = res + alpha * act(x w^T + bias)
- *   x [M, K] F32 or F16;  w [N, K] F32 or F16 (a PyTorch Linear weight);  bias [N] F32 optional;
+ *   x [M, K] F32 or F16;  w [N, K] F32, F16 or a block type (BE_Q8_0 ..; K a multiple of its block) (a
+ *   PyTorch Linear weight);  bias [N] F32 optional;
  *   y [M, N] F32 or F16;  res [M, N] optional, of y's type (may alias y).
  * act = ACT_GLU: the product's N columns are GLU's value and gate halves (N even; PyTorch's
  * glu(dim=-1)): with v = x w^T + bias [M, N], y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:])
  * (res [M, N/2]); in f32 the same arithmetic as linear then glu, without v in memory.
  * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
- * it is. Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
+ * it is. A quantized w is its dequantized f32 values (qblock_dequant_row), x used as it is (the
+ * tensor-core kernels may round both to f16, as for f16 w). Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
  * F16 (ties to even). Any combination of the three types is valid.
  * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
  * matvec hint marks a weight-bound product of a few rows per hypothesis (the decoder's joint and
@@ -368,7 +374,11 @@ enum op_id {
 
 /* ---- tensor helpers (ops.c) ------------------------------------------------------------------- */
 
-size_t be_dtype_size(be_dtype t);
+size_t be_dtype_size(be_dtype t);         /* bytes per element; 0 for the block types */
+bool be_dtype_is_quant(be_dtype t);      /* BE_Q8_0 .. BE_Q6_K */
+int be_dtype_block(be_dtype t);          /* elements per block: 1 for F32/F16/I32/I64 */
+int be_dtype_block_bytes(be_dtype t);    /* bytes per block (be_dtype_size for the plain types) */
+uint32_t be_dtype_ggml(be_dtype t);      /* GGML type id of a block type (qblock.h); 0 for the others */
 uint64_t be_numel(const be_tensor *t);   /* product of ne[0..nd-1]; 1 for nd == 0 */
 uint64_t be_nbytes(const be_tensor *t);
 be_tensor be_tensor_make(uint64_t addr, be_dtype type, int nd, const int64_t *ne);

@@ -85,14 +85,6 @@ static int quant_row_q8_0(const float *x, uint8_t *dst, int64_t k) {
     return 0;
 }
 
-static void dequant_row_q8_0(const uint8_t *src, float *y, int64_t k) {
-    for (int64_t b = 0; b < k / QK8_0; b++, y += QK8_0, src += T_Q8_0.bytes) {
-        const float d = half_to_float((uint16_t)(src[0] | src[1] << 8));
-        for (int i = 0; i < QK8_0; i++)
-            y[i] = d * (float)(int8_t)src[2 + i];
-    }
-}
-
 int quant_row(uint32_t type, const float *x, void *dst, int64_t k) {
     switch (type) {
     case QT_F32: memcpy(dst, x, (size_t)k * 4); return 0;
@@ -120,10 +112,10 @@ void dequant_row(uint32_t type, const void *src, float *y, int64_t k) {
             y[i] = half_to_float(h);
         }
         break;
-    case QT_Q8_0: dequant_row_q8_0(src, y, k); break;
-    case QT_Q4_K: dequant_row_q4_k(src, y, k); break;
-    case QT_Q5_K: dequant_row_q5_k(src, y, k); break;
-    case QT_Q6_K: dequant_row_q6_k(src, y, k); break;
+    case QT_Q8_0:
+    case QT_Q4_K:
+    case QT_Q5_K:
+    case QT_Q6_K: qblock_dequant_row(type, src, y, k); break;
     default: memset(y, 0, (size_t)k * sizeof *y); break;
     }
 }

@@ -8,11 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/qblock.h"
+
 /* GGML tensor type ids (the values GGUF stores) of the types vkasr reads and writes. */
 enum qtype { QT_F32 = 0, QT_F16 = 1, QT_Q8_0 = 8, QT_Q4_K = 12, QT_Q5_K = 13, QT_Q6_K = 14 };
 
-#define QK8_0 32 /* weights per Q8_0 block */
-#define QK_K 256 /* weights per k-quant super-block */
+/* QK8_0, QK_K and the dequantizers: src/common/qblock.h (the backends read blocks too). */
 
 struct qtraits {
     const char *name; /* "q8_0", "q4_k", ... (the CLI's --type names) */
@@ -38,16 +39,13 @@ int quant_mt_of_type(uint32_t type);
  * Round-to-nearest with ggml's scale search for the k-quants; deterministic. Returns 0, or -1 when the
  * row holds a value that is not finite or above QUANT_MAX_ABS in magnitude (dst then undefined). */
 int quant_row(uint32_t type, const float *x, void *dst, int64_t k);
-/* Dequantizes one row of k weights back to f32. */
+/* Dequantizes one row of k weights back to f32 (block types: qblock_dequant_row). */
 void dequant_row(uint32_t type, const void *src, float *y, int64_t k);
 
 /* Block-type kernels (quant_k.c); the same contract as quant_row for one type. */
 int quant_row_q4_k(const float *x, uint8_t *dst, int64_t k);
 int quant_row_q5_k(const float *x, uint8_t *dst, int64_t k);
 int quant_row_q6_k(const float *x, uint8_t *dst, int64_t k);
-void dequant_row_q4_k(const uint8_t *src, float *y, int64_t k);
-void dequant_row_q5_k(const uint8_t *src, float *y, int64_t k);
-void dequant_row_q6_k(const uint8_t *src, float *y, int64_t k);
 
 /* The type a tensor of the canonical set is stored in when a file of `requested` weights is written
  * (QT_F32, QT_F16 or a block type): only the encoder's matrix weights (model_is_matrix_weight) take

@@ -32,10 +32,6 @@ static void put_u16(uint8_t *p, uint16_t v) {
     p[1] = (uint8_t)(v >> 8);
 }
 
-static float get_half(const uint8_t *p) {
-    return half_to_float((uint16_t)(p[0] | p[1] << 8));
-}
-
 /* ---------------------------------------------------------------------------------------------- */
 /* Q4_K and Q5_K: 8 sub-blocks of 32, x = d*sc*q - dmin*m, sc and m 6-bit, q 4- or 5-bit             */
 
@@ -178,21 +174,6 @@ int quant_row_q4_k(const float *x, uint8_t *dst, int64_t k) {
     return 0;
 }
 
-void dequant_row_q4_k(const uint8_t *src, float *y, int64_t k) {
-    for (int64_t b = 0; b < k / QK_K; b++, src += 144) {
-        const float d = get_half(src), dmin = get_half(src + 2);
-        const uint8_t *q = src + 16;
-        for (int j = 0; j < 8; j += 2, q += 32) {
-            int s0, m0, s1, m1;
-            unpack_sm(src + 4, j, &s0, &m0);
-            unpack_sm(src + 4, j + 1, &s1, &m1);
-            for (int l = 0; l < 32; l++)
-                *y++ = d * (float)s0 * (float)(q[l] & 0xf) - dmin * (float)m0;
-            for (int l = 0; l < 32; l++)
-                *y++ = d * (float)s1 * (float)(q[l] >> 4) - dmin * (float)m1;
-        }
-    }
-}
 
 /* Q5_K block (176 bytes): d, dmin, scales[12], qh[32], qs[128]: the Q4_K nibbles plus a fifth bit per
  * weight; for 64-weight group g, bit 2g of qh[l] belongs to weight l and bit 2g+1 to weight l + 32. */
@@ -214,21 +195,6 @@ int quant_row_q5_k(const float *x, uint8_t *dst, int64_t k) {
     return 0;
 }
 
-void dequant_row_q5_k(const uint8_t *src, float *y, int64_t k) {
-    for (int64_t b = 0; b < k / QK_K; b++, src += 176) {
-        const float d = get_half(src), dmin = get_half(src + 2);
-        const uint8_t *qh = src + 16, *ql = src + 48;
-        for (int g = 0; g < 4; g++, ql += 32) {
-            int s0, m0, s1, m1;
-            unpack_sm(src + 4, 2 * g, &s0, &m0);
-            unpack_sm(src + 4, 2 * g + 1, &s1, &m1);
-            for (int l = 0; l < 32; l++)
-                *y++ = d * (float)s0 * (float)((ql[l] & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4) - dmin * (float)m0;
-            for (int l = 0; l < 32; l++)
-                *y++ = d * (float)s1 * (float)((ql[l] >> 4) | ((qh[l] >> (2 * g + 1)) & 1) << 4) - dmin * (float)m1;
-        }
-    }
-}
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Q6_K: 16 sub-blocks of 16, x = d*sc*(q - 32), sc int8, q 6-bit                                 */
@@ -324,22 +290,3 @@ int quant_row_q6_k(const float *x, uint8_t *dst, int64_t k) {
     return 0;
 }
 
-void dequant_row_q6_k(const uint8_t *src, float *y, int64_t k) {
-    for (int64_t b = 0; b < k / QK_K; b++, src += 210) {
-        const float d = get_half(src + 208);
-        const int8_t *sc = (const int8_t *)(src + 192);
-        const uint8_t *ql = src, *qh = src + 128;
-        for (int h = 0; h < 2; h++, ql += 64, qh += 32, sc += 8, y += 128)
-            for (int l = 0; l < 32; l++) {
-                const int s = l / 16;
-                const int q0 = ((ql[l] & 0xf) | (qh[l] & 3) << 4) - 32;
-                const int q1 = ((ql[l + 32] & 0xf) | ((qh[l] >> 2) & 3) << 4) - 32;
-                const int q2 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
-                const int q3 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
-                y[l] = d * (float)sc[s] * (float)q0;
-                y[l + 32] = d * (float)sc[s + 2] * (float)q1;
-                y[l + 64] = d * (float)sc[s + 4] * (float)q2;
-                y[l + 96] = d * (float)sc[s + 6] * (float)q3;
-            }
-    }
-}

@@ -143,7 +143,7 @@ vkasr_status cu_op_pad(struct cu_backend *b, const struct op_pad *a) {
     }
     case BE_I32: return pad_launch<uint32_t>(b, a, L, n, (uint32_t)(int32_t)a->value);
     case BE_F16: return pad_launch<uint16_t>(b, a, L, n, float_to_half(a->value));
-    case BE_I64: break; /* ops.c rejects it */
+    default: break; /* I64 and the block types: ops.c rejects them */
     }
     return err_set(&b->base.err, VKASR_ERR_INTERNAL, "op pad: unknown element type %d", (int)a->y.type);
 }

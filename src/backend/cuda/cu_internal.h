@@ -73,6 +73,8 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
 /* Scratch one op takes for itself on top of the stack (be_memory.op_scratch): the linear op works in row
  * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it. */
 #define CU_OP_SCRATCH_BYTES (32ull << 20)
+/* Beneath those, a quantized w's f32 copy (cu_linear_quant.cu): be_memory.op_scratch is the sum. */
+#define CU_QUANT_W_BYTES (32ull << 20)
 
 /* A cuBLASLt algorithm chosen for one product shape (cu_linear.cu). */
 struct cu_lt_entry {
@@ -126,6 +128,8 @@ struct cu_backend {
 };
 
 vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struct err *e);
+/* linear with a block-quantized w (cu_linear_quant.cu; cu_op_linear sends it there). */
+vkasr_status cu_op_linear_quant(struct cu_backend *b, const struct op_linear *a);
 
 /* Scratch for the duration of one op: stream order makes it safe to release at the op's end (the next
  * op that reuses the bytes runs after this op's kernels). */

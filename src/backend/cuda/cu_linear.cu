@@ -350,6 +350,8 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (M == 0 || N == 0)
         return VKASR_OK;
+    if (be_dtype_is_quant(a->w.type))
+        return cu_op_linear_quant(b, a); /* w dequantized to f32 in scratch, then this function */
     const bool f16 = a->w.type == BE_F16, glu = a->act == ACT_GLU, y16 = a->y.type == BE_F16;
     const int64_t ny = glu ? N / 2 : N;
     b->op_label = f16 ? "linear_tc" : "linear";

@@ -2,7 +2,22 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "common/qblock.h"
 #include "ref_internal.h"
+
+/* A quantized w [N, K] dequantized to f32 (qblock_dequant_row, row by row): the weights the op
+ * defines. NULL when out of memory. */
+static float *dequant_w(const be_tensor *w) {
+    const int64_t N = w->ne[0], K = w->ne[1];
+    const uint64_t rb = (uint64_t)(K / be_dtype_block(w->type)) * (uint64_t)be_dtype_block_bytes(w->type);
+    float *f = malloc((size_t)(N * K > 0 ? N * K : 1) * sizeof *f);
+    if (!f)
+        return NULL;
+    for (int64_t n = 0; n < N; n++)
+        qblock_dequant_row(be_dtype_ggml(w->type), (const uint8_t *)(uintptr_t)w->addr + (uint64_t)n * rb,
+                           f + (uint64_t)n * (uint64_t)K, K);
+    return f;
+}
 
 vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
@@ -14,9 +29,12 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     const bool glu = a->act == ACT_GLU;
     const int64_t Ny = glu ? N / 2 : N;
     double *xr = malloc((size_t)(K > 0 ? K : 1) * sizeof *xr), *v = malloc((size_t)(N > 0 ? N : 1) * sizeof *v);
-    if (!xr || !v) {
+    float *wq = be_dtype_is_quant(a->w.type) ? dequant_w(&a->w) : NULL;
+    const be_tensor w = wq ? be_tensor_2d((uint64_t)(uintptr_t)wq, BE_F32, N, K) : a->w;
+    if (!xr || !v || (be_dtype_is_quant(a->w.type) && !wq)) {
         free(xr);
         free(v);
+        free(wq);
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     }
     for (int64_t m = 0; m < M; m++) {
@@ -27,7 +45,7 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
         for (int64_t n = 0; n < N; n++) {
             double acc = 0;
             for (int64_t k = 0; k < K; k++)
-                acc += xr[k] * ref_weight(&a->w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
+                acc += xr[k] * ref_weight(&w, (uint64_t)n * (uint64_t)K + (uint64_t)k);
             v[n] = bias ? acc + bias[n] : acc;
         }
         for (int64_t n = 0; n < Ny; n++) {
@@ -41,6 +59,7 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     }
     free(xr);
     free(v);
+    free(wq);
     return VKASR_OK;
 }
 

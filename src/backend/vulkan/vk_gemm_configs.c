@@ -14,6 +14,15 @@
     {.name = nm, .prof = "linear", .kind = VK_GEMM_SCALAR, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_h : SPV_gemm_f32, .spv_f16io = SPV_gemm_h, .wg = w_, .bm = m_,   \
      .bn = n_, .bk = k_, .tm = tm_, .tn = tn_, .stages = 1, .shared_bytes = SCALAR_SHARED(m_, n_, k_)}
+/* The scalar kernel on quantized weights (gemm.comp -DWQ_<type>: f32 or, through spec constant 7, f16
+ * x and y): the four tiles of the f32/f16 rows for each block type. */
+#define SCALARQ(nm, wt, sp, sph, w_, m_, n_, k_, tm_, tn_)                                           \
+    {.name = nm, .prof = "linear_q", .kind = VK_GEMM_SCALAR, .wtype = wt, .spv = sp, .spv_f16io = sph, \
+     .wg = w_, .bm = m_, .bn = n_, .bk = k_, .tm = tm_, .tn = tn_, .stages = 1,                        \
+     .shared_bytes = SCALAR_SHARED(m_, n_, k_)}
+#define SCALARQ4(q, wt, sp, sph)                                                                       \
+    SCALARQ(q "_128x128", wt, sp, sph, 256, 128, 128, 16, 8, 8), SCALARQ(q "_64x64", wt, sp, sph, 256, 64, 64, 16, 4, 4), \
+        SCALARQ(q "_32x64", wt, sp, sph, 256, 32, 64, 32, 2, 4), SCALARQ(q "_32x32", wt, sp, sph, 64, 32, 32, 16, 4, 4)
 /* Tiles of tm rows x wg*tn columns, no shared memory (CPU drivers). */
 #define DIRECT(nm, wt, w_, tm_, tn_)                                                                   \
     {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
@@ -35,6 +44,10 @@ static const struct vk_gemm_cfg configs[] = {
     SCALAR("f16_64x64", BE_F16, 256, 64, 64, 16, 4, 4),
     SCALAR("f16_32x64", BE_F16, 256, 32, 64, 32, 2, 4),
     SCALAR("f16_32x32", BE_F16, 64, 32, 32, 16, 4, 4),
+    SCALARQ4("q8_0", BE_Q8_0, SPV_gemm_q8_0, SPV_gemm_q8_0_h),
+    SCALARQ4("q4_k", BE_Q4_K, SPV_gemm_q4_k, SPV_gemm_q4_k_h),
+    SCALARQ4("q5_k", BE_Q5_K, SPV_gemm_q5_k, SPV_gemm_q5_k_h),
+    SCALARQ4("q6_k", BE_Q6_K, SPV_gemm_q6_k, SPV_gemm_q6_k_h),
     DIRECT("f32_direct", BE_F32, 8, 8, 8),
     DIRECT("f16_direct", BE_F16, 8, 8, 8),
     DIRECT("f32_direct_mv", BE_F32, 64, 4, 4),
@@ -151,8 +164,14 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
 struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
                                    bool matvec) {
     struct vk_gemm_plan p = {NULL, 1};
-    if (wtype != BE_F32 && wtype != BE_F16)
+    static const char *const qname[] = {[BE_Q8_0] = "q8_0", [BE_Q4_K] = "q4_k", [BE_Q5_K] = "q5_k", [BE_Q6_K] = "q6_k"};
+    const bool quant = be_dtype_is_quant(wtype);
+    if (wtype != BE_F32 && wtype != BE_F16 && !quant)
         return p;
+    /* Quantized weights: the scalar tiles, which dequantize w while staging it, on every device and
+     * at any M (so a row does not depend on M; the hint changes nothing). */
+    if (quant)
+        goto scalar;
     /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
      * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
      * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
@@ -196,11 +215,12 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
         p.cfg = NULL;
     }
 #endif
+scalar:;
     const char *order[5];
     scalar_order(M, N, order);
     for (int i = 0; i < 5 && order[i]; i++) {
         char name[32];
-        snprintf(name, sizeof name, "%s_%s", wtype == BE_F16 ? "f16" : "f32", order[i]);
+        snprintf(name, sizeof name, "%s_%s", quant ? qname[wtype] : wtype == BE_F16 ? "f16" : "f32", order[i]);
         const struct vk_gemm_cfg *c = vk_gemm_find(name);
         if (c && vk_gemm_cfg_usable(c, caps)) {
             p.cfg = c;

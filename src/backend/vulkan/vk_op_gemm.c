@@ -30,7 +30,11 @@ _Static_assert(sizeof(struct pc_gemm) == 88, "mirror of the PC block in shaders/
  * for shared memory in scratch device memory; the kernel loops grid-stride over the rest). */
 #define EMU_MAX_GROUPS 256u
 
-static const char *type_name(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
+static const char *type_name(be_dtype t) {
+    static const char *const names[] = {[BE_F32] = "f32", [BE_F16] = "f16", [BE_Q8_0] = "q8_0",
+                                        [BE_Q4_K] = "q4_k", [BE_Q5_K] = "q5_k", [BE_Q6_K] = "q6_k"};
+    return (unsigned)t < sizeof names / sizeof *names && names[t] ? names[t] : "?";
+}
 
 static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
     return (uint64_t)((M + bm - 1) / bm) * (uint64_t)((N + bn - 1) / bn);

@@ -1,0 +1,74 @@
+// dequant.glsl — one weight of a row of ggml block-quantized weights (Q8_0, Q4_K, Q5_K, Q6_K; byte
+// layouts of ggml-common.h, docs/model-format.md), the shaders' twin of src/common/qblock.c: the same
+// f32 arithmetic in the same order (precise: no contraction into an FMA), so a dequantized weight is
+// bit for bit the host's. Select the type with -DWQ_Q8_0, -DWQ_Q4_K, -DWQ_Q5_K or -DWQ_Q6_K; defines
+// WQ. Include after core.glsl. Reads 32-bit words only (no 8-bit storage needed): a byte is taken
+// from its aligned word, which stays inside the tensor's allocation (arena blocks are 16-byte aligned).
+#if defined(WQ_Q8_0) || defined(WQ_Q4_K) || defined(WQ_Q5_K) || defined(WQ_Q6_K)
+#define WQ
+
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer QWordRef { uint v; };
+
+#if defined(WQ_Q8_0)
+const uint QB_K = 32u, QB_BYTES = 34u;
+#elif defined(WQ_Q4_K)
+const uint QB_K = 256u, QB_BYTES = 144u;
+#elif defined(WQ_Q5_K)
+const uint QB_K = 256u, QB_BYTES = 176u;
+#else
+const uint QB_K = 256u, QB_BYTES = 210u;
+#endif
+
+uint q_byte(uint64_t a) {
+    const uint w = QWordRef(a & ~3ul).v;
+    return (w >> ((uint(a) & 3u) * 8u)) & 0xffu;
+}
+
+// The little-endian f16 at byte address a.
+float q_half(uint64_t a) { return unpackHalf2x16(q_byte(a) | (q_byte(a + 1ul) << 8)).x; }
+
+#if defined(WQ_Q4_K) || defined(WQ_Q5_K)
+// Sub-block j's 6-bit scale (x) and min (y) from the 12 scale bytes at s (qblock.c's unpack_sm).
+uvec2 q_scale_min(uint64_t s, uint j) {
+    if (j < 4u)
+        return uvec2(q_byte(s + j) & 63u, q_byte(s + j + 4u) & 63u);
+    const uint b = q_byte(s + j + 4u);
+    return uvec2((b & 15u) | ((q_byte(s + j - 4u) >> 6) << 4), (b >> 4) | ((q_byte(s + j) >> 6) << 4));
+}
+#endif
+
+// Weight k of the row starting at byte address row.
+float dequant_weight(uint64_t row, uint k) {
+    const uint64_t blk = row + uint64_t(k / QB_K) * uint64_t(QB_BYTES);
+    const uint i = k % QB_K;
+#if defined(WQ_Q8_0)
+    precise float v = q_half(blk) * float(bitfieldExtract(int(q_byte(blk + 2u + i)), 0, 8));
+    return v;
+#elif defined(WQ_Q4_K) || defined(WQ_Q5_K)
+    // 64-weight group g = i / 64: low nibbles for its first 32 weights, high for the rest
+    const uint s = i / 32u, g = i / 64u, l = i % 32u, hi = s & 1u;
+    const uvec2 sm = q_scale_min(blk + 4ul, s);
+#if defined(WQ_Q4_K)
+    const uint q = (q_byte(blk + 16u + 32u * g + l) >> (4u * hi)) & 15u;
+#else
+    const uint q = ((q_byte(blk + 48u + 32u * g + l) >> (4u * hi)) & 15u) | (((q_byte(blk + 16u + l) >> s) & 1u) << 4);
+#endif
+    precise float a = q_half(blk) * float(sm.x);
+    precise float b = a * float(q);
+    precise float c = q_half(blk + 2ul) * float(sm.y);
+    precise float v = b - c;
+    return v;
+#else
+    // two halves h of 128; in a half, run c = r / 32 takes ql[l + 32 (c & 1)] >> 4 (c >> 1) and
+    // qh[l] >> 2c, scale sc[l / 16 + 2c]
+    const uint h = i / 128u, r = i % 128u, c = r / 32u, l = r % 32u;
+    const uint lo = (q_byte(blk + 64u * h + l + 32u * (c & 1u)) >> (4u * (c >> 1))) & 15u;
+    const uint hb = (q_byte(blk + 128u + 32u * h + l) >> (2u * c)) & 3u;
+    const int q = int(lo | (hb << 4)) - 32;
+    const int sc = bitfieldExtract(int(q_byte(blk + 192u + 8u * h + l / 16u + 2u * c)), 0, 8);
+    precise float a = q_half(blk + 208ul) * float(sc);
+    precise float v = a * float(q);
+    return v;
+#endif
+}
+#endif
