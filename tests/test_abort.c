@@ -2,7 +2,7 @@
  * attention, the heaviest blocks) through the shipped model on lavapipe, the abort requested from
  * another thread at points in every stage (the front end and subsampling, mid-encoder, decoding); the
  * call must return VKASR_ABORTED with a result marked partial within BOUND seconds (default 3) of the
- * request. Each case prints the measured latency.
+ * request. Each case prints the measured latency. (CTest runs it on 120 s.)
  * usage: test_abort MODEL WAV [SECONDS [BOUND]] */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
