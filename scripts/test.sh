@@ -11,8 +11,9 @@
 #      CLI (the tests' sources are the main build's; they need an NVIDIA GPU: tools/gpu/cuda_check.sh
 #      builds and runs them there);
 #   4. the whole test suite (CTest, ./build).
-# Each stage prints its duration. Exits non-zero when any stage finds anything. The last line is CTest's
-# summary line of the last run.
+# The extra builds take the main build's compiled shaders where their sources did not change since
+# (scripts/glslc_reuse.sh: the SPIR-V does not depend on C flags). Each stage prints its duration.
+# Exits non-zero when any stage finds anything. The last line is CTest's summary line of the last run.
 set -eu
 cd "$(dirname "$0")/.."
 sanitize_only=0
@@ -26,6 +27,8 @@ for a in "$@"; do
     esac
 done
 JOBS=$(nproc 2>/dev/null || echo 2)
+export VKASR_REUSE_SHADERS="$PWD/build/shaders"
+REUSE="-DVKASR_GLSLC=$PWD/scripts/glslc_reuse.sh"
 LOG=$(mktemp "${TMPDIR:-/tmp}/vkasr-test.XXXXXX")
 trap 'rm -f "$LOG" "$LOG.rc"' EXIT
 
@@ -56,14 +59,14 @@ stage() {
 # (Called where set -e does not apply: every step checks its status.)
 sanitizer_tests() {
     stage "sanitizer tests: ASan + UBSan (build-asan)"
-    CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON \
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON "$REUSE" \
         >/dev/null || return 1
     cmake --build build-asan -j "$JOBS" || return 1
     asan=0
     ctest_run build-asan -L 'unit|model|audio|api|cli' -LE slow -E '^test_install$' || asan=1
     stage "sanitizer tests: TSan, the thread tests (build-tsan)"
     CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
-        >/dev/null || return 1
+        "$REUSE" >/dev/null || return 1
     cmake --build build-tsan -j "$JOBS" --target test_threads test_api || return 1
     tsan=0
     ctest_run build-tsan -L threads -LE slow || tsan=1
@@ -91,7 +94,7 @@ if [ -n "$NVCC" ]; then
     stage "the CUDA backend with $NVCC (build-cuda; compile and link only)"
     mkdir -p build-cuda
     if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
-                -DVKASR_CUDA_ARCHITECTURES=80-virtual &&
+                -DVKASR_CUDA_ARCHITECTURES=80-virtual "$REUSE" &&
            cmake --build build-cuda -j "$JOBS" --target vkasr vkasr_static vkasr_cli; } >build-cuda/build.log 2>&1; then
         tail -n 40 build-cuda/build.log
         failed="$failed cuda-build(build-cuda/build.log)"
