@@ -17,7 +17,11 @@ TARGETS=${*:-gguf safetensors hf_config tokenizer audio cli_output nemo nemo_pic
 JOBS=${FUZZ_JOBS:-2}
 
 sh scripts/setup.sh --test --no-build
-CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON >/dev/null
+# scripts/test.sh sets VKASR_REUSE_SHADERS: the main build's shaders are reused (scripts/glslc_reuse.sh)
+reuse=""
+[ -z "${VKASR_REUSE_SHADERS:-}" ] || reuse="-DVKASR_GLSLC=$root/scripts/glslc_reuse.sh"
+# shellcheck disable=SC2086
+CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON $reuse >/dev/null
 cmake --build build-asan -j "$(nproc 2>/dev/null || echo 2)" --target fuzzers
 
 # Per-target libFuzzer options. Audio: short inputs keep decoding fast (the seeds' headers fit), and

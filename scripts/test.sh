@@ -4,12 +4,15 @@
 #   1. the fuzz smoke: each libFuzzer target of tests/fuzz for FUZZ_SECONDS (default 20; scripts/fuzz.sh);
 #   2. the sanitizer tests (--sanitize runs only these): the unit, model-loader, audio, API and CLI tests
 #      built with clang's AddressSanitizer + UBSan in ./build-asan, the thread tests with ThreadSanitizer
-#      in ./build-tsan;
+#      in ./build-tsan; not the tests labelled slow (lavapipe compute whose host code the others run);
 #   3. where the CUDA toolkit is installed (nvcc on PATH or in /usr/local/cuda), a compile-and-link-only
 #      build of the CUDA backend in ./build-cuda (-DVKASR_CUDA=ON; PTX only, as no GPU here could run
-#      the default architectures' Hopper machine code, which doubles nvcc's time; its tests need an
-#      NVIDIA GPU: tools/gpu/cuda_check.sh runs them there);
+#      the default architectures' Hopper machine code, which doubles nvcc's time): the libraries and the
+#      CLI (the tests' sources are the main build's; they need an NVIDIA GPU: tools/gpu/cuda_check.sh
+#      builds and runs them there);
 #   4. the whole test suite (CTest, ./build).
+# The extra builds take the main build's compiled shaders where their sources did not change since
+# (scripts/glslc_reuse.sh: the SPIR-V does not depend on C flags). Each stage prints its duration.
 # Exits non-zero when any stage finds anything. The last line is CTest's summary line of the last run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -24,6 +27,8 @@ for a in "$@"; do
     esac
 done
 JOBS=$(nproc 2>/dev/null || echo 2)
+export VKASR_REUSE_SHADERS="$PWD/build/shaders"
+REUSE="-DVKASR_GLSLC=$PWD/scripts/glslc_reuse.sh"
 LOG=$(mktemp "${TMPDIR:-/tmp}/vkasr-test.XXXXXX")
 trap 'rm -f "$LOG" "$LOG.rc"' EXIT
 
@@ -38,22 +43,33 @@ ctest_run() {
 
 summary() { grep -E '^[0-9]+% tests passed' "$LOG" | tail -n 1; }
 
+# stage NAME: announces a stage and prints how long the previous one took
+stage_t0=$(date +%s)
+stage_name=""
+stage() {
+    now=$(date +%s)
+    [ -z "$stage_name" ] || echo "=== $stage_name: $((now - stage_t0)) s"
+    stage_t0=$now
+    stage_name=$1
+    [ -z "$1" ] || echo "=== $1"
+}
+
 # Stage 2. Not in the sanitizer set: test_install builds an application against the installed library
 # with the system compiler's default flags, which cannot link a sanitized library.
 # (Called where set -e does not apply: every step checks its status.)
 sanitizer_tests() {
-    echo "=== sanitizer tests: ASan + UBSan (build-asan)"
-    CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON \
+    stage "sanitizer tests: ASan + UBSan (build-asan)"
+    CC=clang-14 CXX=clang++-14 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_FUZZ=ON "$REUSE" \
         >/dev/null || return 1
     cmake --build build-asan -j "$JOBS" || return 1
     asan=0
-    ctest_run build-asan -L 'unit|model|audio|api|cli' -E '^test_install$' || asan=1
-    echo "=== sanitizer tests: TSan, the thread tests (build-tsan)"
+    ctest_run build-asan -L 'unit|model|audio|api|cli' -LE slow -E '^test_install$' || asan=1
+    stage "sanitizer tests: TSan, the thread tests (build-tsan)"
     CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
-        >/dev/null || return 1
+        "$REUSE" >/dev/null || return 1
     cmake --build build-tsan -j "$JOBS" --target test_threads test_api || return 1
     tsan=0
-    ctest_run build-tsan -L threads || tsan=1
+    ctest_run build-tsan -L threads -LE slow || tsan=1
     [ $asan -eq 0 ] && [ $tsan -eq 0 ]
 }
 
@@ -61,30 +77,33 @@ if [ $sanitize_only -eq 1 ]; then
     sh scripts/setup.sh --test --no-build
     status=0
     sanitizer_tests || status=1
+    stage ""
     summary
     exit $status
 fi
 
+stage "setup and build"
 sh scripts/setup.sh --test
 failed=""
-echo "=== fuzz smoke: ${FUZZ_SECONDS:-20} s per target"
+stage "fuzz smoke: ${FUZZ_SECONDS:-20} s per target"
 sh scripts/fuzz.sh "${FUZZ_SECONDS:-20}" || failed="$failed fuzz-smoke"
 sanitizer_tests || failed="$failed sanitizer-tests"
 NVCC=$(command -v nvcc 2>/dev/null || true)
 [ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 if [ -n "$NVCC" ]; then
-    echo "=== the CUDA backend with $NVCC (build-cuda; compile and link only)"
+    stage "the CUDA backend with $NVCC (build-cuda; compile and link only)"
     mkdir -p build-cuda
     if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
-                -DVKASR_CUDA_ARCHITECTURES=80-virtual &&
-           cmake --build build-cuda -j "$JOBS"; } >build-cuda/build.log 2>&1; then
+                -DVKASR_CUDA_ARCHITECTURES=80-virtual "$REUSE" &&
+           cmake --build build-cuda -j "$JOBS" --target vkasr vkasr_static vkasr_cli; } >build-cuda/build.log 2>&1; then
         tail -n 40 build-cuda/build.log
         failed="$failed cuda-build(build-cuda/build.log)"
     fi
 fi
-echo "=== the test suite (build)"
+stage "the test suite (build)"
 status=0
 ctest_run build || status=1
+stage ""
 if [ -n "$failed" ]; then
     echo "test.sh: FAILED before the test suite:$failed (see above)"
     status=1

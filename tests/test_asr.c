@@ -71,17 +71,17 @@ static void test_tiling(const char *model_dir, const struct audio *a) {
     const int64_t L = (int64_t)a->n / r.m->cfg.hop_length;
     vkasr_status st = be_alloc_tensor(r.be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){L, r.m->cfg.n_mels}, &feat);
     if (st == VKASR_OK)
-        st = asr_features(r.m, r.be, a->samples, a->n, L, &feat, &e);
+        st = asr_features(r.m, r.be, a->samples, a->n, L, &feat, NULL, &e);
     int64_t T = asr_encoder_frames(&r.m->cfg, L);
     if (st == VKASR_OK)
         st = be_alloc_tensor(r.be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, r.m->cfg.d_model}, &x);
     if (st == VKASR_OK)
-        st = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, &e);
+        st = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, NULL, &e);
     float *whole = st == VKASR_OK ? download(r.be, &x) : NULL;
     EXPECT(whole != NULL, "untiled subsampling: %s", e.msg);
     const int64_t tiles[] = {1, 2, 3, 7};
     for (int k = 0; whole && k < 4; k++) {
-        st = asr_subsample_tiled(r.m, r.be, &feat, &x, tiles[k], NULL, &e);
+        st = asr_subsample_tiled(r.m, r.be, &feat, &x, tiles[k], NULL, NULL, &e);
         float *tiled = st == VKASR_OK ? download(r.be, &x) : NULL;
         EXPECT(tiled && memcmp(tiled, whole, be_nbytes(&x)) == 0,
                "%s: subsampling in tiles of %lld frames differs from one pass (T = %lld)", model_dir,
@@ -315,7 +315,7 @@ static void test_taps_chunked(const char *model_dir, const float *pcm, size_t n)
             if (s2 == VKASR_OK)
                 s2 = be_upload(r.be, feat.addr, mel->data, be_nbytes(&feat));
             if (s2 == VKASR_OK)
-                s2 = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, &e);
+                s2 = asr_subsample_tiled(r.m, r.be, &feat, &x, T, NULL, NULL, &e);
             if (s2 == VKASR_OK)
                 want = download(r.be, &x);
             be_release(r.be, mark);

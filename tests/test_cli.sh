@@ -3,11 +3,11 @@
 # devices, bench, several inputs with a bad one, write errors on stdout, --attention, --max-memory,
 # -v, --max-symbols, --profile; batches (--batch, --manifest / --output-manifest with WER, --devices on
 # one device twice, --shard).
-# usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN
+# usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN [PART]
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
-#   for the tests that send it signals.
+#   for the tests that send it signals; PART 1, 2 or all (below).
 set -u
-VKASR=$1 CHECK=$2 DATA=$3 WORK=$4 VKASR_BIN=$5
+VKASR=$1 CHECK=$2 DATA=$3 WORK=$4 VKASR_BIN=$5 PART=${6:-all}
 rm -rf "$WORK" && mkdir -p "$WORK" || exit 1
 M=$DATA/tiny/tdt
 WAV=$DATA/audio/speech_16k_mono.wav
@@ -19,6 +19,10 @@ expect() {
     "$@" >"$WORK/out" 2>"$WORK/err"; got=$?
     [ "$got" -eq "$want" ] || { fail "exit $got (want $want): $*"; sed 's/^/  stderr: /' "$WORK/err" | head -5; }
 }
+
+# PART: 1 runs the checks up to --max-symbols, 2 those from there on (the shipped model: signals,
+# bench, live, devices), all (the default) both; CTest runs the halves as two tests, side by side.
+if [ "$PART" != 2 ]; then
 
 expect 0 "$VKASR" --help;                 grep -q "usage: vkasr" "$WORK/out" || fail "--help text on stdout"
 expect 0 "$VKASR" transcribe --help;      grep -q -- "--format" "$WORK/out" || fail "transcribe --help lists --format"
@@ -236,6 +240,9 @@ printf '{"audio": "x.wav"}\n' >"$WORK/man/bad.jsonl"
 expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/bad.jsonl"
 grep -q "bad.jsonl:1: no audio_filepath" "$WORK/err" || fail "--manifest: a malformed line is named"
 
+fi
+if [ "$PART" != 1 ]; then
+
 # --max-symbols caps the symbols emitted at one encoder frame. The TDT fixture never emits two at one
 # frame, so the cap is tested where it binds: the RNN-T fixture (10, its model cap, at most frames) and
 # the shipped TDT model (3 at one frame of speech_8k_f32.wav).
@@ -293,6 +300,33 @@ tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGTERM: the inter
 interrupt INT INT
 [ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
 
+# Ctrl-C answers at once: 3 minutes of the sample in one file (full attention: the heaviest blocks),
+# SIGINT 2 s into the subsampling; exit 130 with the partial result within 3 s of the signal.
+# le32 N: N as 4 little-endian bytes.  long_wav IN OUT N: IN's samples N times over (IN: a canonical
+# 44-byte WAV header, as the shipped sample has).
+le32() { printf "$(printf '\\%03o\\%03o\\%03o\\%03o' $(($1 & 255)) $(($1 >> 8 & 255)) $(($1 >> 16 & 255)) $(($1 >> 24 & 255)))"; }
+long_wav() {
+    d=$(($(wc -c <"$1") - 44)) i=0
+    { printf RIFF; le32 $((d * $3 + 36)); dd if="$1" bs=4 skip=2 count=8 2>/dev/null; le32 $((d * $3))
+      while [ $i -lt "$3" ]; do tail -c +45 "$1"; i=$((i + 1)); done; } >"$2"
+}
+long_wav "$DATA/../../samples/sample.wav" "$WORK/long.wav" 11
+rm -f "$WORK/int.out" "$WORK/int.err"
+"$VKASR_BIN" transcribe -v -m "$SHIPPED" --format json "$WORK/long.wav" >"$WORK/int.out" 2>"$WORK/int.err" &
+pid=$!
+n=0
+while ! grep -q "subsampling: " "$WORK/int.err" && kill -0 "$pid" 2>/dev/null && [ $n -lt 1200 ]; do
+    sleep 0.05; n=$((n + 1))
+done
+sleep 2
+t0=$(date +%s%N)
+kill -INT "$pid"; wait "$pid"; status=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+echo "SIGINT 2 s into the subsampling of 182.8 s of audio: exit $status after $ms ms (bound 3000 ms)"
+[ "$status" -eq 130 ] || fail "SIGINT in a long file: exit $status (want 130)"
+[ "$ms" -le 3000 ] || fail "SIGINT in a long file: the process ended $ms ms after the signal (bound 3000 ms)"
+grep -q '"partial":true' "$WORK/int.out" || fail "SIGINT in a long file: the result is not marked partial"
+
 # bench: synthetic audio of two lengths, a table and JSON; usage errors
 expect 0 "$VKASR" bench --help;           grep -q -- "--seconds" "$WORK/out" || fail "bench --help lists --seconds"
 expect 0 "$VKASR" bench -m "$M" --seconds 0.5,1 --runs 3
@@ -348,7 +382,7 @@ n=0
 while ! grep -q "vkasr: input 16000 Hz" "$WORK/li.err" && kill -0 "$pid" 2>/dev/null && [ $n -lt 600 ]; do
     sleep 0.05; n=$((n + 1))
 done
-sleep 1
+sleep 2
 kill -INT "$pid"; wait "$pid"; status=$?
 exec 3>&-
 [ "$status" -eq 130 ] || fail "live SIGINT: exit $status (want 130)"
@@ -358,5 +392,7 @@ exec 3>&-
 expect 0 "$VKASR" devices
 grep -q "usable      yes" "$WORK/out" || fail "devices lists a usable device"
 
+
+fi
 echo "test_cli: $fails failure(s)"
 [ "$fails" -eq 0 ]

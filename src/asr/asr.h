@@ -61,6 +61,27 @@ struct asr_types {
 };
 struct asr_types asr_types_for(vkasr_precision precision);
 
+/* Abort polls of one run (steps.c): work is counted in estimated multiply-adds and every `budget` of
+ * them the recorded work is started, the step before it awaited and the abort hook asked. On a CPU
+ * device (be_device_info.cpu) chunks are cut to about one step. NULL everywhere: no polls, no cuts. */
+#define ASR_STEP_MACS_CPU (128ll << 20)  /* ~0.1-0.3 s of lavapipe on 2 cores                     */
+#define ASR_STEP_MACS_GPU (8ll << 30)    /* ~10 ms on a 1-TFLOP/s GPU; chunks stay as planned     */
+struct asr_steps {
+    struct backend *be;
+    const struct asr_hooks *hooks;
+    int64_t budget;                  /* multiply-adds per step                                 */
+    bool cut;                        /* chunks cut to a step (CPU devices, chunks not forced)  */
+    int64_t done;                    /* recorded since the last poll                           */
+};
+void asr_steps_init(struct asr_steps *s, struct backend *be, const struct asr_hooks *hooks, bool cut);
+/* Rows per chunk of work costing `fixed` + rows x `per_row` multiply-adds: `rows`, or where chunks are
+ * cut the most that fit a step (a multiple of `align`, at least `align`), whichever is fewer. */
+int64_t asr_steps_rows(const struct asr_steps *s, int64_t rows, int64_t fixed, int64_t per_row, int64_t align);
+/* Counts `macs` of recorded work; polls once a step's worth has accumulated. VKASR_ABORTED: stop. */
+vkasr_status asr_steps_add(struct asr_steps *s, int64_t macs);
+/* Polls now (end of a block): flush, wait for the previous step, ask the hook. */
+vkasr_status asr_steps_poll(struct asr_steps *s);
+
 /* Hands a copy of the device tensor t ([rows, cols]) to hooks->stage as stage `name`, `index`;
  * returns at once without a tap. */
 vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const char *name, int64_t index,
@@ -222,14 +243,14 @@ vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, 
 /* feat [mel_frames(n), M] (allocated by the caller) = normalised log-mel features, spectra computed in
  * tiles of `stft_frames` frames from blocks of samples uploaded as needed. */
 vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
-                          int64_t stft_frames, const be_tensor *feat, struct err *e);
+                          int64_t stft_frames, const be_tensor *feat, struct asr_steps *steps, struct err *e);
 uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int64_t stft_frames);
 /* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames; any tile size
  * gives bit-identical results. A packed batch (batch: NULL for one input) is subsampled as its inputs
  * alone would be: tiles follow the packed rows across inputs, each stage sees zeros at every input's
  * edges. */
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                                 int64_t tile, const struct asr_batch *batch, struct err *e);
+                                 int64_t tile, const struct asr_batch *batch, struct asr_steps *steps, struct err *e);
 uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
                                int64_t tile);
 /* The segments of a packed batch as the encoder's ops take them: the encoder-frame offsets on the
@@ -242,7 +263,7 @@ struct asr_segments {
  * NULL for one input. */
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
                         const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
-                        const struct asr_hooks *hooks, struct err *e);
+                        const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e);
 /* frames: all rows; max_frames: the longest input's (positional rows). */
 uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
                             int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest);
@@ -253,7 +274,8 @@ uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types
  * *x on return: full attention swaps *x and *y. segs: a packed batch's segments (NULL for one input). */
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
-                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e);
+                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct asr_steps *steps,
+                                 struct err *e);
 uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
                                int64_t window, int64_t rows);
 /* Greedy decoding of enc [T, D] into out (a packed batch: rows of input i are batch->off[ASR_FRAMES][i]

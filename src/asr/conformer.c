@@ -9,7 +9,8 @@
  * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
  * per row). A packed batch passes its segments to the two ops that mix rows, the attention
  * (block-diagonal) and the depthwise convolution (no tap across an input's edge); everything else is
- * row-local, so each input comes out as alone.
+ * row-local, so each input comes out as alone. Every chunk counts as work between abort polls
+ * (steps.c); on a CPU device each sublayer's chunks are cut to about one step (by its own cost per row).
  *
  * Tensor types (asr_types_for). f32 precision: every tensor is f32. f16 precision: what stays f32 is
  * the residual stream (x, y: it accumulates every sublayer's update) and everything accumulated inside
@@ -49,6 +50,7 @@ struct block_ctx {
     struct asr_types t;  /* the types of the tensors between ops */
     be_tensor seg;       /* a packed batch's encoder-frame offsets (addr 0: one sequence) */
     int64_t seg_max;     /* its longest sequence */
+    struct asr_steps *steps; /* abort polls (NULL: none) */
 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -73,6 +75,12 @@ uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_ty
     return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
 }
 
+/* Rows per chunk of a sublayer costing `fixed` + rows x `per_row` multiply-adds: the planned rows,
+ * cut to about one step on a CPU device. */
+static int64_t chunk_rows(const struct block_ctx *c, int64_t fixed, int64_t per_row) {
+    return asr_steps_rows(c->steps, c->rows, fixed, per_row, 16);
+}
+
 static be_tensor tmp(struct block_ctx *c, be_dtype type, int64_t rows, int64_t cols, vkasr_status *st) {
     be_tensor t = {0};
     if (*st == VKASR_OK)
@@ -95,11 +103,12 @@ static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_ten
 // x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place
 static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_tensor *ln_w, const be_tensor *ln_b,
                                  const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
+    const int64_t per_row = 2 * c->D * w1->ne[0], rows = chunk_rows(c, 0, per_row);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), u = tmp(c, c->t.hidden, c->rows, w1->ne[0], &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
-        const int64_t n = min64(c->rows, c->T - r0);
+    be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, w1->ne[0], &st);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+        const int64_t n = min64(rows, c->T - r0);
         be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
         // h: [n, D] = LN(x rows);  u: [n, F] = silu(h W1^T + b1);  x rows += 0.5 (u W2^T + b2)
         st = layernorm(c, &xr, ln_w, ln_b, &hr);
@@ -107,6 +116,8 @@ static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_ten
             st = linear(c, &hr, w1, b1, NULL, &ur, ACT_SILU, 1.0f);
         if (st == VKASR_OK)
             st = linear(c, &ur, w2, b2, &xr, &xr, ACT_NONE, 0.5f);
+        if (st == VKASR_OK)
+            st = asr_steps_add(c->steps, n * per_row);
     }
     be_release(c->be, mark);
     return st;
@@ -127,14 +138,17 @@ static vkasr_status attend(struct block_ctx *c, const struct asr_layer *L, const
 // computes the keys and values of its band (its rows and w more on each side) itself
 static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer *L, const be_tensor *x,
                                     const be_tensor *y, const be_tensor *p, int64_t w) {
-    const int64_t nk_max = min64(c->T, c->rows + 2 * w), D = c->D;
+    const int64_t D = c->D;
+    // a chunk of n queries: k, v of its n + 2w band rows; q, o and the scores over 2w+1 keys of its own
+    const int64_t kv_row = 2 * D * D, q_row = 2 * D * D + 3 * (2 * w + 1) * D;
+    const int64_t rows = chunk_rows(c, 2 * w * kv_row, kv_row + q_row), nk_max = min64(c->T, rows + 2 * w);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor hk = tmp(c, c->t.norm, nk_max, D, &st), k = tmp(c, c->t.k, nk_max, D, &st);
-    be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, c->rows, D, &st);
-    be_tensor a = tmp(c, c->t.att, c->rows, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
-        const int64_t n = min64(c->rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
+    be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, rows, D, &st);
+    be_tensor a = tmp(c, c->t.att, rows, D, &st);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+        const int64_t n = min64(rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
         be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
         be_tensor hq = be_tensor_rows(&hk, r0 - ka, n), qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
         be_tensor xk = be_tensor_rows(x, ka, nk), xr = be_tensor_rows(x, r0, n), yr = be_tensor_rows(y, r0, n);
@@ -152,6 +166,8 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
         // y rows = x rows + a Wo^T + bo
         if (st == VKASR_OK)
             st = linear(c, &ar, &L->wo, &L->bo, &xr, &yr, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = asr_steps_add(c->steps, nk * kv_row + n * q_row);
     }
     be_release(c->be, mark);
     return st;
@@ -162,13 +178,15 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
 // them: the keys and values are already computed)
 static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *L, const be_tensor *x,
                                    const be_tensor *p, const be_tensor *k, const be_tensor *v) {
+    // a row: pass 0 its key and value, pass 1 its query, output and the scores over all T keys
+    const int64_t per_row[2] = {2 * c->D * c->D, 2 * c->D * c->D + 3 * c->T * c->D};
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), q = tmp(c, c->t.q, c->rows, c->D, &st);
     be_tensor a = tmp(c, c->t.att, c->rows, c->D, &st);
     for (int pass = 0; pass < 2; pass++)
-        for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
-            const int64_t n = min64(c->rows, c->T - r0);
+        for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]); st == VKASR_OK && r0 < c->T; r0 += rows) {
+            const int64_t n = min64(rows, c->T - r0);
             be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
             // h: [n, D] = LN(x rows)
             st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr);
@@ -179,6 +197,8 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
                     st = linear(c, &hr, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
                 if (st == VKASR_OK)
                     st = linear(c, &hr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
+                if (st == VKASR_OK)
+                    st = asr_steps_add(c->steps, n * per_row[0]);
                 continue;
             }
             be_tensor qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
@@ -190,6 +210,8 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
             // x rows += a Wo^T + bo
             if (st == VKASR_OK)
                 st = linear(c, &ar, &L->wo, &L->bo, &xr, &xr, ACT_NONE, 1.0f);
+            if (st == VKASR_OK)
+                st = asr_steps_add(c->steps, n * per_row[1]);
         }
     be_release(c->be, mark);
     return st;
@@ -199,13 +221,16 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
 // PW1 and GLU for its rows and the depthwise halo around them
 static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, const be_tensor *y,
                                 const be_tensor *x) {
-    const int64_t halo = conv_halo(c->cfg), nh_max = min64(c->T, c->rows + 2 * halo), D = c->D;
+    const int64_t halo = conv_halo(c->cfg), D = c->D;
+    // a row: the pointwise products (D -> 2D, D -> D) and the depthwise taps; the halo rows all but the last
+    const int64_t in_row = 2 * D * D + c->cfg->conv_kernel * D, per_row = in_row + D * D;
+    const int64_t rows = chunk_rows(c, 2 * halo * in_row, per_row), nh_max = min64(c->T, rows + 2 * halo);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
     be_tensor d = tmp(c, c->t.hidden, nh_max, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += c->rows) {
-        const int64_t n = min64(c->rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+        const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
         be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
         // h: [nh, D] = LN(y rows ha ..);  g: [nh, D] = GLU(h PW1^T + b1) (value half * sigmoid(gate half))
@@ -222,6 +247,8 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
         be_tensor dn = be_tensor_rows(&d, r0 - ha, n), yr = be_tensor_rows(y, r0, n), xr = be_tensor_rows(x, r0, n);
         if (st == VKASR_OK)
             st = linear(c, &dn, &L->pw2_w, &L->pw2_b, &yr, &xr, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = asr_steps_add(c->steps, (nh - n) * in_row + n * per_row);
     }
     be_release(c->be, mark);
     return st;
@@ -229,17 +256,24 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
 
 vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, const struct asr_layer *L,
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
-                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct err *e) {
+                                 int64_t window, int64_t rows, const struct asr_segments *segs, struct asr_steps *steps,
+                                 struct err *e) {
     const int64_t T = x->ne[0];
     struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
                           m->precision == VKASR_PRECISION_F16, asr_types_for(m->precision),
-                          segs ? segs->seg : (be_tensor){0}, segs ? segs->max_frames : 0};
+                          segs ? segs->seg : (be_tensor){0}, segs ? segs->max_frames : 0, steps};
     vkasr_status st = VKASR_OK;
     // x = x + 0.5 FF1(LN(x))
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
-    // p: [P, D] = pos Wpos^T (no bias)
-    if (st == VKASR_OK)
-        st = linear(&c, pos, &L->wpos, NULL, NULL, p, ACT_NONE, 1.0f);
+    // p: [P, D] = pos Wpos^T (no bias), in chunks of rows (a row's result never depends on them)
+    const int64_t P = pos->ne[0], prow = asr_steps_rows(steps, P, 0, c.D * c.D, 16);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < P; r0 += prow) {
+        const int64_t n = min64(prow, P - r0);
+        be_tensor pr = be_tensor_rows(pos, r0, n), yr = be_tensor_rows(p, r0, n);
+        st = linear(&c, &pr, &L->wpos, NULL, NULL, &yr, ACT_NONE, 1.0f);
+        if (st == VKASR_OK)
+            st = asr_steps_add(steps, n * c.D * c.D);
+    }
     if (window > 0) {
         // y = x + MHSA(LN(x));  x = y + Conv(LN(y))
         if (st == VKASR_OK)
@@ -263,7 +297,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
     // x = LN_out(x), row by row in place
     if (st == VKASR_OK)
         st = layernorm(&c, x, &L->out_norm_w, &L->out_norm_b, x);
-    if (st != VKASR_OK && e->code == VKASR_OK)
+    if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     return st;
 }

@@ -2,7 +2,8 @@
  * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local;
  * a packed batch: T of its longest input), then the conformer blocks on the residual stream x [T, D],
  * with one more [T, D] buffer (the blocks' second residual buffer, which full attention also uses for
- * its keys) and, for full attention, the values [T, D]. Progress and abort are checked between blocks.
+ * its keys) and, for full attention, the values [T, D]. Progress is reported after each block; abort is
+ * polled there and between the blocks' steps (steps.c).
  * The choice of attention lives here too (spec §5.3). */
 #include <math.h>
 #include <stdlib.h>
@@ -91,7 +92,7 @@ static vkasr_status upload_positions(struct asr_cache *cache, struct backend *be
 
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
                         const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
-                        const struct asr_hooks *hooks, struct err *e) {
+                        const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e) {
     const struct model_config *c = &m->cfg;
     /* positions and the band follow the longest sequence: a window at least as long as each of them
      * is full attention for all (the band then scores what full attention scores) */
@@ -119,17 +120,13 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
         st = upload_positions(cache, be, &pos, e);
     be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
-        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, e);
+        st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, steps, e);
         if (st == VKASR_OK)
             st = asr_tap(hooks, be, "layer", i, &cur, e);
-        /* Start this block, wait for the previous one: the GPU stays busy while the host never runs
-         * more than a block ahead, so abort is prompt and progress truthful. */
+        /* Start this block's last step, wait for the one before: the host never runs more than a step
+         * ahead, so abort is prompt and progress truthful. */
         if (st == VKASR_OK)
-            st = be_flush(be);
-        if (st == VKASR_OK)
-            st = be_throttle(be, 1);
-        if (st == VKASR_OK && hooks && hooks->should_abort && hooks->should_abort(hooks->ud))
-            st = VKASR_ABORTED;
+            st = asr_steps_poll(steps);
         if (st == VKASR_OK && hooks && hooks->progress)
             hooks->progress(hooks->ud, "encoder", (double)(i + 1) / c->n_layers, 0.0);
     }

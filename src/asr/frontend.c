@@ -1,7 +1,8 @@
 /* frontend.c — the mel front end on the backend (spec §1): pre-emphasised centred power spectra,
  * the Slaney filterbank as a matrix product with the log fused, then per-bin normalisation over the
  * valid frames. Spectra are computed in tiles of frames, each from a block of samples uploaded for
- * it, so device memory beyond the features themselves is bounded for any input length. */
+ * it, so device memory beyond the features themselves is bounded for any input length; each tile
+ * counts as work between abort polls (steps.c). */
 #include "asr.h"
 
 /* Frames before a tile's first frame whose samples its block must start at: the first frame reads
@@ -26,15 +27,23 @@ uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int
     return be_scratch_f32(block_samples(c, samples, F), 1) + be_scratch_f32(F, c->n_fft / 2 + 1);
 }
 
+/* Multiply-adds of a frame, roughly: its FFT (n_fft log2 n_fft) and its row of the mel product. */
+static int64_t frame_macs(const struct model_config *c) {
+    int64_t lg = 0;
+    while ((1ll << lg) < c->n_fft)
+        lg++;
+    return (int64_t)c->n_fft * lg + (int64_t)(c->n_fft / 2 + 1) * c->n_mels;
+}
+
 vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
-                          int64_t stft_frames, const be_tensor *feat, struct err *e) {
+                          int64_t stft_frames, const be_tensor *feat, struct asr_steps *steps, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int64_t L = (int64_t)n / c->hop_length; /* valid frames: the last STFT frame is dropped (§1.4) */
     const int nb = c->n_fft / 2 + 1;
     CHECK_OR_RETURN(e, feat->nd == 2 && feat->ne[0] == L && feat->ne[1] == c->n_mels);
     if (L == 0)
         return VKASR_OK;
-    const int64_t F = tile_frames(L, stft_frames), hop = c->hop_length;
+    const int64_t F = asr_steps_rows(steps, tile_frames(L, stft_frames), 0, frame_macs(c), 64), hop = c->hop_length;
     uint64_t mark = be_mark(be);
     be_tensor block, power;
     vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){block_samples(c, (int64_t)n, F)}, &block);
@@ -57,6 +66,8 @@ vkasr_status asr_features(const struct asr_model *m, struct backend *be, const f
         if (st == VKASR_OK)
             st = be_linear(be, &(struct op_linear){.x = pw, .w = m->melbank, .y = be_tensor_rows(feat, f0, nf),
                                                    .act = ACT_LOG_GUARD, .alpha = 1.0f});
+        if (st == VKASR_OK)
+            st = asr_steps_add(steps, nf * frame_macs(c));
     }
     /* the block is rewritten by the next tile's upload: let each tile finish first (uploads wait for
      * recorded work on mapped memory; staged ones are ordered), then release */

@@ -5,7 +5,8 @@
  * features after subsampling, the blocks' second buffer before decoding), per-stage timings, optional
  * copies of the features and encoder output, and for one input the stage taps of each (host copies: a
  * tap takes no device memory beyond the backend's fixed staging buffer, so the plan is the same with
- * or without them). */
+ * or without them). Abort is polled between steps of work throughout (steps.c), chunks cut to steps on
+ * CPU devices unless the caller forced them. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -160,6 +161,8 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
         return err_set(e, st, "reserving the planned %.1f MiB of device memory: %s", mib(plan.scratch), be->err.msg);
     }
     uint64_t mark = be_mark(be);
+    struct asr_steps steps;
+    asr_steps_init(&steps, be, hooks, !(opt && opt->force));
     // a batch's offset tables at every stage, below everything (one offsets scan)
     if (n > 1)
         st = asr_batch_upload(be, c, &b, e);
@@ -174,7 +177,7 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
     // each input's front end (its own normalisation statistics) into its rows
     for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
         const be_tensor rows = be_tensor_rows(&feat, b.off[ASR_MEL][i], asr_batch_len(&b, ASR_MEL, i));
-        st = asr_features(m, be, samples[i], ns[i], plan.chunks.stft_frames, &rows, e);
+        st = asr_features(m, be, samples[i], ns[i], plan.chunks.stft_frames, &rows, &steps, e);
     }
     if (st == VKASR_OK)
         st = be_sync(be);
@@ -189,13 +192,13 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
         hooks->progress(hooks->ud, "features", 1.0, 0.0);
     // x = subsample(feat), then feat is released (its copy and tap are taken above)
     if (st == VKASR_OK && T > 0)
-        st = asr_subsample_tiled(m, be, &feat, &x, plan.chunks.sub_tile, &b, e);
+        st = asr_subsample_tiled(m, be, &feat, &x, plan.chunks.sub_tile, &b, &steps, e);
     if (st == VKASR_OK && T > 0)
         st = asr_tap(hooks, be, "subsampling", 0, &x, e); /* before the encoder's x sqrt(D) scaling */
     be_release(be, mark_x);
     const struct asr_segments segs = {asr_batch_seg(&b, ASR_FRAMES), b.max[ASR_FRAMES]};
     if (st == VKASR_OK)
-        st = asr_encode(m, be, cache, &plan, &x, n > 1 ? &segs : NULL, hooks, e);
+        st = asr_encode(m, be, cache, &plan, &x, n > 1 ? &segs : NULL, hooks, &steps, e);
     if (st == VKASR_OK)
         st = be_sync(be);
     for (int64_t i = 0; i < n; i++)

@@ -5,7 +5,8 @@
  * inputs: each stage's convolution takes the batch's offsets at its input and output stage and reads
  * zeros at every input's edges, so each input comes out as alone. Activations are channels-last:
  * [rows, freq, C], of asr_types.sub (f16 in f16 precision); the mel input and the output x [T, D] are
- * f32. */
+ * f32. Each tile counts as work between abort polls (steps.c), and on a CPU device tiles are cut to
+ * about one step. */
 #include "asr.h"
 
 static int64_t half_up(int64_t v) { return (v + 1) / 2; }
@@ -73,8 +74,15 @@ static void rows_needed(const struct asr_batch *bt, enum asr_stage in, int64_t l
     *hi = oi[sb] + min64(oi[sb + 1] - oi[sb], 2 * (b - 1 - oo[sb]) + 2);
 }
 
+/* Multiply-adds per encoder frame, roughly: 4 rows of the first convolution (9 taps a channel), 2 of
+ * the second stage's depthwise + pointwise pair, 1 of the third's and of the linear. */
+static int64_t frame_macs(const struct model_config *c, int64_t F1, int64_t F2, int64_t F3) {
+    const int64_t C = c->sub_channels;
+    return 4 * F1 * C * 9 + 2 * F2 * C * (9 + C) + F3 * C * (9 + C) + F3 * C * c->d_model;
+}
+
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
-                                 int64_t tile, const struct asr_batch *batch, struct err *e) {
+                                 int64_t tile, const struct asr_batch *batch, struct asr_steps *steps, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int64_t M = feat->ne[1], C = c->sub_channels;
     const int64_t F1 = half_up(M), F2 = half_up(F1), F3 = half_up(F2);
@@ -88,7 +96,7 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
     CHECK_OR_RETURN(e, !packed || (L == asr_batch_total(batch, ASR_MEL) && batch->dev[ASR_FRAMES].addr));
     const be_tensor seg0 = asr_batch_seg(batch, ASR_MEL), seg1 = asr_batch_seg(batch, ASR_SUB1);
     const be_tensor seg2 = asr_batch_seg(batch, ASR_SUB2), seg3 = asr_batch_seg(batch, ASR_FRAMES);
-    tile = max64(1, min64(tile, T));
+    tile = asr_steps_rows(steps, max64(1, min64(tile, T)), 0, frame_macs(c, F1, F2, F3), 16);
     const be_dtype st = asr_types_for(m->precision).sub;
     if (T > 0) {
         int64_t n1, n2, n3;
@@ -138,6 +146,7 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3, n3, F3 * C), .w = m->sub_lin_w, .bias = m->sub_lin_b,
                                                .y = be_tensor_rows(x, a, n3), .alpha = 1.0f}));
         be_release(be, mark);
+        TRY(asr_steps_add(steps, n3 * frame_macs(c, F1, F2, F3)));
     }
     return VKASR_OK;
 }

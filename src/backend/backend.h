@@ -49,6 +49,8 @@ struct be_device_info {
     bool reference;         /* the plain-C CPU backend                                            */
     bool f16;               /* f16 weights/arithmetic available                                   */
     bool coopmat;           /* tensor-core GEMM path available                                    */
+    bool cpu;               /* computes on the host's CPU (the reference backend, a CPU Vulkan driver
+                             * such as lavapipe): work between abort polls is cut finer there        */
     uint64_t max_alloc;     /* largest single allocation                                          */
     uint64_t heap_bytes;    /* device-local heap size                                             */
     uint32_t max_groups;    /* largest workgroup / block count of a launch dimension, after

@@ -160,6 +160,7 @@ vkasr_status ref_device_open(const struct be_device_options *opt, struct be_devi
     d->budget = memory_cap(opt->log);
     snprintf(d->base.info.name, sizeof d->base.info.name, "CPU reference backend");
     d->base.info.reference = true;
+    d->base.info.cpu = true;
     d->base.info.f16 = true; /* emulated: f16 weights are widened, products rounded like the GPU path */
     d->base.info.max_alloc = UINT64_MAX;
     d->base.info.heap_bytes = d->budget;

@@ -742,6 +742,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s", info.name);
     d->base.info.f16 = d->caps.f16;
     d->base.info.coopmat = d->caps.coopmat_nv;
+    d->base.info.cpu = d->caps.cpu;
     d->base.info.max_alloc = d->caps.max_alloc;
     d->base.info.heap_bytes = d->heap_size;
     d->base.info.max_groups = d->caps.max_groups[0];
