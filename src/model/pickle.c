@@ -92,6 +92,7 @@ static vkasr_status push(struct pk *p, struct pv *v) {
 }
 
 static vkasr_status pop(struct pk *p, struct pv **v) {
+    *v = NULL;
     if (p->sp == 0 || p->stack[p->sp - 1]->kind == PV_MARK)
         return bad(p, "stack underflow");
     *v = p->stack[--p->sp];
@@ -204,7 +205,7 @@ static vkasr_status op_global(struct pk *p) {
 }
 
 static vkasr_status op_stack_global(struct pk *p) {
-    struct pv *name, *mod;
+    struct pv *name = NULL, *mod = NULL;
     TRY(pop(p, &name));
     TRY(pop(p, &mod));
     if (name->kind != PV_STR || mod->kind != PV_STR)
@@ -214,7 +215,7 @@ static vkasr_status op_stack_global(struct pk *p) {
 
 /* BINPERSID: ('storage', <storage class>, key, location, numel) */
 static vkasr_status op_persid(struct pk *p) {
-    struct pv *t;
+    struct pv *t = NULL;
     TRY(pop(p, &t));
     if (t->kind != PV_TUPLE || t->n != 5 || !str_is(t->items[0], "storage") || t->items[1]->kind != PV_GLOBAL ||
         t->items[1]->i != G_STORAGE || t->items[2]->kind != PV_STR || t->items[3]->kind != PV_STR ||
