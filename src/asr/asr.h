@@ -33,6 +33,7 @@ struct asr_model {
     be_tensor lstm_wih[8], lstm_whh[8], lstm_b[8];
     be_tensor pred_proj_w, pred_proj_b, enc_proj_w, enc_proj_b, joint_w, joint_b;
     uint64_t n_params;
+    bool quantized;                  /* some weights are block-quantized (be_memory.op_scratch_quant) */
 };
 
 vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_precision precision,

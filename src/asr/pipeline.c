@@ -59,8 +59,8 @@ vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const s
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    return asr_plan_batch(&m->cfg, m->precision, b, opt, weights, avail, mem.max_tensor, mem.op_scratch, limit, plan,
-                          e);
+    const uint64_t op_scratch = mem.op_scratch + (m->quantized ? mem.op_scratch_quant : 0);
+    return asr_plan_batch(&m->cfg, m->precision, b, opt, weights, avail, mem.max_tensor, op_scratch, limit, plan, e);
 }
 
 /* asr_plan_for, logged. */
@@ -161,6 +161,9 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
         return err_set(e, st, "reserving the planned %.1f MiB of device memory: %s", mib(plan.scratch), be->err.msg);
     }
     uint64_t mark = be_mark(be);
+    /* the backend asks the abort hook too, in its own long waits (pipeline creation) */
+    be->should_abort = hooks ? hooks->should_abort : NULL;
+    be->abort_ud = hooks ? hooks->ud : NULL;
     struct asr_steps steps;
     asr_steps_init(&steps, be, hooks, !(opt && opt->force));
     // a batch's offset tables at every stage, below everything (one offsets scan)
@@ -220,6 +223,8 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
     }
     /* Finish whatever was recorded before the scratch it uses is handed out again. */
     vkasr_status st2 = be_sync(be);
+    be->should_abort = NULL;
+    be->abort_ud = NULL;
     be_release(be, mark);
     asr_batch_free(&b);
     if (st == VKASR_OK)

@@ -46,6 +46,7 @@ struct loader {
     struct backend *be;
     vkasr_precision precision;
     uint64_t n_params;
+    bool quantized;
     struct perturb perturb;
     struct err *e;
 };
@@ -83,8 +84,10 @@ static vkasr_status upload_quant(struct loader *ld, const struct model_tensor *t
 /* Converts a host tensor (f32 or f16) to the device type and uploads it into the weight pool; a
  * quantized one keeps its type. */
 static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_dtype type, be_tensor *out) {
-    if (MT_IS_QUANT(t->type))
+    if (MT_IS_QUANT(t->type)) {
+        ld->quantized = true;
         return upload_quant(ld, t, out);
+    }
     *out = be_tensor_make(0, type, t->nd, t->ne);
     uint64_t n = be_numel(out);
     TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
@@ -278,7 +281,7 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
     struct backend *be = NULL;
     vkasr_status st = be_backend_create(dev, &be, e);
     if (st == VKASR_OK) {
-        struct loader ld = {mf, be, precision, 0, {0}, e};
+        struct loader ld = {.mf = mf, .be = be, .precision = precision, .e = e};
         st = read_perturb(dev, &ld.perturb, e);
         if (st == VKASR_OK)
             st = load_all(&ld, m);
@@ -290,6 +293,7 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
         if (st != VKASR_OK && e->code == VKASR_OK)
             err_set(e, st, "%s", be->err.msg);
         m->n_params = ld.n_params;
+        m->quantized = ld.quantized;
         be_backend_destroy(be);
     }
     if (st != VKASR_OK) {

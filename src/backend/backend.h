@@ -72,6 +72,8 @@ struct be_memory {
                              * (the CUDA linear's f16 copy of x and epilogue temporaries, which it bounds
                              * by working in row chunks); plans reserve it above every phase. 0 where ops
                              * take none or only what the phase's own released temporaries leave        */
+    uint64_t op_scratch_quant; /* more op scratch a product of block-quantized weights takes (the CUDA
+                                * linear's f32 copy of w); plans add it for models with such weights   */
 };
 
 struct be_device_vtbl {
@@ -124,6 +126,10 @@ struct backend {
     struct be_device *dev;
     struct err err;
     struct be_arena scratch; /* BE_POOL_SCRATCH: stack discipline (be_backend_init)               */
+    /* Asked during long waits inside the backend (pipeline creation): true ends the wait and the op
+     * with VKASR_ABORTED. Set for one run by its caller (src/asr); NULL: never asked. */
+    bool (*should_abort)(void *ud);
+    void *abort_ud;
 };
 
 /* Opens the device a device string names (backend.c). */

@@ -216,12 +216,23 @@ static vkasr_status emit_deferred(struct vk_backend *b) {
     vkasr_status st = VKASR_OK;
     for (uint32_t i = 0; i < s->n_deferred && st == VKASR_OK; i++) {
         VkPipeline pipe;
-        st = vk_pipeline_wait(s->deferred[i].pipe, &pipe, &b->base.err);
+        st = vk_pipeline_wait_abortable(s->deferred[i].pipe, &pipe, b->base.should_abort, b->base.abort_ud,
+                                        &b->base.err);
         if (st == VKASR_OK)
             write_dispatch(b, s->cb, &s->deferred[i], pipe, b->queries != VK_NULL_HANDLE);
     }
     s->n_deferred = 0;
     return st;
+}
+
+/* Ends the current slot's recording without submitting it (after a failed or aborted emit_deferred):
+ * none of its dispatches run, and the next dispatch resets and begins the buffer anew. */
+static void discard_recording(struct vk_backend *b) {
+    struct vk_slot *s = &b->slots[b->cur];
+    if (!s->recording)
+        return;
+    s->recording = false;
+    (void)vkEndCommandBuffer(s->cb); /* discarded either way: reset before it is begun again */
 }
 
 vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp) {
@@ -267,7 +278,11 @@ vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off
     if (b->capture)
         return err_set(&b->base.err, VKASR_ERR_INTERNAL, "upload or download while an op sequence is being recorded");
     TRY(ensure_recording(b));
-    TRY(emit_deferred(b)); /* the dispatches before the copy come first */
+    vkasr_status st = emit_deferred(b); /* the dispatches before the copy come first */
+    if (st != VKASR_OK) {
+        discard_recording(b);
+        return st;
+    }
     VkCommandBuffer cb = b->slots[b->cur].cb;
     const VkAccessFlags all = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                               VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_READ_BIT | VK_ACCESS_HOST_WRITE_BIT;
@@ -311,9 +326,8 @@ static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffe
         return err_set(&b->base.err, VKASR_ERR_INTERNAL, "submission while an op sequence is being recorded");
     if (s->recording) {
         vkasr_status st = emit_deferred(b);
-        if (st != VKASR_OK) { /* nothing of this buffer is submitted; the next dispatch begins it anew */
-            s->recording = false;
-            (void)vkEndCommandBuffer(s->cb); /* discarded either way: reset before it is begun again */
+        if (st != VKASR_OK) { /* nothing of this buffer is submitted */
+            discard_recording(b);
             return st;
         }
         /* Make all device writes available to the host (downloads from mapped memory). */

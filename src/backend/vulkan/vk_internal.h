@@ -136,6 +136,10 @@ vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uin
                                  struct vk_pipeline_entry **out, struct err *e);
 /* Waits until the entry's pipeline exists; its creation's error if that failed. */
 vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e);
+/* vk_pipeline_wait that asks should_abort(ud) every few milliseconds while a worker still creates the
+ * pipeline: VKASR_ABORTED then (the creation goes on; a later wait finds it). */
+vkasr_status vk_pipeline_wait_abortable(struct vk_pipeline_entry *p, VkPipeline *out, bool (*should_abort)(void *),
+                                        void *ud, struct err *e);
 /* Both: the pipeline, created on first use. */
 vkasr_status vk_pipeline_get(struct vk_device *d, enum spv_id spv, const uint32_t *spec, uint32_t nspec,
                              VkPipeline *out, struct err *e);

@@ -4,6 +4,7 @@
  * the persistent pipeline cache (vk_pipeline_cache.c). One pipeline layout for all: 128 bytes of push
  * constants and no descriptors (tensors are buffer device addresses). */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -323,12 +324,36 @@ vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uin
 }
 
 vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e) {
+    return vk_pipeline_wait_abortable(p, out, NULL, NULL, e);
+}
+
+vkasr_status vk_pipeline_wait_abortable(struct vk_pipeline_entry *p, VkPipeline *out, bool (*should_abort)(void *),
+                                        void *ud, struct err *e) {
     struct vk_device *d = p->d;
     pthread_mutex_lock(&d->pipe_lock);
     if (p->state == VK_PIPE_CREATING && unqueue_creation(p)) /* no worker has it yet */
         create_here(d, p);
-    while (p->state == VK_PIPE_CREATING)
-        pthread_cond_wait(&d->pipe_done, &d->pipe_lock);
+    while (p->state == VK_PIPE_CREATING) {
+        if (!should_abort) {
+            pthread_cond_wait(&d->pipe_done, &d->pipe_lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L)
+            ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&d->pipe_done, &d->pipe_lock, &ts);
+        if (p->state == VK_PIPE_CREATING) {
+            pthread_mutex_unlock(&d->pipe_lock); /* the hook runs the caller's code: not under our lock */
+            const bool stop = should_abort(ud);
+            pthread_mutex_lock(&d->pipe_lock);
+            if (stop && p->state == VK_PIPE_CREATING) {
+                pthread_mutex_unlock(&d->pipe_lock);
+                return err_set(e, VKASR_ABORTED, "aborted while GPU pipelines were being created");
+            }
+        }
+    }
     const bool ok = p->state == VK_PIPE_READY;
     *out = p->pipeline;
     if (!ok)
