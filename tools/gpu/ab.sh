@@ -81,4 +81,5 @@ echo "per-op GPU ms at 10 min (second file), A | B:"
 ops() { # the profile's lines as "name ms", sorted by name
     awk '/profile/ { n = ""; for (i = 3; i <= NF - 4; i++) n = n (n == "" ? "" : "_") $i; print n, $(NF - 1) }' "$1" | sort
 }
-join -a1 -a2 -e - -o 0,1.2,2.2 <(ops "$OUT/ab/profile-A.txt") <(ops "$OUT/ab/profile-B.txt") | column -t
+join -a1 -a2 -e - -o 0,1.2,2.2 <(ops "$OUT/ab/profile-A.txt") <(ops "$OUT/ab/profile-B.txt") |
+    awk '{ printf "%-28s %10s %10s\n", $1, $2, $3 }' # (no column(1) on every GPU image)
