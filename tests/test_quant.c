@@ -11,21 +11,11 @@
 #include <string.h>
 
 #include "common/half.h"
+#include "expect.h"
 #include "model/model.h"
 #include "model/quant.h"
 #include "vkasr.h"
 
-static int failures, checks;
-#define EXPECT(cond, ...)                                                                                     \
-    do {                                                                                                      \
-        checks++;                                                                                             \
-        if (!(cond)) {                                                                                        \
-            failures++;                                                                                       \
-            printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
-            printf(__VA_ARGS__);                                                                              \
-            printf("\n");                                                                                     \
-        }                                                                                                     \
-    } while (0)
 
 static const uint32_t BLOCK_TYPES[] = {QT_Q8_0, QT_Q6_K, QT_Q5_K, QT_Q4_K};
 
