@@ -28,8 +28,9 @@ static void outro(FILE *f) {
           "5 no usable device.\n",
           f);
     fputs("\nOne log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
-          "size, device and worker). SIGINT or SIGTERM stops accepting connections, finishes the requests in progress and\n"
-          "exits 0; a second signal abandons the transcriptions in progress (answered 503).\n",
+          "size, device and worker). SIGINT or SIGTERM stops accepting connections, finishes the\n"
+          "requests in progress and exits 0; a second signal abandons the transcriptions in progress\n"
+          "(answered 503).\n",
           f);
 }
 
