@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_serve.sh — `vkasr serve` on loopback ports: the OpenAI Node SDK and curl with each response_format,
 # bad requests (each its status, the server serving on), 16 concurrent clients whose answers equal the
-# offline transcripts in batches of several requests, and SIGTERM with requests in flight (exit 0).
+# offline transcripts in batches of several requests, SIGTERM with requests in flight (exit 0), and
+# --devices 0,0 (two workers on lavapipe's one device) answering concurrent clients, both workers busy.
 #   test_serve.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
 set -u
 VKASR=$1 MODEL=$2 DATA=$3 WORK=$4 NPM=$5
@@ -64,6 +65,11 @@ exit_of 2 -m "$MODEL" --bogus
 exit_of 2 -m "$MODEL" --max-upload 12Q
 exit_of 2 -m "$MODEL" --port
 exit_of 3 -m "$DATA/no/such/model.gguf" --port 0
+exit_of 2 -m "$MODEL" --devices ,0
+exit_of 2 -m "$MODEL" --devices 0,
+exit_of 2 -m "$MODEL" -d 0 --devices 0
+exit_of 5 -m "$MODEL" --port 0 --devices 0,99
+grep -q "^vkasr: 99: device index 99 out of range" "$WORK/usage.out" || fail "--devices 0,99: the missing device is named"
 
 # The offline transcripts, `vkasr transcribe` of each file alone.
 FILES="$AUDIO/heldout/h00000.wav $AUDIO/heldout/h00100.wav $AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav
@@ -234,6 +240,48 @@ for p in $CPIDS; do wait "$p"; done
 for k in 0 1 2; do
     [ "$(cat "$WORK/term$k.code")" = 200 ] && cmp -s "$WORK/term$k.txt" "$WORK/expect7.txt" &&
         ok "in-flight request $k answered" || fail "in-flight request $k: HTTP $(cat "$WORK/term$k.code")"
+done
+grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
+
+# ---- --devices 0,0: two workers, one turn of one request each at a time, so that both serve; SIGTERM with
+# requests in flight drains both ----
+start_server devices --devices 0,0 --batch-wait-ms 0 --max-batch 1
+T=http://127.0.0.1:$PORT/v1/audio/transcriptions
+CPIDS=""
+for k in 0 1 2 3 4 5 6 7; do
+    i=$((k % (NFILES - 1)))
+    f=$(echo $FILES | tr ' ' '\n' | sed -n "$((i + 1))p")
+    curl -s -o "$WORK/d$k.json" -w '%{http_code}' --max-time 120 -F file=@"$f" -F model=whisper-1 \
+        -F response_format=verbose_json "$T" >"$WORK/d$k.code" &
+    CPIDS="$CPIDS $!"
+done
+for p in $CPIDS; do wait "$p"; done
+nok=0
+for k in 0 1 2 3 4 5 6 7; do
+    i=$((k % (NFILES - 1)))
+    [ "$(cat "$WORK/d$k.code")" = 200 ] && same_tokens "$WORK/d$k.json" "$WORK/expect$i.json" && nok=$((nok + 1))
+done
+[ $nok -eq 8 ] && ok "--devices 0,0: 8 concurrent answers with the tokens of vkasr transcribe" ||
+    fail "--devices 0,0: $nok of 8 answers right"
+for w in 0 1; do
+    grep -q "^vkasr serve: POST /v1/audio/transcriptions 200 .* device 0 worker $w$" "$LOG" &&
+        ok "--devices 0,0: worker $w answered" || fail "--devices 0,0: no answer from worker $w"
+done
+CPIDS=""
+for k in 0 1; do
+    curl -s -o "$WORK/dterm$k.txt" -w '%{http_code}' --max-time 120 -F file=@"$LONG" -F model=whisper-1 \
+        -F response_format=text "$T" >"$WORK/dterm$k.code" &
+    CPIDS="$CPIDS $!"
+done
+sleep 0.5 # the uploads are in (loopback); their transcription takes longer
+kill -TERM "$PID"
+wait "$PID"
+rc=$?
+for p in $CPIDS; do wait "$p"; done
+[ $rc -eq 0 ] && ok "--devices 0,0: exit 0 on SIGTERM" || fail "--devices 0,0: exit status $rc on SIGTERM"
+for k in 0 1; do
+    [ "$(cat "$WORK/dterm$k.code")" = 200 ] && cmp -s "$WORK/dterm$k.txt" "$WORK/expect7.txt" &&
+        ok "--devices 0,0: in-flight request $k answered" || fail "--devices 0,0: in-flight request $k: HTTP $(cat "$WORK/dterm$k.code")"
 done
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 [ $status -eq 0 ] && echo "PASS test_serve" || { echo "--- batch server log:"; tail -20 "$LOG"; }

@@ -13,7 +13,7 @@
 #include "serve.h"
 
 static void intro(FILE *f) {
-    fputs("usage: vkasr serve [-m MODEL] [--host ADDR] [--port N] [options]\n"
+    fputs("usage: vkasr serve [-m MODEL] [-d DEVICE | --devices LIST] [--host ADDR] [--port N] [options]\n"
           "\n"
           "Serves transcriptions over HTTP with OpenAI's API: POST /v1/audio/transcriptions\n"
           "(multipart/form-data: file, model, response_format json|text|srt|vtt|verbose_json,\n"
@@ -24,9 +24,13 @@ static void intro(FILE *f) {
 }
 
 static void outro(FILE *f) {
+    fputs("\nExit codes: 0 stopped by a signal, 1 cannot listen or start, 2 usage error, 3 model error,\n"
+          "5 no usable device.\n",
+          f);
     fputs("\nOne log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
-          "size). SIGINT or SIGTERM stops accepting connections, finishes the requests in progress and\n"
-          "exits 0; a second signal abandons the transcriptions in progress (answered 503).\n",
+          "size, device and worker). SIGINT or SIGTERM stops accepting connections, finishes the\n"
+          "requests in progress and exits 0; a second signal abandons the transcriptions in progress\n"
+          "(answered 503).\n",
           f);
 }
 
@@ -64,6 +68,7 @@ static bool parse_long(const char *s, long lo, long hi, long *out) {
 struct serve_cli {
     struct serve_opts o;
     const char *model_name;
+    const char *devices;           /* --devices as given                                        */
 };
 #define SO(member) ARG_FIELD(struct serve_cli, o.member)
 
@@ -108,6 +113,15 @@ static int arg_seconds(const char *opt, const char *v, void *field) {
     *(double *)field = s;
     return EXIT_OK;
 }
+/* The same syntax as transcribe's --devices: non-empty items, each checked as -d later. */
+static int arg_devices(const char *opt, const char *v, void *field) {
+    if (!*v || strstr(v, ",,") || v[strlen(v) - 1] == ',' || v[0] == ',') {
+        fprintf(stderr, "vkasr: %s needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)\n", opt);
+        return EXIT_USAGE;
+    }
+    *(const char **)field = v;
+    return EXIT_OK;
+}
 static int arg_name(const char *opt, const char *v, void *field) {
     return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
 }
@@ -135,6 +149,11 @@ static const struct cli_opt serve_table[] = {
     OPT_VALUE("--solo-seconds", "S", SO(solo_seconds), arg_seconds,
               "inputs longer than S seconds run alone, in turns alternating with\nthe batches of shorter ones (default 60)"),
     ARGS_SHARED,
+    OPT_VALUE("--devices", "LIST", ARG_FIELD(struct serve_cli, devices), arg_devices,
+              "several devices in one process (comma-separated, as -d takes them: 0,1\n"
+              "or cuda:0,cuda:1), a model, session and worker each; each worker takes\n"
+              "the next turn of the one queue when it is free. A device named twice\n"
+              "gets two workers on one model"),
 };
 
 static const struct cli_command serve_command = {
@@ -165,6 +184,76 @@ static bool wait_signal(const sigset_t *set, double seconds) {
     return sigtimedwait(set, NULL, &ts) > 0;
 }
 
+/* The devices' models and sessions: models[i] is NULL where device i shares an earlier one's. */
+struct serve_devices {
+    size_t n;
+    char *buf;                     /* --devices, split in place                                 */
+    const char **names;            /* as named, for the logs ("default": -d not given)          */
+    vkasr_model **models;
+    vkasr_session **sessions;
+};
+
+static void devices_free(struct serve_devices *d) {
+    for (size_t i = 0; d->sessions && i < d->n; i++)
+        vkasr_session_free(d->sessions[i]);
+    for (size_t i = 0; d->models && i < d->n; i++)
+        vkasr_model_free(d->models[i]);
+    free(d->sessions);
+    free(d->models);
+    free(d->names);
+    free(d->buf);
+}
+
+/* --devices (or -d) split into d->names, each checked as -d is. EXIT_OK or EXIT_USAGE after a message. */
+static int devices_split(const char *list, const char *device, struct serve_devices *d) {
+    size_t cap = list ? strlen(list) + 1 : 1;
+    d->names = calloc(cap, sizeof *d->names);
+    d->models = calloc(cap, sizeof *d->models);
+    d->sessions = calloc(cap, sizeof *d->sessions);
+    if (!d->names || !d->models || !d->sessions || (list && !(d->buf = strdup(list)))) {
+        fprintf(stderr, "vkasr: out of memory\n");
+        return EXIT_FAIL;
+    }
+    if (!list) {
+        d->names[d->n++] = device ? device : "default";
+        return check_device_backend(device) == EXIT_OK ? EXIT_OK : EXIT_USAGE;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(d->buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        d->names[d->n++] = tok;
+        if (check_device_backend(tok) != EXIT_OK)
+            return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+/* A model per distinct device (one after the other) and a session per device; EXIT_OK or the exit code of
+ * the first failure after a message naming its device (with --devices). */
+static int devices_load(const char *model, const struct cli_common *common, bool named, struct serve_devices *d) {
+    for (size_t i = 0; i < d->n; i++) {
+        vkasr_model *m = NULL;
+        for (size_t j = 0; j < i && !m; j++)
+            if (!strcmp(d->names[i], d->names[j]))
+                m = d->models[j];
+        vkasr_error err;
+        vkasr_status st = VKASR_OK;
+        if (!m) {
+            vkasr_model_params mp = cli_model_params(common);
+            if (named)
+                mp.device = d->names[i];
+            st = vkasr_model_load(model, &mp, &d->models[i], &err);
+            m = d->models[i];
+        }
+        if (st == VKASR_OK)
+            st = vkasr_session_create(m, &d->sessions[i], &err);
+        if (st != VKASR_OK) {
+            fprintf(stderr, "vkasr: %s%s%s\n", named ? d->names[i] : "", named ? ": " : "", err.message);
+            return exit_code_for(st, 1);
+        }
+    }
+    return EXIT_OK;
+}
+
 int cmd_serve(int argc, char **argv) {
     char default_path[4096], name_buf[256];
     struct cli_common common = cli_common_default();
@@ -177,11 +266,18 @@ int cmd_serve(int argc, char **argv) {
     if (rc != EXIT_OK)
         return rc == ARGS_HELP ? EXIT_OK : rc;
     struct serve_opts o = cli.o;
-    const char *model = common.model, *device = common.device, *model_name = cli.model_name;
+    const char *model = common.model, *model_name = cli.model_name;
+    if (cli.devices && common.device) {
+        fprintf(stderr, "vkasr: --devices and -d both name devices: use one\n");
+        return EXIT_USAGE;
+    }
     if (!(model = model_or_default(model, default_path, sizeof default_path)))
         return EXIT_USAGE;
-    if (check_device_backend(device) != EXIT_OK)
-        return EXIT_USAGE;
+    struct serve_devices dev = {0};
+    if ((rc = devices_split(cli.devices, common.device, &dev)) != EXIT_OK) {
+        devices_free(&dev);
+        return rc;
+    }
     if (o.api_key && !*o.api_key)
         o.api_key = NULL;
     default_model_name(model, name_buf, sizeof name_buf);
@@ -196,22 +292,12 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error of that write only */
 
-    vkasr_model_params mp = cli_model_params(&common);
-    vkasr_error err;
-    vkasr_model *m = NULL;
-    vkasr_session *session = NULL;
-    vkasr_status st = vkasr_model_load(model, &mp, &m, &err);
-    if (st != VKASR_OK) {
-        fprintf(stderr, "vkasr: %s\n", err.message);
-        return exit_code_for(st, 1);
-    }
-    if ((st = vkasr_session_create(m, &session, &err)) != VKASR_OK) {
-        fprintf(stderr, "vkasr: %s\n", err.message);
-        vkasr_model_free(m);
-        return exit_code_for(st, 1);
+    if ((rc = devices_load(model, &common, cli.devices != NULL, &dev)) != EXIT_OK) {
+        devices_free(&dev);
+        return rc;
     }
     int port = 0;
-    struct serve_queue *q = serve_queue_start(session, &o);
+    struct serve_queue *q = serve_queue_start(dev.sessions, dev.names, dev.n, &o);
     struct serve_http *h = q ? serve_http_start(&o, q, &port) : NULL;
     if (!h) {
         rc = EXIT_FAIL;
@@ -232,8 +318,7 @@ int cmd_serve(int argc, char **argv) {
     }
     serve_http_stop(h);
     serve_queue_stop(q);
-    vkasr_session_free(session);
-    vkasr_model_free(m);
+    devices_free(&dev);
     fprintf(stderr, "vkasr serve: stopped\n");
     return rc;
 }

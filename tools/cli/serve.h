@@ -49,23 +49,27 @@ struct serve_job {
     const char *content_type;
     double queue_ms, compute_ms;
     size_t batch_size;             /* requests in the turn that ran it                          */
+    int worker;                    /* the worker that ran it (its place in --devices)           */
+    const char *device;            /* that worker's device, as named                            */
     struct serve_job *next;
 };
 
 struct serve_queue;
 
-/* Starts the worker thread, which owns `session` (its first call warms the device up); NULL on failure
- * (a message on stderr). */
-struct serve_queue *serve_queue_start(vkasr_session *session, const struct serve_opts *o);
-/* Whether the warm-up transcription has run (the server is ready). */
+/* Starts n worker threads, worker i owning sessions[i] on devices[i] (its name for the logs, kept alive by
+ * the caller); each warms its device up, then takes the next turn when free. NULL on failure (a message on
+ * stderr). */
+struct serve_queue *serve_queue_start(vkasr_session *const *sessions, const char *const *devices, size_t n,
+                                      const struct serve_opts *o);
+/* Whether every worker's warm-up transcription has run (the server is ready). */
 bool serve_queue_ready(struct serve_queue *q);
 /* Adds a job; false when the queue is full or stopping (the job was not taken). */
 bool serve_queue_push(struct serve_queue *q, struct serve_job *job);
 /* Waits until the worker has answered `job`. */
 void serve_queue_wait(struct serve_queue *q, struct serve_job *job);
-/* Asks the worker to abandon the turn in progress (its jobs answer 503). */
+/* Asks the workers to abandon the turns in progress (their jobs answer 503). */
 void serve_queue_abort(struct serve_queue *q);
-/* Lets the worker finish what is queued, joins it and frees the queue (not the session). */
+/* Lets the workers finish what is queued, joins them and frees the queue (not the sessions). */
 void serve_queue_stop(struct serve_queue *q);
 
 /* The body of a successful answer in `fmt` (malloc'd, *len its length, *type its content type); NULL

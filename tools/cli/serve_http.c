@@ -464,9 +464,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
     double ms = (now_s() - r->t0) * 1e3;
     if (r->job_queued)
         fprintf(stderr,
-                "vkasr serve: %s %s %d audio %.2f s queue %.0f ms compute %.0f ms batch %zu total %.0f ms\n",
+                "vkasr serve: %s %s %d audio %.2f s queue %.0f ms compute %.0f ms batch %zu total %.0f ms "
+                "device %s worker %d\n",
                 r->method, r->url, r->status, (double)r->job.n / VKASR_SAMPLE_RATE, r->job.queue_ms,
-                r->job.compute_ms, r->job.batch_size, ms);
+                r->job.compute_ms, r->job.batch_size, ms, r->job.device ? r->job.device : "-", r->job.worker);
     else if (r->status && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         fprintf(stderr, "vkasr serve: %s %s %d total %.0f ms\n", r->method, r->url, r->status, ms);
     else

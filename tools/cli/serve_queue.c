@@ -1,6 +1,6 @@
-/* serve_queue.c — the request queue of `vkasr serve` and its one worker thread, which owns the session:
- * requests wait at most --batch-wait-ms for others, then run packed in one vkasr_transcribe_batch call;
- * inputs over --solo-seconds run alone, in turns alternating with those of the short ones. */
+/* serve_queue.c — the request queue of `vkasr serve` and its worker threads, one per device session, each
+ * taking the next turn when free: requests wait at most --batch-wait-ms for others, then run packed in one
+ * vkasr_transcribe_batch call; inputs over --solo-seconds run alone, in turns alternating with the short. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdatomic.h>
@@ -10,17 +10,28 @@
 
 #include "serve.h"
 
+/* One worker thread: it owns its session. */
+struct serve_worker {
+    struct serve_queue *q;
+    int index;                     /* its place in --devices                                    */
+    const char *device;            /* its device as named (the queue's caller keeps it alive)   */
+    vkasr_session *session;
+    struct serve_job **turn;       /* the jobs of the turn it runs (max_batch)                  */
+    pthread_t thread;
+    bool started;
+};
+
 struct serve_queue {
     pthread_mutex_t mu;
     pthread_cond_t work;           /* a job arrived, or stop                                    */
     pthread_cond_t answered;       /* some job is done                                          */
     struct serve_job *head, *tail; /* FIFO of waiting jobs                                      */
     size_t count;
-    bool stopping, ready, last_long;
+    bool stopping, last_long;
+    size_t nready;                 /* workers whose warm-up has run                             */
     atomic_bool abort;
-    pthread_t thread;
-    struct serve_job **turn;       /* the worker's: the jobs of the turn it runs (max_batch)     */
-    vkasr_session *session;
+    struct serve_worker *w;
+    size_t nw;
     const struct serve_opts *o;
 };
 
@@ -80,6 +91,7 @@ static size_t take_turn(struct serve_queue *q, struct serve_job **jobs) {
 /* What the batch call's result callback needs. */
 struct turn {
     struct serve_queue *q;
+    const struct serve_worker *w;
     struct serve_job **jobs;
     bool *answered;
     size_t n;
@@ -99,6 +111,8 @@ static void answer(struct turn *t, size_t i, const vkasr_result *r) {
     j->compute_ms = (now_s() - t->t_start) * 1e3;
     j->queue_ms = (t->t_start - j->t_enqueue) * 1e3;
     j->batch_size = t->n;
+    j->worker = t->w->index;
+    j->device = t->w->device;
     if (st == VKASR_OK) {
         j->status = 200;
         j->body = serve_format(j, r, &j->body_len, &j->content_type);
@@ -132,12 +146,13 @@ static bool on_abort(void *ud) {
 }
 
 /* Runs one turn: every job gets its answer, whatever happens. */
-static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
+static void run_turn(const struct serve_worker *w, struct serve_job **jobs, size_t n) {
+    struct serve_queue *q = w->q;
     vkasr_batch_input *in = calloc(n, sizeof *in);
     const vkasr_result **res = calloc(n, sizeof *res);
     bool *answered = calloc(n, sizeof *answered);
     float **samples = calloc(n, sizeof *samples);
-    struct turn t = {q, jobs, answered, n, now_s()};
+    struct turn t = {q, w, jobs, answered, n, now_s()};
     double audio = 0;
     vkasr_status st = VKASR_ERR_NO_MEMORY;
     if (in && res && answered && samples) {
@@ -153,9 +168,9 @@ static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
         vkasr_batch_params bp = vkasr_batch_params_default();
         bp.result_callback = on_result;
         bp.result_user_data = &t;
-        st = vkasr_transcribe_batch(q->session, in, n, &tp, &bp, res);
-        fprintf(stderr, "vkasr serve: turn of %zu request%s, %.2f s audio, %.0f ms: %s\n", n, n == 1 ? "" : "s",
-                audio, (now_s() - t.t_start) * 1e3, vkasr_status_string(st));
+        st = vkasr_transcribe_batch(w->session, in, n, &tp, &bp, res);
+        fprintf(stderr, "vkasr serve: turn of %zu request%s, %.2f s audio, %.0f ms: %s (worker %d, device %s)\n", n,
+                n == 1 ? "" : "s", audio, (now_s() - t.t_start) * 1e3, vkasr_status_string(st), w->index, w->device);
     }
     for (size_t i = 0; i < n; i++) {
         if (answered && answered[i])
@@ -167,9 +182,11 @@ static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
         struct serve_job *j = jobs[i];
         char msg[1200];
         snprintf(msg, sizeof msg, "transcription failed: %s",
-                 st == VKASR_ERR_NO_MEMORY && !in ? "out of host memory" : vkasr_session_last_error(q->session));
+                 st == VKASR_ERR_NO_MEMORY && !in ? "out of host memory" : vkasr_session_last_error(w->session));
         j->queue_ms = (t.t_start - j->t_enqueue) * 1e3;
         j->batch_size = n;
+        j->worker = w->index;
+        j->device = w->device;
         answer_error(j, st == VKASR_ABORTED ? 503 : 500, msg, "server_error");
         pthread_mutex_lock(&q->mu);
         j->done = true;
@@ -184,22 +201,23 @@ static void run_turn(struct serve_queue *q, struct serve_job **jobs, size_t n) {
     free(in);
 }
 
-static void warm_up(struct serve_queue *q) {
+static void warm_up(const struct serve_worker *w) {
     static const float silence[VKASR_SAMPLE_RATE / 2];
     const vkasr_result *r = NULL;
     vkasr_status st =
-        vkasr_transcribe_pcm(q->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &q->o->tp, &r);
+        vkasr_transcribe_pcm(w->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &w->q->o->tp, &r);
     if (st != VKASR_OK)
-        fprintf(stderr, "vkasr serve: warning: the warm-up transcription failed: %s\n",
-                vkasr_session_last_error(q->session));
+        fprintf(stderr, "vkasr serve: warning: device %s: the warm-up transcription failed: %s\n", w->device,
+                vkasr_session_last_error(w->session));
 }
 
 static void *worker(void *arg) {
-    struct serve_queue *q = arg;
-    warm_up(q);
-    fprintf(stderr, "vkasr serve: ready\n");
+    struct serve_worker *w = arg;
+    struct serve_queue *q = w->q;
+    warm_up(w);
     pthread_mutex_lock(&q->mu);
-    q->ready = true;
+    if (++q->nready == q->nw)
+        fprintf(stderr, "vkasr serve: ready\n");
     for (;;) {
         while (!q->head && !q->stopping)
             pthread_cond_wait(&q->work, &q->mu);
@@ -209,47 +227,79 @@ static void *worker(void *arg) {
         struct timespec until = deadline_in(q->head->t_enqueue + q->o->batch_wait_ms * 1e-3 - now_s());
         while (!q->stopping && q->count < q->o->max_batch && pthread_cond_timedwait(&q->work, &q->mu, &until) == 0) {
         }
-        size_t n = take_turn(q, q->turn);
+        /* another worker may have taken the jobs meanwhile (n == 0); what is left is for a free one */
+        size_t n = take_turn(q, w->turn);
+        if (q->head)
+            pthread_cond_signal(&q->work);
+        if (n == 0)
+            continue;
         pthread_mutex_unlock(&q->mu);
-        run_turn(q, q->turn, n);
+        run_turn(w, w->turn, n);
         pthread_mutex_lock(&q->mu);
     }
     pthread_mutex_unlock(&q->mu);
     return NULL;
 }
 
-struct serve_queue *serve_queue_start(vkasr_session *session, const struct serve_opts *o) {
+/* Joins the started workers and frees the queue (not the sessions). */
+static void queue_free(struct serve_queue *q) {
+    for (size_t i = 0; i < q->nw; i++) {
+        if (q->w[i].started)
+            pthread_join(q->w[i].thread, NULL);
+        free(q->w[i].turn);
+    }
+    pthread_cond_destroy(&q->answered);
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->mu);
+    free(q->w);
+    free(q);
+}
+
+struct serve_queue *serve_queue_start(vkasr_session *const *sessions, const char *const *devices, size_t n,
+                                      const struct serve_opts *o) {
     struct serve_queue *q = calloc(1, sizeof *q);
-    struct serve_job **turn = malloc(o->max_batch * sizeof *turn);
-    if (!q || !turn) {
+    struct serve_worker *w = calloc(n, sizeof *w);
+    bool ok = q && w;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (w[i].turn = malloc(o->max_batch * sizeof *w[i].turn)) != NULL;
+    if (!ok) {
         fprintf(stderr, "vkasr serve: out of memory\n");
-        free(turn);
+        for (size_t i = 0; w && i < n; i++)
+            free(w[i].turn);
+        free(w);
         free(q);
         return NULL;
     }
-    q->turn = turn;
-    q->session = session;
+    q->w = w;
+    q->nw = n;
     q->o = o;
     atomic_init(&q->abort, false);
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->answered, NULL);
-    int e = pthread_create(&q->thread, NULL, worker, q);
-    if (e) {
-        fprintf(stderr, "vkasr serve: cannot start the worker thread: %s\n", strerror(e));
-        pthread_cond_destroy(&q->answered);
-        pthread_cond_destroy(&q->work);
-        pthread_mutex_destroy(&q->mu);
-        free(q->turn);
-        free(q);
-        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        w[i].q = q;
+        w[i].index = (int)i;
+        w[i].device = devices[i];
+        w[i].session = sessions[i];
+        int e = pthread_create(&w[i].thread, NULL, worker, &w[i]);
+        if (e) {
+            fprintf(stderr, "vkasr serve: device %s: cannot start the worker thread: %s\n", devices[i], strerror(e));
+            pthread_mutex_lock(&q->mu);
+            q->stopping = true;
+            pthread_cond_broadcast(&q->work);
+            pthread_mutex_unlock(&q->mu);
+            queue_free(q);
+            return NULL;
+        }
+        w[i].started = true;
     }
     return q;
 }
 
 bool serve_queue_ready(struct serve_queue *q) {
     pthread_mutex_lock(&q->mu);
-    bool r = q->ready;
+    bool r = q->nready == q->nw;
     pthread_mutex_unlock(&q->mu);
     return r;
 }
@@ -286,12 +336,7 @@ void serve_queue_stop(struct serve_queue *q) {
         return;
     pthread_mutex_lock(&q->mu);
     q->stopping = true;
-    pthread_cond_signal(&q->work);
+    pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->mu);
-    pthread_join(q->thread, NULL);
-    pthread_cond_destroy(&q->answered);
-    pthread_cond_destroy(&q->work);
-    pthread_mutex_destroy(&q->mu);
-    free(q->turn);
-    free(q);
+    queue_free(q);
 }
