@@ -3,6 +3,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include "args.h"
 
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,6 +98,32 @@ int arg_decoder(const char *opt, const char *value, void *field) {
         }
     fprintf(stderr, "vkasr: unknown --decoder '%s' (auto, tdt, rnnt, ctc)\n", value);
     return EXIT_USAGE;
+}
+
+/* A size in bytes: a number with an optional K, M, G or T (KiB .. TiB, optionally followed by "B" or
+ * "iB"), e.g. 3G, 1.5GiB, 800M, 2000000000. */
+bool cli_parse_size(const char *s, uint64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || !(v > 0))
+        return false;
+    static const char units[] = "KMGT";
+    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+    if (*end && (!u || !*u))
+        return false;
+    if (u) {
+        v *= pow(1024.0, (double)(u - units + 1));
+        end++;
+        if (*end == 'i' && end[1] == 'B')
+            end += 2;
+        else if (*end == 'B')
+            end++;
+    }
+    if (*end || v >= 1.8e19)
+        return false;
+    *out = (uint64_t)v;
+    return *out > 0;
 }
 
 int arg_clear(const char *opt, const char *value, void *field) {

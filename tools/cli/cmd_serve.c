@@ -34,25 +34,6 @@ static void outro(FILE *f) {
           f);
 }
 
-/* A byte count with an optional K, M or G suffix (binary units). */
-static bool parse_bytes(const char *s, size_t *out) {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
-        return false;
-    if (*end == 'K' || *end == 'k')
-        v *= 1024.0, end++;
-    else if (*end == 'M' || *end == 'm')
-        v *= 1048576.0, end++;
-    else if (*end == 'G' || *end == 'g')
-        v *= 1073741824.0, end++;
-    if (*end || v >= 1.8e19)
-        return false;
-    *out = (size_t)v;
-    return true;
-}
-
 /* An integer in [lo, hi]. */
 static bool parse_long(const char *s, long lo, long hi, long *out) {
     char *end = NULL;
@@ -82,7 +63,11 @@ static int arg_port(const char *opt, const char *v, void *field) {
     return parse_long(v, 0, 65535, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_bytes(const char *opt, const char *v, void *field) {
-    return parse_bytes(v, field) ? EXIT_OK : bad_value(opt, v);
+    uint64_t n = 0;
+    if (!cli_parse_size(v, &n) || n > SIZE_MAX)
+        return bad_value(opt, v);
+    *(size_t *)field = (size_t)n;
+    return EXIT_OK;
 }
 /* unsigned in [1, 100000] (connections), [1, 86400] (seconds) */
 static int arg_connections(const char *opt, const char *v, void *field) {

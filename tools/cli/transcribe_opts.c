@@ -1,7 +1,6 @@
 /* transcribe_opts.c — the options of `vkasr transcribe`: their table, value parsers, help text and the
  * checks across options (transcribe_args). cmd_transcribe.c runs what they ask for. */
 #define _POSIX_C_SOURCE 200809L
-#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -105,34 +104,8 @@ static int arg_threshold(const char *opt, const char *v, void *field) {
     return EXIT_OK;
 }
 
-/* A size in bytes: a number with an optional K, M, G or T (KiB .. TiB, optionally followed by "B" or
- * "iB"), e.g. 3G, 1.5GiB, 800M, 2000000000. */
-static bool parse_size(const char *s, uint64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || !(v > 0))
-        return false;
-    static const char units[] = "KMGT";
-    const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
-    if (*end && (!u || !*u))
-        return false;
-    if (u) {
-        v *= pow(1024.0, (double)(u - units + 1));
-        end++;
-        if (*end == 'i' && end[1] == 'B')
-            end += 2;
-        else if (*end == 'B')
-            end++;
-    }
-    if (*end || v >= 1.8e19)
-        return false;
-    *out = (uint64_t)v;
-    return *out > 0;
-}
-
 static int arg_size(const char *opt, const char *v, void *field) {
-    if (parse_size(v, field))
+    if (cli_parse_size(v, field))
         return EXIT_OK;
     fprintf(stderr, "vkasr: %s needs a size such as 3G, 800M or a number of bytes\n", opt);
     return EXIT_USAGE;
