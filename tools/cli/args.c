@@ -126,6 +126,15 @@ bool cli_parse_size(const char *s, uint64_t *out) {
     return *out > 0;
 }
 
+int arg_devices(const char *opt, const char *v, void *field) {
+    if (!*v || strstr(v, ",,") || v[strlen(v) - 1] == ',' || v[0] == ',') {
+        fprintf(stderr, "vkasr: %s needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)\n", opt);
+        return EXIT_USAGE;
+    }
+    *(const char **)field = v;
+    return EXIT_OK;
+}
+
 int arg_clear(const char *opt, const char *value, void *field) {
     (void)opt, (void)value;
     *(bool *)field = false;

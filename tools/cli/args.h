@@ -88,6 +88,8 @@ vkasr_model_params cli_model_params(const struct cli_common *common);
 /* Parsers for options of several commands. */
 int arg_precision(const char *opt, const char *value, void *field); /* f32|f16 -> vkasr_precision */
 int arg_clear(const char *opt, const char *value, void *field);     /* sets a bool to false      */
+/* --devices: a comma-separated list of non-empty device strings (each checked as -d when opened). */
+int arg_devices(const char *opt, const char *value, void *field);
 /* A byte count: a number with an optional K, M, G or T (binary units, optionally followed by B or iB). */
 bool cli_parse_size(const char *s, uint64_t *out);
 int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */

@@ -98,15 +98,6 @@ static int arg_seconds(const char *opt, const char *v, void *field) {
     *(double *)field = s;
     return EXIT_OK;
 }
-/* The same syntax as transcribe's --devices: non-empty items, each checked as -d later. */
-static int arg_devices(const char *opt, const char *v, void *field) {
-    if (!*v || strstr(v, ",,") || v[strlen(v) - 1] == ',' || v[0] == ',') {
-        fprintf(stderr, "vkasr: %s needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)\n", opt);
-        return EXIT_USAGE;
-    }
-    *(const char **)field = v;
-    return EXIT_OK;
-}
 static int arg_name(const char *opt, const char *v, void *field) {
     return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
 }

@@ -137,14 +137,6 @@ static int arg_batch(const char *opt, const char *v, void *field) {
     return EXIT_OK;
 }
 
-static int arg_devices(const char *opt, const char *v, void *field) {
-    if (!*v || strstr(v, ",,") || v[strlen(v) - 1] == ',' || v[0] == ',') {
-        fprintf(stderr, "vkasr: %s needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)\n", opt);
-        return EXIT_USAGE;
-    }
-    *(const char **)field = v;
-    return EXIT_OK;
-}
 
 static int arg_shard(const char *opt, const char *v, void *field) {
     struct transcribe_opts *o = field;
