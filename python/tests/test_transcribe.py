@@ -179,3 +179,17 @@ def test_threads_share_one_model(model):
     for th in threads:
         th.join()
     assert results == [expected] * 3
+
+
+def test_decoder_choice(model):
+    """decoder= picks the head: the shipped TDT model loads as "tdt" (and says so in its JSON) and
+    refuses "ctc" with the C library's message naming the heads it has."""
+    assert model.info.head == "tdt"
+    assert '"head":"tdt"' in model.transcribe(str(SPEECH)).to_json()
+    with vkasr.Model(str(MODEL), decoder="tdt") as m:
+        assert m.info.head == "tdt"
+    with pytest.raises(vkasr.ModelError) as e:
+        vkasr.Model(str(MODEL), decoder="ctc")
+    assert "ctc" in str(e.value).lower()
+    with pytest.raises(ValueError):
+        vkasr.Model(str(MODEL), decoder="beam")

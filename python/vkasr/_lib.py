@@ -19,6 +19,7 @@ ABORTED = 1
 
 ATTENTION_AUTO, ATTENTION_FULL, ATTENTION_LOCAL = 0, 1, 2
 PRECISION_AUTO, PRECISION_F32, PRECISION_F16 = 0, 1, 2
+DECODER_AUTO, DECODER_TDT, DECODER_RNNT, DECODER_CTC = 0, 1, 2, 3
 
 
 class Error(Structure):
@@ -45,6 +46,7 @@ class ModelParams(Structure):
     _fields_ = [
         ("struct_size", c_uint32), ("device", c_char_p), ("precision", c_int), ("log_level", c_int),
         ("log_callback", LogCallback), ("log_user_data", c_void_p), ("profile", c_bool), ("validation", c_bool),
+        ("decoder", c_int),
     ]
 
 

@@ -19,6 +19,7 @@ from ._transcript import Segment, Timings, Token, Transcript, Word
 
 _PRECISIONS = {"auto": _lib.PRECISION_AUTO, "f32": _lib.PRECISION_F32, "f16": _lib.PRECISION_F16}
 _HEADS = ("tdt", "rnnt", "ctc")
+_DECODERS = {"auto": _lib.DECODER_AUTO, "tdt": _lib.DECODER_TDT, "rnnt": _lib.DECODER_RNNT, "ctc": _lib.DECODER_CTC}
 
 
 @dataclass(frozen=True)
@@ -145,7 +146,7 @@ def _dec(b: Optional[bytes]) -> str:
     return (b or b"").decode("utf-8", "replace")
 
 
-def transcript_of(L: ctypes.CDLL, r: Any, file: bytes) -> Transcript:
+def transcript_of(L: ctypes.CDLL, r: Any, file: bytes, head: Optional[str] = None) -> Transcript:
     """Copies a vkasr_result (valid only until its session's next call) into a Transcript."""
     n = c_size_t()
     tp = L.vkasr_result_tokens(r, byref(n))
@@ -167,7 +168,7 @@ def transcript_of(L: ctypes.CDLL, r: Any, file: bytes) -> Transcript:
                       segments=segments,
                       attention={_lib.ATTENTION_FULL: "full", _lib.ATTENTION_LOCAL: "local"}.get(att),
                       attention_window=win.value, partial=bool(L.vkasr_result_partial(r)),
-                      file=os.fsdecode(file), timings=timings, _text_raw=text, _file_raw=file)
+                      file=os.fsdecode(file), head=head, timings=timings, _text_raw=text, _file_raw=file)
 
 
 class Model:
@@ -176,14 +177,16 @@ class Model:
     path: a vkasr GGUF file or a Hugging Face Parakeet directory (default: default_model_path()).
     device: None ($VKASR_DEVICE, else the best Vulkan device), "cpu", "cuda[:N]", "vulkan:N", an index,
     or a Vulkan device name substring. precision: None/"auto", "f32" or "f16". max_memory: device
-    memory each call may use, weights included (bytes, or "3G", "800M").
+    memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,
+    None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc".
 
     One model may be used by any number of threads at once: each call takes a session of its own (kept
     for reuse). Close it (or use `with`) to free the device memory; calls in progress must have ended.
     """
 
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, *, device: Union[str, int, None] = None,
-                 precision: Optional[str] = None, max_memory: Union[int, str, None] = None) -> None:
+                 precision: Optional[str] = None, max_memory: Union[int, str, None] = None,
+                 decoder: Optional[str] = None) -> None:
         self._handle: Optional[c_void_p] = None
         L = _lib.lib()
         if path is None:
@@ -198,6 +201,10 @@ class Model:
             if precision not in _PRECISIONS:
                 raise ValueError(f"precision {precision!r}: 'auto', 'f32' or 'f16'")
             mp.precision = _PRECISIONS[precision]
+        if decoder is not None:
+            if decoder not in _DECODERS:
+                raise ValueError(f"decoder {decoder!r}: 'auto', 'tdt', 'rnnt' or 'ctc'")
+            mp.decoder = _DECODERS[decoder]
         self._max_memory = _parse_memory(max_memory)
         self.path = os.fspath(path)
         handle, err = c_void_p(), _lib.Error()
@@ -210,6 +217,7 @@ class Model:
         self._idle: List[c_void_p] = []
         self._busy = 0
         self._streams: "weakref.WeakSet[Any]" = weakref.WeakSet()
+        self._head: Optional[str] = self.info.head
 
     # -- lifetime --------------------------------------------------------------------------------------
 
@@ -362,7 +370,7 @@ class Model:
                                         byref(res))
         if st not in (_lib.OK, _lib.ABORTED) or not res:
             return st, None, _s(L.vkasr_session_last_error(s))
-        return st, transcript_of(L, res, prep.file), ""
+        return st, transcript_of(L, res, prep.file, self._head), ""
 
     def transcribe_batch(self, audios: Sequence[AudioInput], *, batch: Union[str, int] = "auto",
                          sample_rate: Optional[int] = None, attention: Optional[str] = None,
@@ -427,7 +435,7 @@ class Model:
             r = results[i]
             rs = L.vkasr_result_status(r)
             if rs in (_lib.OK, _lib.ABORTED):
-                out.append(transcript_of(L, r, preps[i].file))
+                out.append(transcript_of(L, r, preps[i].file, self._head))
             else:
                 out.append(error_for(rs, _s(L.vkasr_result_error(r))))
         return st, out, ""

@@ -77,7 +77,8 @@ class Transcript:
 
     text: the whole text; duration: input seconds; partial: stopped early (only what was decoded);
     attention: "full" or "local" (attention_window frames on each side for local); file: the input's path
-    when it was one (what to_json() writes as "file"), else "".
+    when it was one (what to_json() writes as "file"), else ""; head: the model's head ("tdt", "rnnt" or
+    "ctc").
     """
 
     text: str
@@ -89,6 +90,7 @@ class Transcript:
     attention_window: int = 0
     partial: bool = False
     file: str = ""
+    head: Optional[str] = None
     timings: Optional[Timings] = field(default=None, compare=False)
     _text_raw: Optional[bytes] = field(default=None, repr=False, compare=False)
     _file_raw: Optional[bytes] = field(default=None, repr=False, compare=False)
@@ -190,6 +192,8 @@ def _format_json(t: Transcript, file: Union[str, bytes, None]) -> bytes:
         fname = file.encode("utf-8", "surrogateescape")
     o = bytearray(b'{"file":' + _json_str(fname) + b',"text":' + _json_str(_raw(t.text, t._text_raw)))
     o += b',"duration":%.6f,"partial":%s' % (t.duration, b"true" if t.partial else b"false")
+    if t.head:
+        o += b',"head":"%s"' % t.head.encode()
     if t.attention == "local":
         o += b',"attention":{"mode":"local","window":%d}' % t.attention_window
     elif t.attention == "full":
