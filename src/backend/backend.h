@@ -138,7 +138,7 @@ void be_device_close(struct be_device *d);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
 void be_backend_destroy(struct backend *b);
 
-/* ---- memory (backend.c over arena.h) ---------------------------------------------------------- */
+/* ---- memory (backend_memory.c over arena.h) ---------------------------------------------------------- */
 
 /* For the backends' constructors: the device's weights arena (blocks made by `blocks`) and its lock,
  * set up before anything can fail; be_device_fini frees the weights' blocks (while the backend's device
