@@ -2,7 +2,8 @@
  * under test vs the C reference (which dequantizes w with src/common/qblock.c and computes as for f32
  * weights): the kernel the backend picks and, on Vulkan, every configuration of each type forced; odd
  * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernel's dequantized
- * weights are the host's bit for bit (an identity x); and that a K the block does not divide is refused. */
+ * weights are the host's bit for bit (an identity x); and that a K the block does not divide is refused.
+ * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
  * summation error (TOL) plus, for an f16 y, the output's own rounding (TOL_Y16), as test_ops_linear. */
 #define TOL 1e-7
 #define TOL_Y16 1e-6
+/* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
+#define TOL_TC 5e-4
 
 static const be_dtype TYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
 static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
@@ -69,7 +72,12 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
     struct vk_gemm_plan plan = {cfg, 1};
     if (!th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
         return;
-    th_check(h, y, c->yt == BE_F16 ? TOL_Y16 : TOL);
+    /* the kernel that ran: the forced one, or (Vulkan) the backend's choice for this shape */
+    const struct vk_gemm_cfg *ran = cfg;
+    if (!ran && h->vulkan)
+        ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], false).cfg;
+    const bool tc = ran && (ran->kind == VK_GEMM_COOPMAT || ran->kind == VK_GEMM_COOPMAT_EMU);
+    th_check(h, y, tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
     th_check_guards(h);
 }
 
