@@ -52,6 +52,11 @@
 // f16 device whatever its shared-memory size (lavapipe: 32 KiB) and the tests can check every
 // configuration. The real and emulated fragment operations read and write the same layout.
 //
+// -DWQ_Q8_0, -DWQ_Q4_K, -DWQ_Q5_K, -DWQ_Q6_K: w holds block-quantized rows (dequant.glsl). Each
+// invocation dequantizes its 8-weight chunks (one piece of a 32-weight sub-block: K is a multiple of the
+// block, so of BK) with dequant8, bit for bit the host's f32 values, and rounds them to f16 with
+// packHalf2x16 as it rounds f32 x, when fetching; the tile, products and epilogue are the f16 path's.
+//
 // spec 0: workgroup size, must be WARPS_M*WARPS_N*32; 7: tensor types (linear.glsl).
 // push: linear.glsl; flags: FLAG_VEC (16-byte loads along K), FLAG_YVEC (4-column epilogue).
 #define HAS_F16
@@ -257,10 +262,16 @@ uvec4 x_half8(uvec4 lo, uvec4 hi) {
     return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
-// w[gn, gk .. gk+7] (f16).
+// w[gn, gk .. gk+7] (f16; -DWQ_<type>: dequantized from the row's blocks and rounded to f16 as f32 x is).
 uvec4 fetch_w(uint gn, uint gk) {
     if (gn >= pc.N || gk >= pc.K)
         return uvec4(0);
+#ifdef WQ
+    float v[8];
+    dequant8(pc.w + uint64_t(glu_row(gn)) * uint64_t(pc.K / QB_K) * uint64_t(QB_BYTES), gk, v);
+    return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])), packHalf2x16(vec2(v[4], v[5])),
+                 packHalf2x16(vec2(v[6], v[7])));
+#endif
     const uint64_t a = pc.w + (uint64_t(glu_row(gn)) * pc.K + gk) * 2ul;
     if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K)
         return U4Ref(a).v;
@@ -293,8 +304,13 @@ void fetch_block(uint m0, uint n0, uint k) {
             if (!X16)
                 xhi[i] = U4Ref(xk + i * xstep + 16ul).v;
         }
+#ifdef WQ
+        UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+            wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
+#else
         UNROLL for (uint i = 0; i < B_CHUNKS; i++)
             wreg[i] = U4Ref(wk + i * wstep).v;
+#endif
         return;
     }
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)

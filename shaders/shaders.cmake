@@ -95,6 +95,14 @@ vkasr_shader(gemm_cm128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM
 vkasr_shader(gemm_cm128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 REQUIRES NV_COOPMAT)
+# Quantized weights on tensor cores (dequantized into the f16 w tile): the tile the choice table uses
+# for most encoder products, per block type, and its emulated twin (lab). Must match the CMQ() rows of
+# src/backend/vulkan/vk_gemm_configs.c and tests/vk_lab.c.
+foreach(q Q8_0 Q4_K Q5_K Q6_K)
+  string(TOLOWER ${q} ql)
+  vkasr_shader(gemm_cm128x128_k32_${ql} gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 WQ_${q} REQUIRES NV_COOPMAT)
+  vkasr_lab_shader(gemm_emu128x128_k32_${ql} gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 WQ_${q} EMULATE_COOPMAT)
+endforeach()
 vkasr_lab_shader(gemm_emu64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)

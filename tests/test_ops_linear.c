@@ -323,7 +323,7 @@ static void coopmat_agreement(struct th *h, int64_t N) {
     for (size_t i = 0; i < ncfg; i++) {
         const struct vk_gemm_cfg *c = &cfgs[i];
         const int emu = c->kind == VK_GEMM_COOPMAT_EMU;
-        if ((c->kind != VK_GEMM_COOPMAT && !emu) || !vk_gemm_cfg_usable(c, caps))
+        if ((c->kind != VK_GEMM_COOPMAT && !emu) || c->wtype != BE_F16 || !vk_gemm_cfg_usable(c, caps))
             continue;
         for (uint32_t splits = 1; splits <= 3; splits += 2) {
             const struct vk_gemm_plan plan = {c, splits};

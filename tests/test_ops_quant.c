@@ -2,7 +2,8 @@
  * under test vs the C reference (which dequantizes w with src/common/qblock.c and computes as for f32
  * weights): the kernel the backend picks and, on Vulkan, every configuration of each type forced; odd
  * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernel's dequantized
- * weights are the host's bit for bit (an identity x); and that a K the block does not divide is refused. */
+ * weights are the host's bit for bit (an identity x); and that a K the block does not divide is refused.
+ * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
  * summation error (TOL) plus, for an f16 y, the output's own rounding (TOL_Y16), as test_ops_linear. */
 #define TOL 1e-7
 #define TOL_Y16 1e-6
+/* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
+#define TOL_TC 5e-4
 
 static const be_dtype TYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
 static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
@@ -69,7 +72,12 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
     struct vk_gemm_plan plan = {cfg, 1};
     if (!th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
         return;
-    th_check(h, y, c->yt == BE_F16 ? TOL_Y16 : TOL);
+    /* the kernel that ran: the forced one, or (Vulkan) the backend's choice for this shape */
+    const struct vk_gemm_cfg *ran = cfg;
+    if (!ran && h->vulkan)
+        ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], false).cfg;
+    const bool tc = ran && (ran->kind == VK_GEMM_COOPMAT || ran->kind == VK_GEMM_COOPMAT_EMU);
+    th_check(h, y, tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
     th_check_guards(h);
 }
 
@@ -113,12 +121,54 @@ static void bad_k(struct th *h, int qi) {
     err_clear(&be->err);
 }
 
+/* The choice for quantized weights on synthetic devices: tensor cores where f16 weights would take them
+ * without the hint (any M), else the scalar tiles. */
+static void selection_tests(struct th *h) {
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+    const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
+                                 .coopmat_nv = true};
+    struct vk_caps gpu = h100;
+    gpu.coopmat_nv = false;
+    const struct {
+        const struct vk_caps *caps;
+        int64_t M, N, K;
+        int qi;
+        bool matvec;
+        const char *want;
+    } rows[] = {
+        {&h100, 7500, 4096, 1024, 0, false, "q8_0_cm128x128_k32"},
+        {&h100, 1, 640, 256, 1, false, "q4_k_cm128x128_k32"}, /* rounding independent of M */
+        {&h100, 750, 1024, 4096, 2, false, "q5_k_cm128x128_k32"},
+        {&h100, 750, 1024, 4096, 3, false, "q6_k_cm128x128_k32"},
+        {&h100, 1, 8198, 640, 0, true, "q8_0_32x64"},    /* hinted: scalar tiles */
+        {&h100, 7500, 8, 1024, 3, false, "q6_k_64x64"},  /* N < 16 */
+        {&gpu, 7500, 4096, 1024, 1, false, "q4_k_128x128"}, /* no tensor cores */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+        h->checks++;
+        const struct vk_gemm_plan p =
+            vk_gemm_choose(rows[i].caps, rows[i].M, rows[i].N, rows[i].K, TYPES[rows[i].qi], rows[i].matvec);
+        const char *got = p.cfg ? p.cfg->name : "(none)";
+        if (strcmp(got, rows[i].want) != 0 || p.splits != 1) {
+            printf("FAIL [choose %lldx%lldx%lld %s%s]: got %s split %u, want %s\n", (long long)rows[i].M,
+                   (long long)rows[i].N, (long long)rows[i].K, NAMES[rows[i].qi], rows[i].matvec ? " matvec" : "",
+                   got, p.splits, rows[i].want);
+            h->failures++;
+        }
+    }
+#else
+    th_skip(h, "the tensor-core choice for quantized weights (no NV cooperative-matrix shaders in this build)");
+#endif
+}
+
 int main(void) {
     struct th h;
     th_open(&h, true);
     const bool f16 = h.dev[TH_DEV]->info.f16;
     const char *mg = getenv("VKASR_MAX_GROUPS");
     const bool tiny = mg && *mg;
+    if (h.vulkan)
+        selection_tests(&h);
     for (int qi = 0; qi < 4; qi++) {
         const int64_t B = be_dtype_block(TYPES[qi]);
         /* K: one block, two, three (q8_0: 32 times odd numbers) */

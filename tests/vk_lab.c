@@ -51,6 +51,11 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
     CM("emu256x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu256x128_k32, T_256x128_K32),
     CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
+    /* quantized weights (the q*_cm128x128_k32 rows of vk_gemm_configs.c) */
+    CMQ("q8_0_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q8_0, SPV_gemm_emu128x128_k32_q8_0, T_128x128_K32),
+    CMQ("q4_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q4_K, SPV_gemm_emu128x128_k32_q4_k, T_128x128_K32),
+    CMQ("q5_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q5_K, SPV_gemm_emu128x128_k32_q5_k, T_128x128_K32),
+    CMQ("q6_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q6_K, SPV_gemm_emu128x128_k32_q6_k, T_128x128_K32),
 };
 
 /* Each emulated coopmat attention variant has the layout of a real one except for the subgroup count
@@ -78,7 +83,7 @@ static const struct vk_att_cfg lab_att[] = {
 
 #define N_OF(a) (sizeof(a) / sizeof *(a))
 /* The library's tables followed by the lab's (the registered tables replace the library's). */
-#define MAX_GEMM 64
+#define MAX_GEMM 80
 #define MAX_ATT 64
 static struct vk_gemm_cfg all_gemm[MAX_GEMM];
 static struct vk_att_cfg all_att[MAX_ATT];

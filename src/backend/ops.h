@@ -116,9 +116,10 @@ struct op_argmax {
  * glu(dim=-1)): with v = x w^T + bias [M, N], y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:])
  * (res [M, N/2]); in f32 the same arithmetic as linear then glu, without v in memory.
  * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
- * it is. A quantized w is its dequantized f32 values (qblock_dequant_row), x used as it is (the
- * tensor-core kernels may round both to f16, as for f16 w). Accumulation and the epilogue are F32; an F16 y receives the result rounded to the nearest
- * F16 (ties to even). Any combination of the three types is valid.
+ * it is. A quantized w is its dequantized f32 values (qblock_dequant_row), x used as it is; except
+ * on tensor cores, which round each dequantized weight and an F32 x to the nearest F16 (as for F16 w;
+ * the op tests bound that path by the f16 products' NMSE, 5e-4). Accumulation and the epilogue are
+ * F32; an F16 y receives the result rounded to the nearest F16 (ties to even). Any combination of the three types is valid.
  * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
  * matvec hint marks a weight-bound product of a few rows per hypothesis (the decoder's joint and
  * projection): a backend may then compute it with a matrix-vector kernel whose rounding differs from

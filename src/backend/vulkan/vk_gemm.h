@@ -52,8 +52,11 @@ struct vk_gemm_plan {
 
 /* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
  * variant's defines in shaders/shaders.cmake). */
-#define GEMM_COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                \
-    {.name = nm, .prof = "linear_tc", .kind = kd, .wtype = BE_F16, .spv = sp, .spv_f16io = sp,          \
+#define GEMM_COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad) GEMM_COOPMAT_W(nm, kd, BE_F16, sp, wm, wn, fm, fn, bk_, st, pad)
+/* The same with weights of type wt (a block type: the -DWQ_<type> variant, linear_tc_q in profiles). */
+#define GEMM_COOPMAT_W(nm, kd, wt, sp, wm, wn, fm, fn, bk_, st, pad)                                          \
+    {.name = nm, .prof = (wt) == BE_F16 ? "linear_tc" : "linear_tc_q", .kind = kd, .wtype = wt, .spv = sp,  \
+     .spv_f16io = sp,                                                                                   \
      .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0, \
      .stages = st,                                                                                      \
      .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), bk_, st, pad, (wm) * (wn), fn)}
@@ -73,6 +76,7 @@ struct vk_gemm_plan {
 #define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB                                */
 #define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
 #define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
+#define CMQ(...) GEMM_COOPMAT_W(__VA_ARGS__) /* the same for quantized weights: (name, kind, type, spv, shape) */
 
 /* Every configuration this build has (the registered lab's table when there is one, vk_lab.h), in no
  * particular order; *n receives the count. */

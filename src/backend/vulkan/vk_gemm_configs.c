@@ -68,6 +68,11 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm128x256_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256_k32, T_128x256_K32),
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
+    /* quantized weights, dequantized into the f16 w tile: one tile per block type */
+    CMQ("q8_0_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q8_0, SPV_gemm_cm128x128_k32_q8_0, T_128x128_K32),
+    CMQ("q4_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q4_K, SPV_gemm_cm128x128_k32_q4_k, T_128x128_K32),
+    CMQ("q5_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q5_K, SPV_gemm_cm128x128_k32_q5_k, T_128x128_K32),
+    CMQ("q6_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q6_K, SPV_gemm_cm128x128_k32_q6_k, T_128x128_K32),
 #endif
 };
 
@@ -168,10 +173,23 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     const bool quant = be_dtype_is_quant(wtype);
     if (wtype != BE_F32 && wtype != BE_F16 && !quant)
         return p;
-    /* Quantized weights: the scalar tiles, which dequantize w while staging it, on every device and
-     * at any M (so a row does not depend on M; the hint changes nothing). */
-    if (quant)
+    /* Quantized weights: tensor cores where an f16 weight would take them without the hint (N >= 16,
+     * any M: the one tile of the block type, so a row does not depend on M), w dequantized and rounded
+     * to f16 in the tile; else (and for hinted products, whose rows then depend on N and K only) the
+     * scalar tiles, which dequantize w to f32 while staging it. */
+    if (quant) {
+#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
+        if (!matvec && N >= 16) {
+            char name[32];
+            snprintf(name, sizeof name, "%s_cm128x128_k32", qname[wtype]);
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+            p.cfg = NULL;
+        }
+#endif
         goto scalar;
+    }
     /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
      * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
      * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
