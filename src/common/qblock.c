@@ -18,10 +18,10 @@ int qblock_size(uint32_t type) {
 
 int qblock_bytes(uint32_t type) {
     switch (type) {
-    case QB_Q8_0: return 2 + QK8_0;
-    case QB_Q4_K: return 4 + 12 + QK_K / 2;
-    case QB_Q5_K: return 4 + 12 + QK_K / 8 + QK_K / 2;
-    case QB_Q6_K: return QK_K / 2 + QK_K / 4 + QK_K / 16 + 2;
+    case QB_Q8_0: return QB_BYTES_Q8_0;
+    case QB_Q4_K: return QB_BYTES_Q4_K;
+    case QB_Q5_K: return QB_BYTES_Q5_K;
+    case QB_Q6_K: return QB_BYTES_Q6_K;
     default: return 0;
     }
 }
@@ -36,7 +36,7 @@ static void row_q8_0(const uint8_t *src, float *y, int64_t k) {
 
 /* Sub-block j's 6-bit scale and min of the 12 scale bytes: sub-blocks 0-3 in the low 6 bits of bytes
  * j and j+4; 4-7 their low 4 bits in byte j+4 and their top 2 bits in the top bits of bytes j-4, j. */
-static void unpack_sm(const uint8_t *s, int j, int *sc, int *m) {
+void qblock_unpack_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     if (j < 4) {
         *sc = s[j] & 63;
         *m = s[j + 4] & 63;
@@ -54,8 +54,8 @@ static void row_q4_k(const uint8_t *src, float *y, int64_t k) {
         const uint8_t *q = src + 16;
         for (int j = 0; j < 8; j += 2, q += 32) {
             int s0, m0, s1, m1;
-            unpack_sm(src + 4, j, &s0, &m0);
-            unpack_sm(src + 4, j + 1, &s1, &m1);
+            qblock_unpack_scale_min(src + 4, j, &s0, &m0);
+            qblock_unpack_scale_min(src + 4, j + 1, &s1, &m1);
             for (int l = 0; l < 32; l++)
                 *y++ = d * (float)s0 * (float)(q[l] & 0xf) - dmin * (float)m0;
             for (int l = 0; l < 32; l++)
@@ -72,8 +72,8 @@ static void row_q5_k(const uint8_t *src, float *y, int64_t k) {
         const uint8_t *qh = src + 16, *ql = src + 48;
         for (int g = 0; g < 4; g++, ql += 32) {
             int s0, m0, s1, m1;
-            unpack_sm(src + 4, 2 * g, &s0, &m0);
-            unpack_sm(src + 4, 2 * g + 1, &s1, &m1);
+            qblock_unpack_scale_min(src + 4, 2 * g, &s0, &m0);
+            qblock_unpack_scale_min(src + 4, 2 * g + 1, &s1, &m1);
             for (int l = 0; l < 32; l++)
                 *y++ = d * (float)s0 * (float)((ql[l] & 0xf) | ((qh[l] >> (2 * g)) & 1) << 4) - dmin * (float)m0;
             for (int l = 0; l < 32; l++)

@@ -11,10 +11,9 @@
 #include "common/half.h"
 #include "model.h"
 
-static const struct qtraits T_F32 = {"f32", 1, 4}, T_F16 = {"f16", 1, 2}, T_Q8_0 = {"q8_0", QK8_0, 2 + QK8_0},
-                            T_Q4_K = {"q4_k", QK_K, 4 + 12 + QK_K / 2},
-                            T_Q5_K = {"q5_k", QK_K, 4 + 12 + QK_K / 8 + QK_K / 2},
-                            T_Q6_K = {"q6_k", QK_K, QK_K / 2 + QK_K / 4 + QK_K / 16 + 2};
+static const struct qtraits T_F32 = {"f32", 1, 4}, T_F16 = {"f16", 1, 2}, T_Q8_0 = {"q8_0", QK8_0, QB_BYTES_Q8_0},
+                            T_Q4_K = {"q4_k", QK_K, QB_BYTES_Q4_K}, T_Q5_K = {"q5_k", QK_K, QB_BYTES_Q5_K},
+                            T_Q6_K = {"q6_k", QK_K, QB_BYTES_Q6_K};
 
 const struct qtraits *quant_traits(uint32_t type) {
     switch (type) {

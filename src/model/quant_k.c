@@ -111,16 +111,6 @@ static void pack_sm(uint8_t *s, int j, int sc, int m) {
     }
 }
 
-static void unpack_sm(const uint8_t *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
 /* One super-block of Q4_K (nmax 15) or Q5_K (nmax 31): fills the 4 bytes d, dmin, the 12 scale bytes
  * and the levels L. */
 static void kx_block(const float *x, int nmax, float rmin, int nstep, uint8_t *head, uint8_t L[QK_K]) {
@@ -149,7 +139,7 @@ static void kx_block(const float *x, int nmax, float rmin, int nstep, uint8_t *h
     /* the levels again, now for the scales as stored */
     for (int j = 0; j < 8; j++) {
         int q, m;
-        unpack_sm(s, j, &q, &m);
+        qblock_unpack_scale_min(s, j, &q, &m);
         const float ds = d * (float)q, dm = dmin * (float)m;
         if (ds == 0.0f)
             continue;
