@@ -1,6 +1,6 @@
 /* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: encoder matrices in the
- * session precision (f16 or f32) or, quantized in the file, as their blocks; everything else in f32; builds the mel window and filterbank; the
- * VKASR_TEST_PERTURB test hook. */
+ * session precision (f16 or f32) or, quantized in the file, as their blocks; everything else in f32;
+ * builds the mel window and filterbank; the VKASR_TEST_PERTURB test hook. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
