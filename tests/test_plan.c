@@ -106,6 +106,8 @@ static void test_06b_plans(void) {
            (long long)((p.frames + p.chunks.sub_tile - 1) / p.chunks.sub_tile), (long long)per_tile);
     show("51 min 18.5 s, auto", &p);
 
+    EXPECT(plan(&c, 60, &o, h100 - W06, alloc, &p, &e) == VKASR_OK, "60 s: %s", e.msg);
+    show("60 s, auto", &p);
     static const double mins[] = {10, 60, 180};
     for (int i = 0; i < 3; i++) {
         char what[64];

@@ -17,7 +17,12 @@
 /* Preferred chunks: large enough that splitting costs little, small enough that their memory is a
  * fixed few hundred MiB at any length (0.6B shape: ~170 MiB per conformer chunk). */
 #define PREF_STFT_FRAMES 32768
-#define PREF_SUB_STAGE1 (192ull << 20) /* bytes of a subsampling tile's first convolution output */
+/* Bytes of a subsampling tile's first convolution output, counted in f32: the largest tile (767 encoder
+ * frames at the 0.6B shape) and the smallest one preferred to it (127 frames). Between the two, a tile
+ * is as large as the phase's memory allowed by the other phases' peak: subsampling, the largest phase
+ * of a minute of audio at 767 frames, then never sets a run's peak above the floor tile's. */
+#define PREF_SUB_STAGE1 (192ull << 20)
+#define PREF_SUB_STAGE1_FLOOR (32ull << 20)
 #define PREF_ROWS 8192
 /* The smallest chunks a plan falls back to before it gives up. */
 #define MIN_STFT_FRAMES 256
@@ -94,7 +99,9 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
 
     /* chunks: forced (tests), else the largest that fit up to the preferred sizes */
     const int64_t F1 = (c->n_mels + 1) / 2, C = c->sub_channels;
-    const int64_t pref_tile = max64(1, (int64_t)(PREF_SUB_STAGE1 / ((uint64_t)4 * F1 * C * 4)) - 1);
+    const uint64_t stage1_frame = (uint64_t)4 * F1 * C * 4; /* f32 bytes of the first conv per encoder frame */
+    const int64_t pref_tile = max64(1, (int64_t)(PREF_SUB_STAGE1 / stage1_frame) - 1);
+    const int64_t floor_tile = max64(1, (int64_t)(PREF_SUB_STAGE1_FLOOR / stage1_frame) - 1);
     if (opt && opt->force) {
         p.chunks.stft_frames = max64(1, min64(opt->force->stft_frames, L));
         p.chunks.sub_tile = max64(1, min64(opt->force->sub_tile, T));
@@ -103,8 +110,12 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
         /* spectra come per input: a tile need not exceed the longest input's frames */
         const int64_t max_L = s.max_n / c->hop_length;
         p.chunks.stft_frames = fit(&s, PH_FEATURES, 1, MIN_STFT_FRAMES, PREF_STFT_FRAMES, max64(1, max_L), avail);
-        p.chunks.sub_tile = fit(&s, PH_SUBSAMPLING, 1, MIN_SUB_TILE, pref_tile, max64(1, T), avail);
         p.chunks.rows = fit(&s, PH_ENCODER, ROW_ALIGN, MIN_ROWS, PREF_ROWS, max64(1, T), avail);
+        const uint64_t others = maxu(maxu(phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames),
+                                          phase_bytes(&s, PH_ENCODER, p.chunks.rows)),
+                                     s.tables + x + asr_decode_scratch(c, T, s.inputs));
+        const uint64_t cap = maxu(others, phase_bytes(&s, PH_SUBSAMPLING, min64(floor_tile, max64(1, T))));
+        p.chunks.sub_tile = fit(&s, PH_SUBSAMPLING, 1, MIN_SUB_TILE, pref_tile, max64(1, T), cap < avail ? cap : avail);
     }
     p.features = phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames);
     p.subsampling = phase_bytes(&s, PH_SUBSAMPLING, p.chunks.sub_tile);
