@@ -1,0 +1,53 @@
+#!/bin/bash
+# GPU machine, idle GPU: the table that opens docs/gpu-results.md, from one call — vkasr on Vulkan, vkasr's
+# CUDA backend and PyTorch (transformers, bf16) on the 0.6B-shaped random TDT model (model06.sh): encoder
+# at 60 s and 10 min, decoder and end to end at 60 s (`vkasr bench`, f16, median of 5), attention per layer
+# at T = 7500 (bench_attention, the chosen kernel and ATT_CONFIGS), the GEMM 7500 x 4096 x 1024 (bench_ops),
+# packed batches over N (1000) inputs of 2-20 s (vkasr --batch 256 and 64 after a warm-up; PyTorch's padded
+# batches of 256, encoder only and end to end), and the per-op GPU profiles at 10 min (Vulkan and CUDA).
+# About 9 minutes (1-2 more the first time: the model and the inputs). In $OUT: table.md (made by
+# headline_table.py) and every log and JSON it is made from.
+set -u
+. tools/gpu/env.sh
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+V=$PWD/build-gpu/tools/vkasr
+B=$PWD/build-gpu/tests
+SET=${SET:-${TMPDIR:-/tmp}/batchset}
+N=${N:-1000}
+ATT_CONFIGS=${ATT_CONFIGS:-cm_dk128}
+. tools/gpu/model06.sh
+nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
+t0=$(date +%s)
+model06 || exit 1
+[ -f "$SET/manifest.jsonl" ] || python3 tools/gpu/make_batch_set.py "$N" "$SET" >/dev/null
+python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav >/dev/null
+echo "setup: $(( $(date +%s) - t0 )) s"
+
+# PyTorch's encoder: bf16 (and fp32) at 60 s and 10 min
+timeout 300 python3 tools/fixtures/bench_pytorch.py --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
+echo "pytorch rc=$?"
+# vkasr bench, f16: Vulkan, then the CUDA backend
+timeout 200 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
+echo "vulkan rc=$?"
+timeout 200 $V bench -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/cuda.json" 2>"$OUT/cuda.log"
+echo "cuda rc=$?"
+# kernels: attention per layer (T = 7500, 8 heads of 128, f16 tensors) and the GEMM
+for c in $(echo "$ATT_CONFIGS" | tr , ' '); do
+    timeout 60 $B/bench_attention 7500 1024 8 0 5 h16 "$c" 2>&1 | grep -E "^attention|rror" >>"$OUT/attention.txt"
+done
+timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" >"$OUT/gemm.txt"
+cat "$OUT/attention.txt" "$OUT/gemm.txt"
+# packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
+$V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
+for b in 256 64; do
+    timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch $b \
+        --output-manifest "$OUT/vkasr-batch$b.jsonl" >/dev/null 2>"$OUT/batch$b.log"
+    echo "vkasr batch $b rc=$?: $(grep -E 'inputs, .* RTFx' "$OUT/batch$b.log")"
+done
+timeout 150 python3 tools/fixtures/batch_pytorch.py --model "$P06" --manifest "$SET/manifest.jsonl" --batches 256 \
+    --budget 40 --out "$OUT/pytorch-batch" >"$OUT/batch-pytorch.log" 2>&1
+echo "pytorch batch rc=$?"
+# per-op GPU time at 10 min (the second file of each process: pipelines already made)
+timeout 100 $V transcribe -m "$G06" --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/profile-vulkan.log"
+timeout 100 $V transcribe -m "$G06" -d cuda --profile /tmp/a600.wav /tmp/a600.wav >/dev/null 2>"$OUT/profile-cuda.log"
+python3 tools/gpu/headline_table.py "$OUT" | tee "$OUT/table.md"

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""headline_table.py OUT — the Markdown table that opens docs/gpu-results.md, from headline.sh's files in OUT:
+vkasr on Vulkan, vkasr's CUDA backend and PyTorch bf16 per figure, each target and by how much it is met or
+missed, then the per-op profiles at 10 minutes. Missing files leave their cells empty."""
+import json
+import os
+import re
+import sys
+
+
+def load_json(out, name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError):
+        return {}
+
+
+def text(out, name):
+    try:
+        return open(os.path.join(out, name), errors="replace").read()
+    except OSError:
+        return ""
+
+
+def bench(out, name):
+    """{seconds: {encoder, decoder, wall, peak}} from a `vkasr bench --json` report"""
+    r = {}
+    for L in load_json(out, name).get("lengths", []):
+        r[L["seconds"]] = {k: L[k + "_ms"]["median"] for k in ("encoder", "decoder", "wall")}
+        r[L["seconds"]]["peak"] = L.get("peak_device_mib")
+    return r
+
+
+def profile(out, name):
+    """the last profile block of a --profile log: {op: ms}"""
+    blocks, cur = [], {}
+    for line in text(out, name).splitlines():
+        m = re.match(r"vkasr: profile (\S.*?)\s+(\d+) calls\s+([\d.]+) ms", line)
+        if m:
+            cur[m.group(1)] = (int(m.group(2)), float(m.group(3)))
+            if m.group(1) == "(all ops)":
+                blocks.append(cur)
+                cur = {}
+    return blocks[-1] if blocks else {}
+
+
+def fmt(v, unit=""):
+    return "" if v is None else f"{v:.1f}{unit}"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    out = sys.argv[1]
+    vk, cu = bench(out, "vulkan.json"), bench(out, "cuda.json")
+    pt = load_json(out, "pytorch/bench_pytorch.json").get("encoder", {})
+    pt_ms = lambda key: (pt.get(key) or {}).get("median_ms")
+    att = {}
+    for line in text(out, "attention.txt").splitlines():
+        m = re.search(r"cfg=(\S+) ms=([\d.]+) tflops=([\d.]+)", line)
+        if m:
+            att[m.group(1)] = (float(m.group(2)), float(m.group(3)))
+    gemm = re.search(r"cfg=(\S+) .*ms=([\d.]+) tflops=([\d.]+)", text(out, "gemm.txt"))
+    rtfx = {}
+    for b in (256, 64):
+        m = re.search(r"RTFx ([\d.]+) after it", text(out, f"batch{b}.log"))
+        rtfx[b] = float(m.group(1)) if m else None
+    ptb = load_json(out, "pytorch-batch/batch_pytorch.json").get("sizes", {}).get("256", {})
+    pv, pc = profile(out, "profile-vulkan.log"), profile(out, "profile-cuda.log")
+    layers = 24
+    att_layer = lambda p: p["relpos_attention"][1] / layers if "relpos_attention" in p else None
+    best_att = min(att.items(), key=lambda kv: kv[1][0]) if att else None
+
+    def g(d, s, k):
+        return (d.get(s) or {}).get(k)
+
+    def verdict(v, target, lower_is_better=True):
+        if v is None:
+            return "not measured"
+        ok = v <= target if lower_is_better else v >= target
+        ratio = v / target if lower_is_better else target / v
+        return "met" if ok else f"missed ({ratio:.2f}x)"
+
+    enc10, pt10 = g(vk, 600, "encoder"), pt_ms("bf16 10min")
+    rows = [
+        ("encoder, 10 min (ms)", fmt(enc10), fmt(g(cu, 600, "encoder")), fmt(pt10), "<= 200 and below PyTorch",
+         verdict(enc10, min(200.0, pt10 or 200.0))),
+        ("encoder, 60 s (ms)", fmt(g(vk, 60, "encoder")), fmt(g(cu, 60, "encoder")), fmt(pt_ms("bf16 60s")), "", ""),
+        ("decoder, 60 s (ms)", fmt(g(vk, 60, "decoder")), fmt(g(cu, 60, "decoder")), "", "CUDA <= 30",
+         verdict(g(cu, 60, "decoder"), 30.0)),
+        ("end to end, 60 s (ms)", fmt(g(vk, 60, "wall")), fmt(g(cu, 60, "wall")), "", "<= 45",
+         verdict(g(vk, 60, "wall"), 45.0)),
+        ("end to end, 10 min (ms)", fmt(g(vk, 600, "wall")), fmt(g(cu, 600, "wall")), "", "", ""),
+        ("peak device memory, 60 s / 10 min (MiB)", f"{fmt(g(vk, 60, 'peak'))} / {fmt(g(vk, 600, 'peak'))}",
+         f"{fmt(g(cu, 60, 'peak'))} / {fmt(g(cu, 600, 'peak'))}", "", "", ""),
+        ("attention per layer, T = 7500, 8x128 (ms; profile of the 10 min run / 24)", fmt(att_layer(pv)),
+         fmt(att_layer(pc)), "", "<= 3", verdict(att_layer(pv), 3.0)),
+        ("attention kernel alone, T = 7500 (ms, TFLOP/s as 4 T^2 D)",
+         f"{best_att[1][0]:.2f}, {best_att[1][1]:.1f} ({best_att[0]})" if best_att else "", "", "", "<= 3",
+         verdict(best_att[1][0] if best_att else None, 3.0)),
+        ("GEMM 7500 x 4096 x 1024, f16 (TFLOP/s)", f"{float(gemm.group(3)):.1f} ({gemm.group(1)})" if gemm else "", "",
+         "", ">= 200", verdict(float(gemm.group(3)) if gemm else None, 200.0, False)),
+        ("packed batches, 1000 inputs of 2-20 s, RTFx (batch 256; vkasr after model load, PyTorch end to end / encoder only)",
+         f"{fmt(rtfx[256])} (64: {fmt(rtfx[64])})", "",
+         f"{fmt(ptb.get('e2e_rtfx'))} / {fmt(ptb.get('encoder_rtfx'))}", ">= 5000", verdict(rtfx[256], 5000.0, False)),
+    ]
+    print(f"GPU: {text(out, 'gpu.txt').strip()}\n")
+    print("| | vkasr Vulkan | vkasr CUDA | PyTorch bf16 | target | met? |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    for name, p in (("Vulkan", pv), ("CUDA", pc)):
+        if not p:
+            continue
+        total = p.get("(all ops)", (0, 0.0))[1]
+        print(f"\nPer-op GPU time at 10 min, {name} (second file of the process; ms, share of all ops):\n")
+        print("| op | calls | ms | share |")
+        print("| --- | --- | --- | --- |")
+        for op, (calls, ms) in sorted(p.items(), key=lambda kv: -kv[1][1]):
+            if op != "(all ops)" and ms >= 0.01 * total:
+                print(f"| {op} | {calls} | {ms:.1f} | {100 * ms / total:.0f} % |")
+        print(f"| (all ops) | | {total:.1f} | |")
+
+
+if __name__ == "__main__":
+    main()
