@@ -53,9 +53,11 @@
 // configuration. The real and emulated fragment operations read and write the same layout.
 //
 // -DWQ_Q8_0, -DWQ_Q4_K, -DWQ_Q5_K, -DWQ_Q6_K: w holds block-quantized rows (dequant.glsl). Each
-// invocation dequantizes its 8-weight chunks (one piece of a 32-weight sub-block: K is a multiple of the
-// block, so of BK) with dequant8, bit for bit the host's f32 values, and rounds them to f16 with
-// packHalf2x16 as it rounds f32 x, when fetching; the tile, products and epilogue are the f16 path's.
+// invocation fetches the words of its 8-weight chunks (one piece of a 32-weight sub-block: K is a multiple
+// of the block, so of BK) with q_fetch8 when it fetches a block, and dequantizes them with q_unpack8 (bit
+// for bit the host's f32 values) and rounds them to f16 with packHalf2x16, as it rounds f32 x, only when
+// it stores the block: the loads' latency hides behind the products as f16 weights' does. The tile,
+// products and epilogue are the f16 path's.
 //
 // spec 0: workgroup size, must be WARPS_M*WARPS_N*32; 7: tensor types (linear.glsl).
 // push: linear.glsl; flags: FLAG_VEC (16-byte loads along K), FLAG_YVEC (4-column epilogue).
@@ -210,6 +212,9 @@ void emu_store(FragC c, uint off) {
 // ---- global fetches into registers (zero outside the matrices) ---------------------------------------
 uint kc, r0;                                        // this invocation's chunk column and first row
 uvec4 xlo[A_CHUNKS], xhi[A_CHUNKS], wreg[B_CHUNKS]; // the next blocks, raw (xhi: f32 x only)
+#ifdef WQ
+QChunk wq[B_CHUNKS]; // the next w block's words (dequant.glsl), dequantized when stored
+#endif
 
 // min(n, 8) halves at address a, zero-padded to 8, element by element (the last chunk of a row, or
 // unaligned data: a rare path, so a rolled loop).
@@ -262,16 +267,20 @@ uvec4 x_half8(uvec4 lo, uvec4 hi) {
     return uvec4(packHalf2x16(a.xy), packHalf2x16(a.zw), packHalf2x16(b.xy), packHalf2x16(b.zw));
 }
 
-// w[gn, gk .. gk+7] (f16; -DWQ_<type>: dequantized from the row's blocks and rounded to f16 as f32 x is).
+#ifdef WQ
+// The loads of w[gn, gk .. gk+7]'s blocks (zeros past the matrix); store_block dequantizes them and
+// rounds to f16 as f32 x is.
+QChunk fetch_wq(uint gn, uint gk) {
+    if (gn >= pc.N || gk >= pc.K)
+        return q_zero8();
+    return q_fetch8(pc.w + uint64_t(glu_row(gn)) * uint64_t(pc.K / QB_K) * uint64_t(QB_BYTES), gk);
+}
+#endif
+
+// w[gn, gk .. gk+7] (f16).
 uvec4 fetch_w(uint gn, uint gk) {
     if (gn >= pc.N || gk >= pc.K)
         return uvec4(0);
-#ifdef WQ
-    float v[8];
-    dequant8(pc.w + uint64_t(glu_row(gn)) * uint64_t(pc.K / QB_K) * uint64_t(QB_BYTES), gk, v);
-    return uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])), packHalf2x16(vec2(v[4], v[5])),
-                 packHalf2x16(vec2(v[6], v[7])));
-#endif
     const uint64_t a = pc.w + (uint64_t(glu_row(gn)) * pc.K + gk) * 2ul;
     if ((pc.flags & FLAG_VEC) != 0u && gk + 8u <= pc.K)
         return U4Ref(a).v;
@@ -306,7 +315,7 @@ void fetch_block(uint m0, uint n0, uint k) {
         }
 #ifdef WQ
         UNROLL for (uint i = 0; i < B_CHUNKS; i++)
-            wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
+            wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
 #else
         UNROLL for (uint i = 0; i < B_CHUNKS; i++)
             wreg[i] = U4Ref(wk + i * wstep).v;
@@ -316,15 +325,26 @@ void fetch_block(uint m0, uint n0, uint k) {
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)
         fetch_x(m0 + r0 + i * RPP, k + kc * 8u, xlo[i], xhi[i]);
     UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+#ifdef WQ
+        wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
+#else
         wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
+#endif
 }
 
 // Stores the fetched blocks into stage s.
 void store_block(uint s) {
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)
         SH(A_OFF(s) + (r0 + i * RPP) * SK + kc) = x_half8(xlo[i], xhi[i]);
-    UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+    UNROLL for (uint i = 0; i < B_CHUNKS; i++) {
+#ifdef WQ
+        float v[8];
+        q_unpack8(wq[i], v);
+        wreg[i] = uvec4(packHalf2x16(vec2(v[0], v[1])), packHalf2x16(vec2(v[2], v[3])), packHalf2x16(vec2(v[4], v[5])),
+                        packHalf2x16(vec2(v[6], v[7])));
+#endif
         SH(B_OFF(s) + (r0 + i * RPP) * SK + kc) = wreg[i];
+    }
 }
 
 // The products of the block in stage s: each subgroup's FM x FN fragments over BK/16 k-steps, in k order.
