@@ -10,8 +10,11 @@
  *   PRECISION     f32 | f16
  *   MEL_TOL       bound on max |mel - mel_hf|
  *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||
- *   TOKENS        optional: "exact" (default: ids, frames and text must equal transformers') or "report"
- *                 (print the agreement only; for f16, whose rounding may flip a close argmax)  */
+ *   TOKENS        optional: "exact" (default: ids, frames and text must equal transformers'), "report"
+ *                 (print the agreement only; for f16, whose rounding may flip a close argmax) or "min=F"
+ *                 (the aligned agreement below, over all clips, must be at least F; quantized weights)
+ * Aligned agreement: the longest common subsequence of the ids over the longer sequence's length, summed
+ * over the clips (one flipped token costs one token, not the rest of the clip as a common prefix would).  */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -26,7 +29,7 @@
 
 static int failures;
 static int token_report_only;
-static size_t tok_total, tok_same;
+static size_t tok_total, tok_same, tok_lcs, tok_longer;
 
 static void fail(const char *clip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(const char *clip, const char *fmt, ...) {
@@ -157,6 +160,30 @@ static void compare_encoder(const char *clip, const vkasr_result *r, const char 
     free(ref);
 }
 
+/* Length of the longest common subsequence of got[0..n) and want[0..ne); 0 when out of memory (the caller
+ * then under-reports the agreement, which can only fail a bound). */
+static size_t lcs_ids(const vkasr_token *got, size_t n, const cJSON *want, size_t ne) {
+    size_t *row = calloc(ne + 1, sizeof *row);
+    int *w = malloc((ne + 1) * sizeof *w);
+    size_t best = 0;
+    if (row && w) {
+        for (size_t j = 0; j < ne; j++)
+            w[j] = cJSON_GetArrayItem(want, (int)j)->valueint;
+        for (size_t i = 0; i < n; i++) {
+            size_t diag = 0; /* row[j] of the previous i, before overwriting */
+            for (size_t j = 1; j <= ne; j++) {
+                size_t up = row[j];
+                row[j] = got[i].id == w[j - 1] ? diag + 1 : (row[j - 1] > up ? row[j - 1] : up);
+                diag = up;
+            }
+        }
+        best = row[ne];
+    }
+    free(row);
+    free(w);
+    return best;
+}
+
 static void compare_tokens(const char *clip, const vkasr_result *r, const char *exp_dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/tokens.json", exp_dir, clip);
@@ -180,6 +207,8 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
         same++;
     tok_total += ne;
     tok_same += same;
+    tok_lcs += lcs_ids(t, n, ids, ne);
+    tok_longer += n > ne ? n : ne;
     if ((same != n || n != ne) && token_report_only)
         printf("  %-28s tokens  differ from position %zu (report only)\n", clip, same);
     else if (same != n || n != ne)
@@ -204,10 +233,23 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
 
 int main(int argc, char **argv) {
     if (argc != 7 && argc != 8) {
-        fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [exact|report]\n");
+        fprintf(stderr,
+                "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [exact|report|min=F]\n");
         return 2;
     }
-    token_report_only = argc == 8 && strcmp(argv[7], "report") == 0;
+    double min_agree = -1; /* >= 0: the bound on the aligned agreement ("min=F") */
+    if (argc == 8 && strncmp(argv[7], "min=", 4) == 0) {
+        char *end;
+        min_agree = strtod(argv[7] + 4, &end);
+        if (*end || !(min_agree >= 0 && min_agree <= 1)) {
+            fprintf(stderr, "test_parity: TOKENS %s: F must be a fraction in [0, 1]\n", argv[7]);
+            return 2;
+        }
+    } else if (argc == 8 && strcmp(argv[7], "report") != 0 && strcmp(argv[7], "exact") != 0) {
+        fprintf(stderr, "test_parity: TOKENS %s: expected exact, report or min=F\n", argv[7]);
+        return 2;
+    }
+    token_report_only = argc == 8 && strcmp(argv[7], "exact") != 0;
     const char *model = argv[1], *clips = argv[2], *expected = argv[3];
     double mel_tol = atof(argv[5]), enc_tol = atof(argv[6]);
     vkasr_model_params mp = vkasr_model_params_default();
@@ -256,8 +298,12 @@ int main(int argc, char **argv) {
         printf("FAIL: no clips found in %s\n", expected);
         return 1;
     }
+    double agree = tok_longer ? (double)tok_lcs / (double)tok_longer : 1.0;
+    if (min_agree >= 0 && !(agree >= min_agree))
+        fail("all clips", "aligned token agreement %.3f < %.3f", agree, min_agree);
     failures += tv_check();
-    printf("%d clip(s), token ids agreeing with transformers: %zu of %zu, %d failure(s)\n", nclips, tok_same,
-           tok_total, failures);
+    printf("%d clip(s), token ids agreeing with transformers: %zu of %zu as a common prefix, aligned %zu of %zu "
+           "(%.3f), %d failure(s)\n",
+           nclips, tok_same, tok_total, tok_lcs, tok_longer, agree, failures);
     return failures ? 1 : 0;
 }

@@ -5,26 +5,43 @@
 # precision), the same on the CUDA backend when this build has it, and the packed-batch RTFx of
 # `vkasr transcribe --manifest --batch 64` over tools/gpu/make_batch_set.py's inputs. The figures go to
 # $OUT/quant.md (a table for docs/model-format.md) next to the JSON and logs. About 10 minutes.
+# First the accuracy (about a minute, tools/gpu/quant_acc.sh): each type's encoder output and tokens on one
+# 60 s input against the f16 file's, f16 precision, $OUT/quant-accuracy.md; ACC_ONLY=1 stops after it.
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-V=$PWD/build-gpu/tools/vkasr
+V=${V:-$PWD/build-gpu/tools/vkasr}
 SET=${SET:-${TMPDIR:-/tmp}/batchset}
 N=${N:-300}
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader
 . tools/gpu/model06.sh
 model06 || exit 1
-[ -f "$SET/manifest.jsonl" ] || python3 tools/gpu/make_batch_set.py "$N" "$SET"
 CUDA=0
 $V bench -m "$G06" -d cuda --seconds 1 --runs 1 --json >/dev/null 2>"$OUT/cuda-probe.log" && CUDA=1
 
-for t in f16 q8_0 q6_k q5_k q4_k; do
-    m=$G06
-    if [ $t != f16 ]; then
-        m=${TMPDIR:-/tmp}/p06-$t.gguf
-        [ -f "$m" ] || timeout 300 $V convert "$G06" -o "$m" --type $t >"$OUT/convert-$t.log" 2>&1 ||
-            { echo "convert $t failed: $(tail -n 1 "$OUT/convert-$t.log")"; continue; }
+# qfile T: prints the model file of type T (f16: G06; the others converted from it once per machine).
+qfile() {
+    local m=${TMPDIR:-/tmp}/p06-$1.gguf
+    [ $1 = f16 ] && m=$G06
+    if [ ! -f "$m" ]; then
+        timeout 300 $V convert "$G06" -o "$m.part" --type $1 >"$OUT/convert-$1.log" 2>&1 && mv "$m.part" "$m" ||
+            { rm -f "$m.part"; echo "convert $1 failed: $(tail -n 1 "$OUT/convert-$1.log")" >&2; return 1; }
     fi
+    echo "$m"
+}
+
+ACC_WAV=${TMPDIR:-/tmp}/quant-acc-60s.wav
+[ -f "$ACC_WAV" ] || python3 tools/gpu/make_long_wav.py 60 "$ACC_WAV"
+acc_models=()
+for t in q8_0 q6_k q5_k q4_k; do m=$(qfile $t) && acc_models+=("$m"); done
+BACKENDS="vulkan$([ $CUDA = 1 ] && echo ' cuda')" V=$V tools/gpu/quant_acc.sh "$OUT" "$ACC_WAV" "$G06" \
+    ${acc_models[@]+"${acc_models[@]}"}
+[ "${ACC_ONLY:-0}" = 1 ] && exit 0
+
+[ -f "$SET/manifest.jsonl" ] || python3 tools/gpu/make_batch_set.py "$N" "$SET"
+
+for t in f16 q8_0 q6_k q5_k q4_k; do
+    m=$(qfile $t) || continue
     echo "$t: $(du -m "$m" | cut -f1) MiB"
     timeout 400 $V bench -m "$m" -p f16 --seconds 60,600 --runs 3 --json >"$OUT/quant-$t-vulkan.json"
     echo "$t vulkan bench rc=$?"
