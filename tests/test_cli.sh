@@ -231,6 +231,20 @@ for k in 0 1 2; do
     cat "$WORK/man/s$k.jsonl" >>"$WORK/man/shards.jsonl"
 done
 cmp -s "$WORK/man/out.jsonl" "$WORK/man/shards.jsonl" || fail "--shard K/3: the shards do not make up the whole"
+# Windows decoded ahead on several threads (--batch 2: windows of 8 inputs): a corrupt and a missing file
+# in the middle each get their own error, in input order, as with one file per call; the transcripts are
+# one file per call's, in order.
+set -- "$CLIPS"/*.wav "$DATA/audio/not_audio.wav" "$CLIPS"/*.wav "$WORK/man/none2.wav" "$CLIPS"/*.wav
+: >"$WORK/man/many.jsonl"
+for f in "$@"; do printf '{"audio_filepath": "%s"}\n' "$f" >>"$WORK/man/many.jsonl"; done
+expect 4 "$VKASR" transcribe -np -m "$M" --format json "$@"
+cp "$WORK/out" "$WORK/many.json"
+grep -E "not_audio|none2" "$WORK/err" >"$WORK/many.err"
+expect 4 "$VKASR" transcribe -np -m "$M" --format json --manifest "$WORK/man/many.jsonl" --batch 2
+cmp -s "$WORK/out" "$WORK/many.json" || fail "--manifest, windows decoded ahead: output differs from one file per call"
+grep -E "not_audio|none2" "$WORK/err" | cmp -s - "$WORK/many.err" ||
+    fail "--manifest, windows decoded ahead: the bad files' errors differ from one file per call's, or their order"
+[ "$(wc -l <"$WORK/many.err")" -eq 2 ] || fail "--manifest, windows decoded ahead: want two errors, one per bad file"
 for bad in "--batch 0" "--batch x" "--shard 3/3" "--shard 1" "--devices ,0" "-d 0 --devices 0"; do
     expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" $bad
 done

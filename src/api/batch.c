@@ -57,8 +57,9 @@ static void *decode_inputs(void *arg) {
 }
 
 /* Decodes every input into items[i] (status in items[i].st): on up to DECODE_THREADS_MAX threads (one
- * per core) next to the calling one when there are several inputs, else on the calling thread alone. */
-static void decode_all(const vkasr_batch_input *inputs, struct item *items, size_t n, int rate) {
+ * per core) next to the calling one when there are several inputs, else on the calling thread alone.
+ * Returns the number of threads that decoded (the calling one included). */
+static size_t decode_all(const vkasr_batch_input *inputs, struct item *items, size_t n, int rate) {
     struct decode_job j = {.inputs = inputs, .items = items, .n = n, .rate = rate};
     atomic_init(&j.next, 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -73,13 +74,19 @@ static void decode_all(const vkasr_batch_input *inputs, struct item *items, size
     decode_inputs(&j);
     for (size_t t = 0; t < started; t++)
         pthread_join(th[t], NULL);
+    return started + 1;
 }
 
-/* The call in progress: progress over all inputs' audio, abort. */
+/* The call in progress: progress over all inputs' audio, abort; where its time goes (ms, summed over
+ * the batches: the breakdown logged at INFO at the end of the call). */
 struct call {
     vkasr_session *s;
     const vkasr_transcribe_params *p;
     double total, done, cur; /* audio seconds: all inputs, those finished, the running batch's */
+    size_t batches;
+    double features_ms, encoder_ms, decoder_ms; /* asr_run_batch's stages (host preparation and uploads
+                                                   count in features: the first stage)               */
+    double results_ms;                          /* finishing the results, the result callbacks      */
 };
 
 static void on_progress(void *ud, const char *stage, double fraction, double audio_done) {
@@ -149,10 +156,14 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     vkasr_status st = asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
     free(pcm);
     free(ns);
-    if (st == VKASR_OK)
-        LOG_INFO(s->model->dev->log,
-                 "batch of %zu inputs, %.1f s of audio: %.1f ms (features %.1f, encoder %.1f, decoder %.1f)", k,
-                 c->cur, clock_ms() - t0, outs[0].features_ms, outs[0].encoder_ms, outs[0].decoder_ms);
+    const double t_run = clock_ms() - t0, f_ms = outs[0].features_ms, e_ms = outs[0].encoder_ms,
+                 d_ms = outs[0].decoder_ms;
+    if (st == VKASR_OK) {
+        c->batches++;
+        c->features_ms += f_ms;
+        c->encoder_ms += e_ms;
+        c->decoder_ms += d_ms;
+    }
     if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
         /* one input at a time: an input the batch cannot hold, or a device hiccup, sinks no other */
         LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running them one at a time", k, e.msg);
@@ -169,6 +180,7 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
         }
         return worst;
     }
+    const double t_res = clock_ms();
     for (size_t j = 0; j < k; j++) {
         struct vkasr_result *r = &s->batch[idx[j]];
         r->out = outs[j];
@@ -181,6 +193,13 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
         if (bp->result_callback)
             bp->result_callback(idx[j], r, bp->result_user_data);
     }
+    const double results_ms = clock_ms() - t_res;
+    c->results_ms += results_ms;
+    if (st == VKASR_OK)
+        LOG_INFO(s->model->dev->log,
+                 "batch of %zu inputs, %.1f s of audio: %.1f ms (features %.1f, encoder %.1f, decoder %.1f), results "
+                 "%.1f ms",
+                 k, c->cur, t_run, f_ms, e_ms, d_ms, results_ms);
     free(outs);
     c->done += c->cur;
     c->cur = 0;
@@ -295,8 +314,11 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     vkasr_status st = VKASR_OK, first_err = VKASR_OK;
     /* decode every input; a bad one is its own error */
     const double t_decode = clock_ms();
-    decode_all(inputs, items, n, m->cfg.sample_rate);
+    const size_t decoders = decode_all(inputs, items, n, m->cfg.sample_rate);
     const double decode_ms = clock_ms() - t_decode;
+    double decode_cpu_ms = 0;
+    for (size_t i = 0; i < n; i++)
+        decode_cpu_ms += items[i].load_ms;
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
         struct vkasr_result *r = &s->batch[i];
@@ -355,8 +377,14 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
             first_err = sg;
         pos += k;
     }
-    LOG_INFO(s->model->dev->log, "%zu inputs: decoding them %.1f ms, forming the batches %.1f ms, call %.1f ms", n,
-             decode_ms, group_ms, clock_ms() - t_call);
+    /* where the call's time went; "other": sorting, freeing, what the stages above do not cover */
+    const double call_ms = clock_ms() - t_call,
+                 other = call_ms - decode_ms - group_ms - c.features_ms - c.encoder_ms - c.decoder_ms - c.results_ms;
+    LOG_INFO(s->model->dev->log,
+             "%zu inputs in %zu batches, call %.1f ms: decoding %.1f ms (%zu threads, %.1f ms summed), forming the "
+             "batches %.1f, features %.1f, encoder %.1f, decoder %.1f, results %.1f, other %.1f",
+             n, c.batches, call_ms, decode_ms, decoders, decode_cpu_ms, group_ms, c.features_ms, c.encoder_ms,
+             c.decoder_ms, c.results_ms, other);
     /* inputs never started after an abort */
     for (; pos < nrun; pos++) {
         struct vkasr_result *r = &s->batch[idx[pos]];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch_prefetch.h"
 #include "cli.h"
 #include "wer.h"
 
@@ -34,6 +35,16 @@ struct window {
     struct record *rec;
 };
 
+/* Where the time of the windows went (seconds, summed over windows; -v prints it at the end). */
+struct stages {
+    double decode, decode_cpu; /* decoding the files ahead: elapsed, summed over the files      */
+    double waited;             /* workers waiting for a window's decoding                        */
+    double call;               /* in vkasr_transcribe_batch()                                    */
+    double features, encoder, decoder; /* its packed batches' stages                             */
+    size_t batches;
+    double outputs;            /* formatting the results, writing files, the ordered writes      */
+};
+
 struct shared {
     pthread_mutex_t mu;
     const struct batch_run *o;
@@ -49,6 +60,8 @@ struct shared {
     uint64_t peak;        /* device memory, the most any result reported         */
     struct wer_counts wer;
     double t0;
+    struct prefetch *pf;  /* decoding the windows ahead (NULL: the library decodes the files) */
+    struct stages st;     /* where the workers' time went                                    */
 };
 
 struct worker {
@@ -202,6 +215,46 @@ static void flush_windows(struct shared *sh) {
     }
 }
 
+/* The packed batches behind a call's results: their stage times into *st (the inputs of a batch report
+ * the same features, encoder and decoder times, which tell the batches apart). */
+static void count_batches(const vkasr_result **res, size_t n, struct stages *st) {
+    double(*seen)[3] = malloc((n ? n : 1) * sizeof *seen);
+    if (!seen)
+        return;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!res[i] || vkasr_result_status(res[i]) != VKASR_OK)
+            continue;
+        const vkasr_timings t = vkasr_result_timings(res[i]);
+        size_t j = 0;
+        while (j < k && !(seen[j][0] == t.features_ms && seen[j][1] == t.encoder_ms && seen[j][2] == t.decoder_ms))
+            j++;
+        if (j < k)
+            continue;
+        seen[k][0] = t.features_ms;
+        seen[k][1] = t.encoder_ms;
+        seen[k][2] = t.decoder_ms;
+        k++;
+        st->features += t.features_ms / 1e3;
+        st->encoder += t.encoder_ms / 1e3;
+        st->decoder += t.decoder_ms / 1e3;
+    }
+    st->batches += k;
+    free(seen);
+}
+
+static void add_stages(struct stages *a, const struct stages *b) {
+    a->decode += b->decode;
+    a->decode_cpu += b->decode_cpu;
+    a->waited += b->waited;
+    a->call += b->call;
+    a->features += b->features;
+    a->encoder += b->encoder;
+    a->decoder += b->decoder;
+    a->batches += b->batches;
+    a->outputs += b->outputs;
+}
+
 /* Transcribes window w on this worker's session; its records, then the ordered flush. */
 static void run_window(struct worker *wk, size_t wi) {
     struct shared *sh = wk->sh;
@@ -221,8 +274,17 @@ static void run_window(struct worker *wk, size_t wi) {
         pthread_mutex_unlock(&sh->mu);
         return;
     }
-    for (size_t i = 0; i < w->n; i++)
-        in[i].path = sh->in[w->first + i].audio;
+    /* the files decoded ahead go as samples (16 kHz mono: the library copies them bit for bit); the others
+     * by their path, for the library to decode (and to report why a file fails) */
+    double waited = 0;
+    struct decoded *d = sh->pf ? prefetch_take(sh->pf, wi, &waited) : NULL;
+    for (size_t i = 0; i < w->n; i++) {
+        if (d && d->pcm[i])
+            in[i] = (vkasr_batch_input){.samples = d->pcm[i], .n_frames = d->n[i], .sample_rate = VKASR_SAMPLE_RATE,
+                                        .channels = 1};
+        else
+            in[i].path = sh->in[w->first + i].audio;
+    }
     vkasr_transcribe_params tp = o->tp;
     tp.abort_callback = should_abort;
     vkasr_batch_params bp = vkasr_batch_params_default();
@@ -231,12 +293,18 @@ static void run_window(struct worker *wk, size_t wi) {
     vkasr_status st = vkasr_transcribe_batch(wk->session, in, w->n, &tp, &bp, res);
     const double secs = now_s() - t0;
     double audio = 0;
+    struct stages ws = {.waited = waited / 1e3, .call = secs};
+    if (d) {
+        ws.decode = d->wall_ms / 1e3;
+        ws.decode_cpu = d->cpu_ms / 1e3;
+    }
+    count_batches(res, w->n, &ws);
     uint64_t peak = 0;
     for (size_t i = 0; i < w->n; i++) {
         struct record *r = &rec[i];
         const vkasr_result *x = res[i];
         if (!x) { /* the call failed before any input ran */
-            char *m = dupf("vkasr: %s: %s\n", in[i].path, vkasr_session_last_error(wk->session));
+            char *m = dupf("vkasr: %s: %s\n", sh->in[w->first + i].audio, vkasr_session_last_error(wk->session));
             if (m)
                 rec_err(r, m);
             free(m);
@@ -256,20 +324,28 @@ static void run_window(struct worker *wk, size_t wi) {
             vkasr_timings tm = vkasr_result_timings(x);
             peak = tm.peak_device_bytes > peak ? tm.peak_device_bytes : peak;
         } else {
-            /* the library's messages name the input */
-            char *m = dupf("vkasr: %s\n", vkasr_result_error(x));
+            /* the library's messages name the input: its path, or for samples its index in the call */
+            const char *msg = vkasr_result_error(x);
+            char pcm_name[64];
+            int k = snprintf(pcm_name, sizeof pcm_name, "input %zu (PCM)", i);
+            char *m = in[i].path || strncmp(msg, pcm_name, (size_t)k) != 0
+                          ? dupf("vkasr: %s\n", msg)
+                          : dupf("vkasr: %s%s\n", sh->in[w->first + i].audio, msg + k);
             if (m)
                 rec_err(r, m);
             free(m);
             r->code = exit_code_for(si, 0);
         }
     }
+    prefetch_release(d, w->n);
+    ws.outputs = now_s() - t0 - secs;
     if (o->verbose || o->profile) {
         char *m = dupf("vkasr: worker %d (%s): window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), "
-                       "peak device memory %.1f MiB\n",
+                       "peak device memory %.1f MiB; decoded ahead in %.3f s (waited %.3f s), %zu batches: features "
+                       "%.3f s, encoder %.3f s, decoder %.3f s; outputs %.3f s\n",
                        wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1,
-                       audio, secs,
-                       secs > 0 ? audio / secs : 0.0, peak / 1048576.0);
+                       audio, secs, secs > 0 ? audio / secs : 0.0, peak / 1048576.0, ws.decode, ws.waited, ws.batches,
+                       ws.features, ws.encoder, ws.decoder, ws.outputs);
         if (m && w->n)
             rec_err(&rec[w->n - 1], m);
         free(m);
@@ -289,12 +365,15 @@ static void run_window(struct worker *wk, size_t wi) {
     }
     free(in);
     free(res);
+    const double t_flush = now_s();
     pthread_mutex_lock(&sh->mu);
     w->rec = rec;
     w->done = true;
     if (peak > sh->peak)
         sh->peak = peak;
     flush_windows(sh);
+    ws.outputs += now_s() - t_flush;
+    add_stages(&sh->st, &ws);
     pthread_mutex_unlock(&sh->mu);
 }
 
@@ -420,13 +499,27 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         fprintf(stderr, "vkasr: out of memory\n");
         rc = EXIT_FAIL;
     }
+    /* the files of the first window decode while the model loads, each next one while the windows
+     * before it transcribe; without the prefetcher (out of memory, no thread) the library decodes them */
+    const char **paths = rc == EXIT_OK ? calloc(n ? n : 1, sizeof *paths) : NULL;
+    size_t *wfirst = rc == EXIT_OK ? calloc(sh.nw ? sh.nw : 1, sizeof *wfirst) : NULL;
+    size_t *wcount = rc == EXIT_OK ? calloc(sh.nw ? sh.nw : 1, sizeof *wcount) : NULL;
+    if (paths && wfirst && wcount) {
+        for (size_t i = 0; i < n; i++)
+            paths[i] = in[i].audio;
+        for (size_t i = 0; i < sh.nw; i++) {
+            wfirst[i] = sh.w[i].first;
+            wcount[i] = sh.w[i].n;
+        }
+        sh.pf = prefetch_start(paths, wfirst, wcount, sh.nw, 0);
+    }
     if (rc == EXIT_OK && o->out_manifest && !(sh.mf = fopen(o->out_manifest, "w"))) {
         fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
         rc = EXIT_AUDIO;
     }
     for (int i = 0; rc == EXIT_OK && i < nd; i++)
         wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i] : o->mp.device, .id = i};
-    int nmodels = 0;
+    int nmodels = 0, prefetch_threads_used = 0;
     if (rc == EXIT_OK)
         rc = load_models(o, wk, nd, models, &nmodels);
     if (rc == EXIT_OK) {
@@ -470,6 +563,9 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         worker_main(&wk[0]); /* the first worker is this thread */
         for (int i = 1; i <= started; i++)
             pthread_join(wk[i].thread, NULL);
+        prefetch_threads_used = prefetch_threads(sh.pf);
+        prefetch_stop(sh.pf);
+        sh.pf = NULL;
         pthread_mutex_lock(&sh.mu);
         /* windows an interrupt kept from starting are skipped: the ones that finished still print */
         for (size_t i = sh.written; i < sh.nw; i++)
@@ -490,6 +586,16 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
                             "memory %.1f MiB; %zu failed; loading the model%s %.2f s, RTFx %.1f after it\n",
                     sh.inputs_done, sh.seconds, el, nd, el > 0 ? sh.seconds / el : 0.0, sh.peak / 1048576.0, sh.failed,
                     nmodels > 1 ? "s" : "", load_s, work > 0 ? sh.seconds / work : 0.0);
+        if (o->verbose) {
+            /* where the workers' time went; idle: the rest of their time (starting, waiting on each other) */
+            const struct stages *g = &sh.st;
+            const double busy = g->waited + g->call + g->outputs, other = g->call - g->features - g->encoder - g->decoder;
+            fprintf(stderr, "vkasr: stages: decoding files %.2f s ahead of the workers (%d threads, %.2f s summed), "
+                            "workers waiting for it %.2f s; vkasr_transcribe_batch %.2f s: %zu batches, features %.2f s, "
+                            "encoder %.2f s, decoder %.2f s, other %.2f s; outputs %.2f s; idle %.2f s\n",
+                    g->decode, prefetch_threads_used, g->decode_cpu, g->waited, g->call, g->batches, g->features,
+                    g->encoder, g->decoder, other, g->outputs, nd * work - busy);
+        }
         if (sh.with_ref && !o->no_prints)
             fprintf(stderr, "vkasr: WER %.2f %% (%zu errors: %zu substitutions, %zu deletions, %zu insertions, over %zu "
                             "reference words of %zu inputs with text)\n",
@@ -505,6 +611,10 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         vkasr_session_free(wk[i].session);
     for (int i = 0; models && i < nd; i++)
         vkasr_model_free(models[i]);
+    prefetch_stop(sh.pf);
+    free(paths);
+    free(wfirst);
+    free(wcount);
     for (size_t i = 0; sh.w && i < sh.nw; i++)
         free(sh.w[i].rec);
     free(sh.w);

@@ -6,7 +6,8 @@
 # every input batch 1's transcript, whether the encoder output of 24 inputs in one batch is bit-identical
 # to each input alone (f16 on tensor cores, and f32), --devices 0,1 when the machine has two GPUs (else
 # 0,0: two sessions on one GPU) at batch 64 and 256, a -v run at batch 64 (each packed batch's stage
-# times), and PyTorch's padded batches at the same sizes on the same inputs (tools/fixtures/batch_pytorch.py:
+# times; the breakdown in $OUT/batch-breakdown.txt), and PyTorch's padded batches at the same sizes on
+# the same inputs (tools/fixtures/batch_pytorch.py:
 # transformers, bf16, end to end and encoder only; PYTORCH=0 skips it). About 6-8 minutes (2 more the
 # first time, making the model). In $OUT: vkasr.log (every vkasr run's stderr, each under a header),
 # batch.md (the table), PyTorch's log and JSON; the output manifests stay in $SET.
@@ -78,6 +79,8 @@ done
 # where a batch-64 run's time goes: each window, each packed batch's stages, the GPU time per op
 timeout 300 $V transcribe -v --profile -m "$G06" --manifest "$SET/manifest.jsonl" --batch 64 >/dev/null \
     2>"$SET/vkasr-batch64-v.log"
+# its stage breakdown (docs/batch.md, "Where the time goes"): each window's and call's, the whole run's
+grep -E "window of|inputs in [0-9]+ batches|stages:|inputs, .* RTFx" "$SET/vkasr-batch64-v.log" >"$OUT/batch-breakdown.txt"
 for f in "$SET"/vkasr-*.log; do echo "=== $(basename "$f")"; cat "$f"; done >"$OUT/vkasr.log"
 [ "${PYTORCH:-1}" = 0 ] && PT=skip || PT=run
 
