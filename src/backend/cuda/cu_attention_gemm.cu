@@ -14,13 +14,27 @@
 #define AG_SOFT_THREADS 256
 #define AG_ALGO_CACHE 32
 
-/* A cuBLASLt algorithm for one product shape (the key: every argument of att_gemm but pointers). */
+/* A product shape (the key: every argument of ag_gemm but the pointers) with its descriptors and
+ * cuBLASLt's algorithm, made once. */
 struct cu_att_algo {
     int64_t key[11];
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t l[3]; /* A, B, D */
     cublasLtMatmulAlgo_t algo;
 };
 
+static void entry_free(struct cu_att_algo *c) {
+    for (int i = 0; i < 3; i++)
+        if (c->l[i])
+            cublasLtMatrixLayoutDestroy(c->l[i]);
+    if (c->op)
+        cublasLtMatmulDescDestroy(c->op);
+    memset(c, 0, sizeof *c);
+}
+
 void cu_att_algo_free(struct cu_backend *b) {
+    for (size_t i = 0; b->att_algo && i < AG_ALGO_CACHE; i++)
+        entry_free(&b->att_algo[i]);
     free(b->att_algo);
     b->att_algo = NULL;
     b->natt_algo = 0;
@@ -121,55 +135,7 @@ static __global__ void ag_finish(const float *Ys, const float *L, void *y, bool 
     }
 }
 
-/* ---- products --------------------------------------------------------------------------------- */
-
-/* The algorithm for a product shape: cached, else cuBLASLt's heuristic without split-K (a fixed
- * summation order: a row's sums do not depend on which chunk holds it) and 16-byte aligned operands. */
-static vkasr_status att_algo(struct cu_backend *b, const int64_t *key, cublasLtMatmulDesc_t op,
-                             cublasLtMatrixLayout_t la, cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld,
-                             cublasLtMatmulAlgo_t *out) {
-    struct err *e = &b->base.err;
-    for (size_t i = 0; i < b->natt_algo; i++)
-        if (memcmp(b->att_algo[i].key, key, sizeof b->att_algo[i].key) == 0) {
-            *out = b->att_algo[i].algo;
-            return VKASR_OK;
-        }
-    cublasLtMatmulPreference_t pref = NULL;
-    cublasLtMatmulHeuristicResult_t res;
-    int got = 0;
-    uint64_t ws = CU_WORKSPACE_BYTES;
-    uint32_t al = 16, red = CUBLASLT_REDUCTION_SCHEME_NONE;
-    cublasStatus_t r = cublasLtMatmulPreferenceCreate(&pref);
-    if (r == CUBLAS_STATUS_SUCCESS)
-        r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    for (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;
-         r == CUBLAS_STATUS_SUCCESS && a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)
-        r = cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a, &al, sizeof al);
-    if (r == CUBLAS_STATUS_SUCCESS)
-        r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red);
-    if (r == CUBLAS_STATUS_SUCCESS)
-        r = cublasLtMatmulAlgoGetHeuristic(b->lt, op, la, lb, ld, ld, pref, 1, &res, &got);
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (r != CUBLAS_STATUS_SUCCESS)
-        return cublas_fail(e, r, "op relpos_attention (unfused): cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    if (got < 1)
-        return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "op relpos_attention (unfused): cuBLASLt has no algorithm for the product m=%lld n=%lld "
-                       "k=%lld batch=%lld",
-                       (long long)key[1], (long long)key[2], (long long)key[3], (long long)key[10]);
-    if (b->natt_algo == AG_ALGO_CACHE)
-        b->natt_algo = 0; /* shapes change with the sequence: start over */
-    if (!b->att_algo) {
-        b->att_algo = (struct cu_att_algo *)calloc(AG_ALGO_CACHE, sizeof *b->att_algo);
-        if (!b->att_algo)
-            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    }
-    memcpy(b->att_algo[b->natt_algo].key, key, sizeof b->att_algo[0].key);
-    b->att_algo[b->natt_algo++].algo = res.algo;
-    *out = res.algo;
-    return VKASR_OK;
-}
+/* ---- products ------------------------------------------------------------------------------- */
 
 /* A batched product D (m x n, f32, column-major ld ldd) = op(A) (m x k) * B (k x n) over `batch`
  * matrices: A f16 stored k x m (transa) or m x k, B f16 k x n; strides in elements. */
@@ -194,35 +160,84 @@ static vkasr_status layout(struct err *e, cublasLtMatrixLayout_t *l, cudaDataTyp
     return VKASR_OK;
 }
 
-static vkasr_status gemm_described(struct cu_backend *b, const struct ag_gemm *g, cublasLtMatmulDesc_t *op,
-                                   cublasLtMatrixLayout_t *l) {
+/* Fills an entry for g's shape: descriptors, then cuBLASLt's heuristic without split-K (a fixed
+ * summation order: a row's sums do not depend on which chunk holds it) for 16-byte aligned operands. */
+static vkasr_status entry_make(struct cu_backend *b, const struct ag_gemm *g, struct cu_att_algo *c) {
     struct err *e = &b->base.err;
-    CUBLAS_CHECK(e, cublasLtMatmulDescCreate(op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CUBLAS_CHECK(e, cublasLtMatmulDescCreate(&c->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasOperation_t ta = g->transa ? CUBLAS_OP_T : CUBLAS_OP_N, tb = CUBLAS_OP_N;
-    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(*op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    TRY(layout(e, &l[0], CUDA_R_16F, g->transa ? g->k : g->m, g->transa ? g->m : g->k, g->lda, g->sa, g->batch));
-    TRY(layout(e, &l[1], CUDA_R_16F, g->k, g->n, g->ldb, g->sb, g->batch));
-    TRY(layout(e, &l[2], CUDA_R_32F, g->m, g->n, g->ldd, g->sd, g->batch));
+    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CUBLAS_CHECK(e, cublasLtMatmulDescSetAttribute(c->op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    TRY(layout(e, &c->l[0], CUDA_R_16F, g->transa ? g->k : g->m, g->transa ? g->m : g->k, g->lda, g->sa, g->batch));
+    TRY(layout(e, &c->l[1], CUDA_R_16F, g->k, g->n, g->ldb, g->sb, g->batch));
+    TRY(layout(e, &c->l[2], CUDA_R_32F, g->m, g->n, g->ldd, g->sd, g->batch));
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasLtMatmulHeuristicResult_t res;
+    int got = 0;
+    uint64_t ws = CU_WORKSPACE_BYTES;
+    uint32_t al = 16, red = CUBLASLT_REDUCTION_SCHEME_NONE;
+    cublasStatus_t r = cublasLtMatmulPreferenceCreate(&pref);
+    if (r == CUBLAS_STATUS_SUCCESS)
+        r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    for (int a = CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES;
+         r == CUBLAS_STATUS_SUCCESS && a <= CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES; a++)
+        r = cublasLtMatmulPreferenceSetAttribute(pref, (cublasLtMatmulPreferenceAttributes_t)a, &al, sizeof al);
+    if (r == CUBLAS_STATUS_SUCCESS)
+        r = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &red, sizeof red);
+    if (r == CUBLAS_STATUS_SUCCESS)
+        r = cublasLtMatmulAlgoGetHeuristic(b->lt, c->op, c->l[0], c->l[1], c->l[2], c->l[2], pref, 1, &res, &got);
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (r != CUBLAS_STATUS_SUCCESS)
+        return cublas_fail(e, r, "op relpos_attention (unfused): cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    if (got < 1)
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "op relpos_attention (unfused): cuBLASLt has no algorithm for the product m=%lld n=%lld "
+                       "k=%lld batch=%lld",
+                       (long long)g->m, (long long)g->n, (long long)g->k, (long long)g->batch);
+    c->algo = res.algo;
+    return VKASR_OK;
+}
+
+/* The entry for g's shape: cached, else made (the cache starts over when full: shapes change with the
+ * sequence, and a sequence uses three). */
+static vkasr_status entry(struct cu_backend *b, const struct ag_gemm *g, struct cu_att_algo **out) {
     const int64_t key[11] = {g->transa, g->m, g->n, g->k, g->lda, g->ldb, g->ldd, g->sa, g->sb, g->sd, g->batch};
-    cublasLtMatmulAlgo_t algo;
-    TRY(att_algo(b, key, *op, l[0], l[1], l[2], &algo));
-    const float one = 1.0f, zero = 0.0f;
-    CUBLAS_CHECK(e, cublasLtMatmul(b->lt, *op, &one, g->A, l[0], g->B, l[1], &zero, g->D, l[2], g->D, l[2], &algo,
-                                   (void *)(uintptr_t)b->workspace, CU_WORKSPACE_BYTES, b->stream));
+    for (size_t i = 0; i < b->natt_algo; i++)
+        if (memcmp(b->att_algo[i].key, key, sizeof key) == 0) {
+            *out = &b->att_algo[i];
+            return VKASR_OK;
+        }
+    if (!b->att_algo) {
+        b->att_algo = (struct cu_att_algo *)calloc(AG_ALGO_CACHE, sizeof *b->att_algo);
+        if (!b->att_algo)
+            return err_set(&b->base.err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    }
+    if (b->natt_algo == AG_ALGO_CACHE) {
+        for (size_t i = 0; i < AG_ALGO_CACHE; i++)
+            entry_free(&b->att_algo[i]);
+        b->natt_algo = 0;
+    }
+    struct cu_att_algo *c = &b->att_algo[b->natt_algo];
+    vkasr_status st = entry_make(b, g, c);
+    if (st != VKASR_OK) {
+        entry_free(c);
+        return st;
+    }
+    memcpy(c->key, key, sizeof key);
+    b->natt_algo++;
+    *out = c;
     return VKASR_OK;
 }
 
 static vkasr_status gemm(struct cu_backend *b, const struct ag_gemm *g) {
-    cublasLtMatmulDesc_t op = NULL;
-    cublasLtMatrixLayout_t l[3] = {NULL, NULL, NULL};
-    vkasr_status st = gemm_described(b, g, &op, l);
-    for (int i = 0; i < 3; i++)
-        if (l[i])
-            cublasLtMatrixLayoutDestroy(l[i]);
-    if (op)
-        cublasLtMatmulDescDestroy(op);
-    return st;
+    struct cu_att_algo *c = NULL;
+    TRY(entry(b, g, &c));
+    const float one = 1.0f, zero = 0.0f;
+    CUBLAS_CHECK(&b->base.err, cublasLtMatmul(b->lt, c->op, &one, g->A, c->l[0], g->B, c->l[1], &zero, g->D, c->l[2],
+                                              g->D, c->l[2], &c->algo, (void *)(uintptr_t)b->workspace,
+                                              CU_WORKSPACE_BYTES, b->stream));
+    return VKASR_OK;
 }
 
 /* ---- the plan --------------------------------------------------------------------------------- */

@@ -152,7 +152,8 @@ static uint64_t cud_validation(const struct be_device *bd) { return 0; }
 /* The planner's view of the device: vkasr's own blocks plus the free memory cudaMemGetInfo reports (what
  * other processes hold is not ours to plan with), within the budget (the card's memory, or
  * VKASR_MAX_DEVICE_MEMORY_MIB). cudaMalloc has no per-allocation limit below that. Ops take scratch for
- * themselves only in the linear op, bounded by CU_OP_SCRATCH_BYTES (+ CU_QUANT_W_BYTES, op_scratch_quant, for a quantized w). */
+ * themselves only in linear and the unfused attention, bounded by CU_OP_SCRATCH_BYTES (+ CU_QUANT_W_BYTES,
+ * op_scratch_quant, for a quantized w). */
 static void cud_memory(const struct be_device *bd, struct be_memory *out) {
     struct cu_device *d = (struct cu_device *)bd; /* the lock, not the device's state, changes */
     pthread_mutex_lock(&d->alloc_lock);

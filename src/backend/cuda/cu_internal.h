@@ -76,7 +76,8 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
 #define CU_LT_CACHE 64
 #define CU_WORKSPACE_BYTES (32ull << 20)
 /* Scratch one op takes for itself on top of the stack (be_memory.op_scratch): the linear op works in row
- * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it. */
+ * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it, and so
+ * does the unfused attention (its chunks of query rows and heads: the scores, weights and products). */
 #define CU_OP_SCRATCH_BYTES (32ull << 20)
 /* Beneath those, a quantized w's f32 copy (cu_linear_quant.cu): be_memory.op_scratch is the sum. */
 #define CU_QUANT_W_BYTES (32ull << 20)
