@@ -12,7 +12,8 @@
  * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
  * tables): every kernel against the reference, each segment bit-identical to the segment alone and
  * row chunks to one call, with full and local attention and segments shorter and longer than the
- * kernels' blocks. Vulkan kernel selection is checked on synthetic devices. */
+ * kernels' blocks. Vulkan kernel selection is checked on synthetic devices. CUDA's unfused attention
+ * for long sequences (cuBLASLt products): gemm_cases, forced by its run's VKASR_CUDA_ATT_GEMM_MIN_T. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -672,6 +673,42 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     chunk_case(h, cfg, 70, 44, 2, 66, 9, 33, false, F16_ALL);
 }
 
+/* The CUDA backend's unfused attention (cuBLASLt products in chunks of query rows), which it takes for
+ * f16 full attention over f16 k, v, p from VKASR_CUDA_ATT_GEMM_MIN_T valid positions on (this test's
+ * CUDA run sets 1, and profiling, whose totals must show the path ran for each call): several chunks
+ * (up to 512 rows each), padding, slices of queries and of keys, a longer position table, large
+ * scores, 1 to 8 heads of 16 to 256 columns, row chunks bit-identical to one call. */
+static void gemm_cases(struct th *h) {
+    struct backend *dev = h->be[TH_DEV];
+    dev->vt->profile_reset(dev);
+    const unsigned kvp = F16_K | F16_V | F16_P;
+    int calls = 0;
+    slice_case_t(h, NULL, 600, 0, 600, 0, 128, 2, 0, 600, 0, 1.0f, true, F16_ALL), calls++;
+    slice_case_t(h, NULL, 300, 0, 300, 0, 128, 2, 0, 251, 0, 1.0f, true, kvp), calls++;
+    slice_case_t(h, NULL, 200, 0, 200, 0, 64, 1, 0, 200, 0, 3.0f, true, kvp), calls++;
+    slice_case_t(h, NULL, 40, 50, 140, 0, 64, 2, 0, 140, 0, 1.0f, true, F16_ALL), calls++;
+    slice_case_t(h, NULL, 20, 110, 30, 100, 64, 2, 0, 125, 0, 1.0f, true, kvp), calls++;
+    slice_case_t(h, NULL, 100, 0, 100, 0, 128, 8, 2 * 100 + 7, 100, 0, 1.0f, true, F16_ALL), calls++;
+    slice_case_t(h, NULL, 150, 0, 150, 0, 256, 1, 0, 150, 0, 1.0f, true, kvp), calls++;
+    slice_case_t(h, NULL, 1100, 0, 1100, 0, 256, 4, 0, 1100, 0, 1.0f, true, F16_ALL), calls++;
+    chunk_case(h, NULL, 300, 128, 2, 300, 0, 7, true, F16_ALL), calls += 1 + 43;
+    chunk_case(h, NULL, 700, 128, 2, 650, 0, 64, true, F16_ALL), calls += 1 + 11;
+    if (be_sync(dev) != VKASR_OK)
+        printf("FAIL unfused attention: sync: %s\n", dev->err.msg), h->failures++;
+    struct be_op_stat stats[64];
+    size_t n = dev->vt->profile(dev, stats, 64);
+    uint64_t ran = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(stats[i].name, "relpos_attention_gemm") == 0)
+            ran = stats[i].calls;
+    h->checks++;
+    const bool ok = ran == (uint64_t)calls;
+    if (!ok)
+        h->failures++;
+    printf("%s unfused attention: %llu of %d calls took the cuBLASLt path\n", ok ? "ok  " : "FAIL",
+           (unsigned long long)ran, calls);
+}
+
 int main(void) {
     struct th h;
     th_open(&h, true);
@@ -733,6 +770,10 @@ int main(void) {
         choice_cases(&h);
     else
         th_skip(&h, "Vulkan attention kernel selection on synthetic devices");
+    if (!h.vulkan && getenv("VKASR_CUDA_ATT_GEMM_MIN_T"))
+        gemm_cases(&h);
+    else
+        th_skip(&h, "the CUDA backend's unfused attention (its run sets VKASR_CUDA_ATT_GEMM_MIN_T)");
     error_cases(&h);
     printf("worst nmse: f32 %.2e (tolerance %.0e), f16 %.2e (tolerance %.0e)\n", worst_nmse, TOL, worst_nmse_f16,
            TOL_F16);

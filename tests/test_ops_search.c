@@ -5,7 +5,10 @@
  * logits with ties, NaNs and all-NaN rows (first index on ties, NaN never wins, all NaN -> 0), a done
  * hypothesis. search_joint: the commit of h_new (S_EMIT set or not), rows clamped at T - 1, P and L
  * from 1 to 300 and 3. Batches of hypotheses (a packed batch's): 3 and 37 hypotheses of different
- * lengths packed in f, at different frames, some done. The decoders built on them: test_decoder. */
+ * lengths packed in f, at different frames, some done. Recorded sequences (be_graph_*: Vulkan command
+ * buffers, CUDA graphs): iterations of joint and step recorded once and replayed end exactly where the
+ * reference running them one by one does, also after an op failed while recording (the backend still
+ * runs ops afterwards). The decoders built on them: test_decoder. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +171,76 @@ static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int6
     free(st);
 }
 
+/* Replays: `iters` iterations of (search_joint, search_step) recorded once on the device under test and
+ * replayed `times` times, against the reference running the iterations one by one; fail_first: an op
+ * with invalid arguments is called first while recording (the recording is then abandoned and redone). */
+static void graph_case(struct th *h, int64_t B, bool tdt, int W, int iters, uint32_t times, bool fail_first) {
+    th_case(h, "search graph of %lld %s W=%d, %d iterations replayed %u times%s", (long long)B, tdt ? "TDT" : "RNN-T", W,
+            iters, times, fail_first ? ", after a failed recording" : "");
+    int64_t frames[5] = {40, 3, 17, 64, 29};
+    struct rig r;
+    if (!make(h, &r, B, frames, 0, 12, 9, 2, tdt ? 5 : 0, W, 256, 3, RANDOM))
+        return;
+    int32_t st[5 * SEARCH_STATE_INTS] = {0};
+    int64_t f0 = 0;
+    for (int64_t b = 0; b < B; b++) {
+        int32_t *sb = st + b * SEARCH_STATE_INTS;
+        sb[SEARCH_S_FRAMES] = (int32_t)frames[b];
+        sb[SEARCH_S_F0] = (int32_t)f0;
+        sb[SEARCH_S_LAST_T] = -1;
+        sb[SEARCH_S_EMIT] = 1;
+        f0 += frames[b];
+    }
+    set_states(h, &r, st, B);
+    struct backend *dev = h->be[TH_DEV], *ref = h->be[TH_REF];
+    struct op_search_joint j[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    struct op_search_step k[2] = {{.s = &r.s[0], .window = W}, {.s = &r.s[1], .window = W}};
+    vkasr_status st_ref = VKASR_OK;
+    for (uint32_t i = 0; st_ref == VKASR_OK && i < (uint32_t)iters * times; i++) {
+        st_ref = be_search_joint(ref, &j[TH_REF]);
+        if (st_ref == VKASR_OK)
+            st_ref = be_search_step(ref, &k[TH_REF]);
+    }
+    struct be_graph *g = NULL;
+    vkasr_status st_dev = VKASR_OK;
+    h->checks++;
+    if (fail_first) { /* a window beyond SEARCH_MAX_WINDOW is refused; the recording must end cleanly */
+        struct op_search_step bad = {.s = &r.s[TH_DEV], .window = 2 * SEARCH_MAX_WINDOW};
+        st_dev = be_graph_begin(dev);
+        vkasr_status sb = st_dev == VKASR_OK ? be_search_step(dev, &bad) : VKASR_OK;
+        if (st_dev == VKASR_OK)
+            be_graph_end(dev, &g); /* a graph or an error: either way nothing is left recording */
+        be_graph_free(dev, g);
+        g = NULL;
+        if (st_dev != VKASR_OK || sb == VKASR_OK) {
+            printf("FAIL [%s]: the invalid op %s while recording (%s)\n", h->name,
+                   sb == VKASR_OK ? "was accepted" : "could not be tried", dev->err.msg);
+            h->failures++;
+        }
+        err_clear(&dev->err);
+    }
+    st_dev = be_graph_begin(dev);
+    for (int i = 0; st_dev == VKASR_OK && i < iters; i++) {
+        st_dev = be_search_joint(dev, &j[TH_DEV]);
+        if (st_dev == VKASR_OK)
+            st_dev = be_search_step(dev, &k[TH_DEV]);
+    }
+    if (st_dev == VKASR_OK) {
+        st_dev = be_graph_end(dev, &g);
+        if (st_dev == VKASR_OK)
+            st_dev = be_graph_run(dev, g, times);
+        if (st_dev == VKASR_OK)
+            st_dev = be_sync(dev);
+    }
+    be_graph_free(dev, g);
+    if (st_ref != VKASR_OK || st_dev != VKASR_OK) {
+        printf("FAIL [%s]: %s\n", h->name, st_ref != VKASR_OK ? ref->err.msg : dev->err.msg);
+        h->failures++;
+        return;
+    }
+    check_all(h, &r);
+}
+
 int main(void) {
     struct th h;
     th_open(&h, false);
@@ -192,5 +265,9 @@ int main(void) {
     batch_case(&h, 3, false, 1, 7, 1, TIES);
     batch_case(&h, 37, true, 8, 33, 2, NANS);
     batch_case(&h, 37, false, 2, 16, 2, RANDOM);
+    graph_case(&h, 1, true, 4, 8, 3, false);
+    graph_case(&h, 5, false, 2, 8, 5, false);
+    graph_case(&h, 5, true, 8, 1, 40, true);
+    graph_case(&h, 5, false, 1, 8, 9, true);
     return th_close(&h);
 }

@@ -19,6 +19,8 @@
  *     output exactly unchanged.
  * q, k, v, p and y are f32 or f16 each (the op's contract): loads widen f16 to f32, an f16 y gets the
  * result rounded to nearest; q + u and q + v are formed in f32.
+ * Long sequences in f16 mode go through cuBLASLt products instead (cu_attention_gemm.cu, by a rule
+ * fixed for the whole sequence, so all row chunks of one take the same path).
  * A packed batch (seg, nseg > 0: ops.h): a query sees only its segment's keys. A block's key loop runs
  * once per segment its rows reach, over that segment's keys (tiles of att_tc on the segment's grid),
  * the other rows masked; a pass leaves the rows it masks exactly unchanged, so each row ends with the
@@ -545,6 +547,10 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.seg = cu_ptr<int64_t>(a->seg);
     args.nseg = a->seg.addr ? a->seg.ne[0] - 1 : 0;
     args.vec = D % 4 == 0 && dk % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->p);
+    bool taken = false; /* long sequences in f16 mode: unfused, through cuBLASLt (its rule is there) */
+    TRY(cu_att_gemm(b, a, &taken));
+    if (taken)
+        return VKASR_OK;
     if (a->f16 && b->d->tensor_cores && dk <= 128) {
         b->op_label = "relpos_attention_tc";
         uint64_t items = (uint64_t)((Tq + TC_BQ - 1) / TC_BQ) * (uint64_t)H;

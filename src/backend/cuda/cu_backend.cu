@@ -2,7 +2,8 @@
  * download goes through in order, the scratch arena (reserved to each run's memory plan),
  * double-buffered pinned staging for uploads and
  * downloads, flush/throttle through events, the op table generated from VKASR_OPS, cuBLASLt's handle
- * and workspace, and per-op GPU times from CUDA events when profiling is on. */
+ * and workspace, and per-op GPU times from CUDA events when profiling is on. Recorded sequences of
+ * ops (be_graph_*) are CUDA graphs: cu_graph.cu. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,7 +68,7 @@ static vkasr_status prof_resolve(struct cu_backend *b) {
 
 /* ---- stream ----------------------------------------------------------------------------------- */
 
-static vkasr_status stream_sync(struct cu_backend *b) {
+vkasr_status cu_stream_sync(struct cu_backend *b) {
     CU_CHECK(&b->base.err, cudaStreamSynchronize(b->stream));
     b->staging_busy[0] = b->staging_busy[1] = false;
     b->flush_count = 0;
@@ -78,6 +79,7 @@ static vkasr_status stream_sync(struct cu_backend *b) {
 
 static vkasr_status cub_flush(struct backend *bb) {
     struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_not_capturing(b, "flush"));
     TRY(cu_use_device(b->d, &bb->err));
     /* Launches are already queued on the GPU; an event marks how far this flush reaches for throttle. */
     if (b->flush_count == CU_THROTTLE_RING) { /* the oldest mark is superseded by the newer ones */
@@ -92,6 +94,7 @@ static vkasr_status cub_flush(struct backend *bb) {
 
 static vkasr_status cub_throttle(struct backend *bb, int max_pending) {
     struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_not_capturing(b, "throttle"));
     TRY(cu_use_device(b->d, &bb->err));
     if (max_pending < 0)
         max_pending = 0;
@@ -105,8 +108,9 @@ static vkasr_status cub_throttle(struct backend *bb, int max_pending) {
 
 static vkasr_status cub_sync(struct backend *bb) {
     struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_not_capturing(b, "sync"));
     TRY(cu_use_device(b->d, &bb->err));
-    return stream_sync(b);
+    return cu_stream_sync(b);
 }
 
 /* ---- memory ----------------------------------------------------------------------------------- */
@@ -134,6 +138,7 @@ static vkasr_status ensure_staging(struct cu_backend *b) {
  * the staging buffer alternate, each reused once its previous copy has finished. */
 static vkasr_status cub_upload(struct backend *bb, uint64_t dst, const void *src, uint64_t bytes) {
     struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_not_capturing(b, "upload"));
     if (bytes == 0)
         return VKASR_OK;
     TRY(cu_use_device(b->d, &bb->err));
@@ -157,6 +162,7 @@ static vkasr_status cub_upload(struct backend *bb, uint64_t dst, const void *src
 /* Downloads run after all queued work (stream order) and wait for it. */
 static vkasr_status cub_download(struct backend *bb, void *dst, uint64_t src, uint64_t bytes) {
     struct cu_backend *b = (struct cu_backend *)bb;
+    TRY(cu_not_capturing(b, "download"));
     if (bytes == 0)
         return VKASR_OK;
     TRY(cu_use_device(b->d, &bb->err));
@@ -166,7 +172,7 @@ static vkasr_status cub_download(struct backend *bb, void *dst, uint64_t src, ui
         uint64_t n = bytes - off < 2 * CU_STAGING_BYTES ? bytes - off : 2 * CU_STAGING_BYTES;
         CU_CHECK(&bb->err, cudaMemcpyAsync(b->staging, (const void *)(uintptr_t)(src + off), n, cudaMemcpyDeviceToHost,
                                           b->stream));
-        TRY(stream_sync(b));
+        TRY(cu_stream_sync(b));
         memcpy((char *)dst + off, b->staging, n);
     }
     return VKASR_OK;
@@ -192,10 +198,16 @@ static vkasr_status cub_run(struct backend *bb, enum op_id id, const void *args)
     struct cu_backend *b = (struct cu_backend *)bb;
     CHECK_OR_RETURN(&bb->err, (unsigned)id < OP_COUNT);
     TRY(cu_use_device(b->d, &bb->err));
+    if (b->capturing) { /* an op that fails while recording ends the capture (cu_graph.cu) */
+        vkasr_status st = cu_op_table[id](b, args);
+        if (st != VKASR_OK)
+            cu_graph_abort(b);
+        return st;
+    }
     if (!b->d->profile)
         return cu_op_table[id](b, args);
     if (b->npend == b->cappend) {
-        TRY(stream_sync(b)); /* resolves the pending intervals */
+        TRY(cu_stream_sync(b)); /* resolves the pending intervals */
         if (b->npend == b->cappend) {
             size_t cap = b->cappend ? 2 * b->cappend : 256;
             struct cu_prof_pending *n = (struct cu_prof_pending *)realloc(b->pend, cap * sizeof *n);
@@ -246,6 +258,8 @@ static void cub_profile_reset(struct backend *bb) { ((struct cu_backend *)bb)->n
 static void cub_destroy(struct backend *bb) {
     struct cu_backend *b = (struct cu_backend *)bb;
     if (cudaSetDevice(b->d->ordinal) == cudaSuccess) {
+        if (b->capturing)
+            cu_graph_abort(b);
         if (b->stream)
             cudaStreamSynchronize(b->stream);
         for (size_t i = 0; i < b->npend; i++) {
@@ -261,6 +275,7 @@ static void cub_destroy(struct backend *bb) {
             if (b->staging_done[i])
                 cudaEventDestroy(b->staging_done[i]);
         cu_lt_cache_free(b);
+        cu_att_algo_free(b);
         if (b->lt)
             cublasLtDestroy(b->lt);
         cu_device_free(b->d, b->workspace, CU_WORKSPACE_BYTES);
@@ -279,10 +294,7 @@ static void cub_destroy(struct backend *bb) {
 
 static const struct backend_vtbl cu_backend_vtbl = {
     cub_destroy, cub_upload, cub_download, cub_flush, cub_throttle, cub_sync, cub_run, cub_profile,
-    cub_profile_reset,
-    /* no recorded sequences: the device-resident decoder launches its ops directly (no host round
-     * trip per iteration either way) */
-    NULL, NULL, NULL, NULL,
+    cub_profile_reset, cu_graph_begin, cu_graph_end, cu_graph_run, cu_graph_free,
 };
 
 static vkasr_status backend_init(struct cu_backend *b, struct err *e) {

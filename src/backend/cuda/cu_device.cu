@@ -59,6 +59,9 @@ vkasr_status cublas_fail(struct err *e, cublasStatus_t r, const char *what, cons
 }
 
 vkasr_status cu_use_device(const struct cu_device *d, struct err *e) {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur == d->ordinal)
+        return VKASR_OK; /* nothing to set (also while a stream of this thread is being captured) */
     CU_CHECK(e, cudaSetDevice(d->ordinal));
     return VKASR_OK;
 }
@@ -149,7 +152,8 @@ static uint64_t cud_validation(const struct be_device *bd) { return 0; }
 /* The planner's view of the device: vkasr's own blocks plus the free memory cudaMemGetInfo reports (what
  * other processes hold is not ours to plan with), within the budget (the card's memory, or
  * VKASR_MAX_DEVICE_MEMORY_MIB). cudaMalloc has no per-allocation limit below that. Ops take scratch for
- * themselves only in the linear op, bounded by CU_OP_SCRATCH_BYTES (+ CU_QUANT_W_BYTES, op_scratch_quant, for a quantized w). */
+ * themselves only in linear and the unfused attention, bounded by CU_OP_SCRATCH_BYTES (+ CU_QUANT_W_BYTES,
+ * op_scratch_quant, for a quantized w). */
 static void cud_memory(const struct be_device *bd, struct be_memory *out) {
     struct cu_device *d = (struct cu_device *)bd; /* the lock, not the device's state, changes */
     pthread_mutex_lock(&d->alloc_lock);
@@ -226,6 +230,9 @@ extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, st
     d->max_grid = (uint32_t)grid;
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
     d->tensor_cores = d->prop.major >= 8;
+    /* The unfused attention (cu_attention_gemm.cu) from this many valid positions on; tests force it
+     * with a small VKASR_CUDA_ATT_GEMM_MIN_T. */
+    d->att_gemm_min_t = (int64_t)env_u64(d->base.log, "VKASR_CUDA_ATT_GEMM_MIN_T", CU_ATT_GEMM_MIN_T);
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s (CUDA device %d)", d->prop.name, ordinal);
     d->base.info.f16 = true;
     d->base.info.coopmat = d->tensor_cores;

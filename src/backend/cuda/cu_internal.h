@@ -58,7 +58,12 @@ struct cu_device {
     uint32_t max_grid;           /* blocks of a 1-D launch (VKASR_MAX_GROUPS applied)           */
     bool profile;
     bool tensor_cores;           /* mma.sync f16 (sm_80+): the tensor-core attention kernel     */
+    int64_t att_gemm_min_t;      /* n_valid from which f16 full attention is unfused (cuBLASLt) */
 };
+/* The default of att_gemm_min_t (VKASR_CUDA_ATT_GEMM_MIN_T): a sequence of this many encoder frames
+ * (about 2:40 of audio at 80 ms a frame) is where the products' T x T work outweighs their extra
+ * passes over the scores; to be measured and tuned on the H100 (docs/gpu-results.md). */
+#define CU_ATT_GEMM_MIN_T 2048
 
 /* Makes the device current for the calling thread (every entry point calls it first: a session may
  * run on another thread than the one that opened the model). */
@@ -71,7 +76,8 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
 #define CU_LT_CACHE 64
 #define CU_WORKSPACE_BYTES (32ull << 20)
 /* Scratch one op takes for itself on top of the stack (be_memory.op_scratch): the linear op works in row
- * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it. */
+ * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it, and so
+ * does the unfused attention (its chunks of query rows and heads: the scores, weights and products). */
 #define CU_OP_SCRATCH_BYTES (32ull << 20)
 /* Beneath those, a quantized w's f32 copy (cu_linear_quant.cu): be_memory.op_scratch is the sum. */
 #define CU_QUANT_W_BYTES (32ull << 20)
@@ -88,6 +94,9 @@ struct cu_lt_entry {
     cublasLtMatrixLayout_t la, lb, lc;
 };
 void cu_lt_cache_free(struct cu_backend *b);
+/* Frees the unfused attention's cached cuBLASLt algorithms (cu_attention_gemm.cu). */
+struct cu_att_algo;
+void cu_att_algo_free(struct cu_backend *b);
 
 struct cu_prof_pending {
     const char *name;
@@ -125,9 +134,31 @@ struct cu_backend {
     size_t nfree_ev, capfree_ev;
     struct cu_prof_total *prof;
     size_t nprof, capprof;
+    /* recorded sequences (cu_graph.cu): the stream is capturing between graph_begin and graph_end;
+     * capture_failed: an op failed while recording and the capture was already ended */
+    bool capturing, capture_failed;
+    /* cuBLASLt algorithms of the unfused attention's products (cu_attention_gemm.cu) */
+    struct cu_att_algo *att_algo;
+    size_t natt_algo;
 };
 
 vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struct err *e);
+/* Waits for the stream's work and resolves the profile's pending intervals (cu_backend.cu). */
+vkasr_status cu_stream_sync(struct cu_backend *b);
+
+/* Recorded sequences through CUDA stream capture (cu_graph.cu; backend.h be_graph_*). */
+vkasr_status cu_graph_begin(struct backend *bb);
+vkasr_status cu_graph_end(struct backend *bb, struct be_graph **out);
+vkasr_status cu_graph_run(struct backend *bb, struct be_graph *g, uint32_t times);
+void cu_graph_free(struct backend *bb, struct be_graph *g);
+/* Ends a capture after an op failed during it (the op's error stays in b->base.err); cub_destroy ends
+ * one left open. Never leaves the stream capturing. */
+void cu_graph_abort(struct cu_backend *b);
+/* An error naming `what` when the stream is capturing (uploads, downloads, waits are not recorded). */
+vkasr_status cu_not_capturing(struct cu_backend *b, const char *what);
+/* relpos_attention through cuBLASLt products in chunks (cu_attention_gemm.cu): *taken false (and
+ * nothing done) where its rule leaves the call to the fused kernels (cu_attention.cu). */
+vkasr_status cu_att_gemm(struct cu_backend *b, const struct op_relpos_attention *a, bool *taken);
 /* linear with a block-quantized w (cu_linear_quant.cu; cu_op_linear sends it there). */
 vkasr_status cu_op_linear_quant(struct cu_backend *b, const struct op_linear *a);
 
