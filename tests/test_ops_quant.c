@@ -106,6 +106,44 @@ static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K, bool matve
         th_check(h, y, 0.0);
 }
 
+/* The matrix-vector kernel's rows do not depend on M (its tile of 8 or 32 rows): rows of a 33-row
+ * product, run alone, give the same bits (the batch-identical transcripts rely on it). */
+static void gemv_rows_alone(struct th *h, int qi, int64_t K) {
+    th_case(h, "linear %s matvec: a row alone gives the 33-row product's bits (K=%lld)", NAMES[qi], (long long)K);
+    const int64_t M = 33, N = 13;
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = quant_input(h, qi, N, K);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N)), *y1 = th_output(h, BE_F32, 2, TH_SHAPE(1, N));
+    struct backend *dv = h->be[TH_DEV];
+    const struct op_linear all = {.x = TH_T(x, TH_DEV), .w = TH_T(w, TH_DEV), .y = TH_T(y, TH_DEV), .alpha = 1.0f,
+                                  .matvec = true};
+    float *ya = malloc((size_t)(M * N) * sizeof *ya), one[13];
+    if (!ya)
+        exit(1);
+    h->checks++;
+    if (be_run(dv, OP_linear, &all) || be_sync(dv) || be_download(dv, ya, all.y.addr, (uint64_t)(M * N) * 4)) {
+        printf("FAIL [%s]: %s\n", h->name, dv->err.msg);
+        h->failures++;
+        free(ya);
+        return;
+    }
+    for (int64_t r = 0; r < M; r += 8) {
+        const struct op_linear a = {.x = be_tensor_2d(all.x.addr + (uint64_t)(r * K) * 4, BE_F32, 1, K), .w = all.w,
+                                    .y = TH_T(y1, TH_DEV), .alpha = 1.0f, .matvec = true};
+        if (be_run(dv, OP_linear, &a) || be_sync(dv) || be_download(dv, one, a.y.addr, (uint64_t)N * 4)) {
+            printf("FAIL [%s]: row %lld: %s\n", h->name, (long long)r, dv->err.msg);
+            h->failures++;
+            break;
+        }
+        if (memcmp(one, ya + r * N, (size_t)N * 4) != 0) {
+            printf("FAIL [%s]: row %lld alone differs from the 33-row product's\n", h->name, (long long)r);
+            h->failures++;
+            break;
+        }
+    }
+    free(ya);
+}
+
 /* One LSTM step of B rows (every third row's gate closed: its outputs must not move) with w_ih [4P, In]
  * and w_hh [4P, P] of one block type, against the reference on the same dequantized weights. */
 static void lstm_case(struct th *h, int qi, int64_t B, int64_t in, int64_t p) {
@@ -264,6 +302,8 @@ int main(void) {
             run_case(&h, qi, &cases[i], NULL);
         exact_dequant(&h, qi, 5, k3, false);
         exact_dequant(&h, qi, 7, k2, true);
+        if (h.vulkan)
+            gemv_rows_alone(&h, qi, k3);
         bad_k(&h, qi);
         /* the LSTM: In != P (a wrong row stride shows), 1 and 3 rows (the second gated off) */
         lstm_case(&h, qi, 1, k2 == 224 ? 96 : 512, B);
