@@ -57,7 +57,8 @@ vkasr_status cu_op_lstm_step(struct cu_backend *b, const struct op_lstm_step *a)
     const uint64_t rb_h = wt == BE_F32 ? (uint64_t)P * 4 : dq_row_bytes(wt, P);
     lstm_kernel<<<grid, 32 * LSTM_WARPS, 0, b->stream>>>(
         cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<unsigned char>(a->w_ih),
-        cu_ptr<unsigned char>(a->w_hh), (int)wt, rb_i, rb_h, cu_ptr<float>(a->b), cu_ptr<float>(a->h_out), cu_ptr<float>(a->c_out), In, P, B,
+        cu_ptr<unsigned char>(a->w_hh), (int)wt, rb_i, rb_h, cu_ptr<float>(a->b), cu_ptr<float>(a->h_out),
+        cu_ptr<float>(a->c_out), In, P, B,
         a->gate.addr ? cu_ptr<int32_t>(a->gate) : (const int32_t *)NULL, B > 1 ? a->gate_stride : 0);
     CU_LAUNCHED(b);
     return VKASR_OK;
