@@ -20,6 +20,12 @@
 // spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 1: MR, at most 32 (one invocation
 // per row adds the lane sums); 7: tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
+//
+// -DWQ_<type> (dequant.glsl): w holds rows of K / QB_K quantized blocks, read as they are. A lane sweeps
+// 8-weight pieces (k = 8 lane + 256 i: one piece of one 32-weight sub-block), dequantizes each with
+// dequant8 (bit for bit the host's f32 values, no f16 rounding) and accumulates it times x in f32 as
+// the f32 path does: the reference's dequantize-then-f32-product up to f32 summation order. The
+// pieces of a lane do not depend on MR or M, so neither does a row.
 #ifdef F16_TYPES
 #define HAS_F16
 #endif
@@ -47,6 +53,18 @@ void load8(uint64_t base, bool f16, uint64_t i, out vec4 lo, out vec4 hi) {
     hi = V4Ref(base + i * 4ul + 16ul).v;
 }
 
+#ifdef WQ
+// x[i .. i+7] (i a multiple of 8) as the product takes them: vector loads when aligned.
+void load_x8(uint64_t i, bool vec, out vec4 lo, out vec4 hi) {
+    if (vec) {
+        load8(pc.x, X16, i, lo, hi);
+        return;
+    }
+    lo = vec4(load_x(i), load_x(i + 1ul), load_x(i + 2ul), load_x(i + 3ul));
+    hi = vec4(load_x(i + 4ul), load_x(i + 5ul), load_x(i + 6ul), load_x(i + 7ul));
+}
+#endif
+
 void main() {
     const uint WG = gl_WorkGroupSize.x, CPW = WG / LANES;
     const uint tid = gl_LocalInvocationID.x, lane = tid % LANES, grp = tid / LANES;
@@ -62,6 +80,21 @@ void main() {
         [[unroll]] for (uint r = 0; r < MR; r++)
             acc[r] = 0.0;
         if (n < N) {
+#ifdef WQ
+            const uint64_t wq = pc.w + uint64_t(glu_row(n)) * uint64_t(K / QB_K) * uint64_t(QB_BYTES);
+            for (uint k = lane * 8u; k < K; k += LANES * 8u) {
+                float wv[8];
+                dequant8(wq, k, wv);
+                const vec4 wlo = vec4(wv[0], wv[1], wv[2], wv[3]), whi = vec4(wv[4], wv[5], wv[6], wv[7]);
+                [[unroll]] for (uint r = 0; r < MR; r++) {
+                    if (r < rows) {
+                        vec4 xlo, xhi;
+                        load_x8(uint64_t(m0 + r) * K + k, vec, xlo, xhi);
+                        acc[r] += dot(xlo, wlo) + dot(xhi, whi);
+                    }
+                }
+            }
+#else
             const uint64_t wrow = uint64_t(glu_row(n)) * K;
             if (vec) {
                 for (uint k = lane * 8u; k < K; k += LANES * 8u) {
@@ -87,6 +120,7 @@ void main() {
                             acc[r] = fma(load_x(uint64_t(m0 + r) * K + k), wv, acc[r]);
                 }
             }
+#endif
         }
         [[unroll]] for (uint r = 0; r < MR; r++)
             part[(grp * MR + r) * LANES + lane] = acc[r];

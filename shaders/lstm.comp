@@ -20,8 +20,13 @@
 // gate (optional): row r's gate is gate[r * gate_stride]; a closed one (0) means nothing is written for
 // that row (the device-resident search's step for a hypothesis that did not emit). A block of rows
 // whose gates are all closed skips its work; gates are read by every invocation before any barrier.
+// -DWQ_<type> (dequant.glsl): w_ih and w_hh hold rows of In / QB_K and P / QB_K quantized blocks (the
+// host checks In and P are multiples of QB_K). A lane sweeps 8-weight pieces of the four gate rows
+// (k = 8 lane + 8 LPU i: one piece of one 32-weight sub-block), dequantized by dequant8 to the host's
+// f32 values, and accumulates them times x or h in f32: the reference up to f32 summation order.
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it; 2: HB, rows per workgroup.
 #include "core.glsl"
+#include "dequant.glsl"
 layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
@@ -36,6 +41,13 @@ layout(push_constant) uniform PC {
 layout(constant_id = 1) const uint LPU = 32;
 layout(constant_id = 2) const uint HB = 1;
 shared vec4 part[gl_WorkGroupSize.x * HB];
+
+#ifdef WQ
+// x[0..7] . w[0..7] for x in two vec4
+float dot8(vec4 lo, vec4 hi, float w[8]) {
+    return dot(lo, vec4(w[0], w[1], w[2], w[3])) + dot(hi, vec4(w[4], w[5], w[6], w[7]));
+}
+#endif
 
 void main() {
     const uint tid = gl_LocalInvocationID.x, lane = tid % LPU, grp = tid / LPU;
@@ -58,6 +70,35 @@ void main() {
         [[unroll]] for (uint r = 0; r < HB; r++)
             acc[r] = vec4(0.0);
         if (j < p) {
+#ifdef WQ
+            for (uint src = 0u; src < 2u; src++) { // w_ih . x, then w_hh . h
+                const uint kd = src == 0u ? in_dim : p;
+                const uint64_t v = src == 0u ? pc.x : pc.h, KD = uint64_t(kd);
+                const uint64_t rowb = uint64_t(kd / QB_K) * uint64_t(QB_BYTES), g = P * rowb; // a row, a gate block
+                const uint64_t row = (src == 0u ? pc.w_ih : pc.w_hh) + uint64_t(j) * rowb;
+                for (uint k = 8u * lane; k < kd; k += 8u * LPU) {
+                    float a0[8], a1[8], a2[8], a3[8];
+                    dequant8(row, k, a0);
+                    dequant8(row + g, k, a1);
+                    dequant8(row + 2ul * g, k, a2);
+                    dequant8(row + 3ul * g, k, a3);
+                    [[unroll]] for (uint r = 0; r < HB; r++) {
+                        if (r < nr) {
+                            const uint64_t o = uint64_t(rb + r) * KD + uint64_t(k);
+                            vec4 lo, hi;
+                            if ((pc.flags & FLAG_VEC) != 0u) {
+                                lo = V4Ref(v + o * 4ul).v;
+                                hi = V4Ref(v + o * 4ul + 16ul).v;
+                            } else {
+                                lo = vec4(LOADF(v, o), LOADF(v, o + 1ul), LOADF(v, o + 2ul), LOADF(v, o + 3ul));
+                                hi = vec4(LOADF(v, o + 4ul), LOADF(v, o + 5ul), LOADF(v, o + 6ul), LOADF(v, o + 7ul));
+                            }
+                            acc[r] += vec4(dot8(lo, hi, a0), dot8(lo, hi, a1), dot8(lo, hi, a2), dot8(lo, hi, a3));
+                        }
+                    }
+                }
+            }
+#else
             const uint64_t ri = uint64_t(j) * IN, rh = uint64_t(j) * P; // row j of each gate block
             if ((pc.flags & FLAG_VEC) != 0u) {
                 // 4 consecutive columns per load (byte offsets: element offsets * 4)
@@ -111,6 +152,7 @@ void main() {
                 }
             }
             }
+#endif
         }
         [[unroll]] for (uint r = 0; r < HB; r++)
             part[r * gl_WorkGroupSize.x + tid] = acc[r];

@@ -60,6 +60,11 @@ vkasr_shader(conv2d_s2_h conv2d.comp DEFINES IO_F16)
 vkasr_shader(dwconv2d_s2_h conv2d.comp DEFINES DEPTHWISE IO_F16)
 vkasr_shader(dwconv1d_h dwconv1d.comp DEFINES IO_F16)
 vkasr_shader(lstm lstm.comp)
+# quantized w_ih / w_hh (dequantized piecewise in the column loop), per block type
+foreach(q Q8_0 Q4_K Q5_K Q6_K)
+  string(TOLOWER ${q} ql)
+  vkasr_shader(lstm_${ql} lstm.comp DEFINES WQ_${q})
+endforeach()
 # The device-resident greedy search (src/backend/vulkan/vk_op_search.c).
 vkasr_shader(search_joint search.comp DEFINES JOINT)
 vkasr_shader(search_step search.comp DEFINES STEP)
@@ -80,6 +85,12 @@ vkasr_shader(gemm_direct_f32 gemm_direct.comp)
 vkasr_shader(gemm_direct_h gemm_direct.comp DEFINES F16_TYPES)
 vkasr_shader(gemv_f32 gemv.comp)
 vkasr_shader(gemv_h gemv.comp DEFINES F16_TYPES)
+# matrix-vector products of quantized weights (blocks read directly): per block type, f32 and f16 x/y
+foreach(q Q8_0 Q4_K Q5_K Q6_K)
+  string(TOLOWER ${q} ql)
+  vkasr_shader(gemv_${ql} gemv.comp DEFINES WQ_${q})
+  vkasr_shader(gemv_${ql}_h gemv.comp DEFINES WQ_${q} F16_TYPES)
+endforeach()
 vkasr_shader(gemm_reduce gemm_reduce.comp)
 # linear on tensor cores, one variant per tile configuration (WARPS_M WARPS_N FM FN BK STAGES [SK_PAD]);
 # each gemm_emu* twin (lab) runs the same code with emulated fragments and shared memory so lavapipe tests

@@ -1,8 +1,9 @@
-/* test_ops_quant.c — the linear op with block-quantized weights (Q8_0, Q4_K, Q5_K, Q6_K) on the device
- * under test vs the C reference (which dequantizes w with src/common/qblock.c and computes as for f32
- * weights): the kernel the backend picks and, on Vulkan, every configuration of each type forced; odd
- * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernel's dequantized
- * weights are the host's bit for bit (an identity x); and that a K the block does not divide is refused.
+/* test_ops_quant.c — the linear op and the LSTM step with block-quantized weights (Q8_0, Q4_K, Q5_K,
+ * Q6_K) on the device under test vs the C reference (which dequantizes w with src/common/qblock.c and
+ * computes as for f32 weights): the kernel the backend picks (with and without the matvec hint) and, on
+ * Vulkan, every configuration of each type forced (the scalar tiles, the matrix-vector kernel); odd
+ * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernels' dequantized
+ * weights are the host's bit for bit (an identity x); that a K the block does not divide is refused.
  * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,9 @@
 #define TOL_Y16 1e-6
 /* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
 #define TOL_TC 5e-4
+/* The LSTM step against the double reference on the same dequantized weights: f32 dot products of
+ * In + P terms, then sigmoid/tanh (test_ops_decoder_audio's bound). */
+#define TOL_LSTM 1e-10
 
 static const be_dtype TYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
 static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
@@ -30,6 +34,7 @@ struct qcase {
     bool bias, res, glu;
     int act;
     float alpha;
+    bool matvec; /* the decoder's hint: the matrix-vector kernel */
 };
 
 static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
@@ -55,9 +60,9 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 }
 
 static void run_case(struct th *h, int qi, const struct qcase *c, const struct vk_gemm_cfg *cfg) {
-    th_case(h, "linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g",
+    th_case(h, "linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
             cfg ? cfg->name : "auto", NAMES[qi], (long long)c->M, (long long)c->N, (long long)c->K, tn(c->xt),
-            tn(c->yt), c->bias, c->res, c->glu, c->act, c->alpha);
+            tn(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, c->matvec ? " matvec" : "");
     const int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
     struct th_tensor *x = th_input(h, c->xt, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = quant_input(h, qi, N, K);
@@ -68,23 +73,23 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .bias = b ? TH_T(b, s) : (be_tensor){0},
                                   .res = r ? TH_T(r, s) : (be_tensor){0}, .y = TH_T(y, s),
-                                  .act = c->glu ? ACT_GLU : c->act, .alpha = c->alpha};
+                                  .act = c->glu ? ACT_GLU : c->act, .alpha = c->alpha, .matvec = c->matvec};
     struct vk_gemm_plan plan = {cfg, 1};
     if (!th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
         return;
     /* the kernel that ran: the forced one, or (Vulkan) the backend's choice for this shape */
     const struct vk_gemm_cfg *ran = cfg;
     if (!ran && h->vulkan)
-        ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], false).cfg;
+        ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], c->matvec).cfg;
     const bool tc = ran && (ran->kind == VK_GEMM_COOPMAT || ran->kind == VK_GEMM_COOPMAT_EMU);
     th_check(h, y, tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
     th_check_guards(h);
 }
 
 /* x = the identity [K, K]: y = w dequantized, bit for bit the reference's (one exact product each). */
-static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K) {
-    th_case(h, "linear %s: identity x gives the host's dequantized w exactly (N=%lld K=%lld)", NAMES[qi],
-            (long long)N, (long long)K);
+static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K, bool matvec) {
+    th_case(h, "linear %s: identity x gives the host's dequantized w exactly (N=%lld K=%lld%s)", NAMES[qi],
+            (long long)N, (long long)K, matvec ? " matvec" : "");
     float *eye = calloc((size_t)(K * K), sizeof *eye);
     if (!eye)
         exit(1);
@@ -96,9 +101,107 @@ static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K) {
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(K, N));
     struct op_linear a[2];
     for (int s = 0; s < 2; s++)
-        a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f};
+        a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f, .matvec = matvec};
     if (th_run(h, OP_linear, &a[0], &a[1]))
         th_check(h, y, 0.0);
+}
+
+/* The matrix-vector kernel's rows do not depend on M (its tile of 8 or 32 rows): rows of a 33-row
+ * product, run alone, give the same bits (the batch-identical transcripts rely on it). */
+static void gemv_rows_alone(struct th *h, int qi, int64_t K) {
+    th_case(h, "linear %s matvec: a row alone gives the 33-row product's bits (K=%lld)", NAMES[qi], (long long)K);
+    const int64_t M = 33, N = 13;
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = quant_input(h, qi, N, K);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N)), *y1 = th_output(h, BE_F32, 2, TH_SHAPE(1, N));
+    struct backend *dv = h->be[TH_DEV];
+    const struct op_linear all = {.x = TH_T(x, TH_DEV), .w = TH_T(w, TH_DEV), .y = TH_T(y, TH_DEV), .alpha = 1.0f,
+                                  .matvec = true};
+    float *ya = malloc((size_t)(M * N) * sizeof *ya), one[13];
+    if (!ya)
+        exit(1);
+    h->checks++;
+    if (be_run(dv, OP_linear, &all) || be_sync(dv) || be_download(dv, ya, all.y.addr, (uint64_t)(M * N) * 4)) {
+        printf("FAIL [%s]: %s\n", h->name, dv->err.msg);
+        h->failures++;
+        free(ya);
+        return;
+    }
+    for (int64_t r = 0; r < M; r += 8) {
+        const struct op_linear a = {.x = be_tensor_2d(all.x.addr + (uint64_t)(r * K) * 4, BE_F32, 1, K), .w = all.w,
+                                    .y = TH_T(y1, TH_DEV), .alpha = 1.0f, .matvec = true};
+        if (be_run(dv, OP_linear, &a) || be_sync(dv) || be_download(dv, one, a.y.addr, (uint64_t)N * 4)) {
+            printf("FAIL [%s]: row %lld: %s\n", h->name, (long long)r, dv->err.msg);
+            h->failures++;
+            break;
+        }
+        if (memcmp(one, ya + r * N, (size_t)N * 4) != 0) {
+            printf("FAIL [%s]: row %lld alone differs from the 33-row product's\n", h->name, (long long)r);
+            h->failures++;
+            break;
+        }
+    }
+    free(ya);
+}
+
+/* One LSTM step of B rows (every third row's gate closed: its outputs must not move) with w_ih [4P, In]
+ * and w_hh [4P, P] of one block type, against the reference on the same dequantized weights. */
+static void lstm_case(struct th *h, int qi, int64_t B, int64_t in, int64_t p) {
+    th_case(h, "lstm_step w=%s B=%lld In=%lld P=%lld", NAMES[qi], (long long)B, (long long)in, (long long)p);
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(B, in), -1.0f, 1.0f);
+    struct th_tensor *hh = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    struct th_tensor *c = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -2.0f, 2.0f);
+    struct th_tensor *wih = quant_input(h, qi, 4 * p, in), *whh = quant_input(h, qi, 4 * p, p);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
+    /* outputs start as equal inputs on both sides: a closed row's must stay so */
+    struct th_tensor *ho = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    struct th_tensor *co = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
+    int32_t gw[8];
+    for (int64_t r = 0; r < B && r < 8; r++)
+        gw[r] = r % 3 != 1;
+    struct th_tensor *g = th_input_data(h, BE_I32, 1, TH_SHAPE(B), gw);
+    struct op_lstm_step a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_lstm_step){.x = TH_T(x, s), .h = TH_T(hh, s), .c = TH_T(c, s), .w_ih = TH_T(wih, s),
+                                     .w_hh = TH_T(whh, s), .b = TH_T(b, s), .h_out = TH_T(ho, s),
+                                     .c_out = TH_T(co, s), .gate = TH_T(g, s), .gate_stride = 1};
+    if (!th_run(h, OP_lstm_step, &a[0], &a[1]))
+        return;
+    th_check(h, ho, TOL_LSTM);
+    th_check(h, co, TOL_LSTM);
+    th_check_guards(h);
+}
+
+/* The LSTM's argument rules: rows the block does not divide, and w_ih, w_hh of different types. */
+static void lstm_refused(struct th *h, int qi) {
+    const int64_t blk = be_dtype_block(TYPES[qi]), P = blk, bad_in = blk + 16;
+    for (int t = 0; t < 2; t++) {
+        th_case(h, "lstm_step %s: %s is refused", NAMES[qi], t ? "w_hh of another type" : "In not a block multiple");
+        h->checks++;
+        const int64_t in = t ? blk : bad_in;
+        struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(in), -1.0f, 1.0f);
+        struct th_tensor *st = th_input(h, BE_F32, 1, TH_SHAPE(2 * P), -1.0f, 1.0f);
+        /* f32 storage large enough for either type's bytes: the check must come before any read */
+        struct th_tensor *wi = th_input(h, BE_F32, 1, TH_SHAPE(4 * P * in), -1.0f, 1.0f);
+        struct th_tensor *wh = th_input(h, BE_F32, 1, TH_SHAPE(4 * P * P), -1.0f, 1.0f);
+        struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * P), -1.0f, 1.0f);
+        struct th_tensor *o = th_output(h, BE_F32, 1, TH_SHAPE(2 * P));
+        struct backend *be = h->be[TH_DEV];
+        const uint64_t s0 = TH_T(st, TH_DEV).addr, o0 = TH_T(o, TH_DEV).addr;
+        struct op_lstm_step a = {
+            .x = TH_T(x, TH_DEV), .h = be_tensor_1d(s0, BE_F32, P), .c = be_tensor_1d(s0 + (uint64_t)P * 4, BE_F32, P),
+            .w_ih = be_tensor_2d(TH_T(wi, TH_DEV).addr, TYPES[qi], 4 * P, in),
+            .w_hh = be_tensor_2d(TH_T(wh, TH_DEV).addr, t ? BE_F32 : TYPES[qi], 4 * P, P),
+            .b = TH_T(b, TH_DEV), .h_out = be_tensor_1d(o0, BE_F32, P),
+            .c_out = be_tensor_1d(o0 + (uint64_t)P * 4, BE_F32, P)};
+        vkasr_status rc = be_run(be, OP_lstm_step, &a);
+        const char *want = t ? "w_ih's type" : "block";
+        if (rc == VKASR_OK || !strstr(be->err.msg, want)) {
+            printf("FAIL [%s]: status %d, message '%s'\n", h->name, (int)rc, be->err.msg);
+            h->failures++;
+        }
+        err_clear(&be->err);
+    }
 }
 
 /* A K the block does not divide: the argument rules refuse it, naming the reason. */
@@ -140,7 +243,10 @@ static void selection_tests(struct th *h) {
         {&h100, 1, 640, 256, 1, false, "q4_k_cm128x128_k32"}, /* rounding independent of M */
         {&h100, 750, 1024, 4096, 2, false, "q5_k_cm128x128_k32"},
         {&h100, 750, 1024, 4096, 3, false, "q6_k_cm128x128_k32"},
-        {&h100, 1, 8198, 640, 0, true, "q8_0_32x64"},    /* hinted: scalar tiles */
+        {&h100, 1, 8198, 640, 0, true, "q8_0_gemv"},     /* hinted: the matrix-vector kernel */
+        {&h100, 31, 1030, 640, 3, true, "q6_k_gemv"},
+        {&h100, 32, 1030, 640, 1, true, "q4_k_gemv32"},   /* a batch's hypotheses */
+        {&gpu, 3, 640, 256, 2, true, "q5_k_gemv"},
         {&h100, 7500, 8, 1024, 3, false, "q6_k_64x64"},  /* N < 16 */
         {&gpu, 7500, 4096, 1024, 1, false, "q4_k_128x128"}, /* no tensor cores */
     };
@@ -181,12 +287,28 @@ int main(void) {
             {.M = 5, .N = 31, .K = k1, .xt = h16, .yt = h16, .bias = true, .res = true, .alpha = 0.5f},
             {.M = 4, .N = 34, .K = k2, .xt = BE_F32, .yt = BE_F32, .bias = true, .glu = true, .alpha = 1.0f},
             {.M = 1025, .N = 65, .K = k3, .xt = h16, .yt = h16, .bias = true, .res = true, .alpha = 1.0f},
+            /* the decoder's products (matvec: the matrix-vector kernel): 1, 3, 8 and 32 rows, odd N */
+            {.M = 1, .N = 37, .K = k3, .xt = BE_F32, .yt = BE_F32, .bias = true, .alpha = 1.0f, .matvec = true},
+            {.M = 3, .N = 9, .K = k1, .xt = BE_F32, .yt = BE_F32, .bias = true, .act = ACT_RELU, .alpha = 1.0f,
+             .matvec = true},
+            {.M = 8, .N = 19, .K = k2, .xt = h16, .yt = BE_F32, .bias = true, .res = true, .alpha = 0.5f,
+             .matvec = true},
+            {.M = 32, .N = 41, .K = k3, .xt = BE_F32, .yt = h16, .bias = true, .alpha = 1.0f, .matvec = true},
+            {.M = 5, .N = 18, .K = k2, .xt = BE_F32, .yt = BE_F32, .bias = true, .glu = true, .alpha = 1.0f,
+             .matvec = true},
         };
         const size_t nc = sizeof cases / sizeof *cases;
         for (size_t i = 0; i < nc; i++)
             run_case(&h, qi, &cases[i], NULL);
-        exact_dequant(&h, qi, 5, k3);
+        exact_dequant(&h, qi, 5, k3, false);
+        exact_dequant(&h, qi, 7, k2, true);
+        if (h.vulkan)
+            gemv_rows_alone(&h, qi, k3);
         bad_k(&h, qi);
+        /* the LSTM: In != P (a wrong row stride shows), 1 and 3 rows (the second gated off) */
+        lstm_case(&h, qi, 1, k2 == 224 ? 96 : 512, B);
+        lstm_case(&h, qi, 3, k1, B == 32 ? 64 : 256);
+        lstm_refused(&h, qi);
         if (!h.vulkan) {
             th_skip(&h, "Vulkan GEMM configurations forced, quantized weights");
             continue;

@@ -296,8 +296,16 @@ static void test_type_rule(void) {
     EXPECT(quant_tensor_type(m, 1024, QT_F16) == QT_F16 && quant_tensor_type(m, 1024, QT_F32) == QT_F32, "f16/f32");
     EXPECT(quant_tensor_type("encoder.layers.3.norm_out.weight", 1024, QT_Q4_K) == QT_F32, "norms stay f32");
     EXPECT(quant_tensor_type("encoder.layers.3.conv.depthwise_conv.weight", 256, QT_Q4_K) == QT_F32, "depthwise");
-    EXPECT(quant_tensor_type("joint.head.weight", 1024, QT_Q8_0) == QT_F32, "the joint stays f32");
-    EXPECT(quant_tensor_type("decoder.lstm.weight_ih_l0", 1024, QT_Q8_0) == QT_F32, "the LSTM stays f32");
+    /* the decoder's matrices: block types only (f16 files keep them f32), the last fallback f32 */
+    EXPECT(quant_tensor_type("joint.head.weight", 1024, QT_Q8_0) == QT_Q8_0, "the joint head takes q8_0");
+    EXPECT(quant_tensor_type("joint.head.weight", 1024, QT_F16) == QT_F32, "an f16 file keeps the joint f32");
+    EXPECT(quant_tensor_type("decoder.lstm.weight_ih_l0", 1024, QT_Q4_K) == QT_Q4_K, "the LSTM takes q4_k");
+    EXPECT(quant_tensor_type("decoder.lstm.weight_hh_l1", 640, QT_Q6_K) == QT_Q8_0, "640: q6_k -> q8_0");
+    EXPECT(quant_tensor_type("encoder_projector.weight", 176, QT_Q8_0) == QT_F32, "176: q8_0 -> f32");
+    EXPECT(quant_tensor_type("decoder.decoder_projector.weight", 256, QT_Q5_K) == QT_Q5_K, "projection");
+    EXPECT(quant_tensor_type("decoder.embedding.weight", 256, QT_Q8_0) == QT_F32, "the embedding stays f32");
+    EXPECT(quant_tensor_type("decoder.lstm.weight_ih_l0x", 256, QT_Q8_0) == QT_F32, "exact names only");
+    EXPECT(quant_tensor_type("decoder.lstm.bias_l0", 1024, QT_Q8_0) == QT_F32, "LSTM biases stay f32");
 }
 
 /* ---------------------------------------------------------------------------------------------- */

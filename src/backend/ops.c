@@ -491,10 +491,19 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     TRY(need_rows(c, "c", &a->c, B, P));
     TRY(need_rows(c, "h_out", &a->h_out, B, P));
     TRY(need_rows(c, "c_out", &a->c_out, B, P));
-    TRY(need(c, "w_ih", &a->w_ih, 2, BE_F32));
-    TRY(need_dims(c, "w_ih", &a->w_ih, 4 * P, In));
-    TRY(need(c, "w_hh", &a->w_hh, 2, BE_F32));
-    TRY(need_dims(c, "w_hh", &a->w_hh, 4 * P, P));
+    /* w_ih, w_hh: f32 or a block type whose block divides their rows */
+    const be_tensor *ws[] = {&a->w_ih, &a->w_hh};
+    const char *wn[] = {"w_ih", "w_hh"};
+    for (int i = 0; i < 2; i++) {
+        if (ws[i]->type != BE_F32 && !be_dtype_is_quant(ws[i]->type))
+            return bad(c, wn[i], ws[i], "must be f32 or a quantized type");
+        TRY(need(c, wn[i], ws[i], 2, ws[i]->type));
+        TRY(need_dims(c, wn[i], ws[i], 4 * P, i == 0 ? In : P));
+        if ((i == 0 ? In : P) % be_dtype_block(ws[i]->type) != 0)
+            return bad(c, wn[i], ws[i], "inner dimension is not a multiple of the quantized type's block");
+    }
+    if (a->w_hh.type != a->w_ih.type)
+        return bad(c, "w_hh", &a->w_hh, "must have w_ih's type");
     TRY(need(c, "b", &a->b, 1, BE_F32));
     TRY(need_dims(c, "b", &a->b, 4 * P, -1));
     /* every output reads all of x and h; c_out may replace c element-wise */

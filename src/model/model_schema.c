@@ -7,6 +7,7 @@
 
 #include "model_file.h"
 #include "model_schema.h"
+#include "quant.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The expected tensor set                                                                        */
@@ -215,9 +216,11 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
                          "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64)",
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         } else if (gg && t->type != MT_F32 &&
-                   !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name))) {
+                   !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name)) &&
+                   !(MT_IS_QUANT(t->type) && quant_is_decoder_matrix(t->name))) {
             st = err_set(e, VKASR_ERR_MODEL,
-                         "%s: tensor '%s' has type %s; only matrix weights may be F16 or quantized, the rest F32",
+                         "%s: tensor '%s' has type %s; only matrix weights may be F16 or quantized (the "
+                         "decoder's: quantized), the rest F32",
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         }
     }

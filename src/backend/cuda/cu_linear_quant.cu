@@ -2,53 +2,9 @@
  * dequantized to f32 into op scratch (the same f32 arithmetic as src/common/qblock.c, so each weight is
  * the reference's bit for bit), then the f32 product of cu_linear.cu runs on it. Simple and exact, not
  * fast: a fused kernel reading the blocks is the next step. */
-#include "cu_internal.h"
+#include "cu_dequant.cuh"
 
 #define DQ_THREADS 256
-
-static __device__ float dq_half(const unsigned char *p) {
-    return __half2float(__ushort_as_half((unsigned short)(p[0] | p[1] << 8)));
-}
-
-/* Sub-block j's 6-bit scale and min of the 12 scale bytes at s (qblock.c's unpack_sm). */
-static __device__ void dq_scale_min(const unsigned char *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 0xf) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
-/* Weight k of a row of blocks (dequant.glsl's layout walk; no FMA contraction: __fmul_rn/__fsub_rn). */
-static __device__ float dq_weight(int type, const unsigned char *row, int64_t k) {
-    if (type == BE_Q8_0) {
-        const unsigned char *blk = row + (k / 32) * 34;
-        return __fmul_rn(dq_half(blk), (float)(signed char)blk[2 + k % 32]);
-    }
-    const int i = (int)(k % 256);
-    if (type == BE_Q6_K) {
-        const unsigned char *blk = row + (k / 256) * 210;
-        const int h = i / 128, r = i % 128, c = r / 32, l = r % 32;
-        const int lo = (blk[64 * h + l + 32 * (c & 1)] >> (4 * (c >> 1))) & 15;
-        const int hb = (blk[128 + 32 * h + l] >> (2 * c)) & 3;
-        const int sc = (signed char)blk[192 + 8 * h + l / 16 + 2 * c];
-        return __fmul_rn(__fmul_rn(dq_half(blk + 208), (float)sc), (float)((lo | hb << 4) - 32));
-    }
-    const int bytes = type == BE_Q4_K ? 144 : 176;
-    const unsigned char *blk = row + (k / 256) * bytes;
-    const int s = i / 32, g = i / 64, l = i % 32, hi = s & 1;
-    int sc, m;
-    dq_scale_min(blk + 4, s, &sc, &m);
-    int q;
-    if (type == BE_Q4_K)
-        q = (blk[16 + 32 * g + l] >> (4 * hi)) & 15;
-    else
-        q = ((blk[48 + 32 * g + l] >> (4 * hi)) & 15) | ((blk[16 + l] >> s) & 1) << 4;
-    const float a = __fmul_rn(__fmul_rn(dq_half(blk), (float)sc), (float)q);
-    return __fsub_rn(a, __fmul_rn(dq_half(blk + 2), (float)m));
-}
 
 static __global__ void dequant_kernel(int type, const unsigned char *w, uint64_t row_bytes, float *out, int64_t N,
                                       int64_t K) {

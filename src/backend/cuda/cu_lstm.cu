@@ -2,14 +2,21 @@
  * (the hypotheses of a batch): a warp per hidden unit and row computes its four gate rows (lanes split
  * the In + P products, a shuffle reduction adds them) and updates the unit's cell and output; c_out may
  * replace c element-wise. A row whose gate is closed is left alone; a row's arithmetic does not depend
- * on B. */
-#include "cu_internal.h"
+ * on B. Quantized w_ih / w_hh (one block type) are read as blocks, each weight dequantized as it is
+ * used (cu_dequant.cuh: the host's f32 values), with no dequantized copy. */
+#include "cu_dequant.cuh"
 
 #define LSTM_WARPS 8
 
 static __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-static __global__ void lstm_kernel(const float *x, const float *h, const float *c, const float *wi, const float *wh,
+/* Weight k of the row at byte address row: f32, or wtype's blocks dequantized. */
+static __device__ __forceinline__ float lstm_w(int wtype, const unsigned char *row, int64_t k) {
+    return wtype == BE_F32 ? ((const float *)row)[k] : dq_weight(wtype, row, k);
+}
+
+static __global__ void lstm_kernel(const float *x, const float *h, const float *c, const unsigned char *wi,
+                                   const unsigned char *wh, int wtype, uint64_t rb_i, uint64_t rb_h,
                                    const float *bias, float *ho, float *co, int64_t In, int64_t P, int64_t B,
                                    const int32_t *gate, int64_t gate_stride) {
     int lane = threadIdx.x & 31;
@@ -22,11 +29,12 @@ static __global__ void lstm_kernel(const float *x, const float *h, const float *
             float g[4];
             for (int q = 0; q < 4; q++) {
                 int64_t row = q * P + j;
+                const unsigned char *wir = wi + (uint64_t)row * rb_i, *whr = wh + (uint64_t)row * rb_h;
                 float acc = 0;
                 for (int64_t k = lane; k < In; k += 32)
-                    acc = fmaf(wi[row * In + k], xr[k], acc);
+                    acc = fmaf(lstm_w(wtype, wir, k), xr[k], acc);
                 for (int64_t k = lane; k < P; k += 32)
-                    acc = fmaf(wh[row * P + k], hr[k], acc);
+                    acc = fmaf(lstm_w(wtype, whr, k), hr[k], acc);
                 g[q] = cu_warp_sum(acc) + bias[row];
             }
             if (lane == 0) {
@@ -43,9 +51,14 @@ vkasr_status cu_op_lstm_step(struct cu_backend *b, const struct op_lstm_step *a)
     if (P == 0)
         return VKASR_OK;
     dim3 grid(cu_grid(b, (uint64_t)P, LSTM_WARPS), (unsigned)(B < 65535 ? B : 65535));
+    /* row strides in bytes: f32 rows, or rows of blocks (w_ih and w_hh share a type: the argument rules) */
+    const be_dtype wt = a->w_ih.type;
+    const uint64_t rb_i = wt == BE_F32 ? (uint64_t)In * 4 : dq_row_bytes(wt, In);
+    const uint64_t rb_h = wt == BE_F32 ? (uint64_t)P * 4 : dq_row_bytes(wt, P);
     lstm_kernel<<<grid, 32 * LSTM_WARPS, 0, b->stream>>>(
-        cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<float>(a->w_ih), cu_ptr<float>(a->w_hh),
-        cu_ptr<float>(a->b), cu_ptr<float>(a->h_out), cu_ptr<float>(a->c_out), In, P, B,
+        cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<unsigned char>(a->w_ih),
+        cu_ptr<unsigned char>(a->w_hh), (int)wt, rb_i, rb_h, cu_ptr<float>(a->b), cu_ptr<float>(a->h_out),
+        cu_ptr<float>(a->c_out), In, P, B,
         a->gate.addr ? cu_ptr<int32_t>(a->gate) : (const int32_t *)NULL, B > 1 ? a->gate_stride : 0);
     CU_LAUNCHED(b);
     return VKASR_OK;

@@ -65,7 +65,15 @@ vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
 
 vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
     const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd - 1];
-    const float *wi = ref_f32(&a->w_ih), *wh = ref_f32(&a->w_hh), *bias = ref_f32(&a->b);
+    /* quantized w_ih / w_hh: their dequantized f32 values, as for linear */
+    float *qi = be_dtype_is_quant(a->w_ih.type) ? dequant_w(&a->w_ih) : NULL;
+    float *qh = be_dtype_is_quant(a->w_hh.type) ? dequant_w(&a->w_hh) : NULL;
+    if ((be_dtype_is_quant(a->w_ih.type) && !qi) || (be_dtype_is_quant(a->w_hh.type) && !qh)) {
+        free(qi);
+        free(qh);
+        return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
+    }
+    const float *wi = qi ? qi : ref_f32(&a->w_ih), *wh = qh ? qh : ref_f32(&a->w_hh), *bias = ref_f32(&a->b);
     for (int64_t r = 0; r < B; r++) {
         if (a->gate.addr && ref_i32(&a->gate)[r * a->gate_stride] == 0)
             continue;
@@ -88,5 +96,7 @@ vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
             ho[j] = (float)(o * tanh(cn));
         }
     }
+    free(qi);
+    free(qh);
     return VKASR_OK;
 }

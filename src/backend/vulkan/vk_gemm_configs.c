@@ -33,6 +33,11 @@
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
      .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
      .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
+/* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
+#define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
+    {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
+     .wg = w_, .bm = mr, .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
+#define GEMVQ2(q, wt, sp, sph) GEMVQ(q "_gemv", wt, sp, sph, 256, 8), GEMVQ(q "_gemv32", wt, sp, sph, 256, 32)
 /* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
  * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
 static const struct vk_gemm_cfg configs[] = {
@@ -56,6 +61,10 @@ static const struct vk_gemm_cfg configs[] = {
     GEMV("f16_gemv", BE_F16, 256, 8),
     GEMV("f32_gemv32", BE_F32, 256, 32), /* a batch's hypotheses: each weight load serves 32 rows */
     GEMV("f16_gemv32", BE_F16, 256, 32),
+    GEMVQ2("q8_0", BE_Q8_0, SPV_gemv_q8_0, SPV_gemv_q8_0_h),
+    GEMVQ2("q4_k", BE_Q4_K, SPV_gemv_q4_k, SPV_gemv_q4_k_h),
+    GEMVQ2("q5_k", BE_Q5_K, SPV_gemv_q5_k, SPV_gemv_q5_k_h),
+    GEMVQ2("q6_k", BE_Q6_K, SPV_gemv_q6_k, SPV_gemv_q6_k_h),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     CM("cm64x64_k32", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k32, T_64x64_K32),
     CM("cm64x64_k64", VK_GEMM_COOPMAT, SPV_gemm_cm64x64_k64, T_64x64_K64),
@@ -173,11 +182,24 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     const bool quant = be_dtype_is_quant(wtype);
     if (wtype != BE_F32 && wtype != BE_F16 && !quant)
         return p;
-    /* Quantized weights: tensor cores where an f16 weight would take them without the hint (N >= 16,
-     * any M: the one tile of the block type, so a row does not depend on M), w dequantized and rounded
-     * to f16 in the tile; else (and for hinted products, whose rows then depend on N and K only) the
-     * scalar tiles, which dequantize w to f32 while staging it. */
+    /* Quantized weights: a hinted product (the decoder's) takes gemv.comp reading the blocks, on every
+     * device (32-row tiles from 32 rows on, as for f32/f16; a row depends on N and K only); else tensor
+     * cores where an f16 weight would take them without the hint (N >= 16, any M: the one tile of the
+     * block type, so a row does not depend on M), w dequantized and rounded to f16 in the tile; else
+     * the scalar tiles, which dequantize w to f32 while staging it. */
     if (quant) {
+        if (matvec) {
+            char name[32];
+            snprintf(name, sizeof name, "%s_gemv%s", qname[wtype], M >= 32 ? "32" : "");
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+            snprintf(name, sizeof name, "%s_gemv", qname[wtype]);
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+            p.cfg = NULL;
+        }
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
         if (!matvec && N >= 16) {
             char name[32];

@@ -18,6 +18,7 @@ _Static_assert(sizeof(struct pc_lstm) == 104, "mirror of lstm.comp push constant
 #define LSTM_GPU_ROWS 8u
 
 #define LSTM_FLAG_VEC 1u /* In, P multiples of 4 and x, h, w_ih, w_hh 16-byte aligned: vec4 loads */
+/* (quantized weights: In, P are multiples of the block, so of 8, and the kernel loads 8 at a time) */
 
 vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a) {
     const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd - 1];
@@ -48,6 +49,16 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
         wg = 64;
     while (hb > 1 && 16u * wg * hb > b->d->caps.max_shared)
         hb /= 2;
+    /* quantized w_ih / w_hh (one type: the argument rules): the lstm.comp variant reading the blocks */
+    enum spv_id spv = SPV_lstm;
+    switch (a->w_ih.type) {
+    case BE_F32: break;
+    case BE_Q8_0: spv = SPV_lstm_q8_0; break;
+    case BE_Q4_K: spv = SPV_lstm_q4_k; break;
+    case BE_Q5_K: spv = SPV_lstm_q5_k; break;
+    case BE_Q6_K: spv = SPV_lstm_q6_k; break;
+    default: return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op lstm_step: w_ih type %d", (int)a->w_ih.type);
+    }
     uint32_t spec[3] = {wg, lpu, hb};
     struct vk_range rd[7] = {vk_tensor_range(&a->x),    vk_tensor_range(&a->h),    vk_tensor_range(&a->c),
                              vk_tensor_range(&a->w_ih), vk_tensor_range(&a->w_hh), vk_tensor_range(&a->b),
@@ -55,7 +66,7 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
     struct vk_range wr[2] = {vk_tensor_range(&a->h_out), vk_tensor_range(&a->c_out)};
     return vk_record(b, &(struct vk_dispatch){
                             .name = "lstm_step",
-                            .spv = SPV_lstm,
+                            .spv = spv,
                             .spec = spec,
                             .nspec = 3,
                             .pc = &pc,
