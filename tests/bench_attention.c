@@ -286,8 +286,9 @@ int main(int argc, char **argv) {
         const struct vk_att_cfg *cs = vk_att_configs(&n);
         for (size_t i = 0; i < n; i++) {
             const struct vk_att_cfg *c = &cs[i];
-            const bool emu = c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU;
-            if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_ROWS && !B.caps->cpu) ||
+            const bool emu = c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU || c->kind == VK_ATT_FA2_EMU;
+            /* the fa2 kernels take f16 k, v, p only (h16) */
+            if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_FA2 && !B.h16) || (c->kind == VK_ATT_ROWS && !B.caps->cpu) ||
                 B.dk > (long long)c->max_dk || !vk_att_cfg_usable(c, B.caps))
                 continue;
             failures += run(&B, c);
