@@ -429,8 +429,8 @@ void main() {
                 uint kb = 0u;
                 for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
                     const int nb = nb0 + int(BK * kb);
-                    const bool inner = rlo == 0u && rhi == 16u && j0 >= pc.k0 && j0 + BK <= jend && pw + 15u <= j0 + pc.w &&
-                                       j0 + BK - 1u <= pw + pc.w;
+                    const bool inner = rlo == 0u && rhi == 16u && j0 >= pc.k0 && j0 + BK <= jend &&
+                                       pw + 15u <= j0 + pc.w && j0 + BK - 1u <= pw + pc.w;
 
                     // ---- AC = (q+u) k^T ------------------------------------------------------------------
                     FragC s[NFB];

@@ -7,8 +7,9 @@
  * NeMo's rel_pos_local_attn written out (edges of the band), and the errors the kernel reports (dk too
  * wide, y overlapping an input). The f32 cases run every f32 configuration (the scalar kernel, the
  * rows kernel); the f16 cases run every tensor-core configuration the device can (on lavapipe the
- * emulated twins: every flash configuration has one, with the real one's exact tiling) against the
- * reference with the same f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the
+ * emulated twins: every flash configuration has one, with the real one's exact tiling; the fa2 ones, f16
+ * k, v, p only, twins of one warp per workgroup) against the reference with the same f16 rounding of
+ * the inputs, and the automatic f16 choice (on CUDA: the
  * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
  * tables): every kernel against the reference, each segment bit-identical to the segment alone and
  * row chunks to one call, with full and local attention and segments shorter and longer than the
@@ -629,9 +630,10 @@ static void fa2_cases(struct th *h, const struct vk_att_cfg *cfg) {
     struct op_relpos_attention q32 = good;
     q32.q.type = q32.y.type = BE_F32;
     h->checks++;
-    const bool takes_ok = vk_att_cfg_takes(cfg, &good) && vk_att_cfg_takes(cfg, &q32) && !vk_att_cfg_takes(cfg, &bad[0]) &&
-                          !vk_att_cfg_takes(cfg, &bad[1]) && !vk_att_cfg_takes(cfg, &bad[2]) &&
-                          vk_att_cfg_takes(cfg, &bad[3]) && !vk_att_cfg_takes(cfg, &bad[4]);
+    const bool takes_ok = vk_att_cfg_takes(cfg, &good) && vk_att_cfg_takes(cfg, &q32) &&
+                          !vk_att_cfg_takes(cfg, &bad[0]) && !vk_att_cfg_takes(cfg, &bad[1]) &&
+                          !vk_att_cfg_takes(cfg, &bad[2]) && vk_att_cfg_takes(cfg, &bad[3]) &&
+                          !vk_att_cfg_takes(cfg, &bad[4]);
     if (!takes_ok)
         h->failures++;
     printf("%s %s\n", takes_ok ? "ok  " : "FAIL", h->name);

@@ -1,7 +1,7 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
  * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
- * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp
- * and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
+ * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp,
+ * attention_fa2.comp and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
  * configuration (tests and benchmarks force configurations through it). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
@@ -71,8 +71,8 @@ const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct 
  * (an unknown or unusable name is logged as a warning and ignored). */
 const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg);
 /* Records the op with a given configuration (arguments already validated). Errors if the
- * configuration cannot run on this device, does not take this head width, or the op has f16
- * tensors and the device no 16-bit storage. */
+ * configuration cannot run on this device, does not take this head width or these tensors
+ * (vk_att_cfg_takes), or the op has f16 tensors and the device no 16-bit storage. */
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg);
 
 #endif
