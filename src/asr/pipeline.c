@@ -59,7 +59,10 @@ vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const s
             snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    const uint64_t op_scratch = mem.op_scratch + (m->quantized ? mem.op_scratch_quant : 0);
+    uint64_t op_scratch = mem.op_scratch + (m->quantized ? mem.op_scratch_quant : 0);
+    const bool long_one = b->n == 1 && b->max[ASR_FRAMES] >= mem.long_frames;
+    if (mem.op_scratch_long && m->precision == VKASR_PRECISION_F16 && long_one)
+        op_scratch += mem.op_scratch_long;
     return asr_plan_batch(&m->cfg, m->precision, b, opt, weights, avail, mem.max_tensor, op_scratch, limit, plan, e);
 }
 

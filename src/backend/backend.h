@@ -74,6 +74,10 @@ struct be_memory {
                              * take none or only what the phase's own released temporaries leave        */
     uint64_t op_scratch_quant; /* more op scratch a product of block-quantized weights takes (the CUDA
                                 * linear's f32 copy of w); plans add it for models with such weights   */
+    uint64_t op_scratch_long;  /* more op scratch an op takes for one input of at least long_frames
+                                * encoder frames (the CUDA unfused attention's chunks); plans of one such
+                                * input add it                                                        */
+    int64_t long_frames;
 };
 
 struct be_device_vtbl {

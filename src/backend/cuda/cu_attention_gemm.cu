@@ -280,7 +280,7 @@ static bool plan(const struct cu_backend *b, const struct op_relpos_attention *a
         if (NP > P)
             break;
         for (int64_t G = H; G >= 1; G--) {
-            if (H % G || plan_bytes(C, G, dk, p->NKp, up(NP, 8)) > CU_OP_SCRATCH_BYTES)
+            if (H % G || plan_bytes(C, G, dk, p->NKp, up(NP, 8)) > CU_OP_SCRATCH_BYTES + CU_ATT_LONG_SCRATCH_BYTES)
                 continue;
             if (G * C >= best) { /* the most rows per product; of equals, the longer chunk */
                 best = G * C;

@@ -165,6 +165,10 @@ static void cud_memory(const struct be_device *bd, struct be_memory *out) {
     out->max_tensor = d->budget;
     out->op_scratch = CU_OP_SCRATCH_BYTES;
     out->op_scratch_quant = CU_QUANT_W_BYTES;
+    if (d->tensor_cores) {
+        out->op_scratch_long = CU_ATT_LONG_SCRATCH_BYTES;
+        out->long_frames = d->att_gemm_min_t;
+    }
     size_t free_b = 0, total_b = 0;
     if (cudaSetDevice(d->ordinal) != cudaSuccess || cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
         cudaGetLastError(); /* no figure from the driver: plan with the budget (allocation errors stay clean) */

@@ -79,6 +79,10 @@ vkasr_status cu_use_device(const struct cu_device *d, struct err *e);
  * chunks whose temporaries (x rounded to f16, the product before an epilogue) stay within it, and so
  * does the unfused attention (its chunks of query rows and heads: the scores, weights and products). */
 #define CU_OP_SCRATCH_BYTES (32ull << 20)
+/* The unfused attention's chunks take this much more for a sequence of at least att_gemm_min_t frames
+ * (be_memory.op_scratch_long): fewer, larger chunks; with 32 MiB a layer at 10 minutes took ~860
+ * launches, and the launches cost more than the fused kernel saved. */
+#define CU_ATT_LONG_SCRATCH_BYTES (480ull << 20)
 /* Beneath those, a quantized w's f32 copy (cu_linear_quant.cu): be_memory.op_scratch is the sum. */
 #define CU_QUANT_W_BYTES (32ull << 20)
 
