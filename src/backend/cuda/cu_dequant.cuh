@@ -1,6 +1,6 @@
 /* cu_dequant.cuh — one weight of a row of ggml block-quantized weights on CUDA (Q8_0, Q4_K, Q5_K, Q6_K):
  * the same f32 arithmetic as src/common/qblock.c (no FMA contraction), shared by the quantized linear
- * (cu_linear_quant.cu) and the LSTM step (cu_lstm.cu). */
+ * (cu_linear_quant.cu), the matrix-vector linear (cu_gemv.cu) and the LSTM step (cu_lstm.cu). */
 #ifndef VKASR_CU_DEQUANT_CUH
 #define VKASR_CU_DEQUANT_CUH
 
@@ -22,7 +22,7 @@ static __device__ void dq_scale_min(const unsigned char *s, int j, int *sc, int 
 }
 
 /* Weight k of a row of blocks (dequant.glsl's layout walk; no FMA contraction: __fmul_rn/__fsub_rn). */
-static __device__ float dq_weight(int type, const unsigned char *row, int64_t k) {
+static __device__ __forceinline__ float dq_weight(int type, const unsigned char *row, int64_t k) {
     if (type == BE_Q8_0) {
         const unsigned char *blk = row + (k / 32) * 34;
         return __fmul_rn(dq_half(blk), (float)(signed char)blk[2 + k % 32]);
@@ -48,6 +48,14 @@ static __device__ float dq_weight(int type, const unsigned char *row, int64_t k)
         q = ((blk[48 + 32 * g + l] >> (4 * hi)) & 15) | ((blk[16 + l] >> s) & 1) << 4;
     const float a = __fmul_rn(__fmul_rn(dq_half(blk), (float)sc), (float)q);
     return __fsub_rn(a, __fmul_rn(dq_half(blk + 2), (float)m));
+}
+
+/* Weights k .. k+7 of a row of blocks of type T (k a multiple of 8: one piece of one block), each
+ * dq_weight's value; T a constant, so the block walk folds (the matrix-vector and LSTM kernels). */
+template <int T> static __device__ __forceinline__ void dq_piece8(const unsigned char *row, int64_t k, float v[8]) {
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        v[i] = dq_weight(T, row, k + i);
 }
 
 /* Bytes of a row of k weights of block type `type`. */

@@ -165,6 +165,9 @@ vkasr_status cu_not_capturing(struct cu_backend *b, const char *what);
 vkasr_status cu_att_gemm(struct cu_backend *b, const struct op_relpos_attention *a, bool *taken);
 /* linear with a block-quantized w (cu_linear_quant.cu; cu_op_linear sends it there). */
 vkasr_status cu_op_linear_quant(struct cu_backend *b, const struct op_linear *a);
+/* linear with the matvec hint and no GLU (cu_gemv.cu; cu_op_linear sends every such call there, at any
+ * M): a warp per output column, so a row's result depends on N, K and the types only. */
+vkasr_status cu_gemv(struct cu_backend *b, const struct op_linear *a);
 
 /* Scratch for the duration of one op: stream order makes it safe to release at the op's end (the next
  * op that reuses the bytes runs after this op's kernels). */

@@ -12,9 +12,10 @@
  * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
  * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
  * shape runs it, so each output is the same dot product in the same order whatever M is. The matvec
- * hint must keep that too (ops.h: a batch of hypotheses decodes each as alone), so hinted products take
- * the same path (lt_matmul's matvec entries, whose heuristic sees the real M and may split K, are not
- * used). Long calls run in row chunks whose temporaries fit the op scratch memory plans reserve
+ * hint must keep that too (ops.h: a batch of hypotheses decodes each as alone): every hinted product
+ * without GLU, at any M and for every w type, takes the matrix-vector kernel (cu_gemv.cu), whose row
+ * sums depend on K only; hinted GLU products take the path above (lt_matmul's matvec entries, whose
+ * heuristic sees the real M and may split K, are not used). Long calls run in row chunks whose temporaries fit the op scratch memory plans reserve
  * (CU_OP_SCRATCH_BYTES). */
 #include <string.h>
 
@@ -350,6 +351,8 @@ vkasr_status cu_op_linear(struct cu_backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (M == 0 || N == 0)
         return VKASR_OK;
+    if (a->matvec && a->act != ACT_GLU)
+        return cu_gemv(b, a); /* every hinted product without GLU, at any M (cu_gemv.cu) */
     if (be_dtype_is_quant(a->w.type))
         return cu_op_linear_quant(b, a); /* w dequantized to f32 in scratch, then this function */
     const bool f16 = a->w.type == BE_F16, glu = a->act == ACT_GLU, y16 = a->y.type == BE_F16;
