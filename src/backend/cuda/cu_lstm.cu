@@ -1,65 +1,156 @@
 /* cu_lstm.cu — one LSTM step of the prediction network on CUDA (PyTorch gate order i, f, g, o) for B rows
- * (the hypotheses of a batch): a warp per hidden unit and row computes its four gate rows (lanes split
- * the In + P products, a shuffle reduction adds them) and updates the unit's cell and output; c_out may
- * replace c element-wise. A row whose gate is closed is left alone; a row's arithmetic does not depend
- * on B. Quantized w_ih / w_hh (one block type) are read as blocks, each weight dequantized as it is
- * used (cu_dequant.cuh: the host's f32 values), with no dequantized copy. */
+ * (the hypotheses of a batch): a block per hidden unit j, a warp per gate row q*P + j sweeping its In + P
+ * weights for LSTM_ROWS rows at once (each weight load serves them all); a shuffle tree adds the lanes'
+ * sums, then one thread per row updates the unit's cell and output; c_out may replace c element-wise.
+ * A row whose gate is closed is left alone. The lanes' partition and the tree depend on In and P only,
+ * so a row's arithmetic does not depend on B. Quantized w_ih / w_hh (one block type) are read as blocks,
+ * 8-weight pieces dequantized as they are used (cu_dequant.cuh: the host's f32 values). */
 #include "cu_dequant.cuh"
 
-#define LSTM_WARPS 8
+#define LSTM_ROWS 4 /* rows of B per pass of a block */
 
 static __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-/* Weight k of the row at byte address row: f32, or wtype's blocks dequantized. */
-static __device__ __forceinline__ float lstm_w(int wtype, const unsigned char *row, int64_t k) {
-    return wtype == BE_F32 ? ((const float *)row)[k] : dq_weight(wtype, row, k);
-}
-
-static __global__ void lstm_kernel(const float *x, const float *h, const float *c, const unsigned char *wi,
-                                   const unsigned char *wh, int wtype, uint64_t rb_i, uint64_t rb_h,
-                                   const float *bias, float *ho, float *co, int64_t In, int64_t P, int64_t B,
-                                   const int32_t *gate, int64_t gate_stride) {
-    int lane = threadIdx.x & 31;
-    for (int64_t r = blockIdx.y; r < B; r += gridDim.y) {
-        if (gate && gate[r * gate_stride] == 0) /* op_lstm_step's gate: closed, nothing is written */
-            continue;
-        const float *xr = x + r * In, *hr = h + r * P, *cr = c + r * P;
-        for (int64_t j = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; j < P;
-             j += (int64_t)gridDim.x * blockDim.x / 32) {
-            float g[4];
-            for (int q = 0; q < 4; q++) {
-                int64_t row = q * P + j;
-                const unsigned char *wir = wi + (uint64_t)row * rb_i, *whr = wh + (uint64_t)row * rb_h;
-                float acc = 0;
-                for (int64_t k = lane; k < In; k += 32)
-                    acc = fmaf(lstm_w(wtype, wir, k), xr[k], acc);
-                for (int64_t k = lane; k < P; k += 32)
-                    acc = fmaf(lstm_w(wtype, whr, k), hr[k], acc);
-                g[q] = cu_warp_sum(acc) + bias[row];
-            }
-            if (lane == 0) {
-                float cn = sigmoidf_(g[1]) * cr[j] + sigmoidf_(g[0]) * tanhf(g[2]);
-                co[r * P + j] = cn;
-                ho[r * P + j] = sigmoidf_(g[3]) * tanhf(cn);
-            }
+/* acc[r] += w . x_r over K for rows r < rows of x (row stride K). f32 w: float4 pieces (VEC: K % 4 == 0,
+ * w and x 16-byte aligned: k = 4 lane + 128 i) or single weights (k = lane + 32 i); block types: 8-weight
+ * pieces (k = 8 lane + 256 i), x read as float4 when VEC. */
+template <int WT, bool VEC>
+static __device__ __forceinline__ void lstm_dot(const unsigned char *w, const float *x, int64_t K, int rows,
+                                                int lane, float acc[LSTM_ROWS]) {
+    if (WT == BE_F32 && VEC) {
+        const float *wf = (const float *)w;
+        for (int64_t k = 4 * lane; k < K; k += 128) {
+            const float4 wv = *(const float4 *)(wf + k);
+#pragma unroll
+            for (int r = 0; r < LSTM_ROWS; r++)
+                if (r < rows) {
+                    const float4 xv = *(const float4 *)(x + r * K + k);
+                    acc[r] = fmaf(wv.x, xv.x, acc[r]);
+                    acc[r] = fmaf(wv.y, xv.y, acc[r]);
+                    acc[r] = fmaf(wv.z, xv.z, acc[r]);
+                    acc[r] = fmaf(wv.w, xv.w, acc[r]);
+                }
+        }
+    } else if (WT == BE_F32) {
+        const float *wf = (const float *)w;
+        for (int64_t k = lane; k < K; k += 32) {
+            const float wv = wf[k];
+#pragma unroll
+            for (int r = 0; r < LSTM_ROWS; r++)
+                if (r < rows)
+                    acc[r] = fmaf(wv, x[r * K + k], acc[r]);
+        }
+    } else {
+        for (int64_t k = 8 * lane; k < K; k += 256) {
+            float wv[8];
+            dq_piece8<WT>(w, k, wv);
+#pragma unroll
+            for (int r = 0; r < LSTM_ROWS; r++)
+                if (r < rows) {
+                    const float *xr = x + r * K + k;
+                    float xv[8];
+                    if (VEC) {
+                        const float4 a = ((const float4 *)xr)[0], c = ((const float4 *)xr)[1];
+                        xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
+                        xv[4] = c.x, xv[5] = c.y, xv[6] = c.z, xv[7] = c.w;
+                    } else {
+#pragma unroll
+                        for (int i = 0; i < 8; i++)
+                            xv[i] = xr[i];
+                    }
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        acc[r] = fmaf(wv[i], xv[i], acc[r]);
+                }
         }
     }
 }
+
+/* Blocks of 128 threads (warp q: gate q) loop grid-stride over units (x) and blocks of LSTM_ROWS rows (y). */
+template <int WT, bool VEC>
+static __global__ void __launch_bounds__(128)
+    lstm_kernel(const float *x, const float *h, const float *c, const unsigned char *wi, const unsigned char *wh,
+                uint64_t rb_i, uint64_t rb_h, const float *bias, float *ho, float *co, int64_t In, int64_t P,
+                int64_t B, const int32_t *gate, int64_t gate_stride) {
+    __shared__ float gs[4][LSTM_ROWS];
+    const int q = threadIdx.x / 32, lane = threadIdx.x & 31;
+    for (int64_t j = blockIdx.x; j < P; j += gridDim.x) {
+        for (int64_t r0 = (int64_t)blockIdx.y * LSTM_ROWS; r0 < B; r0 += (int64_t)gridDim.y * LSTM_ROWS) {
+            const int rows = (int)(B - r0 < LSTM_ROWS ? B - r0 : LSTM_ROWS);
+            bool open = !gate; /* op_lstm_step's gate: a closed row is not written; all closed, no work */
+            for (int r = 0; r < rows && !open; r++)
+                open = gate[(r0 + r) * gate_stride] != 0;
+            if (!open) /* the same for the whole block */
+                continue;
+            const int64_t row = q * P + j;
+            float acc[LSTM_ROWS];
+#pragma unroll
+            for (int r = 0; r < LSTM_ROWS; r++)
+                acc[r] = 0.0f;
+            lstm_dot<WT, VEC>(wi + (uint64_t)row * rb_i, x + r0 * In, In, rows, lane, acc);
+            lstm_dot<WT, VEC>(wh + (uint64_t)row * rb_h, h + r0 * P, P, rows, lane, acc);
+#pragma unroll
+            for (int r = 0; r < LSTM_ROWS; r++) {
+                const float s = cu_warp_sum(acc[r]);
+                if (lane == 0)
+                    gs[q][r] = s + bias[row];
+            }
+            __syncthreads();
+            const int r = threadIdx.x;
+            if (r < rows && (!gate || gate[(r0 + r) * gate_stride] != 0)) {
+                const int64_t o = (r0 + r) * P + j;
+                float cn = sigmoidf_(gs[1][r]) * c[o] + sigmoidf_(gs[0][r]) * tanhf(gs[2][r]);
+                co[o] = cn;
+                ho[o] = sigmoidf_(gs[3][r]) * tanhf(cn);
+            }
+            __syncthreads(); /* the next pass overwrites gs */
+        }
+    }
+}
+
+template <int WT, bool VEC>
+static void lstm_launch(struct cu_backend *b, const struct op_lstm_step *a, uint64_t rb_i, uint64_t rb_h, int64_t In,
+                        int64_t P, int64_t B) {
+    dim3 grid(cu_grid(b, (uint64_t)P, 1), (unsigned)((B + LSTM_ROWS - 1) / LSTM_ROWS < 65535
+                                                          ? (B + LSTM_ROWS - 1) / LSTM_ROWS : 65535));
+    lstm_kernel<WT, VEC><<<grid, 128, 0, b->stream>>>(
+        cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<unsigned char>(a->w_ih),
+        cu_ptr<unsigned char>(a->w_hh), rb_i, rb_h, cu_ptr<float>(a->b), cu_ptr<float>(a->h_out),
+        cu_ptr<float>(a->c_out), In, P, B, a->gate.addr ? cu_ptr<int32_t>(a->gate) : (const int32_t *)NULL,
+        B > 1 ? a->gate_stride : 0);
+}
+
+template <int WT>
+static void lstm_vec(struct cu_backend *b, const struct op_lstm_step *a, uint64_t rb_i, uint64_t rb_h, int64_t In,
+                     int64_t P, int64_t B, bool vec) {
+    if (vec)
+        lstm_launch<WT, true>(b, a, rb_i, rb_h, In, P, B);
+    else
+        lstm_launch<WT, false>(b, a, rb_i, rb_h, In, P, B);
+}
+
+static bool al16(uint64_t addr) { return addr % 16 == 0; }
 
 vkasr_status cu_op_lstm_step(struct cu_backend *b, const struct op_lstm_step *a) {
     const int64_t B = a->h.nd == 2 ? a->h.ne[0] : 1, P = a->h.ne[a->h.nd - 1], In = a->x.ne[a->x.nd - 1];
     if (P == 0)
         return VKASR_OK;
-    dim3 grid(cu_grid(b, (uint64_t)P, LSTM_WARPS), (unsigned)(B < 65535 ? B : 65535));
     /* row strides in bytes: f32 rows, or rows of blocks (w_ih and w_hh share a type: the argument rules) */
     const be_dtype wt = a->w_ih.type;
     const uint64_t rb_i = wt == BE_F32 ? (uint64_t)In * 4 : dq_row_bytes(wt, In);
     const uint64_t rb_h = wt == BE_F32 ? (uint64_t)P * 4 : dq_row_bytes(wt, P);
-    lstm_kernel<<<grid, 32 * LSTM_WARPS, 0, b->stream>>>(
-        cu_ptr<float>(a->x), cu_ptr<float>(a->h), cu_ptr<float>(a->c), cu_ptr<unsigned char>(a->w_ih),
-        cu_ptr<unsigned char>(a->w_hh), (int)wt, rb_i, rb_h, cu_ptr<float>(a->b), cu_ptr<float>(a->h_out),
-        cu_ptr<float>(a->c_out), In, P, B,
-        a->gate.addr ? cu_ptr<int32_t>(a->gate) : (const int32_t *)NULL, B > 1 ? a->gate_stride : 0);
+    /* vector loads: every row of x, h (and f32 w) 16-byte aligned; depends on the pointers, In and P only */
+    const bool vec = In % 4 == 0 && P % 4 == 0 && al16(a->x.addr) && al16(a->h.addr) &&
+                     (wt != BE_F32 || (al16(a->w_ih.addr) && al16(a->w_hh.addr)));
+    switch (wt) {
+    case BE_F32: lstm_vec<BE_F32>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    case BE_Q8_0: lstm_vec<BE_Q8_0>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    case BE_Q4_K: lstm_vec<BE_Q4_K>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    case BE_Q5_K: lstm_vec<BE_Q5_K>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    case BE_Q6_K: lstm_vec<BE_Q6_K>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    default:
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "lstm_step: w_ih of type %d has no CUDA kernel", (int)wt);
+    }
     CU_LAUNCHED(b);
     return VKASR_OK;
 }
