@@ -1,8 +1,9 @@
 /* cu_search.cu — the device-resident greedy search's ops on CUDA (ops.h: search_joint, search_step),
  * the same loops as shaders/search.comp: the joint input of a window (with the commit of the last
  * emission's LSTM state), and one block per hypothesis taking the rows' token and duration argmaxes
- * (op_argmax's rule: first index on ties, NaN never wins, all NaN -> 0) and walking them to the first
- * emission. The search's LSTM steps are lstm_step with its gate (cu_lstm.cu). */
+ * (op_argmax's rule: first index on ties, NaN never wins, all NaN -> 0; the block's warps split each
+ * row's columns, and as the rule picks one column whatever the order, so does any reduction) and
+ * walking them to the first emission on one thread. The search's LSTM steps are lstm_step with its gate (cu_lstm.cu). */
 #include "cu_internal.h"
 
 #define SEARCH_THREADS 256
@@ -35,15 +36,25 @@ static __device__ __forceinline__ bool better(float v, int i, float w, int j) {
     return i >= 0 && !isnan(v) && (j < 0 || v > w || (v == w && i < j));
 }
 
-/* Argmax of x[c0 .. c1) over a warp (lanes stride the columns): the index relative to c0, -1 if none. */
-static __device__ int warp_argmax(const float *x, int c0, int c1, int lane) {
+/* The block's partial argmax of x[c0 .. c1): each thread strides the columns (ARGMAX_UNROLL loads in
+ * flight), then each warp's best goes to pv / pi [warp] (pi -1 if none). Every thread must call it. */
+#define ARGMAX_UNROLL 4
+static __device__ void block_argmax_part(const float *x, int c0, int c1, float *pv, int *pi) {
     float best = 0;
     int bi = -1;
-    for (int c = c0 + lane; c < c1; c += 32)
-        if (better(x[c], c, best, bi)) {
-            best = x[c];
-            bi = c;
-        }
+    const int nt = blockDim.x;
+    for (int c = c0 + (int)threadIdx.x; c < c1; c += ARGMAX_UNROLL * nt) {
+        float v[ARGMAX_UNROLL];
+#pragma unroll
+        for (int u = 0; u < ARGMAX_UNROLL; u++)
+            v[u] = c + u * nt < c1 ? x[c + u * nt] : 0.0f;
+#pragma unroll
+        for (int u = 0; u < ARGMAX_UNROLL; u++)
+            if (c + u * nt < c1 && better(v[u], c + u * nt, best, bi)) {
+                best = v[u];
+                bi = c + u * nt;
+            }
+    }
     for (int o = 16; o > 0; o >>= 1) {
         float ov = __shfl_xor_sync(0xffffffffu, best, o);
         int oi = __shfl_xor_sync(0xffffffffu, bi, o);
@@ -52,15 +63,32 @@ static __device__ int warp_argmax(const float *x, int c0, int c1, int lane) {
             bi = oi;
         }
     }
+    if ((threadIdx.x & 31) == 0) {
+        pv[threadIdx.x / 32] = best;
+        pi[threadIdx.x / 32] = bi;
+    }
+}
+
+/* The best of the warps' partial results: the index relative to c0, -1 if none. */
+static __device__ int argmax_join(const float *pv, const int *pi, int c0) {
+    float best = 0;
+    int bi = -1;
+    for (int w = 0; w < SEARCH_WARPS; w++)
+        if (better(pv[w], pi[w], best, bi)) {
+            best = pv[w];
+            bi = pi[w];
+        }
     return bi < 0 ? -1 : bi - c0;
 }
 
-static __global__ void search_step_kernel(const float *y, int32_t *state, int32_t *tokens, const int32_t *durations,
-                                          const float *embed, float *x0, int64_t B, int W, int V, int J, int nd,
-                                          int max_symbols, int64_t capacity, int64_t P) {
+static __global__ void __launch_bounds__(SEARCH_THREADS)
+    search_step_kernel(const float *y, int32_t *state, int32_t *tokens, const int32_t *durations, const float *embed,
+                       float *x0, int64_t B, int W, int V, int J, int nd, int max_symbols, int64_t capacity,
+                       int64_t P) {
     __shared__ int row_tok[SEARCH_MAX_WINDOW], row_dur[SEARCH_MAX_WINDOW];
+    __shared__ float tok_v[SEARCH_MAX_WINDOW][SEARCH_WARPS], dur_v[SEARCH_MAX_WINDOW][SEARCH_WARPS];
+    __shared__ int tok_i[SEARCH_MAX_WINDOW][SEARCH_WARPS], dur_i[SEARCH_MAX_WINDOW][SEARCH_WARPS];
     __shared__ int emitted;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x & 31;
     for (int64_t hyp = blockIdx.x; hyp < B; hyp += gridDim.x) {
         int32_t *st = state + hyp * SEARCH_STATE_INTS;
         if (st[SEARCH_S_DONE]) { /* the same value for the whole block */
@@ -70,13 +98,18 @@ static __global__ void search_step_kernel(const float *y, int32_t *state, int32_
         }
         const int t0 = st[SEARCH_S_T], T = st[SEARCH_S_FRAMES];
         const int n = T - t0 < W ? T - t0 : W;
-        for (int r = warp; r < n; r += SEARCH_WARPS) { /* a warp per row */
+        for (int r = 0; r < n; r++) { /* the whole block per row: the warps split the columns */
             const float *row = y + (hyp * W + r) * (int64_t)J;
-            int k = warp_argmax(row, 0, V + 1, lane), d = nd ? warp_argmax(row, V + 1, J, lane) : 0;
-            if (lane == 0) {
-                row_tok[r] = k < 0 ? 0 : k;
-                row_dur[r] = d < 0 ? 0 : d;
-            }
+            block_argmax_part(row, 0, V + 1, tok_v[r], tok_i[r]);
+            if (nd)
+                block_argmax_part(row, V + 1, J, dur_v[r], dur_i[r]);
+        }
+        __syncthreads();
+        if ((int)threadIdx.x < n) { /* a thread per row joins the warps' results */
+            const int r = threadIdx.x;
+            const int k = argmax_join(tok_v[r], tok_i[r], 0), d = nd ? argmax_join(dur_v[r], dur_i[r], V + 1) : 0;
+            row_tok[r] = k < 0 ? 0 : k;
+            row_dur[r] = d < 0 ? 0 : d;
         }
         __syncthreads();
         if (threadIdx.x == 0) { /* the walk to the first emission (spec §6.4 TDT, §6.5 RNN-T) */
