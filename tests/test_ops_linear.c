@@ -171,10 +171,11 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
 /* y[0, m) = silu(x[r0, r0+m) w^T + b) on the Vulkan backend (plan NULL: the automatic choice, no
  * hint; else that plan, forced), downloaded. */
 static bool lin_rows(struct th *h, struct th_tensor *x, struct th_tensor *w, struct th_tensor *b, struct th_tensor *y,
-                     int64_t r0, int64_t m, const struct vk_gemm_plan *plan, float *out) {
+                     int64_t r0, int64_t m, const struct vk_gemm_plan *plan, bool matvec, float *out) {
     struct backend *vk = h->be[TH_DEV];
     struct op_linear a = {.x = be_tensor_rows(&TH_T(x, TH_DEV), r0, m), .w = TH_T(w, TH_DEV), .bias = TH_T(b, TH_DEV),
-                          .y = be_tensor_rows(&TH_T(y, TH_DEV), 0, m), .act = ACT_SILU, .alpha = 1.0f};
+                          .y = be_tensor_rows(&TH_T(y, TH_DEV), 0, m), .act = ACT_SILU, .alpha = 1.0f,
+                          .matvec = matvec};
     vkasr_status st = plan ? op_validate(OP_linear, &a, &vk->err) : be_linear(vk, &a);
     if (st == VKASR_OK && plan)
         st = vk_gemm_record((struct vk_backend *)vk, &a, plan);
@@ -190,7 +191,8 @@ static bool lin_rows(struct th *h, struct th_tensor *x, struct th_tensor *w, str
 /* Rows of a 300-row product `full` against calls on fewer rows (starting at row 0 and at row 37, or
  * only at 37 when `few`), bit for bit. */
 static void rows_match(struct th *h, struct th_tensor *x, struct th_tensor *w, struct th_tensor *b, struct th_tensor *y,
-                       int64_t M, int64_t N, const struct vk_gemm_plan *plan, const float *full, bool few) {
+                       int64_t M, int64_t N, const struct vk_gemm_plan *plan, bool matvec, const float *full,
+                       bool few) {
     float *part = malloc((size_t)(M * N) * sizeof *part);
     if (!part)
         exit(1);
@@ -200,7 +202,7 @@ static void rows_match(struct th *h, struct th_tensor *x, struct th_tensor *w, s
             const int64_t r0 = starts[i], m = rows[j];
             if (few && m != 1 && m != 9 && m != 33)
                 continue;
-            if (r0 + m > M || !lin_rows(h, x, w, b, y, r0, m, plan, part))
+            if (r0 + m > M || !lin_rows(h, x, w, b, y, r0, m, plan, matvec, part))
                 continue;
             h->checks++;
             if (memcmp(full + r0 * N, part, (size_t)(m * N) * sizeof(float)) != 0) {
@@ -216,10 +218,11 @@ static void rows_match(struct th *h, struct th_tensor *x, struct th_tensor *w, s
 
 /* Without the matvec hint the automatic choice may differ by M, but a row must come out bit-identical
  * whether the call has 1 row or 300, and wherever it sits in the call (halo tiles of the subsampling
- * rely on it: a tile starts anywhere and the last one may be a few rows). */
-static void row_invariance(struct th *h, be_dtype wt) {
+ * rely on it: a tile starts anywhere and the last one may be a few rows). With the hint likewise, through
+ * the automatic choice (the CUDA backend's matrix-vector kernel: 8-row tiles below 32 rows, 32 from). */
+static void row_invariance(struct th *h, be_dtype wt, bool matvec) {
     const int64_t M = 300, N = 200, K = 136;
-    th_case(h, "linear row invariance w=%s", wt == BE_F16 ? "f16" : "f32");
+    th_case(h, "linear row invariance w=%s%s", wt == BE_F16 ? "f16" : "f32", matvec ? " matvec" : "");
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
@@ -227,8 +230,8 @@ static void row_invariance(struct th *h, be_dtype wt) {
     float *full = malloc((size_t)(M * N) * sizeof *full);
     if (!full)
         exit(1);
-    if (lin_rows(h, x, w, b, y, 0, M, NULL, full))
-        rows_match(h, x, w, b, y, M, N, NULL, full, false);
+    if (lin_rows(h, x, w, b, y, 0, M, NULL, matvec, full))
+        rows_match(h, x, w, b, y, M, N, NULL, matvec, full, false);
     free(full);
 }
 
@@ -254,9 +257,9 @@ static void hinted_row_invariance(struct th *h, be_dtype wt) {
     float *full = malloc((size_t)(M * N) * sizeof *full);
     if (!full)
         exit(1);
-    if (lin_rows(h, x, w, b, y, 0, M, &p32, full)) {
-        rows_match(h, x, w, b, y, M, N, &p8, full, false);
-        rows_match(h, x, w, b, y, M, N, &p32, full, true);
+    if (lin_rows(h, x, w, b, y, 0, M, &p32, false, full)) {
+        rows_match(h, x, w, b, y, M, N, &p8, false, full, false);
+        rows_match(h, x, w, b, y, M, N, &p32, false, full, true);
     }
     free(full);
 }
@@ -284,7 +287,7 @@ static void long_call_rows(struct th *h) {
     if (!full || !part)
         exit(1);
     if (be_download(h->be[TH_DEV], full, TH_T(y, TH_DEV).addr, (uint64_t)(M * N) * sizeof *full) == VKASR_OK &&
-        lin_rows(h, x, w, b, y, r0, m, NULL, part)) {
+        lin_rows(h, x, w, b, y, r0, m, NULL, false, part)) {
         h->checks++;
         if (memcmp(full + r0 * N, part, (size_t)(m * N) * sizeof *part) != 0) {
             printf("FAIL [%s]: rows %lld..%lld of a %lld-row call differ from a call of their own\n", h->name,
@@ -327,9 +330,9 @@ static void coopmat_agreement(struct th *h, int64_t N) {
             continue;
         for (uint32_t splits = 1; splits <= 3; splits += 2) {
             const struct vk_gemm_plan plan = {c, splits};
-            if (!lin_rows(h, x, w, b, y, 0, M, &plan, full))
+            if (!lin_rows(h, x, w, b, y, 0, M, &plan, false, full))
                 continue;
-            rows_match(h, x, w, b, y, M, N, &plan, full, true);
+            rows_match(h, x, w, b, y, M, N, &plan, false, full, true);
             if (splits == 1 && !first[emu]) {
                 first[emu] = full;
                 first_name[emu] = c->name;
@@ -624,7 +627,8 @@ int main(void) {
         selection_tests(&h);
     else
         th_skip(&h, "Vulkan GEMM kernel selection on synthetic devices");
-    row_invariance(&h, BE_F32);
+    row_invariance(&h, BE_F32, false);
+    row_invariance(&h, BE_F32, true);
     if (h.vulkan) {
         direct_matches_scalar(&h, BE_F32);
         hinted_row_invariance(&h, BE_F32);
@@ -632,7 +636,8 @@ int main(void) {
     else
         th_skip(&h, "gemm_direct.comp against the scalar tiles (Vulkan kernels), f32 and f16");
     if (f16) {
-        row_invariance(&h, BE_F16);
+        row_invariance(&h, BE_F16, false);
+        row_invariance(&h, BE_F16, true);
         if (h.vulkan) {
             direct_matches_scalar(&h, BE_F16);
             hinted_row_invariance(&h, BE_F16);

@@ -302,8 +302,7 @@ int main(void) {
             run_case(&h, qi, &cases[i], NULL);
         exact_dequant(&h, qi, 5, k3, false);
         exact_dequant(&h, qi, 7, k2, true);
-        if (h.vulkan)
-            gemv_rows_alone(&h, qi, k3);
+        gemv_rows_alone(&h, qi, k3);
         bad_k(&h, qi);
         /* the LSTM: In != P (a wrong row stride shows), 1 and 3 rows (the second gated off) */
         lstm_case(&h, qi, 1, k2 == 224 ? 96 : 512, B);
