@@ -1028,7 +1028,7 @@ vkasr_status model_write_gguf_stats(const struct model_file *mf, const char *pat
         if (stats) {
             stats->n_weights += tensor_numel(t);
             stats->data_bytes += out_bytes(t, ty);
-            if (model_is_matrix_weight(t->name) || (quant_is_block((uint32_t)wt) && quant_is_decoder_matrix(t->name))) {
+            if (model_is_matrix_weight(t->name) || (quant_is_block((uint32_t)wt) && model_is_decoder_matrix(t->name))) {
                 stats->matrix_weights += tensor_numel(t);
                 stats->matrix_bytes += out_bytes(t, ty);
                 stats->n_fallback += ty != (uint32_t)wt;

@@ -107,6 +107,11 @@ vkasr_status model_prepare(struct model_file *mf, struct err *e);
  * fragile; they are a small share of the parameters). */
 bool model_is_matrix_weight(const char *name);
 
+/* The decoder's and joint's matrices a quantized file stores in a block type (never f16): the LSTM's
+ * w_ih and w_hh, the prediction and encoder projections, the joint head (not the embedding: a row
+ * lookup). */
+bool model_is_decoder_matrix(const char *name);
+
 /* Writes a prepared model as GGUF v3: matrix weights in `type` (f16 or a quantized type, with the
  * fallbacks of quant_tensor_type), the rest f32. The source's tensors must be f32 or f16. */
 vkasr_status model_write_gguf(const struct model_file *mf, const char *path, vkasr_weight_type type,

@@ -285,6 +285,20 @@ int ends_with(const char *s, const char *suf) {
     return a >= b && strcmp(s + a - b, suf) == 0;
 }
 
+bool model_is_decoder_matrix(const char *name) {
+    static const char *const exact[] = {"decoder.decoder_projector.weight", "encoder_projector.weight",
+                                        "joint.head.weight"};
+    if (!name)
+        return false;
+    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+        if (strcmp(name, exact[i]) == 0)
+            return true;
+    int layer, end = 0;
+    return (sscanf(name, "decoder.lstm.weight_ih_l%d%n", &layer, &end) == 1 ||
+            sscanf(name, "decoder.lstm.weight_hh_l%d%n", &layer, &end) == 1) &&
+           end > 0 && name[end] == '\0';
+}
+
 bool model_is_matrix_weight(const char *name) {
     /* Encoder matrices only: the heads (CTC, projectors, joint) stay f32 — spec §10: the argmax
      * decisions are the fragile part, and those weights are a small share of the model. */

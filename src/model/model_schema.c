@@ -7,7 +7,6 @@
 
 #include "model_file.h"
 #include "model_schema.h"
-#include "quant.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The expected tensor set                                                                        */
@@ -217,7 +216,7 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         } else if (gg && t->type != MT_F32 &&
                    !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name)) &&
-                   !(MT_IS_QUANT(t->type) && quant_is_decoder_matrix(t->name))) {
+                   !(MT_IS_QUANT(t->type) && model_is_decoder_matrix(t->name))) {
             st = err_set(e, VKASR_ERR_MODEL,
                          "%s: tensor '%s' has type %s; only matrix weights may be F16 or quantized (the "
                          "decoder's: quantized), the rest F32",

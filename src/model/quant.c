@@ -120,24 +120,10 @@ void dequant_row(uint32_t type, const void *src, float *y, int64_t k) {
     }
 }
 
-bool quant_is_decoder_matrix(const char *name) {
-    static const char *const exact[] = {"decoder.decoder_projector.weight", "encoder_projector.weight",
-                                        "joint.head.weight"};
-    if (!name)
-        return false;
-    for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
-        if (strcmp(name, exact[i]) == 0)
-            return true;
-    int layer, end = 0;
-    return (sscanf(name, "decoder.lstm.weight_ih_l%d%n", &layer, &end) == 1 ||
-            sscanf(name, "decoder.lstm.weight_hh_l%d%n", &layer, &end) == 1) &&
-           end > 0 && name[end] == '\0';
-}
-
 uint32_t quant_tensor_type(const char *name, int64_t row_len, uint32_t requested) {
     if (requested == QT_F32)
         return QT_F32;
-    const bool dec = quant_is_decoder_matrix(name);
+    const bool dec = model_is_decoder_matrix(name);
     /* the decoder's matrices take block types only: f16 files keep them f32 */
     if (!model_is_matrix_weight(name) && !(dec && quant_is_block(requested)))
         return QT_F32;

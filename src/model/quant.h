@@ -47,13 +47,10 @@ int quant_row_q4_k(const float *x, uint8_t *dst, int64_t k);
 int quant_row_q5_k(const float *x, uint8_t *dst, int64_t k);
 int quant_row_q6_k(const float *x, uint8_t *dst, int64_t k);
 
-/* The decoder's and joint's matrices a quantized file stores in a block type: the LSTM's w_ih and
- * w_hh, the prediction and encoder projections, the joint head (not the embedding: a row lookup). */
-bool quant_is_decoder_matrix(const char *name);
 
 /* The type a tensor of the canonical set is stored in when a file of `requested` weights is written
  * (QT_F32, QT_F16 or a block type): the encoder's matrix weights (model_is_matrix_weight) take f16 or
- * a block type, the decoder's matrices (quant_is_decoder_matrix) a block type only, the rest stays
+ * a block type, the decoder's matrices (model_is_decoder_matrix) a block type only, the rest stays
  * f32. A row length (innermost dimension) that the block does not divide falls back: q4_k/q5_k/q6_k
  * -> q8_0 when k % 256 != 0, q8_0 -> f16 when k % 32 != 0 (a decoder matrix: f32). */
 uint32_t quant_tensor_type(const char *name, int64_t row_len, uint32_t requested);
