@@ -42,19 +42,6 @@ vkasr_lab_shader(attention_emu_fl128_q64k16 attention_flash.comp DEFINES NWARP=4
 vkasr_lab_shader(attention_emu_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 EMULATE_COOPMAT)
 vkasr_lab_shader(attention_emu_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
 vkasr_lab_shader(attention_emu_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-# The barrier-free FlashAttention-2-style kernel (attention_fa2.comp: independent subgroups, k, v and
-# positions loaded as fragments from device memory; f16 k, v, p), lab only until the GPU sweep decides;
-# its emulated twins run one subgroup per workgroup (the per-subgroup code). Must match the FA2 rows of
-# tests/vk_lab.c.
-vkasr_lab_shader(attention_fa2_q64k32 attention_fa2.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fa2_q128k32 attention_fa2.comp DEFINES NWARP=8 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fa2_q64k16 attention_fa2.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fa2_q128k16 attention_fa2.comp DEFINES NWARP=8 BK=16 DKP=128 BD_WHOLE=0 P_REG=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fa2_q64k32_ps attention_fa2.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fa2_q128k32_ps attention_fa2.comp DEFINES NWARP=8 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_emu_fa2_k32 attention_fa2.comp DEFINES NWARP=1 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fa2_k16w attention_fa2.comp DEFINES NWARP=1 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fa2_k32_ps attention_fa2.comp DEFINES NWARP=1 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 EMULATE_COOPMAT)
 vkasr_shader(binary binary.comp)
 vkasr_shader(glu glu.comp)
 vkasr_shader(glu_h glu.comp DEFINES IO_F16)

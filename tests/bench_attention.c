@@ -4,8 +4,7 @@
  * has them: what the network runs in f16 precision today); h16: q, k, v, p and y f16 with the f16 flag
  * (what it runs once activations are f16). CONFIG forces kernel configurations of vk_attention.h
  * (scalar, cm_dk128, flash128_q64k32, ...); all: every configuration this device can run for the head
- * width (the tensor-core ones only with f16/h16, the fa2 ones only with h16), emulated twins excepted.
- * One line per configuration:
+ * width (the tensor-core ones only with f16/h16), emulated twins excepted. One line per configuration:
  *   attention T= D= H= dk= window= keys= prec= cfg= ms= tflops= tflops_bd= timer=gpu check=ok
  * ms is GPU time per call from timestamps (mean of the timed runs after two warm-up calls; wall time of
  * op + sync on a device without timestamps, then timer=wall). TFLOP/s count
@@ -287,12 +286,9 @@ int main(int argc, char **argv) {
         const struct vk_att_cfg *cs = vk_att_configs(&n);
         for (size_t i = 0; i < n; i++) {
             const struct vk_att_cfg *c = &cs[i];
-            const bool emu =
-                c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU || c->kind == VK_ATT_FA2_EMU;
-            /* the fa2 kernels take f16 k, v, p only (h16) */
-            if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_FA2 && !B.h16) ||
-                (c->kind == VK_ATT_ROWS && !B.caps->cpu) || B.dk > (long long)c->max_dk ||
-                !vk_att_cfg_usable(c, B.caps))
+            const bool emu = c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU;
+            if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_ROWS && !B.caps->cpu) ||
+                B.dk > (long long)c->max_dk || !vk_att_cfg_usable(c, B.caps))
                 continue;
             failures += run(&B, c);
         }

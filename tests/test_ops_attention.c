@@ -7,9 +7,8 @@
  * NeMo's rel_pos_local_attn written out (edges of the band), and the errors the kernel reports (dk too
  * wide, y overlapping an input). The f32 cases run every f32 configuration (the scalar kernel, the
  * rows kernel); the f16 cases run every tensor-core configuration the device can (on lavapipe the
- * emulated twins: every flash configuration has one, with the real one's exact tiling; the fa2 ones, f16
- * k, v, p only, twins of one warp per workgroup) against the reference with the same f16 rounding of
- * the inputs, and the automatic f16 choice (on CUDA: the
+ * emulated twins: every flash configuration has one, with the real one's exact tiling) against the
+ * reference with the same f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the
  * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
  * tables): every kernel against the reference, each segment bit-identical to the segment alone and
  * row chunks to one call, with full and local attention and segments shorter and longer than the
@@ -593,53 +592,6 @@ static void packed_cases(struct th *h, const struct vk_att_cfg *cfg, bool f16) {
     packed_case(h, cfg, lens, 6, D, 2, 5, 33, f16, F16_ALL);
 }
 
-/* An fa2 configuration (on lavapipe its emulated twin: one warp per workgroup, the real ones' per-warp
- * code): k, v and p f16, what it takes (q and y f32 or f16). Lengths around its query and key blocks
- * (at least 64 rows: several warps and workgroups), a head narrower by a fragment (fragments skipped),
- * padding, a narrow window and one wider than a key block with a longer position table, large scores,
- * slices off every block grid (edge fragments staged, zero-filled), row chunks bit-identical to one
- * call, eight heads, more query blocks than the grid (grid-stride), packed batches; and the tensors it
- * must refuse. */
-static void fa2_cases(struct th *h, const struct vk_att_cfg *cfg) {
-    const unsigned KVP = F16_K | F16_V | F16_P;
-    const int64_t dk = cfg->max_dk, bq = cfg->bq < 64 ? 64 : cfg->bq, bk = cfg->bk;
-    slice_case_t(h, cfg, bq + 9, 0, bq + 9, 0, 2 * (dk - 16), 2, 0, bq + 4, 0, 1.0f, true, KVP);
-    slice_case_t(h, cfg, bq + bk + 3, 0, bq + bk + 3, 0, dk, 1, 0, bq + bk + 3, 5, 3.0f, true, F16_ALL);
-    slice_case_t(h, cfg, bq + 2 * bk + 1, 0, bq + 2 * bk + 1, 0, dk, 1, 0, bq + 2 * bk + 1, 0, 4.0f, true,
-                 KVP | F16_Y);
-    slice_case_t(h, cfg, bq + 40, 0, bq + 40, 0, dk - 16, 1, 2 * (bq + 40) + 7, bq + 33, bk + 8, 1.0f, true, F16_ALL);
-    slice_case_t(h, cfg, 21, 0, 21, 0, 8 * 16, 8, 0, 21, 0, 1.0f, true, KVP | F16_Q);
-    slice_case_t(h, cfg, 33, 70, 51, 61, dk, 1, 0, 200, 9, 1.0f, true, KVP);
-    slice_case_t(h, cfg, bq + 3, 5, bq + bk + 9, 0, dk, 1, 0, bq + bk + 9, 0, 1.0f, true, F16_ALL);
-    slice_case_t(h, cfg, 290, 0, 290, 0, dk, 1, 0, 290, 20, 1.0f, true, KVP);
-    chunk_case(h, cfg, bq + 37, dk, 1, bq + 30, 24, 33, true, F16_ALL);
-    chunk_case(h, cfg, bq + 21, dk, 1, bq + 21, 0, 7, true, KVP);
-    static const int64_t lens[] = {45, 1, 7, 70, 3, 33};
-    packed_case(h, cfg, lens, 6, 2 * dk, 2, 0, 33, true, F16_ALL);
-    packed_case(h, cfg, lens, 6, 2 * dk, 2, 5, 64, true, KVP);
-
-    /* what it takes: f16 k, v, p at 16-byte aligned bases, D % 8 == 0, dk % 16 == 0 */
-    th_case(h, "relpos_attention %s: the tensors it takes", cfg->name);
-    const be_tensor t16 = {.addr = 256, .type = BE_F16, .nd = 2, .ne = {64, 256}};
-    const struct op_relpos_attention good = {.q = t16, .k = t16, .v = t16, .p = t16, .y = t16, .heads = 2};
-    struct op_relpos_attention bad[5] = {good, good, good, good, good};
-    bad[0].k.type = BE_F32;
-    bad[1].p.type = BE_F32;
-    bad[2].v.addr += 8;
-    bad[3].heads = 8;  /* dk 32: taken */
-    bad[4].heads = 32; /* dk 8: not */
-    struct op_relpos_attention q32 = good;
-    q32.q.type = q32.y.type = BE_F32;
-    h->checks++;
-    const bool takes_ok = vk_att_cfg_takes(cfg, &good) && vk_att_cfg_takes(cfg, &q32) &&
-                          !vk_att_cfg_takes(cfg, &bad[0]) && !vk_att_cfg_takes(cfg, &bad[1]) &&
-                          !vk_att_cfg_takes(cfg, &bad[2]) && vk_att_cfg_takes(cfg, &bad[3]) &&
-                          !vk_att_cfg_takes(cfg, &bad[4]);
-    if (!takes_ok)
-        h->failures++;
-    printf("%s %s\n", takes_ok ? "ok  " : "FAIL", h->name);
-}
-
 /* The f32 cases for one f32 configuration (scalar, rows; cfg NULL: the automatic choice). */
 static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     /* Full attention: lengths around the 32-row blocks x head layouts (dk 4, 16, 128, 64). */
@@ -761,8 +713,7 @@ int main(void) {
     struct th h;
     th_open(&h, true);
     /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
-    if (h.vulkan && (h.checks++, !vk_att_find("emu2_dk128") || !vk_att_find("emu_flash128_q32k32") ||
-                      !vk_att_find("emu_fa2_k32"))) {
+    if (h.vulkan && (h.checks++, !vk_att_find("emu2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
         printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
         h.failures++;
     }
@@ -791,15 +742,11 @@ int main(void) {
         if (!vk_att_cfg_tensor_cores(&cfgs[i]))
             continue;
         const enum vk_att_kernel kd = cfgs[i].kind;
-        const bool emulated = kd == VK_ATT_COOPMAT_EMU || kd == VK_ATT_FLASH_EMU || kd == VK_ATT_FA2_EMU;
+        const bool emulated = kd == VK_ATT_COOPMAT_EMU || kd == VK_ATT_FLASH_EMU;
         if (!vk_att_cfg_usable(&cfgs[i], caps) || (emulated && caps->coopmat_nv)) {
             printf("config %s: %s, skipped\n", cfgs[i].name,
                    emulated && caps->coopmat_nv ? "emulated twin of kernels this device runs"
                                                 : "not usable on this device");
-            continue;
-        }
-        if (cfgs[i].kind == VK_ATT_FA2 || cfgs[i].kind == VK_ATT_FA2_EMU) {
-            fa2_cases(&h, &cfgs[i]); /* f16 k, v, p only */
             continue;
         }
         if (cfgs[i].kind != VK_ATT_FLASH_EMU && cfgs[i].kind != VK_ATT_FLASH)

@@ -1,6 +1,6 @@
 /* vk_lab.c — the lab: SPIR-V variants and configurations that tests and benchmarks run but no choice
  * table picks (the emulated tensor-core twins that let lavapipe cover the coopmat code, and the flash
- * and fa2 attention kernels), registered with the library through vk_lab_register (th_lab_register). */
+ * attention kernel), registered with the library through vk_lab_register (th_lab_register). */
 #include <stdlib.h>
 
 #include "backend/vulkan/vk_attention.h"
@@ -35,25 +35,6 @@
 #else
 #define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
     FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
-#endif
-
-/* FA2 kernel (attention_fa2.comp): per warp a row scratch of 16 staged rows and a shift scratch (BD'
- * fragments: the whole window or one; the staged weights when P_REG is 0), uvec4 units, plus 16 uints of
- * row maxima. The emulation keeps the uvec4 part, and its A fragments behind it, in device memory. */
-#define FA2_BDP(bk, whole) (((whole) ? 16 * ((bk) / 16 + 1) : 16) / 4 + 1)
-#define FA2_WSW(bk, dkp, whole, preg)                                                                 \
-    (16 * FL_DKS(dkp) + 16 * ((preg) || FA2_BDP(bk, whole) >= (bk) / 8 + 1 ? FA2_BDP(bk, whole) : (bk) / 8 + 1))
-#define FA2(nm, kd, sp, nw, bkk, dkp, whole, preg)                                                     \
-    {.name = nm, .prof = "relpos_attention_fa2", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),    \
-     .bq = 16u * (nw), .bk = bkk, .max_dk = dkp,                                                        \
-     .shared_bytes = (kd) == VK_ATT_FA2 ? 16u * (nw) * FA2_WSW(bkk, dkp, whole, preg) + 64u * (nw)        \
-                                        : 64u * (nw) + 4u,                                              \
-     .emu_stride = (kd) == VK_ATT_FA2_EMU ? 16u * ((nw) * FA2_WSW(bkk, dkp, whole, preg) + FL_EMU_A(nw, bkk, dkp)) \
-                                          : 0u}
-#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-#define FA2_REAL(nm, id, nw, bkk, whole, preg) FA2(nm, VK_ATT_FA2, SPV_attention_##id, nw, bkk, 128, whole, preg),
-#else
-#define FA2_REAL(nm, id, nw, bkk, whole, preg)
 #endif
 
 /* Each emulated tensor-core tile has its real twin's shape (vk_gemm_configs.c), so the lavapipe tests
@@ -98,17 +79,6 @@ static const struct vk_att_cfg lab_att[] = {
     FLASH_PAIR("flash128_q64k16_ps", fl128_q64k16_ps, 4, 16, 128, 1, 0),
     FLASH_PAIR("flash128_q48k32", fl128_q48k32, 3, 32, 128, 0, 1),
     FLASH_PAIR("flash128_q32k32", fl128_q32k32, 2, 32, 128, 1, 1),
-    /* fa2<BQ>k<BK>[_ps]: name, shader, warps, keys per block, whole BD' window, weights in registers (DKP
-     * 128); the emulated twins run one warp per workgroup: the real ones' per-warp code exactly */
-    FA2_REAL("fa2_q64k32", fa2_q64k32, 4, 32, 0, 1)
-    FA2_REAL("fa2_q128k32", fa2_q128k32, 8, 32, 0, 1)
-    FA2_REAL("fa2_q64k16", fa2_q64k16, 4, 16, 1, 1)
-    FA2_REAL("fa2_q128k16", fa2_q128k16, 8, 16, 0, 1)
-    FA2_REAL("fa2_q64k32_ps", fa2_q64k32_ps, 4, 32, 0, 0)
-    FA2_REAL("fa2_q128k32_ps", fa2_q128k32_ps, 8, 32, 0, 0)
-    FA2("emu_fa2_k32", VK_ATT_FA2_EMU, SPV_attention_emu_fa2_k32, 1, 32, 128, 0, 1),
-    FA2("emu_fa2_k16w", VK_ATT_FA2_EMU, SPV_attention_emu_fa2_k16w, 1, 16, 128, 1, 1),
-    FA2("emu_fa2_k32_ps", VK_ATT_FA2_EMU, SPV_attention_emu_fa2_k32_ps, 1, 32, 128, 0, 0),
 };
 
 #define N_OF(a) (sizeof(a) / sizeof *(a))

@@ -16,10 +16,6 @@
 #       the band's work; tflops counted like vkasr's: 4*T*keys*D)
 #   best T= window= prec= cfg= ms= tflops= torch_bf16_ms= vs_torch=
 #       (per shape and precision: the fastest configuration whose check passed)
-#   fa2 attention T= ... cfg=NAME ms= ...
-#       (the barrier-free fa2 kernels, attention_fa2.comp, lab only, against the production cm_dk128 in
-#       one process per length, h16 (they take f16 k, v, p only), after a throwaway run: a fresh H100's
-#       first runs are slow)
 # ms is per call: one layer's attention over all heads. The "best" lines are what the tensor-core
 # choice table (tc_choice in src/backend/vulkan/vk_op_attention.c; the expected names in
 # test_ops_attention's choice cases) is filled from: one configuration per head width for every length
@@ -37,14 +33,6 @@ nvidia-smi --query-gpu=name,memory.used,utilization.gpu --format=csv,noheader | 
 (cd build-gpu && timeout 600 ctest -R "^test_ops_attention" --output-on-failure) >"$OUT/test-ops-attention.log" 2>&1
 echo "test_ops_attention rc=$? $(grep -E 'tests passed|tests failed' "$OUT/test-ops-attention.log")" | tee -a "$LOG"
 grep -E "^FAIL|worst nmse|not usable" "$OUT/test-ops-attention.log" | sort -u | head -30 | tee -a "$LOG"
-
-# the fa2 kernels against cm_dk128 (full attention, 60 s and 10 min), a warm-up run first
-FA2=cm_dk128,fa2_q64k32,fa2_q128k32,fa2_q64k16,fa2_q128k16,fa2_q64k32_ps,fa2_q128k32_ps
-timeout 120 $B/bench_attention 7500 1024 8 0 3 h16 "$FA2" >/dev/null 2>&1
-for T in 750 7500; do
-    timeout 300 $B/bench_attention "$T" 1024 8 0 10 h16 "$FA2" 2>&1 | grep -E "^attention|rror" | sed 's/^/fa2 /' |
-        tee -a "$LOG"
-done
 
 # vkasr: every configuration (bench_attention ... all), h16 and f16; the scalar f32 kernel as the baseline
 for shape in "750 0" "7500 0" "135000 128"; do

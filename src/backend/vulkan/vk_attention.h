@@ -1,7 +1,7 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
  * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
- * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp,
- * attention_fa2.comp and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
+ * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp
+ * and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
  * configuration (tests and benchmarks force configurations through it). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
@@ -14,9 +14,7 @@ enum vk_att_kernel {
     VK_ATT_COOPMAT_EMU = 2, /* attention_coopmat.comp with emulated fragments: tests only           */
     VK_ATT_ROWS = 3,        /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
     VK_ATT_FLASH = 4,       /* attention_flash.comp: NV cooperative matrices, subgroup size 32      */
-    VK_ATT_FLASH_EMU = 5,   /* attention_flash.comp emulated (shared memory in device memory): tests */
-    VK_ATT_FA2 = 6,         /* attention_fa2.comp: independent subgroups, f16 k, v, p read as fragments */
-    VK_ATT_FA2_EMU = 7      /* attention_fa2.comp emulated (one subgroup per workgroup): tests      */
+    VK_ATT_FLASH_EMU = 5    /* attention_flash.comp emulated (shared memory in device memory): tests */
 };
 
 /* Keys one query row of attention_rows.comp may score: its key loop is the only loop llvmpipe counts
@@ -58,10 +56,6 @@ const struct vk_att_cfg *vk_att_find(const char *name);
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps);
 /* Whether a configuration computes the op's f16 mode on tensor cores (or their emulation). */
 bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c);
-/* Whether a configuration takes the op's tensors: the fa2 kernels read k, v and p as fragments straight
- * from device memory, so they need them f16 with 16-byte aligned bases, D a multiple of 8 and dk of 16;
- * every other configuration takes any. Pure. */
-bool vk_att_cfg_takes(const struct vk_att_cfg *c, const struct op_relpos_attention *a);
 /* The configuration vk_op_relpos_attention uses for head width dk; f16 is the op's f16 flag (tensor
  * cores are used only when the op allows f16 products); force is VKASR_ATTENTION_KERNEL's configuration
  * (vk_att_override) or NULL, taken where it fits. NULL when none can run. Pure. */
@@ -71,8 +65,8 @@ const struct vk_att_cfg *vk_att_choose(const struct vk_caps *caps, const struct 
  * (an unknown or unusable name is logged as a warning and ignored). */
 const struct vk_att_cfg *vk_att_override(const struct vk_caps *caps, const struct logger *lg);
 /* Records the op with a given configuration (arguments already validated). Errors if the
- * configuration cannot run on this device, does not take this head width or these tensors
- * (vk_att_cfg_takes), or the op has f16 tensors and the device no 16-bit storage. */
+ * configuration cannot run on this device, does not take this head width, or the op has f16
+ * tensors and the device no 16-bit storage. */
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg);
 
 #endif

@@ -81,15 +81,7 @@ const struct vk_att_cfg *vk_att_find(const char *name) {
 
 bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c) {
     return c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH ||
-           c->kind == VK_ATT_FLASH_EMU || c->kind == VK_ATT_FA2 || c->kind == VK_ATT_FA2_EMU;
-}
-
-bool vk_att_cfg_takes(const struct vk_att_cfg *c, const struct op_relpos_attention *a) {
-    if (c->kind != VK_ATT_FA2 && c->kind != VK_ATT_FA2_EMU)
-        return true;
-    const int64_t D = a->q.ne[1], dk = a->heads > 0 ? D / a->heads : 0;
-    return a->k.type == BE_F16 && a->v.type == BE_F16 && a->p.type == BE_F16 && D % 8 == 0 && dk % 16 == 0 &&
-           a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
+           c->kind == VK_ATT_FLASH_EMU;
 }
 
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
@@ -98,8 +90,7 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     if (vk_att_cfg_tensor_cores(c) && !caps->f16)
         return false;
     /* The real kernels map one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
-    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_FLASH || c->kind == VK_ATT_FA2) &&
-        (!caps->coopmat_nv || caps->subgroup_size != 32))
+    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_FLASH) && (!caps->coopmat_nv || caps->subgroup_size != 32))
         return false;
     return true;
 }
@@ -145,8 +136,7 @@ static bool overlaps(const be_tensor *a, const be_tensor *b) {
     return na && nb && a->addr < b->addr + nb && b->addr < a->addr + na;
 }
 
-/* The emulated flash and fa2 kernels' stand-in shared memory: one slice per workgroup, so their grid is
- * capped. */
+/* The emulated flash kernel's stand-in shared memory: one slice per workgroup, so its grid is capped. */
 #define EMU_MAX_GROUPS_X 16u
 #define EMU_MAX_GROUPS_Y 4u
 
@@ -166,16 +156,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                        "relpos_attention: kernel %s cannot run on this device (needs %u bytes of shared memory and "
                        "%u invocations per workgroup; the device offers %u and %u%s)",
                        cfg->name, cfg->shared_bytes, cfg->wg, d->caps.max_shared, d->caps.max_wg_invocations,
-                       cfg->kind == VK_ATT_COOPMAT || cfg->kind == VK_ATT_FLASH || cfg->kind == VK_ATT_FA2
+                       cfg->kind == VK_ATT_COOPMAT || cfg->kind == VK_ATT_FLASH
                            ? "; needs NV cooperative matrices, subgroup size 32"
                        : vk_att_cfg_tensor_cores(cfg) ? "; needs f16"
                                                       : "");
-    if (!vk_att_cfg_takes(cfg, a))
-        return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "relpos_attention: kernel %s needs k, v and p f16 with 16-byte aligned bases, D a multiple of "
-                       "8 and dk of 16 (k %s, v %s, p %s, D = %lld, dk = %lld)",
-                       cfg->name, a->k.type == BE_F16 ? "f16" : "f32", a->v.type == BE_F16 ? "f16" : "f32",
-                       a->p.type == BE_F16 ? "f16" : "f32", (long long)D, (long long)dk);
     uint32_t types = 0;
     types |= a->q.type == BE_F16 ? ATT_TYPE_Q16 : 0;
     types |= a->k.type == BE_F16 ? ATT_TYPE_K16 : 0;
@@ -270,7 +254,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .writes = wr,
         .nwrites = 1,
     };
-    if (cfg->kind == VK_ATT_FLASH_EMU || cfg->kind == VK_ATT_FA2_EMU) {
+    if (cfg->kind == VK_ATT_FLASH_EMU) {
         /* Scratch for this call only: the workgroups' stand-in shared memory, released after recording
          * (the recorded ranges order any later reuse of the bytes). */
         dp.groups[0] = dp.groups[0] < EMU_MAX_GROUPS_X ? dp.groups[0] : EMU_MAX_GROUPS_X;
@@ -304,8 +288,6 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
         b->att_force_read = true;
     }
     const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
-    if (cfg && !vk_att_cfg_takes(cfg, a)) /* a forced fa2 kernel on tensors it does not take */
-        cfg = vk_att_choose(&b->d->caps, NULL, dk, a->f16);
     if (!cfg) {
         const struct vk_att_cfg *s = vk_att_find("scalar");
         if (dk > (int64_t)s->max_dk)
