@@ -72,72 +72,13 @@ float dequant_weight(uint64_t row, uint k) {
 #endif
 }
 
-// The 8 bytes at byte address a (any alignment) as two little-endian words, from the aligned words
-// that cover them (all inside the 8 bytes' words, so inside the tensor).
-uvec2 q_bytes8(uint64_t a) {
-    const uint64_t b = a & ~3ul;
-    const uint sh = (uint(a) & 3u) * 8u;
-    const uint w0 = QWordRef(b).v, w1 = QWordRef(b + 4ul).v;
-    if (sh == 0u)
-        return uvec2(w0, w1);
-    const uint w2 = QWordRef(b + 8ul).v;
-    return uvec2((w0 >> sh) | (w1 << (32u - sh)), (w1 >> sh) | (w2 << (32u - sh)));
-}
-
-// Byte e (0..7) of q_bytes8's result.
+// Byte e (0..7) of 8 bytes held as two little-endian words.
 uint q_b8(uvec2 q, uint e) { return (q[e >> 2] >> ((e & 3u) * 8u)) & 0xffu; }
 
-// Weights k .. k+7 of the row at byte address row (k a multiple of 8: one piece of one 32-weight
-// sub-block), each bit for bit dequant_weight's (the same precise f32 operations), reading the block's
-// scales once and its quants as whole words.
-void dequant8(uint64_t row, uint k, out float v[8]) {
-    const uint64_t blk = row + uint64_t(k / QB_K) * uint64_t(QB_BYTES);
-    const uint i = k % QB_K;
-#if defined(WQ_Q8_0)
-    const float d = q_half(blk);
-    const uvec2 q = q_bytes8(blk + 2ul + i);
-    [[unroll]] for (uint e = 0; e < 8u; e++) {
-        precise float t = d * float(bitfieldExtract(int(q_b8(q, e)), 0, 8));
-        v[e] = t;
-    }
-#elif defined(WQ_Q4_K) || defined(WQ_Q5_K)
-    const uint s = i / 32u, g = i / 64u, l = i % 32u, hi = s & 1u;
-    const uvec2 sm = q_scale_min(blk + 4ul, s);
-    precise float a = q_half(blk) * float(sm.x);
-    precise float c = q_half(blk + 2ul) * float(sm.y);
-#if defined(WQ_Q4_K)
-    const uvec2 ql = q_bytes8(blk + 16ul + 32u * g + l);
-#else
-    const uvec2 ql = q_bytes8(blk + 48ul + 32u * g + l), qh = q_bytes8(blk + 16ul + l);
-#endif
-    [[unroll]] for (uint e = 0; e < 8u; e++) {
-#if defined(WQ_Q4_K)
-        const uint q = (q_b8(ql, e) >> (4u * hi)) & 15u;
-#else
-        const uint q = ((q_b8(ql, e) >> (4u * hi)) & 15u) | (((q_b8(qh, e) >> s) & 1u) << 4);
-#endif
-        precise float b = a * float(q);
-        precise float t = b - c;
-        v[e] = t;
-    }
-#else
-    const uint h = i / 128u, r = i % 128u, c = r / 32u, l = r % 32u;
-    const uvec2 ql = q_bytes8(blk + 64u * h + l + 32u * (c & 1u)), qh = q_bytes8(blk + 128u + 32u * h + l);
-    const int sc = bitfieldExtract(int(q_byte(blk + 192u + 8u * h + l / 16u + 2u * c)), 0, 8);
-    precise float a = q_half(blk + 208ul) * float(sc);
-    [[unroll]] for (uint e = 0; e < 8u; e++) {
-        const uint lo = (q_b8(ql, e) >> (4u * (c >> 1))) & 15u;
-        const uint hb = (q_b8(qh, e) >> (2u * c)) & 3u;
-        const int q = int(lo | (hb << 4)) - 32;
-        precise float t = a * float(q);
-        v[e] = t;
-    }
-#endif
-}
 // ---- A chunk's loads apart from its arithmetic ------------------------------------------------------
 // q_fetch8 issues the loads of weights k .. k+7 of a row (k a multiple of 8) and nothing else;
-// q_unpack8 then computes them, bit for bit dequant8's values (the same precise f32 operations on the
-// same bytes). The tensor-core GEMM fetches the next K block with q_fetch8 before the products of the
+// q_unpack8 then computes them, bit for bit dequant_weight's values (the same precise f32 operations on
+// the same bytes). The tensor-core GEMM fetches the next K block with q_fetch8 before the products of the
 // current one and unpacks only when it stores the block to shared memory, so the loads' latency hides
 // behind the products, as it does for f16 weights. Blocks start at even byte addresses (their sizes are
 // even and tensors 16-byte aligned), so an f16 never straddles two words.
@@ -167,7 +108,7 @@ void q_fetch_words8(uint64_t a, out uint w0, out uint w1, out uint w2) {
     w2 = (uint(a) & 3u) != 0u ? QWordRef(b + 8ul).v : 0u;
 }
 
-// q_bytes8's result from the words and the shift (bits) that q_fetch_words8 left.
+// The 8 bytes as two little-endian words, from the words and the shift (bits) q_fetch_words8 left.
 uvec2 q_join8(uint w0, uint w1, uint w2, uint sh) {
     if (sh == 0u)
         return uvec2(w0, w1);
@@ -280,4 +221,8 @@ void q_unpack8(QChunk c, out float v[8]) {
     }
 #endif
 }
+// Weights k .. k+7 of the row at byte address row (k a multiple of 8: one piece of one 32-weight
+// sub-block), each bit for bit dequant_weight's (the same precise f32 operations), reading the block's
+// scales once and its quants as whole words.
+void dequant8(uint64_t row, uint k, out float v[8]) { q_unpack8(q_fetch8(row, k), v); }
 #endif
