@@ -50,11 +50,13 @@ static int take_model(void *ctx, const char *arg) {
 static const struct cli_opt convert_table[] = {
     OPT_STRING("-o, --output", "OUT.gguf", ARG_FIELD(struct convert_opts, dst), "the file to write"),
     OPT_VALUE("--type", "T", ARG_FIELD(struct convert_opts, type), arg_type,
-     "the encoder's matrix weights: f16 (default, about half the size of\n"
-     "f32), or ggml's quantized q8_0 (8.5 bits per weight), q6_k (6.56),\n"
-     "q5_k (5.5), q4_k (4.5); a matrix whose rows the block does not divide\n"
-     "takes the nearest type that fits (k-quants: q8_0; q8_0: f16). Norms,\n"
-     "biases, convolution kernels and the decoder stay f32. f32: all in f32"),
+     "the matrix weights: f16 (default, about half the size of f32: the\n"
+     "encoder's; the decoder's stay f32), or ggml's quantized q8_0 (8.5 bits\n"
+     "per weight), q6_k (6.56), q5_k (5.5), q4_k (4.5): the encoder's and the\n"
+     "decoder's and joint's; a matrix whose rows the block does not divide\n"
+     "takes the nearest type that fits (k-quants: q8_0; q8_0: f16, the\n"
+     "decoder's f32). Norms, biases, convolution kernels and the embedding\n"
+     "stay f32. f32: all in f32"),
 };
 
 static const struct cli_command convert_command = {
