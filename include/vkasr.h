@@ -296,7 +296,8 @@ typedef enum vkasr_weight_type {
 } vkasr_weight_type;
 
 /* Converts a model (HF directory, .nemo checkpoint or f32/f16 GGUF) into vkasr's GGUF file: matrix
- * weights in `type` (norms, biases, convolution kernels and the decoder stay f32), batch-norm folded into the depthwise
+ * weights in `type` (the encoder's; with a quantized type the decoder's and joint's too, which f16 keeps
+ * f32; norms, biases, convolution kernels and the embedding stay f32), batch-norm folded into the depthwise
  * convolutions, layouts ready for the kernels, hyper-parameters and vocabulary. Needs no GPU; the
  * quantized types are computed on several threads, and the same input gives the same bytes. A source
  * that is already quantized is refused (VKASR_ERR_INVALID_ARG): quantize from the f32/f16 model. A
