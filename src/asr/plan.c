@@ -102,7 +102,8 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
     const uint64_t stage1_frame = (uint64_t)4 * F1 * C * 4; /* f32 bytes of the first conv per encoder frame */
     const int64_t pref_tile = max64(1, (int64_t)(PREF_SUB_STAGE1 / stage1_frame) - 1);
     const int64_t floor_tile = max64(1, (int64_t)(PREF_SUB_STAGE1_FLOOR / stage1_frame) - 1);
-    if (opt && opt->force) {
+    const bool forced = opt && opt->force;
+    if (forced) {
         p.chunks.stft_frames = max64(1, min64(opt->force->stft_frames, L));
         p.chunks.sub_tile = max64(1, min64(opt->force->sub_tile, T));
         p.chunks.rows = max64(1, min64(opt->force->rows, T));
@@ -111,16 +112,16 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
         const int64_t max_L = s.max_n / c->hop_length;
         p.chunks.stft_frames = fit(&s, PH_FEATURES, 1, MIN_STFT_FRAMES, PREF_STFT_FRAMES, max64(1, max_L), avail);
         p.chunks.rows = fit(&s, PH_ENCODER, ROW_ALIGN, MIN_ROWS, PREF_ROWS, max64(1, T), avail);
-        const uint64_t others = maxu(maxu(phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames),
-                                          phase_bytes(&s, PH_ENCODER, p.chunks.rows)),
-                                     s.tables + x + asr_decode_scratch(c, T, s.inputs));
+    }
+    p.features = phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames);
+    p.encoder = phase_bytes(&s, PH_ENCODER, p.chunks.rows);
+    p.decoder = s.tables + x + asr_decode_scratch(c, T, s.inputs);
+    if (!forced) { /* subsampling within the other phases' peak, or the floor tile's */
+        const uint64_t others = maxu(maxu(p.features, p.encoder), p.decoder);
         const uint64_t cap = maxu(others, phase_bytes(&s, PH_SUBSAMPLING, min64(floor_tile, max64(1, T))));
         p.chunks.sub_tile = fit(&s, PH_SUBSAMPLING, 1, MIN_SUB_TILE, pref_tile, max64(1, T), cap < avail ? cap : avail);
     }
-    p.features = phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames);
     p.subsampling = phase_bytes(&s, PH_SUBSAMPLING, p.chunks.sub_tile);
-    p.encoder = phase_bytes(&s, PH_ENCODER, p.chunks.rows);
-    p.decoder = s.tables + x + asr_decode_scratch(c, T, s.inputs);
     p.largest = maxu(x, feat);
     asr_encode_scratch(c, &s.t, T, s.max_T, p.window, p.chunks.rows, &p.largest);
     p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder)) + op_scratch;
