@@ -106,8 +106,16 @@ static void test_06b_plans(void) {
            (long long)((p.frames + p.chunks.sub_tile - 1) / p.chunks.sub_tile), (long long)per_tile);
     show("51 min 18.5 s, auto", &p);
 
+    /* subsampling tiles: within the other phases' peak, down to the floor tile (first conv 32 MiB in
+     * f32: 127 frames at this shape), and up to the preferred one (192 MiB: 767 frames) */
     EXPECT(plan(&c, 60, &o, h100 - W06, alloc, &p, &e) == VKASR_OK, "60 s: %s", e.msg);
     show("60 s, auto", &p);
+    EXPECT(p.chunks.sub_tile == 127, "60 s: subsampling tiles of %lld frames, want the floor 127",
+           (long long)p.chunks.sub_tile);
+    EXPECT(plan(&c, 600, &o, h100 - W06, alloc, &p, &e) == VKASR_OK && p.chunks.sub_tile == 767 &&
+               p.subsampling <= p.encoder,
+           "10 min: subsampling tiles of %lld frames (want 767), %.1f MiB against the encoder's %.1f",
+           (long long)p.chunks.sub_tile, p.subsampling / MIB, p.encoder / MIB);
     static const double mins[] = {10, 60, 180};
     for (int i = 0; i < 3; i++) {
         char what[64];
