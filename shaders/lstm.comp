@@ -24,7 +24,12 @@
 // host checks In and P are multiples of QB_K). A lane sweeps 8-weight pieces of the four gate rows
 // (k = 8 lane + 8 LPU i: one piece of one 32-weight sub-block), dequantized by dequant8 to the host's
 // f32 values, and accumulates them times x or h in f32: the reference up to f32 summation order.
+// -DW16: w_ih and w_hh are f16 (an f16 session's decoder), each weight widened exactly to f32 and used as
+// the f32 path uses its weights (x and h stay f32: no rounding of the inputs); FLAG_VEC loads 4 at a time.
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it; 2: HB, rows per workgroup.
+#ifdef W16
+#define HAS_F16
+#endif
 #include "core.glsl"
 #include "dequant.glsl"
 layout(local_size_x_id = 0) in;
@@ -36,11 +41,25 @@ layout(push_constant) uniform PC {
     int64_t gate_stride;
 } pc;
 
-#define FLAG_VEC 1u // In % 4 == 0, P % 4 == 0, x, h, w_ih, w_hh 16-byte aligned: vec4 loads
+#define FLAG_VEC 1u // In % 4 == 0, P % 4 == 0, x, h, w_ih, w_hh 16-byte aligned: vec4 loads (f16 w: 4 per load)
 
 layout(constant_id = 1) const uint LPU = 32;
 layout(constant_id = 2) const uint HB = 1;
 shared vec4 part[gl_WorkGroupSize.x * HB];
+
+#ifdef W16
+// 4 consecutive f16 weights at byte address a (8-byte aligned), widened; one weight at element i
+vec4 w4(uint64_t a) {
+    const uvec2 u = U2Ref(a).v;
+    return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));
+}
+#define WB 2ul // bytes per weight
+#define LOADW(base, i) LOADH(base, i)
+#else
+vec4 w4(uint64_t a) { return V4Ref(a).v; }
+#define WB 4ul
+#define LOADW(base, i) LOADF(base, i)
+#endif
 
 #ifdef WQ
 // x[0..7] . w[0..7] for x in two vec4
@@ -103,9 +122,8 @@ void main() {
             if ((pc.flags & FLAG_VEC) != 0u) {
                 // 4 consecutive columns per load (byte offsets: element offsets * 4)
                 for (uint k = 4u * lane; k < in_dim; k += 4u * LPU) {
-                    const uint64_t o = pc.w_ih + (ri + k) * 4ul, g = P * IN * 4ul;
-                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
-                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    const uint64_t o = pc.w_ih + (ri + k) * WB, g = P * IN * WB;
+                    const vec4 w0 = w4(o), w1 = w4(o + g), w2 = w4(o + 2ul * g), w3 = w4(o + 3ul * g);
                     [[unroll]] for (uint r = 0; r < HB; r++) {
                         if (r < nr) {
                             const vec4 xv = V4Ref(pc.x + (uint64_t(rb + r) * IN + uint64_t(k)) * 4ul).v;
@@ -114,9 +132,8 @@ void main() {
                     }
                 }
                 for (uint k = 4u * lane; k < p; k += 4u * LPU) {
-                    const uint64_t o = pc.w_hh + (rh + k) * 4ul, g = P * P * 4ul;
-                    const vec4 w0 = V4Ref(o).v, w1 = V4Ref(o + g).v;
-                    const vec4 w2 = V4Ref(o + 2ul * g).v, w3 = V4Ref(o + 3ul * g).v;
+                    const uint64_t o = pc.w_hh + (rh + k) * WB, g = P * P * WB;
+                    const vec4 w0 = w4(o), w1 = w4(o + g), w2 = w4(o + 2ul * g), w3 = w4(o + 3ul * g);
                     [[unroll]] for (uint r = 0; r < HB; r++) {
                         if (r < nr) {
                             const vec4 hv = V4Ref(pc.h + (uint64_t(rb + r) * P + uint64_t(k)) * 4ul).v;
@@ -126,8 +143,8 @@ void main() {
                 }
             } else {
             for (uint k = lane; k < in_dim; k += LPU) {
-                const vec4 wv = vec4(LOADF(pc.w_ih, ri + k), LOADF(pc.w_ih, ri + P * IN + k),
-                                     LOADF(pc.w_ih, ri + 2ul * P * IN + k), LOADF(pc.w_ih, ri + 3ul * P * IN + k));
+                const vec4 wv = vec4(LOADW(pc.w_ih, ri + k), LOADW(pc.w_ih, ri + P * IN + k),
+                                     LOADW(pc.w_ih, ri + 2ul * P * IN + k), LOADW(pc.w_ih, ri + 3ul * P * IN + k));
                 [[unroll]] for (uint r = 0; r < HB; r++) {
                     if (r < nr) {
                         const float xv = LOADF(pc.x, uint64_t(rb + r) * IN + k);
@@ -139,8 +156,8 @@ void main() {
                 }
             }
             for (uint k = lane; k < p; k += LPU) {
-                const vec4 wv = vec4(LOADF(pc.w_hh, rh + k), LOADF(pc.w_hh, rh + P * P + k),
-                                     LOADF(pc.w_hh, rh + 2ul * P * P + k), LOADF(pc.w_hh, rh + 3ul * P * P + k));
+                const vec4 wv = vec4(LOADW(pc.w_hh, rh + k), LOADW(pc.w_hh, rh + P * P + k),
+                                     LOADW(pc.w_hh, rh + 2ul * P * P + k), LOADW(pc.w_hh, rh + 3ul * P * P + k));
                 [[unroll]] for (uint r = 0; r < HB; r++) {
                     if (r < nr) {
                         const float hv = LOADF(pc.h, uint64_t(rb + r) * P + k);

@@ -59,14 +59,14 @@ static double measured_nmse(struct th *h, struct th_tensor *out) {
 
 /* gate: -1 none; 0 or 1 the value of the op's gate (0: nothing may be written, so the outputs start as
  * identical inputs on both sides and must stay bit-identical: a computed step would differ). */
-static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_in_place, int gate) {
-    th_case(h, "lstm_step In=%lld P=%lld w=+-%g%s%s", (long long)in, (long long)p, wscale,
-            c_in_place ? " c_out=c" : "", gate < 0 ? "" : gate ? " gate open" : " gate closed");
+static void lstm_case(struct th *h, be_dtype wt, int64_t in, int64_t p, float wscale, bool c_in_place, int gate) {
+    th_case(h, "lstm_step %s In=%lld P=%lld w=+-%g%s%s", wt == BE_F16 ? "f16" : "f32", (long long)in, (long long)p,
+            wscale, c_in_place ? " c_out=c" : "", gate < 0 ? "" : gate ? " gate open" : " gate closed");
     struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(in), -1.0f, 1.0f);
     struct th_tensor *hh = th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f);
     struct th_tensor *c = th_input(h, BE_F32, 1, TH_SHAPE(p), -2.0f, 2.0f);
-    struct th_tensor *wih = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, in), -wscale, wscale);
-    struct th_tensor *whh = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, p), -wscale, wscale);
+    struct th_tensor *wih = th_input(h, wt, 2, TH_SHAPE(4 * p, in), -wscale, wscale);
+    struct th_tensor *whh = th_input(h, wt, 2, TH_SHAPE(4 * p, p), -wscale, wscale);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
     struct th_tensor *ho = gate == 0 ? th_input(h, BE_F32, 1, TH_SHAPE(p), -1.0f, 1.0f)
                                      : th_output(h, BE_F32, 1, TH_SHAPE(p));
@@ -99,14 +99,14 @@ static void lstm_case(struct th *h, int64_t in, int64_t p, float wscale, bool c_
 /* B rows, gates every third closed (gate words `stride` apart); closed rows' outputs start as inputs equal
  * on both sides and must not move. Then every open row alone (1-D tensors, B = 1) on the device must
  * give the batch's bits. */
-static void lstm_batch_case(struct th *h, int64_t B, int64_t in, int64_t p, int64_t stride) {
-    th_case(h, "lstm_step B=%lld In=%lld P=%lld gate stride %lld", (long long)B, (long long)in, (long long)p,
-            (long long)stride);
+static void lstm_batch_case(struct th *h, be_dtype wt, int64_t B, int64_t in, int64_t p, int64_t stride) {
+    th_case(h, "lstm_step %s B=%lld In=%lld P=%lld gate stride %lld", wt == BE_F16 ? "f16" : "f32", (long long)B,
+            (long long)in, (long long)p, (long long)stride);
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(B, in), -1.0f, 1.0f);
     struct th_tensor *hh = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
     struct th_tensor *c = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -2.0f, 2.0f);
-    struct th_tensor *wih = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, in), -0.3f, 0.3f);
-    struct th_tensor *whh = th_input(h, BE_F32, 2, TH_SHAPE(4 * p, p), -0.3f, 0.3f);
+    struct th_tensor *wih = th_input(h, wt, 2, TH_SHAPE(4 * p, in), -0.3f, 0.3f);
+    struct th_tensor *whh = th_input(h, wt, 2, TH_SHAPE(4 * p, p), -0.3f, 0.3f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(4 * p), -0.5f, 0.5f);
     struct th_tensor *ho = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
     struct th_tensor *co = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
@@ -251,25 +251,38 @@ static void stft_unsupported_case(struct th *h) {
 
 int main(void) {
     struct th h;
-    th_open(&h, false);
+    th_open(&h, true);
 
     /* LSTM: tiny, Parakeet's P = 640 (In = P), In != P both ways, a P that is not a multiple of the
      * workgroup, saturating gates, and c updated in place (c_out = c is allowed). */
-    lstm_case(&h, 1, 1, 0.5f, false, -1);
-    lstm_case(&h, 0, 3, 0.5f, false, -1); /* no input: gates from h and the bias alone */
-    lstm_case(&h, 0, 65, 0.5f, true, -1);
-    lstm_case(&h, 5, 3, 0.5f, false, -1);
-    lstm_case(&h, 640, 640, 0.05f, false, -1);
-    lstm_case(&h, 300, 1025, 0.05f, false, -1);
-    lstm_case(&h, 1025, 640, 0.05f, false, -1);
-    lstm_case(&h, 640, 640, 1.0f, false, -1);
-    lstm_case(&h, 64, 64, 0.2f, true, -1);
-    lstm_case(&h, 96, 96, 0.2f, false, 1); /* the device-resident search's gated step */
-    lstm_case(&h, 96, 96, 0.2f, false, 0);
-    lstm_case(&h, 96, 96, 0.2f, true, 0);
-    lstm_batch_case(&h, 7, 96, 96, 16);
-    lstm_batch_case(&h, 33, 64, 40, 1);
-    lstm_batch_case(&h, 2, 640, 640, 16);
+    lstm_case(&h, BE_F32, 1, 1, 0.5f, false, -1);
+    lstm_case(&h, BE_F32, 0, 3, 0.5f, false, -1); /* no input: gates from h and the bias alone */
+    lstm_case(&h, BE_F32, 0, 65, 0.5f, true, -1);
+    lstm_case(&h, BE_F32, 5, 3, 0.5f, false, -1);
+    lstm_case(&h, BE_F32, 640, 640, 0.05f, false, -1);
+    lstm_case(&h, BE_F32, 300, 1025, 0.05f, false, -1);
+    lstm_case(&h, BE_F32, 1025, 640, 0.05f, false, -1);
+    lstm_case(&h, BE_F32, 640, 640, 1.0f, false, -1);
+    lstm_case(&h, BE_F32, 64, 64, 0.2f, true, -1);
+    lstm_case(&h, BE_F32, 96, 96, 0.2f, false, 1); /* the device-resident search's gated step */
+    lstm_case(&h, BE_F32, 96, 96, 0.2f, false, 0);
+    lstm_case(&h, BE_F32, 96, 96, 0.2f, true, 0);
+    lstm_batch_case(&h, BE_F32, 7, 96, 96, 16);
+    lstm_batch_case(&h, BE_F32, 33, 64, 40, 1);
+    lstm_batch_case(&h, BE_F32, 2, 640, 640, 16);
+    /* f16 weights (an f16 session's decoder): vector loads (In, P multiples of 4), single weights (5, 3;
+     * 1025), gated, and batches whose rows must equal the rows alone */
+    if (h.dev[TH_DEV]->info.f16) {
+        lstm_case(&h, BE_F16, 640, 640, 0.05f, false, -1);
+        lstm_case(&h, BE_F16, 5, 3, 0.5f, false, -1);
+        lstm_case(&h, BE_F16, 1025, 640, 0.05f, true, -1);
+        lstm_case(&h, BE_F16, 96, 96, 0.2f, false, 1);
+        lstm_case(&h, BE_F16, 96, 96, 0.2f, false, 0);
+        lstm_batch_case(&h, BE_F16, 33, 64, 40, 1);
+        lstm_batch_case(&h, BE_F16, 2, 640, 640, 16);
+    } else {
+        th_skip(&h, "lstm_step with f16 weights (the device has no f16)");
+    }
 
     /* STFT: the Parakeet front end (n_fft 512, win 400, hop 160, preemph 0.97) on 1 s of full-scale and
      * quiet noise, a frame range starting inside the signal (tiles), a tone followed by silence (frames

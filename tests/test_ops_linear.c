@@ -586,22 +586,28 @@ static void selection_tests(struct th *h) {
     /* the choice table (vk_gemm_configs.c): rows by M, the same for every activation type */
     const struct vk_caps h100 = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
                                  .coopmat_nv = true};
+    struct vk_caps small_shared = h100;
+    small_shared.max_shared = 32768; /* the table's tile does not fit: the smallest tensor-core tile */
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm256x128_k32", 1);
     expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm256x128_k32", 1);
     expect_choice(h, "h100", &h100, 480000, 256, 256, BE_F16, false, "cm128x128_k64", 1);
     expect_choice(h, "h100", &h100, 750, 4096, 1024, BE_F16, false, "cm128x128_k32", 1);
     expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "f16_gemv", 1);
-    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "f16_gemv", 1);
-    /* hinted products take gemv.comp at every M: a row's rounding never depends on M (batches) */
-    expect_choice(h, "h100", &h100, 31, 640, 640, BE_F16, true, "f16_gemv", 1);
-    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F16, true, "f16_gemv32", 1);
-    expect_choice(h, "h100", &h100, 65, 640, 4096, BE_F16, true, "f16_gemv32", 1);
+    /* hinted f16 products (an f16 session's decoder) take tensor-core tiles at every M, unsplit: a row's
+     * rounding never depends on M (batches); f32 and quantized ones gemv.comp */
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "cm16x64_k64", 1);
+    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "cm16x64_k64", 1);
+    expect_choice(h, "h100", &h100, 16, 640, 640, BE_F16, true, "cm16x64_k64", 1);
+    expect_choice(h, "h100", &h100, 31, 640, 640, BE_F16, true, "cm64x64_k32", 1);
+    expect_choice(h, "h100", &h100, 256, 8198, 640, BE_F16, true, "cm128x128_k32", 1);
+    expect_choice(h, "h100", &h100, 4096, 640, 4096, BE_F16, true, "cm256x128_k32", 1);
+    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F32, true, "f32_gemv", 1);
+    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F32, true, "f32_gemv32", 1);
+    expect_choice(h, "h100", &h100, 8, 10, 640, BE_F16, true, "f16_gemv", 1); /* N < 16: gemv.comp */
+    expect_choice(h, "h100-32k", &small_shared, 4096, 640, 4096, BE_F16, true, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
-    struct vk_caps small_shared = h100;
-    small_shared.max_shared = 32768; /* the table's tile does not fit: the smallest tensor-core tile */
     expect_choice(h, "h100-32k", &small_shared, 7500, 4096, 1024, BE_F16, false, "cm64x64_k32", 1);
     struct vk_caps wave64 = h100;
     wave64.subgroup_size = 64; /* the kernel maps 32-wide subgroups to warp tiles */

@@ -43,6 +43,8 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("emu64x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k32, T_64x64_K32),
     CM("emu64x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k64, T_64x64_K64),
     CM("emu32x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu32x64_k64, T_32x64_K64),
+    CM("emu16x16_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x16_k64, T_16x16_K64),
+    CM("emu16x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x64_k64, T_16x64_K64),
     CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
     CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
     CM("emu128x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k32, T_128x128_K32),

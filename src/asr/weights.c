@@ -1,5 +1,6 @@
-/* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: encoder matrices in the
- * session precision (f16 or f32) or, quantized in the file, as their blocks; everything else in f32;
+/* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: the encoder's and the
+ * decoder's matrices in the session precision (f16 or f32) or, quantized in the file, as their blocks;
+ * everything else (embedding, biases, norms) in f32;
  * builds the mel window and filterbank; the VKASR_TEST_PERTURB test hook. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -133,7 +134,9 @@ static vkasr_status get(struct loader *ld, const char *name, be_tensor *out) {
     if (!t || (t->type != MT_F32 && t->type != MT_F16 && !MT_IS_QUANT(t->type)))
         return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s' missing or not float after preparation", ld->mf->path,
                        name);
-    bool f16 = ld->precision == VKASR_PRECISION_F16 && model_is_matrix_weight(name);
+    /* the decoder's matrices too: its products read them once per search iteration, so their bytes are
+     * the decoder's time (an f16 joint and LSTM read half as many) */
+    bool f16 = ld->precision == VKASR_PRECISION_F16 && (model_is_matrix_weight(name) || model_is_decoder_matrix(name));
     return upload(ld, t, f16 ? BE_F16 : BE_F32, out);
 }
 

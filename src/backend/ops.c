@@ -491,12 +491,12 @@ static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {
     TRY(need_rows(c, "c", &a->c, B, P));
     TRY(need_rows(c, "h_out", &a->h_out, B, P));
     TRY(need_rows(c, "c_out", &a->c_out, B, P));
-    /* w_ih, w_hh: f32 or a block type whose block divides their rows */
+    /* w_ih, w_hh: f32, f16 or a block type whose block divides their rows */
     const be_tensor *ws[] = {&a->w_ih, &a->w_hh};
     const char *wn[] = {"w_ih", "w_hh"};
     for (int i = 0; i < 2; i++) {
-        if (ws[i]->type != BE_F32 && !be_dtype_is_quant(ws[i]->type))
-            return bad(c, wn[i], ws[i], "must be f32 or a quantized type");
+        if (ws[i]->type != BE_F32 && ws[i]->type != BE_F16 && !be_dtype_is_quant(ws[i]->type))
+            return bad(c, wn[i], ws[i], "must be f32, f16 or a quantized type");
         TRY(need(c, wn[i], ws[i], 2, ws[i]->type));
         TRY(need_dims(c, wn[i], ws[i], 4 * P, i == 0 ? In : P));
         if ((i == 0 ? In : P) % be_dtype_block(ws[i]->type) != 0)

@@ -217,8 +217,9 @@ struct op_relpos_attention {
 
 /* One LSTM step (PyTorch gate order i, f, g, o) of B independent rows (hypotheses):
  *   x [B, In], h, c [B, P] -> h_out, c_out [B, P] (B = 1 may be given as 1-D [In], [P]);
- *   w_ih [4P, In], w_hh [4P, P] F32 or a block type (BE_Q8_0 ..; In, P multiples of its block: a
- *   quantized w is its dequantized f32 values, as for linear);  b [4P] = b_ih + b_hh.
+ *   w_ih [4P, In], w_hh [4P, P] F32, F16 or a block type (BE_Q8_0 ..; In, P multiples of its block: a
+ *   quantized w is its dequantized f32 values, as for linear; an F16 w its exact f32 values, x and h
+ *   not rounded);  b [4P] = b_ih + b_hh.
  * gate (I32, optional): row r's gate is gate[r * gate_stride]; when it is 0 the op writes nothing
  * for that row (the device-resident search's step for a hypothesis that did not emit). A row's
  * result does not depend on B or on the other rows. */

@@ -4,7 +4,8 @@
  * sums, then one thread per row updates the unit's cell and output; c_out may replace c element-wise.
  * A row whose gate is closed is left alone. The lanes' partition and the tree depend on In and P only,
  * so a row's arithmetic does not depend on B. Quantized w_ih / w_hh (one block type) are read as blocks,
- * 8-weight pieces dequantized as they are used (cu_dequant.cuh: the host's f32 values). */
+ * 8-weight pieces dequantized as they are used (cu_dequant.cuh: the host's f32 values); f16 ones are
+ * widened exactly, x and h used as they are. */
 #include "cu_dequant.cuh"
 
 #define LSTM_ROWS 4 /* rows of B per pass of a block */
@@ -17,7 +18,39 @@ static __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f
 template <int WT, bool VEC>
 static __device__ __forceinline__ void lstm_dot(const unsigned char *w, const float *x, int64_t K, int rows,
                                                 int lane, float acc[LSTM_ROWS]) {
-    if (WT == BE_F32 && VEC) {
+    if (WT == BE_F16) { /* 8 weights per 16-byte load (VEC: K % 8 == 0 here), or single weights */
+        const __half *wh = (const __half *)w;
+        if (VEC) {
+            for (int64_t k = 8 * lane; k < K; k += 256) {
+                const uint4 u = *(const uint4 *)(wh + k);
+                const __half2 *h2 = (const __half2 *)&u;
+                float wv[8];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float2 f = __half22float2(h2[i]);
+                    wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
+                }
+#pragma unroll
+                for (int r = 0; r < LSTM_ROWS; r++)
+                    if (r < rows) {
+                        const float *xr = x + r * K + k;
+                        const float4 a = ((const float4 *)xr)[0], c = ((const float4 *)xr)[1];
+                        const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
+#pragma unroll
+                        for (int i = 0; i < 8; i++)
+                            acc[r] = fmaf(wv[i], xv[i], acc[r]);
+                    }
+            }
+        } else {
+            for (int64_t k = lane; k < K; k += 32) {
+                const float wv = __half2float(wh[k]);
+#pragma unroll
+                for (int r = 0; r < LSTM_ROWS; r++)
+                    if (r < rows)
+                        acc[r] = fmaf(wv, x[r * K + k], acc[r]);
+            }
+        }
+    } else if (WT == BE_F32 && VEC) {
         const float *wf = (const float *)w;
         for (int64_t k = 4 * lane; k < K; k += 128) {
             const float4 wv = *(const float4 *)(wf + k);
@@ -137,13 +170,16 @@ vkasr_status cu_op_lstm_step(struct cu_backend *b, const struct op_lstm_step *a)
         return VKASR_OK;
     /* row strides in bytes: f32 rows, or rows of blocks (w_ih and w_hh share a type: the argument rules) */
     const be_dtype wt = a->w_ih.type;
-    const uint64_t rb_i = wt == BE_F32 ? (uint64_t)In * 4 : dq_row_bytes(wt, In);
-    const uint64_t rb_h = wt == BE_F32 ? (uint64_t)P * 4 : dq_row_bytes(wt, P);
-    /* vector loads: every row of x, h (and f32 w) 16-byte aligned; depends on the pointers, In and P only */
-    const bool vec = In % 4 == 0 && P % 4 == 0 && al16(a->x.addr) && al16(a->h.addr) &&
-                     (wt != BE_F32 || (al16(a->w_ih.addr) && al16(a->w_hh.addr)));
+    const uint64_t rb_i = wt == BE_F32 || wt == BE_F16 ? (uint64_t)In * be_dtype_size(wt) : dq_row_bytes(wt, In);
+    const uint64_t rb_h = wt == BE_F32 || wt == BE_F16 ? (uint64_t)P * be_dtype_size(wt) : dq_row_bytes(wt, P);
+    /* vector loads: every row of x, h (and of an f32 or f16 w) 16-byte aligned; depends on the pointers,
+     * In and P only */
+    const int64_t kv = wt == BE_F16 ? 8 : 4;
+    const bool vec = In % kv == 0 && P % kv == 0 && al16(a->x.addr) && al16(a->h.addr) &&
+                     (!(wt == BE_F32 || wt == BE_F16) || (al16(a->w_ih.addr) && al16(a->w_hh.addr)));
     switch (wt) {
     case BE_F32: lstm_vec<BE_F32>(b, a, rb_i, rb_h, In, P, B, vec); break;
+    case BE_F16: lstm_vec<BE_F16>(b, a, rb_i, rb_h, In, P, B, vec); break;
     case BE_Q8_0: lstm_vec<BE_Q8_0>(b, a, rb_i, rb_h, In, P, B, vec); break;
     case BE_Q4_K: lstm_vec<BE_Q4_K>(b, a, rb_i, rb_h, In, P, B, vec); break;
     case BE_Q5_K: lstm_vec<BE_Q5_K>(b, a, rb_i, rb_h, In, P, B, vec); break;

@@ -73,7 +73,9 @@ vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
         free(qh);
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "out of host memory");
     }
-    const float *wi = qi ? qi : ref_f32(&a->w_ih), *wh = qh ? qh : ref_f32(&a->w_hh), *bias = ref_f32(&a->b);
+    /* f16 weights widened exactly (ref_weight); f32 and dequantized ones read directly */
+    const float *wi = qi ? qi : a->w_ih.type == BE_F32 ? ref_f32(&a->w_ih) : NULL;
+    const float *wh = qh ? qh : a->w_hh.type == BE_F32 ? ref_f32(&a->w_hh) : NULL, *bias = ref_f32(&a->b);
     for (int64_t r = 0; r < B; r++) {
         if (a->gate.addr && ref_i32(&a->gate)[r * a->gate_stride] == 0)
             continue;
@@ -85,9 +87,9 @@ vkasr_status ref_lstm_step(struct backend *b, const struct op_lstm_step *a) {
                 int64_t row = q * P + j;
                 double acc = bias[row];
                 for (int64_t k = 0; k < In; k++)
-                    acc += (double)wi[row * In + k] * x[k];
+                    acc += (wi ? (double)wi[row * In + k] : ref_weight(&a->w_ih, (uint64_t)(row * In + k))) * x[k];
                 for (int64_t k = 0; k < P; k++)
-                    acc += (double)wh[row * P + k] * h[k];
+                    acc += (wh ? (double)wh[row * P + k] : ref_weight(&a->w_hh, (uint64_t)(row * P + k))) * h[k];
                 g[q] = acc;
             }
             double i = 1 / (1 + exp(-g[0])), f = 1 / (1 + exp(-g[1])), gg = tanh(g[2]), o = 1 / (1 + exp(-g[3]));
