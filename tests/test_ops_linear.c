@@ -596,9 +596,9 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
     /* hinted f16 products (an f16 session's decoder) take tensor-core tiles at every M, unsplit: a row's
      * rounding never depends on M (batches); f32 and quantized ones gemv.comp */
-    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "cm16x64_k64", 1);
-    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "cm16x64_k64", 1);
-    expect_choice(h, "h100", &h100, 16, 640, 640, BE_F16, true, "cm16x64_k64", 1);
+    expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "cm16x64_k128", 1);
+    expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "cm16x64_k128", 1);
+    expect_choice(h, "h100", &h100, 16, 640, 640, BE_F16, true, "cm16x64_k128", 1);
     expect_choice(h, "h100", &h100, 31, 640, 640, BE_F16, true, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 256, 8198, 640, BE_F16, true, "cm128x128_k32", 1);
     expect_choice(h, "h100", &h100, 4096, 640, 4096, BE_F16, true, "cm256x128_k32", 1);

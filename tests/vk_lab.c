@@ -43,8 +43,7 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("emu64x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k32, T_64x64_K32),
     CM("emu64x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x64_k64, T_64x64_K64),
     CM("emu32x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu32x64_k64, T_32x64_K64),
-    CM("emu16x16_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x16_k64, T_16x16_K64),
-    CM("emu16x64_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x64_k64, T_16x64_K64),
+    CM("emu16x64_k128", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x64_k128, T_16x64_K128),
     CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
     CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
     CM("emu128x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k32, T_128x128_K32),
@@ -109,6 +108,7 @@ void th_lab_register(void) {
     for (size_t i = 0; i < N_OF(lab_att); i++)
         all_att[na + i] = lab_att[i];
     lab = (struct vk_lab){.spv = spv_lab_table, .nspv = SPV_LAB_COUNT, .gemm = all_gemm,
-                          .ngemm = ng + N_OF(lab_gemm), .att = all_att, .natt = na + N_OF(lab_att)};
+                          .ngemm = ng + N_OF(lab_gemm), .att = all_att, .natt = na + N_OF(lab_att),
+                          .lstm_emu = SPV_lstm_cm_emu};
     vk_lab_register(&lab);
 }

@@ -67,8 +67,7 @@ struct vk_gemm_plan {
 #define T_64x64_K32 2, 2, 2, 2, 32, 2, 1       /* 4 subgroups of 32x32, 20 KiB          */
 #define T_64x64_K64 2, 2, 2, 2, 64, 2, 1       /* 36 KiB                                */
 #define T_32x64_K64 1, 2, 2, 2, 64, 2, 1       /* 2 subgroups, for few rows: 27 KiB     */
-#define T_16x16_K64 1, 1, 1, 1, 64, 2, 1       /* one subgroup, one fragment: the decoder's products, 9 KiB */
-#define T_16x64_K64 1, 4, 1, 1, 64, 2, 1       /* 4 subgroups of 16x16: the same, 22.5 KiB */
+#define T_16x64_K128 1, 4, 1, 1, 128, 2, 1     /* 4 subgroups of 16x16, K steps of 128: the decoder's few-row products, 42.5 KiB */
 #define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
 #define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
 #define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
