@@ -61,6 +61,9 @@ vkasr_shader(dwconv2d_s2_h conv2d.comp DEFINES DEPTHWISE IO_F16)
 vkasr_shader(dwconv1d_h dwconv1d.comp DEFINES IO_F16)
 vkasr_shader(lstm lstm.comp)
 vkasr_shader(lstm_f16 lstm.comp DEFINES W16) # f16 w_ih / w_hh (an f16 session's decoder)
+# the lanes' tree through subgroup shuffles (32-wide subgroups with shuffles)
+vkasr_shader(lstm_sg lstm.comp DEFINES SG)
+vkasr_shader(lstm_f16_sg lstm.comp DEFINES W16 SG)
 vkasr_shader(lstm_cell lstm.comp DEFINES CELL) # the tensor-core step's split K: slices added, the cell update
 # quantized w_ih / w_hh (dequantized piecewise in the column loop), per block type
 foreach(q Q8_0 Q4_K Q5_K Q6_K)

@@ -39,6 +39,7 @@ timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" >"$O
 cat "$OUT/attention.txt" "$OUT/gemm.txt"
 # packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
+$V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 --tensor-core-lstm >/dev/null 2>&1
 for b in 256 64; do
     timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch $b \
         --output-manifest "$OUT/vkasr-batch$b.jsonl" >/dev/null 2>"$OUT/batch$b.log"

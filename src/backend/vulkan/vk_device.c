@@ -562,6 +562,8 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
     c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    c->shuffle_rel = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                     (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
     /* Pipeline creation feedback is core in Vulkan 1.3, for the instance (vk_instance_create asks for
      * 1.3 when the loader has it) and the device alike. */
     uint32_t loader = 0;

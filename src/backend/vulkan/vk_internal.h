@@ -32,6 +32,7 @@ struct vk_caps {
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
+    bool shuffle_rel;                /* subgroup shuffleUp/Down in compute shaders               */
 };
 
 struct vk_block {

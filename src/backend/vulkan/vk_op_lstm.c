@@ -181,17 +181,19 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
         hb *= 2;
     if (!cpu && B <= 2)
         wg = 64;
-    while (hb > 1 && 16u * wg * hb > b->d->caps.max_shared)
+    while (hb > 1 && 16u * wg * hb > b->d->caps.max_shared) /* the shared tree's partial sums */
         hb /= 2;
     /* f16 or quantized w_ih / w_hh (one type: the argument rules): the lstm.comp variant reading them */
-    enum spv_id spv = SPV_lstm;
+    /* 32-wide subgroups with shuffles: the lanes' tree through shuffles (the same bits), no shared memory */
+    const bool sg = !cpu && lpu == 32 && b->d->caps.subgroup_size == 32 && b->d->caps.shuffle_rel;
+    enum spv_id spv = sg ? SPV_lstm_sg : SPV_lstm;
     switch (a->w_ih.type) {
     case BE_F32: break;
     case BE_F16:
         if (!b->d->caps.f16)
             return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
                            "op lstm_step: f16 weights need shaderFloat16 and 16-bit storage, which this device lacks");
-        spv = SPV_lstm_f16;
+        spv = sg ? SPV_lstm_f16_sg : SPV_lstm_f16;
         break;
     case BE_Q8_0: spv = SPV_lstm_q8_0; break;
     case BE_Q4_K: spv = SPV_lstm_q4_k; break;
