@@ -548,13 +548,6 @@ typedef struct vkasr_batch_params {
                                       hour of audio per batch; 1: one input at a time              */
     vkasr_batch_callback result_callback; /* NULL: none                                             */
     void *result_user_data;
-    int tensor_core_lstm;          /* 1: the prediction network's LSTM steps run on tensor cores where
-                                      the device has them (NVIDIA, f16 sessions): the batch decoder
-                                      about 3x faster, the whole call ~20 % on an H100 at 256 inputs
-                                      (docs/batch.md). It rounds the LSTM's inputs to f16, so an
-                                      input's tokens can differ from a call on it alone where two
-                                      logits nearly tie; inputs of the call still come out the same
-                                      whatever the batch sizes. 0 (default): exactly as alone      */
 } vkasr_batch_params;
 
 VKASR_API vkasr_batch_params vkasr_batch_params_default(void);

@@ -38,7 +38,7 @@
 //   128x128, BK 32, 2 stages: 2 * 20 KiB = 40 KiB       128x128, BK 64, 1 stage:  36 KiB
 //   128x256, BK 32, 1 stage:  30 KiB (epilogue: 8 subgroups x 16 x 68 f32 = 34 KiB)
 //   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)
-//   16x64,   BK 128, 2 stages: 2 * 21.25 KiB = 42.5 KiB (the decoder's few-row products; -DLSTM_CELL)
+//   16x64,   BK 128, 2 stages: 2 * 21.25 KiB = 42.5 KiB (the decoder's few-row products)
 //
 // ACT_GLU: the B block's rows are the product's columns in pair order (linear.glsl: fetch_w reads
 // weight row glu_row(gn)), so the epilogue's 4 columns are two (value, gate) pairs.
@@ -60,14 +60,6 @@
 // it stores the block: the loads' latency hides behind the products as f16 weights' does. The tile,
 // products and epilogue are the f16 path's.
 //
-// -DLSTM_CELL: the LSTM step of op_lstm_step (lstm.comp's op) on tensor cores, for f16 w_ih / w_hh: the
-// product G [B, 4P] = [x | h] [w_ih | w_hh]^T over K = In + P (x, h f32 rounded to f16 as staged, as a
-// linear op rounds an f32 x), then the cell update in the epilogue. A tile's 64 columns are the four
-// gates of 16 hidden units (WARPS_N = 4, FN = 1: subgroup q owns gate q, weight rows q*P + j), so the
-// epilogue finds a unit's four gate sums side by side; rows are hypotheses (M = B). K chunks of 8 lie
-// wholly in x or in h (In % 8 == 0: the host's rule). Every row's sums are the same 16x16x16 products in
-// k order whatever B is, so a batch's rows are each hypothesis alone. Own push constants (PC below).
-//
 // spec 0: workgroup size, must be WARPS_M*WARPS_N*32; 7: tensor types (linear.glsl).
 // push: linear.glsl; flags: FLAG_VEC (16-byte loads along K), FLAG_YVEC (4-column epilogue).
 #define HAS_F16
@@ -78,31 +70,7 @@
 #extension GL_KHR_memory_scope_semantics : require
 #endif
 #include "core.glsl"
-#ifdef LSTM_CELL
-// Mirror of struct pc_lstm_tc (src/backend/vulkan/vk_op_lstm.c).
-layout(push_constant) uniform PC {
-    uint64_t x, h, w_ih, w_hh, b, c, h_out, c_out, gate; // x [B, In], h, c [B, P]; gate optional
-    uint64_t emu_sh;  // EMULATE_COOPMAT: as for the linear op
-    uint64_t ws;      // splits > 1: the raw gate sums [splits, B, 4P] (lstm.comp -DCELL finishes the step)
-    uint M, In, P;    // M = B
-    uint flags;       // FLAG_VEC: In % 8 == 0, P % 8 == 0, x, h, w_ih, w_hh 16-byte aligned
-    uint gate_stride; // row r's gate word: gate[r * gate_stride]
-    uint emu_stride;
-    uint k_slice, splits; // split-K as for the linear op: K elements per slice (a multiple of BK)
-} pc;
-const bool X16 = false;
-#define FLAG_VEC 1u
-#define PC_K (pc.In + pc.P)
-#define PC_N (((pc.P + 15u) / 16u) * 64u) // 64 columns per 16 units
-#define PC_SPLITS pc.splits
-#define PC_KSLICE pc.k_slice
-#else
 #include "linear.glsl"
-#define PC_K pc.K
-#define PC_N pc.N
-#define PC_SPLITS pc.splits
-#define PC_KSLICE pc.k_slice
-#endif
 
 #ifndef WARPS_M
 #define WARPS_M 2
@@ -155,9 +123,6 @@ const bool X16 = false;
 #endif
 #if FM != 1 && FM != 2 && FM != 4
 #error "tile config: FM must be 1, 2 or 4 (the epilogue stores rows through a switch)"
-#endif
-#if defined(LSTM_CELL) && (WARPS_N != 4 || FN != 1 || FM != 1 || WARPS_M != 1)
-#error "LSTM_CELL: one 16-row block of hypotheses, the four gates' subgroups of 16 units"
 #endif
 #if AB_SIZE * 16 > 49152 || EPI_SIZE * 16 > 49152
 #error "tile config: more than 48 KiB of shared memory"
@@ -263,30 +228,6 @@ uvec4 tail_halves(uint64_t a, uint n) {
     return r;
 }
 
-#ifdef LSTM_CELL
-// [x | h][gm, gk .. gk+7] (f32, raw bits; zero outside): a chunk lies wholly in x or in h (In % 8 == 0).
-void fetch_x(uint gm, uint gk, out uvec4 lo, out uvec4 hi) {
-    lo = uvec4(0);
-    hi = uvec4(0);
-    if (gm >= pc.M || gk >= PC_K)
-        return;
-    const bool inx = gk < pc.In;
-    const uint kd = inx ? pc.In : pc.P, k = inx ? gk : gk - pc.In;
-    const uint64_t a = (inx ? pc.x : pc.h) + (uint64_t(gm) * kd + k) * 4ul;
-    if ((pc.flags & FLAG_VEC) != 0u) {
-        lo = U4Ref(a).v;
-        hi = U4Ref(a + 16ul).v;
-        return;
-    }
-    [[dont_unroll]] for (uint e = 0; e < 8u && k + e < kd; e++) {
-        const uint u = floatBitsToUint(F32Ref(a + 4ul * e).v);
-        if (e < 4u)
-            lo[e] = u;
-        else
-            hi[e - 4u] = u;
-    }
-}
-#else
 // x[gm, gk .. gk+7] as raw bits: f16 x: 8 halves in lo; f32 x: 4 floats in lo, 4 in hi.
 void fetch_x(uint gm, uint gk, out uvec4 lo, out uvec4 hi) {
     lo = uvec4(0);
@@ -319,8 +260,6 @@ void fetch_x(uint gm, uint gk, out uvec4 lo, out uvec4 hi) {
     }
 }
 
-#endif
-
 // The 8 halves of a fetched x chunk (f32 x rounded to nearest f16 here, after the loads have landed).
 uvec4 x_half8(uvec4 lo, uvec4 hi) {
     if (X16)
@@ -339,21 +278,6 @@ QChunk fetch_wq(uint gn, uint gk) {
 }
 #endif
 
-#ifdef LSTM_CELL
-// Column gn of the product (tile of 64: gate (gn % 64) / 16 of unit (gn / 64) * 16 + gn % 16) at k
-// gk .. gk+7: weight row q*P + j of w_ih (k < In) or w_hh (f16; zero outside).
-uvec4 fetch_w(uint gn, uint gk) {
-    const uint q = (gn % 64u) / 16u, j = (gn / 64u) * 16u + gn % 16u;
-    if (j >= pc.P || gk >= PC_K)
-        return uvec4(0);
-    const bool inx = gk < pc.In;
-    const uint kd = inx ? pc.In : pc.P, k = inx ? gk : gk - pc.In;
-    const uint64_t a = (inx ? pc.w_ih : pc.w_hh) + (uint64_t(q * pc.P + j) * kd + k) * 2ul;
-    if ((pc.flags & FLAG_VEC) != 0u)
-        return U4Ref(a).v;
-    return tail_halves(a, kd - k);
-}
-#else
 // w[gn, gk .. gk+7] (f16).
 uvec4 fetch_w(uint gn, uint gk) {
     if (gn >= pc.N || gk >= pc.K)
@@ -364,8 +288,6 @@ uvec4 fetch_w(uint gn, uint gk) {
     return tail_halves(a, pc.K - gk);
 }
 
-#endif
-
 // The current tile's fetch plan. interior: every row of its x and w blocks is inside the matrices,
 // K is a multiple of BK and 16-byte loads are allowed. Then xbase and wbase address this invocation's
 // first x and w chunk at K offset 0, and xstep and wstep (bytes) the distance to its next chunk, RPP
@@ -375,16 +297,12 @@ bool interior;
 uint64_t xbase, wbase, xstep, wstep;
 
 void plan_fetch(uint m0, uint n0) {
-#ifdef LSTM_CELL
-    interior = false; // two sources along K and the gate blocks' rows: the checked fetches
-#else
     const uint xes = X16 ? 2u : 4u;
     interior = (pc.flags & FLAG_VEC) != 0u && pc.K % BK == 0u && m0 + BM <= pc.M && n0 + BN <= pc.N;
     xbase = pc.x + (uint64_t(m0 + r0) * pc.K + kc * 8u) * xes;
     wbase = pc.w + (uint64_t(glu_row(n0 + r0)) * pc.K + kc * 8u) * 2ul;
     xstep = uint64_t(RPP * xes) * pc.K;
     wstep = uint64_t(pc.act == ACT_GLU ? RPP : 2u * RPP) * pc.K;
-#endif
 }
 
 // Issues the loads of the x and w blocks at K offset k into registers.
@@ -444,7 +362,6 @@ void store_block(uint s) {
     }
 
 // ---- epilogue ----------------------------------------------------------------------------------------
-#ifndef LSTM_CELL
 // Row i of every subgroup's fragments is staged (subgroup s: 16 x WN f32 at uvec4 s*16*EP, pitch EP);
 // each invocation takes 4 consecutive columns of a row. Split-K: raw sums into slice `slice` of the
 // workspace; otherwise the op's epilogue (linear.glsl).
@@ -478,40 +395,6 @@ void epilogue_stage(uint i, uint m0, uint n0, uint slice) {
     }
 }
 
-#else
-// The cell update of the tile's rows and 16 units: subgroup q staged gate q's sums (16 rows x 16 units
-// at uvec4 q*16*EP); bias, then lstm.comp's arithmetic. A row whose gate is closed is not written.
-// Split K: the raw sums of K slice `slice` into ws[slice, row, q*P + j] instead (lstm.comp -DCELL adds
-// the slices in order, then the same).
-void lstm_epilogue(uint m0, uint n0, uint slice) {
-    const uint j0 = (n0 / 64u) * 16u;
-    for (uint e = gl_LocalInvocationID.x; e < 256u; e += NT) {
-        const uint r = e / 16u, u = e % 16u, gm = m0 + r, j = j0 + u;
-        if (gm >= pc.M || j >= pc.P)
-            continue;
-        if (pc.splits > 1u) {
-            [[unroll]] for (uint q = 0; q < 4u; q++) {
-                const uint f = (q * 16u * EP + r * EP) * 4u + u;
-                STOREF(pc.ws, (uint64_t(slice) * pc.M + gm) * (4ul * pc.P) + q * pc.P + j, uintBitsToFloat(SH(f >> 2)[f & 3u]));
-            }
-            continue;
-        }
-        if (pc.gate != 0ul && LOADI(pc.gate, uint64_t(gm) * uint64_t(pc.gate_stride)) == 0)
-            continue;
-        vec4 g;
-        [[unroll]] for (uint q = 0; q < 4u; q++) {
-            const uint f = (q * 16u * EP + r * EP) * 4u + u;
-            g[q] = uintBitsToFloat(SH(f >> 2)[f & 3u]) + LOADF(pc.b, uint64_t(q * pc.P + j));
-        }
-        const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
-        const uint64_t o = uint64_t(gm) * pc.P + j;
-        const float cn = fg * LOADF(pc.c, o) + ig * gg;
-        STOREF(pc.c_out, o, cn);
-        STOREF(pc.h_out, o, og * tanh_f(cn));
-    }
-}
-#endif
-
 // Stores row i of the subgroup's fragments into its epilogue stage (constant accumulator indices: a
 // dynamically indexed accumulator array would leave registers).
 #define STORE_ROW(i)                                                                              \
@@ -531,17 +414,17 @@ void main() {
 #endif
     kc = tid % CPR;
     r0 = tid / CPR;
-    const uint M = pc.M, N = PC_N, K = PC_K;
+    const uint M = pc.M, N = pc.N, K = pc.K;
     const uint tiles_n = (N + BN - 1u) / BN;
     const uint ntiles = ((M + BM - 1u) / BM) * tiles_n;
-    const uint splits = max(PC_SPLITS, 1u);
+    const uint splits = max(pc.splits, 1u);
 
     for (uint item = gl_WorkGroupID.x; item < ntiles * splits; item += gl_NumWorkGroups.x) {
         const uint tile = item % ntiles, slice = item / ntiles;
         const uint m0 = (tile / tiles_n) * BM, n0 = (tile % tiles_n) * BN;
         // This item's K range [k0, k1): the whole of K, or one slice (k_slice is a multiple of BK).
-        const uint k0 = splits > 1u ? slice * PC_KSLICE : 0u;
-        const uint k1 = splits > 1u ? min(K, k0 + PC_KSLICE) : K;
+        const uint k0 = splits > 1u ? slice * pc.k_slice : 0u;
+        const uint k1 = splits > 1u ? min(K, k0 + pc.k_slice) : K;
         const uint nk = k1 > k0 ? (k1 - k0 + BK - 1u) / BK : 0u;
         FragC acc[FM * FN];
         [[unroll]] for (uint f = 0; f < FM * FN; f++)
@@ -580,12 +463,6 @@ void main() {
         }
 #endif
 
-#ifdef LSTM_CELL
-        BARRIER();
-        STORE_ROW(0);
-        BARRIER();
-        lstm_epilogue(m0, n0, slice);
-#else
         // Epilogue, one row of fragments at a time: wait until nobody reads the shared memory any more
         // (blocks or the previous row), store the row, wait until every subgroup has, apply. The loop
         // stays rolled so that the epilogue's code exists once.
@@ -604,6 +481,5 @@ void main() {
             BARRIER();
             epilogue_stage(i, m0, n0, slice);
         }
-#endif
     }
 }

@@ -40,35 +40,6 @@
 #include "core.glsl"
 #include "dequant.glsl"
 layout(local_size_x_id = 0) in;
-
-#ifdef CELL
-// -DCELL: the second half of the tensor-core step with K split (vk_op_lstm.c): G = the slices of
-// ws [splits, B, 4P] added in order, + b, then the cell update above for every (row, unit) whose gate
-// is open. Grid-stride over B * P.
-layout(push_constant) uniform PC {
-    uint64_t ws, b, c, h_out, c_out, gate;
-    uint M, P, splits, gate_stride;
-} pc;
-
-void main() {
-    const uint64_t n = uint64_t(pc.M) * pc.P, row = 4ul * pc.P;
-    for (uint64_t i = gl_GlobalInvocationID.x; i < n; i += uint64_t(gl_NumWorkGroups.x) * gl_WorkGroupSize.x) {
-        const uint gm = uint(i / pc.P), j = uint(i % pc.P);
-        if (pc.gate != 0ul && LOADI(pc.gate, uint64_t(gm) * uint64_t(pc.gate_stride)) == 0)
-            continue;
-        vec4 g = vec4(0.0);
-        for (uint s = 0u; s < pc.splits; s++) {
-            const uint64_t o = (uint64_t(s) * pc.M + gm) * row + j;
-            g += vec4(LOADF(pc.ws, o), LOADF(pc.ws, o + pc.P), LOADF(pc.ws, o + 2ul * pc.P), LOADF(pc.ws, o + 3ul * pc.P));
-        }
-        g += vec4(LOADF(pc.b, j), LOADF(pc.b, pc.P + j), LOADF(pc.b, 2ul * pc.P + j), LOADF(pc.b, 3ul * pc.P + j));
-        const float ig = sigmoid_f(g.x), fg = sigmoid_f(g.y), gg = tanh_f(g.z), og = sigmoid_f(g.w);
-        const float cn = fg * LOADF(pc.c, i) + ig * gg;
-        STOREF(pc.c_out, i, cn);
-        STOREF(pc.h_out, i, og * tanh_f(cn));
-    }
-}
-#else
 layout(push_constant) uniform PC {
     uint64_t x, h, c, w_ih, w_hh, b, h_out, c_out, gate;
     int64_t in_dim, p;
@@ -250,4 +221,3 @@ void main() {
     }
     }
 }
-#endif

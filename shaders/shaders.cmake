@@ -64,7 +64,6 @@ vkasr_shader(lstm_f16 lstm.comp DEFINES W16) # f16 w_ih / w_hh (an f16 session's
 # the lanes' tree through subgroup shuffles (32-wide subgroups with shuffles)
 vkasr_shader(lstm_sg lstm.comp DEFINES SG)
 vkasr_shader(lstm_f16_sg lstm.comp DEFINES W16 SG)
-vkasr_shader(lstm_cell lstm.comp DEFINES CELL) # the tensor-core step's split K: slices added, the cell update
 # quantized w_ih / w_hh (dequantized piecewise in the column loop), per block type
 foreach(q Q8_0 Q4_K Q5_K Q6_K)
   string(TOLOWER ${q} ql)
@@ -104,8 +103,6 @@ vkasr_shader(gemm_cm64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2
 vkasr_shader(gemm_cm64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 REQUIRES NV_COOPMAT)
-# the LSTM step on tensor cores (f16 w_ih / w_hh: src/backend/vulkan/vk_op_lstm.c), the 16x64 tile of K step 128
-vkasr_shader(lstm_cm gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 LSTM_CELL REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
@@ -126,7 +123,6 @@ vkasr_lab_shader(gemm_emu64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2
 vkasr_lab_shader(gemm_emu64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 EMULATE_COOPMAT)
-vkasr_lab_shader(lstm_cm_emu gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 LSTM_CELL EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)

@@ -185,12 +185,6 @@ set -- "$CLIPS"/*.wav
 expect 0 "$VKASR" transcribe -np -m "$M" --format json "$@";                 cp "$WORK/out" "$WORK/one.json"
 expect 0 "$VKASR" transcribe -np -m "$M" --format json --batch 2 "$@"
 cmp -s "$WORK/out" "$WORK/one.json" || fail "--batch 2: output differs from one file per call"
-# --tensor-core-lstm: batches only; accepted with --batch (a device without NV tensor cores, as here,
-# runs the usual LSTM kernel: the same output)
-expect 2 "$VKASR" transcribe -np -m "$M" --tensor-core-lstm "$1"
-grep -q -- "--tensor-core-lstm is for batches" "$WORK/err" || fail "--tensor-core-lstm without --batch: the reason"
-expect 0 "$VKASR" transcribe -np -m "$M" --format json --batch 2 --tensor-core-lstm "$@"
-cmp -s "$WORK/out" "$WORK/one.json" || fail "--batch 2 --tensor-core-lstm on lavapipe: output differs"
 expect 4 "$VKASR" transcribe -np -m "$M" --batch auto "$1" "$WORK/missing.wav" "$2"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "--batch: two transcripts expected past a bad input"
 grep -q "missing.wav" "$WORK/err" || fail "--batch: the bad input is named"

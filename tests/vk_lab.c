@@ -108,7 +108,6 @@ void th_lab_register(void) {
     for (size_t i = 0; i < N_OF(lab_att); i++)
         all_att[na + i] = lab_att[i];
     lab = (struct vk_lab){.spv = spv_lab_table, .nspv = SPV_LAB_COUNT, .gemm = all_gemm,
-                          .ngemm = ng + N_OF(lab_gemm), .att = all_att, .natt = na + N_OF(lab_att),
-                          .lstm_emu = SPV_lstm_cm_emu};
+                          .ngemm = ng + N_OF(lab_gemm), .att = all_att, .natt = na + N_OF(lab_att)};
     vk_lab_register(&lab);
 }

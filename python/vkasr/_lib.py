@@ -110,7 +110,7 @@ class BatchInput(Structure):
 
 class BatchParams(Structure):
     _fields_ = [("struct_size", c_uint32), ("max_batch", c_size_t), ("result_callback", c_void_p),
-                ("result_user_data", c_void_p), ("tensor_core_lstm", c_int)]
+                ("result_user_data", c_void_p)]
 
 
 class StreamUpdate(Structure):

@@ -374,14 +374,10 @@ class Model:
 
     def transcribe_batch(self, audios: Sequence[AudioInput], *, batch: Union[str, int] = "auto",
                          sample_rate: Optional[int] = None, attention: Optional[str] = None,
-                         progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None,
-                         tensor_core_lstm: bool = False) -> List[Transcript]:
+                         progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None) -> List[Transcript]:
         """Transcribes many inputs in packed batches on the device (vkasr_transcribe_batch): each comes out
         as transcribe() would give it, faster. Results in input order. batch: "auto" (as many per batch as
         device memory holds) or the most inputs per batch. sample_rate applies to the sample inputs.
-        tensor_core_lstm: the decoder's LSTM steps on tensor cores (NVIDIA, f16 sessions; vkasr.h's
-        vkasr_batch_params.tensor_core_lstm): faster batches, but an input's tokens may then differ from
-        transcribe()'s where two logits nearly tie.
 
         When some inputs fail, the others are still transcribed, then the first failure's exception is
         raised with `results` (a list of Transcript or the Error of each input) and `index`."""
@@ -406,7 +402,6 @@ class Model:
                     inputs[i].sample_rate, inputs[i].channels = p.sample_rate, p.channels
             bp = self._lib.vkasr_batch_params_default()
             bp.max_batch = max_batch
-            bp.tensor_core_lstm = 1 if tensor_core_lstm else 0
             flag = AbortFlag(abort)
             tp, _keep = self._params(attention, progress, flag)
             with self._session() as (s, ok):

@@ -151,7 +151,6 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     }
     const double t0 = clock_ms();
     struct asr_options opt = api_options(s, c->p);
-    opt.tensor_core_lstm = bp->tensor_core_lstm != 0;
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .ud = c};
     struct err e = {0};
     vkasr_status st = asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);

@@ -202,8 +202,6 @@ struct asr_options {
                                         taps and teacher forcing always do                       */
     int decoder_window;              /* device decoder: frames per joint window (1, 2, 4 or 8); 0:
                                         chosen per batch (transducer_device.c). Tests set it.     */
-    bool tensor_core_lstm;           /* the LSTM steps may run on tensor cores (op_lstm_step's
-                                        tensor_cores: rounding of their own, the same at every B)  */
 };
 
 /* Runs the whole network on 16 kHz mono samples: plans the memory (failing with

@@ -48,7 +48,6 @@ struct device_search {
     be_tensor c;                        /* F32 [L, B, P]: the LSTM cell state, updated in place     */
     struct be_graph *graph[N_WINDOWS];  /* by log2(W)                                              */
     bool direct;                        /* the backend records no graphs: ops run per iteration    */
-    bool tensor_core_lstm;              /* asr_options.tensor_core_lstm                            */
 };
 
 /* Token ring slots (and iterations per round trip at most) for B hypotheses. */
@@ -72,8 +71,7 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, const
         TRY(be_lstm_step(be, &(struct op_lstm_step){.x = x, .h = be_tensor_2d(s->h_old.addr + row, BE_F32, B, P), .c = c,
                                                      .w_ih = m->lstm_wih[l], .w_hh = m->lstm_whh[l], .b = m->lstm_b[l],
                                                      .h_out = h_new, .c_out = c, .gate = gate,
-                                                     .gate_stride = SEARCH_STATE_INTS,
-                                                     .tensor_cores = d->tensor_core_lstm}));
+                                                     .gate_stride = SEARCH_STATE_INTS}));
         x = h_new;
     }
     // q: [B, P] = h_new[L-1] Wp^T + bp
@@ -178,12 +176,11 @@ uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, 
     const int64_t P = c->pred_hidden, L = c->pred_layers, B = inputs < 1 ? 1 : inputs;
     const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
     // what alloc_search allocates: f [T, P];  z [B*W, P];  y [B*W, J];  q, x0 [B, P];  h_old, h_new, c
-    // [L, B, P];  states and token rings (i32);  durations (TDT, i32); and the LSTM step's own scratch
-    // (its layers' inputs are P wide, the first's the embedding: P too)
+    // [L, B, P];  states and token rings (i32);  durations (TDT, i32)
     return be_scratch_f32(T, P) + be_scratch_f32(B * WINDOW_MAX, P) + be_scratch_f32(B * WINDOW_MAX, J) +
            2 * be_scratch_f32(B, P) + 3 * be_scratch_f32(L * B, P) +
            be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) +
-           (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0) + be_lstm_step_scratch(B, P, P);
+           (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0);
 }
 
 static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, int64_t T, int64_t B, int max_sym,
@@ -363,7 +360,7 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
     for (int64_t b = 0; b < B; b++)
         frames[b] = B > 1 ? asr_batch_len(batch, ASR_FRAMES, b) : T;
     uint64_t mark = be_mark(be);
-    struct device_search d = {.tensor_core_lstm = opt && opt->tensor_core_lstm};
+    struct device_search d = {0};
     vkasr_status st = alloc_search(m, be, T, B, max_sym, &d);
     if (st == VKASR_OK)
         st = search(m, be, enc, &d, frames, opt ? opt->decoder_window : 0, hooks, out, e);

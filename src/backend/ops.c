@@ -1,6 +1,5 @@
 /* ops.c — tensor helpers and the argument rules of every op (shared by all backends): a leaf under
  * backend.c, which calls it before every op. Kernels live in the backends, not here. */
-#include "backend.h"
 #include "ops.h"
 
 #include "common/err.h"
@@ -478,11 +477,6 @@ static vkasr_status need_rows(struct vctx *c, const char *field, const be_tensor
     if (t->ne[t->nd - 1] != n || (t->nd == 2 && t->ne[0] != B))
         return bad(c, field, t, "must be [B, n] as the other rows' tensors");
     return VKASR_OK;
-}
-
-uint64_t be_lstm_step_scratch(int64_t B, int64_t In, int64_t P) {
-    const int64_t s = be_lstm_step_splits(In, P);
-    return s > 1 ? be_scratch_f32(s * B, 4 * P) : 0;
 }
 
 static vkasr_status v_lstm_step(struct vctx *c, const struct op_lstm_step *a) {

@@ -219,8 +219,7 @@ struct op_relpos_attention {
  *   x [B, In], h, c [B, P] -> h_out, c_out [B, P] (B = 1 may be given as 1-D [In], [P]);
  *   w_ih [4P, In], w_hh [4P, P] F32, F16 or a block type (BE_Q8_0 ..; In, P multiples of its block: a
  *   quantized w is its dequantized f32 values, as for linear; an F16 w its exact f32 values, x and h
- *   not rounded, except with tensor_cores on tensor cores, which round x and h to the nearest F16 as
- *   linear rounds an F32 x);  b [4P] = b_ih + b_hh.
+ *   not rounded);  b [4P] = b_ih + b_hh.
  * gate (I32, optional): row r's gate is gate[r * gate_stride]; when it is 0 the op writes nothing
  * for that row (the device-resident search's step for a hypothesis that did not emit). A row's
  * result does not depend on B or on the other rows. */
@@ -228,18 +227,7 @@ struct op_lstm_step {
     be_tensor x, h, c, w_ih, w_hh, b, h_out, c_out;
     be_tensor gate;
     int64_t gate_stride;
-    bool tensor_cores; /* F16 w: a backend may run the step on tensor cores (x and h rounded to F16, as
-                        * above); a row's result still does not depend on B */
 };
-/* A backend may split the step's products along K = In + P into be_lstm_step_splits slices of
- * BE_LSTM_K_SLICE (by In and P only, so a row's rounding never depends on B) and keep the raw gate sums
- * of the slices in scratch of its own: at most be_lstm_step_scratch bytes, which plans reserve. */
-#define BE_LSTM_K_SLICE 256
-static inline int64_t be_lstm_step_splits(int64_t In, int64_t P) {
-    const int64_t k = In + P;
-    return k > BE_LSTM_K_SLICE ? (k + BE_LSTM_K_SLICE - 1) / BE_LSTM_K_SLICE : 1;
-}
-uint64_t be_lstm_step_scratch(int64_t B, int64_t In, int64_t P);
 
 /* ---- greedy transducer search on the device ------------------------------------------------- */
 

@@ -97,7 +97,6 @@ struct batch_run {
     const char *dump;              /* DIR/<input index>/ per input                       */
     const char *out_manifest;      /* NULL: none                                         */
     bool no_prints, verbose, profile, progress;
-    bool tensor_core_lstm;         /* vkasr_batch_params.tensor_core_lstm                */
 };
 /* Transcribes the inputs in packed batches, windows of consecutive inputs taken by one worker per device
  * (whoever is free takes the next window), outputs in input order. Returns the exit code. */
@@ -119,7 +118,6 @@ struct transcribe_opts {
     double attention_threshold;
     uint64_t max_memory;
     bool batched;                  /* the batched path (--batch, or implied)               */
-    bool tensor_core_lstm;         /* --tensor-core-lstm                                   */
     size_t batch, shard_k, shard_n;
     const char **devices;          /* --devices split (into devbuf)                        */
     char *devbuf;

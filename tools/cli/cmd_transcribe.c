@@ -57,7 +57,7 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
             .model = c->model, .devices = o->devices, .ndevices = o->ndevices, .mp = *mp,
             .tp = transcribe_params(o), .batch = o->batch, .stdout_fmt = o->stdout_fmt, .dump = o->dump,
             .out_manifest = o->out_manifest, .no_prints = c->no_prints, .verbose = c->verbose,
-            .profile = o->profile, .progress = show_progress(c, o), .tensor_core_lstm = o->tensor_core_lstm,
+            .profile = o->profile, .progress = show_progress(c, o),
         };
         memcpy(b.write, o->write, sizeof b.write);
         rc = transcribe_batch(&b, entries + first, count);

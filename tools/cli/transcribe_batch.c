@@ -289,7 +289,6 @@ static void run_window(struct worker *wk, size_t wi) {
     tp.abort_callback = should_abort;
     vkasr_batch_params bp = vkasr_batch_params_default();
     bp.max_batch = o->batch;
-    bp.tensor_core_lstm = o->tensor_core_lstm;
     const double t0 = now_s();
     vkasr_status st = vkasr_transcribe_batch(wk->session, in, w->n, &tp, &bp, res);
     const double secs = now_s() - t0;

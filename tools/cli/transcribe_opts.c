@@ -189,10 +189,6 @@ static const struct cli_opt transcribe_table[] = {
      "transcribe N inputs at a time in packed batches (no padding; each input\n"
      "as alone, the same tokens); auto: as many as the device's memory holds\n"
      "(the default with --manifest, --devices, --shard); 1: one at a time"),
-    OPT_FLAG("--tensor-core-lstm", OPT(tensor_core_lstm),
-     "batches: the decoder's LSTM steps on tensor cores (NVIDIA, f16): about\n"
-     "3x the batch decoder's speed, but an input's tokens may then differ\n"
-     "from transcribing it alone where two logits nearly tie"),
     OPT_STRING("--manifest", "FILE", OPT(manifest),
      "the inputs of a NeMo manifest: JSON lines with audio_filepath (relative\n"
      "to the manifest's directory), optional duration and text"),
@@ -228,8 +224,6 @@ static int check_combinations(const struct cli_common *c, struct transcribe_opts
         o->batched = true;
         o->batch = 0;
     }
-    if (o->tensor_core_lstm && !o->batched)
-        return usage_error("--tensor-core-lstm is for batches (--batch, --manifest)");
     if (o->ninputs == 0 && !o->manifest)
         return usage_error("no audio input given (see vkasr transcribe --help)");
     if (o->manifest && o->ninputs > 0)

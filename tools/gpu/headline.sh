@@ -39,22 +39,11 @@ timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" >"$O
 cat "$OUT/attention.txt" "$OUT/gemm.txt"
 # packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
-$V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 --tensor-core-lstm >/dev/null 2>&1
 for b in 256 64; do
     timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch $b \
         --output-manifest "$OUT/vkasr-batch$b.jsonl" >/dev/null 2>"$OUT/batch$b.log"
     echo "vkasr batch $b rc=$?: $(grep -E 'inputs, .* RTFx' "$OUT/batch$b.log")"
 done
-# the opt-in tensor-core LSTM steps (--tensor-core-lstm), and how many transcripts it changes
-timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch 256 --tensor-core-lstm \
-    --output-manifest "$OUT/vkasr-batch256tc.jsonl" >/dev/null 2>"$OUT/batch256tc.log"
-echo "vkasr batch 256 --tensor-core-lstm rc=$?: $(grep -E 'inputs, .* RTFx' "$OUT/batch256tc.log")"
-python3 -c "
-import json, sys
-a = [json.loads(l).get('pred_text') for l in open(sys.argv[1])]
-b = [json.loads(l).get('pred_text') for l in open(sys.argv[2])]
-print(f'--tensor-core-lstm: {sum(x != y for x, y in zip(a, b))} of {len(a)} transcripts differ from the exact batch')
-" "$OUT/vkasr-batch256.jsonl" "$OUT/vkasr-batch256tc.jsonl" | tee "$OUT/batch256tc-diff.txt"
 timeout 150 python3 tools/fixtures/batch_pytorch.py --model "$P06" --manifest "$SET/manifest.jsonl" --batches 256 \
     --budget 40 --out "$OUT/pytorch-batch" >"$OUT/batch-pytorch.log" 2>&1
 echo "pytorch batch rc=$?"

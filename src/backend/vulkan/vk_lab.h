@@ -19,7 +19,6 @@ struct vk_lab {
     size_t ngemm;
     const struct vk_att_cfg *att;   /* every attention configuration, likewise            */
     size_t natt;
-    uint32_t lstm_emu;              /* the tensor-core LSTM step's emulated twin (0: none) */
 };
 
 /* Registers lab (static storage; NULL unregisters). Call before opening any device: not thread-safe. */
