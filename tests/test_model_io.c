@@ -798,7 +798,7 @@ static void test_tokenizer(void) {
     uint8_t types[] = {TOK_UNKNOWN, TOK_CONTROL,      TOK_CONTROL, TOK_BYTE,   TOK_BYTE,   TOK_BYTE,   TOK_BYTE,
                        TOK_BYTE,    TOK_NORMAL,       TOK_NORMAL,  TOK_NORMAL, TOK_NORMAL, TOK_NORMAL, TOK_NORMAL,
                        TOK_NORMAL,  TOK_USER_DEFINED, TOK_NORMAL,  TOK_UNUSED, TOK_NORMAL};
-    struct tokenizer t = {(int32_t)(sizeof pieces / sizeof pieces[0]), pieces, types};
+    struct tokenizer t = {.n = (int32_t)(sizeof pieces / sizeof pieces[0]), .piece = pieces, .type = types};
     DEC(1, "hello world", 9, 10);
     DEC(0, " hello world", 9, 10);
     DEC(1, "hello, world.", 1, 9, 11, 10, 12, 2); /* CONTROL dropped; still strips */

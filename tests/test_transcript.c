@@ -3,7 +3,9 @@
  * token list but do not stretch the time span of the word or segment around them.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "asr/transcript.h"
@@ -14,11 +16,18 @@ static int near(double a, double b) { return fabs(a - b) < 1e-9; }
 
 enum { UNK, PAD, HI, COMMA, THERE };
 
-/* One frame is 8 * 160 / 16000 = 0.08 s. */
-static void test_special_tokens(vkasr_head head) {
+/* One frame is 8 * 160 / 16000 = 0.08 s. indexed: the tokenizer's punctuation tables derived first
+ * (tok_index, as every loader does), else computed per call: the same transcript either way. */
+static void test_special_tokens(vkasr_head head, bool indexed) {
     char *pieces[] = {"<unk>", "<pad>", "\xE2\x96\x81hi", ",", "\xE2\x96\x81there"};
     uint8_t types[] = {TOK_UNKNOWN, TOK_CONTROL, TOK_NORMAL, TOK_NORMAL, TOK_NORMAL};
-    struct tokenizer tok = {5, pieces, types};
+    struct tokenizer tok = {.n = 5, .piece = pieces, .type = types};
+    if (indexed) {
+        struct err ei = {0};
+        EXPECT(tok_index(&tok, &ei) == VKASR_OK && tok.punct && tok.punct[COMMA] && !tok.punct[HI] &&
+                   tok.n_punct_cp == 1 && tok.punct_cp[0] == ',',
+               "tok_index: %s", ei.msg);
+    }
     struct model_config cfg = {.head = head, .sub_factor = 8, .hop_length = 160, .sample_rate = 16000};
     /* <pad> hi <pad> , there <pad> <pad>: leading, inner and trailing special tokens */
     const struct asr_token t[] = {{PAD, 0, 3},   {HI, 3, 2},     {PAD, 5, 3},   {COMMA, 8, 1},
@@ -29,8 +38,11 @@ static void test_special_tokens(vkasr_head head) {
     err_clear(&e);
     vkasr_status st = transcript_build(&tok, &cfg, t, n, &tr, &e);
     EXPECT(st == VKASR_OK, "transcript_build: %s", e.msg);
-    if (st != VKASR_OK)
+    if (st != VKASR_OK) {
+        free(tok.punct);
+        free(tok.punct_cp);
         return;
+    }
     const double fs = 0.08;
     const char *hn = head == VKASR_HEAD_TDT ? "TDT" : head == VKASR_HEAD_RNNT ? "RNN-T" : "CTC";
 
@@ -67,13 +79,15 @@ static void test_special_tokens(vkasr_head head) {
                "%s: segment spans %g..%g, expected %g..%g", hn, tr.segments[0].start, tr.segments[0].end, 3 * fs,
                tr.words[2].end);
     transcript_free(&tr);
+    free(tok.punct);
+    free(tok.punct_cp);
 }
 
 /* Only special tokens: words and segments keep the tokens' own span (nothing better to report). */
 static void test_only_special(void) {
     char *pieces[] = {"<unk>", "<pad>"};
     uint8_t types[] = {TOK_UNKNOWN, TOK_CONTROL};
-    struct tokenizer tok = {2, pieces, types};
+    struct tokenizer tok = {.n = 2, .piece = pieces, .type = types};
     struct model_config cfg = {.head = VKASR_HEAD_TDT, .sub_factor = 8, .hop_length = 160, .sample_rate = 16000};
     const struct asr_token t[] = {{PAD, 0, 2}, {PAD, 2, 3}};
     struct transcript tr;
@@ -92,9 +106,11 @@ static void test_only_special(void) {
 }
 
 int main(void) {
-    test_special_tokens(VKASR_HEAD_TDT);
-    test_special_tokens(VKASR_HEAD_RNNT);
-    test_special_tokens(VKASR_HEAD_CTC);
+    for (int indexed = 0; indexed < 2; indexed++) {
+        test_special_tokens(VKASR_HEAD_TDT, indexed);
+        test_special_tokens(VKASR_HEAD_RNNT, indexed);
+        test_special_tokens(VKASR_HEAD_CTC, indexed);
+    }
     test_only_special();
     printf("test_transcript: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -44,10 +44,12 @@ static uint32_t utf8_cp(const char *s, size_t *len) {
     return cp;
 }
 
-/* The punctuation characters the vocabulary can produce (NeMo's supported_punctuation). */
+/* The punctuation characters the vocabulary can produce (NeMo's supported_punctuation): the
+ * tokenizer's own (tok_index), or collected here for one not indexed (owned). */
 struct punct_set {
-    uint32_t *cp;
+    const uint32_t *cp;
     size_t n;
+    uint32_t *owned;
 };
 
 static bool punct_has(const struct punct_set *s, uint32_t cp) {
@@ -58,8 +60,9 @@ static bool punct_has(const struct punct_set *s, uint32_t cp) {
 }
 
 static vkasr_status punct_collect(const struct tokenizer *tok, struct punct_set *s, struct err *e) {
-    s->cp = NULL;
-    s->n = 0;
+    *s = (struct punct_set){tok->punct_cp, tok->n_punct_cp, NULL};
+    if (tok->punct)
+        return VKASR_OK;
     size_t cap = 0;
     for (int32_t id = 0; id < tok->n; id++) {
         if (!tok_is_punct(tok, id))
@@ -72,12 +75,12 @@ static vkasr_status punct_collect(const struct tokenizer *tok, struct punct_set 
                 continue;
             if (s->n == cap) {
                 cap = cap ? 2 * cap : 16;
-                uint32_t *nc = realloc(s->cp, cap * sizeof *nc);
+                uint32_t *nc = realloc(s->owned, cap * sizeof *nc);
                 if (!nc)
                     return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-                s->cp = nc;
+                s->cp = s->owned = nc;
             }
-            s->cp[s->n++] = cp;
+            s->owned[s->n++] = cp;
         }
     }
     return VKASR_OK;
@@ -283,7 +286,7 @@ vkasr_status transcript_build(const struct tokenizer *tok, const struct model_co
         st = build_words(tok, t, n, &ps, tr, e);
     if (st == VKASR_OK)
         st = build_segments(tok, t, &ps, tr, e);
-    free(ps.cp);
+    free(ps.owned);
     if (st != VKASR_OK)
         transcript_free(tr);
     return st;

@@ -31,8 +31,9 @@ vkasr_status tok_load_hf_json(const char *path, int32_t n_pieces, struct tokeniz
 /* The same from the file's text (name for messages). */
 vkasr_status tok_parse_hf_json(const char *name, const char *text, size_t len, int32_t n_pieces, struct tokenizer *t,
                                struct err *e);
-/* Checks a tokenizer built by another reader (GGUF): every piece valid UTF-8, types in range. */
-vkasr_status tok_check(const struct tokenizer *t, const char *src, struct err *e);
+/* Checks a tokenizer built by another reader (GGUF, SentencePiece): every piece valid UTF-8, types in
+ * range; then indexes it (tok_index). */
+vkasr_status tok_check(struct tokenizer *t, const char *src, struct err *e);
 
 /* --- gguf.c ---------------------------------------------------------------------------------- */
 

@@ -105,12 +105,17 @@ void tok_free(struct tokenizer *t) {
             free(t->piece[i]);
     free(t->piece);
     free(t->type);
+    free(t->punct);
+    free(t->punct_cp);
     t->piece = NULL;
     t->type = NULL;
+    t->punct = NULL;
+    t->punct_cp = NULL;
+    t->n_punct_cp = 0;
     t->n = 0;
 }
 
-vkasr_status tok_check(const struct tokenizer *t, const char *src, struct err *e) {
+vkasr_status tok_check(struct tokenizer *t, const char *src, struct err *e) {
     for (int32_t i = 0; i < t->n; i++) {
         if (!t->piece[i] || !utf8_valid(t->piece[i], strlen(t->piece[i])))
             return err_set(e, VKASR_ERR_MODEL, "%s: piece id %d is not valid UTF-8", src, (int)i);
@@ -120,7 +125,7 @@ vkasr_status tok_check(const struct tokenizer *t, const char *src, struct err *e
             return err_set(e, VKASR_ERR_MODEL, "%s: piece id %d ('%s') has type BYTE but is not <0xHH>", src, (int)i,
                            t->piece[i]);
     }
-    return VKASR_OK;
+    return tok_index(t, e);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -263,6 +268,8 @@ vkasr_status tok_parse_hf_json(const char *name, const char *text, size_t len, i
                                                         : parse_tokenizer(name, root, t, added, e);
     free(added);
     cJSON_Delete(root);
+    if (st == VKASR_OK)
+        st = tok_index(t, e);
     if (st != VKASR_OK)
         tok_free(t);
     return st;
@@ -374,8 +381,57 @@ vkasr_status tok_piece_text(const struct tokenizer *t, int32_t id, char **out, s
     return tok_decode(t, &id, 1, 1, out, e);
 }
 
+static int piece_is_punct(const struct tokenizer *t, int32_t id);
+
 int tok_is_punct(const struct tokenizer *t, int32_t id) {
-    if (id < 0 || id >= t->n || (t->type[id] != TOK_NORMAL && t->type[id] != TOK_USER_DEFINED))
+    if (id < 0 || id >= t->n)
+        return 0;
+    return t->punct ? t->punct[id] : piece_is_punct(t, id);
+}
+
+vkasr_status tok_index(struct tokenizer *t, struct err *e) {
+    free(t->punct);
+    free(t->punct_cp);
+    t->punct_cp = NULL;
+    t->n_punct_cp = 0;
+    t->punct = malloc(t->n > 0 ? (size_t)t->n : 1);
+    if (!t->punct)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    size_t cap = 0;
+    for (int32_t id = 0; id < t->n; id++) {
+        t->punct[id] = (uint8_t)piece_is_punct(t, id);
+        if (!t->punct[id])
+            continue;
+        /* every character of the piece (a leading "▁" included: it never occurs in the text) */
+        const unsigned char *p = (const unsigned char *)t->piece[id];
+        size_t n = strlen((const char *)p);
+        while (n > 0) {
+            uint32_t cp;
+            size_t l = utf8_next(p, n, &cp);
+            if (l == 0)
+                break;
+            p += l;
+            n -= l;
+            size_t k = 0;
+            while (k < t->n_punct_cp && t->punct_cp[k] != cp)
+                k++;
+            if (k < t->n_punct_cp)
+                continue;
+            if (t->n_punct_cp == cap) {
+                cap = cap ? 2 * cap : 16;
+                uint32_t *nc = realloc(t->punct_cp, cap * sizeof *nc);
+                if (!nc)
+                    return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+                t->punct_cp = nc;
+            }
+            t->punct_cp[t->n_punct_cp++] = cp;
+        }
+    }
+    return VKASR_OK;
+}
+
+static int piece_is_punct(const struct tokenizer *t, int32_t id) {
+    if (t->type[id] != TOK_NORMAL && t->type[id] != TOK_USER_DEFINED)
         return 0;
     /* the text decoded alone: a leading "▁" is dropped; any other "▁" is a space, not punctuation */
     const unsigned char *p = (const unsigned char *)t->piece[id];

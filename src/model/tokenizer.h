@@ -17,6 +17,12 @@ struct tokenizer {
     int32_t n;               /* number of pieces (ids 0..n-1)                                  */
     char **piece;            /* UTF-8, validated                                                */
     uint8_t *type;           /* enum tok_type                                                   */
+    /* Derived once by the loaders (tok_index), so that a transcript does not sweep the vocabulary
+     * (8192 pieces in the v3 models: ~0.3 ms per transcript); NULL where a tokenizer was built by hand
+     * and not indexed: then computed per call. */
+    uint8_t *punct;          /* per id: tok_is_punct                                            */
+    uint32_t *punct_cp;      /* the punctuation characters the pieces can produce, each once,  */
+    size_t n_punct_cp;       /* in id order (NeMo's supported_punctuation)                      */
 };
 
 void tok_free(struct tokenizer *t);
@@ -32,6 +38,9 @@ vkasr_status tok_piece_text(const struct tokenizer *t, int32_t id, char **out, s
 /* True when piece id is punctuation in NeMo's sense (spec §6.7): its text consists of Unicode
  * punctuation (category P*) characters only, and it is not a special piece. */
 int tok_is_punct(const struct tokenizer *t, int32_t id);
+
+/* Derives punct and punct_cp from the pieces (every loader calls it last). */
+vkasr_status tok_index(struct tokenizer *t, struct err *e);
 
 /* Checks that s[0..n) is valid UTF-8 (no overlongs, no surrogates, <= U+10FFFF). */
 int utf8_valid(const char *s, size_t n);
