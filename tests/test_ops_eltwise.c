@@ -4,6 +4,7 @@
  * a device with f16; test_ops_eltwise_nof16 runs the rest on one without, where the f32 kernels must
  * not need 16-bit storage). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op_harness.h"
@@ -29,6 +30,50 @@ static void unary_inplace_case(struct th *h, int64_t n, int act, float alpha) {
         a[s] = (struct op_unary){.x = TH_T(x, s), .y = TH_T(x, s), .act = act, .alpha = alpha};
     if (th_run(h, OP_unary, &a[0], &a[1]))
         th_check(h, x, 1e-7);
+}
+
+/* Uploads recorded back to back without a wait (staged: they pile up in the staging buffer, which they
+ * overflow here, 3 x 24 MiB against 64), each followed by an op reading what it wrote, and each region
+ * then overwritten by the next upload: every op must see its own upload's data (copies ordered after
+ * the reads before them) and every download the last one's. Meaningful staged (test_ops_eltwise_staging,
+ * VKASR_FORCE_STAGING=1); host-mapped memory waits per upload. */
+static void upload_pileup_case(struct th *h) {
+    th_case(h, "uploads piled up without waits (3 x 24 MiB and small ones, regions rewritten)");
+    struct backend *dv = h->be[TH_DEV];
+    enum { PARTS = 3 };
+    const uint64_t big = 24ull << 20, n = big / 4;
+    float *src = malloc(big), *got = malloc(big);
+    uint64_t x = 0, y[PARTS] = {0};
+    bool ok = src && got && be_alloc(dv, BE_POOL_SCRATCH, big, &x) == VKASR_OK;
+    for (int p = 0; ok && p < PARTS; p++)
+        ok = be_alloc(dv, BE_POOL_SCRATCH, big, &y[p]) == VKASR_OK;
+    for (int p = 0; ok && p < PARTS; p++) {
+        for (uint64_t i = 0; i < n; i++)
+            src[i] = (float)(p + 1) + (float)(i % 1000) * 1e-3f;
+        /* x = part p's data (the region the previous part's op read), then y[p] = 2 x */
+        ok = be_upload(dv, x, src, big) == VKASR_OK &&
+             be_run(dv, OP_unary, &(struct op_unary){.x = be_tensor_1d(x, BE_F32, (int64_t)n),
+                                                      .y = be_tensor_1d(y[p], BE_F32, (int64_t)n), .act = ACT_NONE,
+                                                      .alpha = 2.0f}) == VKASR_OK;
+        for (int k = 0; ok && k < 8; k++) /* small uploads in between, into x's tail */
+            ok = be_upload(dv, x + big - 4096, src, 4096) == VKASR_OK;
+    }
+    for (int p = 0; ok && p < PARTS; p++) {
+        h->checks++;
+        ok = be_download(dv, got, y[p], big) == VKASR_OK;
+        for (uint64_t i = 0; ok && i < n; i++)
+            if (got[i] != 2.0f * ((float)(p + 1) + (float)(i % 1000) * 1e-3f)) {
+                printf("FAIL [%s]: part %d element %llu: %g\n", h->name, p, (unsigned long long)i, got[i]);
+                h->failures++;
+                break;
+            }
+    }
+    if (!ok) {
+        printf("FAIL [%s]: %s\n", h->name, dv->err.msg);
+        h->failures++;
+    }
+    free(src);
+    free(got);
 }
 
 static void binary_case(struct th *h, int64_t rows, int64_t cols, int64_t nb, int kind, int act, float alpha,
@@ -167,6 +212,7 @@ int main(void) {
             unary_case(&h, sizes[i], act, act == ACT_NONE ? 0.5f : 1.0f);
     unary_inplace_case(&h, 1025, ACT_NONE, 0.5f);
     unary_inplace_case(&h, 70001, ACT_TANH, 2.0f);
+    upload_pileup_case(&h);
 
     /* binary: full-size b, per-column vectors, scalars; every activation; y aliasing a. */
     for (int kind = BINARY_ADD; kind <= BINARY_MUL; kind++) {

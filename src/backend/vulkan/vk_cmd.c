@@ -357,9 +357,11 @@ static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffe
         s->pending = true;
         b->cur = (b->cur + 1) % VK_RING;
     }
-    if (wait)
+    if (wait) {
         for (int i = 0; i < VK_RING; i++)
             TRY(slot_wait(b, (b->cur + i) % VK_RING));
+        b->staging_used = 0; /* every staged upload's copy has run */
+    }
     return VKASR_OK;
 }
 

@@ -202,6 +202,7 @@ struct vk_backend {
     struct vk_range written[VK_MAX_TRACKED], read[VK_MAX_TRACKED];
     int n_written, n_read;
     struct vk_block staging;         /* host-visible bounce buffer (when device memory is not mappable) */
+    uint64_t staging_used;           /* its bytes read by recorded copies not yet waited for    */
     VkQueryPool queries;
     struct vk_profile_entry *prof;
     size_t nprof, capprof;
