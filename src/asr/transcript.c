@@ -63,27 +63,12 @@ static vkasr_status punct_collect(const struct tokenizer *tok, struct punct_set 
     *s = (struct punct_set){tok->punct_cp, tok->n_punct_cp, NULL};
     if (tok->punct)
         return VKASR_OK;
-    size_t cap = 0;
-    for (int32_t id = 0; id < tok->n; id++) {
-        if (!tok_is_punct(tok, id))
-            continue;
-        for (const char *p = tok->piece[id]; *p;) {
-            size_t len;
-            uint32_t cp = utf8_cp(p, &len);
-            p += len;
-            if (punct_has(s, cp))
-                continue;
-            if (s->n == cap) {
-                cap = cap ? 2 * cap : 16;
-                uint32_t *nc = realloc(s->owned, cap * sizeof *nc);
-                if (!nc)
-                    return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-                s->cp = s->owned = nc;
-            }
-            s->owned[s->n++] = cp;
-        }
-    }
-    return VKASR_OK;
+    /* a tokenizer built by hand, not indexed: index a shallow copy for this call */
+    struct tokenizer idx = {.n = tok->n, .piece = tok->piece, .type = tok->type};
+    vkasr_status st = tok_index(&idx, e);
+    free(idx.punct);
+    *s = (struct punct_set){idx.punct_cp, idx.n_punct_cp, idx.punct_cp};
+    return st;
 }
 
 /* NeMo: remove one whitespace character right before any supported punctuation character. */
