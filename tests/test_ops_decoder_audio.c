@@ -1,7 +1,8 @@
 /* test_ops_decoder_audio.c — the prediction network's LSTM step and the front end's STFT power spectrum
  * on Vulkan vs the C reference (double precision). The LSTM step of B rows (a batch of hypotheses, each
- * gated by its own S_EMIT-like word): against the reference, and each row bit-identical to the same
- * row computed alone on the device.
+ * gated by its own S_EMIT-like word), with f32 and f16 weights: against the reference, and each row
+ * bit-identical to the same row computed alone on the device (on a GPU with 32-wide subgroups, the
+ * variant adding the lanes through subgroup shuffles; lavapipe runs the shared-memory one).
  *
  * Tolerances (NMSE against the double reference):
  *   lstm_step 1e-10: each gate is an f32 dot product of In + P terms (relative error ~1e-7 at P = 1025),
