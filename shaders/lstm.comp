@@ -57,7 +57,7 @@ shared vec4 part[gl_WorkGroupSize.x * HB];
 #endif
 
 #ifdef W16
-// 4 consecutive f16 weights at byte address a (8-byte aligned), widened; one weight at element i
+// w4: 4 consecutive weights at byte address a (f16: 8-byte aligned), widened; LOADW: the weight at element i
 vec4 w4(uint64_t a) {
     const uvec2 u = U2Ref(a).v;
     return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y));

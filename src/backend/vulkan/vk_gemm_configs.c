@@ -150,7 +150,19 @@ static const struct vk_gemm_split_rule {
     {0, ANY, 1}, /* placeholder that matches nothing (N >= 16 on tensor cores) */
 };
 
-/* Slices of K for a tensor-core plan: the split rules (hinted products never get here: gemv.comp). */
+/* The choice table's tensor-core tile for a shape, or the smallest tile where that one cannot run here;
+ * NULL when neither can. */
+static const struct vk_gemm_cfg *cm_choice(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K) {
+    const struct vk_gemm_cfg *c = NULL;
+    for (size_t i = 0; i < sizeof cm_rules / sizeof *cm_rules && !c; i++)
+        if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max)
+            c = vk_gemm_find(cm_rules[i].cfg);
+    if (c && !vk_gemm_cfg_usable(c, caps))
+        c = vk_gemm_find("cm64x64_k32");
+    return c && vk_gemm_cfg_usable(c, caps) ? c : NULL;
+}
+
+/* Slices of K for a tensor-core plan: the split rules (hinted products are never split). */
 static uint32_t cm_splits(int64_t N, int64_t K) {
     for (size_t i = 0; i < sizeof split_rules / sizeof *split_rules; i++)
         if (N <= split_rules[i].n_max && K >= split_rules[i].k_min)
@@ -231,18 +243,11 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * workgroups, K steps of 128: the decoder at 60 s 21.4 ms against 23.5 with steps of 64 and 25.7
      * with f32 weights in gemv.comp, H100), more rows the choice table's tiles. */
     if (matvec && wtype == BE_F16 && N >= 16) {
-        p.cfg = vk_gemm_find(M <= 16 ? "cm16x64_k128" : "cm64x64_k32");
-        if (M > 64)
-            for (size_t i = 0; i < sizeof cm_rules / sizeof *cm_rules; i++)
-                if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max) {
-                    p.cfg = vk_gemm_find(cm_rules[i].cfg);
-                    break;
-                }
-        if (p.cfg && !vk_gemm_cfg_usable(p.cfg, caps))
-            p.cfg = vk_gemm_find("cm64x64_k32");
-        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+        p.cfg = M <= 16 ? vk_gemm_find("cm16x64_k128") : NULL;
+        if (!p.cfg || !vk_gemm_cfg_usable(p.cfg, caps))
+            p.cfg = cm_choice(caps, M, N, K);
+        if (p.cfg)
             return p;
-        p.cfg = NULL;
     }
 #endif
     /* A hinted product (the decoder's: a few rows per hypothesis, weight-bound): gemv.comp, parallel
@@ -265,16 +270,11 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     /* Tensor cores for f16 weights at any M, from the choice table (a configuration that cannot run
      * here falls back to the smallest). */
     if (wtype == BE_F16 && N >= 16) {
-        for (size_t i = 0; i < sizeof cm_rules / sizeof *cm_rules && !p.cfg; i++)
-            if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max)
-                p.cfg = vk_gemm_find(cm_rules[i].cfg);
-        if (p.cfg && !vk_gemm_cfg_usable(p.cfg, caps))
-            p.cfg = vk_gemm_find("cm64x64_k32");
-        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps)) {
+        p.cfg = cm_choice(caps, M, N, K);
+        if (p.cfg) {
             p.splits = cm_splits(N, K);
             return p;
         }
-        p.cfg = NULL;
     }
 #endif
 scalar:;
