@@ -1,6 +1,7 @@
 /* cu_dequant.cuh — one weight of a row of ggml block-quantized weights on CUDA (Q8_0, Q4_K, Q5_K, Q6_K):
  * the same f32 arithmetic as src/common/qblock.c (no FMA contraction), shared by the quantized linear
- * (cu_linear_quant.cu), the matrix-vector linear (cu_gemv.cu) and the LSTM step (cu_lstm.cu). */
+ * (cu_linear_quant.cu), the matrix-vector linear (cu_gemv.cu) and the LSTM step (cu_lstm.cu); and the
+ * 8-weight pieces of any weight type those two read. */
 #ifndef VKASR_CU_DEQUANT_CUH
 #define VKASR_CU_DEQUANT_CUH
 
@@ -56,6 +57,30 @@ template <int T> static __device__ __forceinline__ void dq_piece8(const unsigned
 #pragma unroll
     for (int i = 0; i < 8; i++)
         v[i] = dq_weight(T, row, k + i);
+}
+
+/* 8 consecutive elements at p (16-byte aligned), widened. */
+static __device__ __forceinline__ void dq_load8(const float *p, float v[8]) {
+    const float4 a = ((const float4 *)p)[0], c = ((const float4 *)p)[1];
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
+}
+static __device__ __forceinline__ float dq_lo(unsigned u) { return __half2float(__ushort_as_half((unsigned short)(u & 0xffffu))); }
+static __device__ __forceinline__ float dq_hi(unsigned u) { return __half2float(__ushort_as_half((unsigned short)(u >> 16))); }
+static __device__ __forceinline__ void dq_load8(const __half *p, float v[8]) {
+    const uint4 u = *(const uint4 *)p; /* element 0 in the low half of u.x (little-endian) */
+    v[0] = dq_lo(u.x), v[1] = dq_hi(u.x), v[2] = dq_lo(u.y), v[3] = dq_hi(u.y);
+    v[4] = dq_lo(u.z), v[5] = dq_hi(u.z), v[6] = dq_lo(u.w), v[7] = dq_hi(u.w);
+}
+
+/* Weights k .. k+7 of a row of type WT: f32, f16 (k a multiple of 8, the row 16-byte aligned) or a block
+ * type (dq_piece8). */
+template <int WT> static __device__ __forceinline__ void dq_w8(const unsigned char *row, int64_t k, float v[8]) {
+    if (WT == BE_F32)
+        dq_load8((const float *)row + k, v);
+    else if (WT == BE_F16)
+        dq_load8((const __half *)row + k, v);
+    else
+        dq_piece8<WT>(row, k, v);
 }
 
 /* Bytes of a row of k weights of block type `type`. */

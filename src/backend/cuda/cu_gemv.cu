@@ -8,34 +8,11 @@
 #define GEMV_THREADS 256
 #define GEMV_COLS (GEMV_THREADS / 32) /* output columns per tile: a warp each */
 
-/* 8 consecutive elements at p (16-byte aligned), widened. */
-static __device__ __forceinline__ void gv_load8(const float *p, float v[8]) {
-    const float4 a = ((const float4 *)p)[0], c = ((const float4 *)p)[1];
-    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = c.x, v[5] = c.y, v[6] = c.z, v[7] = c.w;
-}
-static __device__ __forceinline__ float gv_lo(unsigned u) { return __half2float(__ushort_as_half((unsigned short)(u & 0xffffu))); }
-static __device__ __forceinline__ float gv_hi(unsigned u) { return __half2float(__ushort_as_half((unsigned short)(u >> 16))); }
-static __device__ __forceinline__ void gv_load8(const __half *p, float v[8]) {
-    const uint4 u = *(const uint4 *)p; /* element 0 in the low half of u.x (little-endian) */
-    v[0] = gv_lo(u.x), v[1] = gv_hi(u.x), v[2] = gv_lo(u.y), v[3] = gv_hi(u.y);
-    v[4] = gv_lo(u.z), v[5] = gv_hi(u.z), v[6] = gv_lo(u.w), v[7] = gv_hi(u.w);
-}
-
 /* x[i] as the product takes it: rounded to f16 when w is f16 and x is f32 (ops.h). */
 template <int WT, typename TX> static __device__ __forceinline__ float gv_x(float v) {
     if (WT == BE_F16 && sizeof(TX) == 4)
         return __half2float(__float2half_rn(v));
     return v;
-}
-
-/* Weights k .. k+7 of row `row` (k a multiple of 8; f32 / f16 rows 16-byte aligned). */
-template <int WT> static __device__ __forceinline__ void gv_w8(const unsigned char *row, int64_t k, float v[8]) {
-    if (WT == BE_F32)
-        gv_load8((const float *)row + k, v);
-    else if (WT == BE_F16)
-        gv_load8((const __half *)row + k, v);
-    else
-        dq_piece8<WT>(row, k, v);
 }
 
 /* y [M, N] = res + alpha * act(x w^T + bias). Tiles of MR rows x GEMV_COLS columns, grid-stride. A lane
@@ -60,14 +37,14 @@ static __global__ void __launch_bounds__(GEMV_THREADS)
             if (vec || (WT != BE_F32 && WT != BE_F16)) {
                 for (int64_t k = 8 * lane; k < K; k += 256) {
                     float wv[8];
-                    gv_w8<WT>(wr, k, wv);
+                    dq_w8<WT>(wr, k, wv);
 #pragma unroll
                     for (int r = 0; r < MR; r++) {
                         if (r < rows) {
                             const TX *xr = x + (m0 + r) * K + k;
                             float xv[8];
                             if (vec) {
-                                gv_load8(xr, xv);
+                                dq_load8(xr, xv);
                             } else {
 #pragma unroll
                                 for (int i = 0; i < 8; i++)

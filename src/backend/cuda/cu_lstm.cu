@@ -13,44 +13,13 @@
 static __device__ __forceinline__ float sigmoidf_(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 /* acc[r] += w . x_r over K for rows r < rows of x (row stride K). f32 w: float4 pieces (VEC: K % 4 == 0,
- * w and x 16-byte aligned: k = 4 lane + 128 i) or single weights (k = lane + 32 i); block types: 8-weight
- * pieces (k = 8 lane + 256 i), x read as float4 when VEC. */
+ * w and x 16-byte aligned: k = 4 lane + 128 i) or single weights (k = lane + 32 i); f16 w: 8-weight pieces
+ * with VEC (K % 8 == 0), else single weights; block types: 8-weight pieces (k = 8 lane + 256 i, dq_w8), x
+ * read as two float4 when VEC. */
 template <int WT, bool VEC>
 static __device__ __forceinline__ void lstm_dot(const unsigned char *w, const float *x, int64_t K, int rows,
                                                 int lane, float acc[LSTM_ROWS]) {
-    if (WT == BE_F16) { /* 8 weights per 16-byte load (VEC: K % 8 == 0 here), or single weights */
-        const __half *wh = (const __half *)w;
-        if (VEC) {
-            for (int64_t k = 8 * lane; k < K; k += 256) {
-                const uint4 u = *(const uint4 *)(wh + k);
-                const __half2 *h2 = (const __half2 *)&u;
-                float wv[8];
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const float2 f = __half22float2(h2[i]);
-                    wv[2 * i] = f.x, wv[2 * i + 1] = f.y;
-                }
-#pragma unroll
-                for (int r = 0; r < LSTM_ROWS; r++)
-                    if (r < rows) {
-                        const float *xr = x + r * K + k;
-                        const float4 a = ((const float4 *)xr)[0], c = ((const float4 *)xr)[1];
-                        const float xv[8] = {a.x, a.y, a.z, a.w, c.x, c.y, c.z, c.w};
-#pragma unroll
-                        for (int i = 0; i < 8; i++)
-                            acc[r] = fmaf(wv[i], xv[i], acc[r]);
-                    }
-            }
-        } else {
-            for (int64_t k = lane; k < K; k += 32) {
-                const float wv = __half2float(wh[k]);
-#pragma unroll
-                for (int r = 0; r < LSTM_ROWS; r++)
-                    if (r < rows)
-                        acc[r] = fmaf(wv, x[r * K + k], acc[r]);
-            }
-        }
-    } else if (WT == BE_F32 && VEC) {
+    if (WT == BE_F32 && VEC) {
         const float *wf = (const float *)w;
         for (int64_t k = 4 * lane; k < K; k += 128) {
             const float4 wv = *(const float4 *)(wf + k);
@@ -64,28 +33,25 @@ static __device__ __forceinline__ void lstm_dot(const unsigned char *w, const fl
                     acc[r] = fmaf(wv.w, xv.w, acc[r]);
                 }
         }
-    } else if (WT == BE_F32) {
-        const float *wf = (const float *)w;
+    } else if (WT == BE_F32 || (WT == BE_F16 && !VEC)) { /* single weights */
         for (int64_t k = lane; k < K; k += 32) {
-            const float wv = wf[k];
+            const float wv = WT == BE_F16 ? __half2float(((const __half *)w)[k]) : ((const float *)w)[k];
 #pragma unroll
             for (int r = 0; r < LSTM_ROWS; r++)
                 if (r < rows)
                     acc[r] = fmaf(wv, x[r * K + k], acc[r]);
         }
-    } else {
+    } else { /* 8-weight pieces: block types, and f16 with VEC (K % 8 == 0 then) */
         for (int64_t k = 8 * lane; k < K; k += 256) {
             float wv[8];
-            dq_piece8<WT>(w, k, wv);
+            dq_w8<WT>(w, k, wv);
 #pragma unroll
             for (int r = 0; r < LSTM_ROWS; r++)
                 if (r < rows) {
                     const float *xr = x + r * K + k;
                     float xv[8];
                     if (VEC) {
-                        const float4 a = ((const float4 *)xr)[0], c = ((const float4 *)xr)[1];
-                        xv[0] = a.x, xv[1] = a.y, xv[2] = a.z, xv[3] = a.w;
-                        xv[4] = c.x, xv[5] = c.y, xv[6] = c.z, xv[7] = c.w;
+                        dq_load8(xr, xv);
                     } else {
 #pragma unroll
                         for (int i = 0; i < 8; i++)
