@@ -2,7 +2,7 @@
 # test_cli.sh — the vkasr CLI: exit codes, output formats, file outputs, --dump, stdin, convert,
 # devices, bench, several inputs with a bad one, write errors on stdout, --attention, --max-memory,
 # -v, --max-symbols, --profile; batches (--batch, --manifest / --output-manifest with WER, --devices on
-# one device twice, --shard).
+# one device twice, --sessions, --shard).
 # usage: test_cli.sh VKASR CHECKER DATA_DIR WORK_DIR VKASR_BIN [PART]
 #   VKASR runs the CLI with validation recorded (a wrapper script); VKASR_BIN is the executable itself,
 #   for the tests that send it signals; PART 1, 2 or all (below).
@@ -210,6 +210,12 @@ expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-ma
 cmp -s "$WORK/man/out.jsonl" "$WORK/man/out2.jsonl" || fail "--devices 0,0: output manifest differs from one device"
 grep -Eq "on 2 worker\(s\): .*; loading the model [0-9.]+ s, RTFx" "$WORK/err" ||
     fail "--devices 0,0: the summary line names one model loaded"
+# --sessions 2: two workers on one model (auto, above, gives a CPU device one)
+expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out4.jsonl" \
+    --sessions 2 --batch 1
+cmp -s "$WORK/man/out.jsonl" "$WORK/man/out4.jsonl" || fail "--sessions 2: output manifest differs from one session"
+grep -Eq "on 2 worker\(s\): .*; loading the model [0-9.]+ s, RTFx" "$WORK/err" ||
+    fail "--sessions 2: the summary line names two workers and one model loaded"
 # the first device by index and by name: two models, loaded at the same time on two threads
 DEV0=$("$VKASR" devices | sed -n 's/^device 0: \([^ ,(]*\).*/\1/p' | head -n 1) # its first word
 [ -n "$DEV0" ] || fail "devices names device 0"
@@ -245,7 +251,8 @@ cmp -s "$WORK/out" "$WORK/many.json" || fail "--manifest, windows decoded ahead:
 grep -E "not_audio|none2" "$WORK/err" | cmp -s - "$WORK/many.err" ||
     fail "--manifest, windows decoded ahead: the bad files' errors differ from one file per call's, or their order"
 [ "$(wc -l <"$WORK/many.err")" -eq 2 ] || fail "--manifest, windows decoded ahead: want two errors, one per bad file"
-for bad in "--batch 0" "--batch x" "--shard 3/3" "--shard 1" "--devices ,0" "-d 0 --devices 0"; do
+for bad in "--batch 0" "--batch x" "--shard 3/3" "--shard 1" "--devices ,0" "-d 0 --devices 0" "--sessions 0" \
+    "--sessions 9" "--sessions x"; do
     expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" $bad
 done
 expect 2 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" "$WAV"

@@ -85,10 +85,12 @@ void shard_range(size_t total, size_t k, size_t n, size_t *first, size_t *count)
 /* ---- transcribe_batch.c ---- */
 
 /* What the batched path of `vkasr transcribe` needs from the command line. */
+#define MAX_SESSIONS 8 /* --sessions: workers per device at most */
 struct batch_run {
     const char *model;
-    const char *const *devices;    /* one worker per entry (a device string as -d takes) */
+    const char *const *devices;    /* workers per entry (a device string as -d takes)    */
     int ndevices;
+    int sessions;                  /* workers (sessions) per device entry; 0: auto       */
     vkasr_model_params mp;         /* device set per worker                              */
     vkasr_transcribe_params tp;    /* no callbacks                                       */
     size_t batch;                  /* inputs per device batch; 0: chosen from memory     */
@@ -98,8 +100,8 @@ struct batch_run {
     const char *out_manifest;      /* NULL: none                                         */
     bool no_prints, verbose, profile, progress;
 };
-/* Transcribes the inputs in packed batches, windows of consecutive inputs taken by one worker per device
- * (whoever is free takes the next window), outputs in input order. Returns the exit code. */
+/* Transcribes the inputs in packed batches, windows of consecutive inputs taken by the workers of the
+ * devices (whoever is free takes the next window), outputs in input order. Returns the exit code. */
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n);
 
 /* ---- transcribe_opts.c ---- */
@@ -119,6 +121,7 @@ struct transcribe_opts {
     uint64_t max_memory;
     bool batched;                  /* the batched path (--batch, or implied)               */
     size_t batch, shard_k, shard_n;
+    int sessions;                  /* --sessions; 0: auto                                  */
     const char **devices;          /* --devices split (into devbuf)                        */
     char *devbuf;
     int ndevices;

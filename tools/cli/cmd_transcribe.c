@@ -54,7 +54,7 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
             fprintf(stderr, "vkasr: shard %zu of %zu: inputs %zu .. %zu of %zu\n", o->shard_k, o->shard_n, first,
                     first + count, n);
         struct batch_run b = {
-            .model = c->model, .devices = o->devices, .ndevices = o->ndevices, .mp = *mp,
+            .model = c->model, .devices = o->devices, .ndevices = o->ndevices, .sessions = o->sessions, .mp = *mp,
             .tp = transcribe_params(o), .batch = o->batch, .stdout_fmt = o->stdout_fmt, .dump = o->dump,
             .out_manifest = o->out_manifest, .no_prints = c->no_prints, .verbose = c->verbose,
             .profile = o->profile, .progress = show_progress(c, o),

@@ -1,6 +1,6 @@
 /* transcribe_batch.c — the batched path of `vkasr transcribe`: windows of consecutive inputs, taken by
- * one worker per device (a session and thread each) through vkasr_transcribe_batch(); outputs are
- * written in input order as soon as the windows before them are. */
+ * the devices' workers (--sessions per device, a session and thread each) through
+ * vkasr_transcribe_batch(); outputs are written in input order as soon as the windows before them are. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
@@ -394,11 +394,15 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-/* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few). */
-static struct window *make_windows(const struct batch_run *o, const struct manifest_entry *in, size_t n, size_t *nw) {
+/* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few:
+ * three per worker across devices, so that a faster device takes more; two per session of one device,
+ * which share it, so that batches stay large). */
+static struct window *make_windows(const struct batch_run *o, const struct manifest_entry *in, size_t n, int workers,
+                                   size_t *nw) {
     size_t cap = o->batch ? 4 * o->batch : WINDOW_AUTO_INPUTS;
-    if (o->ndevices > 1) {
-        size_t share = (n + 3 * (size_t)o->ndevices - 1) / (3 * (size_t)o->ndevices), least = o->batch ? o->batch : 64;
+    if (workers > 1) {
+        const size_t per = (o->ndevices > 1 ? 3 : 2) * (size_t)workers;
+        size_t share = (n + per - 1) / per, least = o->batch ? o->batch : 64;
         share = share > least ? share : least;
         cap = share < cap ? share : cap;
     }
@@ -486,15 +490,47 @@ static int load_models(const struct batch_run *o, const struct worker *wk, int n
     return rc;
 }
 
+/* Sessions per device entry: --sessions, else (auto) two where one device is named and it is a GPU
+ * through Vulkan: each session submits to the device's queue as it goes, so one session's host work,
+ * uploads and decoder round trips run while the other's encoder keeps the GPU busy (docs/batch.md).
+ * One on the CPU backend and on CUDA (not measured there); a CPU device through Vulkan (lavapipe) is
+ * recognised after the load (cpu_device). */
+static int sessions_per_device(const struct batch_run *o) {
+    if (o->sessions > 0)
+        return o->sessions;
+    if (o->ndevices > 1)
+        return 1;
+    const char *dev = o->ndevices == 1 ? o->devices[0] : o->mp.device;
+    if (!dev || !*dev)
+        dev = getenv("VKASR_DEVICE");
+    return dev && (!strcmp(dev, "cpu") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
+}
+
+/* The model's device is a CPU (lavapipe): sessions there would only share its cores. */
+static bool cpu_device(const vkasr_model *m) {
+    vkasr_model_info info;
+    vkasr_device_info dev[16];
+    size_t n = 0;
+    vkasr_error err;
+    if (vkasr_model_get_info(m, &info) != VKASR_OK || vkasr_list_devices(dev, 16, &n, &err) != VKASR_OK)
+        return false;
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (!strcmp(dev[i].name, info.device_name))
+            return !strcmp(dev[i].type, "cpu");
+    return false;
+}
+
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
     const double t_start = now_s();
     struct shared sh = {.o = o, .in = in, .ninputs = n, .rc = EXIT_OK, .t0 = t_start};
     pthread_mutex_init(&sh.mu, NULL);
     int rc = EXIT_OK;
-    const int nd = o->ndevices > 0 ? o->ndevices : 1;
+    /* workers: the first session of every device entry, then the second of every entry, and so on */
+    const int ne = o->ndevices > 0 ? o->ndevices : 1, spd = sessions_per_device(o);
+    int nd = ne * spd;
     struct worker *wk = calloc((size_t)nd, sizeof *wk);
     vkasr_model **models = calloc((size_t)nd, sizeof *models);
-    sh.w = make_windows(o, in, n, &sh.nw);
+    sh.w = make_windows(o, in, n, nd, &sh.nw);
     if (!wk || !models || !sh.w) {
         fprintf(stderr, "vkasr: out of memory\n");
         rc = EXIT_FAIL;
@@ -518,10 +554,12 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         rc = EXIT_AUDIO;
     }
     for (int i = 0; rc == EXIT_OK && i < nd; i++)
-        wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i] : o->mp.device, .id = i};
+        wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i % ne] : o->mp.device, .id = i};
     int nmodels = 0, prefetch_threads_used = 0;
     if (rc == EXIT_OK)
         rc = load_models(o, wk, nd, models, &nmodels);
+    if (rc == EXIT_OK && o->sessions == 0 && nd > ne && cpu_device(models[0]))
+        nd = ne; /* auto on a CPU device: one session (the others are the last workers; their model is shared) */
     if (rc == EXIT_OK) {
         vkasr_model_info info;
         vkasr_model_get_info(models[0], &info);

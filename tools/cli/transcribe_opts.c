@@ -137,6 +137,17 @@ static int arg_batch(const char *opt, const char *v, void *field) {
     return EXIT_OK;
 }
 
+static int arg_sessions(const char *opt, const char *v, void *field) {
+    struct transcribe_opts *o = field;
+    char *end = NULL;
+    long n = strcmp(v, "auto") ? strtol(v, &end, 10) : 0;
+    if (end && (n < 1 || n > MAX_SESSIONS || *end)) {
+        fprintf(stderr, "vkasr: %s needs 1 to %d sessions per device, or auto\n", opt, MAX_SESSIONS);
+        return EXIT_USAGE;
+    }
+    o->sessions = (int)n;
+    return EXIT_OK;
+}
 
 static int arg_shard(const char *opt, const char *v, void *field) {
     struct transcribe_opts *o = field;
@@ -200,6 +211,11 @@ static const struct cli_opt transcribe_table[] = {
      "or cuda:0,cuda:1), a session each (the devices load the model at the\n"
      "same time); each takes the next window of inputs when it is free. A\n"
      "device named twice gets two sessions on one model"),
+    OPT_VALUE("--sessions", "N|auto", 0, arg_sessions,
+     "sessions per device, each a worker on a thread of its own taking the\n"
+     "next window (1 to 8); auto (the default): 2 on a GPU through Vulkan\n"
+     "when one device is named (one session's host work and decoder run\n"
+     "while the other's encoder keeps the GPU busy), else 1"),
     OPT_VALUE("--shard", "K/N", 0, arg_shard,
      "only the K-th (0 .. N-1) of N contiguous slices of the inputs, for a job\n"
      "array (Slurm, Kubernetes indexed jobs, GNU parallel)"),
@@ -220,7 +236,7 @@ static int usage_error(const char *msg) {
 /* The rules between options; EXIT_OK or EXIT_USAGE after a message. */
 static int check_combinations(const struct cli_common *c, struct transcribe_opts *o) {
     /* the batched path: --batch, or anything that makes sense only for many inputs (auto batches) */
-    if (!o->batched && (o->manifest || o->out_manifest || o->devices_arg || o->shard_n > 1)) {
+    if (!o->batched && (o->manifest || o->out_manifest || o->devices_arg || o->sessions || o->shard_n > 1)) {
         o->batched = true;
         o->batch = 0;
     }
