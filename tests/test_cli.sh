@@ -203,8 +203,12 @@ expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-ma
 grep -Eq "WER [0-9.]+ % \([0-9]+ errors.* over 20 reference words of 5 inputs with text\)" "$WORK/err" ||
     fail "--output-manifest: no WER summary over the 5 inputs with text"
 grep -q "none.wav" "$WORK/err" || fail "--manifest: the missing file is named"
-grep -Eq "6 inputs, [0-9.]+ s of audio in [0-9.]+ s on 1 worker\(s\): RTFx [0-9.]+, peak device memory" "$WORK/err" ||
+grep -Eq "6 inputs, [0-9.]+ s of audio in [0-9.]+ s on [12] worker\(s\): RTFx [0-9.]+, peak device memory" "$WORK/err" ||
     fail "--manifest: no summary line"
+# --sessions auto: one session on a CPU device (lavapipe), two on a GPU (the default device is device 0
+# where the tests run: lavapipe alone, or the GPU machine's one GPU)
+sessions=2; "$VKASR" devices | sed -n 2p | grep -q "type *cpu" && sessions=1
+grep -Eq " on $sessions worker\(s\): " "$WORK/err" || fail "--sessions auto: want $sessions session(s) on this device"
 expect 4 "$VKASR" transcribe -m "$M" --manifest "$WORK/man/in.jsonl" --output-manifest "$WORK/man/out2.jsonl" \
     --devices 0,0 --batch 2
 cmp -s "$WORK/man/out.jsonl" "$WORK/man/out2.jsonl" || fail "--devices 0,0: output manifest differs from one device"
