@@ -3,7 +3,8 @@
 # CUDA backend and PyTorch (transformers, bf16) on the 0.6B-shaped random TDT model (model06.sh): encoder
 # at 60 s and 10 min, decoder and end to end at 60 s (`vkasr bench`, f16, median of 5), attention per layer
 # at T = 7500 (bench_attention, the chosen kernel and ATT_CONFIGS), the GEMM 7500 x 4096 x 1024 (bench_ops),
-# packed batches over N (1000) inputs of 2-20 s (vkasr --batch 256 and 64 after a warm-up; PyTorch's padded
+# packed batches over N (1000) inputs of 2-20 s (vkasr --batch 256 and 64 after a warm-up, and 256 with one
+# session; PyTorch's padded
 # batches of 256, encoder only and end to end), and the per-op GPU profiles at 10 min (Vulkan and CUDA).
 # About 9 minutes (1-2 more the first time: the model and the inputs). In $OUT: table.md (made by
 # headline_table.py) and every log and JSON it is made from.
@@ -39,11 +40,14 @@ timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" >"$O
 cat "$OUT/attention.txt" "$OUT/gemm.txt"
 # packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
-for b in 256 64; do
-    timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch $b \
-        --output-manifest "$OUT/vkasr-batch$b.jsonl" >/dev/null 2>"$OUT/batch$b.log"
+# (two sessions on the GPU, --sessions auto; then batch 256 with one session, batch256s1.log)
+for b in 256 64 256s1; do
+    timeout 120 $V transcribe -v -m "$G06" --manifest "$SET/manifest.jsonl" --batch ${b%s1} \
+        $([ "$b" = 256s1 ] && echo --sessions 1) --output-manifest "$OUT/vkasr-batch$b.jsonl" >/dev/null 2>"$OUT/batch$b.log"
     echo "vkasr batch $b rc=$?: $(grep -E 'inputs, .* RTFx' "$OUT/batch$b.log")"
 done
+cmp -s "$OUT/vkasr-batch256.jsonl" "$OUT/vkasr-batch256s1.jsonl" && echo "batch 256: one and two sessions' manifests identical" ||
+    echo "batch 256: one and two sessions' manifests DIFFER"
 timeout 150 python3 tools/fixtures/batch_pytorch.py --model "$P06" --manifest "$SET/manifest.jsonl" --batches 256 \
     --budget 40 --out "$OUT/pytorch-batch" >"$OUT/batch-pytorch.log" 2>&1
 echo "pytorch batch rc=$?"
