@@ -276,6 +276,10 @@ typedef struct vkasr_model_info {
 } vkasr_model_info;
 
 VKASR_API vkasr_status vkasr_model_get_info(const vkasr_model *model, vkasr_model_info *out);
+/* Whether the model computes on the host's CPU: the plain-C reference backend (device "cpu") or a
+ * CPU Vulkan driver such as lavapipe (type "cpu" in vkasr_list_devices). There, several sessions only
+ * share the same cores, and long audio runs much slower than on a GPU. false for NULL. */
+VKASR_API bool vkasr_model_on_cpu(const vkasr_model *model);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Conversion                                                                                     */

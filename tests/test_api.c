@@ -493,6 +493,20 @@ static void test_info(vkasr_model *m, vkasr_head head) {
     EXPECT(info.head == head && info.d_model == 16 && info.n_layers == 2 && info.n_mels == 16 && info.n_params > 0 &&
                info.precision != VKASR_PRECISION_AUTO && info.device_name[0],
            "info for head %d", (int)head);
+    /* on a CPU exactly where the device listing says the model's device is one (the reference backend,
+     * which the listing leaves out, is) */
+    vkasr_device_info dev[16];
+    size_t n = 0;
+    vkasr_error err;
+    bool cpu = true;
+    if (vkasr_list_devices(dev, 16, &n, &err) == VKASR_OK)
+        for (size_t i = 0; i < n && i < 16; i++)
+            if (!strcmp(dev[i].name, info.device_name)) {
+                cpu = !strcmp(dev[i].type, "cpu");
+                break;
+            }
+    EXPECT(vkasr_model_on_cpu(m) == cpu, "vkasr_model_on_cpu on %s: want %d", info.device_name, (int)cpu);
+    EXPECT(!vkasr_model_on_cpu(NULL), "vkasr_model_on_cpu(NULL)");
 }
 
 int main(int argc, char **argv) {

@@ -75,8 +75,9 @@ static gpointer load_main(gpointer data) {
         vkasr_transcribe_pcm(a->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, NULL, &r);
         vkasr_model_info info;
         vkasr_model_get_info(a->model, &info);
-        char *msg = g_strdup_printf("%s — %.1fM parameters, %s, on %s", path, info.n_params / 1e6,
-                                    info.precision == VKASR_PRECISION_F16 ? "f16" : "f32", info.device_name);
+        char *msg = g_strdup_printf("%s — %.1fM parameters, %s, on %s%s", path, info.n_params / 1e6,
+                                    info.precision == VKASR_PRECISION_F16 ? "f16" : "f32", info.device_name,
+                                    vkasr_model_on_cpu(a->model) ? " (a CPU: slower than a GPU)" : "");
         post(a, (struct ev){.kind = EV_READY, .flag = true, .text = msg});
     } else {
         post(a, (struct ev){.kind = EV_READY, .flag = false, .text = g_strdup(err.message)});

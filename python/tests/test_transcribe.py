@@ -105,6 +105,9 @@ def test_errors_from_real_failures(model, tmp_path):
 def test_closed_model_and_default_model(tmp_path):
     m = vkasr.Model()  # the default model (the source tree's, or $VKASR_MODEL)
     assert m.info.head == "tdt" and m.info.vocab_size > 0
+    # on a CPU exactly where the device listing says the model's device is one
+    listed = [d for d in vkasr.devices() if d.name == m.info.device]
+    assert listed and m.info.on_cpu == (listed[0].type == "cpu")
     m.close()
     m.close()
     with pytest.raises(vkasr.InvalidArgumentError):

@@ -147,6 +147,7 @@ _PROTOTYPES = {
     "vkasr_model_load": (c_int, [c_char_p, POINTER(ModelParams), POINTER(_P), POINTER(Error)]),
     "vkasr_model_free": (None, [_P]),
     "vkasr_model_get_info": (c_int, [_P, POINTER(ModelInfo)]),
+    "vkasr_model_on_cpu": (c_bool, [_P]),
     "vkasr_session_create": (c_int, [_P, POINTER(_P), POINTER(Error)]),
     "vkasr_session_free": (None, [_P]),
     "vkasr_session_last_error": (c_char_p, [_P]),

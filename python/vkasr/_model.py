@@ -36,7 +36,8 @@ class Progress:
 @dataclass(frozen=True)
 class ModelInfo:
     """A loaded model: its head ("tdt", "rnnt" or "ctc"), sizes, precision in use ("f32" or "f16"),
-    device name and the device memory its weights hold."""
+    device name, the device memory its weights hold, and whether that device is the host's CPU (the
+    reference backend or a CPU Vulkan driver such as lavapipe)."""
 
     head: str
     d_model: int
@@ -46,6 +47,7 @@ class ModelInfo:
     precision: str
     device: str
     weight_bytes: int
+    on_cpu: bool
 
 
 @dataclass(frozen=True)
@@ -261,13 +263,14 @@ class Model:
         mi = _lib.ModelInfo()
         with self._session() as (_session, ok):  # checks the model is open
             st = self._lib.vkasr_model_get_info(self._handle, byref(mi))
+            on_cpu = bool(self._lib.vkasr_model_on_cpu(self._handle))
             ok[0] = True
         if st != _lib.OK:
             raise error_for(st, "vkasr_model_get_info failed")
         return ModelInfo(head=_HEADS[mi.head] if 0 <= mi.head < 3 else str(mi.head), d_model=mi.d_model,
                          n_layers=mi.n_layers, vocab_size=mi.vocab_size, n_params=mi.n_params,
                          precision="f16" if mi.precision == _lib.PRECISION_F16 else "f32",
-                         device=_s(mi.device_name), weight_bytes=mi.weight_bytes)
+                         device=_s(mi.device_name), weight_bytes=mi.weight_bytes, on_cpu=on_cpu)
 
     # -- sessions --------------------------------------------------------------------------------------
 

@@ -168,6 +168,8 @@ vkasr_status vkasr_model_get_info(const vkasr_model *m, vkasr_model_info *out) {
     return VKASR_OK;
 }
 
+bool vkasr_model_on_cpu(const vkasr_model *m) { return m && m->dev->info.cpu; }
+
 /* ---- sessions ---------------------------------------------------------------------------------- */
 
 void api_result_clear(struct vkasr_result *r) {

@@ -494,7 +494,7 @@ static int load_models(const struct batch_run *o, const struct worker *wk, int n
  * through Vulkan: each session submits to the device's queue as it goes, so one session's host work,
  * uploads and decoder round trips run while the other's encoder keeps the GPU busy (docs/batch.md).
  * One on the CPU backend and on CUDA (not measured there); a CPU device through Vulkan (lavapipe) is
- * recognised after the load (cpu_device). */
+ * recognised after the load (vkasr_model_on_cpu). */
 static int sessions_per_device(const struct batch_run *o) {
     if (o->sessions > 0)
         return o->sessions;
@@ -504,20 +504,6 @@ static int sessions_per_device(const struct batch_run *o) {
     if (!dev || !*dev)
         dev = getenv("VKASR_DEVICE");
     return dev && (!strcmp(dev, "cpu") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
-}
-
-/* The model's device is a CPU (lavapipe): sessions there would only share its cores. */
-static bool cpu_device(const vkasr_model *m) {
-    vkasr_model_info info;
-    vkasr_device_info dev[16];
-    size_t n = 0;
-    vkasr_error err;
-    if (vkasr_model_get_info(m, &info) != VKASR_OK || vkasr_list_devices(dev, 16, &n, &err) != VKASR_OK)
-        return false;
-    for (size_t i = 0; i < n && i < 16; i++)
-        if (!strcmp(dev[i].name, info.device_name))
-            return !strcmp(dev[i].type, "cpu");
-    return false;
 }
 
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
@@ -558,7 +544,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     int nmodels = 0, prefetch_threads_used = 0;
     if (rc == EXIT_OK)
         rc = load_models(o, wk, nd, models, &nmodels);
-    if (rc == EXIT_OK && o->sessions == 0 && nd > ne && cpu_device(models[0]))
+    if (rc == EXIT_OK && o->sessions == 0 && nd > ne && vkasr_model_on_cpu(models[0]))
         nd = ne; /* auto on a CPU device: one session (the others are the last workers; their model is shared) */
     if (rc == EXIT_OK) {
         vkasr_model_info info;
