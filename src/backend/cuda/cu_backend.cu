@@ -292,9 +292,22 @@ static void cub_destroy(struct backend *bb) {
     free(b);
 }
 
+/* designated, in the struct's order (C++20 syntax; nvcc takes it in C++17 mode), as the other backends'
+ * vtables are: a slot added to backend_vtbl cannot shift the others */
 static const struct backend_vtbl cu_backend_vtbl = {
-    cub_destroy, cub_upload, cub_download, cub_flush, cub_throttle, cub_sync, cub_run, cub_profile,
-    cub_profile_reset, cu_graph_begin, cu_graph_end, cu_graph_run, cu_graph_free,
+    .destroy = cub_destroy,
+    .upload = cub_upload,
+    .download = cub_download,
+    .flush = cub_flush,
+    .throttle = cub_throttle,
+    .sync = cub_sync,
+    .run = cub_run,
+    .profile = cub_profile,
+    .profile_reset = cub_profile_reset,
+    .graph_begin = cu_graph_begin,
+    .graph_end = cu_graph_end,
+    .graph_run = cu_graph_run,
+    .graph_free = cu_graph_free,
 };
 
 static vkasr_status backend_init(struct cu_backend *b, struct err *e) {

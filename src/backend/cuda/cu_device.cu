@@ -180,7 +180,10 @@ static void cud_memory(const struct be_device *bd, struct be_memory *out) {
 }
 
 static const struct be_device_vtbl cu_device_vtbl = {
-    cud_destroy, cu_backend_create, cud_validation, cud_memory,
+    .destroy = cud_destroy,
+    .create_backend = cu_backend_create,
+    .validation_messages = cud_validation,
+    .memory = cud_memory,
 };
 
 extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
