@@ -1,12 +1,15 @@
 /*
  * vkasr.h — the public C API of vkasr, speech recognition with NVIDIA Parakeet models
- * (FastConformer encoder; TDT, RNN-T and CTC heads) on any Vulkan 1.2 GPU.
+ * (FastConformer encoder; TDT, RNN-T and CTC heads) on any Vulkan 1.2 GPU; also, for checking it, on a
+ * plain-C CPU backend and (a build option) CUDA.
  *
  * Objects
  *   vkasr_model    weights on one device plus the tokenizer. Read-only after vkasr_model_load():
  *                  one model may be shared by any number of threads.
  *   vkasr_session  the working state of one transcription at a time (scratch memory, command
- *                  buffers). Not thread-safe: use one session per thread.
+ *                  buffers). Not thread-safe: use one session per thread. Sessions on one GPU share
+ *                  its queue: a second session's GPU work fills the gaps the first leaves while it
+ *                  works on the host (vkasr transcribe --sessions runs two for batches).
  *   vkasr_result   owned by its session; valid until the next transcribe call on that session or
  *                  vkasr_session_free().
  *   vkasr_stream   live transcription on a session (below): audio pushed in pieces from any thread,
