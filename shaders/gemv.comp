@@ -17,8 +17,14 @@
 //
 // ACT_GLU: columns in pair order (linear.glsl); the invocations of an even group apply the epilogue to
 // the sums of their own column (value) and of the next group's (gate).
+// Wide groups (spec 5: NC > 1, even, f32 or f16 w): a group owns NC consecutive columns (ACT_GLU:
+// NC / 2 whole value-gate pairs) and
+// loads each x chunk once for all of them, so x's traffic is M x N x K / NC instead of M x N x K (a
+// batch's projection, 256 x 640 x 640: 292 us in one-column 32-row tiles, 47.5 in groups of 4 x 4;
+// H100). Every output keeps its lane's sum and the lane-order addition, so a wide group's result is
+// bit for bit a one-column group's (test_ops_linear).
 // spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 1: MR, at most 32 (one invocation
-// per row adds the lane sums); 7: tensor types (linear.glsl).
+// per row adds the lane sums); 5: NC (1: one column per group); 7: tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
 //
 // -DWQ_<type> (dequant.glsl): w holds rows of K / QB_K quantized blocks, read as they are. A lane sweeps
@@ -36,8 +42,9 @@ layout(local_size_x_id = 0) in;
 
 #define LANES 32u
 layout(constant_id = 1) const uint MR = 8;
+layout(constant_id = 5) const uint NC = 1; // quantized weights (-DWQ_*): always 1
 
-shared float part[gl_WorkGroupSize.x * MR];
+shared float part[gl_WorkGroupSize.x * MR * NC];
 
 // 8 consecutive elements of a K-contiguous tensor at element i (a multiple of 8, 16-byte aligned), widened.
 void load8(uint64_t base, bool f16, uint64_t i, out vec4 lo, out vec4 hi) {
@@ -69,13 +76,75 @@ void main() {
     const uint WG = gl_WorkGroupSize.x, CPW = WG / LANES;
     const uint tid = gl_LocalInvocationID.x, lane = tid % LANES, grp = tid / LANES;
     const uint M = pc.M, N = pc.N, K = pc.K;
-    const uint tiles_n = (N + CPW - 1u) / CPW;
+    const uint tiles_n = (N + CPW * NC - 1u) / (CPW * NC);
     const uint ntiles = ((M + MR - 1u) / MR) * tiles_n;
     const bool vec = (pc.flags & FLAG_VEC) != 0u;
 
     for (uint tile = gl_WorkGroupID.x; tile < ntiles; tile += gl_NumWorkGroups.x) {
-        const uint m0 = (tile / tiles_n) * MR, n = (tile % tiles_n) * CPW + grp;
+        const uint m0 = (tile / tiles_n) * MR, n = ((tile % tiles_n) * CPW + grp) * NC; // the group's first column
         const uint rows = min(MR, M - m0);
+#ifndef WQ
+        if (NC > 1u) { // wide groups: acc[r * NC + c] for row m0 + r, column n + c
+            float acc[MR * NC];
+            [[unroll]] for (uint i = 0; i < MR * NC; i++)
+                acc[i] = 0.0;
+            if (vec) {
+                for (uint k = lane * 8u; k < K; k += LANES * 8u) {
+                    vec4 wlo[NC], whi[NC];
+                    [[unroll]] for (uint c = 0; c < NC; c++) {
+                        wlo[c] = vec4(0.0);
+                        whi[c] = vec4(0.0);
+                        if (n + c < N)
+                            load8(pc.w, W16, uint64_t(glu_row(n + c)) * K + k, wlo[c], whi[c]);
+                    }
+                    [[unroll]] for (uint r = 0; r < MR; r++) {
+                        if (r < rows) {
+                            vec4 xlo, xhi;
+                            load8(pc.x, X16, uint64_t(m0 + r) * K + k, xlo, xhi);
+                            if (W16 && !X16) { // the op rounds an f32 x to f16 when w is f16
+                                xlo = round_to_f16(xlo);
+                                xhi = round_to_f16(xhi);
+                            }
+                            [[unroll]] for (uint c = 0; c < NC; c++)
+                                acc[r * NC + c] += dot(xlo, wlo[c]) + dot(xhi, whi[c]);
+                        }
+                    }
+                }
+            } else {
+                for (uint k = lane; k < K; k += LANES) {
+                    [[unroll]] for (uint c = 0; c < NC; c++) {
+                        const float wv = n + c < N ? load_w(uint64_t(glu_row(n + c)) * K + k) : 0.0;
+                        [[unroll]] for (uint r = 0; r < MR; r++)
+                            if (r < rows)
+                                acc[r * NC + c] = fma(load_x(uint64_t(m0 + r) * K + k), wv, acc[r * NC + c]);
+                    }
+                }
+            }
+            [[unroll]] for (uint i = 0; i < MR * NC; i++)
+                part[(grp * MR * NC + i) * LANES + lane] = acc[i];
+            barrier();
+            const bool glu = pc.act == ACT_GLU;
+            for (uint o = lane; o < MR * NC; o += LANES) {
+                const uint r = o / NC, c = o % NC;
+                if (r < rows && n + c < N && (!glu || c % 2u == 0u)) {
+                    const uint base = (grp * MR * NC + o) * LANES;
+                    float v = 0.0;
+                    for (uint l = 0; l < LANES; l++)
+                        v += part[base + l];
+                    if (glu) { // the gate: column c + 1's sums (n + c even and N even: n + c + 1 < N)
+                        float g = 0.0;
+                        for (uint l = 0; l < LANES; l++)
+                            g += part[base + LANES + l];
+                        linear_epilogue_glu(m0 + r, (n + c) / 2u, v, g);
+                    } else {
+                        linear_epilogue(m0 + r, n + c, v);
+                    }
+                }
+            }
+            barrier(); // the next tile overwrites the partial sums
+            continue;
+        }
+#endif
         float acc[MR];
         [[unroll]] for (uint r = 0; r < MR; r++)
             acc[r] = 0.0;

@@ -236,30 +236,35 @@ static void row_invariance(struct th *h, be_dtype wt, bool matvec) {
 }
 
 /* The matvec hint's kernel (gemv.comp, which GPUs run for hinted products of any M: a batch of
- * decoder hypotheses) keeps a row's result independent of M too, bit for bit, and of its row tile:
- * the 300 rows in 32-row tiles (gemv32, what a batch of hypotheses gets) against calls on fewer rows
- * in 8-row tiles (gemv, what one hypothesis gets) and in 32-row tiles. */
-static void hinted_row_invariance(struct th *h, be_dtype wt) {
-    const int64_t M = 300, N = 200, K = 136;
+ * decoder hypotheses) keeps a row's result independent of M too, bit for bit, and of its tile: the 300
+ * rows in 32-row tiles against calls on fewer rows in 8-row tiles (gemv, what one hypothesis gets), in
+ * 32-row tiles and in groups of 8 columns (gemvw, what a batch of hypotheses gets), with vector loads
+ * (K 136) and without (K 135). */
+static void hinted_row_invariance(struct th *h, be_dtype wt, int64_t K) {
+    const int64_t M = 300, N = 200;
     const struct vk_caps *caps = &((struct vk_backend *)h->be[TH_DEV])->d->caps;
     const struct vk_gemm_cfg *c8 = vk_gemm_find(wt == BE_F16 ? "f16_gemv" : "f32_gemv");
     const struct vk_gemm_cfg *c32 = vk_gemm_find(wt == BE_F16 ? "f16_gemv32" : "f32_gemv32");
-    if (!c8 || !c32 || !vk_gemm_cfg_usable(c8, caps) || !vk_gemm_cfg_usable(c32, caps)) {
+    const struct vk_gemm_cfg *cw = vk_gemm_find(wt == BE_F16 ? "f16_gemvw" : "f32_gemvw");
+    if (!c8 || !c32 || !cw || !vk_gemm_cfg_usable(c8, caps) || !vk_gemm_cfg_usable(c32, caps) ||
+        !vk_gemm_cfg_usable(cw, caps)) {
         th_skip(h, "gemv.comp row invariance (not usable on this device)");
         return;
     }
-    th_case(h, "linear row invariance, hinted (gemv, 8- and 32-row tiles) w=%s", wt == BE_F16 ? "f16" : "f32");
+    th_case(h, "linear row invariance, hinted (gemv: 8- and 32-row tiles, 8-column groups) w=%s K=%lld",
+            wt == BE_F16 ? "f16" : "f32", (long long)K);
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(M, N));
-    const struct vk_gemm_plan p8 = {c8, 1}, p32 = {c32, 1};
+    const struct vk_gemm_plan p8 = {c8, 1}, p32 = {c32, 1}, pw = {cw, 1};
     float *full = malloc((size_t)(M * N) * sizeof *full);
     if (!full)
         exit(1);
     if (lin_rows(h, x, w, b, y, 0, M, &p32, false, full)) {
         rows_match(h, x, w, b, y, M, N, &p8, false, full, false);
         rows_match(h, x, w, b, y, M, N, &p32, false, full, true);
+        rows_match(h, x, w, b, y, M, N, &pw, false, full, true);
     }
     free(full);
 }
@@ -561,8 +566,8 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv", 1);
     expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_gemv", 1); /* hinted: gemv at any M */
     expect_choice(h, "gpu", &gpu, 31, 1030, 320, BE_F32, true, "f32_gemv", 1);
-    expect_choice(h, "gpu", &gpu, 32, 1030, 320, BE_F32, true, "f32_gemv32", 1); /* 32-row tiles, same rows */
-    expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemv32", 1); /* a batch's joint */
+    expect_choice(h, "gpu", &gpu, 32, 1030, 320, BE_F32, true, "f32_gemvw", 1); /* 8-column groups, same rows */
+    expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemvw", 1); /* a batch's joint */
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64", 1);
     expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64", 1);
     expect_choice(h, "gpu", &gpu, 37, 1024, 4096, BE_F32, false, "f32_64x64", 1);
@@ -600,18 +605,22 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 1499, 1024, 1024, BE_F16, false, "cm128x128_k32", 1);
     expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
-    /* hinted f16 products (an f16 session's decoder) take tensor-core tiles at every M, unsplit: a row's
-     * rounding never depends on M (batches); f32 and quantized ones gemv.comp */
+    /* hinted f16 products (an f16 session's decoder) of more than 1024 columns take tensor-core tiles
+     * at every M, unsplit: a row's rounding never depends on M (batches); those of at most 1024 (the
+     * prediction projection), f32 and quantized ones gemv.comp, again at every M */
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, true, "cm16x64_k128", 1);
     expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F16, true, "cm16x64_k128", 1);
-    expect_choice(h, "h100", &h100, 16, 640, 640, BE_F16, true, "cm16x64_k128", 1);
-    expect_choice(h, "h100", &h100, 31, 640, 640, BE_F16, true, "cm64x64_k32", 1);
+    expect_choice(h, "h100", &h100, 16, 1025, 640, BE_F16, true, "cm16x64_k128", 1);
+    expect_choice(h, "h100", &h100, 31, 1030, 640, BE_F16, true, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 256, 8198, 640, BE_F16, true, "cm128x128_k32", 1);
-    expect_choice(h, "h100", &h100, 4096, 640, 4096, BE_F16, true, "cm256x128_k32", 1);
+    expect_choice(h, "h100", &h100, 4096, 4096, 4096, BE_F16, true, "cm256x128_k32", 1);
+    expect_choice(h, "h100", &h100, 1, 640, 640, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 16, 1024, 640, BE_F16, true, "f16_gemv", 1);
+    expect_choice(h, "h100", &h100, 256, 640, 640, BE_F16, true, "f16_gemvw", 1); /* a batch's projection */
     expect_choice(h, "h100", &h100, 8, 8198, 640, BE_F32, true, "f32_gemv", 1);
-    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F32, true, "f32_gemv32", 1);
+    expect_choice(h, "h100", &h100, 40, 640, 640, BE_F32, true, "f32_gemvw", 1);
     expect_choice(h, "h100", &h100, 8, 10, 640, BE_F16, true, "f16_gemv", 1); /* N < 16: gemv.comp */
-    expect_choice(h, "h100-32k", &small_shared, 4096, 640, 4096, BE_F16, true, "cm64x64_k32", 1);
+    expect_choice(h, "h100-32k", &small_shared, 4096, 4096, 4096, BE_F16, true, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
     expect_choice(h, "h100-32k", &small_shared, 7500, 4096, 1024, BE_F16, false, "cm64x64_k32", 1);
@@ -643,7 +652,8 @@ int main(void) {
     row_invariance(&h, BE_F32, true);
     if (h.vulkan) {
         direct_matches_scalar(&h, BE_F32);
-        hinted_row_invariance(&h, BE_F32);
+        for (int64_t k = 135; k <= 136; k++)
+            hinted_row_invariance(&h, BE_F32, k);
     }
     else
         th_skip(&h, "gemm_direct.comp against the scalar tiles (Vulkan kernels), f32 and f16");
@@ -652,7 +662,8 @@ int main(void) {
         row_invariance(&h, BE_F16, true);
         if (h.vulkan) {
             direct_matches_scalar(&h, BE_F16);
-            hinted_row_invariance(&h, BE_F16);
+            for (int64_t k = 135; k <= 136; k++)
+                hinted_row_invariance(&h, BE_F16, k);
             coopmat_agreement(&h, 200);
             if (!tiny)
                 coopmat_agreement(&h, 208);

@@ -32,11 +32,17 @@
 #define GEMV(nm, wt, w_, mr)                                                                           \
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
      .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
-     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
+     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 1, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
+/* Wide groups (gemv.comp spec 5: nc columns per 32-invocation group; bit for bit the one-column
+ * groups' results): x loaded once for nc columns, for many rows. */
+#define GEMV_WIDE(nm, wt, w_, mr, nc)                                                                   \
+    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
+     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
+     .bn = (w_) / 32 * (nc), .bk = 0, .tm = 0, .tn = nc, .stages = 0, .shared_bytes = 4 * (mr) * (w_) * (nc)}
 /* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
 #define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
     {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
-     .wg = w_, .bm = mr, .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 0, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
+     .wg = w_, .bm = mr, .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 1, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
 #define GEMVQ2(q, wt, sp, sph) GEMVQ(q "_gemv", wt, sp, sph, 256, 8), GEMVQ(q "_gemv32", wt, sp, sph, 256, 32)
 /* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
  * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
@@ -61,6 +67,8 @@ static const struct vk_gemm_cfg configs[] = {
     GEMV("f16_gemv", BE_F16, 256, 8),
     GEMV("f32_gemv32", BE_F32, 256, 32), /* a batch's hypotheses: each weight load serves 32 rows */
     GEMV("f16_gemv32", BE_F16, 256, 32),
+    GEMV_WIDE("f32_gemvw", BE_F32, 256, 4, 4), /* many rows: 4 rows x 4 columns per group */
+    GEMV_WIDE("f16_gemvw", BE_F16, 256, 4, 4),
     GEMVQ2("q8_0", BE_Q8_0, SPV_gemv_q8_0, SPV_gemv_q8_0_h),
     GEMVQ2("q4_k", BE_Q4_K, SPV_gemv_q4_k, SPV_gemv_q4_k_h),
     GEMVQ2("q5_k", BE_Q5_K, SPV_gemv_q5_k, SPV_gemv_q5_k_h),
@@ -191,6 +199,9 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
         order[n++] = NULL;
 }
 
+/* Hinted f16 products of at most this many columns take gemv.comp rather than tensor cores (below). */
+#define MATVEC_GEMV_MAX_N 1024
+
 struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
                                    bool matvec) {
     struct vk_gemm_plan p = {NULL, 1};
@@ -244,8 +255,14 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * batch of hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does (the
      * tiles are interchangeable bit for bit); a few rows take 16-row tiles of 64 columns (N / 64
      * workgroups, K steps of 128: the decoder at 60 s 21.4 ms against 23.5 with steps of 64 and 25.7
-     * with f32 weights in gemv.comp, H100), more rows the choice table's tiles. */
-    if (matvec && wtype == BE_F16 && N >= 16) {
+     * with f32 weights in gemv.comp, H100), more rows the choice table's tiles. Not for at most
+     * MATVEC_GEMV_MAX_N columns (the prediction network's projection, P x P): there the 16-row tiles
+     * make too few workgroups (P / 64) for their sequential K steps, and gemv.comp (one 32-invocation
+     * group per column) takes half the time (640 x 640, one row: 8.4 against 16.4 us, H100; the 60 s
+     * decoder 21.2 -> 19.1 ms). The rule depends on N only, so a row's rounding still never depends on
+     * M (a batch's projection then takes the wide groups below: 47.5 us at 256 rows against 18.3 on
+     * tensor cores, RTFx of the 1000-input batches within the runs' spread). */
+    if (matvec && wtype == BE_F16 && N >= 16 && N > MATVEC_GEMV_MAX_N) {
         p.cfg = M <= 16 ? vk_gemm_find("cm16x64_k128") : NULL;
         if (!p.cfg || !vk_gemm_cfg_usable(p.cfg, caps))
             p.cfg = cm_choice(caps, M, N, K);
@@ -258,9 +275,12 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * (N / 64 workgroups). At any M: a row's rounding then depends on N and K only, so a batch of
      * hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does. */
     if (matvec) {
-        /* 32-row tiles from 32 rows on: the same rows, each weight load serving 4x as many of them */
+        /* From 32 rows on, groups of 4 columns and 4 rows (the same sums, bit for bit): each x load
+         * serves 4 columns, where one-column groups re-read x for every column (a batch's projection,
+         * 256 x 640 x 640 with f16 weights on an H100: 292 us in 32-row tiles, 98 in groups of 8 x 8,
+         * 47.5 in groups of 4 x 4; tensor cores 16, but their rounding differs from one row's) */
         if (M >= 32) {
-            p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemv32" : "f32_gemv32");
+            p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemvw" : "f32_gemvw");
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
         }

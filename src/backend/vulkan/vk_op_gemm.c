@@ -102,9 +102,10 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: kernel config %s cannot split K (tensor cores only)",
                        cfg->name);
     /* GLU pairs a value column with its gate inside one invocation (scalar and direct kernels: an even
-     * number of columns each) or one workgroup (gemv: an even number of 32-invocation groups). */
+     * number of columns each) or one workgroup (gemv: an even number of one-column groups, or groups
+     * of an even number of columns). */
     if (a->act == ACT_GLU && (((cfg->kind == VK_GEMM_SCALAR || cfg->kind == VK_GEMM_DIRECT) && cfg->tn % 2) ||
-                              (cfg->kind == VK_GEMM_GEMV && cfg->bn % 2)))
+                              (cfg->kind == VK_GEMM_GEMV && (cfg->bn % 2 || (cfg->tn > 1 && cfg->tn % 2)))))
         return err_set(e, VKASR_ERR_INTERNAL, "linear: kernel config %s cannot pair GLU's columns", cfg->name);
     /* Slices of whole K steps; fewer than asked when K is short. */
     uint32_t splits = plan->splits, k_slice = (uint32_t)K;
