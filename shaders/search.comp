@@ -83,6 +83,16 @@ void main() {
                 STOREI(st, S_EMIT, 0);
             continue;
         }
+        // The state's counters the walk updates, loaded now so that their latency overlaps the rows'.
+        int run = 0, last_t = 0, steps = 0, ntok = 0, iters = 0, span = 0;
+        if (tid == 0u) {
+            run = LOADI(st, S_RUN);
+            last_t = LOADI(st, S_LAST_T);
+            steps = LOADI(st, S_STEPS);
+            ntok = LOADI(st, S_NTOK);
+            iters = LOADI(st, S_ITERS);
+            span = LOADI(st, S_SPAN);
+        }
         const int t0 = LOADI(st, S_T), T = LOADI(st, S_FRAMES);
         const int n = min(int(W), T - t0);
         // Phase 1: each invocation scans its columns in increasing order (strict > keeps the first of
@@ -141,8 +151,7 @@ void main() {
         barrier();
         // Phase 2: the walk to the first emission.
         if (tid == 0u) {
-            int t = t0, run = LOADI(st, S_RUN), last_t = LOADI(st, S_LAST_T), steps = LOADI(st, S_STEPS);
-            int token = -1, te = t0;
+            int t = t0, token = -1, te = t0;
             while (t < t0 + n) {
                 const int k = row_tok[t - t0];
                 const int d = row_dur[t - t0];
@@ -156,7 +165,6 @@ void main() {
                     }
                     continue;
                 }
-                const int ntok = LOADI(st, S_NTOK);
                 const uint64_t slot = pc.tokens + (uint64_t(hyp) * uint64_t(pc.capacity) +
                                                   uint64_t(ntok % pc.capacity)) * 12ul;
                 te = t;
@@ -185,8 +193,8 @@ void main() {
             STOREI(st, S_STEPS, steps);
             STOREI(st, S_EMIT, token >= 0 ? 1 : 0);
             STOREI(st, S_DONE, t >= T ? 1 : 0);
-            STOREI(st, S_ITERS, LOADI(st, S_ITERS) + 1);
-            STOREI(st, S_SPAN, LOADI(st, S_SPAN) + (token >= 0 ? te - t0 + 1 : n));
+            STOREI(st, S_ITERS, iters + 1);
+            STOREI(st, S_SPAN, span + (token >= 0 ? te - t0 + 1 : n));
         }
         barrier();
         // Phase 3: the emitted token's embedding, the first LSTM layer's input.

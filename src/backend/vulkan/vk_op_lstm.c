@@ -18,6 +18,7 @@ _Static_assert(sizeof(struct pc_lstm) == 104, "mirror of lstm.comp push constant
 #define LSTM_GPU_ROWS 8u
 
 #define LSTM_FLAG_VEC 1u /* In, P multiples of 4 and x, h, w_ih, w_hh 16-byte aligned: vec4 loads */
+#define LSTM_FLAG_VEC8 2u /* and multiples of 8: f16 weights 8 per load (lstm.comp -DW16) */
 /* (quantized weights: In, P are multiples of the block, so of 8, and the kernel loads 8 at a time) */
 
 vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a) {
@@ -34,6 +35,8 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
     };
     if (In % 4 == 0 && P % 4 == 0 && (a->x.addr | a->h.addr | a->w_ih.addr | a->w_hh.addr) % 16 == 0)
         pc.flags |= LSTM_FLAG_VEC;
+    if (In % 8 == 0 && P % 8 == 0 && (pc.flags & LSTM_FLAG_VEC))
+        pc.flags |= LSTM_FLAG_VEC8;
     /* A GPU: 32 invocations per hidden unit, 8 units per 256-wide workgroup, HB rows sharing each
      * weight load; a CPU driver: one invocation per unit, 64 per workgroup, one row (llvmpipe pays for
      * every workgroup and barrier). Measurements: docs/gpu-results.md, "Kernel choices". The lanes per
