@@ -21,11 +21,13 @@
  * dispatches and every window has WINDOW_MAX rows. Above (the 0.6B models' joint: 8198 x 640), the
  * host picks the window per batch from the rows the steps needed (next_window). */
 #define ROW_MACS_FREE (1 << 20)
-/* Rows of such a joint that share one read of its weights (the matrix-vector kernel's tall tile: 32
- * rows); past them every row costs its share of the product. So a batch's window is capped where its
- * B x W rows would fill more than one tile (W = 1 from 64 hypotheses on): a frame the window lacks
- * costs an iteration, which for B hypotheses is cheaper than B extra rows in every iteration (H100,
- * 64 hypotheses, windows of 2 then: the joint 267 ms of GPU time per 256 inputs, the LSTM 155 ms). */
+/* Rows of such a joint that share one read of its weights (when this was measured, the matrix-vector
+ * kernel's tall tile: 32 rows; an f16 joint now takes tensor-core tiles, an f32 one gemv.comp's groups
+ * of 4 rows: the cap was not re-measured); past them every row costs its share of the product. So a
+ * batch's window is capped where its B x W rows would fill more than one tile (W = 1 from 64
+ * hypotheses on): a frame the window lacks costs an iteration, which for B hypotheses is cheaper than B
+ * extra rows in every iteration (H100, 64 hypotheses, windows of 2 then: the joint 267 ms of GPU time
+ * per 256 inputs, the LSTM 155 ms). */
 #define JOINT_SHARED_ROWS 32
 #define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
 #define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
