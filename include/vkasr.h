@@ -528,7 +528,8 @@ VKASR_API const char *vkasr_result_error(const vkasr_result *result);
  * bit for bit). Results come back one per input, in input order.
  *
  * A bad input (a file that cannot be opened or decoded, a non-finite sample) gets its own error result
- * and the others go on; a batch that fails on the device is retried one input at a time. The call's
+ * and the others go on; a batch that fails on the device is retried as two halves, each halved again
+ * while it fails, down to single inputs, so one input that cannot run sinks no other. The call's
  * progress callback reports over all inputs; the abort callback stops it (the batch in progress keeps
  * what was decoded, marked partial; inputs not started are VKASR_ABORTED). Segment and stage callbacks and
  * teacher forcing are for single inputs (VKASR_ERR_INVALID_ARG here). Memory: the decoded audio of all

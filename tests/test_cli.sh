@@ -185,6 +185,15 @@ set -- "$CLIPS"/*.wav
 expect 0 "$VKASR" transcribe -np -m "$M" --format json "$@";                 cp "$WORK/out" "$WORK/one.json"
 expect 0 "$VKASR" transcribe -np -m "$M" --format json --batch 2 "$@"
 cmp -s "$WORK/out" "$WORK/one.json" || fail "--batch 2: output differs from one file per call"
+# A batch that fails on the device is halved while it fails (VKASR_TEST_BATCH_FAIL_ABOVE=2: every batch
+# of more than 2 inputs fails): 7 inputs run as 1 + 2 + 2 + 2, with the output of one input per call.
+expect 0 "$VKASR" transcribe -np -m "$M" --format json "$@" "$1" "$2";      cp "$WORK/out" "$WORK/one7.json"
+expect 0 env VKASR_TEST_BATCH_FAIL_ABOVE=2 "$VKASR" transcribe -v -m "$M" --format json --batch 7 "$@" "$1" "$2"
+cmp -s "$WORK/out" "$WORK/one7.json" || fail "a failed batch, halved: output differs from one file per call"
+grep -q "7 inputs in 4 batches" "$WORK/err" || { fail "a failed batch of 7: 4 batches expected (halves of halves)";
+    grep -E "batches|failed" "$WORK/err" | sed 's/^/  stderr: /' | head -5; }
+grep -q "a batch of 7 inputs failed .*running it as batches of 3 and 4" "$WORK/err" ||
+    fail "a failed batch: the warning names the halves"
 expect 4 "$VKASR" transcribe -np -m "$M" --batch auto "$1" "$WORK/missing.wav" "$2"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "--batch: two transcripts expected past a bad input"
 grep -q "missing.wav" "$WORK/err" || fail "--batch: the bad input is named"

@@ -1,7 +1,8 @@
 /* batch.c — vkasr_transcribe_batch(): many inputs in one call. The inputs are decoded (a bad one gets
  * its own error result), sorted by length and cut into device batches that fit the memory plan; each
  * batch runs packed through the network (src/asr: asr_run_batch, every input computed as alone) and a
- * batch that fails on the device is retried one input at a time. Results are per input, in input order. */
+ * batch that fails on the device is retried as two halves, each halved again while it fails, down to
+ * single inputs. Results are per input, in input order. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -83,7 +84,8 @@ struct call {
     vkasr_session *s;
     const vkasr_transcribe_params *p;
     double total, done, cur; /* audio seconds: all inputs, those finished, the running batch's */
-    size_t batches;
+    size_t batches;          /* packed batches that ran (not those that failed and were halved)        */
+    size_t fail_above;       /* VKASR_TEST_BATCH_FAIL_ABOVE (a test hook; 0: off)                       */
     double features_ms, encoder_ms, decoder_ms; /* asr_run_batch's stages (host preparation and uploads
                                                    count in features: the first stage)               */
     double results_ms;                          /* finishing the results, the result callbacks      */
@@ -129,8 +131,20 @@ static void input_name(const vkasr_batch_input *in, size_t i, char *buf, size_t 
         snprintf(buf, n, "input %zu (PCM)", i);
 }
 
+/* VKASR_TEST_BATCH_FAIL_ABOVE=N, a test hook: every packed batch of more than N inputs fails as a batch
+ * whose device memory ran out would, so that the tests can watch the halving below. */
+static size_t test_fail_above(void) {
+    const char *v = getenv("VKASR_TEST_BATCH_FAIL_ABOVE");
+    char *end = NULL;
+    const unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
+    return end && *end == '\0' && n > 0 ? (size_t)n : 0;
+}
+
 /* Runs the inputs idx[0 .. k) as one packed batch (k == 1: alone); their results are finished and
- * reported. Device failures of a batch of several are retried one input at a time. */
+ * reported. A batch of several that fails on the device (memory taken meanwhile, a driver error) is run
+ * as two halves, each halved again while it fails: a batch too large for what is left of the device
+ * finds the largest halves that fit (a log2 k deep search instead of k single runs), and one input that
+ * cannot run sinks no other. */
 static vkasr_status run_group(struct call *c, struct item *items, const size_t *idx, size_t k,
                               const vkasr_batch_input *inputs, const vkasr_batch_params *bp) {
     vkasr_session *s = c->s;
@@ -153,7 +167,10 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     struct asr_options opt = api_options(s, c->p);
     struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .ud = c};
     struct err e = {0};
-    vkasr_status st = asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
+    vkasr_status st = c->fail_above && k > c->fail_above
+                          ? err_set(&e, VKASR_ERR_DEVICE_MEMORY, "VKASR_TEST_BATCH_FAIL_ABOVE=%zu (a test hook)",
+                                    c->fail_above)
+                          : asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
     free(pcm);
     free(ns);
     const double t_run = clock_ms() - t0, f_ms = outs[0].features_ms, e_ms = outs[0].encoder_ms,
@@ -165,20 +182,17 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
         c->decoder_ms += d_ms;
     }
     if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
-        /* one input at a time: an input the batch cannot hold, or a device hiccup, sinks no other */
-        LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running them one at a time", k, e.msg);
+        const size_t h = k / 2;
+        LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
+                 e.msg, h, k - h);
         for (size_t j = 0; j < k; j++)
             asr_output_free(&outs[j]);
         free(outs);
-        vkasr_status worst = VKASR_OK;
-        for (size_t j = 0; j < k; j++) {
-            vkasr_status sj = run_group(c, items, idx + j, 1, inputs, bp);
-            if (sj == VKASR_ABORTED)
-                return sj;
-            if (sj != VKASR_OK && worst == VKASR_OK)
-                worst = sj;
-        }
-        return worst;
+        const vkasr_status s1 = run_group(c, items, idx, h, inputs, bp);
+        if (s1 == VKASR_ABORTED)
+            return s1;
+        const vkasr_status s2 = run_group(c, items, idx + h, k - h, inputs, bp);
+        return s2 == VKASR_ABORTED || s1 == VKASR_OK ? s2 : s1;
     }
     const double t_res = clock_ms();
     for (size_t j = 0; j < k; j++) {
@@ -310,7 +324,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     }
     s->nbatch = n;
     const struct asr_model *m = s->model->am;
-    struct call c = {.s = s, .p = &p};
+    struct call c = {.s = s, .p = &p, .fail_above = test_fail_above()};
     vkasr_status st = VKASR_OK, first_err = VKASR_OK;
     /* decode every input; a bad one is its own error */
     const double t_decode = clock_ms();
