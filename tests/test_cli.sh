@@ -192,8 +192,11 @@ expect 0 env VKASR_TEST_BATCH_FAIL_ABOVE=2 "$VKASR" transcribe -v -m "$M" --form
 cmp -s "$WORK/out" "$WORK/one7.json" || fail "a failed batch, halved: output differs from one file per call"
 grep -q "7 inputs in 4 batches" "$WORK/err" || { fail "a failed batch of 7: 4 batches expected (halves of halves)";
     grep -E "batches|failed" "$WORK/err" | sed 's/^/  stderr: /' | head -5; }
-grep -q "a batch of 7 inputs failed .*running it as batches of 3 and 4" "$WORK/err" ||
+grep -q "warning: a batch of 7 inputs failed .*running it as batches of 3 and 4" "$WORK/err" ||
     fail "a failed batch: the warning names the halves"
+[ "$(grep -c "warning: a batch of" "$WORK/err")" -eq 1 ] || fail "a failed batch: one warning per call (the rest at -v)"
+grep -q "info: a batch of 4 inputs failed .*running it as batches of 2 and 2" "$WORK/err" ||
+    fail "a failed batch: the halves' splits logged at info"
 expect 4 "$VKASR" transcribe -np -m "$M" --batch auto "$1" "$WORK/missing.wav" "$2"
 [ "$(wc -l <"$WORK/out")" -eq 2 ] || fail "--batch: two transcripts expected past a bad input"
 grep -q "missing.wav" "$WORK/err" || fail "--batch: the bad input is named"

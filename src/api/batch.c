@@ -85,6 +85,7 @@ struct call {
     const vkasr_transcribe_params *p;
     double total, done, cur; /* audio seconds: all inputs, those finished, the running batch's */
     size_t batches;          /* packed batches that ran (not those that failed and were halved)        */
+    size_t splits;           /* failed batches run as two halves                                       */
     size_t fail_above;       /* VKASR_TEST_BATCH_FAIL_ABOVE (a test hook; 0: off)                       */
     double features_ms, encoder_ms, decoder_ms; /* asr_run_batch's stages (host preparation and uploads
                                                    count in features: the first stage)               */
@@ -181,10 +182,16 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
         c->encoder_ms += e_ms;
         c->decoder_ms += d_ms;
     }
-    if (st != VKASR_OK && st != VKASR_ABORTED && k > 1) {
+    /* (a lost device fails every later batch too: its inputs get the error at once) */
+    if (st != VKASR_OK && st != VKASR_ABORTED && st != VKASR_ERR_DEVICE_LOST && k > 1) {
         const size_t h = k / 2;
-        LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
-                 e.msg, h, k - h);
+        /* the first split of a call warns; the halves' own splits are details */
+        if (c->splits++ == 0)
+            LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
+                     e.msg, h, k - h);
+        else
+            LOG_INFO(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
+                     e.msg, h, k - h);
         for (size_t j = 0; j < k; j++)
             asr_output_free(&outs[j]);
         free(outs);
