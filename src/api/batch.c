@@ -186,12 +186,8 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     if (st != VKASR_OK && st != VKASR_ABORTED && st != VKASR_ERR_DEVICE_LOST && k > 1) {
         const size_t h = k / 2;
         /* the first split of a call warns; the halves' own splits are details */
-        if (c->splits++ == 0)
-            LOG_WARN(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
-                     e.msg, h, k - h);
-        else
-            LOG_INFO(s->model->dev->log, "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k,
-                     e.msg, h, k - h);
+        log_msg(s->model->dev->log, c->splits++ == 0 ? VKASR_LOG_WARN : VKASR_LOG_INFO,
+                "a batch of %zu inputs failed (%s); running it as batches of %zu and %zu", k, e.msg, h, k - h);
         for (size_t j = 0; j < k; j++)
             asr_output_free(&outs[j]);
         free(outs);
