@@ -9,10 +9,14 @@
 // over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions: q holds positions
 // q0 .., k and v positions k0 ..); query positions >= n_valid get zeros.
 //
-// A workgroup of NWARP subgroups owns BQ = 16*NWARP query rows of one head (grid-stride over query
-// blocks in x and heads in y); subgroup w owns rows 16w .. 16w+15 and keeps their q+u and q+v as NDK
-// A-fragments in registers, and their output O (16 x DKP, f32) as NDK accumulators. Per key block of
-// BK = 16 keys starting at j0:
+// A workgroup of NWARP subgroups owns BQ = 16*NG query rows of one head (grid-stride over query
+// blocks in x and heads in y), in NG row groups of 16. Without SPLIT (NG = NWARP) subgroup w owns
+// group w: it keeps the rows' q+u and q+v as NDK A-fragments in registers, and their output O (16 x
+// DKP, f32) as NDK accumulators. With -DSPLIT (NG = NWARP / 2) two subgroups share a group: subgroup
+// g (role 0) keeps q+u, computes AC and owns O's first DKP/2 columns, subgroup g + NG (role 1) keeps
+// q+v, computes BD and owns the other half. Half the registers per invocation (126 against 214 at
+// DKP 128 on the H100's driver), so twice the subgroups per SM for the same shared memory. Per key
+// block of BK = 16 keys starting at j0:
 //   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16: each
 //      invocation issues all its loads of the block (k, v and position rows) before its first store,
 //      so their latencies overlap;
@@ -20,9 +24,9 @@
 //      subgroup's rows reach (two fragments), both stored to shared memory as f32. The subgroup's
 //      window moves by BK = 16 rows per block, so a block's second BD fragment is the next block's
 //      first, bit for bit: it is kept in registers, and a block computes two products, not three;
-//   3. two invocations per query row: s = (AC[r][c] + BD[r][c - r + 15]) * scale (the relative
-//      shift), masking, the online softmax, weights exp(s - m) stored as f16;
-//   4. O += P V (NDK products).
+//   3. NT / BQ invocations per query row (2, or 4 with SPLIT): s = (AC[r][c] + BD[r][c - r + 15]) *
+//      scale (the relative shift), masking, the online softmax, weights exp(s - m) stored as f16;
+//   4. O += P V (NDK products, NDK / 2 per subgroup with SPLIT).
 // Position window: score (li, lj) of the block (li, lj local) uses P row nbase + lj - li + BQ - 1 with
 // nbase = center - i0 + j0 - (BQ - 1): rows nbase .. nbase + BQ + BK - 2. Consecutive key blocks shift
 // it by BK, so the rows live in a ring of NWIN = BQ + BK rows and each block stages only its BK new
@@ -48,7 +52,8 @@
 // Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
 // register prefetch of the next block): docs/gpu-results.md, "Kernel choices".
 //
-// Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk).
+// Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
+// (two subgroups per row group: NWARP even, DKP a multiple of 32).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -72,23 +77,41 @@
 #endif
 
 #define NT (NWARP * 32)            // invocations per workgroup
-#define BQ (NWARP * 16)            // query rows per workgroup
 #define BK 16                      // keys per block
 #define NDK (DKP / 16)             // fragments across the padded head width
+#ifdef SPLIT
+#if NWARP % 2 != 0 || NDK % 2 != 0
+#error "SPLIT needs an even NWARP and DKP a multiple of 32"
+#endif
+#define NG (NWARP / 2)             // row groups of 16 query rows: two subgroups each
+#define NO (NDK / 2)               // output fragments per subgroup: half the head width
+#else
+#define NG NWARP                   // row groups: one subgroup each
+#define NO NDK
+#endif
+#define BQ (NG * 16)               // query rows per workgroup
+#define IPR (NT / BQ)              // invocations per query row in the softmax: 2, or 4 with SPLIT
+#define KPI (BK / IPR)             // keys per invocation there
 #define NWIN (BQ + BK)             // ring of position rows
 #define DKC (DKP / 8)              // uvec4 chunks of a staged f16 row
 #define DKS (DKC + 1)              // row pitch of staged f16 rows, uvec4 (+1: conflict-free loads)
 #define SAC (BK / 4 + 1)           // row pitch of a subgroup's AC scores (16 x BK f32), uvec4
 #define SBD ((BK + 16) / 4 + 1)    // row pitch of its BD scores (16 x (BK + 16) f32), uvec4
 #define SO 5                       // row pitch of a 16x16 f32 fragment staged for rescaling / output
-#define SW (16 * (SAC + SBD))      // a subgroup's score area, uvec4
+#define SW (16 * (SAC + SBD))      // a row group's score area, uvec4
 #define PP (BK / 8 + 1)            // row pitch of a subgroup's softmax weights (16 x BK f16), uvec4
 #define WIN_OFF 0
 #define K_OFF (WIN_OFF + NWIN * DKS)
 #define V_OFF (K_OFF + BK * DKS)
 #define S_OFF (V_OFF + BK * DKS)
-#define P_OFF (S_OFF + NWARP * SW)
-#define SH_SIZE (P_OFF + NWARP * 16 * PP)
+#define P_OFF (S_OFF + NG * SW)
+#define SH_SIZE (P_OFF + NG * 16 * PP)
+#if NWARP > NG && 2 * 16 * SO > SW
+#error "a row group's score area holds its two subgroups' output fragments"
+#endif
+#if 2 * NT > 4 * BK * DKS
+#error "the softmax's partial maxima and sums live in the k block's staging area"
+#endif
 
 // Masked scores: a finite sentinel (no infinities: fast-math drivers may mishandle them).
 #define MASKED (-3.0e38)
@@ -97,7 +120,7 @@
 
 layout(local_size_x_id = 0) in;
 
-// Shared memory: 48644 bytes at NWARP 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
+// Shared memory: 48644 bytes at NG 4, DKP 128 (ATT_CM_SHARED on the host; NVIDIA allows 48 KiB).
 shared uvec4 sh[SH_SIZE];
 shared float sh_m[BQ], sh_l[BQ], sh_a[BQ]; // per query row: reference max, sum, rescale factor
 shared uint sh_rescale;                      // some row's reference max moved in this block
@@ -293,8 +316,14 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
     }
 }
 
+// Where subgroup w stages an output fragment (rescaling, output): its row group's score area, the
+// second subgroup of a group (SPLIT) behind the first.
+uint o_area(uint w) { return S_OFF + (w % NG) * SW + (w / NG) * 16u * SO; }
+
 void main() {
-    const uint t = gl_LocalInvocationID.x, warp = WARP;
+    // this subgroup's row group (rows 16 group ..) and role: 0 AC and output columns 0 .. 16 NO - 1,
+    // 1 (SPLIT only) BD and the columns above
+    const uint t = gl_LocalInvocationID.x, warp = WARP, group = warp % NG, role = warp / NG;
     const uint nqb = (pc.Tq + BQ - 1u) / BQ;
     // valid query rows: inside q and at positions below n_valid
     const uint nvq = min(pc.Tq, pc.n_valid > pc.q0 ? pc.n_valid - pc.q0 : 0u);
@@ -306,17 +335,30 @@ void main() {
             const uint iend = max(i0, min(i0 + BQ, nvq)); // valid query rows of the block: [i0, iend)
 
             // ---- q + u and q + v of this subgroup's rows into registers (staged through the ring) ------
-            FragA qu[NDK], qv[NDK];
+            // (SPLIT: role 0 keeps q + u in qu, role 1 q + v)
+            FragA qu[NDK];
+#ifndef SPLIT
+            FragA qv[NDK];
+#endif
             barrier(); // the previous query block's readers of shared memory are done
             stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bu, int(i0), BQ, hd, 0, int(iend));
             barrier();
-            FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qu[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+            if (role == 0u) {
+                FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
+                    LOAD_A(qu[kk], WIN_OFF + 16u * group * DKS + 2u * kk, DKS);
+            }
             barrier();
             stage_rows(WIN_OFF, 0u, NWIN, pc.q, Q16, pc.bv, int(i0), BQ, hd, 0, int(iend));
             barrier();
+#ifdef SPLIT
+            if (role == 1u) {
+                FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
+                    LOAD_A(qu[kk], WIN_OFF + 16u * group * DKS + 2u * kk, DKS);
+            }
+#else
             FRAG_LOOP for (uint kk = 0; kk < NDK; kk++)
-                LOAD_A(qv[kk], WIN_OFF + 16u * warp * DKS + 2u * kk, DKS);
+                LOAD_A(qv[kk], WIN_OFF + 16u * group * DKS + 2u * kk, DKS);
+#endif
 
             // One pass per segment the valid rows reach (one pass without segments, or for padding):
             // rows [ilo, ihi) of segment sg, whose positions are [slo, shi).
@@ -348,12 +390,12 @@ void main() {
                 sh_rescale = 0u;
             barrier();
 
-            FragC o[NDK];
-            FRAG_LOOP for (uint n = 0; n < NDK; n++)
+            FragC o[NO];
+            FRAG_LOOP for (uint n = 0; n < NO; n++)
                 ZERO_C(o[n]);
 
             const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
-            const uint ws = BQ - 16u - 16u * warp; // window row of this subgroup's first BD column
+            const uint ws = BQ - 16u - 16u * group; // window row of this group's first BD column
             FragC bdn; // the next block's first BD fragment: this block's second (see the header)
             uint kb = 0u;
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
@@ -365,11 +407,41 @@ void main() {
                 barrier();
 
                 // ---- AC and BD fragments -----------------------------------------------------------------
+                const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
+                const uint sw = S_OFF + group * SW;
+#ifdef SPLIT
+                // Role 0: AC = (q+u) k^T; role 1: BD from (q+v) and the window. The same products with
+                // other operands, so the code stays uniform (the emulation's products are workgroup-wide).
+                FragC acc, bd0;
+                ZERO_C(acc);
+                ZERO_C(bd0);
+                if (kb == 0u) { // role 0 computes a fragment it drops (once per pass)
+                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                        FragBT fb;
+                        LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
+                        MMA(bd0, qu[kk], fb);
+                    }
+                } else {
+                    bd0 = bdn;
+                }
+                const uint boff = role == 0u ? K_OFF : WIN_OFF + s1 * DKS;
+                FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                    FragBT fb;
+                    LOAD_BT(fb, boff + 2u * kk, DKS);
+                    MMA(acc, qu[kk], fb);
+                }
+                bdn = acc;
+                if (role == 0u) {
+                    STORE_C(acc, sw, SAC);
+                } else {
+                    STORE_C(bd0, sw + 16u * SAC, SBD);
+                    STORE_C(acc, sw + 16u * SAC + 4u, SBD);
+                }
+#else
                 FragC ac, bd0, bd1;
                 ZERO_C(ac);
                 ZERO_C(bd0);
                 ZERO_C(bd1);
-                const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
                 if (kb == 0u) {
                     FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
                         FragBT fb;
@@ -387,24 +459,24 @@ void main() {
                     MMA(bd1, qv[kk], fb);
                 }
                 bdn = bd1;
-                const uint sw = S_OFF + warp * SW;
                 STORE_C(ac, sw, SAC);
                 STORE_C(bd0, sw + 16u * SAC, SBD);
                 STORE_C(bd1, sw + 16u * SAC + 4u, SBD);
+#endif
                 barrier();
 
-                // ---- online softmax: two invocations per query row, eight keys each ------------------------
+                // ---- online softmax: IPR invocations per query row (2, or 4 with SPLIT), KPI keys each -----
                 // The row's partial maxima and sums meet in the k block's staging area (k is not read
                 // again in this block; the next block restages it after a barrier).
                 {
-                    const uint row = t / 2u, hf = t % 2u, c0 = 8u * hf, r = row % 16u, i = i0 + row, pi = pc.q0 + i;
+                    const uint row = t / IPR, hf = t % IPR, c0 = KPI * hf, r = row % 16u, i = i0 + row, pi = pc.q0 + i;
                     const uint acf = (S_OFF + (row / 16u) * SW + r * SAC) * 4u + c0;
                     const uint bdf = (S_OFF + (row / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r + c0;
                     const uint xf = K_OFF * 4u, yf = K_OFF * 4u + NT; // partial max, partial sum [NT]
                     const float mold = sh_m[row];
-                    float s[8];
+                    float s[KPI];
                     float pm = MASKED;
-                    [[unroll]] for (uint c = 0; c < 8u; c++) {
+                    [[unroll]] for (uint c = 0; c < KPI; c++) {
                         const uint j = j0 + c0 + c;
                         const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend &&
                                         (pi > j ? pi - j : j - pi) <= pc.w;
@@ -413,7 +485,9 @@ void main() {
                     }
                     sh_set_f32(xf + t, pm);
                     barrier();
-                    const float bm = max(pm, sh_f32(xf + (t ^ 1u)));
+                    float bm = pm;
+                    [[unroll]] for (uint x = 1u; x < IPR; x++)
+                        bm = max(bm, sh_f32(xf + (t ^ x)));
                     float m = mold, alpha = 1.0; // both invocations of the row compute the same
                     if (bm > MASKED_CMP) {
                         if (m <= MASKED_CMP) {
@@ -426,14 +500,23 @@ void main() {
                         }
                     }
                     float sum = 0.0;
-                    uvec4 pk;
-                    [[unroll]] for (uint c = 0; c < 8u; c += 2u) {
+                    uint pk[KPI / 2u];
+                    [[unroll]] for (uint c = 0; c < KPI; c += 2u) {
                         const float e0 = s[c] > MASKED_CMP ? exp(s[c] - m) : 0.0;
                         const float e1 = s[c + 1u] > MASKED_CMP ? exp(s[c + 1u] - m) : 0.0;
                         sum += e0 + e1;
                         pk[c / 2u] = packHalf2x16(vec2(e0, e1));
                     }
-                    sh[P_OFF + row * PP + hf] = pk;
+#if KPI == 8
+                    sh[P_OFF + row * PP + hf] = uvec4(pk[0], pk[1], pk[2], pk[3]);
+#elif KPI == 4
+                    if (hf % 2u == 0u)
+                        sh[P_OFF + row * PP + hf / 2u].xy = uvec2(pk[0], pk[1]);
+                    else
+                        sh[P_OFF + row * PP + hf / 2u].zw = uvec2(pk[0], pk[1]);
+#else
+#error "KPI is 4 or 8"
+#endif
                     sh_set_f32(yf + t, sum);
                     if (hf == 0u) {
                         sh_m[row] = m;
@@ -441,20 +524,25 @@ void main() {
                     }
                 }
                 barrier();
-                if (t < BQ) // l = alpha l + this block's weights (the f16 weights' sum, to f16 rounding)
-                    sh_l[t] = sh_l[t] * sh_a[t] + sh_f32(K_OFF * 4u + NT + 2u * t) + sh_f32(K_OFF * 4u + NT + 2u * t + 1u);
+                if (t < BQ) { // l = alpha l + this block's weights (the f16 weights' sum, to f16 rounding)
+                    float bl = 0.0;
+                    [[unroll]] for (uint x = 0; x < IPR; x++)
+                        bl += sh_f32(K_OFF * 4u + NT + IPR * t + x);
+                    sh_l[t] = sh_l[t] * sh_a[t] + bl;
+                }
 
                 // ---- rescale O where a reference max moved (rare after the first blocks) ----------------
                 if (sh_rescale != 0u) {
-                    FRAG_LOOP for (uint n = 0; n < NDK; n++) {
-                        STORE_C(o[n], S_OFF + warp * SW, SO);
+                    FRAG_LOOP for (uint n = 0; n < NO; n++) {
+                        STORE_C(o[n], o_area(warp), SO);
                         barrier();
-                        for (uint e = t; e < BQ * 16u; e += NT) {
-                            const uint f = (S_OFF + (e / 256u) * SW + ((e / 16u) % 16u) * SO) * 4u + e % 16u;
-                            sh_set_f32(f, sh_f32(f) * sh_a[e / 16u]);
+                        for (uint e = t; e < NWARP * 256u; e += NT) { // subgroup e / 256's fragment
+                            const uint w = e / 256u, r = (e / 16u) % 16u;
+                            const uint f = (o_area(w) + r * SO) * 4u + e % 16u;
+                            sh_set_f32(f, sh_f32(f) * sh_a[16u * (w % NG) + r]);
                         }
                         barrier();
-                        LOAD_C(o[n], S_OFF + warp * SW, SO);
+                        LOAD_C(o[n], o_area(warp), SO);
                         barrier();
                     }
                     if (t == 0u)
@@ -463,23 +551,24 @@ void main() {
 
                 // ---- O += P V ----------------------------------------------------------------------------
                 FragA pa;
-                LOAD_A(pa, P_OFF + 16u * warp * PP, PP);
-                FRAG_LOOP for (uint n = 0; n < NDK; n++) {
+                LOAD_A(pa, P_OFF + 16u * group * PP, PP);
+                FRAG_LOOP for (uint n = 0; n < NO; n++) {
                     FragB fb;
-                    LOAD_B(fb, V_OFF + 2u * n, DKS);
+                    LOAD_B(fb, V_OFF + 2u * (role * NO + n), DKS);
                     MMA(o[n], pa, fb);
                 }
             }
 
             // ---- y = O / l for the pass's rows (and, after the last pass, zeros for padded rows) ------
-            FRAG_LOOP for (uint n = 0; n < NDK; n++) {
+            FRAG_LOOP for (uint n = 0; n < NO; n++) {
                 barrier(); // the score area's previous readers are done
-                STORE_C(o[n], S_OFF + warp * SW, SO);
+                STORE_C(o[n], o_area(warp), SO);
                 barrier();
-                for (uint e = t; e < BQ * 16u; e += NT) {
-                    const uint li = e / 16u, c = e % 16u, i = i0 + li, d = 16u * n + c;
+                for (uint e = t; e < NWARP * 256u; e += NT) { // subgroup e / 256's fragment
+                    const uint w = e / 256u, r = (e / 16u) % 16u, c = e % 16u;
+                    const uint li = 16u * (w % NG) + r, i = i0 + li, d = 16u * ((w / NG) * NO + n) + c;
                     if (i < pc.Tq && d < pc.dk && ((i >= ilo && i < ihi) || (last && i >= iend))) {
-                        const uint f = (S_OFF + (li / 16u) * SW + (li % 16u) * SO) * 4u + c;
+                        const uint f = (o_area(w) + r * SO) * 4u + c;
                         // A valid row always sees key i itself, so l > 0 there.
                         att_store_y(uint64_t(i) * pc.D + hd + d, i < ihi ? sh_f32(f) / sh_l[li] : 0.0);
                     }

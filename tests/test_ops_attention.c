@@ -365,24 +365,24 @@ static void choice_cases(struct th *h) {
     expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
     /* VKASR_ATTENTION_KERNEL (vk_att_override): taken where the head fits and, for a tensor-core
      * kernel, only where the op allows f16 products */
-    const struct vk_att_cfg *force = vk_att_find("emu2_dk64");
-    expect_forced(h, "forced-emu2_dk64", &lvp, force, 64, true, "emu2_dk64");
-    expect_forced(h, "forced-emu2_dk64", &lvp, force, 64, false, "rows");
-    expect_forced(h, "forced-emu2_dk64", &lvp, force, 128, true, "rows");
+    const struct vk_att_cfg *force = vk_att_find("emus4_dk64");
+    expect_forced(h, "forced-emus4_dk64", &lvp, force, 64, true, "emus4_dk64");
+    expect_forced(h, "forced-emus4_dk64", &lvp, force, 64, false, "rows");
+    expect_forced(h, "forced-emus4_dk64", &lvp, force, 128, true, "rows");
     force = vk_att_find("scalar");
     expect_forced(h, "forced-scalar", &lvp, force, 128, true, "scalar");
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
     expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");
-    expect_choice(h, "nvidia", &nv, 44, true, "cm_dk64");
-    expect_choice(h, "nvidia", &nv, 128, true, "cm_dk128");
+    expect_choice(h, "nvidia", &nv, 44, true, "cms8_dk64");
+    expect_choice(h, "nvidia", &nv, 128, true, "cms8_dk128");
     expect_choice(h, "nvidia", &nv, 129, true, "scalar");
     nv.subgroup_size = 64;
     expect_choice(h, "nvidia-subgroup-64", &nv, 128, true, "scalar");
     nv.subgroup_size = 32;
     nv.max_shared = 32768;
     expect_choice(h, "nvidia-32k-shared", &nv, 128, true, "scalar");
-    expect_choice(h, "nvidia-32k-shared", &nv, 64, true, "scalar"); /* cm_dk64 needs 34308 bytes */
+    expect_choice(h, "nvidia-32k-shared", &nv, 64, true, "scalar"); /* cms8_dk64 needs 34308 bytes */
     expect_choice(h, "nvidia-32k-shared", &nv, 32, true, "cm_dk32");
 #else
     expect_choice(h, "nvidia", &nv, 128, true, "scalar");
@@ -713,7 +713,7 @@ int main(void) {
     struct th h;
     th_open(&h, true);
     /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
-    if (h.vulkan && (h.checks++, !vk_att_find("emu2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
+    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
         printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
         h.failures++;
     }

@@ -41,11 +41,16 @@ struct vk_att_cfg {
  * mirroring the shader's layout in uvec4 units plus three per-row float arrays and a flag (plus the
  * emulation's A-fragment exchange). */
 #define ATT_CM_DKS(dkp) ((dkp) / 8 + 1)
-#define ATT_CM_UVEC4(nw, dkp) ((16 * (nw) + 16) * ATT_CM_DKS(dkp) + 2 * 16 * ATT_CM_DKS(dkp) + (nw) * 16 * (5 + 9) + (nw) * 16 * 3)
-#define ATT_CM_SHARED(nw, dkp, emu) (16u * ATT_CM_UVEC4(nw, dkp) + 3u * 4u * 16u * (nw) + 4u + ((emu) ? 512u * (nw) : 0u))
-#define ATT_COOPMAT(nm, kd, sp, nw, dkp)                                                                   \
+/* ng: row groups of 16 query rows (nw subgroups, or nw / 2 with SPLIT) */
+#define ATT_CM_UVEC4(ng, dkp) ((16 * (ng) + 16) * ATT_CM_DKS(dkp) + 2 * 16 * ATT_CM_DKS(dkp) + (ng) * 16 * (5 + 9) + (ng) * 16 * 3)
+#define ATT_CM_SHARED(ng, nw, dkp, emu) (16u * ATT_CM_UVEC4(ng, dkp) + 3u * 4u * 16u * (ng) + 4u + ((emu) ? 512u * (nw) : 0u))
+#define ATT_CM_ROW(nm, kd, sp, nw, ng, dkp)                                                                \
     {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
-     .bq = 16u * (nw), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+     .bq = 16u * (ng), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+/* a subgroup per 16 query rows */
+#define ATT_COOPMAT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, nw, dkp)
+/* SPLIT: two subgroups per 16 query rows */
+#define ATT_COOPMAT_SPLIT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, (nw) / 2, dkp)
 
 /* Every configuration this build has (the registered lab's table when there is one, vk_lab.h); *n
  * receives the count. */
