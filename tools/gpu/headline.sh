@@ -8,7 +8,10 @@
 # batches of 256, encoder only and end to end), and the per-op GPU profiles at 10 min (Vulkan and CUDA).
 # About 9 minutes (1-2 more the first time: the model and the inputs). In $OUT: table.md (made by
 # headline_table.py) and every log and JSON it is made from.
+# PART=1 runs everything up to the GEMM, PART=2 the rest and the table (default: both), for machines
+# that limit one command's time: run both on the same machine with the same OUT.
 set -u
+PART=${PART:-all}
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=$PWD/build-gpu/tools/vkasr
@@ -24,6 +27,7 @@ model06 || exit 1
 python3 tools/gpu/make_long_wav.py 600 /tmp/a600.wav >/dev/null
 echo "setup: $(( $(date +%s) - t0 )) s"
 
+if [ "$PART" != 2 ]; then
 # PyTorch's encoder: bf16 (and fp32) at 60 s and 10 min
 timeout 300 python3 tools/fixtures/bench_pytorch.py --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
 echo "pytorch rc=$?"
@@ -38,6 +42,8 @@ for c in $(echo "$ATT_CONFIGS" | tr , ' '); do
 done
 timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" >"$OUT/gemm.txt"
 cat "$OUT/attention.txt" "$OUT/gemm.txt"
+fi
+[ "$PART" != 1 ] || exit 0
 # packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
 # (two sessions on the GPU, --sessions auto; then batch 256 with one session, batch256s1.log)

@@ -84,7 +84,7 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm128x128w4_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w4_k32, T_128x128W4_K32),
     CM("cm128x128_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k64, T_128x128_K64),
     CM("cm128x256_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256_k32, T_128x256_K32),
-    CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
+    CM("cm256x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128w16_k32, T_256x128W16_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
     /* quantized weights, dequantized into the f16 w tile: one tile per block type */
     CMQ("q8_0_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q8_0, SPV_gemm_cm128x128_k32_q8_0, T_128x128_K32),
@@ -148,7 +148,7 @@ static const struct vk_gemm_rule {
      * H100's 132 SMs; 64x64 tiles run 1.3-1.6x faster there (2048 columns or 1500 rows: 128x128) */
     {1024, 1024, ANY, "cm64x64_k32"},
     {2048, ANY, ANY, "cm128x128_k32"},
-    {ANY, ANY, ANY, "cm256x128_k32"},
+    {ANY, ANY, ANY, "cm256x128w16_k32"},
 };
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
