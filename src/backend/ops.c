@@ -271,12 +271,15 @@ static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     return VKASR_OK;
 }
 
-static vkasr_status v_softmax(struct vctx *c, const struct op_softmax *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
-    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
-    return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
+/* An f32 row op: x and y [rows, cols] of the same shape, y equal to x (in place) or disjoint from it. */
+static vkasr_status v_same_shape_f32(struct vctx *c, const be_tensor *x, const be_tensor *y) {
+    TRY(need(c, "x", x, 2, BE_F32));
+    TRY(need(c, "y", y, 2, BE_F32));
+    TRY(same_or_disjoint(c, y, x, "x"));
+    return need_dims(c, "y", y, x->ne[0], x->ne[1]);
 }
+
+static vkasr_status v_softmax(struct vctx *c, const struct op_softmax *a) { return v_same_shape_f32(c, &a->x, &a->y); }
 
 static vkasr_status v_argmax(struct vctx *c, const struct op_argmax *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
@@ -624,10 +627,7 @@ static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) 
 }
 
 static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm *a) {
-    TRY(need(c, "x", &a->x, 2, BE_F32));
-    TRY(need(c, "y", &a->y, 2, BE_F32));
-    TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
-    return need_dims(c, "y", &a->y, a->x.ne[0], a->x.ne[1]);
+    return v_same_shape_f32(c, &a->x, &a->y);
 }
 
 static vkasr_status v_offsets_scan(struct vctx *c, const struct op_offsets_scan *a) {
