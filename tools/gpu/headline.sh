@@ -1,10 +1,10 @@
 #!/bin/bash
-# GPU machine, idle GPU: the table that opens docs/gpu-results.md, from one call — vkasr on Vulkan, vkasr's
-# CUDA backend and PyTorch (transformers, bf16) on the 0.6B-shaped random TDT model (model06.sh): encoder
-# at 60 s and 10 min, decoder and end to end at 60 s (`vkasr bench`, f16, median of 5), attention per layer
-# at T = 7500 (bench_attention, the chosen kernel and ATT_CONFIGS), the GEMM 7500 x 4096 x 1024 (bench_ops),
-# packed batches over N (1000) inputs of 2-20 s (vkasr --batch 256 and 64 after a warm-up, and 256 with one
-# session; PyTorch's padded
+# GPU machine, idle GPU: the table that opens docs/gpu-results.md, from one call (or two back to back,
+# PART below) — vkasr on Vulkan, vkasr's CUDA backend and PyTorch (transformers, bf16) on the
+# 0.6B-shaped random TDT model (model06.sh): encoder at 60 s and 10 min, decoder and end to end at 60 s
+# (`vkasr bench`, f16, median of 5), attention per layer at T = 7500 (bench_attention, the chosen
+# kernel and ATT_CONFIGS), the GEMM 7500 x 4096 x 1024 (bench_ops), packed batches over N (1000) inputs
+# of 2-20 s (vkasr --batch 256 and 64 after a warm-up, and 256 with one session; PyTorch's padded
 # batches of 256, encoder only and end to end), and the per-op GPU profiles at 10 min (Vulkan and CUDA).
 # About 9 minutes (1-2 more the first time: the model and the inputs). In $OUT: table.md (made by
 # headline_table.py) and every log and JSON it is made from.
