@@ -238,7 +238,7 @@ static void row_invariance(struct th *h, be_dtype wt, bool matvec) {
 /* The matvec hint's kernel (gemv.comp, which GPUs run for hinted products of any M: a batch of
  * decoder hypotheses) keeps a row's result independent of M too, bit for bit, and of its tile: the 300
  * rows in 32-row tiles against calls on fewer rows in 8-row tiles (gemv, what one hypothesis gets), in
- * 32-row tiles and in groups of 8 columns (gemvw, what a batch of hypotheses gets), with vector loads
+ * 32-row tiles and in groups of 4 columns (gemvw, what a batch of hypotheses gets), with vector loads
  * (K 136) and without (K 135). */
 static void hinted_row_invariance(struct th *h, be_dtype wt, int64_t K) {
     const int64_t M = 300, N = 200;
@@ -251,7 +251,7 @@ static void hinted_row_invariance(struct th *h, be_dtype wt, int64_t K) {
         th_skip(h, "gemv.comp row invariance (not usable on this device)");
         return;
     }
-    th_case(h, "linear row invariance, hinted (gemv: 8- and 32-row tiles, 8-column groups) w=%s K=%lld",
+    th_case(h, "linear row invariance, hinted (gemv: 8- and 32-row tiles, 4-column groups) w=%s K=%lld",
             wt == BE_F16 ? "f16" : "f32", (long long)K);
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, wt, 2, TH_SHAPE(N, K), -1.0f, 1.0f);
@@ -566,7 +566,7 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "gpu", &gpu, 8, 1030, 320, BE_F32, true, "f32_gemv", 1);
     expect_choice(h, "gpu", &gpu, 9, 1030, 320, BE_F32, true, "f32_gemv", 1); /* hinted: gemv at any M */
     expect_choice(h, "gpu", &gpu, 31, 1030, 320, BE_F32, true, "f32_gemv", 1);
-    expect_choice(h, "gpu", &gpu, 32, 1030, 320, BE_F32, true, "f32_gemvw", 1); /* 8-column groups, same rows */
+    expect_choice(h, "gpu", &gpu, 32, 1030, 320, BE_F32, true, "f32_gemvw", 1); /* 4-column groups, same rows */
     expect_choice(h, "gpu", &gpu, 2048, 8198, 640, BE_F32, true, "f32_gemvw", 1); /* a batch's joint */
     expect_choice(h, "gpu", &gpu, 1, 4096, 1024, BE_F16, false, "f16_32x64", 1);
     expect_choice(h, "gpu", &gpu, 20, 640, 640, BE_F32, false, "f32_32x64", 1);

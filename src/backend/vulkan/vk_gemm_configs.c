@@ -28,17 +28,15 @@
     {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_direct_h : SPV_gemm_direct_f32, .spv_f16io = SPV_gemm_direct_h,  \
      .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
-/* Tiles of mr rows x wg/32 columns: 32 invocations per column, partial sums of mr rows in shared memory. */
-#define GEMV(nm, wt, w_, mr)                                                                           \
-    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
-     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
-     .bn = (w_) / 32, .bk = 0, .tm = 0, .tn = 1, .stages = 0, .shared_bytes = 4 * (mr) * (w_)}
-/* Wide groups (gemv.comp spec 5: nc columns per 32-invocation group; bit for bit the one-column
- * groups' results): x loaded once for nc columns, for many rows. */
+/* Tiles of mr rows x wg/32 groups of nc columns: 32 invocations per group, partial sums of mr rows x nc
+ * columns in shared memory. nc > 1: wide groups (gemv.comp spec 5; bit for bit the one-column groups'
+ * results), x loaded once for nc columns, for many rows. */
 #define GEMV_WIDE(nm, wt, w_, mr, nc)                                                                   \
     {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
      .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
      .bn = (w_) / 32 * (nc), .bk = 0, .tm = 0, .tn = nc, .stages = 0, .shared_bytes = 4 * (mr) * (w_) * (nc)}
+/* One column per group. */
+#define GEMV(nm, wt, w_, mr) GEMV_WIDE(nm, wt, w_, mr, 1)
 /* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
 #define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
     {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
