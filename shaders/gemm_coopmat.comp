@@ -37,6 +37,7 @@
 //   128x64,  BK 32, 2 stages: 2 * 15 KiB = 30 KiB       32x64,   BK 64, 2 stages: 2 * 13.5 KiB = 27 KiB
 //   128x128, BK 32, 2 stages: 2 * 20 KiB = 40 KiB       128x128, BK 64, 1 stage:  36 KiB
 //   128x128 on 16 subgroups of 32x32, BK 32, 2 stages: 40 KiB (epilogue: 16 x 16 x 36 f32 = 36 KiB)
+//   128x128 on 16 subgroups of 32x32, BK 64, 1 stage: 36 KiB (the same epilogue)
 //   128x256, BK 32, 1 stage:  30 KiB (epilogue: 8 subgroups x 16 x 68 f32 = 34 KiB)
 //   256x128, BK 32, 1 stage:  30 KiB (16 subgroups of 64x32, epilogue: 16 x 16 x 36 f32 = 36 KiB)
 //   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)

@@ -109,16 +109,17 @@ vkasr_shader(gemm_cm32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2
 vkasr_shader(gemm_cm16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
-vkasr_shader(gemm_cm128x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
+vkasr_shader(gemm_cm128x128w16_k64 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
-vkasr_shader(gemm_cm256x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 REQUIRES NV_COOPMAT)
-# the 8-subgroup tiles that the 16-subgroup ones replaced (cm256x128_k32: 255 registers, spilling;
-# cm128x128_k32: 180), for comparison
+# tiles the choice table used before, for comparison: the 8-subgroup ones (cm256x128_k32: 255
+# registers, spilling; cm128x128_k32: 180) and the 16-subgroup BK 32 ones that cm128x128w16_k64 replaced
 vkasr_lab_shader(gemm_cm256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(gemm_cm128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(gemm_cm256x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
+vkasr_lab_shader(gemm_cm128x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 # Quantized weights on tensor cores (dequantized into the f16 w tile): the tile the choice table uses
 # for most encoder products, per block type, and its emulated twin (lab). Must match the CMQ() rows of
 # src/backend/vulkan/vk_gemm_configs.c and tests/vk_lab.c.
@@ -133,9 +134,8 @@ vkasr_lab_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2
 vkasr_lab_shader(gemm_emu16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
-vkasr_lab_shader(gemm_emu128x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu128x128w16_k64 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
-vkasr_lab_shader(gemm_emu256x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 EMULATE_COOPMAT)

@@ -46,11 +46,10 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("emu16x64_k128", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu16x64_k128, T_16x64_K128),
     CM("emu128x64_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x64_k32, T_128x64_K32),
     CM("emu64x128_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu64x128_k32, T_64x128_K32),
-    CM("emu128x128w16_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w16_k32, T_128x128W16_K32),
+    CM("emu128x128w16_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w16_k64, T_128x128W16_K64),
     CM("emu128x128w4_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128w4_k32, T_128x128W4_K32),
     CM("emu128x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k64, T_128x128_K64),
     CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
-    CM("emu256x128w16_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu256x128w16_k32, T_256x128W16_K32),
     CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
     /* quantized weights (the q*_cm128x128_k32 rows of vk_gemm_configs.c) */
     CMQ("q8_0_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q8_0, SPV_gemm_emu128x128_k32_q8_0, T_128x128_K32),
@@ -58,9 +57,11 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CMQ("q5_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q5_K, SPV_gemm_emu128x128_k32_q5_k, T_128x128_K32),
     CMQ("q6_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q6_K, SPV_gemm_emu128x128_k32_q6_k, T_128x128_K32),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-    /* the 8-subgroup tiles the 16-subgroup ones replaced */
+    /* tiles the choice table used before: the 8-subgroup ones, then the 16-subgroup BK 32 ones */
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
     CM("cm128x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k32, T_128x128_K32),
+    CM("cm256x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128w16_k32, T_256x128W16_K32),
+    CM("cm128x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w16_k32, T_128x128W16_K32),
 #endif
 };
 

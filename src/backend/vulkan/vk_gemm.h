@@ -71,12 +71,13 @@ struct vk_gemm_plan {
 #define T_128x64_K32 2, 2, 4, 2, 32, 2, 1      /* 4 subgroups of 64x32, 30 KiB          */
 #define T_64x128_K32 2, 2, 2, 4, 32, 2, 1      /* 4 subgroups of 32x64, 30 KiB          */
 #define T_128x128_K32 2, 4, 4, 2, 32, 2, 1     /* 8 subgroups of 64x32, 40 KiB          */
-#define T_128x128W16_K32 4, 4, 2, 2, 32, 2, 1  /* 16 subgroups of 32x32, 512 invocations, 40 KiB */
+#define T_128x128W16_K32 4, 4, 2, 2, 32, 2, 1  /* 16 subgroups of 32x32, 512 invocations, 40 KiB (lab) */
+#define T_128x128W16_K64 4, 4, 2, 2, 64, 1, 1  /* the same, one stage of BK 64, 36 KiB  */
 #define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
 #define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
 #define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
 #define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB (lab: cm256x128w16 replaced it)  */
-#define T_256x128W16_K32 4, 4, 4, 2, 32, 1, 1  /* 16 subgroups of 64x32, 512 invocations, 36 KiB */
+#define T_256x128W16_K32 4, 4, 4, 2, 32, 1, 1  /* 16 subgroups of 64x32, 512 invocations, 36 KiB (lab) */
 #define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
 #define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
 #define CMQ(...) GEMM_COOPMAT_W(__VA_ARGS__) /* the same for quantized weights: (name, kind, type, spv, shape) */

@@ -78,11 +78,10 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm16x64_k128", VK_GEMM_COOPMAT, SPV_gemm_cm16x64_k128, T_16x64_K128),
     CM("cm128x64_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x64_k32, T_128x64_K32),
     CM("cm64x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm64x128_k32, T_64x128_K32),
-    CM("cm128x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w16_k32, T_128x128W16_K32),
+    CM("cm128x128w16_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w16_k64, T_128x128W16_K64),
     CM("cm128x128w4_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w4_k32, T_128x128W4_K32),
     CM("cm128x128_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k64, T_128x128_K64),
     CM("cm128x256_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256_k32, T_128x256_K32),
-    CM("cm256x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128w16_k32, T_256x128W16_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
     /* quantized weights, dequantized into the f16 w tile: one tile per block type */
     CMQ("q8_0_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q8_0, SPV_gemm_cm128x128_k32_q8_0, T_128x128_K32),
@@ -145,8 +144,10 @@ static const struct vk_gemm_rule {
     /* a minute of audio (750 rows) into 640-1024 columns: under 64 tiles of 128x128, too few for the
      * H100's 132 SMs; 64x64 tiles run 1.3-1.6x faster there (2048 columns or 1500 rows: 128x128) */
     {1024, 1024, ANY, "cm64x64_k32"},
-    {2048, ANY, ANY, "cm128x128w16_k32"},
-    {ANY, ANY, ANY, "cm256x128w16_k32"},
+    /* the rest: 16 subgroups of 32x32, one shared stage of BK 64 (118 registers, 36 KiB); on the H100
+     * +4 to +15 % over the 256x128 and 128x128 BK 32 tiles that had these rows (ff_up_7500 124 -> 142
+     * TFLOP/s), within 3 % where it is not faster (docs/gpu-results.md, "One GEMM tile") */
+    {ANY, ANY, ANY, "cm128x128w16_k64"},
 };
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
