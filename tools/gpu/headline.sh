@@ -5,7 +5,8 @@
 # (`vkasr bench`, f16, median of 5), attention per layer at T = 7500 (bench_attention, the chosen
 # kernel and ATT_CONFIGS), the GEMM 7500 x 4096 x 1024 (bench_ops), packed batches over N (1000) inputs
 # of 2-20 s (vkasr --batch 256 and 64 after a warm-up, and 256 with one session; PyTorch's padded
-# batches of 256, encoder only and end to end), and the per-op GPU profiles at 10 min (Vulkan and CUDA).
+# batches of 256, encoder only and end to end), the per-op GPU profiles at 10 min (Vulkan and CUDA) and
+# PyTorch's encoder by module (bench_pytorch.py --breakdown).
 # About 9 minutes (1-2 more the first time: the model and the inputs). In $OUT: table.md (made by
 # headline_table.py) and every log and JSON it is made from.
 # PART=1 runs everything up to the GEMM, PART=2 the rest and the table (default: both), for machines
@@ -31,6 +32,9 @@ if [ "$PART" != 2 ]; then
 # PyTorch's encoder: bf16 (and fp32) at 60 s and 10 min
 timeout 300 python3 tools/fixtures/bench_pytorch.py --no-generate --out "$OUT/pytorch" >"$OUT/bench-pytorch.log" 2>&1
 echo "pytorch rc=$?"
+# the same encoder by module (attention, its projections, feed-forwards, ...), bf16
+timeout 200 python3 tools/fixtures/bench_pytorch.py --breakdown --out "$OUT/pytorch" >"$OUT/breakdown-pytorch.log" 2>&1
+echo "pytorch breakdown rc=$?"
 # vkasr bench, f16: Vulkan, then the CUDA backend
 timeout 200 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
 echo "vulkan rc=$?"

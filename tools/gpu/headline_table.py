@@ -55,6 +55,10 @@ def main():
     vk, cu = bench(out, "vulkan.json"), bench(out, "cuda.json")
     pt = load_json(out, "pytorch/bench_pytorch.json").get("encoder", {})
     pt_ms = lambda key: (pt.get(key) or {}).get("median_ms")
+    # PyTorch's encoder by module at 10 min (bench_pytorch.py --breakdown): its attention core per layer
+    ptbd = load_json(out, "pytorch/bench_pytorch_breakdown.json").get("breakdown", {}).get("10min", {})
+    pt_att = (ptbd.get("parts_ms", {}).get("attention core") / ptbd["layers"]
+              if ptbd.get("layers") and "attention core" in ptbd.get("parts_ms", {}) else None)
     att = {}
     for line in text(out, "attention.txt").splitlines():
         m = re.search(r"cfg=(\S+) ms=([\d.]+) tflops=([\d.]+)", line)
@@ -95,8 +99,9 @@ def main():
         ("end to end, 10 min (ms)", fmt(g(vk, 600, "wall")), fmt(g(cu, 600, "wall")), "", "", ""),
         ("peak device memory, 60 s / 10 min (MiB)", f"{fmt(g(vk, 60, 'peak'))} / {fmt(g(vk, 600, 'peak'))}",
          f"{fmt(g(cu, 60, 'peak'))} / {fmt(g(cu, 600, 'peak'))}", "", "", ""),
-        ("attention per layer, T = 7500, 8x128 (ms; profile of the 10 min run / 24)", fmt(att_layer(pv)),
-         fmt(att_layer(pc)), "", "<= 3", verdict(att_layer(pv), 3.0)),
+        ("attention per layer, T = 7500, 8x128 (ms; profile of the 10 min run / 24; PyTorch: its attention "
+         "modules less their projections, CUDA events)", fmt(att_layer(pv)), fmt(att_layer(pc)), fmt(pt_att), "<= 3",
+         verdict(att_layer(pv), 3.0)),
         ("attention kernel alone, T = 7500 (ms, TFLOP/s as 4 T^2 D)",
          f"{best_att[1][0]:.2f}, {best_att[1][1]:.1f} ({best_att[0]})" if best_att else "", "", "", "<= 3",
          verdict(best_att[1][0] if best_att else None, 3.0)),
@@ -122,6 +127,16 @@ def main():
             if op != "(all ops)" and ms >= 0.01 * total:
                 print(f"| {op} | {calls} | {ms:.1f} | {100 * ms / total:.0f} % |")
         print(f"| (all ops) | | {total:.1f} | |")
+    if ptbd.get("parts_ms"):
+        n = ptbd["layers"]
+        print(f"\nPyTorch bf16 at 10 min by module (bench_pytorch.py --breakdown: CUDA events, one call of "
+              f"{ptbd['timed_call_ms']:.1f} ms; ms summed over the {n} layers):\n")
+        print("| part | ms | per layer |")
+        print("| --- | --- | --- |")
+        order = ["layers (all)", "attention module", "attention projections", "attention core",
+                 "scaled_dot_product_attention", "feed-forwards", "convolution module", "layer norms"]
+        for part in sorted(ptbd["parts_ms"], key=lambda p: order.index(p) if p in order else len(order)):
+            print(f"| {part} | {ptbd['parts_ms'][part]:.1f} | {ptbd['parts_ms'][part] / n:.2f} |")
 
 
 if __name__ == "__main__":
