@@ -7,7 +7,7 @@
 //
 // Here one group of 32 consecutive invocations owns one output column n and sweeps its weight row
 // (K-contiguous: each load of the group reads 32 consecutive elements, or 32 x 8 with vector loads)
-// for MR rows of x at once (8, or 32 for the many rows of a batch of hypotheses: spec 1); a
+// for MR rows of x at once (8, or 32 for a batch's rows with quantized weights: spec 1); a
 // workgroup holds WG / 32 such groups, i.e. a tile of MR rows x WG/32 columns, and loops grid-stride
 // over the tiles (row-major: neighbouring workgroups read the same x rows and neighbouring weight
 // rows). The 32 partial sums of each output go through shared memory and are added in lane order by

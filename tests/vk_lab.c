@@ -63,6 +63,9 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("cm256x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128w16_k32, T_256x128W16_K32),
     CM("cm128x128w16_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w16_k32, T_128x128W16_K32),
 #endif
+    /* gemv.comp's 32-row tiles, which a batch's hypotheses took before the wide groups (f*_gemvw) */
+    GEMV("f32_gemv32", BE_F32, 256, 32),
+    GEMV("f16_gemv32", BE_F16, 256, 32),
 };
 
 /* Each emulated coopmat attention variant has the layout of a real one except for the subgroup count

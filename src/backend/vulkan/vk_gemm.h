@@ -50,6 +50,16 @@ struct vk_gemm_plan {
                           ? GEMM_CM_STAGES_U4(bm, bn, bk, st, pad)                                          \
                           : GEMM_CM_EPI_U4(nw, fn, pad))))
 
+/* gemv.comp: tiles of mr rows x wg/32 groups of nc columns, 32 invocations per group, partial sums of
+ * mr rows x nc columns in shared memory. nc > 1: wide groups (spec 5; bit for bit the one-column
+ * groups' results), x loaded once for nc columns, for many rows. */
+#define GEMV_WIDE(nm, wt, w_, mr, nc)                                                                   \
+    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
+     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
+     .bn = (w_) / 32 * (nc), .bk = 0, .tm = 0, .tn = nc, .stages = 0, .shared_bytes = 4 * (mr) * (w_) * (nc)}
+/* One column per group. */
+#define GEMV(nm, wt, w_, mr) GEMV_WIDE(nm, wt, w_, mr, 1)
+
 /* wm x wn subgroups of fm x fn fragments, K step bk, st shared stages, row pad (must match the
  * variant's defines in shaders/shaders.cmake). */
 #define GEMM_COOPMAT(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad) GEMM_COOPMAT_W(nm, kd, BE_F16, sp, wm, wn, fm, fn, bk_, st, pad)

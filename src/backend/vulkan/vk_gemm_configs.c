@@ -28,15 +28,6 @@
     {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_direct_h : SPV_gemm_direct_f32, .spv_f16io = SPV_gemm_direct_h,  \
      .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
-/* Tiles of mr rows x wg/32 groups of nc columns: 32 invocations per group, partial sums of mr rows x nc
- * columns in shared memory. nc > 1: wide groups (gemv.comp spec 5; bit for bit the one-column groups'
- * results), x loaded once for nc columns, for many rows. */
-#define GEMV_WIDE(nm, wt, w_, mr, nc)                                                                   \
-    {.name = nm, .prof = "linear_gemv", .kind = VK_GEMM_GEMV, .wtype = wt,                             \
-     .spv = (wt) == BE_F16 ? SPV_gemv_h : SPV_gemv_f32, .spv_f16io = SPV_gemv_h, .wg = w_, .bm = mr,    \
-     .bn = (w_) / 32 * (nc), .bk = 0, .tm = 0, .tn = nc, .stages = 0, .shared_bytes = 4 * (mr) * (w_) * (nc)}
-/* One column per group. */
-#define GEMV(nm, wt, w_, mr) GEMV_WIDE(nm, wt, w_, mr, 1)
 /* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
 #define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
     {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
@@ -63,8 +54,6 @@ static const struct vk_gemm_cfg configs[] = {
     DIRECT("f16_direct_mv", BE_F16, 64, 4, 4),
     GEMV("f32_gemv", BE_F32, 256, 8),
     GEMV("f16_gemv", BE_F16, 256, 8),
-    GEMV("f32_gemv32", BE_F32, 256, 32), /* a batch's hypotheses: each weight load serves 32 rows */
-    GEMV("f16_gemv32", BE_F16, 256, 32),
     GEMV_WIDE("f32_gemvw", BE_F32, 256, 4, 4), /* many rows: 4 rows x 4 columns per group */
     GEMV_WIDE("f16_gemvw", BE_F16, 256, 4, 4),
     GEMVQ2("q8_0", BE_Q8_0, SPV_gemv_q8_0, SPV_gemv_q8_0_h),
@@ -261,7 +250,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * decoder 21.2 -> 19.1 ms). The rule depends on N only, so a row's rounding still never depends on
      * M (a batch's projection then takes the wide groups below: 47.5 us at 256 rows against 18.3 on
      * tensor cores, RTFx of the 1000-input batches within the runs' spread). */
-    if (matvec && wtype == BE_F16 && N >= 16 && N > MATVEC_GEMV_MAX_N) {
+    if (matvec && wtype == BE_F16 && N > MATVEC_GEMV_MAX_N) {
         p.cfg = M <= 16 ? vk_gemm_find("cm16x64_k128") : NULL;
         if (!p.cfg || !vk_gemm_cfg_usable(p.cfg, caps))
             p.cfg = cm_choice(caps, M, N, K);
