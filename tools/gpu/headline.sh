@@ -7,8 +7,8 @@
 # of 2-20 s (vkasr --batch 256 and 64 after a warm-up, and 256 with one session; PyTorch's padded
 # batches of 256, encoder only and end to end), the per-op GPU profiles at 10 min (Vulkan and CUDA) and
 # PyTorch's encoder by module (bench_pytorch.py --breakdown).
-# About 3 minutes on an H100 (168 s on 2026-11-28, 36 of them making the model and the inputs). In $OUT: table.md (made by
-# headline_table.py) and every log and JSON it is made from.
+# About 3 minutes on an H100 (168 s on 2026-11-28, 36 of them making the model and the inputs). In
+# $OUT: table.md (made by headline_table.py) and every log and JSON it is made from.
 # PART=1 runs everything up to the GEMM, PART=2 the rest and the table (default: both), for machines
 # that limit one command's time more tightly: run both on the same machine with the same OUT.
 set -u

@@ -133,10 +133,8 @@ def main():
               f"{ptbd['timed_call_ms']:.1f} ms; ms summed over the {n} layers):\n")
         print("| part | ms | per layer |")
         print("| --- | --- | --- |")
-        order = ["layers (all)", "attention module", "attention projections", "attention core",
-                 "scaled_dot_product_attention", "feed-forwards", "convolution module", "layer norms"]
-        for part in sorted(ptbd["parts_ms"], key=lambda p: order.index(p) if p in order else len(order)):
-            print(f"| {part} | {ptbd['parts_ms'][part]:.1f} | {ptbd['parts_ms'][part] / n:.2f} |")
+        for part, ms in ptbd["parts_ms"].items():  # in bench_pytorch.py's PARTS order
+            print(f"| {part} | {ms:.1f} | {ms / n:.2f} |")
 
 
 if __name__ == "__main__":
