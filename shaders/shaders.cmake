@@ -106,7 +106,7 @@ vkasr_shader(gemm_reduce gemm_reduce.comp)
 vkasr_shader(gemm_cm64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_COOPMAT)
-vkasr_shader(gemm_cm16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 REQUIRES NV_COOPMAT)
+vkasr_shader(gemm_cm16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 UNROLL_KS REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128w16_k64 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
@@ -115,7 +115,8 @@ vkasr_shader(gemm_cm128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM
 vkasr_shader(gemm_cm128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 REQUIRES NV_COOPMAT)
 # tiles the choice table used before, for comparison: the 8-subgroup ones (cm256x128_k32: 255
-# registers, spilling; cm128x128_k32: 180) and the 16-subgroup BK 32 ones that cm128x128w16_k64 replaced
+# registers, spilling; cm128x128_k32: 180, both with the K steps unrolled) and the 16-subgroup BK 32 ones
+# that cm128x128w16_k64 replaced
 vkasr_lab_shader(gemm_cm256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(gemm_cm128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(gemm_cm256x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
@@ -131,7 +132,7 @@ endforeach()
 vkasr_lab_shader(gemm_emu64x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu64x64_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu32x64_k64 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
-vkasr_lab_shader(gemm_emu16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 EMULATE_COOPMAT)
+vkasr_lab_shader(gemm_emu16x64_k128 gemm_coopmat.comp DEFINES WARPS_M=1 WARPS_N=4 FM=1 FN=1 BK=128 STAGES=2 UNROLL_KS EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x64_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=2 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=4 BK=32 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x128w16_k64 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)

@@ -593,9 +593,9 @@ static void selection_tests(struct th *h) {
                                  .coopmat_nv = true};
     struct vk_caps small_shared = h100;
     small_shared.max_shared = 32768; /* the table's tile does not fit: the smallest tensor-core tile */
-    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm128x128w16_k64", 1);
-    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm128x128w16_k64", 1);
-    expect_choice(h, "h100", &h100, 480000, 256, 256, BE_F16, false, "cm128x128_k64", 1);
+    expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F16, false, "cm128x128_k64", 1);
+    expect_choice(h, "h100", &h100, 7500, 1024, 4096, BE_F16, false, "cm128x128_k64", 1);
+    expect_choice(h, "h100", &h100, 480000, 256, 256, BE_F16, false, "cm128x128w16_k64", 1);
     expect_choice(h, "h100", &h100, 750, 4096, 1024, BE_F16, false, "cm128x128w16_k64", 1);
     /* up to 1024 rows into at most 1024 columns: 64x64 (too few 128x128 tiles to fill the GPU) */
     expect_choice(h, "h100", &h100, 750, 1024, 1024, BE_F16, false, "cm64x64_k32", 1);
@@ -603,6 +603,9 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 1024, 640, 1024, BE_F16, false, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 750, 2048, 1024, BE_F16, false, "cm128x128w16_k64", 1);
     expect_choice(h, "h100", &h100, 1499, 1024, 1024, BE_F16, false, "cm128x128w16_k64", 1);
+    /* above 2048 rows: the 8-subgroup tile of 64x32 subgroup tiles */
+    expect_choice(h, "h100", &h100, 2048, 4096, 1024, BE_F16, false, "cm128x128w16_k64", 1);
+    expect_choice(h, "h100", &h100, 2049, 4096, 1024, BE_F16, false, "cm128x128_k64", 1);
     expect_choice(h, "h100", &h100, 37, 1024, 4096, BE_F16, false, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 1, 4096, 1024, BE_F16, false, "cm64x64_k32", 1); /* rounding independent of M */
     /* hinted f16 products (an f16 session's decoder) of more than 1024 columns take tensor-core tiles
@@ -613,7 +616,7 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 16, 1025, 640, BE_F16, true, "cm16x64_k128", 1);
     expect_choice(h, "h100", &h100, 31, 1030, 640, BE_F16, true, "cm64x64_k32", 1);
     expect_choice(h, "h100", &h100, 256, 8198, 640, BE_F16, true, "cm128x128w16_k64", 1);
-    expect_choice(h, "h100", &h100, 4096, 4096, 4096, BE_F16, true, "cm128x128w16_k64", 1);
+    expect_choice(h, "h100", &h100, 4096, 4096, 4096, BE_F16, true, "cm128x128_k64", 1);
     expect_choice(h, "h100", &h100, 1, 640, 640, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 16, 1024, 640, BE_F16, true, "f16_gemv", 1);
     expect_choice(h, "h100", &h100, 256, 640, 640, BE_F16, true, "f16_gemvw", 1); /* a batch's projection */

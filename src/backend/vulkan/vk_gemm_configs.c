@@ -129,14 +129,20 @@ static const struct vk_gemm_rule {
     const char *cfg;
 } cm_rules[] = {
     {64, ANY, ANY, "cm64x64_k32"},
-    {ANY, ANY, 256, "cm128x128_k64"},
+    /* the subsampling's pointwise convs (K = 256): 16 subgroups of 32x32 (480000 x 256 x 256: 102
+     * TFLOP/s against 96 for the 8-subgroup tile) */
+    {ANY, ANY, 256, "cm128x128w16_k64"},
     /* a minute of audio (750 rows) into 640-1024 columns: under 64 tiles of 128x128, too few for the
      * H100's 132 SMs; 64x64 tiles run 1.3-1.6x faster there (2048 columns or 1500 rows: 128x128) */
     {1024, 1024, ANY, "cm64x64_k32"},
-    /* the rest: 16 subgroups of 32x32, one shared stage of BK 64 (118 registers, 36 KiB); on the H100
-     * +4 to +15 % over the 256x128 and 128x128 BK 32 tiles that had these rows (ff_up_7500 124 -> 142
-     * TFLOP/s), within 3 % where it is not faster (docs/gpu-results.md, "One GEMM tile") */
-    {ANY, ANY, ANY, "cm128x128w16_k64"},
+    /* up to 2048 rows: 16 subgroups of 32x32, one shared stage of BK 64 (94 registers, 36 KiB; ff_up
+     * at 750 rows 100 TFLOP/s against 98 for the 8-subgroup tile, conv_pw1 92 against 83) */
+    {2048, ANY, ANY, "cm128x128w16_k64"},
+    /* the rest: 8 subgroups of 64x32 (three fragment loads per four products instead of one per
+     * product; 158 registers, one workgroup per SM), one shared stage of BK 64: at 7500 rows ff_up 156
+     * TFLOP/s against 146 for the 16-subgroup tile, ff_down 167 against 153 (docs/gpu-results.md,
+     * "Rolled K steps") */
+    {ANY, ANY, ANY, "cm128x128_k64"},
 };
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
