@@ -354,23 +354,7 @@ void store_block(uint s) {
 // The products of the block in stage s: each subgroup's FM x FN fragments over BK/16 k-steps, in k order.
 // The k-steps stay a loop, and one A fragment is live at a time (the FN B fragments, then each A
 // fragment and its FN products): fewer registers and a third of the code of the unrolled form, which
-// made every large tile 4-22 % faster on the H100 (docs/gpu-results.md, "Rolled K steps"). UNROLL_KS
-// (the decoder's 16-row tile, a chain of dependent K steps in one workgroup) unrolls the k-steps and
-// issues every fragment load of a step before its products. Either way the same products in the
-// same order.
-#ifdef UNROLL_KS
-#define COMPUTE_BLOCK(s)                                                                          \
-    UNROLL for (uint ks = 0; ks < BK / 16; ks++) {                                                \
-        FragAB fa[FM], fb[FN];                                                                    \
-        UNROLL for (uint i = 0; i < FM; i++)                                                      \
-            LOAD_A(fa[i], A_OFF(s) + (wm * WM + i * 16u) * SK + ks * 2u);                         \
-        UNROLL for (uint j = 0; j < FN; j++)                                                      \
-            LOAD_B(fb[j], B_OFF(s) + (wn * WN + j * 16u) * SK + ks * 2u);                         \
-        UNROLL for (uint i = 0; i < FM; i++)                                                      \
-            UNROLL for (uint j = 0; j < FN; j++)                                                  \
-                MMA(acc[i * FN + j], fa[i], fb[j]);                                               \
-    }
-#else
+// made every tile faster on the H100, large ones by 4-22 % (docs/gpu-results.md, "Rolled K steps").
 #define COMPUTE_BLOCK(s)                                                                          \
     [[dont_unroll]] for (uint ks = 0; ks < BK / 16; ks++) {                                       \
         FragAB fb[FN];                                                                            \
@@ -383,7 +367,6 @@ void store_block(uint s) {
                 MMA(acc[i * FN + j], fa, fb[j]);                                                  \
         }                                                                                         \
     }
-#endif
 
 // ---- epilogue ----------------------------------------------------------------------------------------
 // Row i of every subgroup's fragments is staged (subgroup s: 16 x WN f32 at uvec4 s*16*EP, pitch EP);
