@@ -66,9 +66,14 @@ def main():
             att[m.group(1)] = (float(m.group(2)), float(m.group(3)))
     gemm = re.search(r"cfg=(\S+) .*ms=([\d.]+) tflops=([\d.]+)", text(out, "gemm.txt"))
     rtfx = {}
-    for b in (256, 64, "256s1"):
+    for b in (256, "256r2", "256r3", 64, "256s1"):
         m = re.search(r"RTFx ([\d.]+) after it", text(out, f"batch{b}.log"))
         rtfx[b] = float(m.group(1)) if m else None
+    # batch 256 with two sessions: the median of the runs there are (headline.sh makes three) and their range
+    runs256 = sorted(v for v in (rtfx[256], rtfx["256r2"], rtfx["256r3"]) if v is not None)
+    med256 = runs256[len(runs256) // 2] if runs256 else None
+    runs_note = (f"{len(runs256)} runs: {runs256[0]:.1f}-{runs256[-1]:.1f}" if len(runs256) > 1
+                 else f"{len(runs256)} run")
     ptb = load_json(out, "pytorch-batch/batch_pytorch.json").get("sizes", {}).get("256", {})
     pv, pc = profile(out, "profile-vulkan.log"), profile(out, "profile-cuda.log")
     layers = 24
@@ -107,9 +112,9 @@ def main():
          verdict(best_att[1][0] if best_att else None, 3.0)),
         ("GEMM 7500 x 4096 x 1024, f16 (TFLOP/s)", f"{float(gemm.group(3)):.1f} ({gemm.group(1)})" if gemm else "", "",
          "", ">= 200", verdict(float(gemm.group(3)) if gemm else None, 200.0, False)),
-        ("packed batches, 1000 inputs of 2-20 s, RTFx (batch 256, two sessions; vkasr after model load, PyTorch end to end / encoder only)",
-         f"{fmt(rtfx[256])} (64: {fmt(rtfx[64])}; 256, one session: {fmt(rtfx['256s1'])})", "",
-         f"{fmt(ptb.get('e2e_rtfx'))} / {fmt(ptb.get('encoder_rtfx'))}", ">= 5000", verdict(rtfx[256], 5000.0, False)),
+        ("packed batches, 1000 inputs of 2-20 s, RTFx (batch 256, two sessions, median of the runs; vkasr after model load, PyTorch end to end / encoder only)",
+         f"{fmt(med256)} ({runs_note}; 64: {fmt(rtfx[64])}; 256, one session: {fmt(rtfx['256s1'])})", "",
+         f"{fmt(ptb.get('e2e_rtfx'))} / {fmt(ptb.get('encoder_rtfx'))}", ">= 5000", verdict(med256, 5000.0, False)),
     ]
     print(f"GPU: {text(out, 'gpu.txt').strip()}\n")
     print("| | vkasr Vulkan | vkasr CUDA | PyTorch bf16 | target | met? |")
