@@ -25,7 +25,9 @@
 //      window moves by BK = 16 rows per block, so a block's second BD fragment is the next block's
 //      first, bit for bit: it is kept in registers, and a block computes two products, not three;
 //   3. NT / BQ invocations per query row (2, or 4 with SPLIT): s = (AC[r][c] + BD[r][c - r + 15]) *
-//      scale (the relative shift), masking, the online softmax, weights exp(s - m) stored as f16;
+//      scale (the relative shift), masking, the online softmax, weights exp(s - m) stored as f16. The
+//      row's invocations meet (block max, weights' sum) through shared memory and a barrier, or with
+//      -DROW_SHUFFLE through subgroup shuffles: they are adjacent lanes of one subgroup;
 //   4. O += P V (NDK products, NDK / 2 per subgroup with SPLIT).
 // Position window: score (li, lj) of the block (li, lj local) uses P row nbase + lj - li + BQ - 1 with
 // nbase = center - i0 + j0 - (BQ - 1): rows nbase .. nbase + BQ + BK - 2. Consecutive key blocks shift
@@ -53,12 +55,17 @@
 // register prefetch of the next block): docs/gpu-results.md, "Kernel choices".
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
-// (two subgroups per row group: NWARP even, DKP a multiple of 32).
+// (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
+// subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
+// 64; docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
 #define HAS_F16
 #extension GL_KHR_shader_subgroup_basic : require
+#ifdef ROW_SHUFFLE
+#extension GL_KHR_shader_subgroup_shuffle : require
+#endif
 #ifndef EMULATE_COOPMAT
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
@@ -466,13 +473,15 @@ void main() {
                 barrier();
 
                 // ---- online softmax: IPR invocations per query row (2, or 4 with SPLIT), KPI keys each -----
-                // The row's partial maxima and sums meet in the k block's staging area (k is not read
-                // again in this block; the next block restages it after a barrier).
+                // Without ROW_SHUFFLE the row's partial maxima and sums meet in the k block's staging
+                // area (k is not read again in this block; the next block restages it after a barrier).
                 {
                     const uint row = t / IPR, hf = t % IPR, c0 = KPI * hf, r = row % 16u, i = i0 + row, pi = pc.q0 + i;
                     const uint acf = (S_OFF + (row / 16u) * SW + r * SAC) * 4u + c0;
                     const uint bdf = (S_OFF + (row / 16u) * SW + 16u * SAC + r * SBD) * 4u + 15u - r + c0;
+#ifndef ROW_SHUFFLE
                     const uint xf = K_OFF * 4u, yf = K_OFF * 4u + NT; // partial max, partial sum [NT]
+#endif
                     const float mold = sh_m[row];
                     float s[KPI];
                     float pm = MASKED;
@@ -483,11 +492,18 @@ void main() {
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
                         pm = max(pm, s[c]);
                     }
+#ifdef ROW_SHUFFLE
+                    // a row's IPR invocations are adjacent lanes of one subgroup
+                    float bm = pm;
+                    [[unroll]] for (uint x = 1u; x < IPR; x <<= 1)
+                        bm = max(bm, subgroupShuffleXor(bm, x));
+#else
                     sh_set_f32(xf + t, pm);
                     barrier();
                     float bm = pm;
                     [[unroll]] for (uint x = 1u; x < IPR; x++)
                         bm = max(bm, sh_f32(xf + (t ^ x)));
+#endif
                     float m = mold, alpha = 1.0; // both invocations of the row compute the same
                     if (bm > MASKED_CMP) {
                         if (m <= MASKED_CMP) {
@@ -517,6 +533,18 @@ void main() {
 #else
 #error "KPI is 4 or 8"
 #endif
+#ifdef ROW_SHUFFLE
+                    float bl = sum;
+                    [[unroll]] for (uint x = 1u; x < IPR; x <<= 1)
+                        bl += subgroupShuffleXor(bl, x);
+                    if (hf == 0u) { // l = alpha l + this block's weights
+                        sh_m[row] = m;
+                        sh_a[row] = alpha;
+                        sh_l[row] = sh_l[row] * alpha + bl;
+                    }
+                }
+                barrier();
+#else
                     sh_set_f32(yf + t, sum);
                     if (hf == 0u) {
                         sh_m[row] = m;
@@ -530,6 +558,7 @@ void main() {
                         bl += sh_f32(K_OFF * 4u + NT + IPR * t + x);
                     sh_l[t] = sh_l[t] * sh_a[t] + bl;
                 }
+#endif
 
                 // ---- rescale O where a reference max moved (rare after the first blocks) ----------------
                 if (sh_rescale != 0u) {

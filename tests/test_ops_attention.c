@@ -354,7 +354,7 @@ static void expect_choice(struct th *h, const char *dev, const struct vk_caps *c
 static void choice_cases(struct th *h) {
     const struct vk_caps gpu = {.subgroup_size = 8, .max_wg_invocations = 1024, .max_shared = 32768, .f16 = true};
     struct vk_caps nv = {.subgroup_size = 32, .max_wg_invocations = 1024, .max_shared = 49152, .f16 = true,
-                         .coopmat_nv = true};
+                         .coopmat_nv = true, .shuffle = true};
     expect_choice(h, "gpu", &gpu, 128, true, "scalar"); /* no tensor cores */
     expect_choice(h, "gpu", &gpu, 256, false, "scalar");
     expect_choice(h, "gpu", &gpu, 257, false, "(none)");
@@ -375,8 +375,12 @@ static void choice_cases(struct th *h) {
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
     expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");
     expect_choice(h, "nvidia", &nv, 44, true, "cms8_dk64");
-    expect_choice(h, "nvidia", &nv, 128, true, "cms8_dk128");
+    expect_choice(h, "nvidia", &nv, 128, true, "cms8x_dk128");
     expect_choice(h, "nvidia", &nv, 129, true, "scalar");
+    nv.shuffle = false; /* cms8x_dk128's softmax rows meet through subgroup shuffles */
+    expect_choice(h, "nvidia-no-shuffle", &nv, 128, true, "scalar");
+    expect_choice(h, "nvidia-no-shuffle", &nv, 64, true, "cms8_dk64");
+    nv.shuffle = true;
     nv.subgroup_size = 64;
     expect_choice(h, "nvidia-subgroup-64", &nv, 128, true, "scalar");
     nv.subgroup_size = 32;
@@ -713,7 +717,7 @@ int main(void) {
     struct th h;
     th_open(&h, true);
     /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
-    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
+    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emus2x_dk128") || !vk_att_find("emu_flash128_q32k32"))) {
         printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
         h.failures++;
     }

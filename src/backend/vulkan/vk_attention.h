@@ -34,6 +34,8 @@ struct vk_att_cfg {
     uint32_t shared_bytes;  /* shared memory the variant declares                                  */
     uint32_t emu_stride;    /* VK_ATT_FLASH_EMU: device memory standing in for a workgroup's shared
                                memory, bytes                                                       */
+    uint32_t row_lanes;     /* > 0: a query row's softmax invocations meet through subgroup shuffles
+                               (attention_coopmat.comp -DROW_SHUFFLE): this many adjacent lanes    */
 };
 
 /* Rows of the configuration tables (vk_op_attention.c; the lab's, tests/vk_lab.c).
@@ -44,13 +46,16 @@ struct vk_att_cfg {
 /* ng: row groups of 16 query rows (nw subgroups, or nw / 2 with SPLIT) */
 #define ATT_CM_UVEC4(ng, dkp) ((16 * (ng) + 16) * ATT_CM_DKS(dkp) + 2 * 16 * ATT_CM_DKS(dkp) + (ng) * 16 * (5 + 9) + (ng) * 16 * 3)
 #define ATT_CM_SHARED(ng, nw, dkp, emu) (16u * ATT_CM_UVEC4(ng, dkp) + 3u * 4u * 16u * (ng) + 4u + ((emu) ? 512u * (nw) : 0u))
-#define ATT_CM_ROW(nm, kd, sp, nw, ng, dkp)                                                                \
+#define ATT_CM_ROW(nm, kd, sp, nw, ng, dkp, lanes)                                                         \
     {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
-     .bq = 16u * (ng), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU)}
+     .bq = 16u * (ng), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU), \
+     .row_lanes = lanes}
 /* a subgroup per 16 query rows */
-#define ATT_COOPMAT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, nw, dkp)
+#define ATT_COOPMAT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, nw, dkp, 0)
 /* SPLIT: two subgroups per 16 query rows */
-#define ATT_COOPMAT_SPLIT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, (nw) / 2, dkp)
+#define ATT_COOPMAT_SPLIT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, (nw) / 2, dkp, 0)
+/* SPLIT with ROW_SHUFFLE: the softmax's four invocations per row meet through subgroup shuffles */
+#define ATT_COOPMAT_SPLIT_SHUFFLE(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, (nw) / 2, dkp, 4)
 
 /* Every configuration this build has (the registered lab's table when there is one, vk_lab.h); *n
  * receives the count. */

@@ -564,6 +564,8 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     c->shuffle_rel = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                      (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+    c->shuffle = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                 (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     /* Pipeline creation feedback is core in Vulkan 1.3, for the instance (vk_instance_create asks for
      * 1.3 when the loader has it) and the device alike. */
     uint32_t loader = 0;

@@ -33,6 +33,7 @@ struct vk_caps {
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
     bool shuffle_rel;                /* subgroup shuffleUp/Down in compute shaders               */
+    bool shuffle;                    /* subgroup shuffle / shuffleXor in compute shaders         */
 };
 
 struct vk_block {

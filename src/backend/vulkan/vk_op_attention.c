@@ -43,7 +43,7 @@ static const struct vk_att_cfg configs[] = {
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     ATT_COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     ATT_COOPMAT_SPLIT("cms8_dk64", VK_ATT_COOPMAT, SPV_attention_cms8_dk64, 8, 64),
-    ATT_COOPMAT_SPLIT("cms8_dk128", VK_ATT_COOPMAT, SPV_attention_cms8_dk128, 8, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8x_dk128", VK_ATT_COOPMAT, SPV_attention_cms8x_dk128, 8, 128),
 #endif
 };
 
@@ -57,7 +57,7 @@ static const struct {
 } tc_choice[] = {
     {32, "cm_dk32"},
     {64, "cms8_dk64"},
-    {128, "cms8_dk128"},
+    {128, "cms8x_dk128"},
 };
 
 const struct vk_att_cfg *vk_att_configs(size_t *n) {
@@ -91,6 +91,9 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
         return false;
     /* The real kernels map one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
     if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_FLASH) && (!caps->coopmat_nv || caps->subgroup_size != 32))
+        return false;
+    /* ROW_SHUFFLE: a row's invocations are adjacent lanes of one subgroup */
+    if (c->row_lanes && (!caps->shuffle || caps->subgroup_size < c->row_lanes))
         return false;
     return true;
 }
