@@ -112,8 +112,11 @@
 #define EPI_SIZE (NWARPS * 16 * EP)
 #define AB_SIZE (STAGES * STAGE_SIZE)
 #define A_CHUNKS (BM * CPR / NT)      // 16-byte chunks of the A block each invocation fetches
-#define B_CHUNKS (BN * CPR / NT)
 #define RPP (NT / CPR)                // rows of a block one pass of the workgroup fetches
+#define B_CHUNKS ((BN + RPP - 1) / RPP) // the w block's passes: the last may be partial (BN % RPP != 0)
+// Whether pass i's w row exists: every pass's, except in a partial last pass (a 192x128 tile on 12
+// subgroups fetches 48 rows per pass: 128 w rows are two passes and a third of 32 rows).
+#define B_ROW_OK(i) (BN % RPP == 0u || (i) + 1u < B_CHUNKS || r0 + (i) * RPP < BN)
 
 #if BK != 32 && BK != 64 && BK != 128
 #error "tile config: BK must be 32, 64 or 128"
@@ -121,8 +124,8 @@
 #if STAGES != 1 && STAGES != 2
 #error "tile config: STAGES must be 1 or 2"
 #endif
-#if (BM * CPR) % NT != 0 || (BN * CPR) % NT != 0 || NT % CPR != 0
-#error "tile config: the staged blocks must split evenly over the workgroup"
+#if (BM * CPR) % NT != 0 || NT % CPR != 0 || (BN % RPP) % 16 != 0
+#error "tile config: the x block must split evenly over the workgroup, the w block into passes of whole fragments' rows"
 #endif
 #if FM != 1 && FM != 2 && FM != 4
 #error "tile config: FM must be 1, 2 or 4 (the epilogue stores rows through a switch)"
@@ -319,20 +322,23 @@ void fetch_block(uint m0, uint n0, uint k) {
         }
 #ifdef WQ
         UNROLL for (uint i = 0; i < B_CHUNKS; i++)
-            wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
+            if (B_ROW_OK(i))
+                wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
 #else
         UNROLL for (uint i = 0; i < B_CHUNKS; i++)
-            wreg[i] = U4Ref(wk + i * wstep).v;
+            if (B_ROW_OK(i))
+                wreg[i] = U4Ref(wk + i * wstep).v;
 #endif
         return;
     }
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)
         fetch_x(m0 + r0 + i * RPP, k + kc * 8u, xlo[i], xhi[i]);
     UNROLL for (uint i = 0; i < B_CHUNKS; i++)
+        if (B_ROW_OK(i))
 #ifdef WQ
-        wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
+            wq[i] = fetch_wq(n0 + r0 + i * RPP, k + kc * 8u);
 #else
-        wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
+            wreg[i] = fetch_w(n0 + r0 + i * RPP, k + kc * 8u);
 #endif
 }
 
@@ -341,6 +347,8 @@ void store_block(uint s) {
     UNROLL for (uint i = 0; i < A_CHUNKS; i++)
         SH(A_OFF(s) + (r0 + i * RPP) * SK + kc) = x_half8(xlo[i], xhi[i]);
     UNROLL for (uint i = 0; i < B_CHUNKS; i++) {
+        if (!B_ROW_OK(i))
+            continue;
 #ifdef WQ
         float v[8];
         q_unpack8(wq[i], v);

@@ -115,11 +115,14 @@ vkasr_shader(gemm_cm64x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=
 vkasr_shader(gemm_cm128x128w16_k64 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
+# 192x128 on 12 subgroups of 64x32, one stage of BK 64 (45 KiB; w fetched in passes of 48 rows)
+vkasr_shader(gemm_cm192x128_k64 gemm_coopmat.comp DEFINES WARPS_M=3 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_shader(gemm_cm128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 REQUIRES NV_COOPMAT)
 # tiles the choice table used before, for comparison: the 8-subgroup ones (cm256x128_k32: 255
 # registers, spilling; cm128x128_k32: 180, both with the K steps unrolled) and the 16-subgroup BK 32 ones
 # that cm128x128w16_k64 replaced
+vkasr_lab_shader(gemm_emu192x128_k64 gemm_coopmat.comp DEFINES WARPS_M=3 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_cm256x128_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=2 FM=4 FN=4 BK=32 STAGES=1 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(gemm_cm128x128_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=2 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(gemm_cm256x128w16_k32 gemm_coopmat.comp DEFINES WARPS_M=4 WARPS_N=4 FM=4 FN=2 BK=32 STAGES=1 REQUIRES NV_COOPMAT)

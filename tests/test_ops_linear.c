@@ -627,6 +627,25 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "h100", &h100, 7500, 4096, 1024, BE_F32, false, "f32_128x128", 1);
     expect_choice(h, "h100", &h100, 7500, 8, 1024, BE_F16, false, "f16_64x64", 1); /* N < 16: scalar tiles */
     expect_choice(h, "h100-32k", &small_shared, 7500, 4096, 1024, BE_F16, false, "cm64x64_k32", 1);
+    /* With the SM count (VK_NV_shader_sm_builtins): the 192-row tile where its waves cost less than
+     * the 128-row tile's (1.5 x 0.97 of a wave each), the rule's tile elsewhere */
+    struct vk_caps sm132 = h100;
+    sm132.sm_count = 132;
+    expect_choice(h, "h100-132sm", &sm132, 7500, 4096, 1024, BE_F16, false, "cm192x128_k64", 1); /* 10 waves, 15 */
+    expect_choice(h, "h100-132sm", &sm132, 7500, 2048, 1024, BE_F16, false, "cm192x128_k64", 1); /* 5, 8 */
+    expect_choice(h, "h100-132sm", &sm132, 7500, 640, 1024, BE_F16, false, "cm192x128_k64", 1);  /* 2, 3 */
+    expect_choice(h, "h100-132sm", &sm132, 14999, 1024, 1024, BE_F16, false, "cm192x128_k64", 1); /* 5, 8 */
+    expect_choice(h, "h100-132sm", &sm132, 7500, 1024, 4096, BE_F16, false, "cm128x128_k64", 1);  /* 3, 4 */
+    expect_choice(h, "h100-132sm", &sm132, 7500, 1024, 1024, BE_F16, false, "cm128x128_k64", 1);
+    expect_choice(h, "h100-132sm", &sm132, 750, 4096, 1024, BE_F16, false, "cm192x128_k64", 1);   /* 1, 2 */
+    expect_choice(h, "h100-132sm", &sm132, 750, 2048, 1024, BE_F16, false, "cm128x128w16_k64", 1); /* 1, 1 */
+    expect_choice(h, "h100-132sm", &sm132, 1499, 1024, 1024, BE_F16, false, "cm128x128w16_k64", 1);
+    expect_choice(h, "h100-132sm", &sm132, 750, 1024, 1024, BE_F16, false, "cm64x64_k32", 1);     /* no tall row */
+    expect_choice(h, "h100-132sm", &sm132, 480000, 256, 256, BE_F16, false, "cm128x128w16_k64", 1);
+    sm132.sm_count = 66; /* the count decides: 472 tiles are 8 waves of 66, 320 are 5 */
+    expect_choice(h, "h100-66sm", &sm132, 7500, 1024, 4096, BE_F16, false, "cm192x128_k64", 1);
+    sm132.max_shared = 32768; /* neither fits: the smallest tensor-core tile */
+    expect_choice(h, "h100-66sm-32k", &sm132, 7500, 4096, 1024, BE_F16, false, "cm64x64_k32", 1);
     struct vk_caps wave64 = h100;
     wave64.subgroup_size = 64; /* the kernel maps 32-wide subgroups to warp tiles */
     expect_choice(h, "wave64", &wave64, 7500, 4096, 1024, BE_F16, false, "f16_128x128", 1);

@@ -51,6 +51,7 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CM("emu128x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x128_k64, T_128x128_K64),
     CM("emu128x256_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256_k32, T_128x256_K32),
     CM("emu128x256np_k32", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu128x256np_k32, T_128x256NP_K32),
+    CM("emu192x128_k64", VK_GEMM_COOPMAT_EMU, SPV_gemm_emu192x128_k64, T_192x128_K64),
     /* quantized weights (the q*_cm128x128_k32 rows of vk_gemm_configs.c) */
     CMQ("q8_0_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q8_0, SPV_gemm_emu128x128_k32_q8_0, T_128x128_K32),
     CMQ("q4_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q4_K, SPV_gemm_emu128x128_k32_q4_k, T_128x128_K32),

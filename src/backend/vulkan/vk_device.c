@@ -188,7 +188,8 @@ struct vk_probe {
     VkPhysicalDeviceVulkan11Properties p11;
     VkPhysicalDeviceMaintenance3Properties pm3;
     VkPhysicalDeviceMaintenance4Properties pm4;
-    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props;
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV psm;
+    bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props, ext_sm_builtins;
     bool coopmat_nv_shape;
 };
 
@@ -200,6 +201,7 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->ext_portability = has_device_ext(pd, VK_KHR_PORTABILITY_SUBSET_EXTENSION_NAME);
     p->ext_memory_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     p->ext_exec_props = has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    p->ext_sm_builtins = has_device_ext(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
     if (p->props.apiVersion < VK_API_VERSION_1_2)
         return; /* the 1.1/1.2 feature structs may not be chained: the device is unusable anyway */
     p->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -220,6 +222,12 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->p11.pNext = &p->pm3;
     if (p->props.apiVersion >= VK_API_VERSION_1_3)
         p->pm3.pNext = &p->pm4;
+    /* the SM count (NVIDIA): the GEMM's tile choice counts waves of workgroups with it */
+    p->psm.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV;
+    if (p->ext_sm_builtins) {
+        p->psm.pNext = pr2.pNext;
+        pr2.pNext = &p->psm;
+    }
     vkGetPhysicalDeviceProperties2(pd, &pr2);
     if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix)
         p->coopmat_nv_shape = nv_coopmat_shape_ok(inst, pd);
@@ -564,6 +572,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
     c->shuffle_rel = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                      (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
+    c->sm_count = p.ext_sm_builtins ? p.psm.shaderSMCount : 0;
     c->shuffle = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                  (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
     /* Pipeline creation feedback is core in Vulkan 1.3, for the instance (vk_instance_create asks for
@@ -753,9 +762,12 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     for (int i = 1; i < 3; i++)
         if (d->caps.max_groups[i] > d->base.info.max_groups)
             d->base.info.max_groups = d->caps.max_groups[i];
-    LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u, f16 %s, tensor cores %s, %s memory", info.index,
-             info.name, info.type, d->caps.subgroup_size, d->caps.f16 ? "on" : "off", d->caps.coopmat_nv ? "on" : "off",
-             d->device_mappable ? "host-mapped" : "staged");
+    char sms[24] = "";
+    if (d->caps.sm_count)
+        snprintf(sms, sizeof sms, ", %u SMs", d->caps.sm_count);
+    LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u%s, f16 %s, tensor cores %s, %s memory", info.index,
+             info.name, info.type, d->caps.subgroup_size, sms, d->caps.f16 ? "on" : "off",
+             d->caps.coopmat_nv ? "on" : "off", d->device_mappable ? "host-mapped" : "staged");
     *out = &d->base;
     return VKASR_OK;
 }

@@ -85,6 +85,7 @@ struct vk_gemm_plan {
 #define T_128x128W16_K64 4, 4, 2, 2, 64, 1, 1  /* the same, one stage of BK 64, 36 KiB  */
 #define T_128x128W4_K32 2, 2, 4, 4, 32, 2, 1   /* 4 subgroups of 64x64, 40 KiB          */
 #define T_128x128_K64 2, 4, 4, 2, 64, 1, 1     /* one stage of BK 64, 36 KiB            */
+#define T_192x128_K64 3, 4, 4, 2, 64, 1, 1     /* 12 subgroups of 64x32, 384 invocations, 45 KiB */
 #define T_128x256_K32 2, 4, 4, 4, 32, 1, 1     /* 8 subgroups of 64x64, one stage, 34 KiB */
 #define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB (lab: cm256x128w16 replaced it)  */
 #define T_256x128W16_K32 4, 4, 4, 2, 32, 1, 1  /* 16 subgroups of 64x32, 512 invocations, 36 KiB (lab) */

@@ -70,6 +70,7 @@ static const struct vk_gemm_cfg configs[] = {
     CM("cm128x128w16_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w16_k64, T_128x128W16_K64),
     CM("cm128x128w4_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x128w4_k32, T_128x128W4_K32),
     CM("cm128x128_k64", VK_GEMM_COOPMAT, SPV_gemm_cm128x128_k64, T_128x128_K64),
+    CM("cm192x128_k64", VK_GEMM_COOPMAT, SPV_gemm_cm192x128_k64, T_192x128_K64),
     CM("cm128x256_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256_k32, T_128x256_K32),
     CM("cm128x256np_k32", VK_GEMM_COOPMAT, SPV_gemm_cm128x256np_k32, T_128x256NP_K32),
     /* quantized weights, dequantized into the f16 w tile: one tile per block type */
@@ -127,23 +128,40 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
 static const struct vk_gemm_rule {
     int64_t m_max, n_max, k_max; /* the class: M <= m_max, N <= n_max, K <= k_max */
     const char *cfg;
+    const char *tall; /* a 192-row alternative, taken where it needs fewer waves (tall_fills_better) */
 } cm_rules[] = {
-    {64, ANY, ANY, "cm64x64_k32"},
+    {64, ANY, ANY, "cm64x64_k32", NULL},
     /* the subsampling's pointwise convs (K = 256): 16 subgroups of 32x32 (480000 x 256 x 256: 102
      * TFLOP/s against 96 for the 8-subgroup tile) */
-    {ANY, ANY, 256, "cm128x128w16_k64"},
+    {ANY, ANY, 256, "cm128x128w16_k64", NULL},
     /* a minute of audio (750 rows) into 640-1024 columns: under 64 tiles of 128x128, too few for the
      * H100's 132 SMs; 64x64 tiles run 1.3-1.6x faster there (2048 columns or 1500 rows: 128x128) */
-    {1024, 1024, ANY, "cm64x64_k32"},
+    {1024, 1024, ANY, "cm64x64_k32", NULL},
     /* up to 2048 rows: 16 subgroups of 32x32, one shared stage of BK 64 (94 registers, 36 KiB; ff_up
      * at 750 rows 100 TFLOP/s against 98 for the 8-subgroup tile, conv_pw1 92 against 83) */
-    {2048, ANY, ANY, "cm128x128w16_k64"},
+    {2048, ANY, ANY, "cm128x128w16_k64", "cm192x128_k64"},
     /* the rest: 8 subgroups of 64x32 (three fragment loads per four products instead of one per
      * product; 158 registers, one workgroup per SM), one shared stage of BK 64: at 7500 rows ff_up 156
      * TFLOP/s against 146 for the 16-subgroup tile, ff_down 167 against 153 (docs/gpu-results.md,
      * "Rolled K steps") */
-    {ANY, ANY, ANY, "cm128x128_k64"},
+    {ANY, ANY, ANY, "cm128x128_k64", "cm192x128_k64"},
 };
+
+/* A workgroup of the 128x128 and 192x128 tiles fills an SM (156 and 136 registers, 256 and 384
+ * invocations), so a product takes ceil(tiles / SMs) waves of equal tiles, and a 192-row tile costs
+ * about 1.5 x 0.97 of a 128-row one (0.97: its throughput per product on the H200, ff_up at 7500 rows
+ * 162.6 against 158.1 TFLOP/s, where both fill their waves alike). The tall tile is taken where its
+ * waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position projection (15000 rows,
+ * +5 %), ff_up at 750 rows (one wave of 128 tiles against two of 192: +30 %), but not the products into
+ * 1024 columns at 7500 rows (3 waves of 320 tiles against 4 of 472: -6 to -12 %). Unknown SM count:
+ * the rule's tile. (docs/gpu-results.md, "Tall tiles by waves") */
+static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N) {
+    const uint64_t s = caps->sm_count;
+    if (s == 0)
+        return false;
+    const uint64_t w128 = (tiles(M, N, 128, 128) + s - 1) / s, w192 = (tiles(M, N, 192, 128) + s - 1) / s;
+    return 291 * w192 < 200 * w128; /* 1.5 x 0.97 x w192 < w128 */
+}
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
  * M. A row belongs here only where the sweep shows it does not slow the largest M of its class (none
@@ -160,8 +178,12 @@ static const struct vk_gemm_split_rule {
 static const struct vk_gemm_cfg *cm_choice(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K) {
     const struct vk_gemm_cfg *c = NULL;
     for (size_t i = 0; i < sizeof cm_rules / sizeof *cm_rules && !c; i++)
-        if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max)
+        if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max) {
             c = vk_gemm_find(cm_rules[i].cfg);
+            const struct vk_gemm_cfg *t = cm_rules[i].tall ? vk_gemm_find(cm_rules[i].tall) : NULL;
+            if (t && vk_gemm_cfg_usable(t, caps) && tall_fills_better(caps, M, N))
+                c = t;
+        }
     if (c && !vk_gemm_cfg_usable(c, caps))
         c = vk_gemm_find("cm64x64_k32");
     return c && vk_gemm_cfg_usable(c, caps) ? c : NULL;

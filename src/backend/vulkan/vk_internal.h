@@ -34,6 +34,7 @@ struct vk_caps {
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
     bool shuffle_rel;                /* subgroup shuffleUp/Down in compute shaders               */
     bool shuffle;                    /* subgroup shuffle / shuffleXor in compute shaders         */
+    uint32_t sm_count;               /* streaming multiprocessors (VK_NV_shader_sm_builtins), 0: unknown */
 };
 
 struct vk_block {
