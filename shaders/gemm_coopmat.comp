@@ -42,6 +42,11 @@
 //   256x128, BK 32, 1 stage:  30 KiB (16 subgroups of 64x32, epilogue: 16 x 16 x 36 f32 = 36 KiB)
 //   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)
 //   16x64,   BK 128, 2 stages: 2 * 21.25 KiB = 42.5 KiB (the decoder's few-row products)
+//   192x128 on 12 subgroups of 64x32, BK 64, 1 stage: 45 KiB (epilogue: 12 x 16 x 36 f32 = 27 KiB)
+//
+// Fetch passes: the workgroup fetches RPP = NT / (BK/8) block rows per pass; the x block must be whole
+// passes, the w block may end in a partial one (192x128: 48 rows per pass, 128 w rows = 2 passes and 32
+// rows), whose invocations past the block fetch and store nothing (B_ROW_OK).
 //
 // ACT_GLU: the B block's rows are the product's columns in pair order (linear.glsl: fetch_w reads
 // weight row glu_row(gn)), so the epilogue's 4 columns are two (value, gate) pairs.
