@@ -27,6 +27,7 @@ model06 || exit 1
 # pipelines made once (the pipeline cache keeps them), so no size pays for them
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 1 >/dev/null
+$V transcribe -np -m "$G06" --manifest "$SET/manifest.jsonl" --batch 256 >/dev/null # its tiles too
 
 for b in 1 16 64 256; do
     timeout 300 $V transcribe -m "$G06" --manifest "$SET/manifest.jsonl" --batch $b \
