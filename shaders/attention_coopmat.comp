@@ -52,12 +52,15 @@
 // shared layouts.
 //
 // Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
-// register prefetch of the next block): docs/gpu-results.md, "Kernel choices".
+// register prefetch of the next block during the score products): docs/gpu-results.md, "Kernel
+// choices". -DPREFETCH_PV issues the next block's loads during step 4 instead, where the score phase's
+// registers are free, and stores them after the block's last barrier.
 //
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
 // (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
 // subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
-// 64; docs/gpu-results.md).
+// 64), PREFETCH_PV (above: H200, T = 7500, DKP 64 with SPLIT 5.16 -> 4.95 ms, 129 -> 110 registers;
+// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers; docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -288,11 +291,12 @@ void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, bool h16, uint64_
 // latencies overlap instead of adding up. A block whose k, v and position rows all exist (every block
 // but the edges), of f16 tensors with 16-byte loads allowed and heads as wide as the staged rows,
 // loads without fetch8's checks and type cases (fewer instructions beside the products).
-void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
+uvec4 rk[CPT], rv[CPT], rp[CPT]; // a key block's chunks between their loads and their stores
+
+void fetch_block(uint hd, uint j0, uint jend, int prow0) {
     const uint t = gl_LocalInvocationID.x;
     const int khi = int(jend) - int(pc.k0);
     const int kr0 = int(j0) - int(pc.k0);
-    uvec4 rk[CPT], rv[CPT], rp[CPT];
     if (K16 && V16 && P16 && (pc.flags & FLAG_VEC8) != 0u && pc.dk == DKP && kr0 >= 0 && kr0 + BK <= khi &&
         prow0 >= 0 && prow0 + BK <= int(pc.P)) {
         [[unroll]] for (uint i = 0; i < CPT; i++) { // (a chunk past the block reloads its last one, unstored)
@@ -313,6 +317,10 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
             rp[i] = fetch8(pc.p, P16, 0ul, uint(max(pr, 0)), hd, 8u * c, pok);
         }
     }
+}
+
+void store_block(uint ring0) {
+    const uint t = gl_LocalInvocationID.x;
     [[unroll]] for (uint i = 0; i < CPT; i++) {
         const uint e = t + i * NT, r = e / DKC, c = e % DKC;
         if (e < CH) {
@@ -321,6 +329,11 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
             sh[WIN_OFF + ((ring0 + r) % NWIN) * DKS + c] = rp[i];
         }
     }
+}
+
+void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
+    fetch_block(hd, j0, jend, prow0);
+    store_block(ring0);
 }
 
 // Where subgroup w stages an output fragment (rescaling, output): its row group's score area, the
@@ -410,7 +423,13 @@ void main() {
                 barrier(); // readers of the previous block (or of the staged q) are done
                 if (kb == 0u) // the ring's first rows; the block's own BK come with k and v
                     stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
+#ifdef PREFETCH_PV
+                if (kb == 0u) // later blocks were fetched during the previous block's P V
+                    fetch_block(hd, j0, jend, nbase0 + int(NWIN - BK));
+                store_block((NWIN - BK + BK * kb) % NWIN);
+#else
                 stage_block(hd, j0, jend, (NWIN - BK + BK * kb) % NWIN, nbase0 + int(BK * kb + NWIN - BK));
+#endif
                 barrier();
 
                 // ---- AC and BD fragments -----------------------------------------------------------------
@@ -579,6 +598,12 @@ void main() {
                 }
 
                 // ---- O += P V ----------------------------------------------------------------------------
+#ifdef PREFETCH_PV
+                // the next block's loads go out now: their latency hides behind the products (the score
+                // phase's registers are free here)
+                if (j0 + BK < jend)
+                    fetch_block(hd, j0 + BK, jend, nbase0 + int(BK * (kb + 1u) + NWIN - BK));
+#endif
                 FragA pa;
                 LOAD_A(pa, P_OFF + 16u * group * PP, PP);
                 FRAG_LOOP for (uint n = 0; n < NO; n++) {

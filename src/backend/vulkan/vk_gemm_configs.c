@@ -154,7 +154,8 @@ static const struct vk_gemm_rule {
  * waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position projection (15000 rows,
  * +5 %), ff_up at 750 rows (128 tall tiles, one wave, against 192 square ones, two: +30 %), but not the products into
  * 1024 columns at 7500 rows (320 tall tiles, 3 waves, against 472 square ones, 4: -6 to -12 %). Unknown SM count:
- * the rule's tile. (docs/gpu-results.md, "Row shuffles in attention, tall tiles by waves") */
+ * the rule's tile. (docs/gpu-results.md,
+ * "Row shuffles and a prefetch in attention, tall tiles by waves") */
 static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N) {
     const uint64_t s = caps->sm_count;
     if (s == 0)
