@@ -130,7 +130,7 @@
 #error "tile config: STAGES must be 1 or 2"
 #endif
 #if (BM * CPR) % NT != 0 || NT % CPR != 0 || (BN % RPP) % 16 != 0
-#error "tile config: the x block must split evenly over the workgroup, the w block into passes of whole fragments' rows"
+#error "tile config: the x block must split evenly over the workgroup, the w block into whole fragments' rows"
 #endif
 #if FM != 1 && FM != 2 && FM != 4
 #error "tile config: FM must be 1, 2 or 4 (the epilogue stores rows through a switch)"

@@ -48,8 +48,8 @@ struct vk_att_cfg {
 #define ATT_CM_SHARED(ng, nw, dkp, emu) (16u * ATT_CM_UVEC4(ng, dkp) + 3u * 4u * 16u * (ng) + 4u + ((emu) ? 512u * (nw) : 0u))
 #define ATT_CM_ROW(nm, kd, sp, nw, ng, dkp, lanes)                                                         \
     {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
-     .bq = 16u * (ng), .bk = 16, .max_dk = dkp, .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU), \
-     .row_lanes = lanes}
+     .bq = 16u * (ng), .bk = 16, .max_dk = dkp,                                                          \
+     .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU), .row_lanes = lanes}
 /* a subgroup per 16 query rows */
 #define ATT_COOPMAT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, nw, dkp, 0)
 /* SPLIT: two subgroups per 16 query rows */

@@ -151,11 +151,11 @@ static const struct vk_gemm_rule {
  * invocations), so a product takes ceil(tiles / SMs) waves of equal tiles, and a 192-row tile costs
  * about 1.5 x 0.97 of a 128-row one (0.97: its throughput per product on the H200, ff_up at 7500 rows
  * 162.6 against 158.1 TFLOP/s, where both fill their waves alike). The tall tile is taken where its
- * waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position projection (15000 rows,
- * +5 %), ff_up at 750 rows (128 tall tiles, one wave, against 192 square ones, two: +30 %), but not the products into
- * 1024 columns at 7500 rows (320 tall tiles, 3 waves, against 472 square ones, 4: -6 to -12 %). Unknown SM count:
- * the rule's tile. (docs/gpu-results.md,
- * "Row shuffles and a prefetch in attention, tall tiles by waves") */
+ * waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position projection (15000
+ * rows, +5 %), ff_up at 750 rows (128 tall tiles in one wave against 192 square ones in two: +30 %),
+ * but not the products into 1024 columns at 7500 rows (320 tall tiles in 3 waves against 472 square
+ * ones in 4: -6 to -12 %). An unknown SM count keeps the rule's tile. (docs/gpu-results.md, "Row
+ * shuffles and a prefetch in attention, tall tiles by waves") */
 static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N) {
     const uint64_t s = caps->sm_count;
     if (s == 0)
