@@ -147,21 +147,23 @@ static const struct vk_gemm_rule {
     {ANY, ANY, ANY, "cm128x128_k64", "cm192x128_k64"},
 };
 
-/* A workgroup of the 128x128 and 192x128 tiles fills an SM (156 and 136 registers, 256 and 384
- * invocations), so a product takes ceil(tiles / SMs) waves of equal tiles, and a 192-row tile costs
- * about 1.5 x 0.97 of a 128-row one (0.97: its throughput per product on the H200, ff_up at 7500 rows
- * 162.6 against 158.1 TFLOP/s, where both fill their waves alike). The tall tile is taken where its
- * waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position projection (15000
- * rows, +5 %), ff_up at 750 rows (128 tall tiles in one wave against 192 square ones in two: +30 %),
- * but not the products into 1024 columns at 7500 rows (320 tall tiles in 3 waves against 472 square
- * ones in 4: -6 to -12 %). An unknown SM count keeps the rule's tile. (docs/gpu-results.md, "Row
- * shuffles and a prefetch in attention, tall tiles by waves") */
-static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N) {
+/* A workgroup of the rules' 128x128 tiles and of the 192x128 one fills an SM (94-156 and 136
+ * registers), so a product takes ceil(tiles / SMs) waves of equal tiles, and a tile costs its rows
+ * times 0.97 for the tall one (its throughput per product on the H200, ff_up at 7500 rows 162.6 against
+ * 158.1 TFLOP/s, where both fill their waves alike): 1.5 x 0.97 of a 128-row wave. The tall tile is
+ * taken where its waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position
+ * projection (15000 rows, +5 %), ff_up at 750 rows (128 tall tiles in one wave against 192 square ones
+ * in two: +30 %), but not the products into 1024 columns at 7500 rows (320 tall tiles in 3 waves
+ * against 472 square ones in 4: -6 to -12 %). An unknown SM count keeps the rule's tile.
+ * (docs/gpu-results.md, "Row shuffles and a prefetch in attention, tall tiles by waves") */
+static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N, const struct vk_gemm_cfg *rule,
+                              const struct vk_gemm_cfg *tall) {
     const uint64_t s = caps->sm_count;
     if (s == 0)
         return false;
-    const uint64_t w128 = (tiles(M, N, 128, 128) + s - 1) / s, w192 = (tiles(M, N, 192, 128) + s - 1) / s;
-    return 291 * w192 < 200 * w128; /* 1.5 x 0.97 x w192 < w128 */
+    const uint64_t w_rule = (tiles(M, N, rule->bm, rule->bn) + s - 1) / s;
+    const uint64_t w_tall = (tiles(M, N, tall->bm, tall->bn) + s - 1) / s;
+    return 97 * (uint64_t)tall->bm * w_tall < 100 * (uint64_t)rule->bm * w_rule;
 }
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
@@ -182,7 +184,7 @@ static const struct vk_gemm_cfg *cm_choice(const struct vk_caps *caps, int64_t M
         if (M <= cm_rules[i].m_max && N <= cm_rules[i].n_max && K <= cm_rules[i].k_max) {
             c = vk_gemm_find(cm_rules[i].cfg);
             const struct vk_gemm_cfg *t = cm_rules[i].tall ? vk_gemm_find(cm_rules[i].tall) : NULL;
-            if (t && vk_gemm_cfg_usable(t, caps) && tall_fills_better(caps, M, N))
+            if (c && t && vk_gemm_cfg_usable(t, caps) && tall_fills_better(caps, M, N, c, t))
                 c = t;
         }
     if (c && !vk_gemm_cfg_usable(c, caps))
