@@ -51,6 +51,12 @@
 // included), so the tests check them. Real and emulated fragment operations read and write the same
 // shared layouts.
 //
+// -DPIPE (with SPLIT and ROW_SHUFFLE) pipelines the staging: the next block's k and position rows are
+// loaded before the softmax and stored after it, its v after its own score barrier (see main), so a
+// block has two workgroup barriers (after the score products, after the softmax) instead of four, and
+// the loads' latency hides behind the softmax. H200, T = 7500, 8 x 128: 5.94 -> 5.27 ms (148
+// registers, one workgroup per SM against two: fewer barriers paid more than the occupancy lost).
+//
 // Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
 // register prefetch of the next block during the score products): docs/gpu-results.md, "Kernel
 // choices". -DPREFETCH_PV issues the next block's loads during step 4 instead, where the score phase's
@@ -60,7 +66,7 @@
 // (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
 // subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
 // 64), PREFETCH_PV (above: H200, T = 7500, DKP 64 with SPLIT 5.16 -> 4.95 ms, 129 -> 110 registers;
-// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers; docs/gpu-results.md).
+// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers), PIPE (above; docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -68,6 +74,12 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #ifdef ROW_SHUFFLE
 #extension GL_KHR_shader_subgroup_shuffle : require
+#endif
+#if defined(PIPE) && !(defined(ROW_SHUFFLE) && defined(SPLIT))
+#error "PIPE needs ROW_SHUFFLE and SPLIT"
+#endif
+#if defined(PIPE) && defined(PREFETCH_PV)
+#error "PIPE and PREFETCH_PV stage differently"
 #endif
 #ifndef EMULATE_COOPMAT
 #extension GL_NV_cooperative_matrix : require
@@ -293,19 +305,31 @@ void stage_rows(uint dst, uint dst0, uint ring, uint64_t base, bool h16, uint64_
 // loads without fetch8's checks and type cases (fewer instructions beside the products).
 uvec4 rk[CPT], rv[CPT], rp[CPT]; // a key block's chunks between their loads and their stores
 
+bool block_inside(uint j0, uint jend, int prow0) {
+    const int kr0 = int(j0) - int(pc.k0);
+    return K16 && V16 && P16 && (pc.flags & FLAG_VEC8) != 0u && pc.dk == DKP && kr0 >= 0 &&
+           kr0 + BK <= int(jend) - int(pc.k0) && prow0 >= 0 && prow0 + BK <= int(pc.P);
+}
+
+// the loads of a block for which block_inside holds
+void fetch_inside(uint hd, uint j0, int prow0) {
+    const uint t = gl_LocalInvocationID.x;
+    const int kr0 = int(j0) - int(pc.k0);
+    [[unroll]] for (uint i = 0; i < CPT; i++) { // (a chunk past the block reloads its last one, unstored)
+        const uint e = min(t + i * NT, CH - 1u), r = e / DKC, col = hd + 8u * (e % DKC);
+        const uint64_t ko = (uint64_t(kr0 + int(r)) * pc.D + col) * 2ul;
+        rk[i] = U4Ref(pc.k + ko).v;
+        rv[i] = U4Ref(pc.v + ko).v;
+        rp[i] = U4Ref(pc.p + (uint64_t(prow0 + int(r)) * pc.D + col) * 2ul).v;
+    }
+}
+
 void fetch_block(uint hd, uint j0, uint jend, int prow0) {
     const uint t = gl_LocalInvocationID.x;
     const int khi = int(jend) - int(pc.k0);
     const int kr0 = int(j0) - int(pc.k0);
-    if (K16 && V16 && P16 && (pc.flags & FLAG_VEC8) != 0u && pc.dk == DKP && kr0 >= 0 && kr0 + BK <= khi &&
-        prow0 >= 0 && prow0 + BK <= int(pc.P)) {
-        [[unroll]] for (uint i = 0; i < CPT; i++) { // (a chunk past the block reloads its last one, unstored)
-            const uint e = min(t + i * NT, CH - 1u), r = e / DKC, col = hd + 8u * (e % DKC);
-            const uint64_t ko = (uint64_t(kr0 + int(r)) * pc.D + col) * 2ul;
-            rk[i] = U4Ref(pc.k + ko).v;
-            rv[i] = U4Ref(pc.v + ko).v;
-            rp[i] = U4Ref(pc.p + (uint64_t(prow0 + int(r)) * pc.D + col) * 2ul).v;
-        }
+    if (block_inside(j0, jend, prow0)) {
+        fetch_inside(hd, j0, prow0);
     } else {
         [[unroll]] for (uint i = 0; i < CPT; i++) {
             const uint e = t + i * NT, r = e / DKC, c = e % DKC;
@@ -319,16 +343,28 @@ void fetch_block(uint hd, uint j0, uint jend, int prow0) {
     }
 }
 
-void store_block(uint ring0) {
+// The block's k rows and new position rows (ring rows ring0 ..), then its v rows.
+void store_kp(uint ring0) {
     const uint t = gl_LocalInvocationID.x;
     [[unroll]] for (uint i = 0; i < CPT; i++) {
         const uint e = t + i * NT, r = e / DKC, c = e % DKC;
         if (e < CH) {
             sh[K_OFF + r * DKS + c] = rk[i];
-            sh[V_OFF + r * DKS + c] = rv[i];
             sh[WIN_OFF + ((ring0 + r) % NWIN) * DKS + c] = rp[i];
         }
     }
+}
+void store_v() {
+    const uint t = gl_LocalInvocationID.x;
+    [[unroll]] for (uint i = 0; i < CPT; i++) {
+        const uint e = t + i * NT, r = e / DKC, c = e % DKC;
+        if (e < CH)
+            sh[V_OFF + r * DKS + c] = rv[i];
+    }
+}
+void store_block(uint ring0) {
+    store_kp(ring0);
+    store_v();
 }
 
 void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
@@ -418,7 +454,21 @@ void main() {
             const uint ws = BQ - 16u - 16u * group; // window row of this group's first BD column
             FragC bdn; // the next block's first BD fragment: this block's second (see the header)
             uint kb = 0u;
+#ifdef PIPE
+            // The pass's first block and the ring's first rows. A later block inside the tensors is
+            // staged during the softmax of the block before (its k and position rows) and after its
+            // own score barrier (its v: rv holds it until then, vpending); one at an edge after the
+            // P V of the block before, between two barriers of its own.
+            bool vpending = false;
+            if (jlo < jend) {
+                stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
+                stage_block(hd, jlo, jend, NWIN - BK, nbase0 + int(NWIN - BK));
+            }
+            barrier();
+#endif
+            [[dont_unroll]] // unrolled, the pipelined kernel took 166 registers instead of 148 (H200)
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
+#ifndef PIPE
                 // ---- stage k, v and the new position rows ---------------------------------------------
                 barrier(); // readers of the previous block (or of the staged q) are done
                 if (kb == 0u) // the ring's first rows; the block's own BK come with k and v
@@ -431,6 +481,7 @@ void main() {
                 stage_block(hd, j0, jend, (NWIN - BK + BK * kb) % NWIN, nbase0 + int(BK * kb + NWIN - BK));
 #endif
                 barrier();
+#endif // !PIPE
 
                 // ---- AC and BD fragments -----------------------------------------------------------------
                 const uint s0 = (ws + BK * kb) % NWIN, s1 = (ws + 16u + BK * kb) % NWIN; // ring slots
@@ -491,6 +542,13 @@ void main() {
 #endif
                 barrier();
 
+#ifdef PIPE
+                // the next block: its loads go out before the softmax when it lies inside the tensors
+                // (fetch_inside: no checks, few registers beside the softmax's)
+                const int prow_next = nbase0 + int(BK * (kb + 1u) + NWIN - BK);
+                const uint ring_next = (NWIN - BK + BK * (kb + 1u)) % NWIN;
+                const bool early = j0 + BK < jend && block_inside(j0 + BK, jend, prow_next);
+#endif
                 // ---- online softmax: IPR invocations per query row (2, or 4 with SPLIT), KPI keys each -----
                 // Without ROW_SHUFFLE the row's partial maxima and sums meet in the k block's staging
                 // area (k is not read again in this block; the next block restages it after a barrier).
@@ -501,9 +559,28 @@ void main() {
 #ifndef ROW_SHUFFLE
                     const uint xf = K_OFF * 4u, yf = K_OFF * 4u + NT; // partial max, partial sum [NT]
 #endif
+#ifdef PIPE
+                    // This block's v (P V of the block before read the last one before the barrier
+                    // above); the next block's loads, stored after the softmax: k is not read again in
+                    // this block, and the ring rows they replace were last read by its score products.
+                    if (vpending)
+                        store_v();
+                    if (early)
+                        fetch_inside(hd, j0 + BK, prow_next);
+#endif
                     const float mold = sh_m[row];
                     float s[KPI];
                     float pm = MASKED;
+                    // the invocation's KPI keys all visible from a valid row (every block inside the
+                    // band but its edges): no test per key (H200, T = 7500: 6.26 -> 5.94 ms)
+                    const uint jb = j0 + c0; // positions < 2^30 and w < 2^30 (host): no overflow
+                    if (i >= ilo && i < ihi && jb >= pc.k0 && jb + KPI <= jend && pi <= jb + pc.w &&
+                        jb + KPI - 1u <= pi + pc.w) {
+                        [[unroll]] for (uint c = 0; c < KPI; c++) {
+                            s[c] = (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale;
+                            pm = max(pm, s[c]);
+                        }
+                    } else
                     [[unroll]] for (uint c = 0; c < KPI; c++) {
                         const uint j = j0 + c0 + c;
                         const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend &&
@@ -561,6 +638,10 @@ void main() {
                         sh_a[row] = alpha;
                         sh_l[row] = sh_l[row] * alpha + bl;
                     }
+#ifdef PIPE
+                    if (early)
+                        store_kp(ring_next);
+#endif
                 }
                 barrier();
 #else
@@ -611,6 +692,14 @@ void main() {
                     LOAD_B(fb, V_OFF + 2u * (role * NO + n), DKS);
                     MMA(o[n], pa, fb);
                 }
+#ifdef PIPE
+                vpending = early;
+                if (j0 + BK < jend && !early) { // a block at an edge: staged here, with the checks
+                    barrier(); // P V's readers are done
+                    stage_block(hd, j0 + BK, jend, ring_next, prow_next);
+                    barrier();
+                }
+#endif
             }
 
             // ---- y = O / l for the pass's rows (and, after the last pass, zeros for padded rows) ------
