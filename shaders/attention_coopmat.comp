@@ -62,11 +62,16 @@
 // choices". -DPREFETCH_PV issues the next block's loads during step 4 instead, where the score phase's
 // registers are free, and stores them after the block's last barrier.
 //
+// -DROW_REGS (with ROW_SHUFFLE) keeps each softmax row's reference max and sum in registers of the
+// row's invocations (the shuffles give all of them the same values) instead of shared memory, and
+// reads the AC scores with 16-byte loads: with PIPE at DKP 128, 5.30 -> 5.11 ms (H200, T = 7500).
+//
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
 // (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
 // subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
 // 64), PREFETCH_PV (above: H200, T = 7500, DKP 64 with SPLIT 5.16 -> 4.95 ms, 129 -> 110 registers;
-// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers), PIPE (above; docs/gpu-results.md).
+// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers), PIPE, ROW_REGS (above;
+// docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -77,6 +82,9 @@
 #endif
 #if defined(PIPE) && !(defined(ROW_SHUFFLE) && defined(SPLIT))
 #error "PIPE needs ROW_SHUFFLE and SPLIT"
+#endif
+#if defined(ROW_REGS) && !defined(ROW_SHUFFLE)
+#error "ROW_REGS needs ROW_SHUFFLE (every invocation of a row computes m and l)"
 #endif
 #if defined(PIPE) && defined(PREFETCH_PV)
 #error "PIPE and PREFETCH_PV stage differently"
@@ -449,6 +457,9 @@ void main() {
             FragC o[NO];
             FRAG_LOOP for (uint n = 0; n < NO; n++)
                 ZERO_C(o[n]);
+#ifdef ROW_REGS
+            float m_row = MASKED, l_row = 0.0; // this invocation's softmax row's reference max and sum
+#endif
 
             const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * group; // window row of this group's first BD column
@@ -568,7 +579,11 @@ void main() {
                     if (early)
                         fetch_inside(hd, j0 + BK, prow_next);
 #endif
+#ifdef ROW_REGS
+                    const float mold = m_row;
+#else
                     const float mold = sh_m[row];
+#endif
                     float s[KPI];
                     float pm = MASKED;
                     // the invocation's KPI keys all visible from a valid row (every block inside the
@@ -576,10 +591,20 @@ void main() {
                     const uint jb = j0 + c0; // positions < 2^30 and w < 2^30 (host): no overflow
                     if (i >= ilo && i < ihi && jb >= pc.k0 && jb + KPI <= jend && pi <= jb + pc.w &&
                         jb + KPI - 1u <= pi + pc.w) {
+#ifdef ROW_REGS
+                        [[unroll]] for (uint c = 0; c < KPI; c += 4u) { // acf + c: a multiple of 4
+                            const vec4 a4 = uintBitsToFloat(sh[(acf + c) >> 2u]);
+                            [[unroll]] for (uint e = 0; e < 4u; e++) {
+                                s[c + e] = (a4[e] + sh_f32(bdf + c + e)) * pc.scale;
+                                pm = max(pm, s[c + e]);
+                            }
+                        }
+#else
                         [[unroll]] for (uint c = 0; c < KPI; c++) {
                             s[c] = (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale;
                             pm = max(pm, s[c]);
                         }
+#endif
                     } else
                     [[unroll]] for (uint c = 0; c < KPI; c++) {
                         const uint j = j0 + c0 + c;
@@ -633,11 +658,19 @@ void main() {
                     float bl = sum;
                     [[unroll]] for (uint x = 1u; x < IPR; x <<= 1)
                         bl += subgroupShuffleXor(bl, x);
+#ifdef ROW_REGS
+                    // every invocation of the row holds the same m and l (the shuffles' results agree)
+                    m_row = m;
+                    l_row = l_row * alpha + bl;
+                    if (hf == 0u)
+                        sh_a[row] = alpha;
+#else
                     if (hf == 0u) { // l = alpha l + this block's weights
                         sh_m[row] = m;
                         sh_a[row] = alpha;
                         sh_l[row] = sh_l[row] * alpha + bl;
                     }
+#endif
 #ifdef PIPE
                     if (early)
                         store_kp(ring_next);
@@ -703,6 +736,10 @@ void main() {
             }
 
             // ---- y = O / l for the pass's rows (and, after the last pass, zeros for padded rows) ------
+#ifdef ROW_REGS
+            if (t % IPR == 0u)
+                sh_l[t / IPR] = l_row;
+#endif
             FRAG_LOOP for (uint n = 0; n < NO; n++) {
                 barrier(); // the score area's previous readers are done
                 STORE_C(o[n], o_area(warp), SO);

@@ -80,12 +80,14 @@ static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT_SPLIT("emus4_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4_dk64, 4, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus2x_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2x_dk128, 2, 128),
     ATT_COOPMAT_SPLIT("emus4p_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4p_dk64, 4, 64),
-    ATT_COOPMAT_SPLIT_SHUFFLE("emus2xq_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xq_dk128, 2, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("emus2xqm_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xqm_dk128, 2, 128),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus4xq_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4xq_dk64, 4, 64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* the kernels the SPLIT ones replaced (one subgroup per 16 query rows) */
     ATT_COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
     ATT_COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
+    /* the dk-128 kernel the choice took before the row state moved to registers */
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk128, 8, 128),
     /* the SPLIT kernels the choice took before the pipelined staging (cms8x_dk128, cms8p_dk64), before
      * the row shuffles (dk 128) and the prefetch (dk 64), and the dk-64 one with the shuffles */
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8x_dk128", VK_ATT_COOPMAT, SPV_attention_cms8x_dk128, 8, 128),

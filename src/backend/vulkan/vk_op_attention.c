@@ -43,7 +43,7 @@ static const struct vk_att_cfg configs[] = {
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     ATT_COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk64", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk64, 8, 64),
-    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk128, 8, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xqm_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xqm_dk128, 8, 128),
 #endif
 };
 
@@ -57,7 +57,7 @@ static const struct {
 } tc_choice[] = {
     {32, "cm_dk32"},
     {64, "cms8xq_dk64"},
-    {128, "cms8xq_dk128"},
+    {128, "cms8xqm_dk128"},
 };
 
 const struct vk_att_cfg *vk_att_configs(size_t *n) {
