@@ -380,6 +380,11 @@ void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
     store_block(ring0);
 }
 
+// Key block kb of a pass stages window rows BK kb + NWIN - BK .. (its BK new position rows): the
+// tensor row (nbase0: the pass's window row 0) and the ring row they go to.
+int block_prow(int nbase0, uint kb) { return nbase0 + int(BK * kb + NWIN - BK); }
+uint block_ring(uint kb) { return (NWIN - BK + BK * kb) % NWIN; }
+
 // Where subgroup w stages an output fragment (rescaling, output): its row group's score area, the
 // second subgroup of a group (SPLIT) behind the first.
 uint o_area(uint w) { return S_OFF + (w % NG) * SW + (w / NG) * 16u * SO; }
@@ -446,10 +451,12 @@ void main() {
                 jend = min(min(kend, shi), pc.q0 + ihi + pc.w);
             }
             barrier(); // the previous pass's readers of the softmax state are done
+#ifndef ROW_REGS // (with ROW_REGS the row state starts in registers)
             if (t < BQ) {
                 sh_m[t] = MASKED;
                 sh_l[t] = 0.0;
             }
+#endif
             if (t == 0u)
                 sh_rescale = 0u;
             barrier();
@@ -473,7 +480,7 @@ void main() {
             bool vpending = false;
             if (jlo < jend) {
                 stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
-                stage_block(hd, jlo, jend, NWIN - BK, nbase0 + int(NWIN - BK));
+                stage_block(hd, jlo, jend, block_ring(0u), block_prow(nbase0, 0u));
             }
             barrier();
 #endif
@@ -486,10 +493,10 @@ void main() {
                     stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
 #ifdef PREFETCH_PV
                 if (kb == 0u) // later blocks were fetched during the previous block's P V
-                    fetch_block(hd, j0, jend, nbase0 + int(NWIN - BK));
-                store_block((NWIN - BK + BK * kb) % NWIN);
+                    fetch_block(hd, j0, jend, block_prow(nbase0, 0u));
+                store_block(block_ring(kb));
 #else
-                stage_block(hd, j0, jend, (NWIN - BK + BK * kb) % NWIN, nbase0 + int(BK * kb + NWIN - BK));
+                stage_block(hd, j0, jend, block_ring(kb), block_prow(nbase0, kb));
 #endif
                 barrier();
 #endif // !PIPE
@@ -556,8 +563,8 @@ void main() {
 #ifdef PIPE
                 // the next block: its loads go out before the softmax when it lies inside the tensors
                 // (fetch_inside: no checks, few registers beside the softmax's)
-                const int prow_next = nbase0 + int(BK * (kb + 1u) + NWIN - BK);
-                const uint ring_next = (NWIN - BK + BK * (kb + 1u)) % NWIN;
+                const int prow_next = block_prow(nbase0, kb + 1u);
+                const uint ring_next = block_ring(kb + 1u);
                 const bool early = j0 + BK < jend && block_inside(j0 + BK, jend, prow_next);
 #endif
                 // ---- online softmax: IPR invocations per query row (2, or 4 with SPLIT), KPI keys each -----
@@ -716,7 +723,7 @@ void main() {
                 // the next block's loads go out now: their latency hides behind the products (the score
                 // phase's registers are free here)
                 if (j0 + BK < jend)
-                    fetch_block(hd, j0 + BK, jend, nbase0 + int(BK * (kb + 1u) + NWIN - BK));
+                    fetch_block(hd, j0 + BK, jend, block_prow(nbase0, kb + 1u));
 #endif
                 FragA pa;
                 LOAD_A(pa, P_OFF + 16u * group * PP, PP);
