@@ -2,6 +2,7 @@
 # vkasr_lab_shader(...) puts it in the test-only lab table (variants no choice table picks: emulated
 # twins for lavapipe, kernels kept for measurement). NAME becomes SPV_<NAME> in the generated tables.
 vkasr_shader(unary unary.comp)
+vkasr_shader(posenc posenc.comp)
 # relpos_attention: *_h variants take f16 q, k, v, p or y (F16_TYPES: 16-bit storage needed).
 vkasr_shader(attention attention.comp)
 vkasr_shader(attention_h attention.comp DEFINES F16_TYPES)

@@ -278,7 +278,8 @@ bool th_check_guards(struct th *h) {
     return ok;
 }
 
-bool th_check(struct th *h, struct th_tensor *out, double tol) {
+/* th_check's comparison, and with max_abs >= 0 th_check_abs's instead of the NMSE. */
+static bool compare(struct th *h, struct th_tensor *out, double tol, double max_abs) {
     h->checks++;
     uint64_t n = be_numel(&out->side[TH_REF]), bytes = be_nbytes(&out->side[TH_REF]);
     void *ref = malloc(bytes ? bytes : 4), *vk = malloc(bytes ? bytes : 4);
@@ -307,7 +308,11 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
             worst = i;
         }
     }
-    if (ok) {
+    if (ok && max_abs >= 0) {
+        if (worst_d >= 0 && !(sqrt(worst_d) <= max_abs))
+            ok = fail(h, "max |difference| %.3g > %.3g (element %llu: %s %.9g, reference %.9g)", sqrt(worst_d), max_abs,
+                      (unsigned long long)worst, h->dev_name, as_double(out, vk, worst), as_double(out, ref, worst));
+    } else if (ok) {
         double nmse = sr > 0 ? se / sr : se;
         if (tol == 0 ? memcmp(ref, vk, bytes) != 0 : !(nmse <= tol)) {
             ok = fail(h, "nmse %.3g > %.3g (worst element %llu: %s %.9g, reference %.9g)", nmse, tol,
@@ -319,6 +324,10 @@ bool th_check(struct th *h, struct th_tensor *out, double tol) {
     free(vk);
     return ok;
 }
+
+bool th_check(struct th *h, struct th_tensor *out, double tol) { return compare(h, out, tol, -1); }
+
+bool th_check_abs(struct th *h, struct th_tensor *out, double max_abs) { return compare(h, out, 0, max_abs); }
 
 bool th_check_f16(struct th *h, struct th_tensor *out, double tol, double max_frac) {
     if (out->type != BE_F16) {

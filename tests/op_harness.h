@@ -70,6 +70,8 @@ bool th_run_forced(struct th *h, enum op_id id, const void *args_ref, const void
                    const void *cfg);
 /* Compares an output: NaN/Inf positions, NMSE <= tol (tol 0: bit-exact), device guards intact. */
 bool th_check(struct th *h, struct th_tensor *out, double tol);
+/* Compares an output elementwise: NaN/Inf positions, max |device - reference| <= max_abs, guards. */
+bool th_check_abs(struct th *h, struct th_tensor *out, double max_abs);
 /* Checks an F16 output rounded once from f32 (ops.h): NMSE <= tol as th_check, and at most max_frac of
  * the elements (plus one) differing from the reference's at all: rounded alike, the device's f32
  * result and the reference's double one part only where they fall on either side of a rounding

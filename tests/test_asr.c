@@ -93,46 +93,15 @@ static void test_tiling(const char *model_dir, const struct audio *a) {
     close_rig(&r);
 }
 
-static void test_posenc(void) {
-    struct asr_cache c = {0};
-    struct err e = {0};
-    const int D = 64;
-    const int64_t R = 50000, n = 2 * R + 1;
-    float *rows = malloc((size_t)n * D * sizeof *rows), *part = malloc((size_t)1000 * D * sizeof *part);
-    EXPECT(rows && part && asr_posenc_rows(&c, D, R, n, rows, &e) == VKASR_OK, "rows: %s", e.msg);
-    double worst = 0;
-    for (int64_t r = -R; rows && r <= R; r += 97) {
-        const float *row = rows + (R - r) * D;
-        for (int j = 0; j < D / 2; j++) {
-            float w = 1.0f / powf(10000.0f, (float)(2 * j) / (float)D);
-            float arg = (float)r * w; /* the references' float32 argument */
-            double ds = fabs(row[2 * j] - sin((double)arg)), dc = fabs(row[2 * j + 1] - cos((double)arg));
-            worst = fmax(worst, fmax(ds, dc));
-        }
-    }
-    EXPECT(worst < 1e-7, "positional table off by %.3g from direct evaluation", worst);
-    /* a block of rows is the same whichever call makes it (the encoder uploads blocks) */
-    EXPECT(rows && part && asr_posenc_rows(&c, D, 1234, 1000, part, &e) == VKASR_OK &&
-               memcmp(part, rows + (R - 1234) * D, (size_t)1000 * D * sizeof *part) == 0,
-           "a block of rows differs from the same rows of a longer call");
-    EXPECT(rows && rows[R * D] == 0.0f && rows[R * D + 1] == 1.0f, "PE(0) = (0, 1, ...)");
-    printf("positional rows: |r| <= %lld, max error %.3g vs sin/cos(fl32(r*w)) in double\n", (long long)R, worst);
-    free(rows);
-    free(part);
-    asr_cache_free(&c);
-}
-
 /* One run on a fresh backend of the rig's device (so the memory it reserves is this run's alone). */
 static vkasr_status run_hooked(struct rig *r, const float *pcm, size_t n, const struct asr_options *opt,
                                const struct asr_hooks *hooks, struct asr_output *out, uint64_t *held, struct err *e) {
     struct backend *be = NULL;
-    struct asr_cache cache = {0};
     vkasr_status st = be_backend_create(r->dev, &be, e);
     if (st == VKASR_OK)
-        st = asr_run(r->m, be, &cache, pcm, n, opt, hooks, out, e);
+        st = asr_run(r->m, be, pcm, n, opt, hooks, out, e);
     if (be)
         *held = be_peak_bytes(be);
-    asr_cache_free(&cache);
     be_backend_destroy(be);
     return st;
 }
@@ -384,15 +353,14 @@ static void test_backends(const char *model_dir, const struct audio *a, int64_t 
     }
     if (layers > 0 && layers < dv.m->cfg.n_layers)
         dv.m->cfg.n_layers = ref.m->cfg.n_layers = layers;
-    struct asr_cache cv = {0}, cr = {0};
     struct asr_options opt = {.keep_features = true, .attention = window ? ASR_ATT_LOCAL : ASR_ATT_FULL,
                               .window = window};
     struct asr_output ov = {0}, orf = {0};
-    EXPECT(asr_run(dv.m, dv.be, &cv, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "device run: %s", e.msg);
+    EXPECT(asr_run(dv.m, dv.be, a->samples, a->n, &opt, NULL, &ov, &e) == VKASR_OK, "device run: %s", e.msg);
     EXPECT(be_peak_bytes(dv.be) == be_scratch_bytes(ov.plan.scratch),
            "%s: the run held %llu bytes of scratch, planned %llu", model_dir,
            (unsigned long long)be_peak_bytes(dv.be), (unsigned long long)ov.plan.scratch);
-    EXPECT(asr_run(ref.m, ref.be, &cr, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
+    EXPECT(asr_run(ref.m, ref.be, a->samples, a->n, &opt, NULL, &orf, &e) == VKASR_OK, "reference run: %s", e.msg);
     if (ov.mel && orf.mel && ov.mel_frames == orf.mel_frames && ov.frames == orf.frames) {
         double mel = 0, se = 0, sr = 0;
         for (int64_t i = 0; i < ov.mel_frames * dv.m->cfg.n_mels; i++)
@@ -417,8 +385,6 @@ static void test_backends(const char *model_dir, const struct audio *a, int64_t 
     }
     asr_output_free(&ov);
     asr_output_free(&orf);
-    asr_cache_free(&cv);
-    asr_cache_free(&cr);
     close_rig(&dv);
     close_rig(&ref);
 }
@@ -436,7 +402,6 @@ int main(int argc, char **argv) {
         printf("FAIL: %s\n", e.msg);
         return 1;
     }
-    test_posenc();
     /* 14 s of speech (the clip eight times): T = 172 encoder frames, longer than the local windows */
     const size_t reps = 8, n = a.n * reps;
     float *longer = malloc(n * sizeof *longer);

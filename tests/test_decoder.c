@@ -529,7 +529,6 @@ struct rig {
     struct be_device *dev;
     struct backend *be;
     struct asr_model *m;
-    struct asr_cache cache;
 };
 
 static bool load_model(struct rig *r, const char *model, vkasr_precision prec) {
@@ -552,7 +551,7 @@ static size_t clip(struct rig *r, const char *wav, const char *what) {
     /* the encoder output of a whole run (its own decoder's tokens are not used here) */
     struct asr_output o = {0};
     struct asr_options opt = {.keep_features = true};
-    vkasr_status st = asr_run(r->m, r->be, &r->cache, a.samples, a.n, &opt, NULL, &o, &e);
+    vkasr_status st = asr_run(r->m, r->be, a.samples, a.n, &opt, NULL, &o, &e);
     EXPECT(st == VKASR_OK, "%s: encoder: %s", wav, e.msg);
     size_t n = 0;
     uint64_t mark = be_mark(r->be);
@@ -600,7 +599,6 @@ static void model_case(struct rig *r, const char *model, vkasr_precision prec, c
     EXPECT(clips > 0 && tokens > 0, "%s: nothing compared (%zu clips, %zu tokens)", name, clips, tokens);
     asr_model_free(r->m);
     r->m = NULL;
-    asr_cache_free(&r->cache);
 }
 
 /* quick: without the adaptive-window cases, whose joints of 4100 classes are the slowest here and use

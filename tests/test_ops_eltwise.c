@@ -1,8 +1,10 @@
-/* test_ops_eltwise.c — element-wise and layout ops (unary, binary, glu, pad, permute) on Vulkan vs
- * the C reference: empty, tiny, odd and large shapes, broadcasting, aliasing, every element type of
- * pad/permute, f16 tensors that start or end in the middle of a 32-bit word, and glu's f16 x and y (on
- * a device with f16; test_ops_eltwise_nof16 runs the rest on one without, where the f32 kernels must
- * not need 16-bit storage). */
+/* test_ops_eltwise.c — element-wise and layout ops (unary, binary, glu, pad, permute) and the
+ * positional rows (posenc) on Vulkan vs the C reference: empty, tiny, odd and large shapes,
+ * broadcasting, aliasing, every element type of pad/permute, f16 tensors that start or end in the
+ * middle of a 32-bit word, glu's f16 x and y (on a device with f16; test_ops_eltwise_nof16 runs the
+ * rest on one without, where the f32 kernels must not need 16-bit storage), and posenc over every
+ * integer distance below 2^22. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +107,76 @@ static void glu_case(struct th *h, int64_t rows, int64_t cols, be_dtype xt, be_d
         th_check_f16(h, y, 1e-8, 0.01);
     else
         th_check(h, y, 1e-7);
+}
+
+/* The positional rows PE(r0), .., PE(r0 - n + 1) at width C with transformers' frequencies: within
+ * 4 units of 2^-24 of the reference's sin and cos of the float argument, evaluated in double. */
+static void posenc_case(struct th *h, int64_t r0, int64_t n, int64_t C) {
+    th_case(h, "posenc rows %lld .. %lld, C=%lld", (long long)r0, (long long)(r0 - n + 1), (long long)C);
+    float *w = malloc((size_t)(C / 2 + 1) * sizeof *w);
+    if (!w)
+        exit(1);
+    for (int64_t j = 0; j < C / 2; j++)
+        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)C);
+    struct th_tensor *inv = th_input_data(h, BE_F32, 1, TH_SHAPE(C / 2), w);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(n, C));
+    struct op_posenc a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_posenc){.inv_freq = TH_T(inv, s), .y = TH_T(y, s), .r0 = r0};
+    if (th_run(h, OP_posenc, &a[0], &a[1]))
+        th_check_abs(h, y, 4.0 / 16777216.0);
+    free(w);
+}
+
+/* A row depends on its r alone: rows of a short call are bit for bit those of a long one (the encoder
+ * makes the rows of each call's reach; halo tiles and packed batches rely on it). */
+static void posenc_rows_case(struct th *h) {
+    th_case(h, "posenc rows 1234 .. 235 identical to those rows of 7499 .. -7499 (C=1024)");
+    const int64_t C = 1024, n_long = 14999, n_short = 1000, r_long = 7499, r_short = 1234;
+    float *w = malloc((size_t)(C / 2) * sizeof *w), *lo = malloc((size_t)(n_long * C) * 4), *sh = malloc((size_t)(n_short * C) * 4);
+    if (!w || !lo || !sh)
+        exit(1);
+    for (int64_t j = 0; j < C / 2; j++)
+        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)C);
+    struct th_tensor *inv = th_input_data(h, BE_F32, 1, TH_SHAPE(C / 2), w);
+    struct th_tensor *yl = th_output(h, BE_F32, 2, TH_SHAPE(n_long, C)), *ys = th_output(h, BE_F32, 2, TH_SHAPE(n_short, C));
+    struct backend *dv = h->be[TH_DEV];
+    h->checks++;
+    bool ok = be_run(dv, OP_posenc, &(struct op_posenc){.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(yl, TH_DEV), .r0 = r_long}) == VKASR_OK &&
+              be_run(dv, OP_posenc, &(struct op_posenc){.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(ys, TH_DEV), .r0 = r_short}) == VKASR_OK &&
+              be_download(dv, lo, TH_T(yl, TH_DEV).addr, (uint64_t)(n_long * C) * 4) == VKASR_OK &&
+              be_download(dv, sh, TH_T(ys, TH_DEV).addr, (uint64_t)(n_short * C) * 4) == VKASR_OK;
+    if (!ok || memcmp(sh, lo + (r_long - r_short) * C, (size_t)(n_short * C) * 4) != 0) {
+        printf("FAIL [%s]: %s\n", h->name, ok ? "the rows differ" : dv->err.msg);
+        h->failures++;
+    }
+    free(w);
+    free(lo);
+    free(sh);
+}
+
+/* Arguments the op rejects, each with its reason. */
+static void posenc_rejects_case(struct th *h) {
+    th_case(h, "posenc rejects odd widths, a wrong inv_freq and distances of 2^22");
+    struct th_tensor *inv = th_input(h, BE_F32, 1, TH_SHAPE(4), 0.0f, 1.0f);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(3, 8)), *odd = th_output(h, BE_F32, 2, TH_SHAPE(3, 7));
+    const struct {
+        struct op_posenc a;
+        const char *why;
+    } bad[] = {
+        {{.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(odd, TH_DEV), .r0 = 1}, "even number of columns"},
+        {{.inv_freq = be_tensor_1d(TH_T(inv, TH_DEV).addr, BE_F32, 3), .y = TH_T(y, TH_DEV), .r0 = 1}, "[C/2]"},
+        {{.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(y, TH_DEV), .r0 = POSENC_MAX_R}, "2^22"},
+        {{.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(y, TH_DEV), .r0 = 1 - POSENC_MAX_R}, "2^22"},
+    };
+    for (unsigned i = 0; i < sizeof bad / sizeof *bad; i++) {
+        h->checks++;
+        vkasr_status st = be_run(h->be[TH_DEV], OP_posenc, &bad[i].a);
+        if (st == VKASR_OK || !strstr(h->be[TH_DEV]->err.msg, bad[i].why)) {
+            printf("FAIL [%s]: case %u: status %d, message '%s'\n", h->name, i, (int)st, h->be[TH_DEV]->err.msg);
+            h->failures++;
+        }
+    }
 }
 
 static const char *tname(be_dtype t) { return t == BE_F32 ? "f32" : t == BE_F16 ? "f16" : "i32"; }
@@ -241,6 +313,16 @@ int main(void) {
     }
     if (!f16)
         printf("the device has no f16 (VKASR_DISABLE_F16?): glu's f16 tensors are not tested\n");
+
+    /* posenc: the encoder's shapes (60 s and 10 min), negative and zero distances, and every integer
+     * argument below 2^22 (C = 2: inv_freq 1, so x = |r|) */
+    posenc_case(&h, 3, 7, 8);
+    posenc_case(&h, 749, 1499, 1024);
+    posenc_case(&h, 7499, 14999, 1024);
+    posenc_case(&h, POSENC_MAX_R - 1, 2 * POSENC_MAX_R - 1, 2);
+    posenc_case(&h, 0, 0, 64);
+    posenc_rows_case(&h);
+    posenc_rejects_case(&h);
 
     /* pad: ranks 1-4, every type, a value f16 must round, zero-size x, x and y starting mid-word. */
     const be_dtype types[] = {BE_F32, BE_F16, BE_I32};

@@ -46,7 +46,6 @@ struct vkasr_result {
 struct vkasr_session {
     vkasr_model *model;
     struct backend *be;
-    struct asr_cache cache;
     struct err err;
     struct vkasr_result result;
     struct vkasr_result *batch;      /* vkasr_transcribe_batch()'s results, one per input          */

@@ -171,7 +171,7 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     vkasr_status st = c->fail_above && k > c->fail_above
                           ? err_set(&e, VKASR_ERR_DEVICE_MEMORY, "VKASR_TEST_BATCH_FAIL_ABOVE=%zu (a test hook)",
                                     c->fail_above)
-                          : asr_run_batch(s->model->am, s->be, &s->cache, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
+                          : asr_run_batch(s->model->am, s->be, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
     free(pcm);
     free(ns);
     const double t_run = clock_ms() - t0, f_ms = outs[0].features_ms, e_ms = outs[0].encoder_ms,

@@ -212,7 +212,7 @@ static vkasr_status run_window(struct vkasr_stream *s, int64_t w_start, size_t n
                               .host_decoder = s->session->host_decoder};
     vkasr_status st = VKASR_OK;
     if (n > 0) /* the last window may hold no audio: it then only closes the open segment */
-        st = asr_run(am, s->session->be, &s->session->cache, s->win, n, &opt, &hooks, &h.out, e);
+        st = asr_run(am, s->session->be, s->win, n, &opt, &hooks, &h.out, e);
     for (size_t i = 0; st == VKASR_OK && i < h.out.ntokens; i++)
         h.out.tokens[i].frame += w_start;
     if (st == VKASR_OK)

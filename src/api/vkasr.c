@@ -227,7 +227,6 @@ void vkasr_session_free(vkasr_session *s) {
     vkasr_stream_free(s->stream); /* a stream left running: stopped first (it uses the session) */
     api_result_clear(&s->result);
     batch_clear(s);
-    asr_cache_free(&s->cache);
     be_backend_destroy(s->be);
     free(s);
 }
@@ -339,7 +338,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     s->seg_token0 = 0;
     struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
     struct asr_options opt = api_options(s, p);
-    vkasr_status st = asr_run(s->model->am, s->be, &s->cache, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
+    vkasr_status st = asr_run(s->model->am, s->be, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if ((st == VKASR_OK || st == VKASR_ABORTED) && p->segment_callback) {
         /* Report what the callbacks have not seen yet (the final transcript is built below). */
         vkasr_status sp = publish_segments(s, true);

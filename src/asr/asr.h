@@ -91,15 +91,6 @@ vkasr_status asr_tap(const struct asr_hooks *hooks, struct backend *be, const ch
                      const be_tensor *t, struct err *e);
 static inline bool asr_tapped(const struct asr_hooks *hooks) { return hooks && hooks->stage; }
 
-/* Per-session state kept between runs: the sinusoid tables behind the positional encoding (the
- * rows themselves are generated in blocks as they are uploaded). */
-struct asr_cache {
-    int D;
-    int64_t rmax;                    /* tables cover |r| <= rmax                              */
-    double *w, *hs, *hc, *ls, *lc;
-};
-void asr_cache_free(struct asr_cache *c);
-
 struct asr_token {
     int32_t id;
     int64_t frame;
@@ -208,15 +199,14 @@ struct asr_options {
  * VKASR_ERR_DEVICE_MEMORY before allocating when even the smallest chunks do not fit), reserves it,
  * then features -> subsampling -> conformer stack -> decoder. On VKASR_ABORTED the tokens decoded so
  * far are kept. Scratch memory of `be` is released before returning. */
-vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const float *samples,
-                     size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
+vkasr_status asr_run(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
+                     const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e);
 /* The same for a packed batch of n >= 1 inputs (samples[i], ns[i] samples each; every input at least
  * one encoder frame long, and all taking the same attention): out[i] receives input i's results,
  * identical to asr_run on that input alone (the plan, timings and the batch's status are shared).
  * Stage taps and teacher forcing need n = 1. */
-vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
-                           const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
+vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
                            const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
 
 /* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
@@ -264,8 +254,7 @@ struct asr_segments {
 };
 /* The conformer stack on x [T, D] in place (x: the subsampled input, then the encoder output); segs
  * NULL for one input. */
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
-                        const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
                         const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e);
 /* frames: all rows; max_frames: the longest input's (positional rows). */
 uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
@@ -288,10 +277,6 @@ vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_
                         struct err *e);
 /* frames: all rows; inputs: hypotheses decoded together. */
 uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames, int64_t inputs);
-
-/* Sinusoid rows PE(r) for r = r_hi, r_hi - 1, .., r_hi - count + 1 into out [count][D] (spec §3.2-3.3;
- * argument rounded to float32 like both reference implementations, sin/cos evaluated in double). */
-vkasr_status asr_posenc_rows(struct asr_cache *c, int D, int64_t r_hi, int64_t count, float *out, struct err *e);
 
 /* Subsampling output length: ceil(L/8) for factor 8 (each stride-2 stage: ceil(l/2)). */
 int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames);

@@ -10,9 +10,6 @@
 
 #include "asr.h"
 
-/* Positional rows generated and uploaded at a time (host buffer: rows x D floats). */
-#define POS_UPLOAD_ROWS 2048
-
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e) {
     /* The model's own context (spec §5.2-5.3): honoured when it ships local attention. */
@@ -72,26 +69,35 @@ uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types
     return b + asr_conformer_scratch(c, t, T, w, rows);
 }
 
-/* pos [P, D] = PE(r) for r = reach .. -reach, generated and uploaded in blocks of rows. */
-static vkasr_status upload_positions(struct asr_cache *cache, struct backend *be, const be_tensor *pos, struct err *e) {
+/* pos [P, D] = PE(r) for r = reach .. -reach, made on the device (op posenc) from the frequencies
+ * 1 / 10000^(2j/D) in float32 as transformers makes them (made here: pow differs between devices). */
+static vkasr_status make_positions(struct backend *be, const be_tensor *pos, struct err *e) {
     const int64_t P = pos->ne[0], D = pos->ne[1], reach = (P - 1) / 2;
-    const int64_t block = P < POS_UPLOAD_ROWS ? P : POS_UPLOAD_ROWS;
-    float *buf = malloc((size_t)block * (size_t)D * sizeof *buf);
-    if (!buf)
-        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory for %lld positional rows", (long long)block);
-    vkasr_status st = VKASR_OK;
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < P; r0 += block) {
-        const int64_t n = P - r0 < block ? P - r0 : block;
-        st = asr_posenc_rows(cache, (int)D, reach - r0, n, buf, e);
-        if (st == VKASR_OK && (st = be_upload(be, be_tensor_rows(pos, r0, n).addr, buf, (uint64_t)(n * D) * 4)) != VKASR_OK)
-            err_set(e, st, "%s", be->err.msg);
-    }
-    free(buf);
+    if (reach >= POSENC_MAX_R)
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "full attention over %lld frames: relative positions reach at most %lld frames (use local "
+                       "attention)",
+                       (long long)reach + 1, (long long)POSENC_MAX_R);
+    float *w = malloc((size_t)(D / 2) * sizeof *w);
+    if (!w)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t j = 0; j < D / 2; j++)
+        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)D);
+    uint64_t mark = be_mark(be);
+    be_tensor inv;
+    vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){D / 2}, &inv);
+    if (st == VKASR_OK)
+        st = be_upload(be, inv.addr, w, (uint64_t)(D / 2) * sizeof *w);
+    if (st == VKASR_OK)
+        st = be_posenc(be, &(struct op_posenc){.inv_freq = inv, .y = *pos, .r0 = reach});
+    if (st != VKASR_OK)
+        err_set(e, st, "%s", be->err.msg);
+    be_release(be, mark); /* the rows are recorded: later work reusing these bytes is ordered after them */
+    free(w);
     return st;
 }
 
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
-                        const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
                         const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e) {
     const struct model_config *c = &m->cfg;
     /* positions and the band follow the longest sequence: a window at least as long as each of them
@@ -117,7 +123,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, struct as
     if (st != VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     if (st == VKASR_OK)
-        st = upload_positions(cache, be, &pos, e);
+        st = make_positions(be, &pos, e);
     be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
         st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, steps, e);

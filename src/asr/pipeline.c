@@ -96,10 +96,10 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, con
     return VKASR_OK;
 }
 
-vkasr_status asr_run(const struct asr_model *m, struct backend *be, struct asr_cache *cache, const float *samples,
+vkasr_status asr_run(const struct asr_model *m, struct backend *be, const float *samples,
                      size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e) {
-    return asr_run_batch(m, be, cache, &samples, &n, 1, opt, hooks, out, e);
+    return asr_run_batch(m, be, &samples, &n, 1, opt, hooks, out, e);
 }
 
 /* Checks what a batch of several inputs needs: every input long enough for one encoder frame, one
@@ -128,7 +128,7 @@ static vkasr_status check_batch(const struct asr_model *m, const struct asr_batc
     return VKASR_OK;
 }
 
-vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct asr_cache *cache,
+vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be,
                            const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
                            const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
     err_clear(e);
@@ -204,7 +204,7 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, struct
     be_release(be, mark_x);
     const struct asr_segments segs = {asr_batch_seg(&b, ASR_FRAMES), b.max[ASR_FRAMES]};
     if (st == VKASR_OK)
-        st = asr_encode(m, be, cache, &plan, &x, n > 1 ? &segs : NULL, hooks, &steps, e);
+        st = asr_encode(m, be, &plan, &x, n > 1 ? &segs : NULL, hooks, &steps, e);
     if (st == VKASR_OK)
         st = be_sync(be);
     for (int64_t i = 0; i < n; i++)

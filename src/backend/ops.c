@@ -201,6 +201,21 @@ static vkasr_status v_unary(struct vctx *c, const struct op_unary *a) {
     return VKASR_OK;
 }
 
+static vkasr_status v_posenc(struct vctx *c, const struct op_posenc *a) {
+    TRY(need(c, "y", &a->y, 2, BE_F32));
+    const int64_t n = a->y.ne[0], C = a->y.ne[1];
+    if (C % 2)
+        return bad(c, "y", &a->y, "must have an even number of columns (sin, cos pairs)");
+    TRY(need(c, "inv_freq", &a->inv_freq, 1, BE_F32));
+    if (a->inv_freq.ne[0] != C / 2)
+        return bad(c, "inv_freq", &a->inv_freq, "must be [C/2]");
+    /* rows r0 .. r0 - n + 1 */
+    if (n > 0 && (a->r0 >= POSENC_MAX_R || a->r0 <= -POSENC_MAX_R || n - 1 >= a->r0 + POSENC_MAX_R))
+        return bad(c, "r0", &a->y, "relative distances must stay below 2^22 in magnitude");
+    TRY(no_overlap(c, &a->y, &a->inv_freq, "inv_freq"));
+    return VKASR_OK;
+}
+
 static vkasr_status v_binary(struct vctx *c, const struct op_binary *a) {
     if (a->a.type != BE_F32 || a->b.type != BE_F32 || a->y.type != BE_F32)
         return bad(c, "a/b/y", &a->a, "must be f32");

@@ -83,6 +83,19 @@ struct op_permute {
     int32_t perm[BE_MAX_DIMS];
 };
 
+/* Rows of the relative positional encoding (spec §3.2): y [n, C] F32, row i = PE(r) for r = r0 - i:
+ * y[i][2j] = sin(x), negated for r < 0, and y[i][2j+1] = cos(x), where x = fl32(|r| * inv_freq[j]) is
+ * the float32 product the reference implementations form (inv_freq [C/2] F32: transformers'
+ * 1 / 10000^(2j/C) in float32, made by the caller, since pow differs between devices). C even; every
+ * |r| < POSENC_MAX_R (2^22 frames: 93 hours at 80 ms). sin and cos are of the float x: the reference
+ * evaluates them in double and rounds once, a device may be off by a few units of 2^-24. A row
+ * depends only on its r, never on n or r0. */
+#define POSENC_MAX_R ((int64_t)1 << 22)
+struct op_posenc {
+    be_tensor inv_freq, y;
+    int64_t r0;
+};
+
 /* ---- row ops ---------------------------------------------------------------------------------- */
 
 /* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt.
@@ -353,6 +366,7 @@ struct op_feature_norm {
     X(glu)                                                                                             \
     X(pad)                                                                                             \
     X(permute)                                                                                         \
+    X(posenc)                                                                                          \
     X(layernorm)                                                                                       \
     X(softmax)                                                                                         \
     X(argmax)                                                                                          \

@@ -1,6 +1,7 @@
 /* cu_eltwise.cu — element-wise and layout ops on CUDA: unary, binary (cyclic broadcast of b), glu (x and y
- * f32 or f16), pad and permute (any element type, up to 4 dimensions). 64-bit indices, grid-stride loops over 1-D grids
- * capped by cu_grid: no tensor size can break a launch. */
+ * f32 or f16), pad and permute (any element type, up to 4 dimensions), posenc (the positional rows).
+ * 64-bit indices, grid-stride loops over 1-D grids capped by cu_grid: no tensor size can break a
+ * launch. */
 #include <string.h>
 
 #include "cu_internal.h"
@@ -182,6 +183,29 @@ vkasr_status cu_op_permute(struct cu_backend *b, const struct op_permute *a) {
         permute_kernel<uint16_t><<<grid, EW_THREADS, 0, b->stream>>>(cu_ptr<uint16_t>(a->x), cu_ptr<uint16_t>(a->y), L, n);
     else
         permute_kernel<uint32_t><<<grid, EW_THREADS, 0, b->stream>>>(cu_ptr<uint32_t>(a->x), cu_ptr<uint32_t>(a->y), L, n);
+    CU_LAUNCHED(b);
+    return VKASR_OK;
+}
+
+/* posenc: one thread per (row, pair); sin and cos of the float argument in double, rounded once, as the
+ * reference does. */
+static __global__ void posenc_kernel(const float *w, float *y, int64_t half, int64_t pairs, int64_t r0) {
+    CU_GRID_STRIDE(i, pairs) {
+        int64_t row = i / half, j = i - row * half, r = r0 - row;
+        float x = __fmul_rn((float)(r < 0 ? -r : r), w[j]); /* the references' float32 product */
+        double s, c;
+        sincos((double)x, &s, &c);
+        y[2 * i] = (float)(r < 0 ? -s : s);
+        y[2 * i + 1] = (float)c;
+    }
+}
+
+vkasr_status cu_op_posenc(struct cu_backend *b, const struct op_posenc *a) {
+    int64_t half = a->y.ne[1] / 2, pairs = a->y.ne[0] * half;
+    if (pairs == 0)
+        return VKASR_OK;
+    posenc_kernel<<<cu_grid(b, (uint64_t)pairs, EW_THREADS), EW_THREADS, 0, b->stream>>>(
+        cu_ptr<float>(a->inv_freq), cu_ptr<float>(a->y), half, pairs, a->r0);
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

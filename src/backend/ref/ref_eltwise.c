@@ -1,5 +1,7 @@
-/* ref_eltwise.c — reference element-wise and layout ops: unary, binary, glu, pad, permute. */
+/* ref_eltwise.c — reference element-wise and layout ops: unary, binary, glu, pad, permute; and posenc,
+ * the positional encoding's rows. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ref_internal.h"
@@ -112,6 +114,25 @@ vkasr_status ref_permute(struct backend *b, const struct op_permute *a) {
             xi += c * (uint64_t)xs[a->perm[d]];
         }
         put(&a->y, i, (const char *)(uintptr_t)a->x.addr + xi * es);
+    }
+    return VKASR_OK;
+}
+
+/* sin and cos of the float argument in double, rounded once (PE(-r) = (-sin, cos): fl32 rounding is
+ * symmetric). */
+vkasr_status ref_posenc(struct backend *b, const struct op_posenc *a) {
+    const float *w = ref_f32(&a->inv_freq);
+    float *y = ref_f32(&a->y);
+    const int64_t n = a->y.ne[0], C = a->y.ne[1];
+    for (int64_t i = 0; i < n; i++) {
+        const int64_t r = a->r0 - i;
+        const float ar = (float)llabs(r);
+        for (int64_t j = 0; j < C / 2; j++) {
+            const float x = ar * w[j];
+            const double s = sin((double)x);
+            y[i * C + 2 * j] = (float)(r < 0 ? -s : s);
+            y[i * C + 2 * j + 1] = (float)cos((double)x);
+        }
     }
     return VKASR_OK;
 }

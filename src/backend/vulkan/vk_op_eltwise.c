@@ -1,6 +1,7 @@
 /* vk_op_eltwise.c — host side of the element-wise and layout kernels: unary.comp, binary.comp,
- * glu.comp (f32 or f16 x and y), layout.comp (pad, permute). Argument rules live in ops.c; this file only maps arguments
- * to push constants, grids and the byte ranges each dispatch touches. */
+ * glu.comp (f32 or f16 x and y), layout.comp (pad, permute), posenc.comp (the positional rows).
+ * Argument rules live in ops.c; this file only maps arguments to push constants, grids and the byte
+ * ranges each dispatch touches. */
 #include <math.h>
 #include <string.h>
 
@@ -29,6 +30,36 @@ vkasr_status vk_op_unary(struct vk_backend *b, const struct op_unary *a) {
                             .pc = &pc,
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_x(b->d, n, wg), 1, 1},
+                            .reads = &rd,
+                            .nreads = 1,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}
+
+/* ---- posenc (posenc.comp) --------------------------------------------------------------------- */
+
+struct pc_posenc {
+    uint64_t inv_freq, y, n, half_c;
+    int64_t r0;
+};
+_Static_assert(sizeof(struct pc_posenc) == 40, "mirror of posenc.comp push constants");
+
+vkasr_status vk_op_posenc(struct vk_backend *b, const struct op_posenc *a) {
+    const uint64_t pairs = be_numel(&a->y) / 2;
+    if (pairs == 0)
+        return VKASR_OK;
+    struct pc_posenc pc = {a->inv_freq.addr, a->y.addr, (uint64_t)a->y.ne[0], (uint64_t)a->y.ne[1] / 2, a->r0};
+    uint32_t wg = vk_wg_size(b->d);
+    struct vk_range rd = vk_tensor_range(&a->inv_freq), wr = vk_tensor_range(&a->y);
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = "posenc",
+                            .spv = SPV_posenc,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_x(b->d, pairs, wg), 1, 1},
                             .reads = &rd,
                             .nreads = 1,
                             .writes = &wr,
