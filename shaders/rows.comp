@@ -38,6 +38,9 @@ layout(push_constant) uniform PC {
 #endif
 
 shared float red[gl_WorkGroupSize.x];
+#ifdef LAYERNORM
+shared float red_mu[gl_WorkGroupSize.x], red_m2[gl_WorkGroupSize.x]; // red: the column counts
+#endif
 #ifdef ARGMAX
 shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (empty or all NaN)
 #endif
@@ -81,22 +84,40 @@ void main() {
         bool live = row < pc.rows; // inactive invocations still take part in the barriers
         uint64_t base = row * pc.cols;
 #if defined(LAYERNORM)
-        // The mean as x0 + mean(x - x0), x0 the row's first element: the sums stay near the spread of
-        // the row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision
-        // whatever the order of the sum (one invocation per row on a CPU driver, a tree on a GPU).
+        // Statistics of d = x - x0, x0 the row's first element: the sums stay near the spread of the
+        // row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision. Each
+        // invocation takes the count, mean and squared deviations (M2) of its own columns in two
+        // passes; the segment's tree merges them pairwise (Chan et al.: mean += delta nb / n, M2 +=
+        // M2b + delta^2 na nb / n), one tree instead of one for the mean and one for the variance.
         float x0 = live ? LOADF(pc.x, base) : 0.0;
-        float s = 0.0;
-        if (live)
-            for (uint64_t c = lane; c < pc.cols; c += tpr)
-                s += LOADF(pc.x, base + c) - x0;
-        float mean = x0 + seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
-        s = 0.0;
-        if (live)
+        float cnt = 0.0, mu = 0.0, m2 = 0.0;
+        if (live) {
             for (uint64_t c = lane; c < pc.cols; c += tpr) {
-                float d = LOADF(pc.x, base + c) - mean;
-                s += d * d;
+                mu += LOADF(pc.x, base + c) - x0;
+                cnt += 1.0;
             }
-        float var = seg_reduce(s, lid, lane, OP_SUM) / float(pc.cols);
+            mu = cnt > 0.0 ? mu / cnt : 0.0;
+            for (uint64_t c = lane; c < pc.cols; c += tpr) {
+                float d = (LOADF(pc.x, base + c) - x0) - mu;
+                m2 += d * d;
+            }
+        }
+        red[lid] = cnt;
+        red_mu[lid] = mu;
+        red_m2[lid] = m2;
+        barrier();
+        for (uint s = tpr >> 1; s > 0u; s >>= 1) {
+            if (lane < s && red[lid + s] > 0.0) {
+                const float na = red[lid], nb = red[lid + s], n = na + nb, delta = red_mu[lid + s] - red_mu[lid];
+                red_mu[lid] += delta * (nb / n);
+                red_m2[lid] += red_m2[lid + s] + delta * delta * (na * (nb / n));
+                red[lid] = n;
+            }
+            barrier();
+        }
+        float mean = x0 + red_mu[lid - lane];
+        float var = red_m2[lid - lane] / float(pc.cols);
+        barrier(); // red is rewritten by the next row's tree
         float inv = 1.0 / sqrt(var + pc.eps);
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)

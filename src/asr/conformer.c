@@ -184,12 +184,15 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), q = tmp(c, c->t.q, c->rows, c->D, &st);
     be_tensor a = tmp(c, c->t.att, c->rows, c->D, &st);
+    // both passes in one chunk: the queries' pass takes the keys' LN(x), still in h
+    const bool one_chunk = chunk_rows(c, 0, per_row[0]) >= c->T && chunk_rows(c, 0, per_row[1]) >= c->T;
     for (int pass = 0; pass < 2; pass++)
         for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]); st == VKASR_OK && r0 < c->T; r0 += rows) {
             const int64_t n = min64(rows, c->T - r0);
             be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
             // h: [n, D] = LN(x rows)
-            st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr);
+            if (pass == 0 || !one_chunk)
+                st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr);
             if (pass == 0) {
                 // k, v rows: [n, D]
                 be_tensor kr = be_tensor_rows(k, r0, n), vr = be_tensor_rows(v, r0, n);

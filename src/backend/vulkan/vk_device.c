@@ -570,6 +570,9 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->max_buffer = p.pm4.maxBufferSize ? p.pm4.maxBufferSize : c->max_alloc;
     c->timestamp_period = ts ? p.props.limits.timestampPeriod : 0.0f;
     c->cpu = p.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    /* VKASR_GPU_ROW_SHAPES (a test hook): the row reductions' GPU shapes on a CPU driver too, so
+     * lavapipe runs their trees. */
+    c->gpu_rows = !c->cpu || env_flag("VKASR_GPU_ROW_SHAPES");
     c->shuffle_rel = (p.p11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                      (p.p11.subgroupSupportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT);
     c->sm_count = p.ext_sm_builtins ? p.psm.shaderSMCount : 0;

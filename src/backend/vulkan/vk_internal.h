@@ -32,6 +32,8 @@ struct vk_caps {
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
+    bool gpu_rows;                   /* rows.comp's GPU shapes (a tree per row): not a CPU driver,
+                                      * or VKASR_GPU_ROW_SHAPES (a test hook)                    */
     bool shuffle_rel;                /* subgroup shuffleUp/Down in compute shaders               */
     bool shuffle;                    /* subgroup shuffle / shuffleXor in compute shaders         */
     uint32_t sm_count;               /* streaming multiprocessors (VK_NV_shader_sm_builtins), 0: unknown */

@@ -13,7 +13,8 @@ static uint32_t pow2_wg(const struct vk_device *d) {
 
 /* Workgroup size and invocations per row (tpr) of rows.comp. On a GPU: the device's power-of-two
  * workgroup and the smallest power of two covering the row, at most the workgroup, so the workgroup
- * handles wg/tpr rows at a time. On a CPU driver: one invocation per row in workgroups of 8 rows.
+ * handles wg/tpr rows at a time. On a CPU driver (unless VKASR_GPU_ROW_SHAPES, a test hook): one
+ * invocation per row in workgroups of 8 rows.
  * llvmpipe runs a workgroup's invocations as SIMD lanes and pays for every barrier (a reduction tree
  * over a 256-wide row costs ~20 barriers per row); with one row per invocation the two reductions'
  * barriers are paid once per 8 rows, and small workgroups spread a few hundred rows over the cores.
@@ -23,7 +24,7 @@ static uint32_t pow2_wg(const struct vk_device *d) {
 #define ROWS_CPU_WG 8u
 
 static void row_shape(const struct vk_device *d, uint64_t width, uint32_t *wg, uint32_t *tpr) {
-    if (d->caps.cpu) {
+    if (!d->caps.gpu_rows) {
         *wg = ROWS_CPU_WG;
         *tpr = 1;
         return;
