@@ -23,11 +23,13 @@ def text(out, name):
 
 
 def bench(out, name):
-    """{seconds: {encoder, decoder, wall, peak}} from a `vkasr bench --json` report"""
+    """{seconds: {encoder, decoder, wall, peak, tokens, encoder_range}} from a `vkasr bench --json` report"""
     r = {}
     for L in load_json(out, name).get("lengths", []):
         r[L["seconds"]] = {k: L[k + "_ms"]["median"] for k in ("encoder", "decoder", "wall")}
         r[L["seconds"]]["peak"] = L.get("peak_device_mib")
+        r[L["seconds"]]["tokens"] = L.get("tokens")
+        r[L["seconds"]]["encoder_range"] = (L["encoder_ms"].get("min"), L["encoder_ms"].get("max"))
     return r
 
 
@@ -85,6 +87,16 @@ def main():
     def g(d, s, k):
         return (d.get(s) or {}).get(k)
 
+    # the decoder's work follows the transcript: the random model's tokens (which any change of
+    # rounding upstream can move) go with its times
+    def with_tokens(d, s, k):
+        v, n = g(d, s, k), g(d, s, "tokens")
+        return fmt(v) + (f" ({n} tokens)" if v is not None and n is not None else "")
+
+    def with_range(d, s, k):
+        v, (lo, hi) = g(d, s, k), g(d, s, k + "_range") or (None, None)
+        return fmt(v) + (f" ({lo:.1f}-{hi:.1f})" if v is not None and lo is not None and hi is not None else "")
+
     def verdict(v, target, lower_is_better=True):
         if v is None:
             return "not measured"
@@ -94,12 +106,13 @@ def main():
 
     enc10, pt10 = g(vk, 600, "encoder"), pt_ms("bf16 10min")
     rows = [
-        ("encoder, 10 min (ms)", fmt(enc10), fmt(g(cu, 600, "encoder")), fmt(pt10), "<= 200 and below PyTorch",
+        ("encoder, 10 min (ms; median of 5, range)", with_range(vk, 600, "encoder"), with_range(cu, 600, "encoder"),
+         fmt(pt10), "<= 200 and below PyTorch",
          verdict(enc10, min(200.0, pt10 or 200.0))),
         ("encoder, 60 s (ms)", fmt(g(vk, 60, "encoder")), fmt(g(cu, 60, "encoder")), fmt(pt_ms("bf16 60s")), "", ""),
-        ("decoder, 60 s (ms)", fmt(g(vk, 60, "decoder")), fmt(g(cu, 60, "decoder")), "", "CUDA <= 30",
+        ("decoder, 60 s (ms)", with_tokens(vk, 60, "decoder"), with_tokens(cu, 60, "decoder"), "", "CUDA <= 30",
          verdict(g(cu, 60, "decoder"), 30.0)),
-        ("end to end, 60 s (ms)", fmt(g(vk, 60, "wall")), fmt(g(cu, 60, "wall")), "", "<= 45",
+        ("end to end, 60 s (ms)", with_tokens(vk, 60, "wall"), with_tokens(cu, 60, "wall"), "", "<= 45",
          verdict(g(vk, 60, "wall"), 45.0)),
         ("end to end, 10 min (ms)", fmt(g(vk, 600, "wall")), fmt(g(cu, 600, "wall")), "", "", ""),
         ("peak device memory, 60 s / 10 min (MiB)", f"{fmt(g(vk, 60, 'peak'))} / {fmt(g(vk, 600, 'peak'))}",
