@@ -61,7 +61,6 @@ layout(push_constant) uniform PC {
 } pc;
 
 #define MAX_WINDOW 32 // SEARCH_MAX_WINDOW
-#define LOADS 16      // loads in flight per invocation in the argmaxes
 shared float red_v[gl_WorkGroupSize.x], red_dv[gl_WorkGroupSize.x];
 shared int red_i[gl_WorkGroupSize.x], red_di[gl_WorkGroupSize.x]; // -1: no candidate (empty or all NaN)
 shared int row_tok[MAX_WINDOW], row_dur[MAX_WINDOW]; // per row: token argmax, duration (frames)
@@ -102,16 +101,15 @@ void main() {
         int bi = -1, di = -1;
         if (int(r) < n) {
             const uint64_t row = (uint64_t(hyp) * uint64_t(W) + uint64_t(r)) * uint64_t(J);
-            // LOADS columns' loads in flight at once (a window of 8 rows leaves 64 columns per
-            // invocation of a 1024-wide group: one load at a time, their latencies added up; 8 at a
-            // time, eight rounds of them)
-            for (int c0 = int(lane); c0 <= V; c0 += LOADS * int(tpr)) {
-                float v[LOADS];
-                [[unroll]] for (int u = 0; u < LOADS; u++) {
+            // eight columns' loads in flight at once (a window of 8 rows leaves 64 columns per
+            // invocation of a 1024-wide group: one load at a time, their latencies added up)
+            for (int c0 = int(lane); c0 <= V; c0 += 8 * int(tpr)) {
+                float v[8];
+                [[unroll]] for (int u = 0; u < 8; u++) {
                     const int c = c0 + u * int(tpr);
                     v[u] = c <= V ? LOADF(pc.y, row + uint64_t(c)) : 0.0;
                 }
-                [[unroll]] for (int u = 0; u < LOADS; u++) {
+                [[unroll]] for (int u = 0; u < 8; u++) {
                     const int c = c0 + u * int(tpr);
                     if (c <= V && !is_nan(v[u]) && (bi < 0 || v[u] > bv)) {
                         bv = v[u];
