@@ -109,15 +109,21 @@ static void glu_case(struct th *h, int64_t rows, int64_t cols, be_dtype xt, be_d
         th_check(h, y, 1e-7);
 }
 
-/* The positional rows PE(r0), .., PE(r0 - n + 1) at width C with transformers' frequencies: within
- * 4 units of 2^-24 of the reference's sin and cos of the float argument, evaluated in double. */
-static void posenc_case(struct th *h, int64_t r0, int64_t n, int64_t C) {
-    th_case(h, "posenc rows %lld .. %lld, C=%lld", (long long)r0, (long long)(r0 - n + 1), (long long)C);
+/* transformers' frequencies 1 / 10000^(2j/C) in float32, as the encoder makes them (malloc'd). */
+static float *posenc_freqs(int64_t C) {
     float *w = malloc((size_t)(C / 2 + 1) * sizeof *w);
     if (!w)
         exit(1);
     for (int64_t j = 0; j < C / 2; j++)
         w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)C);
+    return w;
+}
+
+/* The positional rows PE(r0), .., PE(r0 - n + 1) at width C with transformers' frequencies: within
+ * 4 units of 2^-24 of the reference's sin and cos of the float argument, evaluated in double. */
+static void posenc_case(struct th *h, int64_t r0, int64_t n, int64_t C) {
+    th_case(h, "posenc rows %lld .. %lld, C=%lld", (long long)r0, (long long)(r0 - n + 1), (long long)C);
+    float *w = posenc_freqs(C);
     struct th_tensor *inv = th_input_data(h, BE_F32, 1, TH_SHAPE(C / 2), w);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(n, C));
     struct op_posenc a[2];
@@ -133,17 +139,17 @@ static void posenc_case(struct th *h, int64_t r0, int64_t n, int64_t C) {
 static void posenc_rows_case(struct th *h) {
     th_case(h, "posenc rows 1234 .. 235 identical to those rows of 7499 .. -7499 (C=1024)");
     const int64_t C = 1024, n_long = 14999, n_short = 1000, r_long = 7499, r_short = 1234;
-    float *w = malloc((size_t)(C / 2) * sizeof *w), *lo = malloc((size_t)(n_long * C) * 4), *sh = malloc((size_t)(n_short * C) * 4);
-    if (!w || !lo || !sh)
+    float *w = posenc_freqs(C), *lo = malloc((size_t)(n_long * C) * 4), *sh = malloc((size_t)(n_short * C) * 4);
+    if (!lo || !sh)
         exit(1);
-    for (int64_t j = 0; j < C / 2; j++)
-        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)C);
     struct th_tensor *inv = th_input_data(h, BE_F32, 1, TH_SHAPE(C / 2), w);
-    struct th_tensor *yl = th_output(h, BE_F32, 2, TH_SHAPE(n_long, C)), *ys = th_output(h, BE_F32, 2, TH_SHAPE(n_short, C));
+    struct th_tensor *yl = th_output(h, BE_F32, 2, TH_SHAPE(n_long, C));
+    struct th_tensor *ys = th_output(h, BE_F32, 2, TH_SHAPE(n_short, C));
     struct backend *dv = h->be[TH_DEV];
+    const struct op_posenc a_long = {.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(yl, TH_DEV), .r0 = r_long};
+    const struct op_posenc a_short = {.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(ys, TH_DEV), .r0 = r_short};
     h->checks++;
-    bool ok = be_run(dv, OP_posenc, &(struct op_posenc){.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(yl, TH_DEV), .r0 = r_long}) == VKASR_OK &&
-              be_run(dv, OP_posenc, &(struct op_posenc){.inv_freq = TH_T(inv, TH_DEV), .y = TH_T(ys, TH_DEV), .r0 = r_short}) == VKASR_OK &&
+    bool ok = be_run(dv, OP_posenc, &a_long) == VKASR_OK && be_run(dv, OP_posenc, &a_short) == VKASR_OK &&
               be_download(dv, lo, TH_T(yl, TH_DEV).addr, (uint64_t)(n_long * C) * 4) == VKASR_OK &&
               be_download(dv, sh, TH_T(ys, TH_DEV).addr, (uint64_t)(n_short * C) * 4) == VKASR_OK;
     if (!ok || memcmp(sh, lo + (r_long - r_short) * C, (size_t)(n_short * C) * 4) != 0) {

@@ -206,7 +206,8 @@ vkasr_status asr_run(const struct asr_model *m, struct backend *be, const float 
  * one encoder frame long, and all taking the same attention): out[i] receives input i's results,
  * identical to asr_run on that input alone (the plan, timings and the batch's status are shared).
  * Stage taps and teacher forcing need n = 1. */
-vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
+vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const float *const *samples,
+                           const size_t *ns, int64_t n, const struct asr_options *opt,
                            const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
 
 /* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
@@ -254,8 +255,9 @@ struct asr_segments {
 };
 /* The conformer stack on x [T, D] in place (x: the subsampled input, then the encoder output); segs
  * NULL for one input. */
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
-                        const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e);
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x,
+                        const struct asr_segments *segs, const struct asr_hooks *hooks, struct asr_steps *steps,
+                        struct err *e);
 /* frames: all rows; max_frames: the longest input's (positional rows). */
 uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
                             int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest);

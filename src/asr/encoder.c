@@ -97,8 +97,9 @@ static vkasr_status make_positions(struct backend *be, const be_tensor *pos, str
     return st;
 }
 
-vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x, const struct asr_segments *segs,
-                        const struct asr_hooks *hooks, struct asr_steps *steps, struct err *e) {
+vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x,
+                        const struct asr_segments *segs, const struct asr_hooks *hooks, struct asr_steps *steps,
+                        struct err *e) {
     const struct model_config *c = &m->cfg;
     /* positions and the band follow the longest sequence: a window at least as long as each of them
      * is full attention for all (the band then scores what full attention scores) */

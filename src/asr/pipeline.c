@@ -96,8 +96,8 @@ static vkasr_status make_plan(const struct asr_model *m, struct backend *be, con
     return VKASR_OK;
 }
 
-vkasr_status asr_run(const struct asr_model *m, struct backend *be, const float *samples,
-                     size_t n, const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
+vkasr_status asr_run(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
+                     const struct asr_options *opt, const struct asr_hooks *hooks, struct asr_output *out,
                      struct err *e) {
     return asr_run_batch(m, be, &samples, &n, 1, opt, hooks, out, e);
 }
@@ -128,8 +128,8 @@ static vkasr_status check_batch(const struct asr_model *m, const struct asr_batc
     return VKASR_OK;
 }
 
-vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be,
-                           const float *const *samples, const size_t *ns, int64_t n, const struct asr_options *opt,
+vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const float *const *samples,
+                           const size_t *ns, int64_t n, const struct asr_options *opt,
                            const struct asr_hooks *hooks, struct asr_output *out, struct err *e) {
     err_clear(e);
     err_clear(&be->err);
