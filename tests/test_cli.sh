@@ -322,17 +322,31 @@ interrupt() {
     if [ $# -ge 2 ]; then sleep 0.05; kill -"$2" "$pid" 2>/dev/null; fi
     wait "$pid"; status=$?
 }
+# The input in progress is marked partial; on a GPU, where an input of the shipped model takes
+# milliseconds, the signal may come between two inputs instead, which the CLI says, and then every line
+# is a finished input.
+check_interrupted() { # SIGNAME
+    if grep -q "interrupted between inputs" "$WORK/int.err"; then
+        echo "$1 came between two inputs (no input in progress to mark partial)"
+        grep -q '"partial":true' "$WORK/int.out" && fail "$1 between inputs: an input is marked partial"
+    else
+        grep -q "interrupted: .*partial transcript" "$WORK/int.err" ||
+            fail "$1: no 'interrupted ... partial' (or 'between inputs') line on stderr"
+        tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "$1: the interrupted input is not marked partial"
+        [ "$(wc -l <"$WORK/int.out")" -ge 2 ] || fail "$1: the finished first input is missing"
+    fi
+}
 interrupt INT
 [ "$status" -eq 130 ] || fail "SIGINT mid-run: exit $status (want 130)"
-grep -q "interrupted: .*partial transcript" "$WORK/int.err" || fail "SIGINT: no 'interrupted ... partial' line on stderr"
 lines=$(wc -l <"$WORK/int.out")
-{ [ "$lines" -ge 2 ] && [ "$lines" -lt 6 ]; } || fail "SIGINT: $lines JSON lines (want the finished inputs and the partial one)"
+{ [ "$lines" -ge 1 ] && [ "$lines" -lt 6 ]; } ||
+    fail "SIGINT: $lines JSON lines (want the finished inputs, and the partial one)"
 "$CHECK" json "$WORK/int.out" >/dev/null || fail "SIGINT: the JSON output is not valid"
 head -n 1 "$WORK/int.out" | grep -q '"partial":false' || fail "SIGINT: the first (finished) input is marked partial"
-tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGINT: the interrupted input is not marked partial"
+check_interrupted SIGINT
 interrupt TERM
 [ "$status" -eq 143 ] || fail "SIGTERM mid-run: exit $status (want 143)"
-tail -n 1 "$WORK/int.out" | grep -q '"partial":true' || fail "SIGTERM: the interrupted input is not marked partial"
+check_interrupted SIGTERM
 # A second SIGINT ends the process at once (killed by the signal: the shell reports 130 too).
 interrupt INT INT
 [ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
