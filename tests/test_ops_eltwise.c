@@ -109,7 +109,7 @@ static void glu_case(struct th *h, int64_t rows, int64_t cols, be_dtype xt, be_d
         th_check(h, y, 1e-7);
 }
 
-/* transformers' frequencies 1 / 10000^(2j/C) in float32, as the encoder makes them (malloc'd). */
+/* transformers' frequencies 1 / 10000^(2j/C) in float32, as the model loader makes them (malloc'd). */
 static float *posenc_freqs(int64_t C) {
     float *w = malloc((size_t)(C / 2 + 1) * sizeof *w);
     if (!w)

@@ -26,6 +26,7 @@ struct asr_model {
     be_tensor sub_w0, sub_b0, sub_w2, sub_b2, sub_w3, sub_b3, sub_w5, sub_b5, sub_w6, sub_b6;
     be_tensor sub_lin_w, sub_lin_b;
     struct asr_layer *layers;
+    be_tensor pos_freq;              /* [D/2] f32: the positional encoding's frequencies        */
     /* CTC head */
     be_tensor ctc_w, ctc_b;
     /* transducer: prediction net, joint */

@@ -69,32 +69,18 @@ uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types
     return b + asr_conformer_scratch(c, t, T, w, rows);
 }
 
-/* pos [P, D] = PE(r) for r = reach .. -reach, made on the device (op posenc) from the frequencies
- * 1 / 10000^(2j/D) in float32 as transformers makes them (made here: pow differs between devices). */
-static vkasr_status make_positions(struct backend *be, const be_tensor *pos, struct err *e) {
-    const int64_t P = pos->ne[0], D = pos->ne[1], reach = (P - 1) / 2;
+/* pos [P, D] = PE(r) for r = reach .. -reach, made on the device (op posenc) from the model's
+ * frequencies. */
+static vkasr_status make_positions(const struct asr_model *m, struct backend *be, const be_tensor *pos,
+                                   struct err *e) {
+    const int64_t reach = (pos->ne[0] - 1) / 2;
     if (reach >= POSENC_MAX_R)
         return err_set(e, VKASR_ERR_UNSUPPORTED,
-                       "full attention over %lld frames: relative positions reach at most %lld frames (use local "
-                       "attention)",
-                       (long long)reach + 1, (long long)POSENC_MAX_R);
-    float *w = malloc((size_t)(D / 2) * sizeof *w);
-    if (!w)
-        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    for (int64_t j = 0; j < D / 2; j++)
-        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)D);
-    uint64_t mark = be_mark(be);
-    be_tensor inv;
-    vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){D / 2}, &inv);
-    if (st == VKASR_OK)
-        st = be_upload(be, inv.addr, w, (uint64_t)(D / 2) * sizeof *w);
-    if (st == VKASR_OK)
-        st = be_posenc(be, &(struct op_posenc){.inv_freq = inv, .y = *pos, .r0 = reach});
-    if (st != VKASR_OK)
-        err_set(e, st, "%s", be->err.msg);
-    be_release(be, mark); /* the rows are recorded: later work reusing these bytes is ordered after them */
-    free(w);
-    return st;
+                       "attention over relative positions up to %lld frames: the positional encoding reaches at "
+                       "most %lld (a shorter attention window would do)",
+                       (long long)reach, (long long)POSENC_MAX_R - 1);
+    vkasr_status st = be_posenc(be, &(struct op_posenc){.inv_freq = m->pos_freq, .y = *pos, .r0 = reach});
+    return st == VKASR_OK ? st : err_set(e, st, "%s", be->err.msg);
 }
 
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x,
@@ -124,7 +110,7 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const str
     if (st != VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     if (st == VKASR_OK)
-        st = make_positions(be, &pos, e);
+        st = make_positions(m, be, &pos, e);
     be_tensor cur = *x;
     for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
         st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, steps, e);

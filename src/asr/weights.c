@@ -1,7 +1,9 @@
 /* weights.c — uploads a prepared (canonical-layout) checkpoint to a device: the encoder's and the
  * decoder's matrices in the session precision (f16 or f32) or, quantized in the file, as their blocks;
  * everything else (embedding, biases, norms) in f32;
- * builds the mel window and filterbank; the VKASR_TEST_PERTURB test hook. */
+ * builds the mel window and filterbank and the positional frequencies; the VKASR_TEST_PERTURB test
+ * hook. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,9 +233,25 @@ static vkasr_status load_frontend(struct loader *ld, struct asr_model *m) {
     return st;
 }
 
+/* The relative positional encoding's frequencies (spec §3.2), made here as transformers makes them, 1 /
+ * 10000^(2j/D) in float32, since pow differs between devices; the rows themselves are made on the device
+ * per call (op posenc). */
+static vkasr_status load_pos_freq(struct loader *ld, struct asr_model *m) {
+    const int64_t D = m->cfg.d_model;
+    float *w = malloc((size_t)(D / 2 + 1) * sizeof *w);
+    if (!w)
+        return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t j = 0; j < D / 2; j++)
+        w[j] = 1.0f / powf(10000.0f, (float)(2 * j) / (float)D);
+    vkasr_status st = upload_host_f32(ld, w, 1, (int64_t[]){D / 2}, &m->pos_freq);
+    free(w);
+    return st;
+}
+
 static vkasr_status load_all(struct loader *ld, struct asr_model *m) {
     const struct model_config *c = &m->cfg;
     TRY(load_frontend(ld, m));
+    TRY(load_pos_freq(ld, m));
     static const char *const sub_names[] = {"0", "2", "3", "5", "6"};
     be_tensor *sub_w[] = {&m->sub_w0, &m->sub_w2, &m->sub_w3, &m->sub_w5, &m->sub_w6};
     be_tensor *sub_b[] = {&m->sub_b0, &m->sub_b2, &m->sub_b3, &m->sub_b5, &m->sub_b6};
