@@ -58,9 +58,8 @@
 // registers, one workgroup per SM against two: fewer barriers paid more than the occupancy lost).
 //
 // Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
-// register prefetch of the next block during the score products): docs/gpu-results.md, "Kernel
-// choices". -DPREFETCH_PV issues the next block's loads during step 4 instead, where the score phase's
-// registers are free, and stores them after the block's last barrier.
+// register prefetch of the next block during the score products or during P V, the dk-64 choice
+// before PIPE): docs/gpu-results.md, "Kernel choices".
 //
 // -DROW_REGS (with ROW_SHUFFLE) keeps each softmax row's reference max and sum in registers of the
 // row's invocations (the shuffles give all of them the same values) instead of shared memory, and
@@ -69,9 +68,7 @@
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
 // (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
 // subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
-// 64), PREFETCH_PV (above: H200, T = 7500, DKP 64 with SPLIT 5.16 -> 4.95 ms, 129 -> 110 registers;
-// DKP 128 with ROW_SHUFFLE 6.26 -> 6.63 ms, 126 -> 146 registers), PIPE, ROW_REGS (above;
-// docs/gpu-results.md).
+// 64), PIPE, ROW_REGS (above; docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -85,9 +82,6 @@
 #endif
 #if defined(ROW_REGS) && !defined(ROW_SHUFFLE)
 #error "ROW_REGS needs ROW_SHUFFLE (every invocation of a row computes m and l)"
-#endif
-#if defined(PIPE) && defined(PREFETCH_PV)
-#error "PIPE and PREFETCH_PV stage differently"
 #endif
 #ifndef EMULATE_COOPMAT
 #extension GL_NV_cooperative_matrix : require
@@ -491,13 +485,7 @@ void main() {
                 barrier(); // readers of the previous block (or of the staged q) are done
                 if (kb == 0u) // the ring's first rows; the block's own BK come with k and v
                     stage_rows(WIN_OFF, 0u, NWIN, pc.p, P16, 0ul, nbase0, NWIN - BK, hd, 0, int(pc.P));
-#ifdef PREFETCH_PV
-                if (kb == 0u) // later blocks were fetched during the previous block's P V
-                    fetch_block(hd, j0, jend, block_prow(nbase0, 0u));
-                store_block(block_ring(kb));
-#else
                 stage_block(hd, j0, jend, block_ring(kb), block_prow(nbase0, kb));
-#endif
                 barrier();
 #endif // !PIPE
 
@@ -719,12 +707,6 @@ void main() {
                 }
 
                 // ---- O += P V ----------------------------------------------------------------------------
-#ifdef PREFETCH_PV
-                // the next block's loads go out now: their latency hides behind the products (the score
-                // phase's registers are free here)
-                if (j0 + BK < jend)
-                    fetch_block(hd, j0 + BK, jend, block_prow(nbase0, kb + 1u));
-#endif
                 FragA pa;
                 LOAD_A(pa, P_OFF + 16u * group * PP, PP);
                 FRAG_LOOP for (uint n = 0; n < NO; n++) {

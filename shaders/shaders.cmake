@@ -13,19 +13,17 @@ vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
 # src/backend/vulkan/vk_op_attention.c and tests/vk_lab.c. SPLIT (cms*): two subgroups per 16 query
 # rows, one computing AC and the other BD, each keeping half the output; x: the softmax rows meet
 # through subgroup shuffles (ROW_SHUFFLE), q: staging pipelined, two barriers per key block (PIPE), m:
-# softmax row state in registers (ROW_REGS), p: the next key block fetched during P V (PREFETCH_PV;
-# docs/gpu-results.md). The kernels the choice used before stay in the lab for comparison.
+# softmax row state in registers (ROW_REGS; docs/gpu-results.md). The kernels the choice used before
+# stay in the lab for comparison.
 vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)
 vkasr_shader(attention_cms8xq_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
 vkasr_shader(attention_cms8xqm_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8xq_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_cms8p_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT PREFETCH_PV REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8x_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cm_dk128 attention_coopmat.comp DEFINES NWARP=4 DKP=128 REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_cms_emu4p_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT PREFETCH_PV EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms8x_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms_emu2x_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms_emu2xqm_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS EMULATE_COOPMAT)

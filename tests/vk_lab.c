@@ -79,7 +79,6 @@ static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT_SPLIT("emus2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2_dk128, 2, 128),
     ATT_COOPMAT_SPLIT("emus4_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4_dk64, 4, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus2x_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2x_dk128, 2, 128),
-    ATT_COOPMAT_SPLIT("emus4p_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4p_dk64, 4, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus2xqm_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xqm_dk128, 2, 128),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus4xq_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4xq_dk64, 4, 64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -88,10 +87,10 @@ static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
     /* the dk-128 kernel the choice took before the row state moved to registers */
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk128, 8, 128),
-    /* the SPLIT kernels the choice took before the pipelined staging (cms8x_dk128, cms8p_dk64), before
-     * the row shuffles (dk 128) and the prefetch (dk 64), and the dk-64 one with the shuffles */
+    /* the SPLIT kernels the choice took before the pipelined staging (cms8x_dk128) and before the row
+     * shuffles, and the dk-64 one with the shuffles (the dk-64 choice before the pipelined staging,
+     * cms8p_dk64, which fetched the next block during P V, left the tree once measured) */
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8x_dk128", VK_ATT_COOPMAT, SPV_attention_cms8x_dk128, 8, 128),
-    ATT_COOPMAT_SPLIT("cms8p_dk64", VK_ATT_COOPMAT, SPV_attention_cms8p_dk64, 8, 64),
     ATT_COOPMAT_SPLIT("cms8_dk128", VK_ATT_COOPMAT, SPV_attention_cms8_dk128, 8, 128),
     ATT_COOPMAT_SPLIT("cms8_dk64", VK_ATT_COOPMAT, SPV_attention_cms8_dk64, 8, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8x_dk64", VK_ATT_COOPMAT, SPV_attention_cms8x_dk64, 8, 64),
