@@ -35,10 +35,11 @@ echo "pytorch rc=$?"
 # the same encoder by module (attention, its projections, feed-forwards, ...), bf16
 timeout 200 python3 tools/fixtures/bench_pytorch.py --breakdown --out "$OUT/pytorch" >"$OUT/breakdown-pytorch.log" 2>&1
 echo "pytorch breakdown rc=$?"
-# vkasr bench, f16: Vulkan, then the CUDA backend
-timeout 200 $V bench -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
+# vkasr bench, f16: Vulkan, then the CUDA backend (-v: the logs give the decoder's iterations, by which
+# headline_table.py divides its time: the random model's transcript sets how many there are)
+timeout 200 $V bench -v -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
 echo "vulkan rc=$?"
-timeout 200 $V bench -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/cuda.json" 2>"$OUT/cuda.log"
+timeout 200 $V bench -v -m "$G06" -d cuda -p f16 --seconds 60,600 --runs 5 --json >"$OUT/cuda.json" 2>"$OUT/cuda.log"
 echo "cuda rc=$?"
 # kernels: attention per layer (T = 7500, 8 heads of 128, f16 tensors) and the GEMM
 for c in $(echo "$ATT_CONFIGS" | tr , ' '); do

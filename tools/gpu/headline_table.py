@@ -33,6 +33,16 @@ def bench(out, name):
     return r
 
 
+def decoder_iterations(out, name, frames):
+    """the device decoder's iterations (queued) for an input of `frames` encoder frames, from a `vkasr
+    bench -v` log (every run of that length decodes the same transcript: the first line found)"""
+    for line in text(out, name).splitlines():
+        m = re.search(r"device decoder: 1 hypotheses, (\d+) frames, (\d+) tokens, .* \((\d+) queued\)", line)
+        if m and int(m.group(1)) == frames:
+            return int(m.group(3))
+    return None
+
+
 def profile(out, name):
     """the last profile block of a --profile log: {op: ms}"""
     blocks, cur = [], {}
@@ -88,10 +98,17 @@ def main():
         return (d.get(s) or {}).get(k)
 
     # the decoder's work follows the transcript: the random model's tokens (which any change of
-    # rounding upstream can move) go with its times
+    # rounding upstream can move) go with its times, and the decoder's time per iteration with it
+    # (60 s: 750 encoder frames, 100 mel frames a second subsampled 8x)
+    iters = {"vk": decoder_iterations(out, "vulkan.log", 750), "cu": decoder_iterations(out, "cuda.log", 750)}
+
     def with_tokens(d, s, k):
         v, n = g(d, s, k), g(d, s, "tokens")
-        return fmt(v) + (f" ({n} tokens)" if v is not None and n is not None else "")
+        note = f"{n} tokens" if v is not None and n is not None else ""
+        it = iters["vk" if d is vk else "cu"] if k == "decoder" and s == 60 else None
+        if note and it:
+            note += f", {it} iterations: {1000.0 * v / it:.1f} us each"
+        return fmt(v) + (f" ({note})" if note else "")
 
     def with_range(d, s, k):
         v, (lo, hi) = g(d, s, k), g(d, s, k + "_range") or (None, None)
