@@ -364,14 +364,10 @@ void store_v() {
             sh[V_OFF + r * DKS + c] = rv[i];
     }
 }
-void store_block(uint ring0) {
-    store_kp(ring0);
-    store_v();
-}
-
 void stage_block(uint hd, uint j0, uint jend, uint ring0, int prow0) {
     fetch_block(hd, j0, jend, prow0);
-    store_block(ring0);
+    store_kp(ring0);
+    store_v();
 }
 
 // Key block kb of a pass stages window rows BK kb + NWIN - BK .. (its BK new position rows): the
