@@ -91,12 +91,12 @@ static void check_all(struct th *h, struct rig *r) {
 }
 
 static void step_case(struct th *h, bool tdt, int64_t T, int32_t t, int W, int run, int32_t last_t, int max_sym,
-                      bool done, enum pattern pat) {
+                      bool done, enum pattern pat, int64_t V) {
     static const char *const pats[] = {"random", "ties", "NaNs"};
-    th_case(h, "search_step %s T=%lld t=%d W=%d run=%d last_t=%d max_symbols=%d%s %s", tdt ? "TDT" : "RNN-T",
-            (long long)T, t, W, run, last_t, max_sym, done ? " done" : "", pats[pat]);
+    th_case(h, "search_step %s T=%lld t=%d W=%d run=%d last_t=%d max_symbols=%d%s %s V=%lld", tdt ? "TDT" : "RNN-T",
+            (long long)T, t, W, run, last_t, max_sym, done ? " done" : "", pats[pat], (long long)V);
     struct rig r;
-    if (!make(h, &r, 1, NULL, T, 5, 9, 1, tdt ? 5 : 0, W, 7, max_sym, pat))
+    if (!make(h, &r, 1, NULL, T, 5, V, 1, tdt ? 5 : 0, W, 7, max_sym, pat))
         return;
     int32_t st[SEARCH_STATE_INTS] = {0};
     st[SEARCH_S_T] = t;
@@ -134,9 +134,9 @@ static void joint_case(struct th *h, int64_t T, int32_t t, int W, int64_t P, int
 
 /* B hypotheses of different lengths packed in f, each at its own frame (every fourth done, every third
  * just emitted): one search_joint and one search_step over all of them. */
-static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int64_t L, enum pattern pat) {
-    th_case(h, "search batch of %lld %s W=%d P=%lld L=%lld", (long long)B, tdt ? "TDT" : "RNN-T", W, (long long)P,
-            (long long)L);
+static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int64_t L, enum pattern pat, int64_t V) {
+    th_case(h, "search batch of %lld %s W=%d P=%lld L=%lld V=%lld", (long long)B, tdt ? "TDT" : "RNN-T", W,
+            (long long)P, (long long)L, (long long)V);
     int64_t *frames = malloc((size_t)B * sizeof *frames);
     int32_t *st = calloc((size_t)B, SEARCH_STATE_INTS * sizeof *st);
     if (!frames || !st)
@@ -145,7 +145,7 @@ static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int6
     for (int64_t b = 0; b < B; b++)
         frames[b] = 1 + (b * 7) % 23;
     struct rig r;
-    if (!make(h, &r, B, frames, 0, P, 9, L, tdt ? 5 : 0, W, 5, 3, pat)) {
+    if (!make(h, &r, B, frames, 0, P, V, L, tdt ? 5 : 0, W, 5, 3, pat)) {
         free(frames);
         free(st);
         return;
@@ -174,12 +174,12 @@ static void batch_case(struct th *h, int64_t B, bool tdt, int W, int64_t P, int6
 /* Replays: `iters` iterations of (search_joint, search_step) recorded once on the device under test and
  * replayed `times` times, against the reference running the iterations one by one; fail_first: an op
  * with invalid arguments is called first while recording (the recording is then abandoned and redone). */
-static void graph_case(struct th *h, int64_t B, bool tdt, int W, int iters, uint32_t times, bool fail_first) {
-    th_case(h, "search graph of %lld %s W=%d, %d iterations replayed %u times%s", (long long)B, tdt ? "TDT" : "RNN-T", W,
-            iters, times, fail_first ? ", after a failed recording" : "");
+static void graph_case(struct th *h, int64_t B, bool tdt, int W, int iters, uint32_t times, bool fail_first, int64_t V) {
+    th_case(h, "search graph of %lld %s W=%d, %d iterations replayed %u times%s V=%lld", (long long)B,
+            tdt ? "TDT" : "RNN-T", W, iters, times, fail_first ? ", after a failed recording" : "", (long long)V);
     int64_t frames[5] = {40, 3, 17, 64, 29};
     struct rig r;
-    if (!make(h, &r, B, frames, 0, 12, 9, 2, tdt ? 5 : 0, W, 256, 3, RANDOM))
+    if (!make(h, &r, B, frames, 0, 12, V, 2, tdt ? 5 : 0, W, 256, 3, RANDOM))
         return;
     int32_t st[5 * SEARCH_STATE_INTS] = {0};
     int64_t f0 = 0;
@@ -245,29 +245,35 @@ int main(void) {
     struct th h;
     th_open(&h, false);
     static const int windows[] = {1, 2, 8, 32};
-    for (int tdt = 0; tdt < 2; tdt++)
-        for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
-            for (int pat = RANDOM; pat <= NANS; pat++) {
-                const int W = windows[w];
-                step_case(&h, tdt, 40, 3, W, 0, -1, 10, false, (enum pattern)pat);
-                step_case(&h, tdt, 40, 38, W, 0, -1, 10, false, (enum pattern)pat); /* window past T */
-                step_case(&h, tdt, 40, 39, W, 2, 39, 3, false, (enum pattern)pat);  /* at the cap */
-                step_case(&h, tdt, 1, 0, W, 0, -1, 1, false, (enum pattern)pat);
-            }
-    step_case(&h, true, 40, 40, 8, 0, 39, 10, true, RANDOM);
-    step_case(&h, false, 40, 41, 4, 0, 39, 10, true, TIES);
+    /* V = 9: one workgroup per hypothesis everywhere; V = 1000: several on a GPU (and on lavapipe with
+     * VKASR_GPU_ROW_SHAPES: test_ops_search_gpu_shapes), merged by the last to arrive. */
+    static const int64_t vocabs[] = {9, 1000};
+    for (size_t v = 0; v < sizeof vocabs / sizeof vocabs[0]; v++) {
+        const int64_t V = vocabs[v];
+        for (int tdt = 0; tdt < 2; tdt++)
+            for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+                for (int pat = RANDOM; pat <= NANS; pat++) {
+                    const int W = windows[w];
+                    step_case(&h, tdt, 40, 3, W, 0, -1, 10, false, (enum pattern)pat, V);
+                    step_case(&h, tdt, 40, 38, W, 0, -1, 10, false, (enum pattern)pat, V); /* window past T */
+                    step_case(&h, tdt, 40, 39, W, 2, 39, 3, false, (enum pattern)pat, V);  /* at the cap */
+                    step_case(&h, tdt, 1, 0, W, 0, -1, 1, false, (enum pattern)pat, V);
+                }
+        step_case(&h, true, 40, 40, 8, 0, 39, 10, true, RANDOM, V);
+        step_case(&h, false, 40, 41, 4, 0, 39, 10, true, TIES, V);
+        batch_case(&h, 3, true, 4, 5, 2, RANDOM, V);
+        batch_case(&h, 3, false, 1, 7, 1, TIES, V);
+        batch_case(&h, 37, true, 8, 33, 2, NANS, V);
+        batch_case(&h, 37, false, 2, 16, 2, RANDOM, V);
+        graph_case(&h, 1, true, 4, 8, 3, false, V);
+        graph_case(&h, 5, false, 2, 8, 5, false, V);
+        graph_case(&h, 5, true, 8, 1, 40, true, V);
+        graph_case(&h, 5, false, 1, 8, 9, true, V);
+    }
     joint_case(&h, 40, 3, 8, 5, 1, true, false);
     joint_case(&h, 40, 37, 8, 7, 2, false, false); /* rows past T read row T - 1 */
     joint_case(&h, 5, 0, 32, 300, 3, true, false);
     joint_case(&h, 1, 0, 1, 1, 1, true, false);
     joint_case(&h, 40, 40, 8, 5, 2, true, true); /* done: nothing written */
-    batch_case(&h, 3, true, 4, 5, 2, RANDOM);
-    batch_case(&h, 3, false, 1, 7, 1, TIES);
-    batch_case(&h, 37, true, 8, 33, 2, NANS);
-    batch_case(&h, 37, false, 2, 16, 2, RANDOM);
-    graph_case(&h, 1, true, 4, 8, 3, false);
-    graph_case(&h, 5, false, 2, 8, 5, false);
-    graph_case(&h, 5, true, 8, 1, 40, true);
-    graph_case(&h, 5, false, 1, 8, 9, true);
     return th_close(&h);
 }

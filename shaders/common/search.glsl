@@ -13,6 +13,7 @@
 #define S_ITERS 9
 #define S_SPAN 10
 #define S_F0 11
+#define S_ARRIVED 12
 
 // Address of hypothesis hyp's state.
 #define search_state(base, hyp) ((base) + uint64_t(hyp) * uint64_t(SEARCH_STATE_INTS * 4))

@@ -279,7 +279,8 @@ enum {
     SEARCH_S_STEPS,      /* joint evaluations the search consumed (rows walked)                     */
     SEARCH_S_ITERS,      /* search_step calls that found the hypothesis not done                    */
     SEARCH_S_SPAN,       /* window rows the steps needed: up to the emission, or all of a window    */
-    SEARCH_S_F0          /* the hypothesis's first row of f                                         */
+    SEARCH_S_F0,         /* the hypothesis's first row of f                                         */
+    SEARCH_S_ARRIVED     /* 0 between ops (a backend's search_step may count its workgroups here)   */
 };
 
 /* The search's tensors and constants: one description shared by its ops. */

@@ -11,11 +11,32 @@ struct pc_joint {
 _Static_assert(sizeof(struct pc_joint) == 72, "mirror of search.comp (JOINT) push constants");
 
 struct pc_step {
-    uint64_t y, state, tokens, durations, embed, x0;
+    uint64_t y, state, tokens, durations, embed, x0, part;
     uint32_t B, W;
     int32_t V, J, ND, max_symbols, capacity, P;
+    uint32_t G, unused;
 };
-_Static_assert(sizeof(struct pc_step) == 80, "mirror of search.comp (STEP) push constants");
+_Static_assert(sizeof(struct pc_step) == 96, "mirror of search.comp (STEP) push constants");
+
+/* The step's token argmax: columns per chunk at least, chunks per hypothesis at most. */
+#define STEP_CHUNK_MIN 64
+#define STEP_CHUNKS_MAX 64
+
+/* Workgroups per hypothesis for the step (search.comp: chunks of the token columns, the last to arrive
+ * merging them): enough for B hypotheses to cover the device's SMs (64 where the count is unknown), each
+ * chunk at least STEP_CHUNK_MIN columns. A CPU driver takes one (unless the GPU row shapes are asked
+ * for: a test hook). The tokens chosen do not depend on it. */
+static uint32_t step_chunks(const struct vk_caps *c, int64_t B, int64_t V) {
+    if (!c->gpu_rows)
+        return 1;
+    const int64_t sms = c->sm_count ? c->sm_count : 64;
+    int64_t g = (sms + B - 1) / B;
+    if (g > (V + 1) / STEP_CHUNK_MIN)
+        g = (V + 1) / STEP_CHUNK_MIN;
+    if (g > STEP_CHUNKS_MAX)
+        g = STEP_CHUNKS_MAX;
+    return g > 1 ? (uint32_t)g : 1;
+}
 
 vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joint *a) {
     const struct be_search *s = a->s;
@@ -50,11 +71,12 @@ vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joi
 vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step *a) {
     const struct be_search *s = a->s;
     const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1, P = s->f.ne[1];
-    /* One workgroup per hypothesis, a power of two (the argmax trees halve it) of at least W: on a GPU
-     * as wide as allowed, up to 1024 (docs/gpu-results.md, "Kernel choices"). On a CPU driver fewer
-     * invocations: every barrier makes llvmpipe switch between all of them. The argmax (first index of the largest
-     * value, NaN never winning) does not depend on the width. */
-    uint32_t cap = b->d->caps.cpu ? 64 : 1024, wg = 1;
+    const uint32_t G = step_chunks(&b->d->caps, B, V);
+    /* A power of two (the argmax trees halve it) of at least W: on a GPU as wide as allowed, up to 1024
+     * with one workgroup per hypothesis (docs/gpu-results.md, "Kernel choices"), 256 with several. On a
+     * CPU driver fewer invocations: every barrier makes llvmpipe switch between all of them. The argmax
+     * (first index of the largest value, NaN never winning) does not depend on the width. */
+    uint32_t cap = b->d->caps.cpu ? 64 : G > 1 ? 256 : 1024, wg = 1;
     while (wg * 2 <= cap && wg * 2 <= b->d->caps.max_wg_invocations)
         wg *= 2;
     if (wg < (uint32_t)a->window)
@@ -65,22 +87,33 @@ vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step
         .y = y.addr, .state = s->state.addr, .tokens = s->tokens.addr, .durations = s->durations.addr,
         .embed = s->embed.addr, .x0 = s->x0.addr, .B = (uint32_t)B, .W = (uint32_t)a->window, .V = (int32_t)V,
         .J = (int32_t)s->y.ne[1], .ND = s->durations.addr ? (int32_t)s->durations.ne[0] : 0,
-        .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1], .P = (int32_t)P,
+        .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1], .P = (int32_t)P, .G = G,
     };
     struct vk_range rd[4] = {vk_tensor_range(&s->state), vk_tensor_range(&y), vk_tensor_range(&s->embed),
                              vk_tensor_range(&s->durations)};
-    struct vk_range wr[3] = {vk_tensor_range(&s->state), vk_tensor_range(&s->tokens), vk_tensor_range(&s->x0)};
-    return vk_record(b, &(struct vk_dispatch){
-                            .name = "search_step",
-                            .spv = SPV_search_step,
-                            .spec = &wg,
-                            .nspec = 1,
-                            .pc = &pc,
-                            .pc_size = sizeof pc,
-                            .groups = {vk_groups_x(b->d, (uint64_t)B, 1), 1, 1},
-                            .reads = rd,
-                            .nreads = s->durations.addr ? 4 : 3,
-                            .writes = wr,
-                            .nwrites = 3,
-                        });
+    struct vk_range wr[4] = {vk_tensor_range(&s->state), vk_tensor_range(&s->tokens), vk_tensor_range(&s->x0)};
+    /* The chunks' winners: scratch of this dispatch alone (written and read by its workgroups). */
+    const uint64_t mark = be_mark(&b->base);
+    vkasr_status st = VKASR_OK;
+    if (G > 1) {
+        const uint64_t bytes = (uint64_t)B * (uint64_t)a->window * G * 16u;
+        st = be_arena_alloc(&b->base.scratch, bytes, &pc.part, &b->base.err);
+        wr[3] = (struct vk_range){pc.part, bytes};
+    }
+    if (st == VKASR_OK)
+        st = vk_record(b, &(struct vk_dispatch){
+                              .name = "search_step",
+                              .spv = SPV_search_step,
+                              .spec = &wg,
+                              .nspec = 1,
+                              .pc = &pc,
+                              .pc_size = sizeof pc,
+                              .groups = {vk_groups_x(b->d, G, 1), vk_groups_dim(b->d, 1, (uint64_t)B, 1), 1},
+                              .reads = rd,
+                              .nreads = s->durations.addr ? 4 : 3,
+                              .writes = wr,
+                              .nwrites = G > 1 ? 4 : 3,
+                          });
+    be_release(&b->base, mark);
+    return st;
 }
