@@ -15,12 +15,21 @@
 #include "decoder_common.h"
 #include "transducer.h"
 
-/* Frames per joint evaluation, at most: the matrix-vector kernel's rows (vk_gemm.h). */
-#define WINDOW_MAX 8
+/* Frames per joint evaluation, at most: the tensor-core tile of the joint's product (vk_gemm_configs.c:
+ * 16 rows). */
+#define WINDOW_MAX 16
 /* A window row costs J x P multiply-adds; below this many the rows are nearly free next to the
- * dispatches and every window has WINDOW_MAX rows. Above (the 0.6B models' joint: 8198 x 640), the
- * host picks the window per batch from the rows the steps needed (next_window). */
+ * dispatches and every window has WINDOW_MAX rows. Above (the 0.6B models' joint: 8198 x 640), one
+ * hypothesis takes the rows one product computes for the price of one (JOINT_FREE_ROWS), a batch picks
+ * its window per batch of iterations from the rows the steps needed (next_window). */
 #define ROW_MACS_FREE (1 << 20)
+/* Rows of a large joint that cost about one: the tensor-core tile of an f16 joint has 16 rows, gemv.comp's
+ * of an f32 or quantized one 8 (MR). One hypothesis keeps windows of that many throughout: an iteration
+ * costs its dispatches far more than its rows, and each row the window lacks can cost an iteration
+ * (H200, 0.6B-shaped model, 60 s: ~36 us per iteration at 1 or 8 rows alike; the adaptive window, at 1-2
+ * rows, took 640 iterations and 25 ms, 16 rows 205 iterations and 10 ms; the same tokens). */
+#define JOINT_FREE_ROWS_F16 16
+#define JOINT_FREE_ROWS 8
 /* Rows of such a joint that share one read of its weights (when this was measured, the matrix-vector
  * kernel's tall tile: 32 rows; an f16 joint now takes tensor-core tiles, an f32 one gemv.comp's groups
  * of 4 rows: the cap was not re-measured); past them every row costs its share of the product. So a
@@ -37,7 +46,7 @@
  * schedule depends on the search's own counts only, never on timing, so a run polls the abort
  * callback at the same points every time. */
 #define BATCH_FRAMES 256
-#define N_WINDOWS 4      /* window sizes 1, 2, 4, 8: one graph each, recorded when first used   */
+#define N_WINDOWS 5      /* window sizes 1, 2, 4, 8, 16: one graph each, recorded when first used */
 
 _Static_assert(WINDOW_MAX <= SEARCH_MAX_WINDOW && (1 << (N_WINDOWS - 1)) == WINDOW_MAX, "window sizes");
 _Static_assert(BATCH_MAX % GRAPH_ITERS == 0 && BATCH_MAX_MULTI % GRAPH_ITERS == 0 && FIRST_BATCH % GRAPH_ITERS == 0,
@@ -158,6 +167,13 @@ static int window_cap(int64_t B) {
     return wlog;
 }
 
+/* Is a joint of J x P so large that its rows are not free (ROW_MACS_FREE)? */
+static bool joint_large(int64_t J, int64_t P) { return (double)J * (double)P > ROW_MACS_FREE; }
+
+/* log2 of the largest window of a search of B hypotheses with a joint of J x P: the rows per hypothesis
+ * of z and y. */
+static int window_max_log(int64_t J, int64_t P, int64_t B) { return joint_large(J, P) ? window_cap(B) : N_WINDOWS - 1; }
+
 /* log2 of the next window from the last batch, which ran windows of 1 << wlog rows: from the rows its
  * steps needed on average (up to their emission, or whole windows without one), the smallest power of
  * two >= 1.2 x that - 0.2 (1 for a search that emits at every window's first row), at most cap. A
@@ -179,7 +195,8 @@ uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, 
     const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
     // what alloc_search allocates: f [T, P];  z [B*W, P];  y [B*W, J];  q, x0 [B, P];  h_old, h_new, c
     // [L, B, P];  states and token rings (i32);  durations (TDT, i32)
-    return be_scratch_f32(T, P) + be_scratch_f32(B * WINDOW_MAX, P) + be_scratch_f32(B * WINDOW_MAX, J) +
+    const int64_t rows = B << window_max_log(J, P, B);
+    return be_scratch_f32(T, P) + be_scratch_f32(rows, P) + be_scratch_f32(rows, J) +
            2 * be_scratch_f32(B, P) + 3 * be_scratch_f32(L * B, P) +
            be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) +
            (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0);
@@ -195,8 +212,9 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
     d->cap = cap;
 #define ALLOC(t, ...) TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, __VA_ARGS__, &(t)))
     ALLOC(s->f, BE_F32, 2, (int64_t[]){T, P});
-    ALLOC(s->z, BE_F32, 2, (int64_t[]){B * WINDOW_MAX, P});
-    ALLOC(s->y, BE_F32, 2, (int64_t[]){B * WINDOW_MAX, J});
+    const int64_t rows = B << window_max_log(J, P, B);
+    ALLOC(s->z, BE_F32, 2, (int64_t[]){rows, P});
+    ALLOC(s->y, BE_F32, 2, (int64_t[]){rows, J});
     ALLOC(s->q, BE_F32, 2, (int64_t[]){B, P});
     ALLOC(s->x0, BE_F32, 2, (int64_t[]){B, P});
     ALLOC(s->h_old, BE_F32, 3, (int64_t[]){L, B, P});
@@ -262,11 +280,17 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
         tmax = frames[b] > tmax ? frames[b] : tmax;
     const int64_t max_iters = (tmax + 1) * ((int64_t)s->max_symbols + 1) + 2 * cap;
     int64_t queued = 0, n = FIRST_BATCH, span_prev = 0, it_prev = 0, emitted_prev = 0, trips = 0;
-    bool adapt = (double)m->joint_w.ne[0] * (double)m->joint_w.ne[1] > ROW_MACS_FREE;
-    const int cap_wlog = adapt ? window_cap(B) : N_WINDOWS - 1;
+    /* the window: WINDOW_MAX for a small joint; a large one's free rows for one hypothesis; adaptive,
+     * up to window_cap, for a batch */
+    const int64_t J = m->joint_w.ne[0], P = m->joint_w.ne[1];
+    const int cap_wlog = window_max_log(J, P, B);
+    bool adapt = joint_large(J, P) && B > 1;
     int wlog = cap_wlog;
+    if (joint_large(J, P) && B == 1)
+        while (wlog > 0 && (1 << wlog) > (m->joint_w.type == BE_F16 ? JOINT_FREE_ROWS_F16 : JOINT_FREE_ROWS))
+            wlog--;
     if (window > 0) {
-        for (wlog = 0; wlog < N_WINDOWS - 1 && (1 << wlog) < window; wlog++)
+        for (wlog = 0; wlog < cap_wlog && (1 << wlog) < window; wlog++)
             ;
         adapt = false;
     }
