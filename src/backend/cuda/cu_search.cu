@@ -1,9 +1,9 @@
 /* cu_search.cu — the device-resident greedy search's ops on CUDA (ops.h: search_joint, search_step),
  * the same loops as shaders/search.comp: the joint input of a window (with the commit of the last
- * emission's LSTM state), and one block per hypothesis taking the rows' token and duration argmaxes
- * (op_argmax's rule: first index on ties, NaN never wins, all NaN -> 0; the block's warps split each
- * row's columns, and as the rule picks one column whatever the order, so does any reduction) and
- * walking them to the first emission on one thread. The search's LSTM steps are lstm_step with its gate (cu_lstm.cu). */
+ * emission's LSTM state), and blocks taking chunks of the rows' token and duration argmaxes (op_argmax's
+ * rule: first index on ties, NaN never wins, all NaN -> 0; as the rule picks one column whatever the
+ * order, so does any reduction), the last of a hypothesis's blocks walking them to the first emission on
+ * one thread. The search's LSTM steps are lstm_step with its gate (cu_lstm.cu). */
 #include "cu_internal.h"
 
 #define SEARCH_THREADS 256
@@ -36,80 +36,121 @@ static __device__ __forceinline__ bool better(float v, int i, float w, int j) {
     return i >= 0 && !isnan(v) && (j < 0 || v > w || (v == w && i < j));
 }
 
-/* The block's partial argmax of x[c0 .. c1): each thread strides the columns (ARGMAX_UNROLL loads in
- * flight), then each warp's best goes to pv / pi [warp] (pi -1 if none). Every thread must call it. */
-#define ARGMAX_UNROLL 4
-static __device__ void block_argmax_part(const float *x, int c0, int c1, float *pv, int *pi) {
-    float best = 0;
-    int bi = -1;
-    const int nt = blockDim.x;
-    for (int c = c0 + (int)threadIdx.x; c < c1; c += ARGMAX_UNROLL * nt) {
-        float v[ARGMAX_UNROLL];
-#pragma unroll
-        for (int u = 0; u < ARGMAX_UNROLL; u++)
-            v[u] = c + u * nt < c1 ? x[c + u * nt] : 0.0f;
-#pragma unroll
-        for (int u = 0; u < ARGMAX_UNROLL; u++)
-            if (c + u * nt < c1 && better(v[u], c + u * nt, best, bi)) {
-                best = v[u];
-                bi = c + u * nt;
+/* The step's token argmax: columns per chunk at least, chunks per hypothesis at most (as search.comp's). */
+#define STEP_CHUNK_MIN 64
+#define STEP_CHUNKS_MAX 64
+#define ARGMAX_UNROLL 8
+
+/* Each row's candidates (v, i, dv, di [tid], tpr threads per row) to its lane 0 by a tree. Called by the
+ * whole block after the candidates are written. */
+static __device__ void reduce_rows(float *v, int *i, float *dv, int *di, int tid, int lane, int tpr) {
+    __syncthreads();
+    for (int s = tpr >> 1; s > 0; s >>= 1) {
+        if (lane < s) {
+            if (better(v[tid + s], i[tid + s], v[tid], i[tid])) {
+                v[tid] = v[tid + s];
+                i[tid] = i[tid + s];
             }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        int oi = __shfl_xor_sync(0xffffffffu, bi, o);
-        if (better(ov, oi, best, bi)) {
-            best = ov;
-            bi = oi;
+            if (better(dv[tid + s], di[tid + s], dv[tid], di[tid])) {
+                dv[tid] = dv[tid + s];
+                di[tid] = di[tid + s];
+            }
         }
-    }
-    if ((threadIdx.x & 31) == 0) {
-        pv[threadIdx.x / 32] = best;
-        pi[threadIdx.x / 32] = bi;
+        __syncthreads();
     }
 }
 
-/* The best of the warps' partial results: the index relative to c0, -1 if none. */
-static __device__ int argmax_join(const float *pv, const int *pi, int c0) {
-    float best = 0;
-    int bi = -1;
-    for (int w = 0; w < SEARCH_WARPS; w++)
-        if (better(pv[w], pi[w], best, bi)) {
-            best = pv[w];
-            bi = pi[w];
-        }
-    return bi < 0 ? -1 : bi - c0;
-}
-
+/* G blocks per hypothesis (x: chunks of the token columns, y: hypotheses; both grid-stride), as
+ * search.comp's step: each takes its chunk of every row of the window (SEARCH_THREADS / W threads per
+ * row; chunk 0 also the durations); with G > 1 it writes its winners to part [B, W, G], counts itself
+ * in S_ARRIVED after a fence, and the last to arrive merges the G winners of each row (the same rule:
+ * the result does not depend on G), sets the count back to 0, walks the rows to the first emission and
+ * writes x0. */
 static __global__ void __launch_bounds__(SEARCH_THREADS)
     search_step_kernel(const float *y, int32_t *state, int32_t *tokens, const int32_t *durations, const float *embed,
-                       float *x0, int64_t B, int W, int V, int J, int nd, int max_symbols, int64_t capacity,
-                       int64_t P) {
+                       float *x0, int4 *part, int64_t B, int W, int G, int V, int J, int nd, int max_symbols,
+                       int64_t capacity, int64_t P) {
     __shared__ int row_tok[SEARCH_MAX_WINDOW], row_dur[SEARCH_MAX_WINDOW];
-    __shared__ float tok_v[SEARCH_MAX_WINDOW][SEARCH_WARPS], dur_v[SEARCH_MAX_WINDOW][SEARCH_WARPS];
-    __shared__ int tok_i[SEARCH_MAX_WINDOW][SEARCH_WARPS], dur_i[SEARCH_MAX_WINDOW][SEARCH_WARPS];
-    __shared__ int emitted;
-    for (int64_t hyp = blockIdx.x; hyp < B; hyp += gridDim.x) {
+    __shared__ float red_v[SEARCH_THREADS], red_dv[SEARCH_THREADS];
+    __shared__ int red_i[SEARCH_THREADS], red_di[SEARCH_THREADS];
+    __shared__ int emitted, last_block;
+    const int tid = threadIdx.x, tpr = SEARCH_THREADS / W, r = tid / tpr, lane = tid % tpr;
+    const int cw = (V + G) / G; /* token columns per chunk */
+    for (int64_t hyp = blockIdx.y; hyp < B; hyp += gridDim.y)
+    for (int g = blockIdx.x; g < G; g += gridDim.x) {
         int32_t *st = state + hyp * SEARCH_STATE_INTS;
         if (st[SEARCH_S_DONE]) { /* the same value for the whole block */
-            if (threadIdx.x == 0)
+            if (tid == 0 && g == 0)
                 st[SEARCH_S_EMIT] = 0;
             continue;
         }
         const int t0 = st[SEARCH_S_T], T = st[SEARCH_S_FRAMES];
         const int n = T - t0 < W ? T - t0 : W;
-        for (int r = 0; r < n; r++) { /* the whole block per row: the warps split the columns */
+        const int c_lo = g * cw, c_hi = c_lo + cw < V + 1 ? c_lo + cw : V + 1;
+        float bv = 0, dv = 0;
+        int bi = -1, di = -1;
+        if (r < n) { /* this row's columns in increasing order per thread, ARGMAX_UNROLL loads in flight */
             const float *row = y + (hyp * W + r) * (int64_t)J;
-            block_argmax_part(row, 0, V + 1, tok_v[r], tok_i[r]);
-            if (nd)
-                block_argmax_part(row, V + 1, J, dur_v[r], dur_i[r]);
+            for (int c = c_lo + lane; c < c_hi; c += ARGMAX_UNROLL * tpr) {
+                float v[ARGMAX_UNROLL];
+#pragma unroll
+                for (int u = 0; u < ARGMAX_UNROLL; u++)
+                    v[u] = c + u * tpr < c_hi ? row[c + u * tpr] : 0.0f;
+#pragma unroll
+                for (int u = 0; u < ARGMAX_UNROLL; u++)
+                    if (c + u * tpr < c_hi && better(v[u], c + u * tpr, bv, bi)) {
+                        bv = v[u];
+                        bi = c + u * tpr;
+                    }
+            }
+            for (int c = lane; g == 0 && c < nd; c += tpr)
+                if (better(row[V + 1 + c], c, dv, di)) {
+                    dv = row[V + 1 + c];
+                    di = c;
+                }
         }
-        __syncthreads();
-        if ((int)threadIdx.x < n) { /* a thread per row joins the warps' results */
-            const int r = threadIdx.x;
-            const int k = argmax_join(tok_v[r], tok_i[r], 0), d = nd ? argmax_join(dur_v[r], dur_i[r], V + 1) : 0;
-            row_tok[r] = k < 0 ? 0 : k;
-            row_dur[r] = d < 0 ? 0 : d;
+        red_v[tid] = bv;
+        red_i[tid] = bi;
+        red_dv[tid] = dv;
+        red_di[tid] = di;
+        reduce_rows(red_v, red_i, red_dv, red_di, tid, lane, tpr);
+        if (G > 1) { /* the chunk's winners out, then the count; the last to arrive merges them */
+            int4 *pr = part + (hyp * W + r) * G;
+            if (lane == 0 && r < n)
+                __stcg(pr + g, make_int4(__float_as_int(red_v[tid]), red_i[tid], __float_as_int(red_dv[tid]),
+                                         red_di[tid]));
+            __threadfence();
+            __syncthreads();
+            if (tid == 0)
+                last_block = atomicAdd(&st[SEARCH_S_ARRIVED], 1) == G - 1;
+            __syncthreads();
+            if (!last_block) /* the same value for the whole block */
+                continue;
+            __threadfence();
+            bv = dv = 0;
+            bi = di = -1;
+            for (int k = lane; r < n && k < G; k += tpr) {
+                const int4 q = __ldcg(pr + k);
+                if (better(__int_as_float(q.x), q.y, bv, bi)) {
+                    bv = __int_as_float(q.x);
+                    bi = q.y;
+                }
+                if (better(__int_as_float(q.z), q.w, dv, di)) {
+                    dv = __int_as_float(q.z);
+                    di = q.w;
+                }
+            }
+            red_v[tid] = bv;
+            red_i[tid] = bi;
+            red_dv[tid] = dv;
+            red_di[tid] = di;
+            reduce_rows(red_v, red_i, red_dv, red_di, tid, lane, tpr);
+            if (tid == 0)
+                st[SEARCH_S_ARRIVED] = 0; /* every block of the hypothesis has counted itself */
+        }
+        if (lane == 0 && r < n) { /* all NaN -> 0; clamped: an index read back from memory stays inside */
+            row_tok[r] = red_i[tid] < 0 ? 0 : red_i[tid] > V ? V : red_i[tid];
+            row_dur[r] = red_di[tid] < 0 ? 0 : red_di[tid] >= nd ? (nd > 0 ? nd - 1 : 0) : red_di[tid];
         }
         __syncthreads();
         if (threadIdx.x == 0) { /* the walk to the first emission (spec §6.4 TDT, §6.5 RNN-T) */
@@ -174,12 +215,30 @@ vkasr_status cu_op_search_joint(struct cu_backend *b, const struct op_search_joi
 
 vkasr_status cu_op_search_step(struct cu_backend *b, const struct op_search_step *a) {
     const struct be_search *s = a->s;
-    const int64_t B = s->state.ne[0];
+    const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1;
     const int nd = s->durations.addr ? (int)s->durations.ne[0] : 0;
-    search_step_kernel<<<cu_grid(b, (uint64_t)B, 1), SEARCH_THREADS, 0, b->stream>>>(
-        cu_ptr<float>(s->y), cu_ptr<int32_t>(s->state), cu_ptr<int32_t>(s->tokens), cu_ptr<int32_t>(s->durations),
-        cu_ptr<float>(s->embed), cu_ptr<float>(s->x0), B, a->window, (int)(s->embed.ne[0] - 1), (int)s->y.ne[1], nd,
-        s->max_symbols, s->tokens.ne[1], s->f.ne[1]);
-    CU_LAUNCHED(b);
-    return VKASR_OK;
+    if (a->window > SEARCH_THREADS)
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op search_step: window %d exceeds the block (%d)",
+                       a->window, SEARCH_THREADS);
+    /* blocks per hypothesis: enough for B of them to cover the SMs, chunks of at least STEP_CHUNK_MIN */
+    int64_t G = (b->d->prop.multiProcessorCount + B - 1) / B;
+    G = G > (V + 1) / STEP_CHUNK_MIN ? (V + 1) / STEP_CHUNK_MIN : G;
+    G = G > STEP_CHUNKS_MAX ? STEP_CHUNKS_MAX : G < 1 ? 1 : G;
+    const uint64_t mark = be_mark(&b->base);
+    void *part = NULL;
+    vkasr_status st = G > 1 ? cu_scratch(b, (uint64_t)B * (uint64_t)a->window * (uint64_t)G * sizeof(int4), &part)
+                            : VKASR_OK;
+    if (st == VKASR_OK) {
+        const unsigned gy = cu_grid(b, (uint64_t)B, 1);
+        dim3 grid(cu_grid(b, (uint64_t)G, 1), gy < 65535 ? gy : 65535);
+        search_step_kernel<<<grid, SEARCH_THREADS, 0, b->stream>>>(
+            cu_ptr<float>(s->y), cu_ptr<int32_t>(s->state), cu_ptr<int32_t>(s->tokens),
+            cu_ptr<int32_t>(s->durations), cu_ptr<float>(s->embed), cu_ptr<float>(s->x0), (int4 *)part, B,
+            a->window, (int)G, (int)V, (int)s->y.ne[1], nd, s->max_symbols, s->tokens.ne[1], s->f.ne[1]);
+        cudaError_t r = cudaGetLastError();
+        if (r != cudaSuccess)
+            st = cu_fail(&b->base.err, r, "search_step_kernel", __FILE__, __LINE__);
+    }
+    be_release(&b->base, mark);
+    return st;
 }
