@@ -107,7 +107,7 @@ def main():
         note = f"{n} tokens" if v is not None and n is not None else ""
         it = iters["vk" if d is vk else "cu"] if k == "decoder" and s == 60 else None
         if note and it:
-            note += f", {it} iterations: {1000.0 * v / it:.1f} us each"
+            note += f", {it} iterations queued: {1000.0 * v / it:.1f} us each"
         return fmt(v) + (f" ({note})" if note else "")
 
     def with_range(d, s, k):
