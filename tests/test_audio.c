@@ -405,6 +405,17 @@ static void test_bad_inputs(void) {
     err_clear(&e);
     st = audio_from_pcm(pcm, 4, 0, 1, 16000, &a, &e);
     expect_fail("PCM rate 0", st, VKASR_ERR_INVALID_ARG, &e, NULL, NULL);
+    /* Mono at the target rate: checked and borrowed, not copied (audio_free leaves the caller's array). */
+    float mono[3] = {0.25f, -1.5f, 3.0f};
+    err_clear(&e);
+    st = audio_from_pcm(mono, 3, 16000, 1, 16000, &a, &e);
+    CHECK(st == VKASR_OK && a.n == 3 && a.samples == mono && a.rate == 16000 && a.source_channels == 1,
+          "mono PCM at the target rate: status %d, %zu samples, %s (%s)", st, a.n,
+          a.samples == mono ? "borrowed" : "copied", e.msg);
+    audio_free(&a);
+    mono[1] = NAN;
+    st = audio_from_pcm(mono, 3, 16000, 1, 16000, &a, &e);
+    expect_fail("NaN in mono PCM", st, VKASR_ERR_AUDIO, &e, "sample 1 (channel 0", "NaN");
 
     /* A header claiming 4 GiB of data with 1000 samples present: decodes what is there, allocates
      * only for that. */

@@ -450,7 +450,7 @@ vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out
     struct audio a = {0};
     vkasr_status st = audio_load_file(path, VKASR_SAMPLE_RATE, &a, &e);
     if (st == VKASR_OK) {
-        *out_samples = a.samples; /* malloc'd: vkasr_free() */
+        *out_samples = (float *)a.samples; /* a file's samples are malloc'd (never borrowed): vkasr_free() */
         *out_n = a.n;
     }
     err_export(&e, error);

@@ -3,17 +3,20 @@
 #ifndef VKASR_AUDIO_H
 #define VKASR_AUDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "common/err.h"
 
 struct audio {
-    float *samples;          /* mono, at `rate`, malloc'd (may be NULL when n == 0)           */
+    const float *samples;    /* mono, at `rate` (NULL when n == 0): malloc'd, or, where audio_from_pcm got
+                              * mono samples at the target rate, the caller's own (borrowed: no copy)   */
     size_t n;
     int rate;
     int source_rate;         /* as decoded                                                     */
     int source_channels;
+    bool borrowed;           /* samples are the caller's: audio_free leaves them                */
 };
 
 /* Statuses (messages name the file, or `name`, "standard input", "PCM input"):
@@ -35,7 +38,8 @@ vkasr_status audio_load_file(const char *path, int rate, struct audio *out, stru
 /* Decodes an encoded file image in memory (WAV, FLAC, OGG, MP3, ... bytes). */
 vkasr_status audio_load_memory(const void *data, size_t size, const char *name, int rate, struct audio *out,
                                struct err *e);
-/* Converts interleaved float samples (frames x channels at src_rate). */
+/* Converts interleaved float samples (frames x channels at src_rate). Mono samples at `rate` are checked
+ * and borrowed, not copied: *out then points into `interleaved`, which must outlive it. */
 vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rate, int channels, int rate,
                             struct audio *out, struct err *e);
 void audio_free(struct audio *a);

@@ -18,6 +18,8 @@
 /* Decoded frames per libsndfile read call, divided by the channel count: bounds the scratch buffers
  * (256 KiB of interleaved floats) whatever the file says. */
 #define CHUNK_SAMPLES 65536
+/* Source frames of a file whose output is reserved at once, at most (2^27: 2.3 hours at 16 kHz) */
+#define RESERVE_MAX ((uint64_t)1 << 27)
 /* Sample rates we accept (libsndfile formats top out far below; soxr needs positive rates). Below
  * MIN_RATE there is no speech to recognise, and each input sample would become up to 16000 output
  * samples: a 2.4 KB WAV declaring 1 Hz decoded to ten minutes of audio. */
@@ -37,6 +39,21 @@ struct sink {
     size_t n, cap;
     uint64_t frames_in; /* source frames consumed so far (positions in messages) */
 };
+
+static vkasr_status sink_grow(struct sink *s, size_t need, struct err *e);
+
+/* Room for the output of `frames` source frames at once (the decoder knows them up front), so that the
+ * buffer is not grown and copied chunk by chunk; a hint: without the memory, growth happens as before. */
+static void sink_reserve(struct sink *s, uint64_t frames) {
+    const double want = (double)frames * s->ratio + 64.0;
+    if (frames == 0 || want > (double)(SIZE_MAX / sizeof(float) / 2))
+        return;
+    float *p = realloc(s->out, (size_t)want * sizeof *p);
+    if (p) {
+        s->out = p;
+        s->cap = (size_t)want;
+    }
+}
 
 static vkasr_status sink_grow(struct sink *s, size_t need, struct err *e) {
     if (need <= s->cap)
@@ -135,16 +152,23 @@ static vkasr_status sink_resample(struct sink *s, const float *in, size_t ilen, 
 
 /* Appends `frames` interleaved frames: rejects non-finite samples (naming the first), averages the
  * channels (mean, like transformers), resamples or copies. */
-static vkasr_status sink_push(struct sink *s, const float *x, size_t frames, struct err *e) {
-    int C = s->channels;
+/* Rejects a non-finite sample among `frames` interleaved frames of C channels, the first of which is
+ * frame `first` of the input (named in the message). */
+static vkasr_status check_finite(const char *name, const float *x, size_t frames, int C, uint64_t first, int src_rate,
+                                 struct err *e) {
     for (size_t i = 0; i < frames * (size_t)C; i++)
         if (!isfinite(x[i])) {
-            uint64_t f = s->frames_in + i / (size_t)C;
-            return err_set(e, VKASR_ERR_AUDIO,
-                           "%s: sample %llu (channel %d, %.6f s) is %s; audio must be finite", s->name,
-                           (unsigned long long)f, (int)(i % (size_t)C), (double)f / s->src_rate,
+            uint64_t f = first + i / (size_t)C;
+            return err_set(e, VKASR_ERR_AUDIO, "%s: sample %llu (channel %d, %.6f s) is %s; audio must be finite",
+                           name, (unsigned long long)f, (int)(i % (size_t)C), (double)f / src_rate,
                            isnan(x[i]) ? "NaN" : "infinite");
         }
+    return VKASR_OK;
+}
+
+static vkasr_status sink_push(struct sink *s, const float *x, size_t frames, struct err *e) {
+    int C = s->channels;
+    TRY(check_finite(s->name, x, frames, C, s->frames_in, s->src_rate, e));
     s->frames_in += frames;
     const float *mono = x;
     if (C > 1) {
@@ -182,6 +206,7 @@ static vkasr_status sink_finish(struct sink *s, struct audio *out, struct err *e
             s->out = p;
     }
     out->samples = s->n ? s->out : NULL;
+    out->borrowed = false;
     if (!s->n)
         free(s->out);
     out->n = s->n;
@@ -207,6 +232,8 @@ static vkasr_status decode_sndfile(SNDFILE *sf, const SF_INFO *info, const char 
      * the model's input scale depends on it. Float formats are returned as stored: values beyond
      * [-1, 1] are kept (clipping is the caller's business). */
     sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
+    /* the header's frame count, trusted up to RESERVE_MAX (a truncated or malformed file may claim more) */
+    sink_reserve(&s, info->frames > 0 ? (uint64_t)info->frames < RESERVE_MAX ? (uint64_t)info->frames : RESERVE_MAX : 0);
     sf_count_t chunk = CHUNK_SAMPLES / info->channels;
     if (chunk < 1)
         chunk = 1;
@@ -397,8 +424,16 @@ vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rat
     if (frames > SIZE_MAX / sizeof(float) / (size_t)channels)
         return err_set(e, VKASR_ERR_INVALID_ARG, "%s: %zu frames x %d channels is too large", name, frames,
                        channels);
+    if (channels == 1 && src_rate == rate) { /* nothing to convert: the caller's samples, checked */
+        TRY(check_finite(name, interleaved, frames, 1, 0, src_rate, e));
+        *out = (struct audio){.samples = frames ? interleaved : NULL, .n = frames, .rate = rate,
+                              .source_rate = src_rate, .source_channels = 1, .borrowed = true};
+        return VKASR_OK;
+    }
     struct sink s;
     vkasr_status st = sink_init(&s, name, src_rate, channels, rate, e);
+    if (st == VKASR_OK)
+        sink_reserve(&s, frames);
     size_t chunk = CHUNK_SAMPLES / (size_t)channels;
     if (chunk < 1)
         chunk = 1;
@@ -415,7 +450,8 @@ vkasr_status audio_from_pcm(const float *interleaved, size_t frames, int src_rat
 void audio_free(struct audio *a) {
     if (!a)
         return;
-    free(a->samples);
+    if (!a->borrowed)
+        free((void *)a->samples);
     memset(a, 0, sizeof *a);
 }
 
