@@ -175,8 +175,11 @@ void main() {
                     ivec4(floatBitsToInt(red_v[tid]), red_i[tid], floatBitsToInt(red_dv[tid]), red_di[tid]);
             memoryBarrierBuffer();
             barrier();
-            if (tid == 0u)
+            if (tid == 0u) { // fences around the count: release the workgroup's winners, acquire the others'
+                memoryBarrierBuffer();
                 last_group = atomicAdd(I32Ref(st + uint64_t(S_ARRIVED) * 4ul).v, 1) == int(G) - 1 ? 1 : 0;
+                memoryBarrierBuffer();
+            }
             barrier();
             if (last_group == 0) // the same value for the whole workgroup
                 continue;

@@ -121,8 +121,10 @@ static __global__ void __launch_bounds__(SEARCH_THREADS)
                                          red_di[tid]));
             __threadfence();
             __syncthreads();
-            if (tid == 0)
+            if (tid == 0) {
                 last_block = atomicAdd(&st[SEARCH_S_ARRIVED], 1) == G - 1;
+                __threadfence();
+            }
             __syncthreads();
             if (!last_block) /* the same value for the whole block */
                 continue;
