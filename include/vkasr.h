@@ -431,7 +431,8 @@ typedef struct vkasr_transcribe_params {
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
 
 /* Transcribes interleaved float samples in [-1, 1]; n_frames samples per channel. Any sample rate from
- * 1000 Hz to 2^24 Hz and any channel count: channels are averaged, the rate converted to 16 kHz. */
+ * 1000 Hz to 2^24 Hz and any channel count: channels are averaged, the rate converted to 16 kHz. Mono
+ * 16 kHz samples are read in place during the call (no host copy); they are never written. */
 VKASR_API vkasr_status vkasr_transcribe_pcm(vkasr_session *session, const float *samples, size_t n_frames,
                                             int sample_rate, int channels,
                                             const vkasr_transcribe_params *params,
