@@ -133,12 +133,10 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
 
 /* Iterations for the next batch: about 80 % of the estimated remainder of the hypothesis that needs the
  * most (a replay past the end costs the joint's product; one round trip too many costs less), at most
- * BATCH_FRAMES frames' worth of any hypothesis at its rate so far and twice the iterations queued so
- * far (`queued`: the first batches' rate is a poor guess; the 60 s benchmark's opening burst of
- * emissions had the second batch queue 256 iterations where the search needed 189 more), in whole
- * graphs, at most cap. left[b], rate[b]: frames left and frames per iteration so far of the hypotheses
- * not done (rate 0: nothing known yet). */
-static int64_t next_batch(const double *left, const double *rate, int64_t B, int64_t cap, int64_t queued) {
+ * BATCH_FRAMES frames' worth of any hypothesis at its rate so far, in whole graphs, at most cap.
+ * left[b], rate[b]: frames left and frames per iteration so far of the hypotheses not done (rate 0:
+ * nothing known yet). */
+static int64_t next_batch(const double *left, const double *rate, int64_t B, int64_t cap) {
     double n = 0, most = -1;
     bool known = true;
     for (int64_t b = 0; b < B; b++) {
@@ -158,9 +156,6 @@ static int64_t next_batch(const double *left, const double *rate, int64_t B, int
     if (most > 0 && n > most)
         n = most;
     int64_t k = ((int64_t)ceil(n) + GRAPH_ITERS - 1) / GRAPH_ITERS * GRAPH_ITERS;
-    const int64_t grow = 2 * queued / GRAPH_ITERS * GRAPH_ITERS;
-    if (grow >= GRAPH_ITERS && k > grow)
-        k = grow;
     return k < GRAPH_ITERS ? GRAPH_ITERS : k > cap ? cap : k;
 }
 
@@ -360,7 +355,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
             wlog = next_window(wlog, (double)(span - span_prev) / its, (double)(emitted_all - emitted_prev) / its,
                                cap_wlog);
         }
-        n = next_batch(left, rate, B, cap, queued);
+        n = next_batch(left, rate, B, cap);
         span_prev = span;
         it_prev = iters_sum;
         emitted_prev = emitted_all;
