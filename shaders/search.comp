@@ -62,6 +62,7 @@ void main() {
 layout(push_constant) uniform PC {
     uint64_t y, state, tokens, durations, embed, x0; // y [B*W, J]; tokens [B, capacity, 3]; x0 [B, P]
     uint64_t part;                                   // [B, W, G] ivec4 winners of the chunks (G > 1)
+    uint64_t live;                                   // [1] hypotheses not done (0: not counted)
     uint B, W;
     int V, J, ND, max_symbols, capacity, P;
     uint G, unused;
@@ -257,8 +258,10 @@ void main() {
             STOREI(st, S_RUN, run);
             STOREI(st, S_LAST_T, last_t);
             STOREI(st, S_STEPS, steps);
-            STOREI(st, S_EMIT, token >= 0 ? 1 : 0);
+            STOREI(st, S_EMIT, token >= 0 && t < T ? 1 : 0); // no LSTM step after the last frame
             STOREI(st, S_DONE, t >= T ? 1 : 0);
+            if (t >= T && pc.live != 0ul)
+                atomicAdd(I32Ref(pc.live).v, -1);
             STOREI(st, S_ITERS, iters + 1);
             STOREI(st, S_SPAN, span + (token >= 0 ? te - t0 + 1 : n));
         }

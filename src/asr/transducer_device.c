@@ -4,8 +4,9 @@
  * gated per hypothesis). One iteration of the search — the joint for a window of frames against the
  * current q, a step that walks the window to the first emission, the LSTM and projection for the
  * hypotheses that emitted (backend ops.h: the search ops) — is recorded once as a graph and replayed in
- * batches; the host reads the search states and the tokens emitted into the rings once per batch of
- * iterations (progress, abort, segment callbacks). Same tokens as transducer_host.c, which computes the
+ * batches, predicated on the count of hypotheses not done (replays past the end skip their ops where
+ * the backend can); the host reads the search states and the tokens emitted into the rings once per
+ * batch of iterations (progress, abort, segment callbacks). Same tokens as transducer_host.c, which computes the
  * same joint rows with the same arithmetic and walks them on the host, and a hypothesis's arithmetic
  * does not depend on B (docs/architecture.md: the greedy transducer decoder). */
 #include <math.h>
@@ -110,7 +111,7 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
                               int64_t n) {
     const int W = 1 << wlog;
     if (!d->direct && !d->graph[wlog]) {
-        vkasr_status st = be_graph_begin(be);
+        vkasr_status st = be_graph_begin_predicated(be, &d->s.live);
         if (st == VKASR_ERR_UNSUPPORTED) {
             d->direct = true;
             err_clear(&be->err);
@@ -132,7 +133,8 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
 }
 
 /* Iterations for the next batch: about 80 % of the estimated remainder of the hypothesis that needs the
- * most (a replay past the end costs the joint's product; one round trip too many costs less), at most
+ * most (a replay past the end costs its barriers, and the joint's product where replays are not
+ * predicated; one round trip too many costs more), at most
  * BATCH_FRAMES frames' worth of any hypothesis at its rate so far, in whole graphs, at most cap.
  * left[b], rate[b]: frames left and frames per iteration so far of the hypotheses not done (rate 0:
  * nothing known yet). */
@@ -194,11 +196,11 @@ uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, 
     const int64_t P = c->pred_hidden, L = c->pred_layers, B = inputs < 1 ? 1 : inputs;
     const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
     // what alloc_search allocates: f [T, P];  z [B*W, P];  y [B*W, J];  q, x0 [B, P];  h_old, h_new, c
-    // [L, B, P];  states and token rings (i32);  durations (TDT, i32)
+    // [L, B, P];  states and token rings (i32);  the live count (i32);  durations (TDT, i32)
     const int64_t rows = B << window_max_log(J, P, B);
     return be_scratch_f32(T, P) + be_scratch_f32(rows, P) + be_scratch_f32(rows, J) +
            2 * be_scratch_f32(B, P) + 3 * be_scratch_f32(L * B, P) +
-           be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) +
+           be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) + be_scratch_f32(1, 1) +
            (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0);
 }
 
@@ -221,6 +223,7 @@ static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, 
     ALLOC(s->h_new, BE_F32, 3, (int64_t[]){L, B, P});
     ALLOC(d->c, BE_F32, 3, (int64_t[]){L, B, P});
     ALLOC(d->io, BE_I32, 1, (int64_t[]){B * (SEARCH_STATE_INTS + 3 * cap)});
+    ALLOC(s->live, BE_I32, 1, (int64_t[]){1}); /* the replays' predicate: past the end they skip their ops */
     if (c->head == VKASR_HEAD_TDT) {
         ALLOC(s->durations, BE_I32, 1, (int64_t[]){c->n_durations});
         TRY(be_upload(be, s->durations.addr, c->durations, (uint64_t)c->n_durations * sizeof(int32_t)));

@@ -80,5 +80,8 @@ vkasr_status be_search_init(struct backend *b, const struct be_search *s, const 
     TRY(op_search_init_state(s, frames, &state, &bytes, &b->err));
     vkasr_status st = be_upload(b, s->state.addr, state, bytes);
     free(state);
+    const int32_t live = (int32_t)s->state.ne[0]; /* every hypothesis has frames: none is done */
+    if (st == VKASR_OK && s->live.addr)
+        st = be_upload(b, s->live.addr, &live, sizeof live);
     return st;
 }

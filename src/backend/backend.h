@@ -92,6 +92,8 @@ struct be_device {
     struct be_device_info info;
     const struct logger *log;
     const char *kind;       /* "cpu", "cuda" or "vulkan": the backend, set by be_device_open     */
+    bool predicated_graphs; /* be_graph_begin_predicated's replays skip their ops while the predicate
+                             * is 0 (Vulkan with VK_EXT_conditional_rendering)                     */
     pthread_mutex_t weights_lock;
     struct be_arena weights; /* grow only, shared by every backend of the device (be_device_init) */
 };
@@ -119,7 +121,7 @@ struct backend_vtbl {
     size_t (*profile)(const struct backend *b, struct be_op_stat *out, size_t cap);
     void (*profile_reset)(struct backend *b);
     /* Recorded sequences (be_graph_*); NULL where the backend has none. */
-    vkasr_status (*graph_begin)(struct backend *b);
+    vkasr_status (*graph_begin)(struct backend *b, const be_tensor *predicate);
     vkasr_status (*graph_end)(struct backend *b, struct be_graph **out);
     vkasr_status (*graph_run)(struct backend *b, struct be_graph *g, uint32_t times);
     void (*graph_free)(struct backend *b, struct be_graph *g);
@@ -199,7 +201,17 @@ static inline vkasr_status be_throttle(struct backend *b, int max_pending) { ret
 static inline vkasr_status be_graph_begin(struct backend *b) {
     if (!b->vt->graph_begin)
         return err_set(&b->err, VKASR_ERR_UNSUPPORTED, "this backend does not record op sequences");
-    return b->vt->graph_begin(b);
+    return b->vt->graph_begin(b, NULL);
+}
+/* The same with a predicate, an I32 [1] tensor written by ops (or uploaded) before each replay: a replay
+ * that begins while it is 0 may skip its ops, where the backend can (Vulkan with
+ * VK_EXT_conditional_rendering; the others run them). So the ops must do nothing useful then, and run
+ * as well as skip (the device-resident search past its end: search_step's count of hypotheses not
+ * done). */
+static inline vkasr_status be_graph_begin_predicated(struct backend *b, const be_tensor *predicate) {
+    if (!b->vt->graph_begin)
+        return err_set(&b->err, VKASR_ERR_UNSUPPORTED, "this backend does not record op sequences");
+    return b->vt->graph_begin(b, predicate);
 }
 static inline vkasr_status be_graph_end(struct backend *b, struct be_graph **out) { return b->vt->graph_end(b, out); }
 static inline vkasr_status be_graph_run(struct backend *b, struct be_graph *g, uint32_t times) {

@@ -599,12 +599,17 @@ static vkasr_status v_search(struct vctx *c, const struct be_search *s) {
             return bad(c, "durations", &s->durations, "empty");
     }
     TRY(need_dims(c, "y", &s->y, B * wmax, V + 1 + nd));
+    if (present(&s->live)) {
+        TRY(need(c, "live", &s->live, 1, BE_I32));
+        if (s->live.ne[0] != 1)
+            return bad(c, "live", &s->live, "must be [1]");
+    }
     const be_tensor *all[] = {&s->state, &s->tokens, &s->f, &s->q, &s->z, &s->y, &s->x0, &s->h_old,
-                              &s->h_new, &s->embed, &s->durations};
+                              &s->h_new, &s->embed, &s->durations, &s->live};
     const int n = (int)(sizeof all / sizeof all[0]);
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
-            if (overlaps(all[i], all[j]))
+            if (present(all[i]) && present(all[j]) && overlaps(all[i], all[j]))
                 return bad(c, "tensors", all[j], "overlaps another tensor of the search");
     return VKASR_OK;
 }

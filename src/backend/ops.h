@@ -273,7 +273,8 @@ enum {
     SEARCH_S_LAST_T,     /* frame of the last emission (-1: none yet)                               */
     SEARCH_S_RUN,        /* symbols emitted at the current frame (the max_symbols rule)             */
     SEARCH_S_DONE,       /* 1 once t >= T_b                                                         */
-    SEARCH_S_EMIT,       /* 1: the last step emitted (the LSTM runs; the next search_joint commits) */
+    SEARCH_S_EMIT,       /* 1: the last step emitted and frames remain (the LSTM runs; the next
+                          * search_joint commits); a step past the end changes nothing            */
     SEARCH_S_TOKEN,      /* the last emitted token                                                  */
     SEARCH_S_NTOK,       /* tokens emitted so far; token i is in ring slot i % capacity             */
     SEARCH_S_STEPS,      /* joint evaluations the search consumed (rows walked)                     */
@@ -296,6 +297,9 @@ struct be_search {
     be_tensor h_old, h_new; /* F32 [L, B, P]: LSTM h before and after the last emission's step     */
     be_tensor embed;     /* F32 [V+1, P]: the prediction network's embedding                         */
     be_tensor durations; /* I32 [ND]: TDT durations; absent (addr 0) for RNN-T                      */
+    be_tensor live;      /* I32 [1], optional: hypotheses not done. be_search_init sets it to B and
+                          * search_step lowers it by one as each hypothesis becomes done, so it can
+                          * predicate the recorded iteration (be_graph_begin_predicated)              */
     int32_t max_symbols; /* per frame                                                                */
 };
 

@@ -30,7 +30,10 @@ void cu_graph_abort(struct cu_backend *b) {
     b->capture_failed = true;
 }
 
-vkasr_status cu_graph_begin(struct backend *bb) {
+/* A predicate is accepted and not used: every replay runs its ops (conditional graph nodes could skip
+ * them). */
+vkasr_status cu_graph_begin(struct backend *bb, const be_tensor *predicate) {
+    (void)predicate;
     struct cu_backend *b = (struct cu_backend *)bb;
     if (b->capturing)
         return err_set(&bb->err, VKASR_ERR_INTERNAL, "an op sequence is already being recorded");

@@ -151,7 +151,7 @@ vkasr_status cu_backend_create(struct be_device *bd, struct backend **out, struc
 vkasr_status cu_stream_sync(struct cu_backend *b);
 
 /* Recorded sequences through CUDA stream capture (cu_graph.cu; backend.h be_graph_*). */
-vkasr_status cu_graph_begin(struct backend *bb);
+vkasr_status cu_graph_begin(struct backend *bb, const be_tensor *predicate);
 vkasr_status cu_graph_end(struct backend *bb, struct be_graph **out);
 vkasr_status cu_graph_run(struct backend *bb, struct be_graph *g, uint32_t times);
 void cu_graph_free(struct backend *bb, struct be_graph *g);

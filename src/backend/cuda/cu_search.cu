@@ -68,8 +68,8 @@ static __device__ void reduce_rows(float *v, int *i, float *dv, int *di, int tid
  * writes x0. */
 static __global__ void __launch_bounds__(SEARCH_THREADS)
     search_step_kernel(const float *y, int32_t *state, int32_t *tokens, const int32_t *durations, const float *embed,
-                       float *x0, int4 *part, int64_t B, int W, int G, int V, int J, int nd, int max_symbols,
-                       int64_t capacity, int64_t P) {
+                       float *x0, int4 *part, int *live, int64_t B, int W, int G, int V, int J, int nd,
+                       int max_symbols, int64_t capacity, int64_t P) {
     __shared__ int row_tok[SEARCH_MAX_WINDOW], row_dur[SEARCH_MAX_WINDOW];
     __shared__ float red_v[SEARCH_THREADS], red_dv[SEARCH_THREADS];
     __shared__ int red_i[SEARCH_THREADS], red_di[SEARCH_THREADS];
@@ -190,8 +190,10 @@ static __global__ void __launch_bounds__(SEARCH_THREADS)
                 break;
             }
             st[SEARCH_S_T] = t;
-            st[SEARCH_S_EMIT] = token >= 0;
+            st[SEARCH_S_EMIT] = token >= 0 && t < T; /* no LSTM step after the last frame */
             st[SEARCH_S_DONE] = t >= T;
+            if (t >= T && live)
+                atomicSub(live, 1);
             st[SEARCH_S_ITERS]++;
             st[SEARCH_S_SPAN] += token >= 0 ? te - t0 + 1 : n;
             emitted = token;
@@ -235,7 +237,8 @@ vkasr_status cu_op_search_step(struct cu_backend *b, const struct op_search_step
         dim3 grid(cu_grid(b, (uint64_t)G, 1), gy < 65535 ? gy : 65535);
         search_step_kernel<<<grid, SEARCH_THREADS, 0, b->stream>>>(
             cu_ptr<float>(s->y), cu_ptr<int32_t>(s->state), cu_ptr<int32_t>(s->tokens),
-            cu_ptr<int32_t>(s->durations), cu_ptr<float>(s->embed), cu_ptr<float>(s->x0), (int4 *)part, B,
+            cu_ptr<int32_t>(s->durations), cu_ptr<float>(s->embed), cu_ptr<float>(s->x0), (int4 *)part,
+            cu_ptr<int>(s->live), B,
             a->window, (int)G, (int)V, (int)s->y.ne[1], nd, s->max_symbols, s->tokens.ne[1], s->f.ne[1]);
         cudaError_t r = cudaGetLastError();
         if (r != cudaSuccess)

@@ -93,8 +93,10 @@ vkasr_status ref_search_step(struct backend *b, const struct op_search_step *op)
             break;
         }
         st[SEARCH_S_T] = t;
-        st[SEARCH_S_EMIT] = emit;
+        st[SEARCH_S_EMIT] = emit && t < T; /* no LSTM step after the last frame */
         st[SEARCH_S_DONE] = t >= T;
+        if (t >= T && s->live.addr)
+            ref_i32(&s->live)[0]--;
         st[SEARCH_S_ITERS]++;
         st[SEARCH_S_SPAN] += emit ? te - t0 + 1 : n;
     }

@@ -296,13 +296,17 @@ vkasr_status vk_record_copy(struct vk_backend *b, VkBuffer src, uint64_t src_off
     return VKASR_OK;
 }
 
-void vk_graph_barriers(VkCommandBuffer cb, bool at_end) {
+void vk_graph_barriers(VkCommandBuffer cb, bool at_end, bool predicated) {
     const VkAccessFlags rw = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                              VK_ACCESS_TRANSFER_WRITE_BIT;
     const VkPipelineStageFlags work = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     if (at_end)
         global_barrier(cb, work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
                        work | VK_PIPELINE_STAGE_HOST_BIT, rw | VK_ACCESS_HOST_READ_BIT);
+    else if (predicated) /* the predicate, written by the replay before or uploaded, is read next */
+        global_barrier(cb, work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                       work | VK_PIPELINE_STAGE_CONDITIONAL_RENDERING_BIT_EXT,
+                       rw | VK_ACCESS_CONDITIONAL_RENDERING_READ_BIT_EXT);
     else
         global_barrier(cb, work, VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT, work, rw);
 }

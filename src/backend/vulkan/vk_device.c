@@ -189,7 +189,9 @@ struct vk_probe {
     VkPhysicalDeviceMaintenance3Properties pm3;
     VkPhysicalDeviceMaintenance4Properties pm4;
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV psm;
+    VkPhysicalDeviceConditionalRenderingFeaturesEXT fcr;
     bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props, ext_sm_builtins;
+    bool ext_cond_render;
     bool coopmat_nv_shape;
 };
 
@@ -202,6 +204,7 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->ext_memory_budget = has_device_ext(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
     p->ext_exec_props = has_device_ext(pd, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     p->ext_sm_builtins = has_device_ext(pd, VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME);
+    p->ext_cond_render = has_device_ext(pd, VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME);
     if (p->props.apiVersion < VK_API_VERSION_1_2)
         return; /* the 1.1/1.2 feature structs may not be chained: the device is unusable anyway */
     p->f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
@@ -212,6 +215,11 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
     p->f11.pNext = &p->f12;
     if (p->ext_coopmat_nv)
         p->f12.pNext = &p->fcm;
+    p->fcr.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT;
+    if (p->ext_cond_render) {
+        p->fcr.pNext = p->f12.pNext;
+        p->f12.pNext = &p->fcr;
+    }
     vkGetPhysicalDeviceFeatures2(pd, &p->f2);
 
     VkPhysicalDeviceProperties2 pr2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
@@ -605,9 +613,17 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .pNext = c->coopmat_nv ? &fcm : NULL,
         .pipelineExecutableInfo = VK_TRUE,
     };
+    /* VK_EXT_conditional_rendering: replays of a recorded sequence past the end of its work skip their
+     * dispatches (be_graph_begin_predicated); VKASR_DISABLE_PREDICATION turns it off (tests, A/B). */
+    c->predication = p.ext_cond_render && p.fcr.conditionalRendering && !env_flag("VKASR_DISABLE_PREDICATION");
+    VkPhysicalDeviceConditionalRenderingFeaturesEXT fcr = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_CONDITIONAL_RENDERING_FEATURES_EXT,
+        .pNext = d->pipeline_stats ? (void *)&fexe : c->coopmat_nv ? (void *)&fcm : NULL,
+        .conditionalRendering = VK_TRUE,
+    };
     VkPhysicalDeviceVulkan12Features f12 = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES,
-        .pNext = d->pipeline_stats ? (void *)&fexe : c->coopmat_nv ? (void *)&fcm : NULL,
+        .pNext = c->predication ? (void *)&fcr : fcr.pNext,
         .bufferDeviceAddress = VK_TRUE,
         .shaderFloat16 = c->f16,
         .vulkanMemoryModel = c->coopmat_nv,
@@ -623,8 +639,10 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .pNext = &f11,
         .features = {.shaderInt64 = VK_TRUE},
     };
-    const char *exts[5];
+    const char *exts[6];
     uint32_t next = 0;
+    if (c->predication)
+        exts[next++] = VK_EXT_CONDITIONAL_RENDERING_EXTENSION_NAME;
     if (d->pipeline_stats)
         exts[next++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
     if (p.ext_memory_budget) /* the heap budget and usage the memory plan starts from */
@@ -650,6 +668,13 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     };
     VK_CHECK(e, vkCreateDevice(d->phys, &ci, NULL, &d->dev));
     vkGetDeviceQueue(d->dev, d->queue_family, 0, &d->queue);
+    if (c->predication) {
+        d->begin_predicated = (PFN_vkCmdBeginConditionalRenderingEXT)vkGetDeviceProcAddr(
+            d->dev, "vkCmdBeginConditionalRenderingEXT");
+        d->end_predicated =
+            (PFN_vkCmdEndConditionalRenderingEXT)vkGetDeviceProcAddr(d->dev, "vkCmdEndConditionalRenderingEXT");
+        c->predication = d->begin_predicated && d->end_predicated;
+    }
     d->memory_budget = p.ext_memory_budget;
     choose_memory_types(d);
     return VKASR_OK;
@@ -759,6 +784,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.info.f16 = d->caps.f16;
     d->base.info.coopmat = d->caps.coopmat_nv;
     d->base.info.cpu = d->caps.cpu;
+    d->base.predicated_graphs = d->caps.predication;
     d->base.info.max_alloc = d->caps.max_alloc;
     d->base.info.heap_bytes = d->heap_size;
     d->base.info.max_groups = d->caps.max_groups[0];

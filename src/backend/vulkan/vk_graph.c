@@ -1,7 +1,10 @@
 /* vk_graph.c — recorded sequences of ops (backend.h: be_graph_*): the dispatches go into a command
  * buffer of their own, recorded once with simultaneous use, and each replay is that command buffer
  * submitted again, behind the work recorded before it and under the same ring slot's fence. The host
- * pays for recording once, not per op. Not while profiling (timestamps are per dispatch and slot). */
+ * pays for recording once, not per op. Not while profiling (timestamps are per dispatch and slot).
+ * A predicated sequence (where the device has VK_EXT_conditional_rendering) records its dispatches
+ * inside conditional rendering on the predicate's 4 bytes: a replay that begins while they are 0
+ * skips them (its barriers still run). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +17,12 @@ static void graph_destroy(struct vk_backend *b, struct be_graph *g) {
     free(g);
 }
 
-vkasr_status vk_graph_begin(struct backend *bb) {
+vkasr_status vk_graph_begin(struct backend *bb, const be_tensor *predicate) {
     struct vk_backend *b = (struct vk_backend *)bb;
+    struct be_arena_block pb = {0};
+    if (predicate && b->d->caps.predication &&
+        (predicate->type != BE_I32 || be_numel(predicate) != 1 || !be_find_block(bb, predicate->addr, 4, &pb)))
+        return err_set(&bb->err, VKASR_ERR_INVALID_ARG, "an op sequence's predicate must be one I32 on the device");
     if (b->capture)
         return err_set(&bb->err, VKASR_ERR_INTERNAL, "an op sequence is already being recorded");
     if (b->queries)
@@ -45,7 +52,17 @@ vkasr_status vk_graph_begin(struct backend *bb) {
         graph_destroy(b, g);
         return vk_fail(&bb->err, r, "vkBeginCommandBuffer", __FILE__, __LINE__);
     }
-    vk_graph_barriers(g->cb, false);
+    g->predicated = predicate && b->d->caps.predication;
+    vk_graph_barriers(g->cb, false, g->predicated);
+    if (g->predicated) {
+        const struct vk_block *blk = pb.handle;
+        VkConditionalRenderingBeginInfoEXT ci = {
+            .sType = VK_STRUCTURE_TYPE_CONDITIONAL_RENDERING_BEGIN_INFO_EXT,
+            .buffer = blk->buf,
+            .offset = predicate->addr - blk->addr,
+        };
+        b->d->begin_predicated(g->cb, &ci);
+    }
     /* The graph tracks its own ranges from a full barrier; the ring's come back at the end. */
     memcpy(g->ring_written, b->written, sizeof b->written);
     memcpy(g->ring_read, b->read, sizeof b->read);
@@ -67,7 +84,9 @@ vkasr_status vk_graph_end(struct backend *bb, struct be_graph **out) {
     memcpy(b->read, g->ring_read, sizeof b->read);
     b->n_written = g->ring_n_written;
     b->n_read = g->ring_n_read;
-    vk_graph_barriers(g->cb, true);
+    if (g->predicated)
+        b->d->end_predicated(g->cb);
+    vk_graph_barriers(g->cb, true, false);
     VkResult r = vkEndCommandBuffer(g->cb);
     if (r != VK_SUCCESS) {
         graph_destroy(b, g);
@@ -107,6 +126,8 @@ void vk_graph_free(struct backend *bb, struct be_graph *g) {
         memcpy(b->read, g->ring_read, sizeof b->read);
         b->n_written = g->ring_n_written;
         b->n_read = g->ring_n_read;
+        if (g->predicated)
+            b->d->end_predicated(g->cb);
         vkEndCommandBuffer(g->cb); /* its result does not matter: the buffer is freed unsubmitted */
     } else {
         vk_submit(b, true); /* pending replays must finish; a failure here leaves nothing better to do */

@@ -37,6 +37,7 @@ struct vk_caps {
     bool shuffle_rel;                /* subgroup shuffleUp/Down in compute shaders               */
     bool shuffle;                    /* subgroup shuffle / shuffleXor in compute shaders         */
     uint32_t sm_count;               /* streaming multiprocessors (VK_NV_shader_sm_builtins), 0: unknown */
+    bool predication;                /* VK_EXT_conditional_rendering enabled: predicated graphs  */
 };
 
 struct vk_block {
@@ -84,6 +85,8 @@ struct vk_device {
     uint64_t heap_size;              /* size of the tensor memory type's heap (or the env cap)  */
     uint32_t heap_index;             /* that heap                                               */
     bool memory_budget;              /* VK_EXT_memory_budget enabled                            */
+    PFN_vkCmdBeginConditionalRenderingEXT begin_predicated; /* caps.predication */
+    PFN_vkCmdEndConditionalRenderingEXT end_predicated;
     atomic_uint_fast64_t allocated;  /* device bytes allocated by all arenas of this device     */
     VkPipelineLayout layout;         /* push constants only: tensors are addressed by BDA       */
     VkPipelineCache cache;           /* seeded from and saved to disk (vk_pipeline_cache.c)     */
@@ -191,6 +194,7 @@ struct vk_profile_entry {
  * again (simultaneous use). */
 struct be_graph {
     VkCommandBuffer cb;
+    bool predicated;                 /* the replays' ops are inside conditional rendering      */
     VkCommandBuffer *submit;         /* scratch array for a submission of several replays      */
     uint32_t cap_submit;
     struct vk_range ring_written[VK_MAX_TRACKED], ring_read[VK_MAX_TRACKED]; /* while recording */
@@ -236,14 +240,15 @@ vkasr_status vk_submit(struct vk_backend *b, bool wait);
 /* Submits the recorded work followed by `n` more command buffers (graph replays) under one fence. */
 vkasr_status vk_submit_with(struct vk_backend *b, const VkCommandBuffer *extra, uint32_t n);
 /* Barriers around a graph's command buffer: everything before it is finished and visible when it
- * starts; its writes are visible to everything after it, the host included. */
-void vk_graph_barriers(VkCommandBuffer cb, bool at_end);
+ * starts (to its predicate's read too, when predicated); its writes are visible to everything after
+ * it, the host included. */
+void vk_graph_barriers(VkCommandBuffer cb, bool at_end, bool predicated);
 /* Forgets the tracked ranges (a full barrier has just ordered everything). */
 void vk_track_reset(struct vk_backend *b);
 
 /* ---- recorded sequences (vk_graph.c): the backend_vtbl graph entries --------------------------- */
 
-vkasr_status vk_graph_begin(struct backend *bb);
+vkasr_status vk_graph_begin(struct backend *bb, const be_tensor *predicate);
 vkasr_status vk_graph_end(struct backend *bb, struct be_graph **out);
 vkasr_status vk_graph_run(struct backend *bb, struct be_graph *g, uint32_t times);
 void vk_graph_free(struct backend *bb, struct be_graph *g);

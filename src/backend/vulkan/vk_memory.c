@@ -22,7 +22,8 @@ vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, s
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT,
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT |
+                 (d->caps.predication ? VK_BUFFER_USAGE_CONDITIONAL_RENDERING_BIT_EXT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     VK_CHECK(e, vkCreateBuffer(d->dev, &bi, NULL, &b->buf));

@@ -11,12 +11,12 @@ struct pc_joint {
 _Static_assert(sizeof(struct pc_joint) == 72, "mirror of search.comp (JOINT) push constants");
 
 struct pc_step {
-    uint64_t y, state, tokens, durations, embed, x0, part;
+    uint64_t y, state, tokens, durations, embed, x0, part, live;
     uint32_t B, W;
     int32_t V, J, ND, max_symbols, capacity, P;
     uint32_t G, unused;
 };
-_Static_assert(sizeof(struct pc_step) == 96, "mirror of search.comp (STEP) push constants");
+_Static_assert(sizeof(struct pc_step) == 104, "mirror of search.comp (STEP) push constants");
 
 /* The step's token argmax: columns per chunk at least, chunks per hypothesis at most. */
 #define STEP_CHUNK_MIN 64
@@ -88,17 +88,21 @@ vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step
         .embed = s->embed.addr, .x0 = s->x0.addr, .B = (uint32_t)B, .W = (uint32_t)a->window, .V = (int32_t)V,
         .J = (int32_t)s->y.ne[1], .ND = s->durations.addr ? (int32_t)s->durations.ne[0] : 0,
         .max_symbols = s->max_symbols, .capacity = (int32_t)s->tokens.ne[1], .P = (int32_t)P, .G = G,
+        .live = s->live.addr,
     };
     struct vk_range rd[4] = {vk_tensor_range(&s->state), vk_tensor_range(&y), vk_tensor_range(&s->embed),
                              vk_tensor_range(&s->durations)};
-    struct vk_range wr[4] = {vk_tensor_range(&s->state), vk_tensor_range(&s->tokens), vk_tensor_range(&s->x0)};
+    struct vk_range wr[5] = {vk_tensor_range(&s->state), vk_tensor_range(&s->tokens), vk_tensor_range(&s->x0)};
+    int nwr = 3;
+    if (s->live.addr)
+        wr[nwr++] = vk_tensor_range(&s->live);
     /* The chunks' winners: scratch of this dispatch alone (written and read by its workgroups). */
     const uint64_t mark = be_mark(&b->base);
     vkasr_status st = VKASR_OK;
     if (G > 1) {
         const uint64_t bytes = (uint64_t)B * (uint64_t)a->window * G * 16u;
         st = be_arena_alloc(&b->base.scratch, bytes, &pc.part, &b->base.err);
-        wr[3] = (struct vk_range){pc.part, bytes};
+        wr[nwr++] = (struct vk_range){pc.part, bytes};
     }
     if (st == VKASR_OK)
         st = vk_record(b, &(struct vk_dispatch){
@@ -112,7 +116,7 @@ vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step
                               .reads = rd,
                               .nreads = s->durations.addr ? 4 : 3,
                               .writes = wr,
-                              .nwrites = G > 1 ? 4 : 3,
+                              .nwrites = nwr,
                           });
     be_release(&b->base, mark);
     return st;
