@@ -133,9 +133,10 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
 }
 
 /* Iterations for the next batch: about 80 % of the estimated remainder of the hypothesis that needs the
- * most (a replay past the end costs its barriers, and the joint's product where replays are not
- * predicated; one round trip too many costs more), at most
- * BATCH_FRAMES frames' worth of any hypothesis at its rate so far, in whole graphs, at most cap.
+ * most (a replay past the end costs its barriers where replays are predicated, the joint's product where
+ * not; a round trip too many costs the device's wait for the host), at most BATCH_FRAMES frames' worth
+ * of any hypothesis at its rate so far, in whole graphs, at most cap. The 80 % was chosen before replays
+ * were predicated and was not measured again.
  * left[b], rate[b]: frames left and frames per iteration so far of the hypotheses not done (rate 0:
  * nothing known yet). */
 static int64_t next_batch(const double *left, const double *rate, int64_t B, int64_t cap) {
