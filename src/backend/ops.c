@@ -689,6 +689,16 @@ vkasr_status op_validate(enum op_id id, const void *args, struct err *e) {
     return bad(&c, "id", NULL, "unknown op");
 }
 
+int64_t op_search_step_chunks(int64_t units, int64_t B, int64_t V) {
+    enum { CHUNK_MIN = 64, CHUNKS_MAX = 64 };
+    int64_t g = (units + B - 1) / B;
+    if (g > (V + 1) / CHUNK_MIN)
+        g = (V + 1) / CHUNK_MIN;
+    if (g > CHUNKS_MAX)
+        g = CHUNKS_MAX;
+    return g > 1 ? g : 1;
+}
+
 vkasr_status op_search_init_state(const struct be_search *s, const int64_t *frames, int32_t **state, uint64_t *bytes,
                                   struct err *e) {
     struct vctx c = {"search_init", e};

@@ -421,5 +421,9 @@ vkasr_status op_validate(enum op_id id, const void *args, struct err *e);
  * (malloc'd, *bytes long; the caller frees it) for the B hypotheses of frames[b] frames each. */
 vkasr_status op_search_init_state(const struct be_search *s, const int64_t *frames, int32_t **state, uint64_t *bytes,
                                   struct err *e);
+/* Workgroups (blocks) per hypothesis a GPU backend's search_step splits the token argmax over: enough
+ * for B hypotheses to cover `units` compute units (SMs), chunks of at least 64 of the V + 1 token
+ * columns, at most 64, at least 1. The tokens chosen do not depend on it. */
+int64_t op_search_step_chunks(int64_t units, int64_t B, int64_t V);
 
 #endif

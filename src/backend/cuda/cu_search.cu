@@ -37,8 +37,6 @@ static __device__ __forceinline__ bool better(float v, int i, float w, int j) {
 }
 
 /* The step's token argmax: columns per chunk at least, chunks per hypothesis at most (as search.comp's). */
-#define STEP_CHUNK_MIN 64
-#define STEP_CHUNKS_MAX 64
 #define ARGMAX_UNROLL 8
 
 /* Each row's candidates (v, i, dv, di [tid], tpr threads per row) to its lane 0 by a tree. Called by the
@@ -224,10 +222,7 @@ vkasr_status cu_op_search_step(struct cu_backend *b, const struct op_search_step
     if (a->window > SEARCH_THREADS)
         return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "op search_step: window %d exceeds the block (%d)",
                        a->window, SEARCH_THREADS);
-    /* blocks per hypothesis: enough for B of them to cover the SMs, chunks of at least STEP_CHUNK_MIN */
-    int64_t G = (b->d->prop.multiProcessorCount + B - 1) / B;
-    G = G > (V + 1) / STEP_CHUNK_MIN ? (V + 1) / STEP_CHUNK_MIN : G;
-    G = G > STEP_CHUNKS_MAX ? STEP_CHUNKS_MAX : G < 1 ? 1 : G;
+    const int64_t G = op_search_step_chunks(b->d->prop.multiProcessorCount, B, V); /* blocks per hypothesis */
     const uint64_t mark = be_mark(&b->base);
     void *part = NULL;
     vkasr_status st = G > 1 ? cu_scratch(b, (uint64_t)B * (uint64_t)a->window * (uint64_t)G * sizeof(int4), &part)

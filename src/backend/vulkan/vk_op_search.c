@@ -18,24 +18,11 @@ struct pc_step {
 };
 _Static_assert(sizeof(struct pc_step) == 104, "mirror of search.comp (STEP) push constants");
 
-/* The step's token argmax: columns per chunk at least, chunks per hypothesis at most. */
-#define STEP_CHUNK_MIN 64
-#define STEP_CHUNKS_MAX 64
-
 /* Workgroups per hypothesis for the step (search.comp: chunks of the token columns, the last to arrive
- * merging them): enough for B hypotheses to cover the device's SMs (64 where the count is unknown), each
- * chunk at least STEP_CHUNK_MIN columns. A CPU driver takes one (unless the GPU row shapes are asked
- * for: a test hook). The tokens chosen do not depend on it. */
+ * merging them; op_search_step_chunks, with 64 SMs where the count is unknown). A CPU driver takes one
+ * (unless the GPU row shapes are asked for: a test hook). */
 static uint32_t step_chunks(const struct vk_caps *c, int64_t B, int64_t V) {
-    if (!c->gpu_rows)
-        return 1;
-    const int64_t sms = c->sm_count ? c->sm_count : 64;
-    int64_t g = (sms + B - 1) / B;
-    if (g > (V + 1) / STEP_CHUNK_MIN)
-        g = (V + 1) / STEP_CHUNK_MIN;
-    if (g > STEP_CHUNKS_MAX)
-        g = STEP_CHUNKS_MAX;
-    return g > 1 ? (uint32_t)g : 1;
+    return c->gpu_rows ? (uint32_t)op_search_step_chunks(c->sm_count ? c->sm_count : 64, B, V) : 1;
 }
 
 vkasr_status vk_op_search_joint(struct vk_backend *b, const struct op_search_joint *a) {
