@@ -288,9 +288,10 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
      * up to window_cap, for a batch */
     const int64_t J = m->joint_w.ne[0], P = m->joint_w.ne[1];
     const int cap_wlog = window_max_log(J, P, B);
-    bool adapt = joint_large(J, P) && B > 1;
+    const bool large = joint_large(J, P);
+    bool adapt = large && B > 1;
     int wlog = cap_wlog;
-    if (joint_large(J, P) && B == 1)
+    if (large && B == 1)
         while (wlog > 0 && (1 << wlog) > (m->joint_w.type == BE_F16 ? JOINT_FREE_ROWS_F16 : JOINT_FREE_ROWS))
             wlog--;
     if (window > 0) {

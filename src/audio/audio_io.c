@@ -40,8 +40,6 @@ struct sink {
     uint64_t frames_in; /* source frames consumed so far (positions in messages) */
 };
 
-static vkasr_status sink_grow(struct sink *s, size_t need, struct err *e);
-
 /* Room for the output of `frames` source frames at once (the decoder knows them up front), so that the
  * buffer is not grown and copied chunk by chunk; a hint: without the memory, growth happens as before. */
 static void sink_reserve(struct sink *s, uint64_t frames) {
@@ -150,8 +148,6 @@ static vkasr_status sink_resample(struct sink *s, const float *in, size_t ilen, 
     }
 }
 
-/* Appends `frames` interleaved frames: rejects non-finite samples (naming the first), averages the
- * channels (mean, like transformers), resamples or copies. */
 /* Rejects a non-finite sample among `frames` interleaved frames of C channels, the first of which is
  * frame `first` of the input (named in the message). */
 static vkasr_status check_finite(const char *name, const float *x, size_t frames, int C, uint64_t first, int src_rate,
@@ -166,6 +162,8 @@ static vkasr_status check_finite(const char *name, const float *x, size_t frames
     return VKASR_OK;
 }
 
+/* Appends `frames` interleaved frames: rejects non-finite samples (naming the first), averages the
+ * channels (mean, like transformers), resamples or copies. */
 static vkasr_status sink_push(struct sink *s, const float *x, size_t frames, struct err *e) {
     int C = s->channels;
     TRY(check_finite(s->name, x, frames, C, s->frames_in, s->src_rate, e));
@@ -233,7 +231,8 @@ static vkasr_status decode_sndfile(SNDFILE *sf, const SF_INFO *info, const char 
      * [-1, 1] are kept (clipping is the caller's business). */
     sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
     /* the header's frame count, trusted up to RESERVE_MAX (a truncated or malformed file may claim more) */
-    sink_reserve(&s, info->frames > 0 ? (uint64_t)info->frames < RESERVE_MAX ? (uint64_t)info->frames : RESERVE_MAX : 0);
+    const uint64_t announced = info->frames > 0 ? (uint64_t)info->frames : 0;
+    sink_reserve(&s, announced < RESERVE_MAX ? announced : RESERVE_MAX);
     sf_count_t chunk = CHUNK_SAMPLES / info->channels;
     if (chunk < 1)
         chunk = 1;
