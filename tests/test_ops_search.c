@@ -11,7 +11,8 @@
  * runs ops afterwards), replays past the end predicated on the count of hypotheses not done (`live`,
  * which search_step lowers as each becomes done: compared too), and a replay while that count is 0
  * skipped where the device says predicated replays skip (Vulkan with VK_EXT_conditional_rendering),
- * run otherwise. The decoders built on them: test_decoder. */
+ * run otherwise; a predicate that is not one I32 and a count that is not [1] are refused. The decoders
+ * built on them: test_decoder. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,6 +258,23 @@ static void predicate_case(struct th *h) {
     struct backend *dev = h->be[TH_DEV], *ref = h->be[TH_REF];
     struct op_search_joint j[2] = {{.s = &r.s[0], .window = 4}, {.s = &r.s[1], .window = 4}};
     struct op_search_step k[2] = {{.s = &r.s[0], .window = 4}, {.s = &r.s[1], .window = 4}};
+    /* refused on every backend as misuse (VKASR_ERR_INTERNAL, as every op argument the library itself
+     * gets wrong): a predicate that is not one I32, a live count that is not [1] */
+    for (int s = 0; s < 2; s++) {
+        be_tensor f32 = TH_T(r.live, s), two = TH_T(r.tokens, s);
+        f32.type = BE_F32;
+        two = be_tensor_1d(two.addr, BE_I32, 2);
+        struct be_search bad = r.s[s];
+        bad.live = two;
+        const vkasr_status sp = be_graph_begin_predicated(h->be[s], &f32), sl = be_search_init(h->be[s], &bad, NULL);
+        h->checks += 2;
+        if (sp != VKASR_ERR_INTERNAL || sl != VKASR_ERR_INTERNAL) {
+            printf("FAIL [%s]: %s: an F32 predicate gave status %d, a live count of 2 status %d (want %d)\n", h->name,
+                   s == TH_DEV ? "device" : "reference", sp, sl, VKASR_ERR_INTERNAL);
+            h->failures++;
+        }
+        err_clear(&h->be[s]->err);
+    }
     struct be_graph *g = NULL;
     vkasr_status st = be_graph_begin_predicated(dev, &TH_T(r.live, TH_DEV));
     if (st == VKASR_OK) {

@@ -209,10 +209,10 @@ static inline vkasr_status be_graph_begin(struct backend *b) {
  * as well as skip (the device-resident search past its end: search_step's count of hypotheses not
  * done). */
 static inline vkasr_status be_graph_begin_predicated(struct backend *b, const be_tensor *predicate) {
+    if (!predicate || predicate->type != BE_I32 || be_numel(predicate) != 1)
+        return err_set(&b->err, VKASR_ERR_INTERNAL, "an op sequence's predicate must be one I32");
     if (!b->vt->graph_begin)
         return err_set(&b->err, VKASR_ERR_UNSUPPORTED, "this backend does not record op sequences");
-    if (!predicate || predicate->type != BE_I32 || be_numel(predicate) != 1)
-        return err_set(&b->err, VKASR_ERR_INVALID_ARG, "an op sequence's predicate must be one I32");
     return b->vt->graph_begin(b, predicate);
 }
 static inline vkasr_status be_graph_end(struct backend *b, struct be_graph **out) { return b->vt->graph_end(b, out); }

@@ -22,7 +22,7 @@ vkasr_status vk_graph_begin(struct backend *bb, const be_tensor *predicate) {
     struct be_arena_block pb = {0};
     /* (be_graph_begin_predicated checked its type and size) */
     if (predicate && b->d->caps.predication && !be_find_block(bb, predicate->addr, 4, &pb))
-        return err_set(&bb->err, VKASR_ERR_INVALID_ARG, "an op sequence's predicate must be on the device");
+        return err_set(&bb->err, VKASR_ERR_INTERNAL, "an op sequence's predicate must be on the device");
     if (b->capture)
         return err_set(&bb->err, VKASR_ERR_INTERNAL, "an op sequence is already being recorded");
     if (b->queries)
