@@ -65,10 +65,14 @@
 // row's invocations (the shuffles give all of them the same values) instead of shared memory, and
 // reads the AC scores with 16-byte loads: with PIPE at DKP 128, 5.30 -> 5.11 ms (H200, T = 7500).
 //
+// -DBD_FIRST (with SPLIT) stores a block's first BD fragment (the one kept from the block before)
+// before the second is computed, so one fragment fewer is live during the products: at DKP 128 140
+// registers instead of 148, T = 7500 5.06 -> 4.95 ms, T = 750 0.083 -> 0.079 ms (H200).
+//
 // Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
 // (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
 // subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
-// 64), PIPE, ROW_REGS (above; docs/gpu-results.md).
+// 64), PIPE, ROW_REGS, BD_FIRST (above; docs/gpu-results.md).
 // spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
@@ -491,6 +495,22 @@ void main() {
 #ifdef SPLIT
                 // Role 0: AC = (q+u) k^T; role 1: BD from (q+v) and the window. The same products with
                 // other operands, so the code stays uniform (the emulation's products are workgroup-wide).
+#ifdef BD_FIRST
+                // the block's first BD fragment is stored before the second is computed: one fragment
+                // fewer live during the products
+                if (kb == 0u) { // role 0 computes a fragment it drops (once per pass)
+                    ZERO_C(bdn);
+                    FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
+                        FragBT fb;
+                        LOAD_BT(fb, WIN_OFF + s0 * DKS + 2u * kk, DKS);
+                        MMA(bdn, qu[kk], fb);
+                    }
+                }
+                if (role == 1u)
+                    STORE_C(bdn, sw + 16u * SAC, SBD);
+                FragC acc;
+                ZERO_C(acc);
+#else
                 FragC acc, bd0;
                 ZERO_C(acc);
                 ZERO_C(bd0);
@@ -503,6 +523,7 @@ void main() {
                 } else {
                     bd0 = bdn;
                 }
+#endif
                 const uint boff = role == 0u ? K_OFF : WIN_OFF + s1 * DKS;
                 FRAG_LOOP for (uint kk = 0; kk < NDK; kk++) {
                     FragBT fb;
@@ -510,12 +531,16 @@ void main() {
                     MMA(acc, qu[kk], fb);
                 }
                 bdn = acc;
+#ifdef BD_FIRST
+                STORE_C(acc, role == 0u ? sw : sw + 16u * SAC + 4u, role == 0u ? SAC : SBD);
+#else
                 if (role == 0u) {
                     STORE_C(acc, sw, SAC);
                 } else {
                     STORE_C(bd0, sw + 16u * SAC, SBD);
                     STORE_C(acc, sw + 16u * SAC + 4u, SBD);
                 }
+#endif
 #else
                 FragC ac, bd0, bd1;
                 ZERO_C(ac);

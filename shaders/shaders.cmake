@@ -13,11 +13,15 @@ vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
 # src/backend/vulkan/vk_op_attention.c and tests/vk_lab.c. SPLIT (cms*): two subgroups per 16 query
 # rows, one computing AC and the other BD, each keeping half the output; x: the softmax rows meet
 # through subgroup shuffles (ROW_SHUFFLE), q: staging pipelined, two barriers per key block (PIPE), m:
-# softmax row state in registers (ROW_REGS; docs/gpu-results.md). The kernels the choice used before
-# stay in the lab for comparison.
+# softmax row state in registers (ROW_REGS), b: a block's first BD fragment stored before the products
+# (BD_FIRST; docs/gpu-results.md). The kernels the choice used before stay in the lab for comparison.
 vkasr_shader(attention_cm_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 REQUIRES NV_COOPMAT)
-vkasr_shader(attention_cms8xq_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
-vkasr_shader(attention_cms8xqm_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS REQUIRES NV_COOPMAT)
+vkasr_shader(attention_cms4xqm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE ROW_REGS REQUIRES NV_COOPMAT)
+vkasr_shader(attention_cms8xqmb_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS BD_FIRST REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_cms8xq_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_cms4xq_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_cms4xqmb_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE ROW_REGS BD_FIRST REQUIRES NV_COOPMAT)
+vkasr_lab_shader(attention_cms8xqm_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8xq_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE PIPE REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8x_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT ROW_SHUFFLE REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 REQUIRES NV_COOPMAT)
@@ -26,8 +30,8 @@ vkasr_lab_shader(attention_cms8_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP
 vkasr_lab_shader(attention_cms8_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8x_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms_emu2x_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE EMULATE_COOPMAT)
-vkasr_lab_shader(attention_cms_emu2xqm_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS EMULATE_COOPMAT)
-vkasr_lab_shader(attention_cms_emu4xq_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE EMULATE_COOPMAT)
+vkasr_lab_shader(attention_cms_emu2xqmb_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS BD_FIRST EMULATE_COOPMAT)
+vkasr_lab_shader(attention_cms_emu4xqm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE ROW_REGS EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms_emu4_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT EMULATE_COOPMAT)

@@ -3,7 +3,7 @@
  * f32: f32 tensors and products; f16: f32 tensors, the op's f16 flag (tensor cores where the device
  * has them: what the network runs in f16 precision today); h16: q, k, v, p and y f16 with the f16 flag
  * (what it runs once activations are f16). CONFIG forces kernel configurations of vk_attention.h
- * (scalar, cms8xqm_dk128, flash128_q64k32, ...); all: every configuration this device can run for the head
+ * (scalar, cms8xqmb_dk128, flash128_q64k32, ...); all: every configuration this device can run for the head
  * width (the tensor-core ones only with f16/h16), emulated twins excepted. One line per configuration:
  *   attention T= D= H= dk= window= keys= prec= cfg= ms= tflops= tflops_bd= timer=gpu check=ok
  * ms is GPU time per call from timestamps (mean of the timed runs after two warm-up calls; wall time of

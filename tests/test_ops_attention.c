@@ -374,10 +374,10 @@ static void choice_cases(struct th *h) {
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     expect_choice(h, "nvidia", &nv, 128, false, "scalar");
     expect_choice(h, "nvidia", &nv, 20, true, "cm_dk32");
-    expect_choice(h, "nvidia", &nv, 44, true, "cms8xq_dk64");
-    expect_choice(h, "nvidia", &nv, 128, true, "cms8xqm_dk128");
+    expect_choice(h, "nvidia", &nv, 44, true, "cms4xqm_dk64");
+    expect_choice(h, "nvidia", &nv, 128, true, "cms8xqmb_dk128");
     expect_choice(h, "nvidia", &nv, 129, true, "scalar");
-    nv.shuffle = false; /* cms8xq_dk64 and cms8xqm_dk128: the softmax rows meet through subgroup shuffles */
+    nv.shuffle = false; /* cms4xqm_dk64 and cms8xqmb_dk128: the softmax rows meet through subgroup shuffles */
     expect_choice(h, "nvidia-no-shuffle", &nv, 128, true, "scalar");
     expect_choice(h, "nvidia-no-shuffle", &nv, 64, true, "scalar");
     expect_choice(h, "nvidia-no-shuffle", &nv, 32, true, "cm_dk32");
@@ -387,7 +387,8 @@ static void choice_cases(struct th *h) {
     nv.subgroup_size = 32;
     nv.max_shared = 32768;
     expect_choice(h, "nvidia-32k-shared", &nv, 128, true, "scalar");
-    expect_choice(h, "nvidia-32k-shared", &nv, 64, true, "scalar"); /* cms8xq_dk64 needs 34308 bytes */
+    expect_choice(h, "nvidia-32k-shared", &nv, 64, true, "cms4xqm_dk64"); /* 20612 bytes */
+    expect_choice(h, "nvidia-32k-shared", &nv, 96, true, "scalar");
     expect_choice(h, "nvidia-32k-shared", &nv, 32, true, "cm_dk32");
 #else
     expect_choice(h, "nvidia", &nv, 128, true, "scalar");
@@ -718,7 +719,7 @@ int main(void) {
     struct th h;
     th_open(&h, true);
     /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
-    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emus2xqm_dk128") || !vk_att_find("emus4xq_dk64") || !vk_att_find("emu_flash128_q32k32"))) {
+    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emus2xqmb_dk128") || !vk_att_find("emus4xqm_dk64") || !vk_att_find("emu_flash128_q32k32"))) {
         printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
         h.failures++;
     }

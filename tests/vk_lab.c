@@ -79,12 +79,19 @@ static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT_SPLIT("emus2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2_dk128, 2, 128),
     ATT_COOPMAT_SPLIT("emus4_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4_dk64, 4, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus2x_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2x_dk128, 2, 128),
-    ATT_COOPMAT_SPLIT_SHUFFLE("emus2xqm_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xqm_dk128, 2, 128),
-    ATT_COOPMAT_SPLIT_SHUFFLE("emus4xq_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4xq_dk64, 4, 64),
+    ATT_COOPMAT_SPLIT_SHUFFLE("emus2xqmb_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xqmb_dk128, 2, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("emus4xqm_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4xqm_dk64, 4, 64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* the kernels the SPLIT ones replaced (one subgroup per 16 query rows) */
     ATT_COOPMAT("cm_dk64", VK_ATT_COOPMAT, SPV_attention_cm_dk64, 4, 64),
     ATT_COOPMAT("cm_dk128", VK_ATT_COOPMAT, SPV_attention_cm_dk128, 4, 128),
+    /* the kernels the choice took before the first BD fragment was stored ahead of the products
+     * (cms8xqm_dk128) and before dk 64 went to four subgroups (cms8xq_dk64), and the four-subgroup
+     * dk-64 builds without the row state in registers and with the early BD store (both slower) */
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xqm_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xqm_dk128, 8, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk64", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk64, 8, 64),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms4xq_dk64", VK_ATT_COOPMAT, SPV_attention_cms4xq_dk64, 4, 64),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms4xqmb_dk64", VK_ATT_COOPMAT, SPV_attention_cms4xqmb_dk64, 4, 64),
     /* the dk-128 kernel the choice took before the row state moved to registers */
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk128, 8, 128),
     /* the SPLIT kernels the choice took before the pipelined staging (cms8x_dk128) and before the row

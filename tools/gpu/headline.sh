@@ -19,7 +19,7 @@ V=$PWD/build-gpu/tools/vkasr
 B=$PWD/build-gpu/tests
 SET=${SET:-${TMPDIR:-/tmp}/batchset}
 N=${N:-1000}
-ATT_CONFIGS=${ATT_CONFIGS:-cms8xqm_dk128}
+ATT_CONFIGS=${ATT_CONFIGS:-cms8xqmb_dk128}
 . tools/gpu/model06.sh
 nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee "$OUT/gpu.txt"
 t0=$(date +%s)

@@ -42,8 +42,8 @@ static const struct vk_att_cfg configs[] = {
      .spv_h = SPV_attention_rows_h, .wg = 8, .bq = 8, .max_dk = 256, .shared_bytes = 0},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     ATT_COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
-    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xq_dk64", VK_ATT_COOPMAT, SPV_attention_cms8xq_dk64, 8, 64),
-    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xqm_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xqm_dk128, 8, 128),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms4xqm_dk64", VK_ATT_COOPMAT, SPV_attention_cms4xqm_dk64, 4, 64),
+    ATT_COOPMAT_SPLIT_SHUFFLE("cms8xqmb_dk128", VK_ATT_COOPMAT, SPV_attention_cms8xqmb_dk128, 8, 128),
 #endif
 };
 
@@ -56,8 +56,8 @@ static const struct {
     const char *name;
 } tc_choice[] = {
     {32, "cm_dk32"},
-    {64, "cms8xq_dk64"},
-    {128, "cms8xqm_dk128"},
+    {64, "cms4xqm_dk64"},
+    {128, "cms8xqmb_dk128"},
 };
 
 const struct vk_att_cfg *vk_att_configs(size_t *n) {
