@@ -6,6 +6,7 @@
  * standard input (ctest runs it through a redirect and through a pipe) and compare with FILE. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,6 +492,48 @@ static int stdin_mode(const char *file, const char *name) {
     return failures ? 1 : 0;
 }
 
+/* Opens that fail report libsndfile's reason, which lives in one library-global error: opens on other
+ * threads (the CLI decodes the next files ahead while the library decodes one) must not turn a bad
+ * file's reason into another file's ("No Error.", or a different format's). Two threads open a text
+ * file and two open good files, over and over; every failure must give the text file's own reason. */
+enum { RACE_ROUNDS = 500 };
+struct race {
+    const char *path;
+    bool bad;
+    int wrong; /* failures whose message lacks the bad file's reason, or good files that failed */
+};
+static void *race_loads(void *arg) {
+    struct race *r = arg;
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        struct audio a = {0};
+        struct err e = {0};
+        const vkasr_status st = audio_load_file(r->path, 16000, &a, &e);
+        if (r->bad ? st != VKASR_ERR_AUDIO || !strstr(e.msg, "not recognised") : st != VKASR_OK) {
+            if (r->wrong++ == 0)
+                fprintf(stderr, "%s: status %d: %s\n", r->path, st, e.msg);
+        }
+        audio_free(&a);
+    }
+    return NULL;
+}
+static void test_concurrent_errors(void) {
+    struct race r[4] = {{A("not_audio.wav"), true, 0},
+                        {A("speech_16k_mono.wav"), false, 0},
+                        {A("not_audio.wav"), true, 0},
+                        {A("speech_44k_stereo.flac"), false, 0}};
+    pthread_t th[4];
+    int started = 0;
+    for (; started < 4; started++)
+        if (pthread_create(&th[started], NULL, race_loads, &r[started]) != 0)
+            break;
+    CHECK(started == 4, "could start only %d threads", started);
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < started; i++)
+        CHECK(r[i].wrong == 0, "%s on 4 threads: %d of %d loads reported the wrong result", r[i].path, r[i].wrong,
+              RACE_ROUNDS);
+}
+
 int main(int argc, char **argv) {
     if (argc >= 3 && !strcmp(argv[1], "--stdin"))
         return stdin_mode(argv[2], argc >= 4 ? argv[3] : "-");
@@ -504,6 +547,7 @@ int main(int argc, char **argv) {
     test_mixdown();
     test_resample_sine();
     test_bad_inputs();
+    test_concurrent_errors();
     if (failures)
         fprintf(stderr, "%d check(s) failed\n", failures);
     else

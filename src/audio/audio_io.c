@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <sndfile.h>
 #include <soxr.h>
 #include <stdio.h>
@@ -259,22 +260,28 @@ static vkasr_status decode_sndfile(SNDFILE *sf, const SF_INFO *info, const char 
     return st;
 }
 
-/* libsndfile reports open failures only through a library-global error (sf_strerror(NULL)); with
- * concurrent opens in other threads the reason text could belong to another file (never a crash). */
-static vkasr_status open_failed(const char *name, struct err *e) {
-    return err_set(e, VKASR_ERR_AUDIO, "%s: cannot decode audio: %s", name, sf_strerror(NULL));
-}
+/* libsndfile reads every input through virtual I/O on our side (a memory image or a descriptor we own,
+ * read with pread), never through sf_open_fd: that closes the descriptor on some failed opens even when
+ * told not to, and closing it again here could close a file another thread had just opened under the
+ * same number (so decoding a bad file could break, or silently replace, another thread's input).
+ * Open failures are reported only through a library-global error (sf_strerror(NULL)) that an open on
+ * another thread overwrites, so opens are serialised and a failed open's reason is copied before the
+ * lock is released: the message is the input's own. Only the opens take the lock, not the decoding;
+ * code outside vkasr that opens files through libsndfile at the same time can still overwrite it. */
+static pthread_mutex_t sf_open_mu = PTHREAD_MUTEX_INITIALIZER;
 
-/* Memory images through libsndfile's virtual I/O. */
-struct memfile {
+/* A seekable input: a memory image (p) or a regular file's descriptor (fd, p NULL). */
+struct vsrc {
     const unsigned char *p;
+    int fd;
     sf_count_t size, pos;
+    int read_errno; /* the first failed read of fd (0: none) */
 };
 
-static sf_count_t vio_len(void *u) { return ((struct memfile *)u)->size; }
+static sf_count_t vio_len(void *u) { return ((struct vsrc *)u)->size; }
 
 static sf_count_t vio_seek(sf_count_t off, int whence, void *u) {
-    struct memfile *m = u;
+    struct vsrc *m = u;
     sf_count_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? m->pos : m->size;
     if ((off > 0 && base > INT64_MAX - off) || base + off < 0)
         return -1;
@@ -283,18 +290,56 @@ static sf_count_t vio_seek(sf_count_t off, int whence, void *u) {
 }
 
 static sf_count_t vio_read(void *dst, sf_count_t count, void *u) {
-    struct memfile *m = u;
+    struct vsrc *m = u;
     if (count <= 0 || m->pos >= m->size)
         return 0;
     sf_count_t n = m->size - m->pos < count ? m->size - m->pos : count;
-    memcpy(dst, m->p + m->pos, (size_t)n);
+    if (m->p) {
+        memcpy(dst, m->p + m->pos, (size_t)n);
+    } else {
+        sf_count_t got = 0;
+        while (got < n) {
+            ssize_t r = pread(m->fd, (unsigned char *)dst + got, (size_t)(n - got), (off_t)(m->pos + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0) { /* an error, or the file shrank since it was measured */
+                if (r < 0 && !m->read_errno)
+                    m->read_errno = errno;
+                break;
+            }
+            got += r;
+        }
+        n = got;
+    }
     m->pos += n;
     return n;
 }
 
 static sf_count_t vio_write(const void *src, sf_count_t count, void *u) { return 0; }
 
-static sf_count_t vio_tell(void *u) { return ((struct memfile *)u)->pos; }
+static sf_count_t vio_tell(void *u) { return ((struct vsrc *)u)->pos; }
+
+/* Opens a source through libsndfile and decodes it. */
+static vkasr_status load_vsrc(struct vsrc *src, const char *name, int rate, struct audio *out, struct err *e) {
+    SF_VIRTUAL_IO vio = {vio_len, vio_seek, vio_read, vio_write, vio_tell};
+    SF_INFO info;
+    memset(&info, 0, sizeof info);
+    pthread_mutex_lock(&sf_open_mu);
+    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, src);
+    vkasr_status st = VKASR_OK;
+    if (!sf)
+        st = err_set(e, VKASR_ERR_AUDIO, "%s: cannot decode audio: %s", name, sf_strerror(NULL));
+    pthread_mutex_unlock(&sf_open_mu);
+    if (sf) {
+        st = decode_sndfile(sf, &info, name, rate, out, e);
+        sf_close(sf);
+    }
+    if (src->read_errno) { /* the reason libsndfile saw a short or malformed file */
+        audio_free(out);
+        st = err_set(e, VKASR_ERR_IO, "%s: read failed: %s", name, strerror(src->read_errno));
+    }
+    return st;
+}
 
 static vkasr_status load_memory_named(const void *data, size_t size, const char *name, int rate,
                                       struct audio *out, struct err *e) {
@@ -302,16 +347,8 @@ static vkasr_status load_memory_named(const void *data, size_t size, const char 
         return err_set(e, VKASR_ERR_AUDIO, "%s: empty input (0 bytes), not an audio file", name);
     if (size > (size_t)INT64_MAX)
         return err_set(e, VKASR_ERR_AUDIO, "%s: input too large", name);
-    struct memfile m = {data, (sf_count_t)size, 0};
-    SF_VIRTUAL_IO vio = {vio_len, vio_seek, vio_read, vio_write, vio_tell};
-    SF_INFO info;
-    memset(&info, 0, sizeof info);
-    SNDFILE *sf = sf_open_virtual(&vio, SFM_READ, &info, &m);
-    if (!sf)
-        return open_failed(name, e);
-    vkasr_status st = decode_sndfile(sf, &info, name, rate, out, e);
-    sf_close(sf);
-    return st;
+    struct vsrc m = {.p = data, .fd = -1, .size = (sf_count_t)size};
+    return load_vsrc(&m, name, rate, out, e);
 }
 
 /* Reads a whole descriptor (a pipe, standard input) into memory: libsndfile needs to seek. */
@@ -384,16 +421,8 @@ vkasr_status audio_load_file(const char *path, int rate, struct audio *out, stru
     } else if (stt.st_size == 0) {
         st = err_set(e, VKASR_ERR_AUDIO, "%s: file is empty (0 bytes), not an audio file", path);
     } else {
-        SF_INFO info;
-        memset(&info, 0, sizeof info);
-        /* We close the descriptor ourselves: libsndfile does not on every failure path. */
-        SNDFILE *sf = sf_open_fd(fd, SFM_READ, &info, SF_FALSE);
-        if (!sf) {
-            st = open_failed(path, e);
-        } else {
-            st = decode_sndfile(sf, &info, path, rate, out, e);
-            sf_close(sf);
-        }
+        struct vsrc src = {.p = NULL, .fd = fd, .size = (sf_count_t)stt.st_size};
+        st = load_vsrc(&src, path, rate, out, e);
     }
     close(fd);
     return st;
