@@ -210,7 +210,7 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
     tp.abort_callback = should_abort;
     catch_interrupts();
     vkasr_status st = VKASR_OK;
-    bool stop = false;
+    bool stop = false, aborted = false;
     int i = 0;
     for (; i < o->ninputs && !interrupted; i++) {
         const char *in = o->inputs[i];
@@ -221,6 +221,7 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
         if (pc.enabled)
             fprintf(stderr, "\r%*s\r", 79, "");
         if (st == VKASR_ABORTED) {
+            aborted = true;
             size_t nt = 0;
             const vkasr_token *tk = vkasr_result_tokens(r, &nt);
             fprintf(stderr, "vkasr: interrupted: %s: partial transcript, %zu tokens up to %.1f s of %.1f s%s\n",
@@ -243,8 +244,10 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
         fprintf(stderr, "vkasr: interrupted between inputs: the remaining %d are skipped\n", o->ninputs - i);
     vkasr_session_free(s);
     vkasr_model_free(m);
-    if (interrupted)
-        return 128 + interrupted; /* the shell's status for a death by that signal: 130 for SIGINT */
+    /* the shell's status for a death by that signal (130 for SIGINT) when the signal cut the work short;
+     * one that came after the last input was delivered (while the device is released) lost nothing */
+    if (interrupted && (aborted || i < o->ninputs))
+        return 128 + interrupted;
     return rc;
 }
 

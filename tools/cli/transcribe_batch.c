@@ -56,6 +56,7 @@ struct shared {
     int rc;               /* exit code of the inputs (EXIT_AUDIO wins)          */
     bool stop;            /* stdout or the output manifest cannot be written     */
     size_t inputs_done, failed, with_ref;
+    size_t partials;      /* inputs an interrupt cut short                     */
     double seconds;       /* audio transcribed                                 */
     uint64_t peak;        /* device memory, the most any result reported         */
     struct wer_counts wer;
@@ -171,6 +172,8 @@ static void flush_windows(struct shared *sh) {
                 continue; /* never started (interrupted) */
             if (r->err && (!o->no_prints || r->code != EXIT_OK || r->partial))
                 fputs(r->err, stderr);
+            if (r->partial)
+                sh->partials++;
             if (r->out && !sh->stop) {
                 fwrite(r->out, 1, r->out_len, stdout);
                 if (stdout_check() != EXIT_OK) {
@@ -645,7 +648,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     free(wk);
     free(models);
     pthread_mutex_destroy(&sh.mu);
-    if (interrupted)
+    /* 128 + the signal when it cut the work short (an input partial or skipped), as in cmd_transcribe.c */
+    if (interrupted && (sh.partials > 0 || sh.inputs_done < sh.ninputs))
         return 128 + interrupted;
     return rc;
 }

@@ -31,7 +31,8 @@ static void outro(FILE *f) {
           "Ctrl-C (SIGINT) or SIGTERM stops the transcription: what was decoded so far is printed and\n"
           "written as usual, marked partial (\"partial\": true in JSON, a line on stderr), the remaining\n"
           "inputs are skipped and vkasr exits 130 (143 for SIGTERM). Decoding starts after the encoder has\n"
-          "run over a whole file, so a stop during the encoder keeps no words of that file. A second\n"
+          "run over a whole file, so a stop during the encoder keeps no words of that file. A signal that\n"
+          "comes after the last input was transcribed stops nothing: the exit code is the run's. A second\n"
           "Ctrl-C ends vkasr at once.\n",
           f);
     fputs("\n"
