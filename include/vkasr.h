@@ -446,7 +446,9 @@ VKASR_API vkasr_status vkasr_transcribe_file(vkasr_session *session, const char 
 
 /* Decodes an audio file (any format vkasr_transcribe_file() reads; "-" is standard input) into 16 kHz
  * mono float samples in *out_samples (malloc'd; release with vkasr_free()). For applications that feed
- * files to a stream, show a waveform or play the audio. */
+ * files to a stream, show a waveform or play the audio. Any number of threads may decode files at once
+ * (this and vkasr_transcribe_file()); an error names the file's own reason, unless code outside vkasr
+ * opens files with libsndfile at the same moment (its open errors are one process-wide value). */
 VKASR_API vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out_n,
                                         vkasr_error *error);
 VKASR_API void vkasr_free(void *p); /* memory vkasr allocated for the caller; NULL is a no-op */
