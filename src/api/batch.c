@@ -33,7 +33,7 @@ struct item {
 };
 
 /* Decoding the inputs: threads take the next undecoded input until none is left (files are independent:
- * each has its own libsndfile handle and resampler). */
+ * each has its own libsndfile handle, descriptor and resampler; audio_io.c serialises only the opens). */
 #define DECODE_THREADS_MAX 8
 struct decode_job {
     const vkasr_batch_input *inputs;
