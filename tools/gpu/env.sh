@@ -6,9 +6,11 @@ if ls .gl/*.deb >/dev/null 2>&1 && ! ldconfig -p | grep -q libvulkan.so.1; then
     for f in .gl/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
-if ls .deps/*.deb >/dev/null 2>&1; then
+# (or the same packages unpacked and packed as one .gpucarry/deps.tar.xz, smaller: tools/gpu/README.md)
+if ls .deps/*.deb >/dev/null 2>&1 || [ -f .gpucarry/deps.tar.xz ]; then
     mkdir -p /tmp/vkasr-deps
-    for f in .deps/*.deb; do dpkg -x "$f" /tmp/vkasr-deps; done
+    for f in .deps/*.deb; do [ -f "$f" ] && dpkg -x "$f" /tmp/vkasr-deps; done
+    [ ! -f .gpucarry/deps.tar.xz ] || tar -xJf .gpucarry/deps.tar.xz -C /tmp/vkasr-deps
     export LD_LIBRARY_PATH=/tmp/vkasr-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export VK_LAYER_PATH=/tmp/vkasr-deps/usr/share/vulkan/explicit_layer.d
 fi
