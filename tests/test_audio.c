@@ -492,10 +492,13 @@ static int stdin_mode(const char *file, const char *name) {
     return failures ? 1 : 0;
 }
 
-/* Opens that fail report libsndfile's reason, which lives in one library-global error: opens on other
- * threads (the CLI decodes the next files ahead while the library decodes one) must not turn a bad
- * file's reason into another file's ("No Error.", or a different format's). Two threads open a text
- * file and two open good files, over and over; every failure must give the text file's own reason. */
+/* Loads on several threads at once (the CLI decodes the next files ahead while the library decodes
+ * one; the batch API decodes on up to 8 threads). A failed open must neither disturb another thread's
+ * file (libsndfile's sf_open_fd closed the descriptor on failure and vkasr closed the number again,
+ * which could be another thread's file by then) nor report another file's reason (libsndfile keeps
+ * open errors in one library-global value: "No Error.", or a different format's). Two threads load a
+ * text file and two load good files, over and over: every text-file load must fail with its own
+ * reason, and every good-file load must succeed. */
 enum { RACE_ROUNDS = 500 };
 struct race {
     const char *path;
