@@ -351,6 +351,30 @@ check_interrupted SIGTERM
 interrupt INT INT
 [ "$status" -eq 130 ] || fail "second SIGINT: exit $status (want 130)"
 
+# A signal after the last input was delivered, while the device is being released (held there by the
+# VKASR_TEST_HOLD_EXIT_MS hook), loses nothing: exit 0 and every result complete, one by one and batched.
+# late ARGS...: transcribes in the background, sends SIGINT once the hook holds; sets $status
+late() {
+    rm -f "$WORK/late.out" "$WORK/late.err"
+    VKASR_TEST_HOLD_EXIT_MS=30000 "$VKASR_BIN" transcribe -m "$SHIPPED" --format json "$@" >"$WORK/late.out" \
+        2>"$WORK/late.err" &
+    pid=$!
+    n=0
+    while ! grep -qs "VKASR_TEST_HOLD_EXIT_MS: holding" "$WORK/late.err" && kill -0 "$pid" 2>/dev/null &&
+        [ $n -lt 1200 ]; do
+        sleep 0.05; n=$((n + 1))
+    done
+    grep -q "VKASR_TEST_HOLD_EXIT_MS: holding" "$WORK/late.err" || fail "late SIGINT $*: the exit hook never held"
+    kill -INT "$pid"; wait "$pid"; status=$?
+}
+for mode in one batch; do
+    if [ $mode = one ]; then late "$WAV" "$WAV"; else late --batch 2 "$WAV" "$WAV"; fi
+    [ "$status" -eq 0 ] || fail "SIGINT after the last input ($mode): exit $status (want 0)"
+    [ "$(grep -c '"partial":false' "$WORK/late.out")" -eq 2 ] && ! grep -q '"partial":true' "$WORK/late.out" ||
+        fail "SIGINT after the last input ($mode): want 2 complete results"
+    grep -q "interrupted" "$WORK/late.err" && fail "SIGINT after the last input ($mode): reported as an interruption"
+done
+
 # Ctrl-C answers at once: 3 minutes of the sample in one file (full attention: the heaviest blocks),
 # SIGINT 0.5 s into the subsampling; exit 130 with the partial result within 3 s of the signal.
 # le32 N: N as 4 little-endian bytes.  long_wav IN OUT N: IN's samples N times over (IN: a canonical

@@ -39,6 +39,10 @@ int mkdir_p(const char *dir);
 extern volatile sig_atomic_t interrupted;
 void catch_interrupts(void);
 bool should_abort(void *ud);
+/* VKASR_TEST_HOLD_EXIT_MS=N, a test hook: once every input is delivered, before the device is released,
+ * holds N ms (at most 60000) or until a signal, saying so on stderr, so a test can send a signal just
+ * there (test_cli.sh: a late Ctrl-C loses nothing). Off when unset. */
+void cli_test_hold_exit(void);
 
 /* A progress bar on stderr (a vkasr_progress_callback; ud is a struct progress_ctx). */
 struct progress_ctx {

@@ -118,6 +118,17 @@ static void on_signal(int sig) {
 
 bool should_abort(void *ud) { return interrupted != 0; }
 
+void cli_test_hold_exit(void) {
+    const char *v = getenv("VKASR_TEST_HOLD_EXIT_MS");
+    const long ms = v && *v ? strtol(v, NULL, 10) : 0;
+    if (ms <= 0 || ms > 60000)
+        return;
+    fprintf(stderr, "vkasr: VKASR_TEST_HOLD_EXIT_MS: holding %ld ms before exit\n", ms);
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+    while (!interrupted && nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
 void catch_interrupts(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -242,6 +242,8 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
     }
     if (interrupted && st != VKASR_ABORTED && i < o->ninputs)
         fprintf(stderr, "vkasr: interrupted between inputs: the remaining %d are skipped\n", o->ninputs - i);
+    else if (!interrupted)
+        cli_test_hold_exit();
     vkasr_session_free(s);
     vkasr_model_free(m);
     /* the shell's status for a death by that signal (130 for SIGINT) when the signal cut the work short;

@@ -629,6 +629,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
                     sh.wer.ref_words ? 100.0 * (double)sh.wer.errors / (double)sh.wer.ref_words : 0.0, sh.wer.errors,
                     sh.wer.sub, sh.wer.del, sh.wer.ins, sh.wer.ref_words, sh.with_ref);
         rc = sh.rc;
+        if (!interrupted)
+            cli_test_hold_exit();
     }
     if (sh.mf && fclose(sh.mf) != 0 && rc == EXIT_OK) {
         fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
