@@ -10,9 +10,10 @@
  *                                its figures; "ok": all within tolerance; "equal": that, and tokens and
  *                                transcripts equal; else STAGE ("layer 1", "logits", ...) is the first
  *                                stage past its tolerance
- *   check_cli_output bench FILE LENGTHS RUNS   vkasr bench --json: model, device, precision, runs, load_ms
- *                                and LENGTHS entries whose spreads are ordered (min <= median <= max),
- *                                positive, and whose RTFx is the audio length over the wall time
+ *   check_cli_output bench FILE LENGTHS RUNS [WARMUP_MS]   vkasr bench --json: model, device, precision,
+ *                                runs, load_ms and LENGTHS entries whose spreads are ordered (min <=
+ *                                median <= max), positive, and whose RTFx is the audio length over the
+ *                                wall time; a warm-up of whole runs lasting at least WARMUP_MS (0: one run)
  *   check_cli_output live FILE TXT   `vkasr live --json`: each line an object with text, start <= end and
  *                                words (text, start <= end, in order, inside the segment) whose texts
  *                                joined by spaces are the text; the lines' texts are TXT's lines (the
@@ -331,7 +332,7 @@ static int spread_ok(const cJSON *o, const char *k, double lo, double m[3]) {
     return cJSON_IsObject(v) && m[1] >= lo && m[1] <= m[0] && m[0] <= m[2];
 }
 
-static int check_bench(const char *file, int nlengths, int runs) {
+static int check_bench(const char *file, int nlengths, int runs, double warmup) {
     char *buf = slurp(file);
     if (!buf)
         return bad("cannot read", file);
@@ -346,8 +347,13 @@ static int check_bench(const char *file, int nlengths, int runs) {
         if (rc)
             break;
         double sec = num(l, "seconds"), enc[3], dec[3], wall[3], rtfx[3];
-        if (!(sec > 0) || !(num(l, "first_ms") > 0) || !(num(l, "peak_device_mib") > 0) || num(l, "tokens") < 0)
+        const double wruns = num(l, "warmup_runs"), wms = num(l, "warmup_ms"), first = num(l, "first_ms");
+        if (!(sec > 0) || !(first > 0) || !(num(l, "peak_device_mib") > 0) || num(l, "tokens") < 0)
             rc = bad("a length lacks seconds/first_ms/peak_device_mib/tokens", file);
+        else if (!(wruns >= 1) || wruns != (double)(long)wruns || !(wms >= first) || (warmup > 0 && !(wms >= warmup)))
+            rc = bad("the warm-up: warmup_runs not a count >= 1, or warmup_ms below first_ms or --warmup-ms", file);
+        else if (warmup == 0 && wruns != 1)
+            rc = bad("--warmup-ms 0 ran more than one warm-up run", file);
         else if (!spread_ok(l, "encoder_ms", 1e-9, enc) || !spread_ok(l, "decoder_ms", 0, dec) ||
                  !spread_ok(l, "wall_ms", 1e-9, wall) || !spread_ok(l, "rtfx", 1e-9, rtfx))
             rc = bad("a spread is missing, unordered or not positive", file);
@@ -488,13 +494,13 @@ int main(int argc, char **argv) {
         return check_frames(argv[2], atol(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "compare"))
         return check_compare(argv[2], argv[3]);
-    if (argc == 5 && !strcmp(argv[1], "bench"))
-        return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "bench"))
+        return check_bench(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? atof(argv[5]) : -1);
     if (argc == 4 && !strcmp(argv[1], "live"))
         return check_live(argv[2], argv[3]);
     if (argc == 5 && !strcmp(argv[1], "manifest"))
         return check_manifest(argv[2], argv[3], argv[4]);
     fprintf(stderr, "usage: check_cli_output json FILE | attention FILE MODE [W] | npy FILE COLS | frames FILE MAX | "
-                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS | live FILE TXT | manifest IN OUT JSONS\n");
+                    "compare FILE ok|equal|STAGE | bench FILE LENGTHS RUNS [WARMUP_MS] | live FILE TXT | manifest IN OUT JSONS\n");
     return 2;
 }

@@ -409,11 +409,16 @@ fi
 
 # bench: synthetic audio of two lengths, a table and JSON; usage errors
 expect 0 "$VKASR" bench --help;           grep -q -- "--seconds" "$WORK/out" || fail "bench --help lists --seconds"
-expect 0 "$VKASR" bench -m "$M" --seconds 0.5,1 --runs 3
+grep -q -- "--warmup-ms" "$WORK/out" || fail "bench --help lists --warmup-ms"
+expect 0 "$VKASR" bench -m "$M" --seconds 0.5,1 --runs 3 --warmup-ms 0
 grep -Eq '^ +0.5s +[0-9.]+ \(' "$WORK/out" && grep -Eq '^ +1s +[0-9.]+ \(' "$WORK/out" || fail "bench table rows"
-expect 0 "$VKASR" bench -m "$M" -s 0.5,1 -r 3 --json
-"$CHECK" bench "$WORK/out" 2 3 || fail "bench --json"
-for bad in "--seconds 0" "--seconds 1," "--seconds x" "--runs 0" "--runs 2x" "--frobnicate"; do
+expect 0 "$VKASR" bench -m "$M" -s 0.5 -r 1 -w 0 --json
+"$CHECK" bench "$WORK/out" 1 1 0 || fail "bench --json --warmup-ms 0 (one warm-up run)"
+# (1200 ms: longer than the first run, which pays for the pipelines, so the warm-up must repeat)
+expect 0 "$VKASR" bench -m "$M" -s 0.5 -r 3 -w 1200 --json
+"$CHECK" bench "$WORK/out" 1 3 1200 || fail "bench --json --warmup-ms 1200"
+for bad in "--seconds 0" "--seconds 1," "--seconds x" "--runs 0" "--runs 2x" "--warmup-ms -1" "--warmup-ms 1x" \
+    "--warmup-ms 600001" "--frobnicate"; do
     expect 2 "$VKASR" bench -m "$M" $bad
 done
 expect 3 "$VKASR" bench -m "$DATA/no/such/model" --seconds 1 --runs 1

@@ -1,5 +1,6 @@
-/* cmd_bench.c — `vkasr bench`: how fast a model transcribes synthetic speech of each length here: one
- * warm-up, N timed runs, median and spread of encoder, decoder and wall time, RTFx and peak memory. */
+/* cmd_bench.c — `vkasr bench`: how fast a model transcribes synthetic speech of each length here: a
+ * warm-up (at least one run, and runs until a given time has passed), N timed runs, median and spread
+ * of encoder, decoder and wall time, RTFx and peak memory. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -14,18 +15,21 @@ static void intro(FILE *f) {
     fputs("usage: vkasr bench [-m MODEL] [options]\n"
           "\n"
           "Times transcriptions of synthetic speech-like audio (a voiced, syllable-rate signal: no files\n"
-          "needed) of each length: one warm-up run (it pays for creating the GPU pipelines, unless they are\n"
-          "cached) and N timed runs, then prints per length the median and the spread (min-max) of the\n"
-          "encoder, decoder and wall time of a transcription, its RTFx (audio seconds per wall second) and\n"
-          "the peak device memory (weights + the session's scratch high-water mark).\n",
+          "needed) of each length: a warm-up (its first run pays for creating the GPU pipelines, unless\n"
+          "they are cached; it repeats until --warmup-ms have passed, so that the timed runs follow a\n"
+          "second of the same work rather than an idle GPU) and N timed runs, then prints per length the\n"
+          "median and the spread (min-max) of the encoder, decoder and wall time of a transcription, its\n"
+          "RTFx (audio seconds per wall second) and the peak device memory (weights + the session's\n"
+          "scratch high-water mark).\n",
           f);
 }
 
 static void outro(FILE *f) {
     fputs("\n"
           "JSON: {\"model\", \"device\", \"precision\", \"runs\", \"load_ms\", \"lengths\": [{\"seconds\",\n"
-          "\"first_ms\" (the warm-up's wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each\n"
-          "{\"median\", \"min\", \"max\"}), \"peak_device_mib\", \"tokens\"}]}.\n"
+          "\"first_ms\" (the first warm-up run's wall), \"warmup_runs\", \"warmup_ms\" (the whole warm-up's\n"
+          "wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each {\"median\", \"min\", \"max\"}),\n"
+          "\"peak_device_mib\", \"tokens\"}]}.\n"
           "\n"
           "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
           "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
@@ -35,7 +39,7 @@ static void outro(FILE *f) {
 /* bench's own options. */
 struct bench_opts {
     double lengths[MAX_LENGTHS];
-    int nlengths, runs;
+    int nlengths, runs, warmup_ms;
 };
 
 /* "60,600" -> {60, 600}; the count, or -1 for anything but positive numbers up to 24 hours. */
@@ -74,10 +78,23 @@ static int arg_runs(const char *opt, const char *v, void *field) {
     return EXIT_OK;
 }
 
+static int arg_warmup(const char *opt, const char *v, void *field) {
+    char *end = NULL;
+    long ms = strtol(v, &end, 10);
+    if (ms < 0 || ms > 600000 || end == v || *end) {
+        fprintf(stderr, "vkasr: %s needs milliseconds from 0 to 600000 (got '%s')\n", opt, v);
+        return EXIT_USAGE;
+    }
+    *(int *)field = (int)ms;
+    return EXIT_OK;
+}
+
 static const struct cli_opt bench_table[] = {
     OPT_VALUE("-s, --seconds", "LIST", 0, arg_lengths, "audio lengths in seconds, comma-separated (default 60,600)"),
     OPT_VALUE("-r, --runs", "N", ARG_FIELD(struct bench_opts, runs), arg_runs,
      "timed runs per length (default 5)"),
+    OPT_VALUE("-w, --warmup-ms", "MS", ARG_FIELD(struct bench_opts, warmup_ms), arg_warmup,
+     "warm-up per length: runs until MS ms have passed (default 1000; 0: one run)"),
 };
 
 static const struct cli_command bench_command = {
@@ -126,7 +143,8 @@ static struct spread spread_of(const double *v, int n) {
 }
 
 struct length_result {
-    double seconds, first_ms, peak_mib;
+    double seconds, first_ms, warmup_ms, peak_mib;
+    int warmup_runs;
     size_t tokens;
     struct spread enc, dec, wall, rtfx;
 };
@@ -145,7 +163,8 @@ static void print_json(const char *model, const vkasr_model_info *info, int runs
     printf(", \"precision\": \"%s\", \"runs\": %d, \"load_ms\": %.3f, \"lengths\": [",
            info->precision == VKASR_PRECISION_F16 ? "f16" : "f32", runs, load_ms);
     for (int i = 0; i < n; i++) {
-        printf("%s{\"seconds\": %g, \"first_ms\": %.3f, ", i ? ", " : "", r[i].seconds, r[i].first_ms);
+        printf("%s{\"seconds\": %g, \"first_ms\": %.3f, \"warmup_runs\": %d, \"warmup_ms\": %.3f, ", i ? ", " : "",
+               r[i].seconds, r[i].first_ms, r[i].warmup_runs, r[i].warmup_ms);
         print_spread_json("encoder_ms", r[i].enc, true);
         print_spread_json("decoder_ms", r[i].dec, true);
         print_spread_json("wall_ms", r[i].wall, true);
@@ -155,11 +174,11 @@ static void print_json(const char *model, const vkasr_model_info *info, int runs
     printf("]}\n");
 }
 
-static void print_table(const char *model, const vkasr_model_info *info, int runs, double load_ms,
+static void print_table(const char *model, const vkasr_model_info *info, int runs, int warmup_ms, double load_ms,
                         const struct length_result *r, int n) {
-    printf("model %s on %s, %s, %d timed run%s per length after one warm-up; model load %.0f ms\n", model,
-           info->device_name, info->precision == VKASR_PRECISION_F16 ? "f16" : "f32", runs, runs == 1 ? "" : "s",
-           load_ms);
+    printf("model %s on %s, %s, %d timed run%s per length after a warm-up of at least %d ms; model load %.0f ms\n",
+           model, info->device_name, info->precision == VKASR_PRECISION_F16 ? "f16" : "f32", runs, runs == 1 ? "" : "s",
+           warmup_ms, load_ms);
     printf("median (min-max) per transcription:\n");
     printf("%10s  %-22s  %-22s  %-22s  %-20s  %9s  %9s\n", "audio", "encoder ms", "decoder ms", "wall ms", "RTFx",
            "peak MiB", "first ms");
@@ -176,7 +195,7 @@ static void print_table(const char *model, const vkasr_model_info *info, int run
 int cmd_bench(int argc, char **argv) {
     char default_path[4096];
     struct cli_common c = cli_common_default();
-    struct bench_opts o = {.lengths = {60, 600}, .nlengths = 2, .runs = 5};
+    struct bench_opts o = {.lengths = {60, 600}, .nlengths = 2, .runs = 5, .warmup_ms = 1000};
     int prc = cli_parse(&bench_command, &c, &o, argc, argv);
     if (prc != EXIT_OK)
         return prc == ARGS_HELP ? EXIT_OK : prc;
@@ -222,7 +241,8 @@ int cmd_bench(int argc, char **argv) {
         struct length_result *r = &res[li];
         memset(r, 0, sizeof *r);
         r->seconds = lengths[li];
-        for (int k = -1; k < runs && rc == EXIT_OK; k++) { /* k = -1: the warm-up */
+        const double w0 = now_s();
+        for (int k = -1; k < runs && rc == EXIT_OK; k++) { /* k = -1: the warm-up, until warmup_ms have passed */
             const vkasr_result *out = NULL;
             double t = now_s();
             st = vkasr_transcribe_pcm(s, audio, n, VKASR_SAMPLE_RATE, 1, &tp, &out);
@@ -237,8 +257,13 @@ int cmd_bench(int argc, char **argv) {
             }
             vkasr_timings tm = vkasr_result_timings(out);
             if (k < 0) {
-                r->first_ms = ms;
-                vkasr_result_tokens(out, &r->tokens);
+                if (r->warmup_runs++ == 0) {
+                    r->first_ms = ms;
+                    vkasr_result_tokens(out, &r->tokens);
+                }
+                r->warmup_ms = (now_s() - w0) * 1e3;
+                if (r->warmup_ms < o.warmup_ms && !interrupted)
+                    k--; /* another warm-up run */
                 continue;
             }
             enc[k] = tm.encoder_ms;
@@ -262,7 +287,7 @@ int cmd_bench(int argc, char **argv) {
         if (json)
             print_json(model, &info, runs, load_ms, res, nlengths);
         else
-            print_table(model, &info, runs, load_ms, res, nlengths);
+            print_table(model, &info, runs, o.warmup_ms, load_ms, res, nlengths);
     }
     vkasr_session_free(s);
     vkasr_model_free(m);
