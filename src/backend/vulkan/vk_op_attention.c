@@ -186,7 +186,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
      * rows whose loops over dk would reach it get the unrolled variant. */
     int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : Tk;
     row_keys = row_keys < band ? row_keys : band;
-    const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * dk >= 60000;
+    /* attention_rows' VEC4 (spec 2): rows read 4 elements at a time, so its loops over dk take dk / 4 */
+    const bool aligned = a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
+    const bool vec4 = cfg->kind == VK_ATT_ROWS && D % 4 == 0 && dk % 4 == 0 && aligned;
+    const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * (vec4 ? dk / 4 : dk) >= 60000;
     if (cfg->kind == VK_ATT_ROWS) {
         const int64_t keys = row_keys;
         if (keys > VK_ATT_ROWS_MAX_KEYS)
@@ -208,7 +211,6 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     int64_t w = a->window > 0 && a->window < span ? a->window : span;
     int64_t n_valid = a->n_valid < span ? a->n_valid : span;
     uint32_t flags = 0;
-    const bool aligned = a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
     if (D % 4 == 0 && dk % 4 == 0 && aligned)
         flags |= ATT_FLAG_VEC;
     if (D % 8 == 0 && dk % 8 == 0 && aligned)
@@ -237,9 +239,9 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.
-     * Spec 7: the tensor types (ids 2-6 are unused). */
+     * Spec 2: attention_rows' VEC4. Spec 7: the tensor types (ids 3-6 are unused). */
     uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
-                        0, 0, 0, 0, 0, types};
+                        vec4 ? 1u : 0u, 0, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[7], wr[2] = {vk_tensor_range(&a->y)};
     for (int i = 0; i < nin; i++)
