@@ -40,16 +40,17 @@ const uint DKA = DK > 0u ? DK : 256u; // register arrays
 const uint DKA4 = (DKA + 3u) / 4u;    // ... of vec4
 
 // The online softmax over key positions [j0, j1) of one (row, head), with loops of ND over the head
-// width (UNROLL: [[unroll]] or nothing; the hint must not reach loops of unknown trip count, which the
-// driver would unroll to the arrays' size with guards).
-#define ATTEND_KEYS(ND, UNROLL)                                                                    \
+// width in chunks (UNROLL: [[unroll]] or nothing; the hint must not reach loops of unknown trip count,
+// which the driver would unroll to the arrays' size with guards). DOT(d) adds chunk d's products to
+// ac and bd, V_AT(d) is v's chunk d; qu, qv and acc hold one chunk per element: floats (DOT1, V1), or
+// vec4 (DOT4, V4: VEC4), whose products are summed in the scalar loops' order.
+#define ATTEND_KEYS(ND, UNROLL, DOT, V_AT)                                                         \
     for (uint j = j0; j < j1; j++) {                                                               \
         const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                          \
         const uint64_t pb = uint64_t(ATT_CENTER + j - pi) * D + hc; /* row center - (pi - j) */     \
         float ac = 0.0, bd = 0.0;                                                                  \
         UNROLL for (uint d = 0; d < ND; d++) {                                                     \
-            ac += qu[d] * att_load(pc.k, kb + d, K16);                                             \
-            bd += qv[d] * att_load(pc.p, pb + d, P16);                                             \
+            DOT(d)                                                                                 \
         }                                                                                          \
         const float s = (ac + bd) * pc.scale;                                                      \
         if (s > m) {                                                                               \
@@ -62,40 +63,23 @@ const uint DKA4 = (DKA + 3u) / 4u;    // ... of vec4
         const float e = exp(s - m);                                                                \
         l += e;                                                                                    \
         UNROLL for (uint d = 0; d < ND; d++)                                                       \
-            acc[d] += e * att_load(pc.v, kb + d, V16);                                             \
+            acc[d] += e * V_AT(d);                                                                 \
     }
-
-// ATTEND_KEYS with the head width in vec4 chunks (ND4 of them; qu, qv, acc vec4 arrays).
-#define ATTEND_KEYS4(ND4, UNROLL)                                                                  \
-    for (uint j = j0; j < j1; j++) {                                                               \
-        const uint64_t kb = uint64_t(j - pc.k0) * D + hc;                                          \
-        const uint64_t pb = uint64_t(ATT_CENTER + j - pi) * D + hc;                                \
-        float ac = 0.0, bd = 0.0;                                                                  \
-        UNROLL for (uint c = 0; c < ND4; c++) {                                                    \
-            const vec4 k4 = load4(pc.k, kb + 4u * c, K16), p4 = load4(pc.p, pb + 4u * c, P16);      \
-            const vec4 u4 = qu[c], v4 = qv[c];                                                     \
-            ac += u4.x * k4.x;                                                                     \
-            bd += v4.x * p4.x;                                                                     \
-            ac += u4.y * k4.y;                                                                     \
-            bd += v4.y * p4.y;                                                                     \
-            ac += u4.z * k4.z;                                                                     \
-            bd += v4.z * p4.z;                                                                     \
-            ac += u4.w * k4.w;                                                                     \
-            bd += v4.w * p4.w;                                                                     \
-        }                                                                                          \
-        const float s = (ac + bd) * pc.scale;                                                      \
-        if (s > m) {                                                                               \
-            const float c = exp(m - s);                                                            \
-            l *= c;                                                                                \
-            UNROLL for (uint d = 0; d < ND4; d++)                                                  \
-                acc[d] *= c;                                                                       \
-            m = s;                                                                                 \
-        }                                                                                          \
-        const float e = exp(s - m);                                                                \
-        l += e;                                                                                    \
-        UNROLL for (uint c = 0; c < ND4; c++)                                                      \
-            acc[c] += e * load4(pc.v, kb + 4u * c, V16);                                           \
-    }
+#define DOT1(d)                                                                                    \
+    ac += qu[d] * att_load(pc.k, kb + d, K16);                                                     \
+    bd += qv[d] * att_load(pc.p, pb + d, P16);
+#define V1(d) att_load(pc.v, kb + d, V16)
+#define DOT4(c)                                                                                    \
+    const vec4 k4 = load4(pc.k, kb + 4u * c, K16), p4 = load4(pc.p, pb + 4u * c, P16);              \
+    ac += qu[c].x * k4.x;                                                                          \
+    bd += qv[c].x * p4.x;                                                                          \
+    ac += qu[c].y * k4.y;                                                                          \
+    bd += qv[c].y * p4.y;                                                                          \
+    ac += qu[c].z * k4.z;                                                                          \
+    bd += qv[c].z * p4.z;                                                                          \
+    ac += qu[c].w * k4.w;                                                                          \
+    bd += qv[c].w * p4.w;
+#define V4(c) load4(pc.v, kb + 4u * c, V16)
 
 // Elements off .. off+3 of a tensor of type h16 (VEC4: 16-byte aligned f32, 8-byte aligned f16).
 vec4 load4(uint64_t base, uint64_t off, bool h16) {
@@ -151,9 +135,9 @@ void main() {
                 acc[c] = vec4(0.0);
             }
             if (DK > 0u) {
-                ATTEND_KEYS4(DK / 4u, [[unroll]])
+                ATTEND_KEYS(DK / 4u, [[unroll]], DOT4, V4)
             } else {
-                ATTEND_KEYS4(dk / 4u, )
+                ATTEND_KEYS(dk / 4u, , DOT4, V4)
             }
             for (uint c = 0; c < dk / 4u; c++)
                 [[unroll]] for (uint e = 0; e < 4u; e++)
@@ -167,9 +151,9 @@ void main() {
                 acc[d] = 0.0;
             }
             if (DK > 0u) {
-                ATTEND_KEYS(DK, [[unroll]])
+                ATTEND_KEYS(DK, [[unroll]], DOT1, V1)
             } else {
-                ATTEND_KEYS(dk, )
+                ATTEND_KEYS(dk, , DOT1, V1)
             }
             for (uint d = 0; d < dk; d++)
                 att_store_y(yo + d, acc[d] / l);

@@ -38,7 +38,7 @@ echo "pytorch breakdown rc=$?"
 # vkasr bench, f16: Vulkan, then the CUDA backend (-v: the logs give the decoder's iterations, by which
 # headline_table.py divides its time: the random model's transcript sets how many there are)
 # (a warm-up at 10 min first: on 2026-12-02 four of five 60 s runs straight after PyTorch were 2.6x
-# slower in every stage, the short bursts of a 60 s run apparently not getting the idle GPU's clocks)
+# slower in every stage; the cause is not known, an idle GPU alone did not reproduce it)
 timeout 100 $V bench -m "$G06" -p f16 --seconds 600 --runs 3 >/dev/null 2>&1
 timeout 200 $V bench -v -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
 echo "vulkan rc=$?"

@@ -186,9 +186,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
      * rows whose loops over dk would reach it get the unrolled variant. */
     int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : Tk;
     row_keys = row_keys < band ? row_keys : band;
-    /* attention_rows' VEC4 (spec 2): rows read 4 elements at a time, so its loops over dk take dk / 4 */
+    /* 16-byte loads of 4 elements (ATT_FLAG_VEC; attention_rows' VEC4, spec 2, whose loops over dk then
+     * take dk / 4) */
     const bool aligned = a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
-    const bool vec4 = cfg->kind == VK_ATT_ROWS && D % 4 == 0 && dk % 4 == 0 && aligned;
+    const bool vec = D % 4 == 0 && dk % 4 == 0 && aligned, vec4 = cfg->kind == VK_ATT_ROWS && vec;
     const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * (vec4 ? dk / 4 : dk) >= 60000;
     if (cfg->kind == VK_ATT_ROWS) {
         const int64_t keys = row_keys;
@@ -211,7 +212,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     int64_t w = a->window > 0 && a->window < span ? a->window : span;
     int64_t n_valid = a->n_valid < span ? a->n_valid : span;
     uint32_t flags = 0;
-    if (D % 4 == 0 && dk % 4 == 0 && aligned)
+    if (vec)
         flags |= ATT_FLAG_VEC;
     if (D % 8 == 0 && dk % 8 == 0 && aligned)
         flags |= ATT_FLAG_VEC8;
