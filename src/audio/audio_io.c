@@ -19,7 +19,9 @@
 /* Decoded frames per libsndfile read call, divided by the channel count: bounds the scratch buffers
  * (256 KiB of interleaved floats) whatever the file says. */
 #define CHUNK_SAMPLES 65536
-/* Source frames of a file whose output is reserved at once, at most (2^27: 2.3 hours at 16 kHz) */
+/* Output samples reserved at once, at most (2^27: 2.3 hours at 16 kHz): a header's frame count is only
+ * a claim, and a rate far below the output's multiplies it (a 337-byte FLAC file announcing 2^27 frames
+ * at about 3 kHz asked for 2.7 GB) */
 #define RESERVE_MAX ((uint64_t)1 << 27)
 /* Sample rates we accept (libsndfile formats top out far below; soxr needs positive rates). Below
  * MIN_RATE there is no speech to recognise, and each input sample would become up to 16000 output
@@ -42,11 +44,14 @@ struct sink {
 };
 
 /* Room for the output of `frames` source frames at once (the decoder knows them up front), so that the
- * buffer is not grown and copied chunk by chunk; a hint: without the memory, growth happens as before. */
+ * buffer is not grown and copied chunk by chunk; up to RESERVE_MAX output samples. A hint: without the
+ * memory (or past RESERVE_MAX), growth happens as before. */
 static void sink_reserve(struct sink *s, uint64_t frames) {
-    const double want = (double)frames * s->ratio + 64.0;
-    if (frames == 0 || want > (double)(SIZE_MAX / sizeof(float) / 2))
+    if (frames == 0)
         return;
+    double want = (double)frames * s->ratio + 64.0;
+    if (want > (double)RESERVE_MAX)
+        want = (double)RESERVE_MAX;
     float *p = realloc(s->out, (size_t)want * sizeof *p);
     if (p) {
         s->out = p;
@@ -231,9 +236,8 @@ static vkasr_status decode_sndfile(SNDFILE *sf, const SF_INFO *info, const char 
      * the model's input scale depends on it. Float formats are returned as stored: values beyond
      * [-1, 1] are kept (clipping is the caller's business). */
     sf_command(sf, SFC_SET_NORM_FLOAT, NULL, SF_TRUE);
-    /* the header's frame count, trusted up to RESERVE_MAX (a truncated or malformed file may claim more) */
-    const uint64_t announced = info->frames > 0 ? (uint64_t)info->frames : 0;
-    sink_reserve(&s, announced < RESERVE_MAX ? announced : RESERVE_MAX);
+    /* the header's frame count (a truncated or malformed file may claim more: sink_reserve bounds it) */
+    sink_reserve(&s, info->frames > 0 ? (uint64_t)info->frames : 0);
     sf_count_t chunk = CHUNK_SAMPLES / info->channels;
     if (chunk < 1)
         chunk = 1;
