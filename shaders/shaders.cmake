@@ -8,8 +8,9 @@ vkasr_shader(attention attention.comp)
 vkasr_shader(attention_h attention.comp DEFINES F16_TYPES)
 vkasr_shader(attention_rows attention_rows.comp)
 vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
-# relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins (lab) run the
-# same code with emulated fragments on any f16 device (lavapipe tests). Must match
+# relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins (lab) of the
+# kernels the choice takes run the same code with emulated fragments on any f16 device (lavapipe tests;
+# the lab's older real kernels are checked on GPUs only). Must match
 # src/backend/vulkan/vk_op_attention.c and tests/vk_lab.c. SPLIT (cms*): two subgroups per 16 query
 # rows, one computing AC and the other BD, each keeping half the output; x: the softmax rows meet
 # through subgroup shuffles (ROW_SHUFFLE), q: staging pipelined, two barriers per key block (PIPE), m:
@@ -29,38 +30,9 @@ vkasr_lab_shader(attention_cm_dk128 attention_coopmat.comp DEFINES NWARP=4 DKP=1
 vkasr_lab_shader(attention_cms8_dk128 attention_coopmat.comp DEFINES NWARP=8 DKP=128 SPLIT REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT REQUIRES NV_COOPMAT)
 vkasr_lab_shader(attention_cms8x_dk64 attention_coopmat.comp DEFINES NWARP=8 DKP=64 SPLIT ROW_SHUFFLE REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_cms_emu2x_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms_emu2xqmb_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT ROW_SHUFFLE PIPE ROW_REGS BD_FIRST EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cms_emu4xqm_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT ROW_SHUFFLE PIPE ROW_REGS EMULATE_COOPMAT)
 vkasr_lab_shader(attention_cm_emu_dk32 attention_coopmat.comp DEFINES NWARP=4 DKP=32 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_cms_emu2_dk128 attention_coopmat.comp DEFINES NWARP=2 DKP=128 SPLIT EMULATE_COOPMAT)
-vkasr_lab_shader(attention_cms_emu4_dk64 attention_coopmat.comp DEFINES NWARP=4 DKP=64 SPLIT EMULATE_COOPMAT)
-# The flash kernel (attention_flash.comp), one variant per tile configuration, and its emulated twin
-# (same code, fragments emulated, shared memory in device memory: lavapipe tests every configuration).
-# No choice table picks it (docs/gpu-results.md, "Kernel choices"): lab only. Must match the
-# FLASH_PAIR rows of tests/vk_lab.c.
-vkasr_lab_shader(attention_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 REQUIRES NV_COOPMAT)
-vkasr_lab_shader(attention_emu_fl32_q128k64 attention_flash.comp DEFINES NWARP=8 BK=64 DKP=32 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl32_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=32 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl64_q64k64 attention_flash.comp DEFINES NWARP=4 BK=64 DKP=64 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl64_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=64 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q64k32 attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q64k32_ps attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=0 PREFETCH=0 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q64k32_pf attention_flash.comp DEFINES NWARP=4 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q64k16 attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q64k16_ps attention_flash.comp DEFINES NWARP=4 BK=16 DKP=128 BD_WHOLE=1 P_REG=0 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q48k32 attention_flash.comp DEFINES NWARP=3 BK=32 DKP=128 BD_WHOLE=0 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
-vkasr_lab_shader(attention_emu_fl128_q32k32 attention_flash.comp DEFINES NWARP=2 BK=32 DKP=128 BD_WHOLE=1 P_REG=1 PREFETCH=1 EMULATE_COOPMAT)
 vkasr_shader(binary binary.comp)
 vkasr_shader(glu glu.comp)
 vkasr_shader(glu_h glu.comp DEFINES IO_F16)

@@ -3,7 +3,7 @@
  * f32: f32 tensors and products; f16: f32 tensors, the op's f16 flag (tensor cores where the device
  * has them: what the network runs in f16 precision today); h16: q, k, v, p and y f16 with the f16 flag
  * (what it runs once activations are f16). CONFIG forces kernel configurations of vk_attention.h
- * (scalar, cms8xqmb_dk128, flash128_q64k32, ...); all: every configuration this device can run for the head
+ * (scalar, cms8xqmb_dk128, emus2xqmb_dk128, ...); all: every configuration this device can run for the head
  * width (the tensor-core ones only with f16/h16), emulated twins excepted. One line per configuration:
  *   attention T= D= H= dk= window= keys= prec= cfg= ms= tflops= tflops_bd= timer=gpu check=ok
  * ms is GPU time per call from timestamps (mean of the timed runs after two warm-up calls; wall time of
@@ -219,7 +219,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
-    th_lab_register(); /* the emulated twins and the flash kernel: tests/vk_lab.c */
+    th_lab_register(); /* the emulated twins and the older kernels: tests/vk_lab.c */
     struct bench B = {.T = arg(argc, argv, 1, 7500), .D = arg(argc, argv, 2, 1024), .H = arg(argc, argv, 3, 8),
                       .window = arg(argc, argv, 4, 0), .iters = arg(argc, argv, 5, 5)};
     B.prec = argc > 6 ? argv[6] : "f32";
@@ -286,7 +286,7 @@ int main(int argc, char **argv) {
         const struct vk_att_cfg *cs = vk_att_configs(&n);
         for (size_t i = 0; i < n; i++) {
             const struct vk_att_cfg *c = &cs[i];
-            const bool emu = c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH_EMU;
+            const bool emu = c->kind == VK_ATT_COOPMAT_EMU;
             if (emu || (vk_att_cfg_tensor_cores(c) && !B.f16) || (c->kind == VK_ATT_ROWS && !B.caps->cpu) ||
                 B.dk > (long long)c->max_dk || !vk_att_cfg_usable(c, B.caps))
                 continue;

@@ -270,7 +270,7 @@ out:
 }
 
 int main(int argc, char **argv) {
-    th_lab_register(); /* the emulated twins and the flash kernel: tests/vk_lab.c */
+    th_lab_register(); /* the emulated twins and the older kernels: tests/vk_lab.c */
     struct shape one = {"cli", 7500, 4096, 1024}, shapes[64];
     int nshapes = 0;
     struct bench B = {.wt = BE_F16, .xt = BE_F32, .yt = BE_F32, .iters = 10, .warmup = 3};

@@ -37,7 +37,7 @@ struct th {
 };
 
 /* Opens both backends; exits the test program (status 1) if the device under test cannot be opened. */
-/* Registers the lab (tests/vk_lab.c: emulated tensor-core twins, the flash kernel) with the Vulkan
+/* Registers the lab (tests/vk_lab.c: emulated tensor-core twins, older kernels) with the Vulkan
  * backend; th_open calls it, benchmarks call it first. Idempotent. */
 void th_lab_register(void);
 void th_open(struct th *h, bool want_f16);

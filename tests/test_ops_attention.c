@@ -1,4 +1,4 @@
-/* test_ops_attention.c — relpos_attention (fused flash-style kernels) on the device under test (Vulkan,
+/* test_ops_attention.c — relpos_attention (the fused kernels) on the device under test (Vulkan,
  * or CUDA with VKASR_TEST_DEVICE) vs the C reference:
  * sequence lengths around the tiles, head widths 1 .. 256, padding (n_valid < T), local windows with a
  * short position table, position tables longer than needed, large inputs (online-softmax rescaling),
@@ -7,7 +7,7 @@
  * NeMo's rel_pos_local_attn written out (edges of the band), and the errors the kernel reports (dk too
  * wide, y overlapping an input). The f32 cases run every f32 configuration (the scalar kernel, the
  * rows kernel); the f16 cases run every tensor-core configuration the device can (on lavapipe the
- * emulated twins: every flash configuration has one, with the real one's exact tiling) against the
+ * emulated twins of the kernels the choice takes) against the
  * reference with the same f16 rounding of the inputs, and the automatic f16 choice (on CUDA: the
  * tensor-core kernel up to dk 128, the f32 kernel with rounded inputs above). Packed batches (segment
  * tables): every kernel against the reference, each segment bit-identical to the segment alone and
@@ -166,26 +166,6 @@ static void f16_cases(struct th *h, const struct vk_att_cfg *cfg) {
     /* f16 tensors: all of them, and a mix (f16 k, v and y; f32 q and p) */
     slice_case_t(h, cfg, bq + 3, 5, 2 * bq + 9, 0, D2F16(dkmax), 2, 0, 2 * bq + 9, 0, 1.0f, true, F16_ALL);
     slice_case_t(h, cfg, 33, 70, 51, 61, D2F16(dkmax - 12), 2, 0, 200, 9, 1.0f, true, F16_K | F16_V | F16_Y);
-}
-
-/* A flash configuration (on lavapipe its emulated twin, the real one's tiling exactly), compactly: its
- * code is shared by every configuration, which differ in tile sizes and in which paths they compile
- * (the BD' scratch, the weights' route, the prefetch). Lengths around its query and key blocks, a head
- * narrower than its widest (zero padding), padding (n_valid < T), a narrow local window and one wider
- * than a key block with a longer position table, large scores (reference maxima that move), a slice
- * at positions off every block grid, row chunks bit-identical to one call (with a window, and with f16
- * tensors), two and eight heads (the head dimension grid-strides under a 3-group cap), f16 tensors. */
-static void flash_cases(struct th *h, const struct vk_att_cfg *cfg) {
-    const int64_t dk = cfg->max_dk, bq = cfg->bq, bk = cfg->bk;
-    attn_case_cfg(h, bq + 9, 2 * (dk - 12), 2, 0, bq + 4, 0, 1.0f, true, cfg);
-    attn_case_cfg(h, bq + bk + 3, dk, 1, 0, bq + bk + 3, 5, 3.0f, true, cfg);
-    attn_case_cfg(h, bq + 2 * bk + 1, dk, 1, 0, bq + 2 * bk + 1, 0, 4.0f, true, cfg);
-    attn_case_cfg(h, bq + 40, dk - 5, 1, 2 * (bq + 40) + 7, bq + 33, bk + 8, 1.0f, true, cfg);
-    attn_case_cfg(h, 21, 8 * 16, 8, 0, 21, 0, 1.0f, true, cfg);
-    slice_case(h, cfg, 33, 70, 51, 61, dk, 1, 0, 200, 9, 1.0f, true);
-    slice_case_t(h, cfg, bq + 3, 5, bq + bk + 9, 0, dk, 1, 0, bq + bk + 9, 0, 1.0f, true, F16_ALL);
-    chunk_case(h, cfg, bq + 37, dk, 1, bq + 30, 24, 33, true, 0);
-    chunk_case(h, cfg, bq + 21, dk, 1, bq + 21, 0, 7, true, F16_ALL);
 }
 
 /* Row chunks are bit-identical to one call: the whole sequence in one op, then in chunks of `chunk`
@@ -365,10 +345,10 @@ static void choice_cases(struct th *h) {
     expect_choice(h, "lavapipe", &lvp, 257, false, "(none)");
     /* VKASR_ATTENTION_KERNEL (vk_att_override): taken where the head fits and, for a tensor-core
      * kernel, only where the op allows f16 products */
-    const struct vk_att_cfg *force = vk_att_find("emus4_dk64");
-    expect_forced(h, "forced-emus4_dk64", &lvp, force, 64, true, "emus4_dk64");
-    expect_forced(h, "forced-emus4_dk64", &lvp, force, 64, false, "rows");
-    expect_forced(h, "forced-emus4_dk64", &lvp, force, 128, true, "rows");
+    const struct vk_att_cfg *force = vk_att_find("emus4xqm_dk64");
+    expect_forced(h, "forced-emus4xqm_dk64", &lvp, force, 64, true, "emus4xqm_dk64");
+    expect_forced(h, "forced-emus4xqm_dk64", &lvp, force, 64, false, "rows");
+    expect_forced(h, "forced-emus4xqm_dk64", &lvp, force, 128, true, "rows");
     force = vk_att_find("scalar");
     expect_forced(h, "forced-scalar", &lvp, force, 128, true, "scalar");
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -721,8 +701,8 @@ static void gemm_cases(struct th *h) {
 int main(void) {
     struct th h;
     th_open(&h, true);
-    /* the lab (tests/vk_lab.c) is registered: emulated twins of the coopmat and flash kernels */
-    if (h.vulkan && (h.checks++, !vk_att_find("emus2_dk128") || !vk_att_find("emus2xqmb_dk128") || !vk_att_find("emus4xqm_dk64") || !vk_att_find("emu_flash128_q32k32"))) {
+    /* the lab (tests/vk_lab.c) is registered: emulated twins of the tensor-core kernels */
+    if (h.vulkan && (h.checks++, !vk_att_find("emu_dk32") || !vk_att_find("emus2xqmb_dk128") || !vk_att_find("emus4xqm_dk64"))) {
         printf("FAIL: the lab's emulated attention configurations are missing (th_lab_register)\n");
         h.failures++;
     }
@@ -744,24 +724,20 @@ int main(void) {
     attn_case(&h, NULL, 0, 8, 2, 1, 0, 0, 1.0f);
 
     /* f16 products: every tensor-core configuration this device can run, then the automatic choice.
-     * The flash configurations get their own list. The emulated twins stand in for the real kernels
-     * on devices without cooperative matrices (lavapipe in CI); where the real ones run, the twins are
-     * skipped (on the H100 they took most of the test's time). */
+     * The emulated twins stand in for the real kernels on devices without cooperative matrices
+     * (lavapipe in CI); where the real ones run, the twins are skipped (on the H100 they took most of
+     * the test's time). */
     for (size_t i = 0; i < ncfg; i++) {
         if (!vk_att_cfg_tensor_cores(&cfgs[i]))
             continue;
-        const enum vk_att_kernel kd = cfgs[i].kind;
-        const bool emulated = kd == VK_ATT_COOPMAT_EMU || kd == VK_ATT_FLASH_EMU;
+        const bool emulated = cfgs[i].kind == VK_ATT_COOPMAT_EMU;
         if (!vk_att_cfg_usable(&cfgs[i], caps) || (emulated && caps->coopmat_nv)) {
             printf("config %s: %s, skipped\n", cfgs[i].name,
                    emulated && caps->coopmat_nv ? "emulated twin of kernels this device runs"
                                                 : "not usable on this device");
             continue;
         }
-        if (cfgs[i].kind != VK_ATT_FLASH_EMU && cfgs[i].kind != VK_ATT_FLASH)
-            f16_cases(&h, &cfgs[i]);
-        if (cfgs[i].kind == VK_ATT_FLASH || cfgs[i].kind == VK_ATT_FLASH_EMU)
-            flash_cases(&h, &cfgs[i]);
+        f16_cases(&h, &cfgs[i]);
         packed_cases(&h, &cfgs[i], true);
     }
     f16_cases(&h, NULL);

@@ -1,6 +1,7 @@
 /* vk_lab.c — the lab: SPIR-V variants and configurations that tests and benchmarks run but no choice
- * table picks (the emulated tensor-core twins that let lavapipe cover the coopmat code, and the flash
- * attention kernel), registered with the library through vk_lab_register (th_lab_register). */
+ * table picks (the emulated tensor-core twins that let lavapipe cover the coopmat code, and the kernels
+ * the choice tables took before, kept for measurement), registered with the library through
+ * vk_lab_register (th_lab_register). */
 #include <stdlib.h>
 
 #include "backend/vulkan/vk_attention.h"
@@ -8,34 +9,6 @@
 #include "backend/vulkan/vk_lab.h"
 #include "op_harness.h"
 #include "spv_lab_ids.h"
-
-/* Flash kernel (attention_flash.comp): its shared layout in uvec4 units, mirrored — k and v blocks,
- * the position ring, a scratch per warp (BD' fragments: the whole window or one fragment; the staged
- * weights when P_REG is 0) — plus 16 uints per warp of row statistics. The emulation keeps the uvec4
- * part, and its A fragments behind it, in device memory (emu_stride per workgroup) and only the row
- * statistics and a flag in shared memory. */
-#define FL_DKS(dkp) ((dkp) / 8 + 1)
-#define FL_BDP(bk, whole) (((whole) ? 16 * ((bk) / 16 + 1) : 16) / 4 + 1)
-#define FL_WSW(bk, whole, preg) (16 * ((preg) || FL_BDP(bk, whole) >= (bk) / 8 + 1 ? FL_BDP(bk, whole) : (bk) / 8 + 1))
-#define FL_UVEC4(nw, bk, dkp, whole, preg) ((3 * (bk) + 16 * (nw)) * FL_DKS(dkp) + (nw) * FL_WSW(bk, whole, preg))
-/* the emulation's A-fragment slots behind that layout: per warp, q+u, q+v and the weights */
-#define FL_EMU_A(nw, bk, dkp) ((nw) * (2 * ((dkp) / 16) + (bk) / 16) * 32)
-#define FLASH(nm, kd, sp, nw, bkk, dkp, whole, preg)                                                   \
-    {.name = nm, .prof = "relpos_attention_flash", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),  \
-     .bq = 16u * (nw), .bk = bkk, .max_dk = dkp,                                                        \
-     .shared_bytes = (kd) == VK_ATT_FLASH ? 16u * FL_UVEC4(nw, bkk, dkp, whole, preg) + 64u * (nw)         \
-                                          : 64u * (nw) + 4u,                                            \
-     .emu_stride = (kd) == VK_ATT_FLASH_EMU ? 16u * (FL_UVEC4(nw, bkk, dkp, whole, preg) + FL_EMU_A(nw, bkk, dkp)) : 0u}
-/* A flash variant and its emulated twin (the same shader with EMULATE_COOPMAT; shaders/shaders.cmake
- * builds both from the same defines). */
-#ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
-#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
-    FLASH(nm, VK_ATT_FLASH, SPV_attention_##id, nw, bkk, dkp, whole, preg),                            \
-        FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
-#else
-#define FLASH_PAIR(nm, id, nw, bkk, dkp, whole, preg)                                                  \
-    FLASH("emu_" nm, VK_ATT_FLASH_EMU, SPV_attention_emu_##id, nw, bkk, dkp, whole, preg)
-#endif
 
 /* Each emulated tensor-core tile has its real twin's shape (vk_gemm_configs.c), so the lavapipe tests
  * of the twin check the real variant's numbers. */
@@ -69,16 +42,11 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     GEMV("f16_gemv32", BE_F16, 256, 32),
 };
 
-/* Each emulated coopmat attention variant has the layout of a real one except for the subgroup count
- * (lavapipe has 32 KiB of shared memory): the 2-subgroup twins check the DKP 128 unrolling, the
- * 4-subgroup one the per-subgroup window offsets. The flash twins are exact: their shared memory lives
- * in device memory. Names: flash<DKP>_q<BQ>k<BK>[_ps: weights through shared memory][_pf: register
- * prefetch]; the tile parameters are in shaders/shaders.cmake. */
+/* The emulated twins of the kernels the choice takes (vk_op_attention.c's tc_choice), with their layout
+ * except for the subgroup count (lavapipe has 32 KiB of shared memory): the 2-subgroup dk-128 twin
+ * checks the DKP 128 unrolling, the 4-subgroup ones the per-subgroup window offsets. */
 static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT("emu_dk32", VK_ATT_COOPMAT_EMU, SPV_attention_cm_emu_dk32, 4, 32),
-    ATT_COOPMAT_SPLIT("emus2_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2_dk128, 2, 128),
-    ATT_COOPMAT_SPLIT("emus4_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4_dk64, 4, 64),
-    ATT_COOPMAT_SPLIT_SHUFFLE("emus2x_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2x_dk128, 2, 128),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus2xqmb_dk128", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu2xqmb_dk128, 2, 128),
     ATT_COOPMAT_SPLIT_SHUFFLE("emus4xqm_dk64", VK_ATT_COOPMAT_EMU, SPV_attention_cms_emu4xqm_dk64, 4, 64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
@@ -102,18 +70,6 @@ static const struct vk_att_cfg lab_att[] = {
     ATT_COOPMAT_SPLIT("cms8_dk64", VK_ATT_COOPMAT, SPV_attention_cms8_dk64, 8, 64),
     ATT_COOPMAT_SPLIT_SHUFFLE("cms8x_dk64", VK_ATT_COOPMAT, SPV_attention_cms8x_dk64, 8, 64),
 #endif
-    /* name, shader, warps, keys per block, DKP, whole BD' window, weights in registers */
-    FLASH_PAIR("flash32_q128k64", fl32_q128k64, 8, 64, 32, 0, 1),
-    FLASH_PAIR("flash32_q64k64", fl32_q64k64, 4, 64, 32, 1, 1),
-    FLASH_PAIR("flash64_q64k64", fl64_q64k64, 4, 64, 64, 0, 1),
-    FLASH_PAIR("flash64_q64k32", fl64_q64k32, 4, 32, 64, 1, 1),
-    FLASH_PAIR("flash128_q64k32", fl128_q64k32, 4, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q64k32_ps", fl128_q64k32_ps, 4, 32, 128, 0, 0),
-    FLASH_PAIR("flash128_q64k32_pf", fl128_q64k32_pf, 4, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q64k16", fl128_q64k16, 4, 16, 128, 1, 1),
-    FLASH_PAIR("flash128_q64k16_ps", fl128_q64k16_ps, 4, 16, 128, 1, 0),
-    FLASH_PAIR("flash128_q48k32", fl128_q48k32, 3, 32, 128, 0, 1),
-    FLASH_PAIR("flash128_q32k32", fl128_q32k32, 2, 32, 128, 1, 1),
 };
 
 #define N_OF(a) (sizeof(a) / sizeof *(a))

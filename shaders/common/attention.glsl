@@ -1,5 +1,5 @@
 // attention.glsl — what the relative-position attention kernels share (attention.comp,
-// attention_rows.comp, attention_coopmat.comp, attention_flash.comp): the push constants (mirror of
+// attention_rows.comp, attention_coopmat.comp): the push constants (mirror of
 // struct pc_attention in src/backend/vulkan/vk_op_attention.c) and the tensor types. Include after
 // core.glsl.
 //
@@ -29,9 +29,7 @@ layout(push_constant) uniform PC {
     uint Tq, Tk, q0, k0, D, dk, P, n_valid, w;
     float scale;
     uint flags;       // FLAG_* below; attention_rows.comp: the first query row of the dispatch
-    uint emu_stride;  // EMULATE_COOPMAT (attention_flash.comp): bytes of stand-in shared memory per workgroup
     uint nseg;        // segments of a packed batch (0: one sequence)
-    uint64_t emu_sh;  // EMULATE_COOPMAT: the stand-in shared memory's device address
     uint64_t seg;     // I64 [nseg + 1]: the segments' start positions, a leading 0, the total last
 } pc;
 #define ATT_H (pc.D / pc.dk)            // heads

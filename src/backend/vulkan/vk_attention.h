@@ -1,7 +1,7 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
  * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
- * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's attention_flash.comp
- * and emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
+ * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's older variants and
+ * emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
  * configuration (tests and benchmarks force configurations through it). */
 #ifndef VKASR_VK_ATTENTION_H
 #define VKASR_VK_ATTENTION_H
@@ -12,9 +12,7 @@ enum vk_att_kernel {
     VK_ATT_SCALAR = 0,      /* attention.comp: f32 FMA, any device                                  */
     VK_ATT_COOPMAT = 1,     /* attention_coopmat.comp: NV cooperative matrices, subgroup size 32    */
     VK_ATT_COOPMAT_EMU = 2, /* attention_coopmat.comp with emulated fragments: tests only           */
-    VK_ATT_ROWS = 3,        /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
-    VK_ATT_FLASH = 4,       /* attention_flash.comp: NV cooperative matrices, subgroup size 32      */
-    VK_ATT_FLASH_EMU = 5    /* attention_flash.comp emulated (shared memory in device memory): tests */
+    VK_ATT_ROWS = 3         /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
 };
 
 /* Keys one query row of attention_rows.comp may score: its key loop is the only loop llvmpipe counts
@@ -22,18 +20,15 @@ enum vk_att_kernel {
 #define VK_ATT_ROWS_MAX_KEYS 65000
 
 struct vk_att_cfg {
-    const char *name;       /* e.g. "flash128_q64k32": for the benchmark's CONFIG and test messages */
+    const char *name;       /* e.g. "cms8xqmb_dk128": for the benchmark's CONFIG and test messages  */
     const char *prof;       /* dispatch name in profiles                                           */
     enum vk_att_kernel kind;
     enum spv_id spv;        /* all tensors f32 (the tensor-core kernels: any types)                */
     enum spv_id spv_h;      /* some tensor f16 (16-bit storage)                                    */
     uint32_t wg;            /* workgroup size (spec constant 0)                                    */
     uint32_t bq;            /* query rows per workgroup                                            */
-    uint32_t bk;            /* keys per block (tensor-core kernels; 0 elsewhere)                   */
     uint32_t max_dk;        /* widest head the variant takes                                       */
     uint32_t shared_bytes;  /* shared memory the variant declares                                  */
-    uint32_t emu_stride;    /* VK_ATT_FLASH_EMU: device memory standing in for a workgroup's shared
-                               memory, bytes                                                       */
     uint32_t row_lanes;     /* > 0: a query row's softmax invocations meet through subgroup shuffles
                                (attention_coopmat.comp -DROW_SHUFFLE): this many adjacent lanes    */
 };
@@ -48,7 +43,7 @@ struct vk_att_cfg {
 #define ATT_CM_SHARED(ng, nw, dkp, emu) (16u * ATT_CM_UVEC4(ng, dkp) + 3u * 4u * 16u * (ng) + 4u + ((emu) ? 512u * (nw) : 0u))
 #define ATT_CM_ROW(nm, kd, sp, nw, ng, dkp, lanes)                                                         \
     {.name = nm, .prof = "relpos_attention_tc", .kind = kd, .spv = sp, .spv_h = sp, .wg = 32u * (nw),     \
-     .bq = 16u * (ng), .bk = 16, .max_dk = dkp,                                                          \
+     .bq = 16u * (ng), .max_dk = dkp,                                                                   \
      .shared_bytes = ATT_CM_SHARED(ng, nw, dkp, (kd) == VK_ATT_COOPMAT_EMU), .row_lanes = lanes}
 /* a subgroup per 16 query rows */
 #define ATT_COOPMAT(nm, kd, sp, nw, dkp) ATT_CM_ROW(nm, kd, sp, nw, nw, dkp, 0)

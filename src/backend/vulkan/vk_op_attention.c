@@ -13,10 +13,10 @@ struct pc_attention {
     uint64_t q, k, v, p, bu, bv, y;
     uint32_t Tq, Tk, q0, k0, D, dk, P, n_valid, w; /* heads = D / dk and p's centre (P - 1) / 2 are derived */
     float scale;
-    uint32_t flags, emu_stride, nseg, pad_;
-    uint64_t emu_sh, seg;
+    uint32_t flags, nseg;
+    uint64_t seg;
 };
-_Static_assert(sizeof(struct pc_attention) == VK_PUSH_CONSTANT_BYTES,
+_Static_assert(sizeof(struct pc_attention) <= VK_PUSH_CONSTANT_BYTES,
                "mirror of shaders/common/attention.glsl's push constants, within the guaranteed 128 bytes");
 
 #define ATT_FLAG_VEC 1u  /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte f32 loads  */
@@ -32,8 +32,8 @@ _Static_assert(sizeof(struct pc_attention) == VK_PUSH_CONSTANT_BYTES,
  * chunks of output registers. */
 #define ATT_SCALAR_SHARED 25596u
 
-/* The kernels production can pick; the emulated twins and the flash kernel are the lab's
- * (tests/vk_lab.c). */
+/* The kernels production can pick; the emulated twins and the kernels the choice took before are the
+ * lab's (tests/vk_lab.c). */
 static const struct vk_att_cfg configs[] = {
     {.name = "scalar", .prof = "relpos_attention", .kind = VK_ATT_SCALAR, .spv = SPV_attention,
      .spv_h = SPV_attention_h, .wg = 128, .bq = 32, .max_dk = 256, .shared_bytes = ATT_SCALAR_SHARED},
@@ -80,8 +80,7 @@ const struct vk_att_cfg *vk_att_find(const char *name) {
 }
 
 bool vk_att_cfg_tensor_cores(const struct vk_att_cfg *c) {
-    return c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU || c->kind == VK_ATT_FLASH ||
-           c->kind == VK_ATT_FLASH_EMU;
+    return c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_COOPMAT_EMU;
 }
 
 bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
@@ -90,7 +89,7 @@ bool vk_att_cfg_usable(const struct vk_att_cfg *c, const struct vk_caps *caps) {
     if (vk_att_cfg_tensor_cores(c) && !caps->f16)
         return false;
     /* The real kernels map one 32-invocation subgroup to each 16-row slice (gl_SubgroupID). */
-    if ((c->kind == VK_ATT_COOPMAT || c->kind == VK_ATT_FLASH) && (!caps->coopmat_nv || caps->subgroup_size != 32))
+    if (c->kind == VK_ATT_COOPMAT && (!caps->coopmat_nv || caps->subgroup_size != 32))
         return false;
     /* ROW_SHUFFLE: a row's invocations are adjacent lanes of one subgroup */
     if (c->row_lanes && (!caps->shuffle || caps->subgroup_size < c->row_lanes))
@@ -139,10 +138,6 @@ static bool overlaps(const be_tensor *a, const be_tensor *b) {
     return na && nb && a->addr < b->addr + nb && b->addr < a->addr + na;
 }
 
-/* The emulated flash kernel's stand-in shared memory: one slice per workgroup, so its grid is capped. */
-#define EMU_MAX_GROUPS_X 16u
-#define EMU_MAX_GROUPS_Y 4u
-
 vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attention *a, const struct vk_att_cfg *cfg) {
     struct err *e = &b->base.err;
     struct vk_device *d = b->d;
@@ -159,7 +154,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                        "relpos_attention: kernel %s cannot run on this device (needs %u bytes of shared memory and "
                        "%u invocations per workgroup; the device offers %u and %u%s)",
                        cfg->name, cfg->shared_bytes, cfg->wg, d->caps.max_shared, d->caps.max_wg_invocations,
-                       cfg->kind == VK_ATT_COOPMAT || cfg->kind == VK_ATT_FLASH
+                       cfg->kind == VK_ATT_COOPMAT
                            ? "; needs NV cooperative matrices, subgroup size 32"
                        : vk_att_cfg_tensor_cores(cfg) ? "; needs f16"
                                                       : "");
@@ -244,7 +239,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
                         vec4 ? 1u : 0u, 0, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
-    struct vk_range rd[7], wr[2] = {vk_tensor_range(&a->y)};
+    struct vk_range rd[7], wr[1] = {vk_tensor_range(&a->y)};
     for (int i = 0; i < nin; i++)
         rd[i] = vk_tensor_range(in[i]);
     struct vk_dispatch dp = {
@@ -260,20 +255,6 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .writes = wr,
         .nwrites = 1,
     };
-    if (cfg->kind == VK_ATT_FLASH_EMU) {
-        /* Scratch for this call only: the workgroups' stand-in shared memory, released after recording
-         * (the recorded ranges order any later reuse of the bytes). */
-        dp.groups[0] = dp.groups[0] < EMU_MAX_GROUPS_X ? dp.groups[0] : EMU_MAX_GROUPS_X;
-        dp.groups[1] = dp.groups[1] < EMU_MAX_GROUPS_Y ? dp.groups[1] : EMU_MAX_GROUPS_Y;
-        const uint64_t mark = be_mark(&b->base), bytes = (uint64_t)dp.groups[0] * dp.groups[1] * cfg->emu_stride;
-        vkasr_status st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
-        pc.emu_stride = cfg->emu_stride;
-        wr[dp.nwrites++] = (struct vk_range){pc.emu_sh, bytes};
-        if (st == VKASR_OK)
-            st = vk_record(b, &dp);
-        be_release(&b->base, mark);
-        return st;
-    }
     if (cfg->kind != VK_ATT_ROWS)
         return vk_record(b, &dp);
     /* attention_rows.comp takes one row per invocation from row0 (in the flags word): one dispatch
