@@ -50,7 +50,7 @@ void th_open(struct th *h, bool want_f16) {
         const char *want = getenv("VKASR_DEVICE");
         if (want && strcmp(want, "cpu") == 0)
             want = NULL;
-        struct be_device_options vo = {.device = want, .validation = true, .want_f16 = want_f16, .log = &lg};
+        struct be_device_options vo = {.device = want, .validation = tv_wanted(), .want_f16 = want_f16, .log = &lg};
         if (vk_device_open(&vo, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
             die("Vulkan backend", &e);
         const struct vk_device *vd = (const struct vk_device *)h->dev[TH_DEV];

@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; pcm && i < n; i++)
         pcm[i] = a.samples[i % a.n];
     vkasr_model_params mp = vkasr_model_params_default();
-    mp.validation = true;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log;
     vkasr_model *m = NULL;
     vkasr_error e;

@@ -30,25 +30,9 @@ static const char *path(const char *fmt, ...) {
     return p;
 }
 
-/* Under ThreadSanitizer (scripts/test.sh's build-tsan) the Khronos validation layer stays off: it runs
- * uninstrumented C++ with threads of its own (started in vkQueueSubmit), so TSan reports races and lock
- * cycles between the layer's allocations and locks that are not vkasr's and that no suppression could
- * select reliably. The same tests run with the layer in the normal and the ASan + UBSan builds. */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define VALIDATION_UNDER_TEST false
-#endif
-#endif
-#if !defined(VALIDATION_UNDER_TEST) && defined(__SANITIZE_THREAD__)
-#define VALIDATION_UNDER_TEST false
-#endif
-#ifndef VALIDATION_UNDER_TEST
-#define VALIDATION_UNDER_TEST true
-#endif
-
 static vkasr_model *load(const char *dir, vkasr_precision prec) {
     vkasr_model_params mp = vkasr_model_params_default();
-    mp.validation = VALIDATION_UNDER_TEST;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check in main) */
     mp.precision = prec;
     vkasr_model *m = NULL;

@@ -124,7 +124,7 @@ static void model_case(const char *model, vkasr_precision prec, char **paths, in
     vkasr_model *m = NULL;
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = prec;
-    mp.validation = true;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log;
     if (vkasr_model_load(model, &mp, &m, &err) != VKASR_OK) {
         EXPECT(0, "%s: load %s: %s", name, model, err.message);

@@ -624,7 +624,7 @@ static void backend_cases(const char *device, bool profile, bool quick, const ch
     struct be_device *dev = NULL;
     struct backend *be = NULL;
     struct err e = {0};
-    struct be_device_options o = {.device = device, .validation = true, .profile = profile, .log = &quiet};
+    struct be_device_options o = {.device = device, .validation = tv_wanted(), .profile = profile, .log = &quiet};
     if (be_device_open(&o, &dev, &e) != VKASR_OK || be_backend_create(dev, &be, &e) != VKASR_OK) {
         EXPECT(0, "open %s: %s", name, e.msg);
         be_device_close(dev);
@@ -663,7 +663,7 @@ int main(int argc, char **argv) {
     /* The models from files share one device (f16 enabled; f32 models do not use it). */
     struct rig r = {0};
     struct err e = {0};
-    struct be_device_options o = {.device = cuda, .validation = true, .want_f16 = true, .log = &quiet};
+    struct be_device_options o = {.device = cuda, .validation = tv_wanted(), .want_f16 = true, .log = &quiet};
     if (be_device_open(&o, &r.dev, &e) == VKASR_OK && be_backend_create(r.dev, &r.be, &e) == VKASR_OK) {
         char model[4096], clips[4096];
         snprintf(clips, sizeof clips, "%s/audio/parity", argv[1]);

@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     vkasr_model_params mp = vkasr_model_params_default();
-    mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log;
     vkasr_error err;
     vkasr_model *m = NULL;

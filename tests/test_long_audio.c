@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     vkasr_model_params mp = vkasr_model_params_default();
-    mp.validation = true;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log;
     vkasr_model *m = NULL;
     vkasr_error e;

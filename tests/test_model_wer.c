@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     vkasr_model_params mp = vkasr_model_params_default();
-    mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
     vkasr_model *m = NULL;

@@ -254,7 +254,7 @@ int main(int argc, char **argv) {
     double mel_tol = atof(argv[5]), enc_tol = atof(argv[6]);
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = strcmp(argv[4], "f16") == 0 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32;
-    mp.validation = getenv("VKASR_TEST_NO_VALIDATION") == NULL;
+    mp.validation = tv_wanted();
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
     vkasr_model *m = NULL;

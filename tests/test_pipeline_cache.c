@@ -35,7 +35,7 @@ static const struct logger lg = {VKASR_LOG_INFO, on_log, NULL};
 static struct vk_device *open_dev(void) {
     struct err e = {0};
     struct be_device *bd = NULL;
-    struct be_device_options o = {.validation = true, .want_f16 = true, .log = &lg};
+    struct be_device_options o = {.validation = tv_wanted(), .want_f16 = true, .log = &lg};
     vkasr_status st = vk_device_open(&o, &bd, &e);
     EXPECT(st == VKASR_OK, "open: %s", e.msg);
     return st == VKASR_OK ? (struct vk_device *)bd : NULL;

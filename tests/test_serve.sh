@@ -21,11 +21,14 @@ PIDS=""
 cleanup() { for p in $PIDS; do kill -9 "$p" 2>/dev/null; done; }
 trap cleanup EXIT
 
+# the validation layer on, except in the sanitizer builds (VKASR_TEST_NO_VALIDATION: tests/CMakeLists.txt)
+VALIDATION=1
+[ -z "${VKASR_TEST_NO_VALIDATION:-}" ] || VALIDATION=0
 # start_server NAME ARGS...: starts vkasr serve on a free loopback port; sets PID, PORT, LOG
 start_server() {
     LOG=$WORK/$1.log
     shift
-    TMPDIR=$WORK/tmp VKASR_VALIDATION=1 "$VKASR" serve -m "$MODEL" --port 0 "$@" 2>"$LOG" &
+    TMPDIR=$WORK/tmp VKASR_VALIDATION=$VALIDATION "$VKASR" serve -m "$MODEL" --port 0 "$@" 2>"$LOG" &
     PID=$!
     PIDS="$PIDS $PID"
     i=0

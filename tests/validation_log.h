@@ -8,12 +8,20 @@
 #define VKASR_TEST_VALIDATION_LOG_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vkasr.h"
 
 #define TV_PREFIX "Vulkan validation"
+
+/* Whether a test turns the Khronos validation layer on: yes, unless VKASR_TEST_NO_VALIDATION is set.
+ * The sanitizer builds set it (tests/CMakeLists.txt): the normal build runs every one of their tests
+ * with the layer, and the layer adds nothing to what the sanitizers look for (under ThreadSanitizer
+ * its own threads report races that are not vkasr's). */
+static inline bool tv_wanted(void) { return getenv("VKASR_TEST_NO_VALIDATION") == NULL; }
 
 static atomic_ulong tv_messages; /* the callback may run on several threads (sessions) */
 
