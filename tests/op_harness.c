@@ -37,7 +37,11 @@ void th_open(struct th *h, bool want_f16) {
     th_lab_register();
     memset(h, 0, sizeof *h);
     h->rng = 0x5eed1234abcdull;
-    static const struct logger lg = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
+    static struct logger lg = {VKASR_LOG_WARN, tv_log, NULL}; /* counts validation reports */
+    /* VKASR_PIPELINE_STATS: the driver's statistics of each kernel are info lines (vk_pipeline.c) */
+    const char *stats = getenv("VKASR_PIPELINE_STATS");
+    if (stats && *stats && strcmp(stats, "0") != 0)
+        lg.level = VKASR_LOG_INFO;
     struct err e = {0};
     struct be_device_options ro = {.device = "cpu", .log = &lg};
     if (ref_device_open(&ro, &h->dev[TH_REF], &e) || be_backend_create(h->dev[TH_REF], &h->be[TH_REF], &e))
