@@ -100,6 +100,16 @@ int arg_decoder(const char *opt, const char *value, void *field) {
     return EXIT_USAGE;
 }
 
+bool cli_parse_long(const char *s, long lo, long hi, long *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
 /* A size in bytes: a number with an optional K, M, G or T (KiB .. TiB, optionally followed by "B" or
  * "iB"), e.g. 3G, 1.5GiB, 800M, 2000000000. */
 bool cli_parse_size(const char *s, uint64_t *out) {

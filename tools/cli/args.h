@@ -92,6 +92,8 @@ int arg_clear(const char *opt, const char *value, void *field);     /* sets a bo
 int arg_devices(const char *opt, const char *value, void *field);
 /* A byte count: a number with an optional K, M, G or T (binary units, optionally followed by B or iB). */
 bool cli_parse_size(const char *s, uint64_t *out);
+/* A decimal integer in [lo, hi], nothing after it (false otherwise, *out untouched). */
+bool cli_parse_long(const char *s, long lo, long hi, long *out);
 int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */
 
 #endif

@@ -68,9 +68,8 @@ static int arg_lengths(const char *opt, const char *v, void *field) {
 }
 
 static int arg_runs(const char *opt, const char *v, void *field) {
-    char *end = NULL;
-    long r = strtol(v, &end, 10);
-    if (r < 1 || r > 256 || *end) {
+    long r;
+    if (!cli_parse_long(v, 1, 256, &r)) {
         fprintf(stderr, "vkasr: %s needs an integer from 1 to 256\n", opt);
         return EXIT_USAGE;
     }
@@ -79,9 +78,8 @@ static int arg_runs(const char *opt, const char *v, void *field) {
 }
 
 static int arg_warmup(const char *opt, const char *v, void *field) {
-    char *end = NULL;
-    long ms = strtol(v, &end, 10);
-    if (ms < 0 || ms > 600000 || end == v || *end) {
+    long ms;
+    if (!cli_parse_long(v, 0, 600000, &ms)) {
         fprintf(stderr, "vkasr: %s needs milliseconds from 0 to 600000 (got '%s')\n", opt, v);
         return EXIT_USAGE;
     }

@@ -2,7 +2,6 @@
  * through arecord, a call), or of a file fed at real time with --simulate. Its input: live_input.c; its
  * output: live_output.c. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,15 +63,9 @@ static void describe_right(char *buf, size_t size) {
              d.right_context_seconds, d.right_context_seconds, d.hop_seconds + d.right_context_seconds);
 }
 
-static int arg_long(const char *v, long lo, long hi, long *out) {
-    char *end = NULL;
-    *out = strtol(v, &end, 10);
-    return *end || *out < lo || *out > hi ? EXIT_USAGE : EXIT_OK;
-}
-
 static int arg_rate(const char *opt, const char *v, void *field) {
     long r;
-    if (arg_long(v, 1000, 768000, &r) != EXIT_OK) {
+    if (!cli_parse_long(v, 1000, 768000, &r)) {
         fprintf(stderr, "vkasr: %s needs a sample rate in Hz (1000 to 768000)\n", opt);
         return EXIT_USAGE;
     }
@@ -82,7 +75,7 @@ static int arg_rate(const char *opt, const char *v, void *field) {
 
 static int arg_channels(const char *opt, const char *v, void *field) {
     long c;
-    if (arg_long(v, 1, 64, &c) != EXIT_OK) {
+    if (!cli_parse_long(v, 1, 64, &c)) {
         fprintf(stderr, "vkasr: %s needs a channel count (1 to 64)\n", opt);
         return EXIT_USAGE;
     }

@@ -2,7 +2,6 @@
  * with cross-request packed batching. Options, model and session, and the orderly stop on SIGINT/SIGTERM;
  * serve_http.c, serve_queue.c and serve_format.c do the rest (docs/server.md). */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -34,17 +33,6 @@ static void outro(FILE *f) {
           f);
 }
 
-/* An integer in [lo, hi]. */
-static bool parse_long(const char *s, long lo, long hi, long *out) {
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return false;
-    *out = v;
-    return true;
-}
-
 /* The command's own options: the server's settings and the API's model name. */
 struct serve_cli {
     struct serve_opts o;
@@ -60,7 +48,7 @@ static int bad_value(const char *opt, const char *v) {
 
 static int arg_port(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 0, 65535, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 0, 65535, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_bytes(const char *opt, const char *v, void *field) {
     uint64_t n = 0;
@@ -72,23 +60,23 @@ static int arg_bytes(const char *opt, const char *v, void *field) {
 /* unsigned in [1, 100000] (connections), [1, 86400] (seconds) */
 static int arg_connections(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 1, 100000, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 1, 100000, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_timeout(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 1, 86400, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 1, 86400, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_queue(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 1, 1000000, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 1, 1000000, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_wait_ms(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 0, 60000, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 0, 60000, &n) ? (*(int *)field = (int)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_batch(const char *opt, const char *v, void *field) {
     long n;
-    return parse_long(v, 1, 256, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 1, 256, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_seconds(const char *opt, const char *v, void *field) {
     char *end = NULL;
