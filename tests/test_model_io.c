@@ -16,7 +16,7 @@
 
 #include "common/half.h"
 #include "expect.h"
-#include "model/model.h"
+#include "model/model_types.h"
 #include "model/tokenizer.h"
 
 /* tests/data, from the command line (CTest passes it: the build tree may be moved). */

@@ -12,7 +12,7 @@
 
 #include "common/half.h"
 #include "expect.h"
-#include "model/model.h"
+#include "model/model_types.h"
 #include "model/quant.h"
 #include "vkasr.h"
 

@@ -27,7 +27,7 @@ MICRO = dict(d=8, layers=1, heads=2, ff=16, kernel=3, channels=4, mels=8, vocab=
              attention_bias=True, conv_bias=True, xscaling=True, seed=7)
 
 # ---------------------------------------------------------------------------------------------------
-# canonical transform (see src/model/model.h, docs/model-format.md), in double like the C code
+# canonical transform (see src/model/model_types.h, docs/model-format.md), in double like the C code
 
 
 def canonical(cfg, t):

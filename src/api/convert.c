@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "api.h"
-#include "model/model.h"
+#include "model/model_types.h"
 #include "model/quant.h"
 #include "vkasr.h"
 

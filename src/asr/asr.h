@@ -4,7 +4,7 @@
 #define VKASR_ASR_H
 
 #include "backend/backend.h"
-#include "model/model.h"
+#include "model/model_types.h"
 
 struct asr_layer {
     be_tensor ff1_norm_w, ff1_norm_b, ff1_w1, ff1_b1, ff1_w2, ff1_b2;

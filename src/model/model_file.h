@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_types.h"
 
 /* Largest JSON file we read into memory (tokenizer.json of an 8192-piece model is well under 1 MB). */
 #define MODEL_MAX_JSON_BYTES (256u << 20)

@@ -1,10 +1,10 @@
 /* model_internal.h — the readers of src/model (safetensors, HF JSON configs, tokenizer.json, GGUF),
  * which model.c calls; they call only the leaf (model_file.h). Not part of the interface src/asr uses
- * (that is model.h / tokenizer.h). */
+ * (that is model_types.h / tokenizer.h). */
 #ifndef VKASR_MODEL_INTERNAL_H
 #define VKASR_MODEL_INTERNAL_H
 
-#include "model.h"
+#include "model_types.h"
 
 /* --- hf_config.c ----------------------------------------------------------------------------- */
 

@@ -3,7 +3,7 @@
 #ifndef VKASR_MODEL_SCHEMA_H
 #define VKASR_MODEL_SCHEMA_H
 
-#include "model.h"
+#include "model_types.h"
 
 /* The tensor set a configuration requires, in a fixed order. canonical: the kernel layout written by
  * model_prepare (and stored in GGUF); otherwise the HF transformers layout. */

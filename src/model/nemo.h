@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_types.h"
 
 struct nemo_tensor {
     char *name;              /* HF name (nemo_map_name); preprocessor buffers keep their NeMo name  */

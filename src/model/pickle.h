@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_types.h"
 
 #define PK_MAX_DIMS 8
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/half.h"
-#include "model.h"
+#include "model_types.h"
 
 static const struct qtraits T_F32 = {"f32", 1, 4}, T_F16 = {"f16", 1, 2}, T_Q8_0 = {"q8_0", QK8_0, QB_BYTES_Q8_0},
                             T_Q4_K = {"q4_k", QK_K, QB_BYTES_Q4_K}, T_Q5_K = {"q5_k", QK_K, QB_BYTES_Q5_K},

@@ -5,7 +5,7 @@
  * that decodes to valid UTF-8.
  * Seeds: the .gguf files of tests/data/malformed (tools/make_malformed_models.py). */
 #include "fuzz.h"
-#include "model/model.h"
+#include "model/model_types.h"
 #include "model/quant.h"
 #include "model/tokenizer.h"
 

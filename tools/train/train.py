@@ -342,7 +342,7 @@ def joint_activation(model):
 def size_report(model, log):
     """Parameter count and the size `vkasr convert --type f16` will write: encoder matrix weights
     (attention / feed-forward / conv-module pointwise projections, subsampling pointwise convs and
-    linear) in f16, everything else f32 (src/model/model.h model_is_matrix_weight); BatchNorm is
+    linear) in f16, everything else f32 (src/model/model_types.h model_is_matrix_weight); BatchNorm is
     folded into the depthwise conv (its 4 vectors become 1 bias)."""
     n_total, f16, f32 = 0, 0, 0
     for name, p in model.state_dict().items():

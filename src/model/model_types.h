@@ -1,11 +1,12 @@
-/* model.h — a loaded checkpoint on the host: configuration, tokenizer and named tensors, from a
+/* model_types.h — a loaded checkpoint on the host: configuration, tokenizer and named tensors, from a
  * Hugging Face transformers Parakeet directory or from vkasr's GGUF. Also the canonical "kernel
  * layout" transform (model_prepare) shared by the converter and the HF loader, and the GGUF writer.
  *
- * Nothing here touches a GPU: src/asr uploads the prepared tensors to a backend.
+ * Nothing here touches a GPU: src/asr uploads the prepared tensors to a backend. Its functions live in
+ * several files (model.c, model_prepare.c, gguf.c), so the header is not named after one of them.
  */
-#ifndef VKASR_MODEL_H
-#define VKASR_MODEL_H
+#ifndef VKASR_MODEL_TYPES_H
+#define VKASR_MODEL_TYPES_H
 
 #include <stdbool.h>
 #include <stdint.h>
