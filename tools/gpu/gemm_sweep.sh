@@ -27,7 +27,7 @@ grep -E "^FAIL" "$OUT/test-ops-linear.log" | head -20 | tee -a "$LOG"
 
 $B/bench_ops --cfg list | tee -a "$LOG"
 # One (shape, configuration) per process: within one process every pair after the first ran 2-5x slower
-# on the H100 (docs/gpu-results.md, "A measuring hazard"). The tensor-core configurations are the cm* ones.
+# on the H100 (docs/gpu-results.md, "The machine and how to measure"). The tensor-core configurations are the cm* ones.
 CFGS=$($B/bench_ops --cfg list | awk '$1 ~ /^cm/ { print $1 }')
 SHAPES=$($B/bench_ops --shapes list | awk '{ print $1 }')
 for shape in $SHAPES; do

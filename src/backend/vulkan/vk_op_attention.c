@@ -48,7 +48,7 @@ static const struct vk_att_cfg configs[] = {
 };
 
 /* The tensor-core kernel for the op's f16 mode per head width, narrowest first: the first entry that
- * takes dk and can run here. From tools/gpu/attention_sweep.sh (docs/gpu-results.md, "Kernel choices").
+ * takes dk and can run here. From tools/gpu/attention_sweep.sh (docs/gpu-results.md, "Attention").
  * By head width only, never by length: a sequence's row chunks must take one kernel to stay
  * bit-identical to one call (test_ops_attention's choice cases name the expected entries). */
 static const struct {
