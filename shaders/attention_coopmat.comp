@@ -1,79 +1,26 @@
 #version 460
 // attention_coopmat.comp — the fused relative-position attention of attention.comp on tensor cores
-// (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 -> f32), for the op's f16 mode: q+u, q+v, k, p, v
-// and the softmax weights are rounded to f16; scores, softmax statistics and the output accumulate in
-// f32. Scores never reach memory, so memory stays linear in T. Not the portable path: needs
-// VK_NV_cooperative_matrix and 32-wide subgroups (attention.comp runs everywhere).
-//
+// (GL_NV_cooperative_matrix, 16x16x16 f16 x f16 -> f32) for the op's f16 mode: q+u, q+v, k, p, v and
+// the softmax weights in f16; scores, softmax state and output in f32. Scores never reach memory.
 //   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,   y_i = softmax_j(s) . v
-// over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w (i, j positions: q holds positions
-// q0 .., k and v positions k0 ..); query positions >= n_valid get zeros.
-//
-// A workgroup of NWARP subgroups owns BQ = 16*NG query rows of one head (grid-stride over query
-// blocks in x and heads in y), in NG row groups of 16. Without SPLIT (NG = NWARP) subgroup w owns
-// group w: it keeps the rows' q+u and q+v as NDK A-fragments in registers, and their output O (16 x
-// DKP, f32) as NDK accumulators. With -DSPLIT (NG = NWARP / 2) two subgroups share a group: subgroup
-// g (role 0) keeps q+u, computes AC and owns O's first DKP/2 columns, subgroup g + NG (role 1) keeps
-// q+v, computes BD and owns the other half. Half the registers per invocation (126 against 214 at
-// DKP 128 on the H100's driver), so twice the subgroups per SM for the same shared memory. Per key
-// block of BK = 16 keys starting at j0:
-//   1. stage k and v rows j0 .. j0+15, and the position rows the block needs (below), as f16: each
-//      invocation issues all its loads of the block (k, v and position rows) before its first store,
-//      so their latencies overlap;
-//   2. AC = (q+u) k^T (one 16x16 fragment) and BD = (q+v) W^T over the 32 position rows that this
-//      subgroup's rows reach (two fragments), both stored to shared memory as f32. The subgroup's
-//      window moves by BK = 16 rows per block, so a block's second BD fragment is the next block's
-//      first, bit for bit: it is kept in registers, and a block computes two products, not three;
-//   3. NT / BQ invocations per query row (2, or 4 with SPLIT): s = (AC[r][c] + BD[r][c - r + 15]) *
-//      scale (the relative shift), masking, the online softmax, weights exp(s - m) stored as f16. The
-//      row's invocations meet (block max, weights' sum) through shared memory and a barrier, or with
-//      -DROW_SHUFFLE through subgroup shuffles: they are adjacent lanes of one subgroup;
-//   4. O += P V (NDK products, NDK / 2 per subgroup with SPLIT).
-// Position window: score (li, lj) of the block (li, lj local) uses P row nbase + lj - li + BQ - 1 with
-// nbase = center - i0 + j0 - (BQ - 1): rows nbase .. nbase + BQ + BK - 2. Consecutive key blocks shift
-// it by BK, so the rows live in a ring of NWIN = BQ + BK rows and each block stages only its BK new
-// rows (all of them for the first block of a query block). Fragments start at multiples of 16 and
-// NWIN is one, so a fragment never wraps around the ring.
-// Lazy rescaling: a row's reference max m moves only when a block's max exceeds it by more than TAU
-// (weights exp(s - m) <= e^TAU then fit f16); when any row's does, the workgroup rescales O through
-// shared memory (fragment layouts are opaque). O and the sum l always refer to the same m, so the
-// result is the exact softmax.
-// Key blocks start at multiples of BK of the key position: a block holding none of a row's keys
-// leaves its m, l and O exactly unchanged, so a row's result does not depend on its block-mates
-// (row chunks of the op are bit-identical to one call).
-// A packed batch (nseg > 0: seg [nseg+1] holds the segments' start positions): a query sees only the
-// keys of its segment, on a BK grid from the segment's start; a query block whose rows span several
-// segments takes one pass per segment over that segment's keys (rows of other segments masked).
-//
-// -DEMULATE_COOPMAT replaces the fragment operations with plain code ("virtual subgroups" of 32
-// consecutive invocations, lane L holding elements 8L .. 8L+7 of a row-major 16x16 fragment): it runs
-// the identical staging, ring, softmax, rescaling and output code on any f16 device (lavapipe
-// included), so the tests check them. Real and emulated fragment operations read and write the same
-// shared layouts.
-//
-// -DPIPE (with SPLIT and ROW_SHUFFLE) pipelines the staging: the next block's k and position rows are
-// loaded before the softmax and stored after it, its v after its own score barrier (see main), so a
-// block has two workgroup barriers (after the score products, after the softmax) instead of four, and
-// the loads' latency hides behind the softmax. H200, T = 7500, 8 x 128: 5.94 -> 5.27 ms (148
-// registers, one workgroup per SM against two: fewer barriers paid more than the occupancy lost).
-//
-// Alternatives measured and dropped (subgroup barriers around the softmax, one invocation per row,
-// register prefetch of the next block during the score products or during P V, the dk-64 choice
-// before PIPE): docs/gpu-results.md, "Kernel choices".
-//
-// -DROW_REGS (with ROW_SHUFFLE) keeps each softmax row's reference max and sum in registers of the
-// row's invocations (the shuffles give all of them the same values) instead of shared memory, and
-// reads the AC scores with 16-byte loads: with PIPE at DKP 128, 5.30 -> 5.11 ms (H200, T = 7500).
-//
-// -DBD_FIRST (with SPLIT) stores a block's first BD fragment (the one kept from the block before)
-// before the second is computed, so one fragment fewer is live during the products: at DKP 128 140
-// registers instead of 148, T = 7500 5.06 -> 4.95 ms, T = 750 0.083 -> 0.079 ms (H200).
-//
-// Defines: NWARP (subgroups per workgroup), DKP (padded head width: a multiple of 16, >= dk), SPLIT
-// (two subgroups per row group: NWARP even, DKP a multiple of 32), ROW_SHUFFLE (step 3's meeting by
-// subgroup shuffles: H200, T = 7500, 6.46 -> 6.25 ms at DKP 128 with SPLIT, but 5.14 -> 5.32 ms at DKP
-// 64), PIPE, ROW_REGS, BD_FIRST (above; docs/gpu-results.md).
-// spec 0: workgroup size, must be 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
+// over key positions j in [k0, k0+Tk), j < n_valid, |i - j| <= w; query positions >= n_valid get zeros.
+// A workgroup owns BQ = 16*NG query rows of one head (grid-stride over query blocks and heads) and walks
+// key blocks of BK = 16 on a grid from the keys' (or the packed segment's) start, so a row's result does
+// not depend on its block-mates and row chunks are bit-identical to one call. Per block: stage k, v and
+// the BK new position rows (a ring of NWIN = BQ + BK rows: each block shifts the window by BK); AC =
+// (q+u) k^T and BD = (q+v) W^T (a block's second BD fragment is the next block's first, kept in
+// registers); the relative shift, masks and an online softmax whose reference max moves only past TAU
+// (weights fit f16; O and l always share the max, so the result is the exact softmax); O += P V. A
+// packed batch (nseg > 0) takes one pass per segment a query block spans. Needs 32-wide subgroups;
+// -DEMULATE_COOPMAT runs the same code with plain fragment operations on any f16 device, for the tests.
+// Defines: NWARP (subgroups per workgroup); DKP (padded head width, a multiple of 16 >= dk); SPLIT (two
+// subgroups per row group, one on q+u, AC and O's first half, one on q+v, BD and the second: half the
+// registers); ROW_SHUFFLE (a row's softmax invocations, adjacent lanes, meet through subgroup shuffles);
+// PIPE (with SPLIT and ROW_SHUFFLE: the next block staged around the softmax, two barriers per block);
+// ROW_REGS (with ROW_SHUFFLE: a row's max and sum in registers); BD_FIRST (with SPLIT: the kept BD
+// fragment stored before the next is computed). Why each: docs/architecture.md, "Kernel choice";
+// figures: docs/gpu-results.md, "Attention".
+// spec 0: workgroup size, 32 * NWARP; 7: tensor types (q, k, v, p, y f32 or f16).
 // push: attention.glsl (flags: FLAG_VEC, FLAG_VEC8).
 #define F16_TYPES
 #define HAS_F16
@@ -462,6 +409,7 @@ void main() {
             float m_row = MASKED, l_row = 0.0; // this invocation's softmax row's reference max and sum
 #endif
 
+            // score (li, lj) of block kb (local row and key) uses position row nbase0 + BK kb + lj - li + BQ - 1
             const int nbase0 = int(ATT_CENTER) - int(pc.q0 + i0) + int(jlo) - (BQ - 1);
             const uint ws = BQ - 16u - 16u * group; // window row of this group's first BD column
             FragC bdn; // the next block's first BD fragment: this block's second (see the header)
@@ -478,7 +426,7 @@ void main() {
             }
             barrier();
 #endif
-            [[dont_unroll]] // unrolled, the pipelined kernel took 166 registers instead of 148 (H200)
+            [[dont_unroll]] // unrolled, the pipelined loop takes more registers and code, and runs slower
             for (uint j0 = jlo; j0 < jend; j0 += BK, kb++) {
 #ifndef PIPE
                 // ---- stage k, v and the new position rows ---------------------------------------------
@@ -603,7 +551,7 @@ void main() {
                     float s[KPI];
                     float pm = MASKED;
                     // the invocation's KPI keys all visible from a valid row (every block inside the
-                    // band but its edges): no test per key (H200, T = 7500: 6.26 -> 5.94 ms)
+                    // band but its edges): no test per key
                     const uint jb = j0 + c0; // positions < 2^30 and w < 2^30 (host): no overflow
                     if (i >= ilo && i < ihi && jb >= pc.k0 && jb + KPI <= jend && pi <= jb + pc.w &&
                         jb + KPI - 1u <= pi + pc.w) {

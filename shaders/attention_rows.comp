@@ -15,8 +15,8 @@
 // spec 1: DK below; at most VK_ATT_ROWS_MAX_KEYS keys per row (host-checked).
 // spec 2: VEC4, set by the host when D and dk are multiples of 4 and q, k, v, p are 16-byte aligned:
 // the rows are read 4 elements at a time (one 16-byte load of f32, one 8-byte load of f16) into vec4
-// registers: a quarter of the loads, which llvmpipe makes per lane (the shipped model's sample: 376 ->
-// 185 ms of attention on 2 cores). The products are summed in the scalar loops' order, so results are
+// registers: a quarter of the loads, which llvmpipe makes per lane (figures: docs/gpu-results.md,
+// "Without a GPU: lavapipe"). The products are summed in the scalar loops' order, so results are
 // bit-identical (a row chunk whose rows are not 16-byte aligned takes the scalar loops).
 // Loop counters are 32-bit (lavapipe loses work with 64-bit counters that differ between invocations
 // inside other loops); offsets are 64-bit. push: attention.glsl (the flags word holds the dispatch's

@@ -13,7 +13,7 @@
 // products of the current block. A tile whose blocks lie wholly inside x and w (all but the edge
 // tiles) fetches from addresses planned once per tile, without bounds checks: with one workgroup per
 // SM the fetches' integer work competes with the products for issue slots (docs/gpu-results.md,
-// "Kernel choices").
+// "GEMM").
 //
 // K pipeline. STAGES = 2: two shared blocks; block kt+1 is stored from registers into the other stage
 // while block kt is multiplied, and block kt+2 is fetched into registers right after: one barrier per K
@@ -366,8 +366,8 @@ void store_block(uint s) {
 
 // The products of the block in stage s: each subgroup's FM x FN fragments over BK/16 k-steps, in k order.
 // The k-steps stay a loop, and one A fragment is live at a time (the FN B fragments, then each A
-// fragment and its FN products): fewer registers and a third of the code of the unrolled form, which
-// made every tile faster on the H100, large ones by 4-22 % (docs/gpu-results.md, "Rolled K steps").
+// fragment and its FN products): fewer registers, a third of the code of the unrolled form, and faster
+// on every tile (figures: docs/gpu-results.md, "GEMM").
 #define COMPUTE_BLOCK(s)                                                                          \
     [[dont_unroll]] for (uint ks = 0; ks < BK / 16; ks++) {                                       \
         FragAB fb[FN];                                                                            \

@@ -19,10 +19,9 @@
 // the sums of their own column (value) and of the next group's (gate).
 // Wide groups (spec 5: NC > 1, even, f32 or f16 w): a group owns NC consecutive columns (ACT_GLU:
 // NC / 2 whole value-gate pairs) and loads each x chunk once for all of them, so x's traffic is
-// M x N x K / NC instead of M x N x K (a batch's projection, 256 x 640 x 640: 292 us in one-column
-// 32-row tiles, 47.5 in groups of 4 x 4; H100). Every output keeps its lane's sum and the lane-order
-// addition, so a wide group's result is bit for bit a one-column group's (test_ops_linear). The
-// one-column path below stays as it was measured (the decoder's rows for one hypothesis).
+// M x N x K / NC instead of M x N x K (a batch's rows; figures: docs/gpu-results.md, "Decoder"). Every
+// output keeps its lane's sum and the lane-order addition, so a wide group's result is bit for bit a
+// one-column group's (test_ops_linear). The one-column path below serves one hypothesis's rows.
 // spec 0: workgroup size, a multiple of 32 (of 64 for ACT_GLU); 1: MR, at most 32 (one invocation
 // per row adds the lane sums); 5: NC (1: one column per group); 7: tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).

@@ -10,15 +10,14 @@
 // for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
 // shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: 32
 // on a GPU (8 units per 256-wide workgroup); one invocation per unit in 64-wide workgroups on a CPU
-// driver, where every workgroup and every barrier costs (docs/gpu-results.md, "Kernel choices").
+// driver, where every workgroup and every barrier costs (figures: docs/gpu-results.md, "Decoder").
 // With FLAG_VEC a lane loads 4 consecutive columns at a time. h_out / c_out are only written, never
 // read; c_out may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches
 // index j).
 // No subgroup operations: groups are plain ranges of invocations, for any subgroup size; except -DSG
 // (devices whose subgroups are LPU = 32 wide, with shuffles): the lanes' tree through subgroup shuffles
 // instead of shared memory, the same additions in the same order (so the same bits), no barriers, and
-// no shared memory holding back how many workgroups an SM runs (H100, 1000 inputs in batches of 256:
-// the LSTM steps 410 -> 175 ms of GPU time, the decoder 0.60 -> 0.30 s; the same transcripts).
+// no shared memory holding back how many workgroups an SM runs.
 // Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
 // work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
 // B rows (the hypotheses of a batch, op_lstm_step): a workgroup takes HB rows at a time (grid y,
@@ -34,8 +33,7 @@
 // -DW16: w_ih and w_hh are f16 (an f16 session's decoder), each weight widened exactly to f32 and used as
 // the f32 path uses its weights (x and h stay f32: no rounding of the inputs); FLAG_VEC loads 4 at a
 // time, FLAG_VEC8 (In and P multiples of 8) 8 at a time, in 16 bytes (a lane's k = 8 lane + 8 LPU i, as
-// the quantized path: half the loop steps; 1000 inputs in batches of 256 on an H100: the LSTM steps'
-// GPU time 51.8 -> 44.8 ms).
+// the quantized path: half the loop steps).
 // Lane 0 of a unit loads the bias and the cell state before the sums, so that their latency overlaps
 // the sums' (the cell update needs them last).
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it; 2: HB, rows per workgroup.
