@@ -68,7 +68,7 @@ struct asr_types asr_types_for(vkasr_precision precision);
  * device (be_device_info.cpu) chunks are cut to about one step. NULL everywhere: no polls, no cuts. */
 #define ASR_STEP_MACS_CPU (128ll << 20)  /* ~0.1-0.3 s of lavapipe on 2 cores                     */
 /* GPU: ~0.1 s on a 1-TFLOP/s GPU, chunks as planned; each poll waits for the step before it, so a
- * smaller step costs throughput (8 Gi MACs: the H100's 0.6B encoder at 60 s took 11 % longer) */
+ * smaller step costs throughput (docs/gpu-results.md, "Tried and not kept") */
 #define ASR_STEP_MACS_GPU (64ll << 30)
 struct asr_steps {
     struct backend *be;

@@ -27,17 +27,15 @@
 /* Rows of a large joint that cost about one: the tensor-core tile of an f16 joint has 16 rows, gemv.comp's
  * of an f32 or quantized one 8 (MR). One hypothesis keeps windows of that many throughout: an iteration
  * costs its dispatches far more than its rows, and each row the window lacks can cost an iteration
- * (H200, 0.6B-shaped model, 60 s: ~36 us per iteration at 1 or 8 rows alike; the adaptive window, at 1-2
- * rows, took 640 iterations and 25 ms, 16 rows 205 iterations and 10 ms; the same tokens). */
+ * (figures: docs/gpu-results.md, "Decoder"). */
 #define JOINT_FREE_ROWS_F16 16
 #define JOINT_FREE_ROWS 8
-/* Rows of such a joint that share one read of its weights (when this was measured, the matrix-vector
- * kernel's tall tile: 32 rows; an f16 joint now takes tensor-core tiles, an f32 one gemv.comp's groups
- * of 4 rows: the cap was not re-measured); past them every row costs its share of the product. So a
- * batch's window is capped where its B x W rows would fill more than one tile (W = 1 from 64
- * hypotheses on): a frame the window lacks costs an iteration, which for B hypotheses is cheaper than B
- * extra rows in every iteration (H100, 64 hypotheses, windows of 2 then: the joint 267 ms of GPU time
- * per 256 inputs, the LSTM 155 ms). */
+/* Rows of such a joint that share one read of its weights (gemv.comp's tall tile: 32 rows; the cap is
+ * not tuned for the tensor-core tiles of an f16 joint or gemv.comp's groups of 4 rows); past them every
+ * row costs its share of the product. So a batch's window is capped where its B x W rows would fill
+ * more than one tile (W = 1 from 64 hypotheses on): a frame the window lacks costs an iteration, which
+ * for B hypotheses is cheaper than B extra rows in every iteration (figures: docs/gpu-results.md,
+ * "Decoder"). */
 #define JOINT_SHARED_ROWS 32
 #define GRAPH_ITERS 8    /* iterations per recorded graph; a batch is a number of replays      */
 #define BATCH_MAX 1024   /* iterations per round trip at most, and the token ring's capacity   */
@@ -135,8 +133,8 @@ static vkasr_status run_batch(const struct asr_model *m, struct backend *be, str
 /* Iterations for the next batch: about 80 % of the estimated remainder of the hypothesis that needs the
  * most (a replay past the end costs its barriers where replays are predicated, the joint's product where
  * not; a round trip too many costs the device's wait for the host), at most BATCH_FRAMES frames' worth
- * of any hypothesis at its rate so far, in whole graphs, at most cap. The 80 % was chosen before replays
- * were predicated and was not measured again.
+ * of any hypothesis at its rate so far, in whole graphs, at most cap. The 80 % is not tuned for
+ * predicated replays.
  * left[b], rate[b]: frames left and frames per iteration so far of the hypotheses not done (rate 0:
  * nothing known yet). */
 static int64_t next_batch(const double *left, const double *rate, int64_t B, int64_t cap) {

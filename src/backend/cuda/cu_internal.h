@@ -62,7 +62,7 @@ struct cu_device {
 };
 /* The default of att_gemm_min_t (VKASR_CUDA_ATT_GEMM_MIN_T): a sequence of this many encoder frames
  * (about 2:40 of audio at 80 ms a frame) is where the products' T x T work outweighs their extra
- * passes over the scores; to be measured and tuned on the H100 (docs/gpu-results.md). */
+ * passes over the scores; not tuned per GPU (docs/gpu-results.md, "CUDA against Vulkan"). */
 #define CU_ATT_GEMM_MIN_T 2048
 
 /* Makes the device current for the calling thread (every entry point calls it first: a session may

@@ -122,7 +122,7 @@ static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
 /* ---- the tensor-core choice table ---------------------------------------------------------------
  * Shape class -> configuration for devices with NV cooperative matrices; the first row whose bounds
  * hold the product wins, the last holds every shape. Refill from tools/gpu/gemm_sweep.sh's "best"
- * lines (figures: docs/gpu-results.md, "Kernel choices"). A row may bound M because the tiles are
+ * lines (figures: docs/gpu-results.md, "GEMM"). A row may bound M because the tiles are
  * interchangeable bit for bit (the same 16x16x16 products in k order; test_ops_linear checks it). */
 #define ANY INT64_MAX
 static const struct vk_gemm_rule {
@@ -131,31 +131,22 @@ static const struct vk_gemm_rule {
     const char *tall; /* a 192-row alternative, taken where it needs fewer waves (tall_fills_better) */
 } cm_rules[] = {
     {64, ANY, ANY, "cm64x64_k32", NULL},
-    /* the subsampling's pointwise convs (K = 256): 16 subgroups of 32x32 (480000 x 256 x 256: 102
-     * TFLOP/s against 96 for the 8-subgroup tile) */
+    /* the subsampling's pointwise convs (K = 256): 16 subgroups of 32x32 */
     {ANY, ANY, 256, "cm128x128w16_k64", NULL},
-    /* a minute of audio (750 rows) into 640-1024 columns: under 64 tiles of 128x128, too few for the
-     * H100's 132 SMs; 64x64 tiles run 1.3-1.6x faster there (2048 columns or 1500 rows: 128x128) */
+    /* a minute of audio (750 rows) into 640-1024 columns: under 64 tiles of 128x128 leave a large GPU's
+     * SMs idle (2048 columns or 1500 rows: 128x128) */
     {1024, 1024, ANY, "cm64x64_k32", NULL},
-    /* up to 2048 rows: 16 subgroups of 32x32, one shared stage of BK 64 (94 registers, 36 KiB; ff_up
-     * at 750 rows 100 TFLOP/s against 98 for the 8-subgroup tile, conv_pw1 92 against 83) */
+    /* up to 2048 rows: 16 subgroups of 32x32, one shared stage of BK 64 */
     {2048, ANY, ANY, "cm128x128w16_k64", "cm192x128_k64"},
     /* the rest: 8 subgroups of 64x32 (three fragment loads per four products instead of one per
-     * product; 158 registers, one workgroup per SM), one shared stage of BK 64: at 7500 rows ff_up 156
-     * TFLOP/s against 146 for the 16-subgroup tile, ff_down 167 against 153 (docs/gpu-results.md,
-     * "Rolled K steps") */
+     * product), one shared stage of BK 64 */
     {ANY, ANY, ANY, "cm128x128_k64", "cm192x128_k64"},
 };
 
-/* A workgroup of the rules' 128x128 tiles and of the 192x128 one fills an SM (94-156 and 136
- * registers), so a product takes ceil(tiles / SMs) waves of equal tiles, and a tile costs its rows
- * times 0.97 for the tall one (its throughput per product on the H200, ff_up at 7500 rows 162.6 against
- * 158.1 TFLOP/s, where both fill their waves alike): 1.5 x 0.97 of a 128-row wave. The tall tile is
- * taken where its waves cost less: ff_up and conv_pw1 at 7500 rows (+3 %, +7 %), the position
- * projection (15000 rows, +5 %), ff_up at 750 rows (128 tall tiles in one wave against 192 square ones
- * in two: +30 %), but not the products into 1024 columns at 7500 rows (320 tall tiles in 3 waves
- * against 472 square ones in 4: -6 to -12 %). An unknown SM count keeps the rule's tile.
- * (docs/gpu-results.md, "Row shuffles and a prefetch in attention, tall tiles by waves") */
+/* A workgroup of the rules' 128x128 tiles and of the 192x128 one fills an SM, so a product takes
+ * ceil(tiles / SMs) waves of equal tiles; a tall wave costs 1.5 x 0.97 of a 128-row one (0.97: the tall
+ * tile's throughput edge where both fill their waves). The tall tile is taken where its waves cost
+ * less; an unknown SM count keeps the rule's tile (figures: docs/gpu-results.md, "GEMM"). */
 static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N, const struct vk_gemm_cfg *rule,
                               const struct vk_gemm_cfg *tall) {
     const uint64_t s = caps->sm_count;
@@ -168,7 +159,7 @@ static bool tall_fills_better(const struct vk_caps *caps, int64_t M, int64_t N, 
 
 /* Split-K without the matvec hint: by N and K only, so a row keeps its rounding whatever the call's
  * M. A row belongs here only where the sweep shows it does not slow the largest M of its class (none
- * does on the H100: docs/gpu-results.md). */
+ * does: docs/gpu-results.md, "GEMM"). */
 static const struct vk_gemm_split_rule {
     int64_t n_max, k_min; /* the class: N <= n_max, K >= k_min */
     uint32_t splits;
@@ -273,14 +264,12 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     /* A hinted product with f16 weights on tensor cores (an f16 session's decoder): at every M, so a
      * batch of hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does (the
      * tiles are interchangeable bit for bit); a few rows take 16-row tiles of 64 columns (N / 64
-     * workgroups, K steps of 128: the decoder at 60 s 21.4 ms against 23.5 with steps of 64 and 25.7
-     * with f32 weights in gemv.comp, H100), more rows the choice table's tiles. Not for at most
+     * workgroups, K steps of 128), more rows the choice table's tiles. Not for at most
      * MATVEC_GEMV_MAX_N columns (the prediction network's projection, P x P): there the 16-row tiles
      * make too few workgroups (P / 64) for their sequential K steps, and gemv.comp (one 32-invocation
-     * group per column) takes half the time (640 x 640, one row: 8.4 against 16.4 us, H100; the 60 s
-     * decoder 21.2 -> 19.1 ms). The rule depends on N only, so a row's rounding still never depends on
-     * M (a batch's projection then takes the wide groups below: 47.5 us at 256 rows against 18.3 on
-     * tensor cores, RTFx of the 1000-input batches within the runs' spread). */
+     * group per column) takes half the time. The rule depends on N only, so a row's rounding still never
+     * depends on M (a batch's projection then takes the wide groups below). Figures: docs/gpu-results.md,
+     * "Decoder". */
     if (matvec && wtype == BE_F16 && N > MATVEC_GEMV_MAX_N) {
         p.cfg = M <= 16 ? vk_gemm_find("cm16x64_k128") : NULL;
         if (!p.cfg || !vk_gemm_cfg_usable(p.cfg, caps))
@@ -295,9 +284,8 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * hypotheses (B x W rows) gets each row exactly as one hypothesis alone (W rows) does. */
     if (matvec) {
         /* From 32 rows on, groups of 4 columns and 4 rows (the same sums, bit for bit): each x load
-         * serves 4 columns, where one-column groups re-read x for every column (a batch's projection,
-         * 256 x 640 x 640 with f16 weights on an H100: 292 us in 32-row tiles, 98 in groups of 8 x 8,
-         * 47.5 in groups of 4 x 4; tensor cores 16, but their rounding differs from one row's) */
+         * serves 4 columns, where one-column groups re-read x for every column (tensor cores are
+         * faster, but their rounding differs from one row's) */
         if (M >= 32) {
             p.cfg = vk_gemm_find(wtype == BE_F16 ? "f16_gemvw" : "f32_gemvw");
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))

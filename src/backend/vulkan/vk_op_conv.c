@@ -13,11 +13,11 @@
  * took lavapipe 0.7 s as 160,000 workgroups of 9 multiply-adds per invocation. */
 #define CONV_CPU_ROWS 16u
 /* Output columns per invocation on a GPU: each loads its channel's 9 taps (and, in a packed batch, finds
- * its row's image) once for these; with one column each, an H100 spent 88 ms of a 1000-input batch
- * run in the first conv, workgroups of 64 x 9 multiply-adds re-reading the taps. */
+ * its row's image) once for these, instead of re-reading them for every column (figures:
+ * docs/gpu-results.md, "Other kernels"). */
 #define CONV_GPU_COLS 8u
 /* Channels per invocation of conv2d_s2 (CPT in conv2d.comp): its channels read the same input
- * elements, loaded once for the four (10 min on an H200: 4.2 -> 2.0 ms). */
+ * elements, loaded once for the four. */
 #define CONV2D_CPT 4u
 
 struct pc_conv2d {

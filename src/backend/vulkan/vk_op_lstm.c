@@ -39,7 +39,7 @@ vkasr_status vk_op_lstm_step(struct vk_backend *b, const struct op_lstm_step *a)
         pc.flags |= LSTM_FLAG_VEC8;
     /* A GPU: 32 invocations per hidden unit, 8 units per 256-wide workgroup, HB rows sharing each
      * weight load; a CPU driver: one invocation per unit, 64 per workgroup, one row (llvmpipe pays for
-     * every workgroup and barrier). Measurements: docs/gpu-results.md, "Kernel choices". The lanes per
+     * every workgroup and barrier). Figures: docs/gpu-results.md, "Decoder". The lanes per
      * unit (LPU) fix a row's sums: they depend on the device only, never on B. */
     const bool cpu = b->d->caps.cpu;
     uint32_t wg = cpu ? 64 : (b->d->caps.max_wg_invocations >= 256 ? 256 : 128), lpu = cpu ? 1 : 32;

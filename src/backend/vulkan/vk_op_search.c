@@ -60,7 +60,7 @@ vkasr_status vk_op_search_step(struct vk_backend *b, const struct op_search_step
     const int64_t B = s->state.ne[0], V = s->embed.ne[0] - 1, P = s->f.ne[1];
     const uint32_t G = step_chunks(&b->d->caps, B, V);
     /* A power of two (the argmax trees halve it) of at least W: on a GPU as wide as allowed, up to 1024
-     * with one workgroup per hypothesis (docs/gpu-results.md, "Kernel choices"), 256 with several. On a
+     * with one workgroup per hypothesis (docs/gpu-results.md, "Decoder"), 256 with several. On a
      * CPU driver fewer invocations: every barrier makes llvmpipe switch between all of them. The argmax
      * (first index of the largest value, NaN never winning) does not depend on the width. */
     uint32_t cap = b->d->caps.cpu ? 64 : G > 1 ? 256 : 1024, wg = 1;

@@ -164,9 +164,10 @@ static void run_creation(struct vk_pipeline_entry *p) {
 /* The creation workers: threads of the process, shared by every device, started as creations are
  * queued (up to the most any device asked for) and never ending. On NVIDIA's driver (580) a thread that
  * created a pipeline runs driver code when it exits, and that deadlocked against vkDestroyDevice of
- * another device on another thread (H100: test_threads hung in about one run in four with a thread per
- * creation, joined before the device closed or not). An idle worker waits on the queue, outside the
- * driver; libvkasr.so stays loaded once loaded (-z nodelete) so that the workers' code stays mapped.
+ * another device on another thread (test_threads hung with a thread per creation, joined before the
+ * device closed or not: docs/gpu-results.md, "Cold start, pipelines and threads"). An idle worker waits
+ * on the queue, outside the driver; libvkasr.so stays loaded once loaded (-z nodelete) so that the
+ * workers' code stays mapped.
  * A waiter takes over a creation still queued (vk_pipeline_wait), so every creation finishes even
  * where no worker could be started. */
 static struct {
