@@ -12,8 +12,8 @@
  * (f16-rounded) operands (exit status 1 if any fails). --cfg all runs every configuration this device
  * can run for the weight type, tc its tensor-core ones; --shapes encoder the 0.6B encoder's products
  * at 60 s and 10 min of audio (tools/gpu/gemm_sweep.sh), a NAME one of them, list prints them. Time
- * one (shape, configuration) per process: on the H100, every one after a process's first ran 2-5x
- * slower (docs/gpu-results.md, "The machine and how to measure"). The device is $VKASR_DEVICE or the default;
+ * one (shape, configuration) per process: later ones in a process can run 2-5x slower on NVIDIA's
+ * driver (docs/gpu-results.md, "The machine and how to measure"). The device is $VKASR_DEVICE or the default;
  * inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
  * decoder's do). */
 #include <math.h>

@@ -725,7 +725,7 @@ int main(void) {
 
     /* f16 products: every tensor-core configuration this device can run, then the automatic choice.
      * The emulated twins stand in for the real kernels on devices without cooperative matrices
-     * (lavapipe in CI); where the real ones run, the twins are skipped (on the H100 they took most of
+     * (lavapipe in CI); where the real ones run, the twins are skipped (on a GPU they would take most of
      * the test's time). */
     for (size_t i = 0; i < ncfg; i++) {
         if (!vk_att_cfg_tensor_cores(&cfgs[i]))

@@ -11,19 +11,9 @@
  * (block-diagonal) and the depthwise convolution (no tap across an input's edge); everything else is
  * row-local, so each input comes out as alone. Every chunk counts as work between abort polls
  * (steps.c); on a CPU device each sublayer's chunks are cut to about one step (by its own cost per row).
- *
- * Tensor types (asr_types_for). f32 precision: every tensor is f32. f16 precision: what stays f32 is
- * the residual stream (x, y: it accumulates every sublayer's update) and everything accumulated inside
- * an op: LayerNorm's statistics, the products' sums (f32 accumulation, tensor cores included) and their
- * epilogues (bias, activation, GLU, residual), the attention's scores, softmax sums and running output.
- * f16 are the tensors between ops that feed a product or are read once: LayerNorm outputs, the
- * feed-forward hidden, the convolution module's GLU and depthwise outputs, the subsampling's
- * activations between its convolutions, and the attention's inputs and output (q, k, v, the projected
- * positions p, its output a); each rounded once, to nearest even, where it is stored.
- * With f16 weights a product rounds an f32 input to f16 while staging anyway, so an f16 input changes
- * no product; the new roundings are the depthwise convolutions' inputs (here and in the subsampling).
- * The convolution module's GLU runs in its pointwise product's epilogue (linear's ACT_GLU), in both
- * precisions: in f32 bit-identical to the product then op_glu. */
+ * Tensor types (asr_types_for): the residual stream and everything accumulated inside an op stay f32;
+ * in f16 precision the tensors between ops that feed a product or are read once are f16 (the rule and
+ * its reasons: docs/architecture.md, "Tensor types between ops (precision)"). */
 #include <math.h>
 
 #include "asr.h"

@@ -1,14 +1,8 @@
-/* transducer_device.c — greedy TDT and RNN-T (spec §6.4, §6.5) with the loop over frames and emitted
- * tokens on the device (the label-looping idea of NeMo's decoders), for one input or every input of a
- * packed batch at once (B hypotheses: the joint of all their windows in one product, B-row LSTM steps
- * gated per hypothesis). One iteration of the search — the joint for a window of frames against the
- * current q, a step that walks the window to the first emission, the LSTM and projection for the
- * hypotheses that emitted (backend ops.h: the search ops) — is recorded once as a graph and replayed in
- * batches, predicated on the count of hypotheses not done (replays past the end skip their ops where
- * the backend can); the host reads the search states and the tokens emitted into the rings once per
- * batch of iterations (progress, abort, segment callbacks). Same tokens as transducer_host.c, which computes the
- * same joint rows with the same arithmetic and walks them on the host, and a hypothesis's arithmetic
- * does not depend on B (docs/architecture.md: the greedy transducer decoder). */
+/* transducer_device.c — greedy TDT and RNN-T (spec §6.4, §6.5) with the loop over frames and tokens on
+ * the device, for one input or the B hypotheses of a packed batch: one search iteration (ops.h: the
+ * search ops) is recorded as a graph and replayed in batches, predicated on the hypotheses not done; the
+ * host reads states and tokens once per batch. Same tokens as transducer_host.c, whatever B
+ * (docs/architecture.md, "The greedy transducer decoder"). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

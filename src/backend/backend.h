@@ -186,18 +186,14 @@ static inline vkasr_status be_flush(struct backend *b) { return b->vt->flush(b);
 static inline vkasr_status be_sync(struct backend *b) { return b->vt->sync(b); }
 static inline vkasr_status be_throttle(struct backend *b, int max_pending) { return b->vt->throttle(b, max_pending); }
 
-/* Recorded sequences of ops, replayed without host work per op (the device-resident decoder's loop).
- * Ops called between be_graph_begin and be_graph_end are validated and recorded, not run; each
- * be_graph_run then queues `times` replays of the whole sequence behind the work before it (be_sync
- * and be_download wait for them like for any op). An op's arguments are fixed when it is recorded,
- * so the ops of a graph must read every value that changes between replays from device memory.
- * An op's own scratch (a workspace it takes and returns while it is recorded) is written again by
- * every replay: allocate the tensors that must survive the replays before recording, and no tensor
- * while the graph lives (the temporaries of other graphs' ops may share those bytes: replays never
- * overlap). While a graph is being recorded, uploads and downloads are errors. be_graph_free waits for the
- * graph's pending replays. be_graph_begin returns VKASR_ERR_UNSUPPORTED where a backend has no
- * recorded sequences (the reference backend runs each op at once; Vulkan while profiling, whose
- * timestamps are per dispatch): the caller then runs the ops directly. */
+/* Recorded sequences of ops (the device-resident decoder's loop): ops between be_graph_begin and
+ * be_graph_end are validated and recorded, not run; be_graph_run queues `times` replays behind the work
+ * before it (be_sync and be_download wait for them). Arguments are fixed at recording, so values that
+ * change between replays live in device memory. An op's own scratch is rewritten by every replay:
+ * allocate what must survive before recording, and nothing while the graph lives (other graphs' op
+ * temporaries may share those bytes). Uploads and downloads are errors while recording;
+ * be_graph_free waits for pending replays. VKASR_ERR_UNSUPPORTED from be_graph_begin (the reference
+ * backend; Vulkan while profiling): run the ops directly. */
 static inline vkasr_status be_graph_begin(struct backend *b) {
     if (!b->vt->graph_begin)
         return err_set(&b->err, VKASR_ERR_UNSUPPORTED, "this backend does not record op sequences");

@@ -1,17 +1,9 @@
-/* ops.h — the op library contract: every op the network uses, registered once in VKASR_OPS.
- *
- * An op = an argument struct here (struct op_<name>), a validation rule (ops.c), a plain-C reference
- * (backend/ref), and a Vulkan implementation (backend/vulkan, one GLSL kernel family). Backends provide
- * `<prefix>_<name>(backend, const struct op_<name> *)` for every entry; the tables are generated from
- * the X-macro so a missing implementation is a link error.
- *
- * Tensors are contiguous and row-major (PyTorch order: ne[0] is the outermost dimension). Shapes are
- * int64: nothing here is limited to 2^31 elements. Optional tensors have addr == 0.
- *
- * F16 tensors (IEEE binary16) where an op allows them: an op reads them widened exactly, computes in
- * f32 (the reference: double, rounded to float), and rounds an F16 output once, at the store, to the
- * nearest F16 (ties to even; overflow to infinity). Nothing in between is rounded to f16.
- */
+/* ops.h — the op library contract: every op the network uses, registered once in VKASR_OPS. An op is
+ * an argument struct (op_<name>), a validation rule (ops.c), a plain-C reference (backend/ref) and a
+ * kernel per backend; the tables come from the X-macro, so a missing implementation is a link error.
+ * Tensors are contiguous, row-major (ne[0] outermost), int64-shaped; optional ones have addr == 0. F16
+ * tensors are read widened exactly, computed in f32 (the reference: double) and an F16 output is
+ * rounded once, at the store, to nearest even. */
 #ifndef VKASR_OPS_H
 #define VKASR_OPS_H
 
@@ -83,13 +75,11 @@ struct op_permute {
     int32_t perm[BE_MAX_DIMS];
 };
 
-/* Rows of the relative positional encoding (spec §3.2): y [n, C] F32, row i = PE(r) for r = r0 - i:
- * y[i][2j] = sin(x), negated for r < 0, and y[i][2j+1] = cos(x), where x = fl32(|r| * inv_freq[j]) is
- * the float32 product the reference implementations form (inv_freq [C/2] F32: transformers'
- * 1 / 10000^(2j/C) in float32, made by the caller, since pow differs between devices). C even; every
- * |r| < POSENC_MAX_R (2^22 frames: 93 hours at 80 ms). sin and cos are of the float x: the reference
- * evaluates them in double and rounds once, a device may be off by a few units of 2^-24. A row
- * depends only on its r, never on n or r0. */
+/* Rows of the relative positional encoding (spec §3.2): y [n, C] F32, row i = PE(r), r = r0 - i:
+ * y[i][2j] = sin(x) (negated for r < 0), y[i][2j+1] = cos(x), x = fl32(|r| * inv_freq[j]); inv_freq
+ * [C/2] F32 comes from the caller (pow differs between devices). C even, |r| < POSENC_MAX_R (93 hours).
+ * The reference rounds double sin/cos once; a device may be off by a few units of 2^-24. A row depends
+ * only on its r. */
 #define POSENC_MAX_R ((int64_t)1 << 22)
 struct op_posenc {
     be_tensor inv_freq, y;
@@ -121,24 +111,14 @@ struct op_argmax {
 
 /* ---- matrix products -------------------------------------------------------------------------- */
 
-/* y = res + alpha * act(x w^T + bias)
- *   x [M, K] F32 or F16;  w [N, K] F32, F16 or a block type (BE_Q8_0 ..; K a multiple of its block) (a
- *   PyTorch Linear weight);  bias [N] F32 optional;
- *   y [M, N] F32 or F16;  res [M, N] optional, of y's type (may alias y).
- * act = ACT_GLU: the product's N columns are GLU's value and gate halves (N even; PyTorch's
- * glu(dim=-1)): with v = x w^T + bias [M, N], y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:])
- * (res [M, N/2]); in f32 the same arithmetic as linear then glu, without v in memory.
- * With w in F16, an F32 x is rounded to F16 for the product (tensor-core path); an F16 x is used as
- * it is. A quantized w is its dequantized f32 values (qblock_dequant_row), x used as it is; except
- * on tensor cores, which round each dequantized weight and an F32 x to the nearest F16 (as for F16 w;
- * the op tests bound that path by the f16 products' NMSE, 5e-4). Accumulation and the epilogue are
- * F32; an F16 y receives the result rounded to the nearest F16 (ties to even). Any combination of the three types is valid.
- * A row's result does not depend on M (how many rows the call has): halo tiles rely on that. The
- * matvec hint marks a weight-bound product of a few rows per hypothesis (the decoder's joint and
- * projection): a backend may then compute it with a matrix-vector kernel whose rounding differs from
- * the unhinted kernels', but a row's result must still not depend on M (the rows of B hypotheses
- * decoded together come out as each hypothesis alone). Without the hint a backend may split K, but
- * only by N and K, never by M. */
+/* y = res + alpha * act(x w^T + bias): x [M, K] F32 or F16; w [N, K] F32, F16 or a block type (K a
+ * multiple of its block); bias [N] F32 optional; y [M, N] F32 or F16; res optional, y's type, may alias y.
+ * ACT_GLU: v = x w^T + bias, y [M, N/2] = res + alpha * v[:, :N/2] * sigmoid(v[:, N/2:]) (N even), in f32
+ * the arithmetic of linear then glu. With F16 w an F32 x is rounded to F16; a quantized w is its
+ * dequantized f32 values, except on tensor cores, which round those and an F32 x to F16 (bounded by the
+ * f16 NMSE, 5e-4). Accumulation and epilogue are F32. A row's result never depends on M (halo tiles,
+ * batches): the matvec hint (the decoder's few weight-bound rows) may select a kernel that rounds
+ * differently, and splits of K may depend on N and K only. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
     int act;
@@ -148,17 +128,12 @@ struct op_linear {
 
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */
 
-/* First subsampling conv: 3x3, stride 2, pad 1, one input channel -> C channels.
- *   x [Hx, W] holds global rows x_row0 .. x_row0+Hx-1 of an image whose valid rows are [0, x_len)
- *   w [C, 9] F32, b [C] F32;  y [Hy, ceil(W/2), C] holds global output rows y_row0 .. y_row0+Hy-1.
- *   x and y each F32 or F16.
- * Output row r reads input rows 2r-1 .. 2r+1; rows outside [0, x_len) read as zero (they must lie in
- * x when inside [0, x_len)). This is what makes halo tiles bit-identical to the untiled run.
- * A packed batch (x_seg, y_seg present, I64 [S+1] each: the offsets of S images concatenated along
- * rows, a leading 0 and the total last): output row R of image s, local row r = R - y_seg[s], reads
- * the local rows 2r-1 .. 2r+1 of image s (global rows x_seg[s] + ..), those outside [0, x_seg[s+1] -
- * x_seg[s]) as zero: each image is computed exactly as alone. x_len is then unused, and the halo rule
- * (the rows needed lie in x) is the caller's: the offsets live on the device. */
+/* First subsampling conv: 3x3, stride 2, pad 1, one input channel -> C. x [Hx, W] holds global rows
+ * x_row0 .. of an image with valid rows [0, x_len); w [C, 9], b [C] F32; y [Hy, ceil(W/2), C] holds
+ * global output rows y_row0 ..; x and y F32 or F16. Output row r reads input rows 2r-1 .. 2r+1, zero
+ * outside [0, x_len) (inside, they must lie in x): halo tiles are bit-identical to the untiled run.
+ * A packed batch (x_seg, y_seg: I64 [S+1] row offsets of S images, leading 0) computes each image as
+ * alone, zero outside its own rows; x_len is unused and the halo rule is the caller's. */
 struct op_conv2d_s2 {
     be_tensor x, w, b, y;
     int64_t x_row0, x_len, y_row0;
@@ -175,12 +150,9 @@ struct op_dwconv2d_s2 {
     be_tensor x_seg, y_seg;
 };
 
-/* Depthwise conv over time with kernel K (odd), 'same' zero padding, channels-last:
- *   x [T, C], w [C, K], b [C] (batch-norm folded in), y [T, C] = act(conv(x)); x and y each F32 or F16,
- *   w and b F32.
- * A packed batch (seg present, I64 [S+1]: segment start positions, a leading 0, the total last): x's
- * row t is position row0 + t, and a tap that would read across the boundary of the row's segment
- * reads zero, as at the ends of x: no segment leaks into another. */
+/* Depthwise conv over time, kernel K odd, 'same' zero padding, channels-last: x [T, C], w [C, K], b [C]
+ * (batch-norm folded in) F32, y [T, C] = act(conv(x)); x and y F32 or F16. A packed batch (seg: I64
+ * [S+1] segment starts, leading 0; x's row t is position row0 + t) reads zero across a segment's edge. */
 struct op_dwconv1d {
     be_tensor x, w, b, y;
     int act;
@@ -190,52 +162,35 @@ struct op_dwconv1d {
 
 /* ---- attention -------------------------------------------------------------------------------- */
 
-/* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections), on
- * a slice of the sequence (positions are sequence indices; one call over the whole sequence has
- * q_pos0 = k_pos0 = 0 and q, k, v of the same length T):
- *   q, y [Tq, H*dk] hold the queries at positions q_pos0 .. q_pos0+Tq-1;
- *   k, v [Tk, H*dk] hold the keys at positions k_pos0 .. k_pos0+Tk-1;
- *   p [P, H*dk], projected positions: row n encodes relative position (P-1)/2 - n, so query
- *   position i and key position j use row (P-1)/2 - (i - j);  bias_u, bias_v [H, dk] F32.
- *   q, k, v, p and y are each F32 or F16 (F16 inputs are exact values to the op; an F16 y receives the
- *   result rounded to nearest); q + u and q + v are formed in f32.
- *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk) over the keys j present in k with
- *   j < n_valid and, when window > 0, |i - j| <= window (NeMo's rel_pos_local_attn [w, w]: keys
- *   outside the sequence simply do not exist); y[i, h*dk..] = softmax_j(S) . v.
- *   Query positions >= n_valid get zeros. Rules: every valid query position must be present in k
- *   (so each valid row scores at least its own key), and p must have a row for every (i - j) scored.
- * A row's result depends only on its position and the keys it scores, never on which other rows the
- * call has or how far k extends past its band: the network computes attention in row chunks (k, v
- * holding the chunk's band) bit-identically to one call. Never materialises more than a bounded block
- * of scores. */
+/* Transformer-XL / NeMo relative-position multi-head self-attention core (after the projections) on a
+ * slice of the sequence: q, y [Tq, H*dk] at positions q_pos0 ..; k, v [Tk, H*dk] at k_pos0 ..; p [P,
+ * H*dk], row (P-1)/2 - (i - j) for query i and key j; bias_u, bias_v [H, dk] F32; q, k, v, p, y F32 or
+ * F16, q + u and q + v formed in f32.
+ *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk),  y[i, h*dk..] = softmax_j(S) . v
+ * over the keys present in k with j < n_valid and, when window > 0, |i - j| <= window (NeMo's
+ * rel_pos_local_attn [w, w]); query positions >= n_valid get zeros. Every valid query position must be
+ * present in k, and p must cover every i - j scored. A row's result depends only on its position and
+ * the keys it scores, so row chunks are bit-identical to one call; no backend materialises T x T. */
 struct op_relpos_attention {
     be_tensor q, k, v, p, bias_u, bias_v, y;
     int32_t heads;
     int64_t n_valid;
     int64_t window;
     int64_t q_pos0, k_pos0; /* positions of q's and k's row 0 */
-    bool f16; /* products may take q+u, q+v, k, p, v and the softmax weights rounded to f16 (tensor
-               * cores); the reference rounds the inputs alike. false: f32 throughout. */
-    /* A packed batch (seg present, I64 [S+1]: the start positions of S sequences concatenated along
-     * time, a leading 0 and the total last): attention is block-diagonal, a query scoring only the keys
-     * of its own segment (with the band, n_valid and k's extent as above), and i - j, the relative
-     * position, is the same as in the segment alone. seg_max (the longest segment, which the host
-     * knows) bounds the relative positions p must cover. Each segment's rows come out exactly as a call
-     * on that segment alone would give them (key blocks start on the segment's grid). */
+    bool f16; /* products may round q+u, q+v, k, p, v and the softmax weights to f16 (the reference
+               * alike); false: f32 throughout */
+    /* A packed batch (seg: I64 [S+1] sequence starts, leading 0): block-diagonal, each segment's rows
+     * exactly as a call on that segment alone; seg_max (the longest) bounds the positions p covers. */
     be_tensor seg;
     int64_t seg_max;
 };
 
 /* ---- decoder ---------------------------------------------------------------------------------- */
 
-/* One LSTM step (PyTorch gate order i, f, g, o) of B independent rows (hypotheses):
- *   x [B, In], h, c [B, P] -> h_out, c_out [B, P] (B = 1 may be given as 1-D [In], [P]);
- *   w_ih [4P, In], w_hh [4P, P] F32, F16 or a block type (BE_Q8_0 ..; In, P multiples of its block: a
- *   quantized w is its dequantized f32 values, as for linear; an F16 w its exact f32 values, x and h
- *   not rounded);  b [4P] = b_ih + b_hh.
- * gate (I32, optional): row r's gate is gate[r * gate_stride]; when it is 0 the op writes nothing
- * for that row (the device-resident search's step for a hypothesis that did not emit). A row's
- * result does not depend on B or on the other rows. */
+/* One LSTM step (PyTorch gate order i, f, g, o) of B independent rows: x [B, In], h, c [B, P] ->
+ * h_out, c_out [B, P] (B = 1 may be 1-D); w_ih [4P, In], w_hh [4P, P] F32, F16 or a block type (their
+ * exact f32 values, x and h not rounded); b [4P] = b_ih + b_hh. gate (I32, optional): a row whose
+ * gate[r * gate_stride] is 0 is not written. A row's result does not depend on B or the other rows. */
 struct op_lstm_step {
     be_tensor x, h, c, w_ih, w_hh, b, h_out, c_out;
     be_tensor gate;
@@ -244,10 +199,8 @@ struct op_lstm_step {
 
 /* ---- greedy transducer search on the device ------------------------------------------------- */
 
-/* The greedy TDT / RNN-T search (spec §6.4, §6.5) with its loop over frames and emitted tokens on the
- * device (src/asr/transducer_device.c), for B hypotheses (the inputs of a batch) at once. One
- * iteration of the search is this sequence of ops, recorded once and replayed many times without the
- * host looking at any result:
+/* The greedy TDT / RNN-T search (spec §6.4, §6.5) on the device (src/asr/transducer_device.c) for B
+ * hypotheses at once. An iteration is this sequence of ops, recorded once and replayed without the host:
  *   search_joint   commits the last emission's LSTM state (h_old = h_new where S_EMIT is set) and
  *                  builds the joint input of a window of W frames: z [B*W, P] = relu(f[t_b + r] + q_b)
  *   linear         y [B*W, J] = z Wo^T + bo                        (J = V + 1 + ND)
@@ -257,13 +210,10 @@ struct op_lstm_step {
  *   lstm_step      per layer, B rows each gated by its S_EMIT: (h_old, c) -> (h_new, c) from x0 or the
  *                  layer below's h_new
  *   linear         q [B, P] = h_new[L-1] Wp^T + bp
- * Every changing value lives in device memory: the search state of hypothesis b is state[b]
- * (SEARCH_S_* below), and a hypothesis that is done is left alone (its rows of z and y are not read).
- * The hypotheses' encoder frames are packed in f (no padding): hypothesis b owns rows S_F0 ..
- * S_F0 + S_FRAMES - 1. A hypothesis's arithmetic is the same whatever B: a batch decodes each input
- * exactly as alone. The kernels take their tensors' addresses (at most six) in push constants, not
- * from an argument block in memory: llvmpipe treats addresses loaded from memory as different per
- * invocation, which made search_joint 5x slower on lavapipe. */
+ * Every changing value lives in device memory (state[b], SEARCH_S_* below); a hypothesis that is done
+ * is left alone, and its frames are rows S_F0 .. of the packed f. A batch decodes each input exactly
+ * as alone. Tensor addresses (at most six) go in push constants: llvmpipe treats addresses loaded from
+ * memory as varying per invocation, which is slow. */
 #define SEARCH_MAX_WINDOW 32        /* W: a power of two                                          */
 #define SEARCH_STATE_INTS 16        /* per hypothesis                                              */
 /* The state of a hypothesis (I32). */
@@ -319,14 +269,10 @@ struct op_search_step {
 
 /* ---- packed batches --------------------------------------------------------------------------- */
 
-/* The offsets of a packed batch (N inputs concatenated along time, no padding anywhere) in one
- * launch: from the inputs' lengths x [N] (I64, >= 0), up to SCAN_MAX_OUT int64 offset arrays, each
- * taking every length through its own transform
- *     len_k(i) = stride_k * ceil(floor(x[i] / div_k) / 2^halvings_k)
- * (samples -> mel frames: div = hop; each stride-2 subsampling stage halves, rounding up; a tensor's
- * row width: stride) and holding its inclusive scan, after a leading zero when lead_k is set:
- *     y_k [N + lead_k],   y_k[lead_k + i] = len_k(0) + .. + len_k(i)   (y_k[0] = 0 with lead_k).
- * 64-bit throughout; the caller keeps the totals below 2^63 (the planner computes them too). */
+/* A packed batch's offsets in one launch: from the lengths x [N] (I64 >= 0), up to SCAN_MAX_OUT arrays
+ * y_k [N + lead_k] holding the inclusive scan of len_k(i) = stride_k * ceil(floor(x[i] / div_k) /
+ * 2^halvings_k), after a leading zero when lead_k is set (div: samples -> mel frames; halvings: the
+ * stride-2 subsampling; stride: a row's width). 64-bit; the caller keeps totals below 2^63. */
 #define SCAN_MAX_OUT 5
 struct op_offsets_scan_out {
     be_tensor y;          /* I64 [N + lead]                                                        */
@@ -343,12 +289,10 @@ struct op_offsets_scan {
 
 /* ---- audio front end -------------------------------------------------------------------------- */
 
-/* Power spectrum of pre-emphasised, centred (zero-padded), windowed frames:
- *   x [N] F32 raw samples; window [win] F32 (win <= n_fft, centred in n_fft);
- *   y [F, n_fft/2+1] F32 holds frames f0 .. f0+F-1:
- *   frame t covers samples 160t - n_fft/2 .. 160t + n_fft/2 - 1 (hop given), pre-emphasis
- *   e[n] = x[n] - preemph*x[n-1] (e[0] = x[0]), samples outside [0, N) are zero;
- *   y = (sqrt(re^2 + im^2))^2 as transformers computes it. */
+/* Power spectrum of pre-emphasised (e[n] = x[n] - preemph x[n-1], e[0] = x[0]), centred, windowed
+ * frames: x [N] F32; window [win] F32 centred in n_fft; y [F, n_fft/2+1] F32 holds frames f0 .., frame t
+ * covering samples hop t - n_fft/2 .. hop t + n_fft/2 - 1 (zero outside [0, N)); y = (sqrt(re^2 +
+ * im^2))^2 as transformers computes it. */
 struct op_stft_power {
     be_tensor x, window, y;
     int64_t f0;

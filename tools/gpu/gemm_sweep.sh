@@ -26,8 +26,8 @@ echo "test_ops_linear rc=$? $(tail -n 1 "$OUT/test-ops-linear.log")" | tee -a "$
 grep -E "^FAIL" "$OUT/test-ops-linear.log" | head -20 | tee -a "$LOG"
 
 $B/bench_ops --cfg list | tee -a "$LOG"
-# One (shape, configuration) per process: within one process every pair after the first ran 2-5x slower
-# on the H100 (docs/gpu-results.md, "The machine and how to measure"). The tensor-core configurations are the cm* ones.
+# One (shape, configuration) per process: within one process the pairs after the first can run 2-5x
+# slower (docs/gpu-results.md, "The machine and how to measure"). The tensor-core configurations are the cm* ones.
 CFGS=$($B/bench_ops --cfg list | awk '$1 ~ /^cm/ { print $1 }')
 SHAPES=$($B/bench_ops --shapes list | awk '{ print $1 }')
 for shape in $SHAPES; do

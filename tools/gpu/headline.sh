@@ -7,7 +7,7 @@
 # of 2-20 s (vkasr --batch 256 three times and 64 after a warm-up run at 256, and 256 with one session; PyTorch's padded
 # batches of 256, encoder only and end to end), the per-op GPU profiles at 10 min (Vulkan and CUDA) and
 # PyTorch's encoder by module (bench_pytorch.py --breakdown).
-# About 3 minutes on an H100 (168 s on 2026-11-28, 36 of them making the model and the inputs). In
+# About 3 minutes on an H100 (half a minute of it making the model and the inputs). In
 # $OUT: table.md (made by headline_table.py) and every log and JSON it is made from.
 # PART=1 runs everything up to the GEMM, PART=2 the rest and the table (default: both), for machines
 # that limit one command's time more tightly: run both on the same machine with the same OUT.
@@ -37,8 +37,8 @@ timeout 200 python3 tools/fixtures/bench_pytorch.py --breakdown --out "$OUT/pyto
 echo "pytorch breakdown rc=$?"
 # vkasr bench, f16: Vulkan, then the CUDA backend (-v: the logs give the decoder's iterations, by which
 # headline_table.py divides its time: the random model's transcript sets how many there are)
-# (a warm-up at 10 min first: on 2026-12-02 four of five 60 s runs straight after PyTorch were 2.6x
-# slower in every stage; the cause is not known, an idle GPU alone did not reproduce it)
+# (a warm-up at 10 min first: 60 s runs straight after PyTorch can be 2.6x slow in every stage;
+# docs/gpu-results.md, "The machine and how to measure")
 timeout 100 $V bench -m "$G06" -p f16 --seconds 600 --runs 3 >/dev/null 2>&1
 timeout 200 $V bench -v -m "$G06" -p f16 --seconds 60,600 --runs 5 --json >"$OUT/vulkan.json" 2>"$OUT/vulkan.log"
 echo "vulkan rc=$?"
@@ -54,8 +54,7 @@ fi
 [ "$PART" != 1 ] || exit 0
 # packed batches: vkasr at 256 and 64 (pipelines made first), PyTorch's padded batches of 256
 # (the warm-up is a whole run at batch 256: pipelines are made on first use and kept in the pipeline
-# cache, and a batch of 256 inputs takes tiles that 16 do not; a first run that made them measured 3753
-# against 5102-5165 for the runs after it)
+# cache, and a batch of 256 inputs takes tiles that 16 do not, so a first run pays for them)
 $V transcribe -np -m "$G06" --manifest "$SET/warm.jsonl" --batch 16 >/dev/null 2>&1
 $V transcribe -np -m "$G06" --manifest "$SET/manifest.jsonl" --batch 256 >/dev/null 2>&1
 # (two sessions on the GPU, --sessions auto, three runs: batch256.log, batch256r2.log, batch256r3.log, the

@@ -1,30 +1,15 @@
-/* cu_attention.cu — the fused relative-position attention on CUDA (ops.h op_relpos_attention): scores
- *   s(i,j) = ((q_i + u_h).k_j + (q_i + v_h).p[c - (i - j)]) / sqrt(dk),  c = (P-1)/2,
- * over key positions j in [k_pos0, k_pos0 + Tk) with j < n_valid (and |i - j| <= window when window > 0),
- * i and j positions (q holds positions q_pos0 .., k and v positions k_pos0 ..: a slice of the sequence),
- * an online softmax, y_i = sum_j w_ij v_j; query positions >= n_valid get zeros. Neither kernel builds a
- * T x T matrix: a block owns a block of query rows of one head (work items grid-stride), stages key
- * tiles, their value rows and the position rows the tile needs in shared memory, and keeps the softmax
- * state in registers. A row's result does not depend on which rows share its call (row chunks of the
- * op are bit-identical to one call, as src/asr's chunked encoder needs):
- *   att_f32: exact f32 (FMA), a warp per 4 query rows, lanes split the head width (dk <= 256); with the
- *     op's f16 flag it rounds its inputs to f16 as the reference does (heads too wide for the tensor
- *     cores). It takes a row's keys one at a time in position order, so the chunking cannot change it.
- *   att_tc:  tensor cores (mma.sync m16n8k16, f16 x f16 -> f32) for the f16 flag and dk <= 128: a warp
- *     per 16 query rows; AC = (q+u) K^T and the position term (q+v) W^T over the 16 + BK window rows
- *     the warp's rows reach, shifted through shared memory (row r, key column c uses window column
- *     c - r + 15), then P V with the softmax weights rounded to f16. Key tiles start at multiples of BK
- *     of the key position (as the Vulkan kernels' blocks do): each key keeps its column in the products
- *     and sums whatever the call, and a tile holding none of a row's keys leaves its max, sum and
- *     output exactly unchanged.
- * q, k, v, p and y are f32 or f16 each (the op's contract): loads widen f16 to f32, an f16 y gets the
- * result rounded to nearest; q + u and q + v are formed in f32.
- * Long sequences in f16 mode go through cuBLASLt products instead (cu_attention_gemm.cu, by a rule
- * fixed for the whole sequence, so all row chunks of one take the same path).
- * A packed batch (seg, nseg > 0: ops.h): a query sees only its segment's keys. A block's key loop runs
- * once per segment its rows reach, over that segment's keys (tiles of att_tc on the segment's grid),
- * the other rows masked; a pass leaves the rows it masks exactly unchanged, so each row ends with the
- * result of its own segment alone. */
+/* cu_attention.cu — the fused relative-position attention on CUDA (ops.h op_relpos_attention: the
+ * formula, types and row-chunk rule). A block owns query rows of one head (grid-stride), stages key
+ * tiles, their value rows and the position rows they need in shared memory, and keeps the softmax
+ * state in registers; a packed batch runs the key loop once per segment its rows reach, the other rows
+ * masked and left exactly unchanged.
+ *   att_f32: exact f32, a warp per 4 query rows, lanes split the head width (dk <= 256), a row's keys
+ *     one at a time in position order; with the f16 flag it rounds its inputs as the reference does.
+ *   att_tc: tensor cores (mma.sync m16n8k16) for the f16 flag and dk <= 128, a warp per 16 query rows:
+ *     AC and the position term over the 16 + BK window rows, shifted through shared memory (row r, key
+ *     column c uses window column c - r + 15), then P V with f16 weights. Key tiles start at multiples
+ *     of BK of the key position, so a tile holding none of a row's keys leaves the row unchanged.
+ * Long f16 sequences take cuBLASLt products instead (cu_attention_gemm.cu, by a rule fixed per sequence). */
 #include <math.h>
 #include <string.h>
 

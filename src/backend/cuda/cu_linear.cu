@@ -1,22 +1,11 @@
-/* cu_linear.cu — the linear op on CUDA: y = res + alpha * act(x w^T + bias) through cuBLASLt.
- *   f16 weights: an f32 x is rounded to f16 (round to nearest even, as the reference and the Vulkan kernels
- *     do) into scratch, an f16 x is taken as it is; then an f16 x f16 product on tensor cores with f32
- *     accumulation and f32 output;
- *   f32 weights: an f32 product with CUBLAS_COMPUTE_32F (never TF32), the reference's function (an f16 x
- *     widened to f32 into scratch, exactly).
- * With an f32 y, bias, ReLU, alpha and the residual go into cuBLASLt's epilogue (D = alpha*AB + beta*C,
- * + bias, relu) where that computes exactly the op's expression; otherwise, and for an f16 y or GLU
- * (ACT_GLU), the product (with its bias) goes to f32 and one element-wise kernel applies the rest and
- * writes y, rounding an f16 y once with __float2half_rn. (cuBLASLt can write an f16 D itself, but how it
- * rounds is not documented: this way it is the reference's by construction, for one more pass over y.)
- * A row's result must not depend on M (halo tiles, ops.h): without the matvec hint the algorithm is
- * chosen once per (N, K, types, epilogue) for a fixed M and without split-K, and every call of that
- * shape runs it, so each output is the same dot product in the same order whatever M is. The matvec
- * hint must keep that too (ops.h: a batch of hypotheses decodes each as alone): every hinted product
- * without GLU, at any M and for every w type, takes the matrix-vector kernel (cu_gemv.cu), whose row
- * sums depend on K only; hinted GLU products take the path above (lt_matmul's matvec entries, whose
- * heuristic sees the real M and may split K, are not used). Long calls run in row chunks whose temporaries fit the op scratch memory plans reserve
- * (CU_OP_SCRATCH_BYTES). */
+/* cu_linear.cu — the linear op on CUDA through cuBLASLt. f16 weights: an f32 x rounded to f16 into
+ * scratch, then f16 x f16 on tensor cores with f32 accumulation; f32 weights: CUBLAS_COMPUTE_32F (never
+ * TF32). With an f32 y the epilogue goes into cuBLASLt's where that is exactly the op's expression;
+ * otherwise (f16 y, GLU) one element-wise kernel finishes from an f32 product, so an f16 y is rounded
+ * as the reference rounds it (cuBLASLt's f16 rounding is not documented). A row must not depend on M:
+ * the algorithm is chosen once per (N, K, types, epilogue) at a fixed M without split-K, and hinted
+ * products without GLU take cu_gemv.cu at any M. Long calls run in row chunks that fit
+ * CU_OP_SCRATCH_BYTES. */
 #include <string.h>
 
 #include "cu_internal.h"

@@ -1,9 +1,7 @@
-/* vk_gemm.h — kernel selection for the linear op: the configurations of the scalar GEMM (gemm.comp),
- * the tensor-core GEMM (gemm_coopmat.comp, with split-K through gemm_reduce.comp), the matrix-vector
- * kernel (gemv.comp) and the barrier-free kernel for CPU drivers (gemm_direct.comp); the pure
- * function that plans a product from the device and its shape (vk_gemm_configs.c, which holds the
- * measured choice table); and the recorder that runs a given plan (vk_op_gemm.c; tests and the
- * benchmark force plans through it, the network only calls vk_op_linear). */
+/* vk_gemm.h — kernel selection for the linear op: the configurations of gemm.comp, gemm_coopmat.comp
+ * (split-K through gemm_reduce.comp), gemv.comp and gemm_direct.comp; the pure planner
+ * (vk_gemm_configs.c, with the choice table); the recorder of a given plan (vk_op_gemm.c; tests and
+ * benchmarks force plans through it, the network calls vk_op_linear). */
 #ifndef VKASR_VK_GEMM_H
 #define VKASR_VK_GEMM_H
 
@@ -102,12 +100,9 @@ const struct vk_gemm_cfg *vk_gemm_find(const char *name);
 bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps);
 /* The plan vk_op_linear uses for an M x N x K product with weights of type wtype (matvec: the op's
  * hint); plan.cfg is NULL when none can run (f16 weights on a device without f16). The activation and
- * output types do not change it. Pure: depends on its arguments only.
- * Without the hint a row does not depend on M: configurations chosen for different M add a product's
- * terms in the same order (the scalar tiles and gemm_direct.comp: one FMA chain per output; the
- * tensor-core tiles: the same 16x16x16 products in k order whatever the tile), and the split of K is
- * chosen by N and K only. With the hint, gemv.comp at any M (CPU drivers: the barrier-free kernel):
- * a row's rounding differs from the unhinted kernels' but again does not depend on M. */
+ * output types do not change it. Pure. A row never depends on M: the configurations chosen for
+ * different M add a product's terms in the same order, K splits depend on N and K only, and hinted
+ * products take gemv.comp (CPU drivers: gemm_direct.comp) at any M. */
 struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
                                    bool matvec);
 /* Records the linear op with a given plan (arguments already validated). Errors if the configuration

@@ -1,15 +1,10 @@
 /* vk_pipeline_cache.c — the VkPipelineCache kept on disk between runs, so that a run does not pay the
- * driver's shader compilation again (NVIDIA: ~2.5 s for a transcription's pipelines) on drivers that
- * keep no cache of their own, or when theirs was emptied.
- *
- * One file per device, driver and vkasr version, in $VKASR_CACHE_DIR, else $XDG_CACHE_HOME/vkasr,
- * else ~/.cache/vkasr; VKASR_NO_PIPELINE_CACHE=1 turns it off. The file is our header (magic, the
- * key, the data's size and checksum) followed by vkGetPipelineCacheData's bytes. It is loaded only
- * when every field matches and the driver's own header names this device; anything else (truncated,
- * corrupt, another driver) is ignored with an INFO log. It is written at device close when pipelines
- * were created, to a temporary file in the same directory renamed over the old one: concurrent
- * writers each publish a whole file (the last one wins), readers never see a partial one. Every
- * failure only costs the cache: the library carries on. */
+ * driver's shader compilation again (seconds on NVIDIA: docs/gpu-results.md, "Cold start, pipelines and
+ * threads"). One file per device, driver and vkasr version ($VKASR_CACHE_DIR, $XDG_CACHE_HOME/vkasr or
+ * ~/.cache/vkasr; VKASR_NO_PIPELINE_CACHE=1: off): our header (magic, key, size, checksum), then
+ * vkGetPipelineCacheData's bytes. Loaded only when everything matches (else an INFO log), written at
+ * device close through a temporary file renamed over the old one, so readers never see a partial file.
+ * Every failure only costs the cache. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
