@@ -1,16 +1,10 @@
 /* conformer.c — one FastConformer block (spec §4-5) on the backend:
  *   x = x + 0.5 FF1(LN(x));  x = x + MHSA(LN(x));  x = x + Conv(LN(x));  x = x + 0.5 FF2(LN(x));  x = LN(x)
- * Every sublayer runs in chunks of rows, so its temporaries are bounded by the chunk, not the audio:
- * the feed-forwards and the last LayerNorm are row-local and update x in place; the convolution module
- * reads a halo of rows around its chunk, so it writes the other residual buffer. Local attention reads
- * the band around its chunk and writes the other buffer too (x -> y -> x); full attention takes its
- * keys and values from every row first, then updates x in place, and its convolution writes into the
- * keys' buffer (dead by then), which becomes x (no third [T, D] buffer). A row's result never depends
- * on the chunk size: chunked runs are bit-identical to one chunk of all rows (each op guarantees it
- * per row). A packed batch passes its segments to the two ops that mix rows, the attention
- * (block-diagonal) and the depthwise convolution (no tap across an input's edge); everything else is
- * row-local, so each input comes out as alone. Every chunk counts as work between abort polls
- * (steps.c); on a CPU device each sublayer's chunks are cut to about one step (by its own cost per row).
+ * Every sublayer runs in chunks of rows (temporaries bounded by the chunk, results bit-identical to one
+ * chunk): row-local sublayers update x in place; the convolution module and local attention read a
+ * halo or band and write the other residual buffer; full attention takes keys and values from every row
+ * first, and its convolution writes into the dead keys' buffer, which becomes x. A packed batch passes
+ * its segments to the two ops that mix rows. Chunks count as work between abort polls (steps.c).
  * Tensor types (asr_types_for): the residual stream and everything accumulated inside an op stay f32;
  * in f16 precision the tensors between ops that feed a product or are read once are f16 (the rule and
  * its reasons: docs/architecture.md, "Tensor types between ops (precision)"). */

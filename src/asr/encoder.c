@@ -1,10 +1,7 @@
-/* encoder.c — the FastConformer stack after subsampling: optional x sqrt(D) input scaling, the
- * relative positional table for the attention's reach (2T-1 rows for full attention, 2w+1 for local;
- * a packed batch: T of its longest input), then the conformer blocks on the residual stream x [T, D],
- * with one more [T, D] buffer (the blocks' second residual buffer, which full attention also uses for
- * its keys) and, for full attention, the values [T, D]. Progress is reported after each block; abort is
- * polled there and between the blocks' steps (steps.c).
- * The choice of attention lives here too (spec §5.3). */
+/* encoder.c — the FastConformer stack after subsampling: optional x sqrt(D) scaling, the relative
+ * positional table for the attention's reach (2T-1 rows, or 2w+1 for local attention), the conformer
+ * blocks on x [T, D] with a second residual buffer (and the values for full attention), progress and
+ * abort polls after each block; and the choice of attention (spec §5.3). */
 #include <math.h>
 #include <stdlib.h>
 

@@ -1,9 +1,6 @@
-/* cu_backend.cu — the CUDA backend object (one per session): one stream that every op, upload and
- * download goes through in order, the scratch arena (reserved to each run's memory plan),
- * double-buffered pinned staging for uploads and
- * downloads, flush/throttle through events, the op table generated from VKASR_OPS, cuBLASLt's handle
- * and workspace, and per-op GPU times from CUDA events when profiling is on. Recorded sequences of
- * ops (be_graph_*) are CUDA graphs: cu_graph.cu. */
+/* cu_backend.cu — the CUDA backend object (one per session): one in-order stream for ops, uploads and
+ * downloads, the scratch arena, double-buffered pinned staging, flush/throttle through events, the op
+ * table from VKASR_OPS, cuBLASLt's handle and workspace, per-op event timings when profiling. */
 #include <stdlib.h>
 #include <string.h>
 

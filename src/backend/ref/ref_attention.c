@@ -1,9 +1,6 @@
-/* ref_attention.c — reference relative-position multi-head self-attention (spec §5.1, the symmetric
- * local band of §5.2): scores ((q+u).k + (q+v).p[rel]) / sqrt(dk) over the keys a query position
- * may see (present, valid, inside the band and, in a packed batch, in its own segment), softmax,
- * weighted sum, all in double. q, k, v, p and y are f32 or f16 (q+u and q+v formed in f32, as the op
- * defines). With the op's f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 (as the
- * tensor-core kernels take them); the softmax weights stay exact. */
+/* ref_attention.c — reference relative-position attention (ops.h op_relpos_attention; spec §5.1-5.2)
+ * in double. With the op's f16 flag, q+u, q+v, k, p and v enter the products rounded to f16 as the
+ * tensor-core kernels take them; the softmax weights stay exact. */
 #include <math.h>
 #include <stdlib.h>
 

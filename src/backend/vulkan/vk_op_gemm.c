@@ -1,9 +1,6 @@
-/* vk_op_gemm.c — host side of the linear op: y = res + alpha * act(x w^T + bias), x, w, y each f32 or
- * f16, or the GLU epilogue (ACT_GLU: the kernels take the product's columns in pairs, linear.glsl). Plans
- * the product (vk_gemm_choose, vk_gemm_configs.c) and records it: one dispatch of the
- * chosen kernel (gemm.comp, gemm_coopmat.comp, gemv.comp or gemm_direct.comp), or for a split of K
- * the tensor-core kernel writing raw slices into a scratch workspace and gemm_reduce.comp adding them
- * and applying the epilogue. See vk_gemm.h for the selection contract. */
+/* vk_op_gemm.c — host side of the linear op (ops.h): plans the product (vk_gemm_choose) and records one
+ * dispatch of the chosen kernel, or for a split of K the tensor-core kernel's raw slices into scratch
+ * and gemm_reduce.comp adding them and applying the epilogue. Selection contract: vk_gemm.h. */
 #include <stdio.h>
 #include <string.h>
 
