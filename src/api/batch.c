@@ -92,7 +92,7 @@ struct call {
     double results_ms;                          /* finishing the results, the result callbacks      */
 };
 
-static void on_progress(void *ud, const char *stage, double fraction, double audio_done) {
+static void batch_progress(void *ud, const char *stage, double fraction, double audio_done) {
     struct call *c = ud;
     (void)audio_done;
     if (!c->p->progress_callback || !(c->total > 0))
@@ -166,7 +166,7 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     }
     const double t0 = clock_ms();
     struct asr_options opt = api_options(s, c->p);
-    struct asr_hooks hooks = {.progress = on_progress, .should_abort = on_abort, .ud = c};
+    struct asr_hooks hooks = {.progress = batch_progress, .should_abort = on_abort, .ud = c};
     struct err e = {0};
     vkasr_status st = c->fail_above && k > c->fail_above
                           ? err_set(&e, VKASR_ERR_DEVICE_MEMORY, "VKASR_TEST_BATCH_FAIL_ABOVE=%zu (a test hook)",

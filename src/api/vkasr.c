@@ -235,7 +235,7 @@ const char *vkasr_session_last_error(const vkasr_session *s) { return s ? s->err
 
 /* ---- callbacks during a run -------------------------------------------------------------------- */
 
-static void on_progress(void *ud, const char *stage, double fraction, double audio_done) {
+static void session_progress(void *ud, const char *stage, double fraction, double audio_done) {
     vkasr_session *s = ud;
     if (!s->params->progress_callback)
         return;
@@ -336,7 +336,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     r->enc_dim = (size_t)s->model->am->cfg.d_model;
     s->params = p;
     s->seg_token0 = 0;
-    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
+    struct asr_hooks hooks = {session_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
     struct asr_options opt = api_options(s, p);
     vkasr_status st = asr_run(s->model->am, s->be, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if ((st == VKASR_OK || st == VKASR_ABORTED) && p->segment_callback) {

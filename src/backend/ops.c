@@ -107,7 +107,7 @@ static const char *type_name(be_dtype t) {
     return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
 }
 
-static void shape_str(const be_tensor *t, char *buf, size_t n) {
+static void tensor_shape_str(const be_tensor *t, char *buf, size_t n) {
     size_t o = (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < t->nd && o < n; d++)
         o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)t->ne[d]);
@@ -124,7 +124,7 @@ struct vctx {
 static vkasr_status bad(struct vctx *c, const char *field, const be_tensor *t, const char *why) {
     char s[128] = "";
     if (t)
-        shape_str(t, s, sizeof s);
+        tensor_shape_str(t, s, sizeof s);
     return err_set(c->e, VKASR_ERR_INTERNAL, "op %s: %s %s: %s", c->op, field, s, why);
 }
 

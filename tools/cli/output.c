@@ -6,7 +6,7 @@
 #include "utf8.h"
 
 /* Length of the well-formed UTF-8 sequence at NUL-terminated p (1..4), or 0 if it is not one. */
-static size_t utf8_valid(const unsigned char *p) {
+static size_t utf8_seq_len(const unsigned char *p) {
     uint32_t cp;
     return utf8_decode(p, 4, &cp);
 }
@@ -16,7 +16,7 @@ static size_t utf8_valid(const unsigned char *p) {
 void json_str(FILE *f, const char *s) {
     fputc('"', f);
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = utf8_valid(p);
+        size_t n = utf8_seq_len(p);
         if (n == 0) {
             fputs("\\ufffd", f);
             p++;
@@ -102,7 +102,7 @@ static void timestamp(FILE *f, double sec, char frac_sep) {
  * start well-formed UTF-8 U+FFFD, and in WebVTT (markup) '&', '<' and '>' are escaped. */
 static void cue_text(FILE *f, const char *s, bool vtt) {
     for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = utf8_valid(p);
+        size_t n = utf8_seq_len(p);
         if (n == 0) {
             fputs("\xef\xbf\xbd", f);
             p++;

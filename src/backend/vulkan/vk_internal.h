@@ -131,10 +131,8 @@ extern const struct be_block_ops vk_blocks;
 vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e);
 /* Saves the cache to disk (when pipelines were created), then destroys pipelines, cache and layout. */
 void vk_pipelines_destroy(struct vk_device *d);
-/* vk_pipeline_cache.c: creates d->cache, seeded from the cache file when one matches this device,
- * driver and vkasr version (VKASR_CACHE_DIR, $XDG_CACHE_HOME/vkasr, ~/.cache/vkasr; off with
- * VKASR_NO_PIPELINE_CACHE=1); and writes it back, atomically. Problems with the file are logged (INFO)
- * and cost only the cache. */
+/* vk_pipeline_cache.c: creates d->cache, seeded from a cache file that matches this device, driver and
+ * vkasr version, and writes it back atomically; problems with the file cost only the cache. */
 vkasr_status vk_pcache_create(struct vk_device *d, struct err *e);
 void vk_pcache_save(struct vk_device *d);
 /* The entry of a shader and its specialization constants (ids 0..nspec-1); on first request its
