@@ -12,15 +12,10 @@ static uint32_t pow2_wg(const struct vk_device *d) {
 }
 
 /* Workgroup size and invocations per row (tpr) of rows.comp. On a GPU: the device's power-of-two
- * workgroup and the smallest power of two covering the row, at most the workgroup, so the workgroup
- * handles wg/tpr rows at a time. On a CPU driver (unless VKASR_GPU_ROW_SHAPES, a test hook): one
- * invocation per row in workgroups of 8 rows.
- * llvmpipe runs a workgroup's invocations as SIMD lanes and pays for every barrier (a reduction tree
- * over a 256-wide row costs ~20 barriers per row); with one row per invocation the two reductions'
- * barriers are paid once per 8 rows, and small workgroups spread a few hundred rows over the cores.
- * The column loop's order differs between the two shapes, so a CPU driver rounds a row's sums
- * differently from a GPU (within the op tests' tolerance); on one device the shape depends only on
- * the row width, so row chunks stay bit-identical to one call. */
+ * workgroup and the smallest power of two covering the row (at most the workgroup). On a CPU driver
+ * (unless VKASR_GPU_ROW_SHAPES, a test hook): one invocation per row in workgroups of 8 rows, since
+ * llvmpipe pays for every barrier of a reduction tree. The two shapes round a row's sums differently;
+ * on one device the shape depends only on the row width, so row chunks stay bit-identical. */
 #define ROWS_CPU_WG 8u
 
 static void row_shape(const struct vk_device *d, uint64_t width, uint32_t *wg, uint32_t *tpr) {
