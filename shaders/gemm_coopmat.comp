@@ -30,19 +30,9 @@
 // workgroup then applies the epilogue 4 columns per invocation: coalesced 16-byte reads of the stage and
 // 16-byte (f32) or 8-byte (f16) stores of y, bounds-checked.
 //
-// Shared-memory budget (NVIDIA: 48 KiB per workgroup; the larger of the K stages and the epilogue
-// stage), for the configurations of vk_gemm_configs.c:
-//   stage bytes = (BM + BN) * (BK/8 + SK_PAD) * 16;  epilogue bytes = NWARPS * 16 * (WN/4 + SK_PAD) * 16
-//   64x64,   BK 32, 2 stages: 2 * 10 KiB = 20 KiB       64x64,   BK 64, 2 stages: 2 * 18 KiB = 36 KiB
-//   128x64,  BK 32, 2 stages: 2 * 15 KiB = 30 KiB       32x64,   BK 64, 2 stages: 2 * 13.5 KiB = 27 KiB
-//   128x128, BK 32, 2 stages: 2 * 20 KiB = 40 KiB       128x128, BK 64, 1 stage:  36 KiB
-//   128x128 on 16 subgroups of 32x32, BK 32, 2 stages: 40 KiB (epilogue: 16 x 16 x 36 f32 = 36 KiB)
-//   128x128 on 16 subgroups of 32x32, BK 64, 1 stage: 36 KiB (the same epilogue)
-//   128x256, BK 32, 1 stage:  30 KiB (epilogue: 8 subgroups x 16 x 68 f32 = 34 KiB)
-//   256x128, BK 32, 1 stage:  30 KiB (16 subgroups of 64x32, epilogue: 16 x 16 x 36 f32 = 36 KiB)
-//   128x256, BK 32, 2 stages without padding: 2 * 24 KiB = 48 KiB (bank conflicts traded for stages)
-//   16x64,   BK 128, 2 stages: 2 * 21.25 KiB = 42.5 KiB (the decoder's few-row products)
-//   192x128 on 12 subgroups of 64x32, BK 64, 1 stage: 45 KiB (epilogue: 12 x 16 x 36 f32 = 27 KiB)
+// Shared-memory budget (NVIDIA: 48 KiB per workgroup): the larger of the K stages, (BM + BN) * (BK/8 +
+// SK_PAD) * 16 bytes each, and the epilogue stage, NWARPS * 16 * (WN/4 + SK_PAD) * 16 bytes; the host
+// computes it per configuration (GEMM_CM_SHARED in vk_gemm.h).
 //
 // Fetch passes: the workgroup fetches RPP = NT / (BK/8) block rows per pass; the x block must be whole
 // passes, the w block may end in a partial one (192x128: 48 rows per pass, 128 w rows = 2 passes and 32

@@ -2,40 +2,26 @@
 #ifdef SG
 #extension GL_KHR_shader_subgroup_shuffle_relative : require
 #endif
-// lstm.comp — one LSTM step (PyTorch gate order i, f, g, o) in one launch:
+// lstm.comp — one LSTM step (PyTorch gate order i, f, g, o) of B rows in one launch (ops.h op_lstm_step):
 //   G[q*P + j] = b[q*P + j] + w_ih[q*P + j, :] . x + w_hh[q*P + j, :] . h      (q = 0..3)
 //   c_out[j] = sigmoid(G_f) * c[j] + sigmoid(G_i) * tanh(G_g);  h_out[j] = sigmoid(G_o) * tanh(c_out[j])
-// A group of LPU consecutive invocations ("lanes") owns hidden unit j; a workgroup holds WG / LPU
-// groups and loops grid-stride over blocks of WG / LPU units. The group's lanes stride over In and P
-// for the four gate rows at once (each row is contiguous, so a group's loads are too), a tree in
-// shared memory adds their partial sums, and lane 0 applies the cell update. The host picks LPU: 32
-// on a GPU (8 units per 256-wide workgroup); one invocation per unit in 64-wide workgroups on a CPU
-// driver, where every workgroup and every barrier costs (figures: docs/gpu-results.md, "Decoder").
-// With FLAG_VEC a lane loads 4 consecutive columns at a time. h_out / c_out are only written, never
-// read; c_out may alias c (unit j reads c[j] before writing c_out[j], and no other invocation touches
-// index j).
-// No subgroup operations: groups are plain ranges of invocations, for any subgroup size; except -DSG
-// (devices whose subgroups are LPU = 32 wide, with shuffles): the lanes' tree through subgroup shuffles
-// instead of shared memory, the same additions in the same order (so the same bits), no barriers, and
-// no shared memory holding back how many workgroups an SM runs.
-// Per-invocation loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses
-// work with 64-bit loop counters that differ between invocations inside other loops. Offsets are 64-bit.
-// B rows (the hypotheses of a batch, op_lstm_step): a workgroup takes HB rows at a time (grid y,
-// grid-stride) and each weight load serves all of them; a row's sums are the same whatever B and HB
-// (the lanes and the tree depend on LPU only), so a batch computes each row exactly as alone.
-// gate (optional): row r's gate is gate[r * gate_stride]; a closed one (0) means nothing is written for
-// that row (the device-resident search's step for a hypothesis that did not emit). A block of rows
-// whose gates are all closed skips its work; gates are read by every invocation before any barrier.
-// -DWQ_<type> (dequant.glsl): w_ih and w_hh hold rows of In / QB_K and P / QB_K quantized blocks (the
-// host checks In and P are multiples of QB_K). A lane sweeps 8-weight pieces of the four gate rows
-// (k = 8 lane + 8 LPU i: one piece of one 32-weight sub-block), dequantized by dequant8 to the host's
-// f32 values, and accumulates them times x or h in f32: the reference up to f32 summation order.
-// -DW16: w_ih and w_hh are f16 (an f16 session's decoder), each weight widened exactly to f32 and used as
-// the f32 path uses its weights (x and h stay f32: no rounding of the inputs); FLAG_VEC loads 4 at a
-// time, FLAG_VEC8 (In and P multiples of 8) 8 at a time, in 16 bytes (a lane's k = 8 lane + 8 LPU i, as
-// the quantized path: half the loop steps).
-// Lane 0 of a unit loads the bias and the cell state before the sums, so that their latency overlaps
-// the sums' (the cell update needs them last).
+// A group of LPU consecutive invocations ("lanes") owns hidden unit j (grid-stride over blocks of WG /
+// LPU units); its lanes stride over In and P for the four gate rows at once (contiguous loads, 4 columns
+// at a time with FLAG_VEC), a tree in shared memory adds their sums, and lane 0 applies the cell update
+// (its bias and cell state loaded before the sums). LPU is 32 on a GPU, 1 on a CPU driver (64-wide
+// workgroups: every workgroup and barrier costs there; figures: docs/gpu-results.md, "Decoder").
+// c_out may alias c (unit j reads c[j] before writing c_out[j]). -DSG (subgroups of LPU = 32 with
+// shuffles): the tree through subgroup shuffles, the same additions in the same order, no barriers and
+// no shared memory; without it nothing depends on the subgroup size.
+// A workgroup takes HB rows at a time (grid y, grid-stride), each weight load serving all of them; a
+// row's sums depend on LPU only, so a batch computes each row exactly as alone. A block of rows whose
+// gates are all closed skips its work (gates read by every invocation before any barrier).
+// Loop counters are 32-bit (the host checks In, P <= 2^30): Mesa 22.3's lavapipe loses work with 64-bit
+// counters that differ between invocations inside other loops. Offsets are 64-bit.
+// -DWQ_<type> (dequant.glsl): w_ih and w_hh hold quantized blocks (In, P multiples of QB_K); a lane
+// sweeps 8-weight pieces (k = 8 lane + 8 LPU i) dequantized to the host's f32 values. -DW16: f16 weights
+// widened exactly (x and h stay f32); FLAG_VEC8 (In, P multiples of 8) loads 8 in 16 bytes, as the
+// quantized path does.
 // push: see PC. spec 0: workgroup size; 1: LPU, a power of two dividing it; 2: HB, rows per workgroup.
 #ifdef W16
 #define HAS_F16
