@@ -213,7 +213,7 @@ struct op_lstm_step {
  * Every changing value lives in device memory (state[b], SEARCH_S_* below); a hypothesis that is done
  * is left alone, and its frames are rows S_F0 .. of the packed f. A batch decodes each input exactly
  * as alone. Tensor addresses (at most six) go in push constants: llvmpipe treats addresses loaded from
- * memory as varying per invocation, which is slow. */
+ * memory as varying per invocation (docs/gpu-results.md, "Without a GPU: lavapipe"). */
 #define SEARCH_MAX_WINDOW 32        /* W: a power of two                                          */
 #define SEARCH_STATE_INTS 16        /* per hypothesis                                              */
 /* The state of a hypothesis (I32). */
