@@ -34,11 +34,11 @@ void log_to_stderr(vkasr_log_level level, const char *msg, void *ud);
 double now_s(void);
 int mkdir_p(const char *dir);
 
-/* The first SIGINT/SIGTERM sets `interrupted` (the signal number); should_abort() is an abort callback
- * that reports it; a second signal ends the process at once. */
+/* The first SIGINT/SIGTERM sets `interrupted` (the signal number); cli_should_abort() is an abort
+ * callback that reports it; a second signal ends the process at once. */
 extern volatile sig_atomic_t interrupted;
 void catch_interrupts(void);
-bool should_abort(void *ud);
+bool cli_should_abort(void *ud);
 /* VKASR_TEST_HOLD_EXIT_MS=N, a test hook: once every input is delivered, before the device is released,
  * holds N ms (at most 60000) or until a signal, saying so on stderr, so a test can send a signal just
  * there (test_cli.sh: a late Ctrl-C loses nothing). Off when unset. */

@@ -224,7 +224,7 @@ int cmd_bench(int argc, char **argv) {
 
     struct length_result res[MAX_LENGTHS];
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     int rc = EXIT_OK;
     for (int li = 0; li < nlengths && rc == EXIT_OK; li++) {
         size_t n = (size_t)llround(lengths[li] * VKASR_SAMPLE_RATE);

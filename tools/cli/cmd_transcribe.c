@@ -207,7 +207,7 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
     vkasr_transcribe_params tp = transcribe_params(o);
     tp.progress_callback = on_progress;
     tp.progress_user_data = &pc;
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     catch_interrupts();
     vkasr_status st = VKASR_OK;
     bool stop = false, aborted = false;

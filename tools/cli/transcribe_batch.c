@@ -289,7 +289,7 @@ static void run_window(struct worker *wk, size_t wi) {
             in[i].path = sh->in[w->first + i].audio;
     }
     vkasr_transcribe_params tp = o->tp;
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     vkasr_batch_params bp = vkasr_batch_params_default();
     bp.max_batch = o->batch;
     const double t0 = now_s();
