@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pool.h"
 #include "vkasr.h"
 
 #ifndef VKASR_DEFAULT_MODELS
@@ -89,11 +90,9 @@ void shard_range(size_t total, size_t k, size_t n, size_t *first, size_t *count)
 /* ---- transcribe_batch.c ---- */
 
 /* What the batched path of `vkasr transcribe` needs from the command line. */
-#define MAX_SESSIONS 8 /* --sessions: workers per device at most */
 struct batch_run {
     const char *model;
-    const char *const *devices;    /* workers per entry (a device string as -d takes)    */
-    int ndevices;
+    const struct pool_devices *devices; /* --devices, or -d's one device (pool.h)           */
     int sessions;                  /* workers (sessions) per device entry; 0: auto       */
     vkasr_model_params mp;         /* device set per worker                              */
     vkasr_transcribe_params tp;    /* no callbacks                                       */
@@ -126,9 +125,7 @@ struct transcribe_opts {
     bool batched;                  /* the batched path (--batch, or implied)               */
     size_t batch, shard_k, shard_n;
     int sessions;                  /* --sessions; 0: auto                                  */
-    const char **devices;          /* --devices split (into devbuf)                        */
-    char *devbuf;
-    int ndevices;
+    struct pool_devices devices;   /* --devices split, or -d                               */
 };
 /* Parses and checks the command line (the model resolved into model_buf when not given). EXIT_OK,
  * ARGS_HELP, or an exit code after a message; transcribe_opts_free() in every case. */
