@@ -451,6 +451,16 @@ VKASR_API vkasr_status vkasr_transcribe_file(vkasr_session *session, const char 
  * opens files with libsndfile at the same moment (its open errors are one process-wide value). */
 VKASR_API vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out_n,
                                         vkasr_error *error);
+/* Decodes an audio file held in memory (the bytes of any format vkasr_audio_load() reads: an upload,
+ * an archive member, a resource) into 16 kHz mono float samples in *out_samples (malloc'd; release
+ * with vkasr_free()). The bytes are only read, during the call; the caller keeps them. Messages name
+ * the input "audio bytes": VKASR_ERR_AUDIO for 0 bytes, a format libsndfile does not recognise
+ * ("audio bytes: cannot decode audio: Format not recognised."), a malformed file or a non-finite
+ * sample, and for more than 2^63-1 bytes; VKASR_ERR_INVALID_ARG for NULL data with size > 0 or NULL
+ * outputs. A valid file with no frames gives VKASR_OK, *out_samples NULL and *out_n 0. Threads as for
+ * vkasr_audio_load(). */
+VKASR_API vkasr_status vkasr_audio_load_memory(const void *data, size_t size, float **out_samples, size_t *out_n,
+                                               vkasr_error *error);
 VKASR_API void vkasr_free(void *p); /* memory vkasr allocated for the caller; NULL is a no-op */
 
 /* The model to use when the user names none: $VKASR_MODEL when set, else the default model installed

@@ -1,8 +1,8 @@
 /* test_api.c — the public API's contract on the tiny random-weight models (lavapipe): argument and
- * file errors, device selection errors, edge-case audio, PCM vs file input, features, abort with
- * partial results, progress, segment callbacks, one model shared by concurrent sessions, params
- * struct versioning, stage taps and teacher forcing, and that every failure leaves a message naming
- * what failed.
+ * file errors, device selection errors, edge-case audio, audio from memory, PCM vs file input, features,
+ * abort with partial results, progress, segment callbacks, one model shared by concurrent sessions,
+ * params struct versioning, stage taps and teacher forcing, and that every failure leaves a message
+ * naming what failed.
  * usage: test_api DATA_DIR (tests/data) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -109,6 +109,84 @@ static void test_audio_edge_cases(vkasr_session *s) {
     EXPECT(vkasr_transcribe_pcm(s, x, 0, 16000, 1, NULL, &r) == VKASR_OK, "zero frames");
     x[2] = NAN;
     EXPECT(vkasr_transcribe_pcm(s, x, 4, 16000, 1, NULL, &r) == VKASR_ERR_AUDIO, "NaN pcm");
+}
+
+/* A whole file's bytes (NULL on failure, reported). */
+static unsigned char *read_bytes(const char *file, size_t *size) {
+    *size = 0;
+    FILE *f = fopen(file, "rb");
+    unsigned char *b = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (b = malloc((size_t)n + 1)) && fread(b, 1, (size_t)n, f) == (size_t)n)
+        *size = (size_t)n;
+    else {
+        free(b);
+        b = NULL;
+    }
+    if (f)
+        fclose(f);
+    EXPECT(b, "read %s", file);
+    return b;
+}
+
+/* vkasr_audio_load_memory: the bytes of a file decode to the file path's samples, bit for bit (a 16 kHz
+ * mono WAV, also checked against its own 16-bit PCM data / 32768, and a 44.1 kHz stereo FLAC, mixed and
+ * resampled); bad input fails with a message naming "audio bytes". */
+static void test_audio_memory(void) {
+    static const char *const files[] = {"audio/speech_16k_mono.wav", "audio/speech_44k_stereo.flac"};
+    vkasr_error e;
+    for (int f = 0; f < 2; f++) {
+        size_t size, nf = 0, nm = 0;
+        unsigned char *bytes = read_bytes(path("%s", files[f]), &size);
+        float *xf = NULL, *xm = NULL;
+        EXPECT(vkasr_audio_load(path("%s", files[f]), &xf, &nf, &e) == VKASR_OK, "%s: %s", files[f], e.message);
+        EXPECT(bytes && vkasr_audio_load_memory(bytes, size, &xm, &nm, &e) == VKASR_OK && e.message[0] == '\0',
+               "%s from memory: %s", files[f], e.message);
+        EXPECT(xf && xm && nf == nm && nf > 16000 && memcmp(xf, xm, nf * sizeof *xf) == 0,
+               "%s: memory = file (%zu, %zu samples)", files[f], nm, nf);
+        if (f == 0 && bytes && xm && size > 44 && !memcmp(bytes + 36, "data", 4)) {
+            /* the canonical 44-byte header of this fixture, then little-endian 16-bit samples */
+            size_t n = (size - 44) / 2, bad = n;
+            for (size_t i = 0; i < n && i < nm && bad == n; i++) {
+                int16_t v = (int16_t)(bytes[44 + 2 * i] | bytes[45 + 2 * i] << 8);
+                if (xm[i] != (float)v / 32768.0f)
+                    bad = i;
+            }
+            EXPECT(nm == n && bad == n, "memory WAV = its PCM / 32768 (%zu samples, first difference %zu)", nm, bad);
+        }
+        vkasr_free(xf);
+        vkasr_free(xm);
+        free(bytes);
+    }
+    float *x = (float *)1;
+    size_t n = 1;
+    static const char garbage[] = "This is a text file, not a WAV file.\n";
+    vkasr_status st = vkasr_audio_load_memory(garbage, sizeof garbage - 1, &x, &n, &e);
+    EXPECT(st == VKASR_ERR_AUDIO && e.status == st && x == NULL && n == 0 &&
+               strncmp(e.message, "audio bytes: ", 13) == 0 && strstr(e.message, "ecognised"),
+           "garbage bytes: %d %s", st, e.message);
+    st = vkasr_audio_load_memory(garbage, 0, &x, &n, &e);
+    EXPECT(st == VKASR_ERR_AUDIO && x == NULL && strstr(e.message, "audio bytes: empty input (0 bytes)"),
+           "size 0: %d %s", st, e.message);
+    st = vkasr_audio_load_memory(NULL, 0, &x, &n, &e);
+    EXPECT(st == VKASR_ERR_AUDIO && strstr(e.message, "audio bytes: empty"), "NULL, 0: %d %s", st, e.message);
+    st = vkasr_audio_load_memory(NULL, 10, &x, &n, &e);
+    EXPECT(st == VKASR_ERR_INVALID_ARG && strstr(e.message, "audio bytes: NULL data with size 10"),
+           "NULL with size 10: %d %s", st, e.message);
+    st = vkasr_audio_load_memory(garbage, SIZE_MAX, &x, &n, &e);
+    EXPECT(st == VKASR_ERR_AUDIO && strstr(e.message, "audio bytes: input too large"), "SIZE_MAX bytes: %d %s", st,
+           e.message);
+    st = vkasr_audio_load_memory(garbage, sizeof garbage, NULL, &n, &e);
+    EXPECT(st == VKASR_ERR_INVALID_ARG && strstr(e.message, "audio bytes") && strstr(e.message, "out_samples"),
+           "NULL output: %d %s", st, e.message);
+    /* a valid WAV of 0 frames is no error: no samples */
+    size_t size;
+    unsigned char *empty = read_bytes(path("audio/empty.wav"), &size);
+    x = (float *)1;
+    st = vkasr_audio_load_memory(empty, size, &x, &n, &e);
+    EXPECT(st == VKASR_OK && x == NULL && n == 0, "0-frame WAV: %d %s", st, e.message);
+    free(empty);
 }
 
 /* The WAV's samples, read through the same public API path as a file, compared with PCM input. */
@@ -500,6 +578,7 @@ int main(int argc, char **argv) {
     }
     data = argv[1];
     test_errors();
+    test_audio_memory();
     static const char *const heads[] = {"tdt", "rnnt", "ctc"};
     for (int h = 0; h < 3; h++) {
         vkasr_model *m = load(path("tiny/%s", heads[h]), h == 1 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32);

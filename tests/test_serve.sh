@@ -73,6 +73,29 @@ exit_of 2 -m "$MODEL" --devices 0,
 exit_of 2 -m "$MODEL" -d 0 --devices 0
 exit_of 5 -m "$MODEL" --port 0 --devices 0,99
 grep -q "^vkasr: 99: device index 99 out of range" "$WORK/usage.out" || fail "--devices 0,99: the missing device is named"
+# One --devices parser (tools/cli/pool.c): serve and transcribe refuse the same lists, exit 2, same words.
+# same_refusal WANT ARGS...: both commands exit 2 with the same message, which matches WANT
+same_refusal() {
+    want=$1
+    shift
+    "$VKASR" serve -m "$MODEL" --port 0 "$@" >/dev/null 2>"$WORK/dev_serve.err"
+    s=$?
+    "$VKASR" transcribe -m "$MODEL" "$@" "$WORK/none.wav" >/dev/null 2>"$WORK/dev_transcribe.err"
+    t=$?
+    if [ $s -eq 2 ] && [ $t -eq 2 ] && grep -q "$want" "$WORK/dev_serve.err" &&
+        cmp -s "$WORK/dev_serve.err" "$WORK/dev_transcribe.err"; then
+        ok "$*: refused alike by serve and transcribe"
+    else
+        fail "$*: serve exit $s, transcribe exit $t: $(cat "$WORK/dev_serve.err" "$WORK/dev_transcribe.err")"
+    fi
+}
+for bad in ",0" "0," "0,,1" ""; do
+    same_refusal "^vkasr: --devices needs a comma-separated list of devices (0,1 or cuda:0,cuda:1)$" --devices "$bad"
+done
+same_refusal "^vkasr: --devices and -d both name devices: use one$" -d 0 --devices 0
+if ! "$VKASR" devices --help | grep -q "CUDA devices"; then
+    same_refusal "^vkasr: --device cuda:1: this vkasr was built without the CUDA backend" --devices 0,cuda:1
+fi
 
 # The offline transcripts, `vkasr transcribe` of each file alone.
 FILES="$AUDIO/heldout/h00000.wav $AUDIO/heldout/h00100.wav $AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav
@@ -166,7 +189,8 @@ setTimeout(() => process.exit(1), 20000);' "$PORT" "$KEY" && ok "a stalled body:
     fail "a stalled body: the connection stayed open"
 grep -q "POST /v1/audio/transcriptions dropped after .* (timed out)" "$LOG" && ok "a stalled body: logged as timed out" ||
     fail "a stalled body: no log line"
-[ -z "$(ls "$WORK/tmp")" ] && ok "no temporary file left" || fail "temporary files left: $(ls "$WORK/tmp")"
+[ -z "$(ls "$WORK/tmp")" ] && ok "nothing written to TMPDIR (uploads stay in memory)" ||
+    fail "files in TMPDIR: $(ls "$WORK/tmp")"
 status_of 200 "still serving after the bad requests" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=text "$T"
 cmp -s "$WORK/body" "$WORK/expect1.txt" || fail "the answer after the bad requests differs"
 # A full queue: 503 for what does not fit, the others answered.

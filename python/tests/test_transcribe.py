@@ -65,6 +65,27 @@ def test_batch_equals_one_by_one(model, speech_pcm, np):
     assert model.transcribe_batch([]) == []
 
 
+def test_bytes_are_decoded_from_memory(model, monkeypatch):
+    """Bytes go to the library as bytes: no file is written, and errors name "audio bytes"."""
+    import os
+    import tempfile
+
+    def no_files(*_args, **_kwargs):
+        raise AssertionError("bytes input wrote a file")
+    monkeypatch.setattr(os, "memfd_create", no_files, raising=False)
+    monkeypatch.setattr(tempfile, "mkstemp", no_files)
+    flac = model.transcribe(STEREO.read_bytes())
+    assert flac.to_json() == model.transcribe(STEREO).to_json(file="")
+    for bad, reason in ((b"RIFF not really a wave file", "cannot decode audio"), (b"", "empty input")):
+        with pytest.raises(vkasr.AudioError) as e:
+            model.transcribe(bad)
+        assert e.value.message.startswith("audio bytes: ") and reason in e.value.message, e.value.message
+    with pytest.raises(vkasr.AudioError) as e:
+        model.transcribe_batch([SPEECH.read_bytes(), bytearray(b"not audio"), str(SPEECH)])
+    assert e.value.index == 1 and e.value.message.startswith("audio bytes: ")
+    assert [r.text for r in e.value.results[::2]] == ["hello world this a test"] * 2
+
+
 def test_batch_with_a_bad_input(model):
     with pytest.raises(vkasr.AudioError) as e:
         model.transcribe_batch([str(SPEECH), str(AUDIO / "not_audio.wav")])

@@ -1,21 +1,25 @@
 """Audio inputs: a path, the bytes of an audio file, or samples (numpy or any float32/int16 buffer),
-turned into what the C calls take (a path, or interleaved float32 frames)."""
+turned into what the C calls take (a path, or interleaved float32 frames; bytes are decoded by the
+library from memory)."""
 from __future__ import annotations
 
 import array
 import ctypes
 import os
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
+
+from . import _lib
+from ._errors import Error, error_for
 
 AudioInput = Union[str, "os.PathLike[str]", bytes, bytearray, Any]
 
 
 @dataclass
 class Prepared:
-    """One input ready for C: `path` (bytes) or `samples` (a float32 buffer, n_frames x channels)."""
+    """One input ready for C: `path` (bytes) or `samples` (a float32 buffer, n_frames x channels), or the
+    `error` its bytes met in decoding (raised by a single call, the input's own result in a batch)."""
 
     path: Optional[bytes] = None
     samples: Any = None  # a ctypes float array or a numpy array kept alive during the call
@@ -24,19 +28,14 @@ class Prepared:
     channels: int = 1
     sample_rate: int = 0
     file: bytes = b""  # the "file" name of the transcript (a path input's bytes)
-    _fd: Optional[int] = field(default=None, repr=False)
-    _tmp: Optional[str] = field(default=None, repr=False)
+    error: Optional[Error] = None
+    _owned: Any = field(default=None, repr=False)  # samples the library allocated (vkasr_free)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-        if self._tmp is not None:
-            try:
-                os.unlink(self._tmp)
-            except OSError:
-                pass
-            self._tmp = None
+        if self._owned is not None:
+            _lib.lib().vkasr_free(self._owned)
+            self._owned = None
+            self.pointer = None
 
 
 def _numpy() -> Any:
@@ -51,7 +50,7 @@ def _numpy() -> Any:
 
 
 def prepare(audio: AudioInput, sample_rate: Optional[int]) -> Prepared:
-    """Prepares one input; close() the result after the call (it may hold a file descriptor)."""
+    """Prepares one input; close() the result after the call (it may hold decoded samples)."""
     if isinstance(audio, (str, os.PathLike)):
         if sample_rate is not None:
             raise ValueError("sample_rate is for sample inputs; a file says its own rate")
@@ -65,28 +64,15 @@ def prepare(audio: AudioInput, sample_rate: Optional[int]) -> Prepared:
 
 
 def _file_bytes(data: bytes) -> Prepared:
-    """Bytes of an audio file, given to the library as a file: an anonymous memory file where the system
-    has them (Linux), else a temporary file."""
-    if hasattr(os, "memfd_create") and os.path.isdir("/proc/self/fd"):
-        fd = os.memfd_create("vkasr-audio", os.MFD_CLOEXEC)
-        try:
-            _write_all(fd, data)
-        except BaseException:
-            os.close(fd)
-            raise
-        return Prepared(path=f"/proc/self/fd/{fd}".encode(), _fd=fd)
-    fd, name = tempfile.mkstemp(prefix="vkasr-audio-")
-    try:
-        _write_all(fd, data)
-    finally:
-        os.close(fd)
-    return Prepared(path=os.fsencode(name), _tmp=name)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    """Bytes of an audio file, decoded by the library from memory (vkasr_audio_load_memory) into 16 kHz
+    mono samples; a decoding error ("audio bytes: ...") is kept in the result."""
+    L = _lib.lib()
+    x, n, err = ctypes.POINTER(ctypes.c_float)(), ctypes.c_size_t(), _lib.Error()
+    st = L.vkasr_audio_load_memory(data, len(data), ctypes.byref(x), ctypes.byref(n), ctypes.byref(err))
+    if st != _lib.OK:
+        # an empty 16 kHz input in its place, so that a batch still runs it (and reports this error)
+        return Prepared(error=error_for(st, err.message.decode("utf-8", "replace")), sample_rate=16000)
+    return Prepared(pointer=x, n_frames=n.value, channels=1, sample_rate=16000, _owned=x if x else None)
 
 
 def _samples(audio: Any, sample_rate: Optional[int]) -> Prepared:

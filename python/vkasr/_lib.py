@@ -156,6 +156,8 @@ _PROTOTYPES = {
                                      POINTER(_P)]),
     "vkasr_transcribe_file": (c_int, [_P, c_char_p, POINTER(TranscribeParams), POINTER(_P)]),
     "vkasr_audio_load": (c_int, [c_char_p, POINTER(POINTER(c_float)), POINTER(c_size_t), POINTER(Error)]),
+    "vkasr_audio_load_memory": (c_int, [c_void_p, c_size_t, POINTER(POINTER(c_float)), POINTER(c_size_t),
+                                        POINTER(Error)]),
     "vkasr_free": (None, [c_void_p]),
     "vkasr_default_model_path": (c_char_p, [ctypes.c_char_p, c_size_t]),
     "vkasr_result_text": (c_char_p, [_P]),

@@ -346,6 +346,8 @@ class Model:
         Runs without holding the GIL. Ctrl-C stops it promptly (KeyboardInterrupt); the model stays usable.
         """
         prep = prepare(audio, sample_rate)
+        if prep.error is not None:
+            raise prep.error
         try:
             flag = AbortFlag(abort)
             tp, _keep = self._params(attention, progress, flag)
@@ -437,7 +439,9 @@ class Model:
         for i in range(n):
             r = results[i]
             rs = L.vkasr_result_status(r)
-            if rs in (_lib.OK, _lib.ABORTED):
+            if preps[i].error is not None:  # bytes that did not decode ran as an empty input
+                out.append(preps[i].error)
+            elif rs in (_lib.OK, _lib.ABORTED):
                 out.append(transcript_of(L, r, preps[i].file, self._head))
             else:
                 out.append(error_for(rs, _s(L.vkasr_result_error(r))))

@@ -436,25 +436,50 @@ vkasr_status vkasr_transcribe_file(vkasr_session *s, const char *path, const vka
     return st;
 }
 
+/* Hands decoded audio to the caller: a decoder's samples are malloc'd (never borrowed), so vkasr_free()
+ * releases them. */
+static vkasr_status give_samples(vkasr_status st, struct audio *a, float **out_samples, size_t *out_n,
+                                 const struct err *e, vkasr_error *error) {
+    if (st == VKASR_OK) {
+        *out_samples = (float *)a->samples;
+        *out_n = a->n;
+    }
+    err_export(e, error);
+    return st;
+}
+
 vkasr_status vkasr_audio_load(const char *path, float **out_samples, size_t *out_n, vkasr_error *error) {
     struct err e = {0};
     if (out_samples)
         *out_samples = NULL;
     if (out_n)
         *out_n = 0;
-    if (!path || !out_samples || !out_n) {
-        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_audio_load: path, out_samples and out_n must not be NULL");
-        err_export(&e, error);
-        return e.code;
-    }
     struct audio a = {0};
-    vkasr_status st = audio_load_file(path, VKASR_SAMPLE_RATE, &a, &e);
-    if (st == VKASR_OK) {
-        *out_samples = (float *)a.samples; /* a file's samples are malloc'd (never borrowed): vkasr_free() */
-        *out_n = a.n;
-    }
-    err_export(&e, error);
-    return st;
+    vkasr_status st = !path || !out_samples || !out_n
+                          ? err_set(&e, VKASR_ERR_INVALID_ARG,
+                                    "vkasr_audio_load: path, out_samples and out_n must not be NULL")
+                          : audio_load_file(path, VKASR_SAMPLE_RATE, &a, &e);
+    return give_samples(st, &a, out_samples, out_n, &e, error);
+}
+
+vkasr_status vkasr_audio_load_memory(const void *data, size_t size, float **out_samples, size_t *out_n,
+                                     vkasr_error *error) {
+    static const char name[] = "audio bytes";
+    struct err e = {0};
+    if (out_samples)
+        *out_samples = NULL;
+    if (out_n)
+        *out_n = 0;
+    struct audio a = {0};
+    vkasr_status st;
+    if (!out_samples || !out_n)
+        st = err_set(&e, VKASR_ERR_INVALID_ARG, "%s: vkasr_audio_load_memory: out_samples and out_n must not be NULL",
+                     name);
+    else if (!data && size > 0)
+        st = err_set(&e, VKASR_ERR_INVALID_ARG, "%s: NULL data with size %zu", name, size);
+    else
+        st = audio_load_memory(data, size, name, VKASR_SAMPLE_RATE, &a, &e);
+    return give_samples(st, &a, out_samples, out_n, &e, error);
 }
 
 void vkasr_free(void *p) { free(p); }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pool.h"
 #include "vkasr.h"
 
 #ifndef VKASR_DEFAULT_MODELS
@@ -34,11 +35,11 @@ void log_to_stderr(vkasr_log_level level, const char *msg, void *ud);
 double now_s(void);
 int mkdir_p(const char *dir);
 
-/* The first SIGINT/SIGTERM sets `interrupted` (the signal number); should_abort() is an abort callback
- * that reports it; a second signal ends the process at once. */
+/* The first SIGINT/SIGTERM sets `interrupted` (the signal number); cli_should_abort() is an abort
+ * callback that reports it; a second signal ends the process at once. */
 extern volatile sig_atomic_t interrupted;
 void catch_interrupts(void);
-bool should_abort(void *ud);
+bool cli_should_abort(void *ud);
 /* VKASR_TEST_HOLD_EXIT_MS=N, a test hook: once every input is delivered, before the device is released,
  * holds N ms (at most 60000) or until a signal, saying so on stderr, so a test can send a signal just
  * there (test_cli.sh: a late Ctrl-C loses nothing). Off when unset. */
@@ -89,11 +90,9 @@ void shard_range(size_t total, size_t k, size_t n, size_t *first, size_t *count)
 /* ---- transcribe_batch.c ---- */
 
 /* What the batched path of `vkasr transcribe` needs from the command line. */
-#define MAX_SESSIONS 8 /* --sessions: workers per device at most */
 struct batch_run {
     const char *model;
-    const char *const *devices;    /* workers per entry (a device string as -d takes)    */
-    int ndevices;
+    const struct pool_devices *devices; /* --devices, or -d's one device (pool.h)           */
     int sessions;                  /* workers (sessions) per device entry; 0: auto       */
     vkasr_model_params mp;         /* device set per worker                              */
     vkasr_transcribe_params tp;    /* no callbacks                                       */
@@ -126,9 +125,7 @@ struct transcribe_opts {
     bool batched;                  /* the batched path (--batch, or implied)               */
     size_t batch, shard_k, shard_n;
     int sessions;                  /* --sessions; 0: auto                                  */
-    const char **devices;          /* --devices split (into devbuf)                        */
-    char *devbuf;
-    int ndevices;
+    struct pool_devices devices;   /* --devices split, or -d                               */
 };
 /* Parses and checks the command line (the model resolved into model_buf when not given). EXIT_OK,
  * ARGS_HELP, or an exit code after a message; transcribe_opts_free() in every case. */

@@ -116,7 +116,7 @@ static void on_signal(int sig) {
     interrupted = sig;
 }
 
-bool should_abort(void *ud) { return interrupted != 0; }
+bool cli_should_abort(void *ud) { return interrupted != 0; }
 
 void cli_test_hold_exit(void) {
     const char *v = getenv("VKASR_TEST_HOLD_EXIT_MS");

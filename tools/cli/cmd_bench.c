@@ -206,25 +206,19 @@ int cmd_bench(int argc, char **argv) {
 
     catch_interrupts();
     vkasr_model_params mp = cli_model_params(&c);
-    vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *s = NULL;
     double t0 = now_s();
-    vkasr_status st = vkasr_model_load(model, &mp, &m, &err);
-    if (st == VKASR_OK)
-        st = vkasr_session_create(m, &s, &err);
+    int orc = pool_open_single(model, &mp, &m, &s);
     double load_ms = (now_s() - t0) * 1e3;
-    if (st != VKASR_OK) {
-        fprintf(stderr, "vkasr: %s\n", err.message);
-        vkasr_model_free(m);
-        return exit_code_for(st, 1);
-    }
+    if (orc != EXIT_OK)
+        return orc;
     vkasr_model_info info;
     vkasr_model_get_info(m, &info);
 
     struct length_result res[MAX_LENGTHS];
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     int rc = EXIT_OK;
     for (int li = 0; li < nlengths && rc == EXIT_OK; li++) {
         size_t n = (size_t)llround(lengths[li] * VKASR_SAMPLE_RATE);
@@ -243,7 +237,7 @@ int cmd_bench(int argc, char **argv) {
         for (int k = -1; k < runs && rc == EXIT_OK; k++) { /* k = -1: the warm-up, until warmup_ms have passed */
             const vkasr_result *out = NULL;
             double t = now_s();
-            st = vkasr_transcribe_pcm(s, audio, n, VKASR_SAMPLE_RATE, 1, &tp, &out);
+            vkasr_status st = vkasr_transcribe_pcm(s, audio, n, VKASR_SAMPLE_RATE, 1, &tp, &out);
             double ms = (now_s() - t) * 1e3;
             if (st != VKASR_OK) {
                 if (st == VKASR_ABORTED)

@@ -164,7 +164,7 @@ static int run(vkasr_session *s, const char *device, const char *audio, vkasr_st
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
     tp.stage_callback = tap;
     tp.stage_user_data = ud;
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     if (forced) {
         tp.forced_steps = forced->steps;
         tp.n_forced_steps = forced->nsteps;

@@ -224,14 +224,9 @@ static vkasr_status feed_input(vkasr_stream *st, struct live_input *in, struct l
 /* The model and a session; an exit code after a message when either fails. */
 static int open_session(const struct cli_common *c, const struct live_opts *o, vkasr_model **m, vkasr_session **s) {
     vkasr_model_params mp = cli_model_params(c);
-    vkasr_error err;
-    vkasr_status st = vkasr_model_load(c->model, &mp, m, &err);
-    if (st == VKASR_OK)
-        st = vkasr_session_create(*m, s, &err);
-    if (st != VKASR_OK) {
-        fprintf(stderr, "vkasr: %s\n", err.message);
-        return exit_code_for(st, 1);
-    }
+    int rc = pool_open_single(c->model, &mp, m, s);
+    if (rc != EXIT_OK)
+        return rc;
     if (c->verbose && !c->no_prints) {
         vkasr_model_info info;
         vkasr_model_get_info(*m, &info);

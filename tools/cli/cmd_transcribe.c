@@ -54,7 +54,7 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
             fprintf(stderr, "vkasr: shard %zu of %zu: inputs %zu .. %zu of %zu\n", o->shard_k, o->shard_n, first,
                     first + count, n);
         struct batch_run b = {
-            .model = c->model, .devices = o->devices, .ndevices = o->ndevices, .sessions = o->sessions, .mp = *mp,
+            .model = c->model, .devices = &o->devices, .sessions = o->sessions, .mp = *mp,
             .tp = transcribe_params(o), .batch = o->batch, .stdout_fmt = o->stdout_fmt, .dump = o->dump,
             .out_manifest = o->out_manifest, .no_prints = c->no_prints, .verbose = c->verbose,
             .profile = o->profile, .progress = show_progress(c, o),
@@ -69,16 +69,9 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
 /* The model and a session on it; an exit code after a message when either fails. */
 static int open_session(const struct cli_common *c, const vkasr_model_params *mp, vkasr_model **m,
                         vkasr_session **s) {
-    vkasr_error err;
-    vkasr_status st = vkasr_model_load(c->model, mp, m, &err);
-    if (st == VKASR_OK && (st = vkasr_session_create(*m, s, &err)) != VKASR_OK) {
-        vkasr_model_free(*m);
-        *m = NULL;
-    }
-    if (st != VKASR_OK) {
-        fprintf(stderr, "vkasr: %s\n", err.message);
-        return exit_code_for(st, 1);
-    }
+    int rc = pool_open_single(c->model, mp, m, s);
+    if (rc != EXIT_OK)
+        return rc;
     vkasr_model_info info;
     vkasr_model_get_info(*m, &info);
     output_set_head(info.head);
@@ -207,7 +200,7 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
     vkasr_transcribe_params tp = transcribe_params(o);
     tp.progress_callback = on_progress;
     tp.progress_user_data = &pc;
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     catch_interrupts();
     vkasr_status st = VKASR_OK;
     bool stop = false, aborted = false;

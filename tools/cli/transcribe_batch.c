@@ -1,5 +1,5 @@
-/* transcribe_batch.c — the batched path of `vkasr transcribe`: windows of consecutive inputs, taken by
- * the devices' workers (--sessions per device, a session and thread each) through
+/* transcribe_batch.c — the batched path of `vkasr transcribe`: windows of consecutive inputs, each a job
+ * of the worker pool (pool.c: --sessions per device, a session and thread each) through
  * vkasr_transcribe_batch(); outputs are written in input order as soon as the windows before them are. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -29,7 +29,9 @@ struct record {
     double seconds;   /* audio seconds of a transcribed input           */
 };
 
+struct shared;
 struct window {
+    struct shared *sh;
     size_t first, n;
     bool done;
     struct record *rec;
@@ -51,7 +53,7 @@ struct shared {
     const struct manifest_entry *in;
     size_t ninputs;
     struct window *w;
-    size_t nw, next, written;
+    size_t nw, written;
     FILE *mf;             /* the output manifest                               */
     int rc;               /* exit code of the inputs (EXIT_AUDIO wins)          */
     bool stop;            /* stdout or the output manifest cannot be written     */
@@ -63,15 +65,6 @@ struct shared {
     double t0;
     struct prefetch *pf;  /* decoding the windows ahead (NULL: the library decodes the files) */
     struct stages st;     /* where the workers' time went                                    */
-};
-
-struct worker {
-    struct shared *sh;
-    vkasr_session *session;
-    const char *device;   /* NULL: the default device */
-    int id;
-    pthread_t thread;
-    int code;             /* a failure of the worker itself (not of an input)  */
 };
 
 static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -259,10 +252,10 @@ static void add_stages(struct stages *a, const struct stages *b) {
 }
 
 /* Transcribes window w on this worker's session; its records, then the ordered flush. */
-static void run_window(struct worker *wk, size_t wi) {
-    struct shared *sh = wk->sh;
+static void run_window(struct pool_worker *wk, struct window *w) {
+    struct shared *sh = w->sh;
     const struct batch_run *o = sh->o;
-    struct window *w = &sh->w[wi];
+    const size_t wi = (size_t)(w - sh->w);
     struct record *rec = calloc(w->n, sizeof *rec);
     vkasr_batch_input *in = calloc(w->n, sizeof *in);
     const vkasr_result **res = calloc(w->n, sizeof *res);
@@ -289,7 +282,7 @@ static void run_window(struct worker *wk, size_t wi) {
             in[i].path = sh->in[w->first + i].audio;
     }
     vkasr_transcribe_params tp = o->tp;
-    tp.abort_callback = should_abort;
+    tp.abort_callback = cli_should_abort;
     vkasr_batch_params bp = vkasr_batch_params_default();
     bp.max_batch = o->batch;
     const double t0 = now_s();
@@ -346,7 +339,7 @@ static void run_window(struct worker *wk, size_t wi) {
         char *m = dupf("vkasr: worker %d (%s): window of %zu inputs (%zu..%zu, %.1f s of audio) in %.2f s (RTFx %.1f), "
                        "peak device memory %.1f MiB; decoded ahead in %.3f s (waited %.3f s), %zu batches: features "
                        "%.3f s, encoder %.3f s, decoder %.3f s; outputs %.3f s\n",
-                       wk->id, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1,
+                       wk->index, wk->device ? wk->device : "default device", w->n, w->first, w->first + w->n - 1,
                        audio, secs, secs > 0 ? audio / secs : 0.0, peak / 1048576.0, ws.decode, ws.waited, ws.batches,
                        ws.features, ws.encoder, ws.decoder, ws.outputs);
         if (m && w->n)
@@ -380,21 +373,14 @@ static void run_window(struct worker *wk, size_t wi) {
     pthread_mutex_unlock(&sh->mu);
 }
 
-static void *worker_main(void *arg) {
-    struct worker *wk = arg;
-    struct shared *sh = wk->sh;
-    for (;;) {
-        pthread_mutex_lock(&sh->mu);
-        size_t wi = sh->next;
-        bool go = wi < sh->nw && !sh->stop && !interrupted;
-        if (go)
-            sh->next++;
-        pthread_mutex_unlock(&sh->mu);
-        if (!go)
-            break;
-        run_window(wk, wi);
-    }
-    return NULL;
+/* A window's job: run unless stdout failed or an interrupt came (then the windows left are skipped). */
+static void window_job(struct pool_worker *wk, void *arg) {
+    struct window *w = arg;
+    pthread_mutex_lock(&w->sh->mu);
+    const bool go = !w->sh->stop && !interrupted;
+    pthread_mutex_unlock(&w->sh->mu);
+    if (go)
+        run_window(wk, w);
 }
 
 /* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few:
@@ -404,7 +390,7 @@ static struct window *make_windows(const struct batch_run *o, const struct manif
                                    size_t *nw) {
     size_t cap = o->batch ? 4 * o->batch : WINDOW_AUTO_INPUTS;
     if (workers > 1) {
-        const size_t per = (o->ndevices > 1 ? 3 : 2) * (size_t)workers;
+        const size_t per = (o->devices->n > 1 ? 3 : 2) * (size_t)workers;
         size_t share = (n + per - 1) / per, least = o->batch ? o->batch : 64;
         share = share > least ? share : least;
         cap = share < cap ? share : cap;
@@ -427,103 +413,20 @@ static struct window *make_windows(const struct batch_run *o, const struct manif
     return w;
 }
 
-/* Loading one device's model: on a thread of its own where several devices load at once. */
-struct model_load {
-    const struct batch_run *o;
-    const char *device;
-    vkasr_model *model;
-    vkasr_status st;
-    vkasr_error err;
-    pthread_t thread;
-    bool loads;    /* the first worker on its device: it loads the model (the others share it) */
-    bool threaded; /* on a thread of its own */
-};
-
-static void *load_model(void *arg) {
-    struct model_load *l = arg;
-    vkasr_model_params mp = l->o->mp;
-    mp.device = l->device;
-    l->st = vkasr_model_load(l->o->model, &mp, &l->model, &l->err);
-    return NULL;
-}
-
-/* The worker before i naming the same device as worker i (they share a model), or -1. */
-static int same_device(const struct worker *wk, int i) {
-    for (int j = 0; j < i; j++)
-        if ((!wk[i].device && !wk[j].device) ||
-            (wk[i].device && wk[j].device && strcmp(wk[i].device, wk[j].device) == 0))
-            return j;
-    return -1;
-}
-
-/* A model per distinct device, loaded at the same time on as many threads; models[i] stays NULL for a
- * worker sharing an earlier one's. EXIT_OK, or the first failure's exit code after saying why. */
-static int load_models(const struct batch_run *o, const struct worker *wk, int nd, vkasr_model **models,
-                       int *nmodels) {
-    struct model_load *l = calloc((size_t)nd, sizeof *l);
-    if (!l) {
-        fprintf(stderr, "vkasr: out of memory\n");
-        return EXIT_FAIL;
-    }
-    /* the others on threads of their own (or here, below, if no thread starts), then the first here */
-    for (int i = nd - 1; i >= 0; i--)
-        if (same_device(wk, i) < 0) {
-            l[i] = (struct model_load){.o = o, .device = wk[i].device, .st = VKASR_OK, .loads = true};
-            l[i].threaded = i > 0 && pthread_create(&l[i].thread, NULL, load_model, &l[i]) == 0;
-        }
-    load_model(&l[0]);
-    int rc = EXIT_OK;
-    *nmodels = 0;
-    for (int i = 0; i < nd; i++) {
-        if (!l[i].loads)
-            continue;
-        ++*nmodels;
-        if (l[i].threaded)
-            pthread_join(l[i].thread, NULL);
-        else if (i > 0)
-            load_model(&l[i]);
-        models[i] = l[i].model;
-        if (l[i].st != VKASR_OK && rc == EXIT_OK) {
-            const char *dev = l[i].device;
-            fprintf(stderr, "vkasr: %s%s%s\n", dev ? dev : "", dev ? ": " : "", l[i].err.message);
-            rc = exit_code_for(l[i].st, 1);
-        }
-    }
-    free(l);
-    return rc;
-}
-
-/* Sessions per device entry: --sessions, else (auto) two where one device is named and it is a GPU
- * through Vulkan: each session submits to the device's queue as it goes, so one session's host work,
- * uploads and decoder round trips run while the other's encoder keeps the GPU busy (docs/batch.md).
- * One on the CPU backend and on CUDA (not measured there); a CPU device through Vulkan (lavapipe) is
- * recognised after the load (vkasr_model_on_cpu). */
-static int sessions_per_device(const struct batch_run *o) {
-    if (o->sessions > 0)
-        return o->sessions;
-    if (o->ndevices > 1)
-        return 1;
-    const char *dev = o->ndevices == 1 ? o->devices[0] : o->mp.device;
-    if (!dev || !*dev)
-        dev = getenv("VKASR_DEVICE");
-    return dev && (!strcmp(dev, "cpu") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
-}
-
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
     const double t_start = now_s();
     struct shared sh = {.o = o, .in = in, .ninputs = n, .rc = EXIT_OK, .t0 = t_start};
     pthread_mutex_init(&sh.mu, NULL);
     int rc = EXIT_OK;
-    /* workers: the first session of every device entry, then the second of every entry, and so on */
-    const int ne = o->ndevices > 0 ? o->ndevices : 1, spd = sessions_per_device(o);
-    int nd = ne * spd;
-    struct worker *wk = calloc((size_t)nd, sizeof *wk);
-    vkasr_model **models = calloc((size_t)nd, sizeof *models);
+    /* the windows are cut for the workers planned (an auto count on a CPU device shrinks at the load) */
+    int nd = o->devices->n * pool_sessions(o->devices, o->sessions);
     sh.w = make_windows(o, in, n, nd, &sh.nw);
-    if (!wk || !models || !sh.w) {
+    if (!sh.w) {
         fprintf(stderr, "vkasr: out of memory\n");
         rc = EXIT_FAIL;
     }
+    for (size_t i = 0; i < sh.nw; i++)
+        sh.w[i].sh = &sh;
     /* the files of the first window decode while the model loads, each next one while the windows
      * before it transcribe; without the prefetcher (out of memory, no thread) the library decodes them */
     const char **paths = rc == EXIT_OK ? calloc(n ? n : 1, sizeof *paths) : NULL;
@@ -542,54 +445,38 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
         rc = EXIT_AUDIO;
     }
-    for (int i = 0; rc == EXIT_OK && i < nd; i++)
-        wk[i] = (struct worker){.sh = &sh, .device = o->ndevices > 0 ? o->devices[i % ne] : o->mp.device, .id = i};
+    struct pool *pool = NULL;
     int nmodels = 0, prefetch_threads_used = 0;
-    if (rc == EXIT_OK)
-        rc = load_models(o, wk, nd, models, &nmodels);
-    if (rc == EXIT_OK && o->sessions == 0 && nd > ne && vkasr_model_on_cpu(models[0]))
-        nd = ne; /* auto on a CPU device: one session (the others are the last workers; their model is shared) */
     if (rc == EXIT_OK) {
-        vkasr_model_info info;
-        vkasr_model_get_info(models[0], &info);
-        output_set_head(info.head);
+        const struct pool_params pp = {
+            .model = o->model, .mp = o->mp, .devices = o->devices, .sessions = o->sessions, .verbose = o->verbose,
+        };
+        rc = pool_open(&pp, &pool);
     }
-    /* a session per worker, on its device's model */
-    for (int i = 0; rc == EXIT_OK && i < nd; i++) {
-        const int same = same_device(wk, i);
-        vkasr_model *m = models[same >= 0 ? same : i];
-        if (o->verbose) {
-            vkasr_model_info info;
-            vkasr_model_get_info(m, &info);
-            fprintf(stderr, "vkasr: worker %d: device %s, precision %s", i, info.device_name,
-                    info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
-            if (same >= 0)
-                fprintf(stderr, ", sharing worker %d's model", same);
-            fprintf(stderr, "\n");
-        }
-        vkasr_error err;
-        vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
-        if (st != VKASR_OK) {
-            fprintf(stderr, "vkasr: %s\n", err.message);
-            rc = exit_code_for(st, 1);
-        }
+    if (rc == EXIT_OK) {
+        nd = pool_size(pool);
+        nmodels = pool_models(pool);
+        vkasr_model_info info;
+        vkasr_model_get_info(pool_worker(pool, 0)->model, &info);
+        output_set_head(info.head);
     }
     /* the progress line's RTFx counts from here: transcription only */
     sh.t0 = now_s();
     const double load_s = sh.t0 - t_start;
     if (rc == EXIT_OK) {
         catch_interrupts();
-        int started = 0;
-        for (int i = 1; i < nd; i++) {
-            if (pthread_create(&wk[i].thread, NULL, worker_main, &wk[i]) != 0) {
-                fprintf(stderr, "vkasr: cannot start worker %d: %s\n", i, strerror(errno));
-                break;
+        /* the windows in input order, each taken by the next free worker */
+        if (pool_start(pool, NULL, NULL) == 0)
+            sh.rc = EXIT_FAIL;
+        for (size_t i = 0; sh.rc == EXIT_OK && i < sh.nw; i++)
+            if (!pool_submit(pool, window_job, &sh.w[i])) {
+                fprintf(stderr, "vkasr: out of memory\n");
+                pthread_mutex_lock(&sh.mu);
+                sh.rc = EXIT_FAIL;
+                sh.stop = true;
+                pthread_mutex_unlock(&sh.mu);
             }
-            started = i;
-        }
-        worker_main(&wk[0]); /* the first worker is this thread */
-        for (int i = 1; i <= started; i++)
-            pthread_join(wk[i].thread, NULL);
+        pool_wait(pool);
         prefetch_threads_used = prefetch_threads(sh.pf);
         prefetch_stop(sh.pf);
         sh.pf = NULL;
@@ -636,10 +523,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         fprintf(stderr, "vkasr: cannot write %s: %s\n", o->out_manifest, strerror(errno));
         rc = EXIT_AUDIO;
     }
-    for (int i = 0; wk && i < nd; i++)
-        vkasr_session_free(wk[i].session);
-    for (int i = 0; models && i < nd; i++)
-        vkasr_model_free(models[i]);
+    pool_free(pool);
     prefetch_stop(sh.pf);
     free(paths);
     free(wfirst);
@@ -647,8 +531,6 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     for (size_t i = 0; sh.w && i < sh.nw; i++)
         free(sh.w[i].rec);
     free(sh.w);
-    free(wk);
-    free(models);
     pthread_mutex_destroy(&sh.mu);
     /* 128 + the signal when it cut the work short (an input partial or skipped), as in cmd_transcribe.c */
     if (interrupted && (sh.partials > 0 || sh.inputs_done < sh.ninputs))

@@ -142,8 +142,8 @@ static int arg_sessions(const char *opt, const char *v, void *field) {
     struct transcribe_opts *o = field;
     char *end = NULL;
     long n = strcmp(v, "auto") ? strtol(v, &end, 10) : 0;
-    if (end && (n < 1 || n > MAX_SESSIONS || *end)) {
-        fprintf(stderr, "vkasr: %s needs 1 to %d sessions per device, or auto\n", opt, MAX_SESSIONS);
+    if (end && (n < 1 || n > POOL_MAX_SESSIONS || *end)) {
+        fprintf(stderr, "vkasr: %s needs 1 to %d sessions per device, or auto\n", opt, POOL_MAX_SESSIONS);
         return EXIT_USAGE;
     }
     o->sessions = (int)n;
@@ -248,27 +248,7 @@ static int check_combinations(const struct cli_common *c, struct transcribe_opts
     if (o->batched && o->of)
         return usage_error("-of names the outputs of one input, not of batches (-otxt and the like write "
                            "<input>.txt beside each input)");
-    if (o->devices_arg && c->device)
-        return usage_error("--devices and -d both name devices: use one");
     return EXIT_OK;
-}
-
-/* --devices split into o->devices, each checked as -d would be; then -d. */
-static int split_devices(const struct cli_common *c, struct transcribe_opts *o) {
-    if (o->devices_arg) {
-        o->devbuf = strdup(o->devices_arg);
-        o->devices = calloc(strlen(o->devices_arg) + 1, sizeof *o->devices);
-        if (!o->devbuf || !o->devices)
-            return EXIT_FAIL;
-    }
-    int rc = EXIT_OK;
-    char *save = NULL;
-    for (char *tok = o->devbuf ? strtok_r(o->devbuf, ",", &save) : NULL; tok && rc == EXIT_OK;
-         tok = strtok_r(NULL, ",", &save)) {
-        o->devices[o->ndevices++] = tok;
-        rc = check_device_backend(tok);
-    }
-    return rc == EXIT_OK ? check_device_backend(c->device) : rc;
 }
 
 int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcribe_opts *o, char *model_buf,
@@ -287,7 +267,7 @@ int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcri
         rc = EXIT_USAGE;
     }
     if (rc == EXIT_OK)
-        rc = split_devices(c, o);
+        rc = pool_devices_parse(o->devices_arg, c->device, &o->devices);
     /* $VKASR_PROFILE=1 turns timestamps on in the library; print the report then too (same rule as the
      * library: set, non-empty and not "0"). */
     const char *env_profile = getenv("VKASR_PROFILE");
@@ -298,6 +278,5 @@ int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcri
 
 void transcribe_opts_free(struct transcribe_opts *o) {
     free(o->inputs);
-    free(o->devbuf);
-    free(o->devices);
+    pool_devices_free(&o->devices);
 }

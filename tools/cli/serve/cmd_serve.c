@@ -1,6 +1,7 @@
 /* cmd_serve.c — `vkasr serve`: an OpenAI-compatible transcription server (POST /v1/audio/transcriptions)
- * with cross-request packed batching. Options, model and session, and the orderly stop on SIGINT/SIGTERM;
- * serve_http.c, serve_queue.c and serve_format.c do the rest (docs/server.md). */
+ * with cross-request packed batching. Options, the worker pool (models and sessions of the devices), and
+ * the orderly stop on SIGINT/SIGTERM; serve_http.c, serve_queue.c and serve_format.c do the rest
+ * (docs/server.md). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <signal.h>
@@ -8,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "args.h"
+#include "../args.h"
 #include "serve.h"
 
 static void intro(FILE *f) {
@@ -76,7 +77,7 @@ static int arg_wait_ms(const char *opt, const char *v, void *field) {
 }
 static int arg_batch(const char *opt, const char *v, void *field) {
     long n;
-    return cli_parse_long(v, 1, 256, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
+    return cli_parse_long(v, 1, SERVE_MAX_BATCH, &n) ? (*(size_t *)field = (size_t)n, EXIT_OK) : bad_value(opt, v);
 }
 static int arg_seconds(const char *opt, const char *v, void *field) {
     char *end = NULL;
@@ -115,9 +116,9 @@ static const struct cli_opt serve_table[] = {
     ARGS_SHARED,
     OPT_VALUE("--devices", "LIST", ARG_FIELD(struct serve_cli, devices), arg_devices,
               "several devices in one process (comma-separated, as -d takes them: 0,1\n"
-              "or cuda:0,cuda:1), a model, session and worker each; each worker takes\n"
-              "the next turn of the one queue when it is free. A device named twice\n"
-              "gets two workers on one model"),
+              "or cuda:0,cuda:1), a session and worker each (the devices load the model\n"
+              "at the same time); each worker takes the next turn of the one queue when\n"
+              "it is free. A device named twice gets two workers on one model"),
 };
 
 static const struct cli_command serve_command = {
@@ -148,76 +149,6 @@ static bool wait_signal(const sigset_t *set, double seconds) {
     return sigtimedwait(set, NULL, &ts) > 0;
 }
 
-/* The devices' models and sessions: models[i] is NULL where device i shares an earlier one's. */
-struct serve_devices {
-    size_t n;
-    char *buf;                     /* --devices, split in place                                 */
-    const char **names;            /* as named, for the logs ("default": -d not given)          */
-    vkasr_model **models;
-    vkasr_session **sessions;
-};
-
-static void devices_free(struct serve_devices *d) {
-    for (size_t i = 0; d->sessions && i < d->n; i++)
-        vkasr_session_free(d->sessions[i]);
-    for (size_t i = 0; d->models && i < d->n; i++)
-        vkasr_model_free(d->models[i]);
-    free(d->sessions);
-    free(d->models);
-    free(d->names);
-    free(d->buf);
-}
-
-/* --devices (or -d) split into d->names, each checked as -d is. EXIT_OK or EXIT_USAGE after a message. */
-static int devices_split(const char *list, const char *device, struct serve_devices *d) {
-    size_t cap = list ? strlen(list) + 1 : 1;
-    d->names = calloc(cap, sizeof *d->names);
-    d->models = calloc(cap, sizeof *d->models);
-    d->sessions = calloc(cap, sizeof *d->sessions);
-    if (!d->names || !d->models || !d->sessions || (list && !(d->buf = strdup(list)))) {
-        fprintf(stderr, "vkasr: out of memory\n");
-        return EXIT_FAIL;
-    }
-    if (!list) {
-        d->names[d->n++] = device ? device : "default";
-        return check_device_backend(device) == EXIT_OK ? EXIT_OK : EXIT_USAGE;
-    }
-    char *save = NULL;
-    for (char *tok = strtok_r(d->buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        d->names[d->n++] = tok;
-        if (check_device_backend(tok) != EXIT_OK)
-            return EXIT_USAGE;
-    }
-    return EXIT_OK;
-}
-
-/* A model per distinct device (one after the other) and a session per device; EXIT_OK or the exit code of
- * the first failure after a message naming its device (with --devices). */
-static int devices_load(const char *model, const struct cli_common *common, bool named, struct serve_devices *d) {
-    for (size_t i = 0; i < d->n; i++) {
-        vkasr_model *m = NULL;
-        for (size_t j = 0; j < i && !m; j++)
-            if (!strcmp(d->names[i], d->names[j]))
-                m = d->models[j];
-        vkasr_error err;
-        vkasr_status st = VKASR_OK;
-        if (!m) {
-            vkasr_model_params mp = cli_model_params(common);
-            if (named)
-                mp.device = d->names[i];
-            st = vkasr_model_load(model, &mp, &d->models[i], &err);
-            m = d->models[i];
-        }
-        if (st == VKASR_OK)
-            st = vkasr_session_create(m, &d->sessions[i], &err);
-        if (st != VKASR_OK) {
-            fprintf(stderr, "vkasr: %s%s%s\n", named ? d->names[i] : "", named ? ": " : "", err.message);
-            return exit_code_for(st, 1);
-        }
-    }
-    return EXIT_OK;
-}
-
 int cmd_serve(int argc, char **argv) {
     char default_path[4096], name_buf[256];
     struct cli_common common = cli_common_default();
@@ -231,15 +162,11 @@ int cmd_serve(int argc, char **argv) {
         return rc == ARGS_HELP ? EXIT_OK : rc;
     struct serve_opts o = cli.o;
     const char *model = common.model, *model_name = cli.model_name;
-    if (cli.devices && common.device) {
-        fprintf(stderr, "vkasr: --devices and -d both name devices: use one\n");
-        return EXIT_USAGE;
-    }
     if (!(model = model_or_default(model, default_path, sizeof default_path)))
         return EXIT_USAGE;
-    struct serve_devices dev = {0};
-    if ((rc = devices_split(cli.devices, common.device, &dev)) != EXIT_OK) {
-        devices_free(&dev);
+    struct pool_devices dev;
+    if ((rc = pool_devices_parse(cli.devices, common.device, &dev)) != EXIT_OK) {
+        pool_devices_free(&dev);
         return rc;
     }
     if (o.api_key && !*o.api_key)
@@ -256,12 +183,15 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error of that write only */
 
-    if ((rc = devices_load(model, &common, cli.devices != NULL, &dev)) != EXIT_OK) {
-        devices_free(&dev);
+    /* a model per distinct device, a session and worker per entry */
+    struct pool *pool = NULL;
+    const struct pool_params pp = {.model = model, .mp = cli_model_params(&common), .devices = &dev, .sessions = 1};
+    if ((rc = pool_open(&pp, &pool)) != EXIT_OK) {
+        pool_devices_free(&dev);
         return rc;
     }
     int port = 0;
-    struct serve_queue *q = serve_queue_start(dev.sessions, dev.names, dev.n, &o);
+    struct serve_queue *q = serve_queue_start(pool, &o);
     struct serve_http *h = q ? serve_http_start(&o, q, &port) : NULL;
     if (!h) {
         rc = EXIT_FAIL;
@@ -282,7 +212,8 @@ int cmd_serve(int argc, char **argv) {
     }
     serve_http_stop(h);
     serve_queue_stop(q);
-    devices_free(&dev);
+    pool_free(pool);
+    pool_devices_free(&dev);
     fprintf(stderr, "vkasr serve: stopped\n");
     return rc;
 }

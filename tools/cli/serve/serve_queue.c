@@ -1,8 +1,8 @@
-/* serve_queue.c — the request queue of `vkasr serve` and its worker threads, one per device session, each
- * taking the next turn when free: requests wait at most --batch-wait-ms for others, then run packed in one
- * vkasr_transcribe_batch call; inputs over --solo-seconds run alone, in turns alternating with the short. */
+/* serve_queue.c — the request queue of `vkasr serve`: each request queues a turn on the worker pool
+ * (pool.c, a worker per device session), and the worker that runs it takes the next turn: requests wait at
+ * most --batch-wait-ms for others, then run packed in one vkasr_transcribe_batch call; inputs over
+ * --solo-seconds run alone, in turns alternating with the short. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,28 +10,16 @@
 
 #include "serve.h"
 
-/* One worker thread: it owns its session. */
-struct serve_worker {
-    struct serve_queue *q;
-    int index;                     /* its place in --devices                                    */
-    const char *device;            /* its device as named (the queue's caller keeps it alive)   */
-    vkasr_session *session;
-    struct serve_job **turn;       /* the jobs of the turn it runs (max_batch)                  */
-    pthread_t thread;
-    bool started;
-};
-
 struct serve_queue {
     pthread_mutex_t mu;
-    pthread_cond_t work;           /* a job arrived, or stop                                    */
+    pthread_cond_t work;           /* a job arrived, or stop (ends a turn's batch wait)         */
     pthread_cond_t answered;       /* some job is done                                          */
     struct serve_job *head, *tail; /* FIFO of waiting jobs                                      */
     size_t count;
     bool stopping, last_long;
-    size_t nready;                 /* workers whose warm-up has run                             */
+    size_t nready, nworkers;       /* workers whose warm-up has run, of those started           */
     atomic_bool abort;
-    struct serve_worker *w;
-    size_t nw;
+    struct pool *pool;
     const struct serve_opts *o;
 };
 
@@ -91,12 +79,14 @@ static size_t take_turn(struct serve_queue *q, struct serve_job **jobs) {
 /* What the batch call's result callback needs. */
 struct turn {
     struct serve_queue *q;
-    const struct serve_worker *w;
+    const struct pool_worker *w;
     struct serve_job **jobs;
     bool *answered;
     size_t n;
     double t_start;
 };
+
+static const char *device_name(const struct pool_worker *w) { return w->device ? w->device : "default"; }
 
 /* Fills a job's error answer (message copied). */
 static void answer_error(struct serve_job *j, int status, const char *message, const char *type) {
@@ -112,7 +102,7 @@ static void answer(struct turn *t, size_t i, const vkasr_result *r) {
     j->queue_ms = (t->t_start - j->t_enqueue) * 1e3;
     j->batch_size = t->n;
     j->worker = t->w->index;
-    j->device = t->w->device;
+    j->device = device_name(t->w);
     if (st == VKASR_OK) {
         j->status = 200;
         j->body = serve_format(j, r, &j->body_len, &j->content_type);
@@ -145,9 +135,8 @@ static bool on_abort(void *ud) {
     return atomic_load(&q->abort);
 }
 
-/* Runs one turn: every job gets its answer, whatever happens. */
-static void run_turn(const struct serve_worker *w, struct serve_job **jobs, size_t n) {
-    struct serve_queue *q = w->q;
+/* Runs one turn on worker w: every job gets its answer, whatever happens. */
+static void run_turn(struct serve_queue *q, const struct pool_worker *w, struct serve_job **jobs, size_t n) {
     vkasr_batch_input *in = calloc(n, sizeof *in);
     const vkasr_result **res = calloc(n, sizeof *res);
     bool *answered = calloc(n, sizeof *answered);
@@ -170,7 +159,8 @@ static void run_turn(const struct serve_worker *w, struct serve_job **jobs, size
         bp.result_user_data = &t;
         st = vkasr_transcribe_batch(w->session, in, n, &tp, &bp, res);
         fprintf(stderr, "vkasr serve: turn of %zu request%s, %.2f s audio, %.0f ms: %s (worker %d, device %s)\n", n,
-                n == 1 ? "" : "s", audio, (now_s() - t.t_start) * 1e3, vkasr_status_string(st), w->index, w->device);
+                n == 1 ? "" : "s", audio, (now_s() - t.t_start) * 1e3, vkasr_status_string(st), w->index,
+                device_name(w));
     }
     for (size_t i = 0; i < n; i++) {
         if (answered && answered[i])
@@ -186,7 +176,7 @@ static void run_turn(const struct serve_worker *w, struct serve_job **jobs, size
         j->queue_ms = (t.t_start - j->t_enqueue) * 1e3;
         j->batch_size = n;
         j->worker = w->index;
-        j->device = w->device;
+        j->device = device_name(w);
         answer_error(j, st == VKASR_ABORTED ? 503 : 500, msg, "server_error");
         pthread_mutex_lock(&q->mu);
         j->done = true;
@@ -201,112 +191,80 @@ static void run_turn(const struct serve_worker *w, struct serve_job **jobs, size
     free(in);
 }
 
-static void warm_up(const struct serve_worker *w) {
+/* The start of each pool worker: a warm-up transcription, then the worker counts as ready. */
+static void warm_up(struct pool_worker *w, void *arg) {
+    struct serve_queue *q = arg;
     static const float silence[VKASR_SAMPLE_RATE / 2];
     const vkasr_result *r = NULL;
     vkasr_status st =
-        vkasr_transcribe_pcm(w->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &w->q->o->tp, &r);
+        vkasr_transcribe_pcm(w->session, silence, VKASR_SAMPLE_RATE / 2, VKASR_SAMPLE_RATE, 1, &q->o->tp, &r);
     if (st != VKASR_OK)
-        fprintf(stderr, "vkasr serve: warning: device %s: the warm-up transcription failed: %s\n", w->device,
+        fprintf(stderr, "vkasr serve: warning: device %s: the warm-up transcription failed: %s\n", device_name(w),
                 vkasr_session_last_error(w->session));
+    pthread_mutex_lock(&q->mu);
+    if (++q->nready == q->nworkers)
+        fprintf(stderr, "vkasr serve: ready\n");
+    pthread_mutex_unlock(&q->mu);
 }
 
-static void *worker(void *arg) {
-    struct serve_worker *w = arg;
-    struct serve_queue *q = w->q;
-    warm_up(w);
+/* A turn, the pool's job queued with each request: the worker gives others the batch wait (from the
+ * oldest's arrival) to join unless the turn is full, then takes the turn. Another worker may have taken
+ * the requests meanwhile: each request queues one turn and each turn takes at least one request while
+ * any waits, so none is left without a turn to run it. */
+static void next_turn(struct pool_worker *w, void *arg) {
+    struct serve_queue *q = arg;
+    struct serve_job *jobs[SERVE_MAX_BATCH];
     pthread_mutex_lock(&q->mu);
-    if (++q->nready == q->nw)
-        fprintf(stderr, "vkasr serve: ready\n");
-    for (;;) {
-        while (!q->head && !q->stopping)
-            pthread_cond_wait(&q->work, &q->mu);
-        if (!q->head)
-            break;
-        /* Give others the batch wait (from the oldest's arrival) to join, unless the turn is full. */
+    size_t n = 0;
+    if (q->head) {
         struct timespec until = deadline_in(q->head->t_enqueue + q->o->batch_wait_ms * 1e-3 - now_s());
         while (!q->stopping && q->count < q->o->max_batch && pthread_cond_timedwait(&q->work, &q->mu, &until) == 0) {
         }
-        /* another worker may have taken the jobs meanwhile (n == 0); what is left is for a free one */
-        size_t n = take_turn(q, w->turn);
-        if (q->head)
-            pthread_cond_signal(&q->work);
-        if (n == 0)
-            continue;
-        pthread_mutex_unlock(&q->mu);
-        run_turn(w, w->turn, n);
-        pthread_mutex_lock(&q->mu);
+        n = take_turn(q, jobs);
     }
     pthread_mutex_unlock(&q->mu);
-    return NULL;
+    if (n)
+        run_turn(q, w, jobs, n);
 }
 
-/* Joins the started workers and frees the queue (not the sessions). */
-static void queue_free(struct serve_queue *q) {
-    for (size_t i = 0; i < q->nw; i++) {
-        if (q->w[i].started)
-            pthread_join(q->w[i].thread, NULL);
-        free(q->w[i].turn);
-    }
-    pthread_cond_destroy(&q->answered);
-    pthread_cond_destroy(&q->work);
-    pthread_mutex_destroy(&q->mu);
-    free(q->w);
-    free(q);
-}
-
-struct serve_queue *serve_queue_start(vkasr_session *const *sessions, const char *const *devices, size_t n,
-                                      const struct serve_opts *o) {
+struct serve_queue *serve_queue_start(struct pool *pool, const struct serve_opts *o) {
     struct serve_queue *q = calloc(1, sizeof *q);
-    struct serve_worker *w = calloc(n, sizeof *w);
-    bool ok = q && w;
-    for (size_t i = 0; ok && i < n; i++)
-        ok = (w[i].turn = malloc(o->max_batch * sizeof *w[i].turn)) != NULL;
-    if (!ok) {
-        fprintf(stderr, "vkasr serve: out of memory\n");
-        for (size_t i = 0; w && i < n; i++)
-            free(w[i].turn);
-        free(w);
+    if (!q || o->max_batch > SERVE_MAX_BATCH) {
+        fprintf(stderr, "vkasr serve: %s\n", q ? "--max-batch is too large" : "out of memory");
         free(q);
         return NULL;
     }
-    q->w = w;
-    q->nw = n;
+    q->pool = pool;
     q->o = o;
+    q->nworkers = (size_t)pool_size(pool);
     atomic_init(&q->abort, false);
     pthread_mutex_init(&q->mu, NULL);
     pthread_cond_init(&q->work, NULL);
     pthread_cond_init(&q->answered, NULL);
-    for (size_t i = 0; i < n; i++) {
-        w[i].q = q;
-        w[i].index = (int)i;
-        w[i].device = devices[i];
-        w[i].session = sessions[i];
-        int e = pthread_create(&w[i].thread, NULL, worker, &w[i]);
-        if (e) {
-            fprintf(stderr, "vkasr serve: device %s: cannot start the worker thread: %s\n", devices[i], strerror(e));
-            pthread_mutex_lock(&q->mu);
-            q->stopping = true;
-            pthread_cond_broadcast(&q->work);
-            pthread_mutex_unlock(&q->mu);
-            queue_free(q);
-            return NULL;
-        }
-        w[i].started = true;
+    /* the count is final before any warm-up ends; a worker that did not start is left out of it */
+    pthread_mutex_lock(&q->mu);
+    int started = pool_start(pool, warm_up, q);
+    q->nworkers = (size_t)started;
+    pthread_mutex_unlock(&q->mu);
+    if (started == 0) {
+        serve_queue_stop(q);
+        return NULL;
     }
     return q;
 }
 
 bool serve_queue_ready(struct serve_queue *q) {
     pthread_mutex_lock(&q->mu);
-    bool r = q->nready == q->nw;
+    bool r = q->nready == q->nworkers;
     pthread_mutex_unlock(&q->mu);
     return r;
 }
 
+/* The request joins the FIFO with a turn queued on the pool for it (lock order: the queue's, then the
+ * pool's). */
 bool serve_queue_push(struct serve_queue *q, struct serve_job *job) {
     pthread_mutex_lock(&q->mu);
-    bool ok = !q->stopping && q->count < q->o->max_queue;
+    bool ok = !q->stopping && q->count < q->o->max_queue && pool_submit(q->pool, next_turn, q);
     if (ok) {
         job->next = NULL;
         job->done = false;
@@ -338,5 +296,9 @@ void serve_queue_stop(struct serve_queue *q) {
     q->stopping = true;
     pthread_cond_broadcast(&q->work);
     pthread_mutex_unlock(&q->mu);
-    queue_free(q);
+    pool_stop(q->pool); /* the turns queued run (no batch wait now), then the threads end */
+    pthread_cond_destroy(&q->answered);
+    pthread_cond_destroy(&q->work);
+    pthread_mutex_destroy(&q->mu);
+    free(q);
 }

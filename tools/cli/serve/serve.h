@@ -1,5 +1,6 @@
-/* serve.h — what the files of `vkasr serve` share: the options, the request queue with its worker
- * (serve_queue.c), the response formats (serve_format.c) and the HTTP front end (serve_http.c). */
+/* serve.h — what the files of `vkasr serve` share: the options, the request queue whose turns run on
+ * the worker pool (serve_queue.c), the response formats (serve_format.c) and the HTTP front end
+ * (serve_http.c). */
 #ifndef VKASR_SERVE_H
 #define VKASR_SERVE_H
 
@@ -7,7 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cli.h"
+#include "../cli.h"
+
+#define SERVE_MAX_BATCH 256 /* --max-batch at most */
 
 /* The options of `vkasr serve` (cmd_serve.c fills them). */
 struct serve_opts {
@@ -20,7 +23,7 @@ struct serve_opts {
     unsigned timeout_s;            /* a connection idle this long is closed                     */
     size_t max_queue;              /* requests waiting for the worker at most                   */
     int batch_wait_ms;             /* how long the oldest request waits for others to join it   */
-    size_t max_batch;              /* requests packed into one turn at most                     */
+    size_t max_batch;              /* requests packed into one turn at most (SERVE_MAX_BATCH)   */
     double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
     vkasr_transcribe_params tp;    /* no callbacks                                              */
 };
@@ -49,18 +52,16 @@ struct serve_job {
     const char *content_type;
     double queue_ms, compute_ms;
     size_t batch_size;             /* requests in the turn that ran it                          */
-    int worker;                    /* the worker that ran it (its place in --devices)           */
-    const char *device;            /* that worker's device, as named                            */
+    int worker;                    /* the pool's worker that ran it (its place in --devices)    */
+    const char *device;            /* that worker's device, as named ("default": none named)    */
     struct serve_job *next;
 };
 
 struct serve_queue;
 
-/* Starts n worker threads, worker i owning sessions[i] on devices[i] (its name for the logs, kept alive by
- * the caller); each warms its device up, then takes the next turn when free. NULL on failure (a message on
- * stderr). */
-struct serve_queue *serve_queue_start(vkasr_session *const *sessions, const char *const *devices, size_t n,
-                                      const struct serve_opts *o);
+/* Starts the pool's workers on a new queue: each warms its device up, then runs the next turn when free
+ * (a turn is a job of the pool, queued with each request). NULL on failure (a message on stderr). */
+struct serve_queue *serve_queue_start(struct pool *pool, const struct serve_opts *o);
 /* Whether every worker's warm-up transcription has run (the server is ready). */
 bool serve_queue_ready(struct serve_queue *q);
 /* Adds a job; false when the queue is full or stopping (the job was not taken). */
@@ -69,7 +70,7 @@ bool serve_queue_push(struct serve_queue *q, struct serve_job *job);
 void serve_queue_wait(struct serve_queue *q, struct serve_job *job);
 /* Asks the workers to abandon the turns in progress (their jobs answer 503). */
 void serve_queue_abort(struct serve_queue *q);
-/* Lets the workers finish what is queued, joins them and frees the queue (not the sessions). */
+/* Lets the workers finish what is queued, stops the pool's threads and frees the queue (not the pool). */
 void serve_queue_stop(struct serve_queue *q);
 
 /* The body of a successful answer in `fmt` (malloc'd, *len its length, *type its content type); NULL

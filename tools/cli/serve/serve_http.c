@@ -1,14 +1,13 @@
 /* serve_http.c — the HTTP front end of `vkasr serve` on libmicrohttpd (one thread per connection): routes,
- * the API key, multipart/form-data uploads (streamed to a temporary file that is always removed, decoded
- * with vkasr_audio_load), the wait for the worker's answer and one log line per request. */
-#define _DEFAULT_SOURCE /* mkstemps */
+ * the API key, multipart/form-data uploads (held in memory, within --max-upload, and decoded with
+ * vkasr_audio_load_memory), the wait for the worker's answer and one log line per request. */
+#define _DEFAULT_SOURCE /* strncasecmp, open_memstream */
 #include <ctype.h>
-#include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,12 +35,10 @@ struct req {
     size_t body_bytes;
     bool bad_form;                 /* the body is not well-formed multipart/form-data           */
     char field_error[160];         /* a field that is too long or repeated                      */
-    /* the upload */
-    int fd;
-    char tmp[PATH_MAX];            /* the file to remove ("" once removed)                      */
-    char tmp_read[PATH_MAX];       /* where to read it: /proc/self/fd/N where there is procfs   */
-    size_t file_bytes;
-    bool have_file, write_failed;
+    /* the upload: the file's bytes (within the body, so within --max-upload) */
+    char *file;
+    size_t file_bytes, file_cap;
+    bool have_file, store_failed;
     /* the other fields (prompt is accepted and ignored) */
     char model[256], format[32], language[32], temperature[64], gran[64], stream[16];
     bool have_model, unauthorized;
@@ -112,51 +109,24 @@ static void field_append(struct req *r, char *buf, size_t size, const char *key,
     buf[have + n] = '\0';
 }
 
-/* The temporary file of the upload, named after the uploaded file's extension (libsndfile's hint). */
-static bool open_tmp(struct req *r, const char *filename) {
-    const char *dir = getenv("TMPDIR");
-    const char *dot = filename ? strrchr(filename, '.') : NULL;
-    char ext[12] = "";
-    if (dot && strlen(dot) < sizeof ext) {
-        bool ok = true;
-        for (const char *p = dot + 1; *p; p++)
-            ok = ok && isalnum((unsigned char)*p);
-        if (ok)
-            snprintf(ext, sizeof ext, "%s", dot);
-    }
-    int n = snprintf(r->tmp, sizeof r->tmp, "%s/vkasr-serve-XXXXXX%s", dir && *dir ? dir : "/tmp", ext);
-    if (n < 0 || (size_t)n >= sizeof r->tmp) {
-        r->tmp[0] = '\0';
-        return false;
-    }
-    r->fd = mkstemps(r->tmp, (int)strlen(ext));
-    if (r->fd < 0) {
-        fprintf(stderr, "vkasr serve: cannot create a temporary file %s: %s\n", r->tmp, strerror(errno));
-        r->tmp[0] = '\0';
-        return false;
-    }
-    snprintf(r->tmp_read, sizeof r->tmp_read, "%s", r->tmp);
-    /* With procfs, the file is unlinked at once and read through its descriptor: nothing is left behind
-     * even if the process is killed. */
-    char fdpath[64];
-    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", r->fd);
-    if (access(fdpath, R_OK) == 0 && unlink(r->tmp) == 0) {
-        snprintf(r->tmp_read, sizeof r->tmp_read, "%s", fdpath);
-        r->tmp[0] = '\0';
-    }
-    return true;
-}
-
-static bool write_all(int fd, const char *p, size_t n) {
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
+/* Appends a piece of the uploaded file to its buffer, which grows by doubling up to --max-upload (the
+ * body's bound, and so the file's). false when out of memory. */
+static bool file_append(struct req *r, const char *data, size_t n) {
+    if (r->file_bytes + n > r->file_cap) {
+        const size_t limit = r->h->o->max_upload;
+        size_t cap = r->file_cap ? 2 * r->file_cap : 64 * 1024;
+        if (cap < r->file_bytes + n)
+            cap = r->file_bytes + n;
+        if (cap > limit && limit >= r->file_bytes + n)
+            cap = limit;
+        char *p = realloc(r->file, cap);
+        if (!p)
             return false;
-        p += w;
-        n -= (size_t)w;
+        r->file = p;
+        r->file_cap = cap;
     }
+    memcpy(r->file + r->file_bytes, data, n);
+    r->file_bytes += n;
     return true;
 }
 
@@ -164,20 +134,15 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
                                 const char *content_type, const char *transfer_encoding, const char *data,
                                 uint64_t off, size_t size) {
     struct req *r = cls;
-    (void)kind, (void)content_type, (void)transfer_encoding;
+    (void)kind, (void)filename, (void)content_type, (void)transfer_encoding;
     if (!strcmp(key, "file")) {
         if (off == 0 && r->have_file && r->file_bytes > 0) {
             snprintf(r->field_error, sizeof r->field_error, "file: given more than once");
             return MHD_YES;
         }
-        if (!r->have_file) {
-            r->have_file = true;
-            if (!open_tmp(r, filename))
-                r->write_failed = true;
-        }
-        if (!r->write_failed && size && !write_all(r->fd, data, size))
-            r->write_failed = true;
-        r->file_bytes += size;
+        r->have_file = true;
+        if (!r->store_failed && size && !file_append(r, data, size))
+            r->store_failed = true;
     } else if (!strcmp(key, "model")) {
         r->have_model = true;
         field_append(r, r->model, sizeof r->model, key, data, off, size);
@@ -259,8 +224,8 @@ static enum MHD_Result transcribe(struct MHD_Connection *c, struct req *r) {
         return send_error(c, r, 400, "the body is not well-formed multipart/form-data", NULL, NULL);
     if (r->field_error[0])
         return send_error(c, r, 400, r->field_error, NULL, NULL);
-    if (r->write_failed)
-        return send_error(c, r, 500, "cannot store the upload in a temporary file", NULL, NULL);
+    if (r->store_failed)
+        return send_error(c, r, 500, "out of memory holding the upload", NULL, NULL);
     if (!r->have_file)
         return send_error(c, r, 400, "file: required (the audio, as a multipart/form-data file)", "file", NULL);
     const char *param = NULL, *msg = check_fields(r, &param);
@@ -269,12 +234,9 @@ static enum MHD_Result transcribe(struct MHD_Connection *c, struct req *r) {
     if (r->file_bytes == 0)
         return send_error(c, r, 400, "file: empty", "file", "invalid_audio");
     vkasr_error err;
-    vkasr_status st = vkasr_audio_load(r->tmp_read, &r->job.samples, &r->job.n, &err);
-    close(r->fd);
-    r->fd = -1;
-    if (r->tmp[0])
-        unlink(r->tmp);
-    r->tmp[0] = '\0';
+    vkasr_status st = vkasr_audio_load_memory(r->file, r->file_bytes, &r->job.samples, &r->job.n, &err);
+    free(r->file); /* the samples from now on */
+    r->file = NULL;
     if (st != VKASR_OK || r->job.n == 0) {
         char m[1200];
         snprintf(m, sizeof m, "file: cannot decode the audio: %s", st != VKASR_OK ? err.message : "no samples");
@@ -389,7 +351,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (!r)
             return MHD_NO;
         r->h = h;
-        r->fd = -1;
         r->t0 = now_s();
         snprintf(r->method, sizeof r->method, "%s", method);
         snprintf(r->url, sizeof r->url, "%s", url);
@@ -455,10 +416,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         return;
     if (r->pp)
         MHD_destroy_post_processor(r->pp);
-    if (r->fd >= 0)
-        close(r->fd);
-    if (r->tmp[0])
-        unlink(r->tmp);
+    free(r->file);
     vkasr_free(r->job.samples);
     free(r->job.body);
     double ms = (now_s() - r->t0) * 1e3;
