@@ -342,45 +342,9 @@ typedef void (*vkasr_progress_callback)(const vkasr_progress *progress, void *us
  * report their tokens in batches (see the abort callback), so several segments may complete at once. */
 typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segment_index, void *user_data);
 /* Polled between GPU submissions and, while decoding, at each return of the decoder to the host (a
- * transducer's greedy search runs on the device and returns about every 20 s of audio; with a stage
- * callback or teacher forcing, at every step); return true to stop (VKASR_ABORTED). */
+ * transducer's greedy search runs on the device and returns about every 20 s of audio); return true to
+ * stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
-
-/* Stage taps: copies of the network's intermediate results, handed to a callback as they are computed
- * (vkasr compare uses them to check two devices against each other stage by stage; also a debugging
- * aid). Taps cost nothing when no callback is set; with one, every tapped tensor is copied to the host,
- * so a run is slower and the GPU waits for the host at each stage.
- *
- * The stages of one run, in this order (T encoder frames, L mel frames, D = d_model, V = vocab_size):
- *   "mel"          [L, n_mels]   normalized log-mel features (the encoder's input)
- *   "subsampling"  [T, D]        output of the x8 subsampling, before the input scaling
- *   "layer"        [T, D]        output of conformer layer `index` (0 .. n_layers-1)
- *   "encoder"      [T, D]        encoder output (equal to the last layer's)
- *   "logits"       [rows, cols]  the decoder's logits, one row per decoder step, the first row being
- *                                step `index`; `steps` says what the decoder chose at each row.
- *                                CTC: one step per encoder frame, cols V+1 (blank last), several rows per
- *                                call. RNN-T / TDT: a step is one joint evaluation the greedy search
- *                                consumed (a frame with a token history), one row per call; cols V+1
- *                                (token logits, blank last), followed for TDT by n_durations duration
- *                                logits. */
-typedef struct vkasr_decoder_step {
-    int64_t frame;                 /* encoder frame of the step                                 */
-    int32_t token;                 /* vocabulary id, or vocab_size for blank                    */
-    int32_t duration;              /* TDT: frames the step advances (one of the model's durations);
-                                      RNN-T and CTC: 1                                           */
-} vkasr_decoder_step;
-
-typedef struct vkasr_stage {
-    const char *name;              /* "mel", "subsampling", "layer", "encoder", "logits"        */
-    int64_t index;                 /* "layer": the layer; "logits": the step of the first row; else 0 */
-    const float *data;             /* rows x cols, row-major float32                            */
-    size_t rows, cols;
-    const vkasr_decoder_step *steps; /* "logits": the decoder's own choice (the argmax of each row),
-                                      rows entries; NULL for the other stages                    */
-} vkasr_stage;
-
-/* Receives one stage; data and steps are valid during the call only. */
-typedef void (*vkasr_stage_callback)(const vkasr_stage *stage, void *user_data);
 
 /* Self-attention over the encoder frames (80 ms each). The Parakeet models are trained with full
  * attention (NeMo rel_pos): every frame sees every other, so time grows with the square of the length
@@ -403,18 +367,6 @@ typedef struct vkasr_transcribe_params {
     vkasr_abort_callback abort_callback;
     void *abort_user_data;
     int max_symbols_per_step;      /* transducers: symbols emitted at one frame; 0 = model default */
-    bool keep_features;            /* keep the normalized mel and the encoder output in the result */
-    vkasr_stage_callback stage_callback; /* stage taps (vkasr_stage above); NULL: none             */
-    void *stage_user_data;
-    /* Transducers (RNN-T, TDT): teacher forcing. The greedy search takes forced_steps[i] (token and, for
-     * TDT, duration) at its step i instead of its own choice, for the first n_forced_steps steps, then
-     * goes on by itself. Given the steps another device took (from its "logits" taps), this device
-     * computes its logits for the same token histories, so the two can be compared at every step even
-     * where a near tie made their own choices differ. Each step's frame must be the frame the search is
-     * at (else VKASR_ERR_INVALID_ARG). The "logits" taps still report this device's own choices; the
-     * result's tokens follow the forced ones. Ignored by CTC, whose logits do not depend on choices. */
-    const vkasr_decoder_step *forced_steps;
-    size_t n_forced_steps;
     vkasr_attention attention;     /* default AUTO                                              */
     int attention_window;          /* local attention's w in encoder frames; 0 = the model's
                                       context, else 128 (NeMo's documented [128, 128])           */
@@ -519,10 +471,6 @@ VKASR_API vkasr_timings vkasr_result_timings(const vkasr_result *result);
  * (may be NULL) receives w for local attention, 0 for full. AUTO for a call that failed before
  * choosing. */
 VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int *window);
-/* With keep_features: the normalized mel [frames][n_mels] and encoder output [frames][dim], row-major
- * float32; NULL otherwise. */
-VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
-VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
 /* A batch input's outcome (vkasr_transcribe_batch()): VKASR_OK, VKASR_ABORTED (stopped part-way or never
  * started: partial), or the error that input met (its audio could not be decoded, ...), with the message
  * naming the input. Results of the single-input calls: VKASR_OK or VKASR_ABORTED, message "". */
@@ -544,8 +492,8 @@ VKASR_API const char *vkasr_result_error(const vkasr_result *result);
  * and the others go on; a batch that fails on the device is retried as two halves, each halved again
  * while it fails, down to single inputs, so one input that cannot run sinks no other. The call's
  * progress callback reports over all inputs; the abort callback stops it (the batch in progress keeps
- * what was decoded, marked partial; inputs not started are VKASR_ABORTED). Segment and stage callbacks and
- * teacher forcing are for single inputs (VKASR_ERR_INVALID_ARG here). Memory: the decoded audio of all
+ * what was decoded, marked partial; inputs not started are VKASR_ABORTED). Segment callbacks are for single
+ * inputs (VKASR_ERR_INVALID_ARG here). Memory: the decoded audio of all
  * n_inputs is held during the call (16 kHz float: 64 KB per second), so pass a few hundred inputs at a
  * time (the CLI's --manifest does, keeping the order); device memory follows the batches, planned as for
  * one input (vkasr_transcribe_params.max_memory applies to each batch).

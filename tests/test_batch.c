@@ -18,6 +18,7 @@
 #include "expect.h"
 #include "validation_log.h"
 #include "vkasr.h"
+#include "vkasr_debug.h"
 
 #define MAX_IN 24
 
@@ -132,9 +133,11 @@ static void model_case(const char *model, vkasr_precision prec, char **paths, in
     }
     vkasr_session *s = NULL;
     EXPECT(vkasr_session_create(m, &s, &err) == VKASR_OK, "%s: session: %s", name, err.message);
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true; /* the encoder outputs are compared, batched against alone */
+    EXPECT(!s || vkasr_session_set_debug(s, &dp) == VKASR_OK, "%s: keep features", name);
     for (int local = 0; s && local < (local_too ? 2 : 1); local++) {
         vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-        tp.keep_features = true;
         if (local) {
             tp.attention = VKASR_ATTENTION_LOCAL;
             tp.attention_window = 4;

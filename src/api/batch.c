@@ -302,7 +302,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     vkasr_batch_params bp;
     READ_PARAMS(bp, batch_params, vkasr_batch_params_default());
     TRY(api_check_params(s, &p));
-    if (p.segment_callback || p.stage_callback || p.n_forced_steps)
+    if (p.segment_callback || s->debug.stage_callback || s->debug.n_forced_steps)
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
                        "vkasr_transcribe_batch: segment and stage callbacks and teacher forcing take one input at a "
                        "time (vkasr_transcribe_file / _pcm)");

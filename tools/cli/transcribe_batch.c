@@ -10,6 +10,7 @@
 
 #include "batch_prefetch.h"
 #include "cli.h"
+#include "vkasr_debug.h"
 #include "wer.h"
 
 /* Windows: at most this many inputs (4 device batches of an explicit --batch), and, where the manifest
@@ -569,6 +570,9 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         }
         vkasr_error err;
         vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
+        if (st == VKASR_OK && o->dump) /* the features stay in the results (finish_input) */
+            vkasr_session_set_debug(wk[i].session, &(vkasr_debug_params){.struct_size = sizeof(vkasr_debug_params),
+                                                                         .keep_features = true});
         if (st != VKASR_OK) {
             fprintf(stderr, "vkasr: %s\n", err.message);
             rc = exit_code_for(st, 1);
