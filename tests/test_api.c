@@ -543,7 +543,8 @@ static void test_stage_taps(vkasr_model *m) {
                "forced step at the wrong frame: %s", vkasr_session_last_error(s));
     }
     fp.forced_steps = NULL;
-    EXPECT(vkasr_session_set_debug(s, &fp) == VKASR_ERR_INVALID_ARG && strstr(vkasr_session_last_error(s), "forced_steps"),
+    EXPECT(vkasr_session_set_debug(s, &fp) == VKASR_ERR_INVALID_ARG &&
+               strstr(vkasr_session_last_error(s), "forced_steps"),
            "n_forced_steps without steps: %s", vkasr_session_last_error(s));
     EXPECT(vkasr_session_set_debug(NULL, NULL) == VKASR_ERR_INVALID_ARG, "NULL session");
     tap_log_free(t);

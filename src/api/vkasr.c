@@ -333,7 +333,8 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     r->enc_dim = (size_t)s->model->am->cfg.d_model;
     s->params = p;
     s->seg_token0 = 0;
-    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added, s->debug.stage_callback ? on_stage : NULL, s};
+    struct asr_hooks hooks = {on_progress, on_should_abort, on_tokens_added,
+                              s->debug.stage_callback ? on_stage : NULL, s};
     struct asr_options opt = api_options(s, p);
     vkasr_status st = asr_run(s->model->am, s->be, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if ((st == VKASR_OK || st == VKASR_ABORTED) && p->segment_callback) {
