@@ -1,6 +1,7 @@
 /*
  * vkasr_debug.h — debugging hooks of libvkasr for vkasr's own tools and tests (vkasr compare, vkasr
- * transcribe --dump, the parity tests): stage taps, teacher forcing and kept features, set on a session.
+ * transcribe --dump, the parity tests): stage taps, teacher forcing, kept features and a batch failure
+ * hook, set on a session.
  * No stability promise: unlike vkasr.h, these change with the tools that use them, and the header is not
  * installed. Applications need none of it.
  */
@@ -57,13 +58,16 @@ typedef struct vkasr_debug_params {
      * result's tokens follow the forced ones. CTC ignores it. The array is not copied. */
     const vkasr_decoder_step *forced_steps;
     size_t n_forced_steps;
+    size_t batch_fail_above;       /* vkasr_transcribe_batch(): every packed batch of more than this
+                                      many inputs fails as one out of device memory would, so that
+                                      tests can watch failed batches halved; 0: off                 */
 } vkasr_debug_params;
 
 VKASR_API vkasr_debug_params vkasr_debug_params_default(void);
 
 /* Applies params (copied; NULL: the defaults, i.e. none) to the session's following
- * vkasr_transcribe_pcm() and vkasr_transcribe_file() calls, and keep_features to vkasr_transcribe_batch()
- * too, which refuses taps and forcing (VKASR_ERR_INVALID_ARG). Streams ignore them. forced_steps must
+ * vkasr_transcribe_pcm() and vkasr_transcribe_file() calls, and keep_features and batch_fail_above to
+ * vkasr_transcribe_batch(), which refuses taps and forcing (VKASR_ERR_INVALID_ARG). Streams ignore them. forced_steps must
  * stay valid while set. Returns VKASR_ERR_INVALID_ARG (message in the session) for a NULL session,
  * n_forced_steps without forced_steps, or a session owned by a stream. */
 VKASR_API vkasr_status vkasr_session_set_debug(vkasr_session *session, const vkasr_debug_params *params);

@@ -398,6 +398,16 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* A worker session's debug hooks: the features kept for --dump, and VKASR_TEST_BATCH_FAIL_ABOVE=N (a
+ * test hook: every packed batch of more than N inputs fails, so that test_cli.sh can watch the halving). */
+static void set_debug(vkasr_session *s, bool dump) {
+    const char *v = getenv("VKASR_TEST_BATCH_FAIL_ABOVE");
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = dump;
+    dp.batch_fail_above = v && *v ? strtoul(v, NULL, 10) : 0;
+    vkasr_session_set_debug(s, &dp);
+}
+
 /* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few:
  * three per worker across devices, so that a faster device takes more; two per session of one device,
  * which share it, so that batches stay large). */
@@ -570,9 +580,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         }
         vkasr_error err;
         vkasr_status st = vkasr_session_create(m, &wk[i].session, &err);
-        if (st == VKASR_OK && o->dump) /* the features stay in the results (finish_input) */
-            vkasr_session_set_debug(wk[i].session, &(vkasr_debug_params){.struct_size = sizeof(vkasr_debug_params),
-                                                                         .keep_features = true});
+        if (st == VKASR_OK)
+            set_debug(wk[i].session, o->dump != NULL);
         if (st != VKASR_OK) {
             fprintf(stderr, "vkasr: %s\n", err.message);
             rc = exit_code_for(st, 1);
