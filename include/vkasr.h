@@ -1,83 +1,54 @@
 /*
- * vkasr.h — the public C API of vkasr, speech recognition with NVIDIA Parakeet models
- * (FastConformer encoder; TDT, RNN-T and CTC heads) on any Vulkan 1.2 GPU; also, for checking it, on a
- * plain-C CPU backend and (a build option) CUDA.
+ * vkasr.h — the public C API of vkasr, speech recognition with NVIDIA Parakeet models (FastConformer
+ * encoder; TDT, RNN-T and CTC heads) on a Vulkan 1.2 device with shaderInt64 and bufferDeviceAddress
+ * (vkasr_device_info.usable and .missing say which devices qualify), on a plain-C CPU backend, or,
+ * in a build with it, on CUDA.
  *
  * Objects
- *   vkasr_model    weights on one device plus the tokenizer. Read-only after vkasr_model_load():
- *                  one model may be shared by any number of threads.
- *   vkasr_session  the working state of one transcription at a time (scratch memory, command
- *                  buffers). Not thread-safe: use one session per thread. Sessions on one GPU share
- *                  its queue: a second session's GPU work fills the gaps the first leaves while it
- *                  works on the host (vkasr transcribe --sessions runs two for batches).
- *   vkasr_result   owned by its session; valid until the next transcribe call on that session or
- *                  vkasr_session_free().
- *   vkasr_stream   live transcription on a session (below): audio pushed in pieces from any thread,
- *                  text back through callbacks on the stream's worker thread.
+ *   vkasr_model    weights on one device plus the tokenizer; read-only once loaded, shared by any
+ *                  number of threads.
+ *   vkasr_session  the working state of one transcription at a time. Not thread-safe: one per thread.
+ *                  Sessions on one GPU share its queue, so a second one fills the gaps the first leaves.
+ *   vkasr_result   owned by its session; valid until the session's next transcribe call or its free.
+ *   vkasr_stream   live transcription on a session: audio pushed from any thread, text back through
+ *                  callbacks on the stream's worker thread.
  *
- * Errors
- *   Every fallible call returns a vkasr_status. Calls that create objects also fill an optional
- *   vkasr_error with a message naming what failed (file, tensor, field, device feature); session
- *   calls keep the last message in the session (vkasr_session_last_error()). The library never
- *   exits or aborts the process on bad input, and has no global mutable state apart from its pipeline
- *   workers (below).
+ * Errors. Fallible calls return a vkasr_status. Calls that create objects also fill an optional
+ * vkasr_error whose message names what failed (file, tensor, field, device feature); session calls keep
+ * it in the session (vkasr_session_last_error()). The library never exits or aborts the process, and
+ * has no global mutable state apart from its pipeline workers.
  *
- * In a desktop application (examples/gtk is one)
- *   Threads. Keep vkasr calls off the UI thread. vkasr_transcribe_*() calls its progress, segment and
- *   abort callbacks on the calling thread, inside the call; a stream calls its callbacks on its own
- *   worker thread. A callback must not call into the same session; it copies what it needs and hands it
- *   to the UI thread (GTK: g_idle_add; Qt: a queued signal). To cancel, let the abort callback read a
- *   flag the UI sets (files), or call vkasr_stream_cancel() (live).
- *   Lifetimes. Free streams, then their sessions, then the model (vkasr_session_free() stops and frees a
- *   stream the session still has). Pointers a callback receives are valid during the callback only.
- *   Free a model while no other thread that used vkasr is ending: join such threads first (a driver
- *   may deadlock otherwise; docs/gpu-results.md).
- *   Pipeline workers. On a GPU, the pipelines a first transcription needs compile in parallel on threads
- *   the library starts, shared by every model of the process ($VKASR_PIPELINE_THREADS, default the CPU
- *   count up to 16). They wait, idle, until the process ends, and the library stays loaded once loaded
- *   (dlclose does not unload it). A process must not use a model in a child it forks.
- *   The model. vkasr_default_model_path() finds the default model installed with the library.
- *   Startup. vkasr_model_load() reads the file and uploads the weights; the first transcription on a
- *   device also creates the GPU pipelines it uses (on CPU drivers, a good part of a second). Load the
- *   model and transcribe half a second of silence on a background thread at start to hide both.
- *   Memory. Device memory holds the weights (vkasr_model_info.weight_bytes) plus each session's scratch,
- *   which follows the longest input transcribed (vkasr_timings.peak_device_bytes); a stream's windows
- *   are seconds long. $VKASR_MAX_DEVICE_MEMORY_MIB caps the total.
+ * Threads. Keep vkasr calls off a UI thread. vkasr_transcribe_*() call their callbacks on the calling
+ * thread, inside the call; a stream calls its callbacks on its worker thread. A callback must not call
+ * into the same session: it copies what it needs and hands it on (GTK: g_idle_add; Qt: a queued
+ * signal; examples/gtk). To cancel, let the abort callback read a flag (files) or call
+ * vkasr_stream_cancel() (live).
  *
- * Usage
+ * Lifetimes. Free streams, then their sessions, then the model (vkasr_session_free() also frees a
+ * stream the session still has). Pointers a callback receives are valid during the callback only.
+ * Join the threads that used vkasr before freeing a model: some GPU drivers run code in a thread's exit
+ * that deadlocks against the device's destruction on another thread.
  *
- *     #include <vkasr.h>
- *     #include <stdio.h>
+ * Pipeline workers. On a GPU, the pipelines a first transcription needs compile in parallel on
+ * process-wide threads the library starts ($VKASR_PIPELINE_THREADS, default the CPU count up to 16).
+ * They idle until the process ends, so the library stays loaded once loaded (dlclose does not unload
+ * it). A forked child must not use a model of its parent.
  *
- *     int main(void) {
- *         vkasr_error err;
- *         vkasr_model *model = NULL;
- *         vkasr_model_params mp = vkasr_model_params_default();
- *         if (vkasr_model_load("models/vkasr-tdt-tiny-en.gguf", &mp, &model, &err) != VKASR_OK) {
- *             fprintf(stderr, "%s\n", err.message);
- *             return 1;
- *         }
- *         vkasr_session *session = NULL;
- *         if (vkasr_session_create(model, &session, &err) != VKASR_OK) {
- *             fprintf(stderr, "%s\n", err.message);
- *             vkasr_model_free(model);
- *             return 1;
- *         }
- *         const vkasr_result *result = NULL;
- *         vkasr_status st = vkasr_transcribe_file(session, "speech.wav", NULL, &result);
- *         if (st == VKASR_OK) {
- *             printf("%s\n", vkasr_result_text(result));
- *             size_t n = 0;
- *             const vkasr_word *words = vkasr_result_words(result, &n);
- *             for (size_t i = 0; i < n; i++)
- *                 printf("%8.2f %8.2f %s\n", words[i].start, words[i].end, words[i].text);
- *         } else {
- *             fprintf(stderr, "%s\n", vkasr_session_last_error(session));
- *         }
- *         vkasr_session_free(session);
- *         vkasr_model_free(model);
- *         return st == VKASR_OK ? 0 : 1;
- *     }
+ * Startup and memory. vkasr_model_load() reads and uploads the weights; the first transcription on a
+ * device also creates its GPU pipelines (on CPU drivers, a good part of a second): load the model and
+ * transcribe half a second of silence on a background thread at start to hide both. Device memory holds
+ * the weights (vkasr_model_info.weight_bytes) plus each session's scratch, which follows the longest
+ * input transcribed (vkasr_timings.peak_device_bytes); $VKASR_MAX_DEVICE_MEMORY_MIB caps the total.
+ * vkasr_default_model_path() finds the default model installed with the library.
+ *
+ * Usage (examples/transcribe.c is the whole program, with its error handling):
+ *
+ *     vkasr_model_load("model.gguf", NULL, &model, &err);           // err.message on failure
+ *     vkasr_session_create(model, &session, &err);
+ *     vkasr_transcribe_file(session, "speech.wav", NULL, &result);  // vkasr_session_last_error()
+ *     puts(vkasr_result_text(result));                              // and _tokens, _words, _segments
+ *     vkasr_session_free(session);
+ *     vkasr_model_free(model);
  *
  * Parameters structs start with a struct_size field; always obtain them from the matching
  * *_default() function and then change fields. Passing NULL means "defaults".
@@ -287,12 +258,9 @@ VKASR_API bool vkasr_model_on_cpu(const vkasr_model *model);
 /* ---------------------------------------------------------------------------------------------- */
 /* Conversion                                                                                     */
 
-/* The type of the encoder's matrix weights in a converted file; the values are GGML's tensor type ids.
- * The quantized types are ggml's block formats (Q8_0: blocks of 32 weights with an f16 scale, 8.5 bits
- * per weight; Q6_K, Q5_K, Q4_K: super-blocks of 256, 6.56, 5.5 and 4.5 bits per weight). A matrix
- * whose rows the block does not divide is stored in the nearest type that fits: Q6_K/Q5_K/Q4_K fall
- * back to Q8_0 when the row length is not a multiple of 256, Q8_0 to F16 when it is not a multiple
- * of 32 (docs/model-format.md). */
+/* The encoder's matrix weight type in a converted file (GGML's tensor type ids). Q8_0: blocks of 32 (8.5
+ * bits per weight); Q6_K, Q5_K, Q4_K: super-blocks of 256 (6.56, 5.5, 4.5 bits). A matrix whose row length
+ * the block does not divide takes the nearest type that fits (K types Q8_0, Q8_0 F16; docs/model-format.md). */
 typedef enum vkasr_weight_type {
     VKASR_WEIGHTS_F32 = 0,
     VKASR_WEIGHTS_F16 = 1,
@@ -302,16 +270,13 @@ typedef enum vkasr_weight_type {
     VKASR_WEIGHTS_Q6_K = 14
 } vkasr_weight_type;
 
-/* Converts a model (HF directory, .nemo checkpoint or f32/f16 GGUF) into vkasr's GGUF file: matrix
- * weights in `type` (the encoder's; with a quantized type the decoder's and joint's too, which f16 keeps
- * f32; norms, biases, convolution kernels and the embedding stay f32), batch-norm folded into the depthwise
- * convolutions, layouts ready for the kernels, hyper-parameters and vocabulary. Needs no GPU; the
- * quantized types are computed on several threads, and the same input gives the same bytes. A source
- * that is already quantized is refused (VKASR_ERR_INVALID_ARG): quantize from the f32/f16 model. A
- * source that cannot be opened or read (a missing file or shard) is VKASR_ERR_MODEL, so VKASR_ERR_IO
- * always means the destination could not be written; a destination that exists and is not a regular
- * file (or a symlink to one) is refused. On success, error (when given) has status VKASR_OK and a
- * one-line summary in message: the file size and the effective bits per weight. */
+/* Converts a model (HF directory, .nemo checkpoint or f32/f16 GGUF) into vkasr's GGUF file: the encoder's
+ * matrices in `type` (a quantized type also quantizes the decoder's and joint's; F16 keeps them f32),
+ * everything else f32, batch-norm folded, layouts ready for the kernels. Needs no GPU; the same input
+ * gives the same bytes. Errors: an already quantized source is VKASR_ERR_INVALID_ARG (quantize from
+ * f32/f16); an unreadable source (a missing file or shard) VKASR_ERR_MODEL, so VKASR_ERR_IO always means
+ * the destination; a destination that exists and is not a regular file (or a symlink to one) is refused.
+ * On success error->message (when given) is a one-line summary: file size, bits per weight. */
 VKASR_API vkasr_status vkasr_convert(const char *src_path, const char *dst_gguf, vkasr_weight_type type,
                                      vkasr_error *error);
 /* vkasr_convert with a choice of head: a GGUF file holds one head, so a hybrid .nemo converts its
@@ -342,51 +307,14 @@ typedef void (*vkasr_progress_callback)(const vkasr_progress *progress, void *us
  * report their tokens in batches (see the abort callback), so several segments may complete at once. */
 typedef void (*vkasr_segment_callback)(const vkasr_result *partial, size_t segment_index, void *user_data);
 /* Polled between GPU submissions and, while decoding, at each return of the decoder to the host (a
- * transducer's greedy search runs on the device and returns about every 20 s of audio; with a stage
- * callback or teacher forcing, at every step); return true to stop (VKASR_ABORTED). */
+ * transducer's greedy search runs on the device and returns about every 20 s of audio); return true to
+ * stop (VKASR_ABORTED). */
 typedef bool (*vkasr_abort_callback)(void *user_data);
 
-/* Stage taps: copies of the network's intermediate results, handed to a callback as they are computed
- * (vkasr compare uses them to check two devices against each other stage by stage; also a debugging
- * aid). Taps cost nothing when no callback is set; with one, every tapped tensor is copied to the host,
- * so a run is slower and the GPU waits for the host at each stage.
- *
- * The stages of one run, in this order (T encoder frames, L mel frames, D = d_model, V = vocab_size):
- *   "mel"          [L, n_mels]   normalized log-mel features (the encoder's input)
- *   "subsampling"  [T, D]        output of the x8 subsampling, before the input scaling
- *   "layer"        [T, D]        output of conformer layer `index` (0 .. n_layers-1)
- *   "encoder"      [T, D]        encoder output (equal to the last layer's)
- *   "logits"       [rows, cols]  the decoder's logits, one row per decoder step, the first row being
- *                                step `index`; `steps` says what the decoder chose at each row.
- *                                CTC: one step per encoder frame, cols V+1 (blank last), several rows per
- *                                call. RNN-T / TDT: a step is one joint evaluation the greedy search
- *                                consumed (a frame with a token history), one row per call; cols V+1
- *                                (token logits, blank last), followed for TDT by n_durations duration
- *                                logits. */
-typedef struct vkasr_decoder_step {
-    int64_t frame;                 /* encoder frame of the step                                 */
-    int32_t token;                 /* vocabulary id, or vocab_size for blank                    */
-    int32_t duration;              /* TDT: frames the step advances (one of the model's durations);
-                                      RNN-T and CTC: 1                                           */
-} vkasr_decoder_step;
-
-typedef struct vkasr_stage {
-    const char *name;              /* "mel", "subsampling", "layer", "encoder", "logits"        */
-    int64_t index;                 /* "layer": the layer; "logits": the step of the first row; else 0 */
-    const float *data;             /* rows x cols, row-major float32                            */
-    size_t rows, cols;
-    const vkasr_decoder_step *steps; /* "logits": the decoder's own choice (the argmax of each row),
-                                      rows entries; NULL for the other stages                    */
-} vkasr_stage;
-
-/* Receives one stage; data and steps are valid during the call only. */
-typedef void (*vkasr_stage_callback)(const vkasr_stage *stage, void *user_data);
-
-/* Self-attention over the encoder frames (80 ms each). The Parakeet models are trained with full
- * attention (NeMo rel_pos): every frame sees every other, so time grows with the square of the length
- * (memory stays linear: vkasr never builds the T x T matrix). NeMo's local attention
- * (rel_pos_local_attn, context [w, w]) lets each frame see w frames on either side: time and memory
- * linear, results close to full attention but not identical; NeMo recommends it beyond 24 minutes. */
+/* Self-attention over the encoder frames (80 ms each). Full (NeMo rel_pos, how Parakeet models are
+ * trained): every frame sees every other; time grows with the square of the length, memory linearly.
+ * Local (NeMo rel_pos_local_attn, context [w, w]): w frames on either side; time and memory linear,
+ * results close to full attention but not identical; NeMo recommends it beyond 24 minutes. */
 typedef enum vkasr_attention {
     VKASR_ATTENTION_AUTO = 0,  /* full up to auto_full_seconds, local beyond; a model whose
                                   configuration ships local attention keeps it                   */
@@ -403,29 +331,15 @@ typedef struct vkasr_transcribe_params {
     vkasr_abort_callback abort_callback;
     void *abort_user_data;
     int max_symbols_per_step;      /* transducers: symbols emitted at one frame; 0 = model default */
-    bool keep_features;            /* keep the normalized mel and the encoder output in the result */
-    vkasr_stage_callback stage_callback; /* stage taps (vkasr_stage above); NULL: none             */
-    void *stage_user_data;
-    /* Transducers (RNN-T, TDT): teacher forcing. The greedy search takes forced_steps[i] (token and, for
-     * TDT, duration) at its step i instead of its own choice, for the first n_forced_steps steps, then
-     * goes on by itself. Given the steps another device took (from its "logits" taps), this device
-     * computes its logits for the same token histories, so the two can be compared at every step even
-     * where a near tie made their own choices differ. Each step's frame must be the frame the search is
-     * at (else VKASR_ERR_INVALID_ARG). The "logits" taps still report this device's own choices; the
-     * result's tokens follow the forced ones. Ignored by CTC, whose logits do not depend on choices. */
-    const vkasr_decoder_step *forced_steps;
-    size_t n_forced_steps;
     vkasr_attention attention;     /* default AUTO                                              */
     int attention_window;          /* local attention's w in encoder frames; 0 = the model's
                                       context, else 128 (NeMo's documented [128, 128])           */
     double auto_full_seconds;      /* AUTO: the longest input given full attention; 0 = 1440 (24 min) */
-    uint64_t max_memory;           /* device memory this call may use in bytes, the model's weights
-                                      included; 0 = what the device offers (VK_EXT_memory_budget's
-                                      budget where the driver reports one, else the heap size).
-                                      Every call plans its memory before allocating: it processes
-                                      the audio in chunks sized to fit (smaller chunks, same
-                                      results) and fails with VKASR_ERR_DEVICE_MEMORY, naming the
-                                      bytes needed and available, when even the smallest do not. */
+    uint64_t max_memory;           /* device bytes this call may use, weights included; 0: what the
+                                      device offers (VK_EXT_memory_budget's budget, else the heap).
+                                      The audio runs in chunks sized to fit (same results); where
+                                      even the smallest do not, VKASR_ERR_DEVICE_MEMORY names the
+                                      bytes needed and available before anything is allocated.     */
 } vkasr_transcribe_params;
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
@@ -519,10 +433,6 @@ VKASR_API vkasr_timings vkasr_result_timings(const vkasr_result *result);
  * (may be NULL) receives w for local attention, 0 for full. AUTO for a call that failed before
  * choosing. */
 VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int *window);
-/* With keep_features: the normalized mel [frames][n_mels] and encoder output [frames][dim], row-major
- * float32; NULL otherwise. */
-VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
-VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
 /* A batch input's outcome (vkasr_transcribe_batch()): VKASR_OK, VKASR_ABORTED (stopped part-way or never
  * started: partial), or the error that input met (its audio could not be decoded, ...), with the message
  * naming the input. Results of the single-input calls: VKASR_OK or VKASR_ABORTED, message "". */
@@ -532,23 +442,17 @@ VKASR_API const char *vkasr_result_error(const vkasr_result *result);
 /* ---------------------------------------------------------------------------------------------- */
 /* Many inputs at once                                                                            */
 /*
- * vkasr_transcribe_batch() transcribes a set of inputs (a data set, an archive, voicemails) in one call
- * and is the fast way to do so: it decodes them, sorts them by length and runs them in packed batches on
- * the device: the inputs of a batch are concatenated along time, with no padding anywhere; each stage
- * keeps to every input's own frames (per-input mel statistics, zeros at every input's edges in the
- * convolutions, attention block by block), the greedy decoder advances all of them together. Each input
- * comes out exactly as a call on it alone would give it (the same tokens; in f32 the same encoder output,
- * bit for bit). Results come back one per input, in input order.
+ * vkasr_transcribe_batch() transcribes many inputs in one call, faster than one by one: it decodes them,
+ * sorts them by length and runs packed batches (inputs concatenated along time, no padding; every stage
+ * keeps to each input's own frames). Each input comes out as a call on it alone would give it (the same
+ * tokens; in f32 the same encoder output, bit for bit). Results come back in input order.
  *
- * A bad input (a file that cannot be opened or decoded, a non-finite sample) gets its own error result
- * and the others go on; a batch that fails on the device is retried as two halves, each halved again
- * while it fails, down to single inputs, so one input that cannot run sinks no other. The call's
- * progress callback reports over all inputs; the abort callback stops it (the batch in progress keeps
- * what was decoded, marked partial; inputs not started are VKASR_ABORTED). Segment and stage callbacks and
- * teacher forcing are for single inputs (VKASR_ERR_INVALID_ARG here). Memory: the decoded audio of all
- * n_inputs is held during the call (16 kHz float: 64 KB per second), so pass a few hundred inputs at a
- * time (the CLI's --manifest does, keeping the order); device memory follows the batches, planned as for
- * one input (vkasr_transcribe_params.max_memory applies to each batch).
+ * A bad input (cannot be opened or decoded, a non-finite sample) gets its own error result and the
+ * others go on; a batch that fails on the device is retried in halves, down to single inputs. Progress
+ * reports over all inputs; the abort callback stops the call (the running batch keeps what was decoded,
+ * marked partial; inputs not started are VKASR_ABORTED). Segment callbacks are refused
+ * (VKASR_ERR_INVALID_ARG). The decoded audio of all inputs is held during the call (64 KB per second),
+ * so pass a few hundred at a time; device memory is planned per batch (max_memory applies to each).
  */
 typedef struct vkasr_batch_input {
     const char *path;              /* an audio file (any format vkasr_transcribe_file() reads; "-" is
@@ -588,40 +492,31 @@ VKASR_API vkasr_status vkasr_transcribe_batch(vkasr_session *session, const vkas
 /* ---------------------------------------------------------------------------------------------- */
 /* Live transcription                                                                             */
 /*
- * A stream transcribes audio pushed in pieces as it arrives (a microphone, a call) and reports text
- * within about a second: final text that will not change, and partial text that may.
+ * A stream transcribes audio pushed as it arrives (a microphone, a call) and reports final text, which
+ * will not change, and partial text, which may, within about a second.
  *
- * How. Parakeet models are offline models: every output frame attends to the whole input. A stream
- * therefore runs the session on overlapping windows of the audio received so far (NeMo's buffered
- * inference for offline models). Each hop of new audio, it transcribes one window:
+ * How. Parakeet models attend to the whole input, so a stream transcribes overlapping windows of the
+ * audio received so far (NeMo's buffered inference), one per hop of new audio:
  *
  *     |<---- left context ---->|<-- not yet final, about one hop -->|<-- right context -->|
  *                                                                   ^ horizon
  *
- * Words that end by the horizon become final (each was heard with the right context after it); later
- * words are partial text, redone by the next window. Windows are merged by the words' encoder frames
- * (80 ms): the boundary between what one window made final and what the next one decides is placed
- * midway between the starts of the last final word and of the next word, so a word that a neighbouring
- * window places a frame differently is still made final once — never twice, never dropped
- * (docs/live.md states the exact condition).
+ * Words that end by the horizon become final; later ones are partial, redone by the next window.
+ * Windows are merged by the words' encoder frames (80 ms), so that each word is made final exactly once
+ * even where neighbouring windows place it a frame apart (docs/live.md states the condition).
  *
- * Latency and cost. A word becomes final when the audio up to the horizon after it plus the right
- * context has arrived and the window has run: from the end of a word, between right_context and
- * hop + right_context seconds plus the window's compute time (defaults: 0.32-0.96 s plus compute). Each
- * second of audio is transcribed (left + hop + right) / hop times over (defaults: 5.5), so a
- * stream costs that many times the GPU time of transcribing the audio once; docs/live.md has measured
- * figures. When the device is too slow for the hop, catch_up (default) lets the next window take all
- * the audio that arrived meanwhile, up to 16 hops (longer, rarer windows), instead of falling further
- * behind; a device slower than real time falls behind regardless.
+ * Latency and cost. A word becomes final between right_context and hop + right_context seconds after
+ * it ends, plus a window's compute time (defaults: 0.32-0.96 s). Each second of audio is transcribed
+ * (left + hop + right) / hop times (defaults: 5.5). When the device is too slow for the hop, catch_up
+ * (default) lets the next window take all the audio that arrived meanwhile, up to 16 hops; a device
+ * slower than real time falls behind regardless.
  *
- * Threads. A stream owns one worker thread, created by vkasr_stream_create(), which runs every window
- * and calls every callback; vkasr_stream_finish() waits for it. vkasr_stream_push() and
- * vkasr_stream_cancel() may be called from any thread, also concurrently and from inside a callback;
- * push copies the samples and returns at once (it never waits for inference). The session belongs to
- * the stream until vkasr_stream_free(): other calls on it fail with VKASR_ERR_INVALID_ARG meanwhile.
- * The model may still be shared with other sessions on other threads. Callbacks must not call
- * vkasr_stream_finish() or vkasr_stream_free() (they return VKASR_ERR_INVALID_ARG / do nothing there);
- * a UI application copies what it needs and hands it to its UI thread (g_idle_add, a queued signal).
+ * Threads. vkasr_stream_create() starts the stream's worker thread, which runs every window and calls
+ * every callback; vkasr_stream_finish() waits for it. vkasr_stream_push() and vkasr_stream_cancel() may
+ * be called from any thread, concurrently, also from a callback; push copies the samples and returns at
+ * once. The session belongs to the stream until vkasr_stream_free() (other calls on it fail with
+ * VKASR_ERR_INVALID_ARG); the model may still serve other sessions. Callbacks must not call
+ * vkasr_stream_finish() or vkasr_stream_free() (they return VKASR_ERR_INVALID_ARG / do nothing there).
  */
 
 typedef struct vkasr_stream vkasr_stream;

@@ -15,6 +15,7 @@
 #include "expect.h"
 #include "validation_log.h"
 #include "vkasr.h"
+#include "vkasr_debug.h"
 
 static const char *data;
 
@@ -192,9 +193,11 @@ static void test_audio_memory(void) {
 /* The WAV's samples, read through the same public API path as a file, compared with PCM input. */
 static void test_pcm_matches_file(vkasr_session *s) {
     const vkasr_result *r = NULL;
-    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.keep_features = true;
-    vkasr_status st = vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), &tp, &r);
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true;
+    EXPECT(vkasr_session_set_debug(s, &dp) == VKASR_OK, "keep features");
+    vkasr_status st = vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), NULL, &r);
+    EXPECT(vkasr_session_set_debug(s, NULL) == VKASR_OK, "debug params cleared");
     EXPECT(st == VKASR_OK, "file: %s", vkasr_session_last_error(s));
     if (st != VKASR_OK)
         return;
@@ -206,7 +209,7 @@ static void test_pcm_matches_file(vkasr_session *s) {
     double dur = vkasr_result_duration(r);
     EXPECT(mel && fr == (size_t)(dur * 16000 + 0.5) / 160 && dim == 16, "mel [%zu, %zu]", fr, dim);
     EXPECT(enc && efr == (fr + 7) / 8 && edim == 16, "encoder [%zu, %zu] for %zu mel frames", efr, edim, fr);
-    /* features gone without keep_features */
+    /* features gone once the debug params are cleared */
     st = vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), NULL, &r);
     EXPECT(st == VKASR_OK && vkasr_result_mel(r, &fr, &dim) == NULL && fr == 0, "no features by default");
     /* stereo 44.1 kHz of the same speech goes through mixing and resampling */
@@ -472,11 +475,12 @@ static void test_stage_taps(vkasr_model *m) {
     const vkasr_result *r = NULL;
     EXPECT(vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_OK, "untapped run");
     take_ids(r, &plain);
-    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.keep_features = true;
-    tp.stage_callback = on_stage;
-    tp.stage_user_data = t;
-    EXPECT(vkasr_transcribe_file(s, wav, &tp, &r) == VKASR_OK, "tapped run: %s", vkasr_session_last_error(s));
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true;
+    dp.stage_callback = on_stage;
+    dp.stage_user_data = t;
+    EXPECT(vkasr_session_set_debug(s, &dp) == VKASR_OK, "taps set: %s", vkasr_session_last_error(s));
+    EXPECT(vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_OK, "tapped run: %s", vkasr_session_last_error(s));
     take_ids(r, &tapped);
     EXPECT(plain.n == tapped.n && memcmp(plain.v, tapped.v, plain.n * 4) == 0, "taps change the tokens");
     /* order: mel, subsampling, layer 0 .. n-1, encoder, then only logits */
@@ -507,11 +511,18 @@ static void test_stage_taps(vkasr_model *m) {
         k++;
     }
     EXPECT(same && k == nt, "emitted steps = result tokens (%zu of %zu)", k, nt);
+    /* batches take kept features, but neither taps nor forcing */
+    const vkasr_batch_input in = {.path = wav};
+    EXPECT(vkasr_transcribe_batch(s, &in, 1, NULL, NULL, &r) == VKASR_ERR_INVALID_ARG &&
+               strstr(vkasr_session_last_error(s), "stage callbacks"),
+           "batch with taps: %s", vkasr_session_last_error(s));
     /* teacher forcing with its own steps: the same tokens */
-    vkasr_transcribe_params fp = vkasr_transcribe_params_default();
+    vkasr_debug_params fp = vkasr_debug_params_default();
     fp.forced_steps = t->steps;
     fp.n_forced_steps = t->nsteps;
-    EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_OK, "forced run: %s", vkasr_session_last_error(s));
+    EXPECT(vkasr_session_set_debug(s, &fp) == VKASR_OK &&
+               vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_OK && vkasr_result_mel(r, NULL, NULL) == NULL,
+           "forced run, taps and features off: %s", vkasr_session_last_error(s));
     take_ids(r, &forced);
     EXPECT(forced.n == plain.n && memcmp(forced.v, plain.v, plain.n * 4) == 0, "forced with its own steps");
     if (mi->head != VKASR_HEAD_CTC) {
@@ -520,18 +531,22 @@ static void test_stage_taps(vkasr_model *m) {
         one.token = one.token == 0 ? 1 : 0;
         fp.forced_steps = &one;
         fp.n_forced_steps = 1;
-        EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_OK && vkasr_result_tokens(r, &nt) && nt > 0 &&
+        EXPECT(vkasr_session_set_debug(s, &fp) == VKASR_OK, "forcing set");
+        EXPECT(vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_OK && vkasr_result_tokens(r, &nt) && nt > 0 &&
                    vkasr_result_tokens(r, &nt)[0].id == one.token &&
                    vkasr_result_tokens(r, &nt)[0].frame == one.frame,
                "forced token %d at step 0", one.token);
         one = t->steps[0];
         one.frame++;
-        EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_ERR_INVALID_ARG &&
+        EXPECT(vkasr_transcribe_file(s, wav, NULL, &r) == VKASR_ERR_INVALID_ARG &&
                    strstr(vkasr_session_last_error(s), "frame"),
                "forced step at the wrong frame: %s", vkasr_session_last_error(s));
     }
     fp.forced_steps = NULL;
-    EXPECT(vkasr_transcribe_file(s, wav, &fp, &r) == VKASR_ERR_INVALID_ARG, "n_forced_steps without steps");
+    EXPECT(vkasr_session_set_debug(s, &fp) == VKASR_ERR_INVALID_ARG &&
+               strstr(vkasr_session_last_error(s), "forced_steps"),
+           "n_forced_steps without steps: %s", vkasr_session_last_error(s));
+    EXPECT(vkasr_session_set_debug(NULL, NULL) == VKASR_ERR_INVALID_ARG, "NULL session");
     tap_log_free(t);
     free(t);
     vkasr_session_free(s);
@@ -540,13 +555,22 @@ static void test_stage_taps(vkasr_model *m) {
 /* A caller built against an older header passes a smaller struct: fields past it are defaults. */
 static void test_params_versioning(vkasr_session *s) {
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.keep_features = true;
-    tp.struct_size = (uint32_t)offsetof(vkasr_transcribe_params, keep_features);
+    tp.attention = VKASR_ATTENTION_LOCAL;
+    tp.attention_window = -1; /* out of range: refused when read */
+    tp.struct_size = (uint32_t)offsetof(vkasr_transcribe_params, attention);
     const vkasr_result *r = NULL;
-    size_t fr = 1;
     EXPECT(vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), &tp, &r) == VKASR_OK &&
+               vkasr_result_attention(r, NULL) == VKASR_ATTENTION_FULL,
+           "transcribe params beyond struct_size ignored: %s", vkasr_session_last_error(s));
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true;
+    dp.struct_size = (uint32_t)offsetof(vkasr_debug_params, keep_features);
+    size_t fr = 1;
+    EXPECT(vkasr_session_set_debug(s, &dp) == VKASR_OK &&
+               vkasr_transcribe_file(s, path("audio/speech_16k_mono.wav"), NULL, &r) == VKASR_OK &&
                vkasr_result_mel(r, &fr, NULL) == NULL && fr == 0,
-           "fields beyond struct_size ignored");
+           "debug params beyond struct_size ignored");
+    vkasr_session_set_debug(s, NULL);
 }
 
 static void test_info(vkasr_model *m, vkasr_head head) {

@@ -3,7 +3,8 @@
  *  - the parity fixtures' TDT, RNN-T and CTC models (f32) on the parity clips, the default
  *    model (f16 on lavapipe) on the held-out clips: every input's tokens (id, frame, duration) and text
  *    identical, its mel features and encoder output bit-identical, with automatic batches and with device
- *    batches of 2 and 3 inputs (several batches, inputs sorted by length);
+ *    batches of 2 and 3 inputs (several batches, inputs sorted by length), and with batches of more
+ *    than 2 failing (the debug hook batch_fail_above: halved until they run, one warning);
  *  - local attention (a window shorter than the inputs): the same;
  *  - a corrupt file and a missing one among the inputs: each its own error result (audio, I/O) naming
  *    it, the others unaffected; an input given as PCM; results in input order; the result callback
@@ -18,6 +19,7 @@
 #include "expect.h"
 #include "validation_log.h"
 #include "vkasr.h"
+#include "vkasr_debug.h"
 
 #define MAX_IN 24
 
@@ -118,6 +120,15 @@ static bool on_abort(void *ud) {
 
 /* One model: every input alone, then batches of several sizes (and local attention) compared with them. */
 /* sizes: the first 1 .. 3 of auto, 2, 3; local: also local attention; abort: the abort case too. */
+/* Counts the library's warnings of batches failed by the debug hook (vkasr_debug_params.batch_fail_above),
+ * then logs as tv_log does. */
+static int hook_splits;
+static void log_splits(vkasr_log_level level, const char *message, void *user_data) {
+    if (strstr(message, "failed (batch_fail_above="))
+        hook_splits++;
+    tv_log(level, message, user_data);
+}
+
 static void model_case(const char *model, vkasr_precision prec, char **paths, int n, const char *bad_file,
                        const char *name, int nsizes, bool local_too, bool abort_too) {
     vkasr_error err;
@@ -125,16 +136,18 @@ static void model_case(const char *model, vkasr_precision prec, char **paths, in
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = prec;
     mp.validation = tv_wanted();
-    mp.log_callback = tv_log;
+    mp.log_callback = log_splits;
     if (vkasr_model_load(model, &mp, &m, &err) != VKASR_OK) {
         EXPECT(0, "%s: load %s: %s", name, model, err.message);
         return;
     }
     vkasr_session *s = NULL;
     EXPECT(vkasr_session_create(m, &s, &err) == VKASR_OK, "%s: session: %s", name, err.message);
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true; /* the encoder outputs are compared, batched against alone */
+    EXPECT(!s || vkasr_session_set_debug(s, &dp) == VKASR_OK, "%s: keep features", name);
     for (int local = 0; s && local < (local_too ? 2 : 1); local++) {
         vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-        tp.keep_features = true;
         if (local) {
             tp.attention = VKASR_ATTENTION_LOCAL;
             tp.attention_window = 4;
@@ -168,12 +181,19 @@ static void model_case(const char *model, vkasr_precision prec, char **paths, in
         const int pcm_at = nb;
         in[nb++] = (vkasr_batch_input){.samples = pcm, .n_frames = npcm, .sample_rate = 16000, .channels = 1};
         static const size_t sizes[] = {0, 2, 3};
-        for (int k = 0; k < (local ? 1 : nsizes); k++) {
+        /* with abort_too, one more run: automatic batches, each of more than 2 inputs failing by the
+         * debug hook, so that they are halved until they run */
+        const int nruns = local ? 1 : nsizes + (abort_too ? 1 : 0);
+        for (int k = 0; k < nruns; k++) {
+            const bool hook = k == nsizes;
             char what[512];
             snprintf(what, sizeof what, "%s%s, batches of %s", name, local ? ", local attention [4, 4]" : "",
-                     sizes[k] ? (sizes[k] == 2 ? "2" : "3") : "auto");
+                     hook ? "auto, those above 2 failing" : sizes[k] ? (sizes[k] == 2 ? "2" : "3") : "auto");
+            dp.batch_fail_above = hook ? 2 : 0;
+            EXPECT(vkasr_session_set_debug(s, &dp) == VKASR_OK, "%s: debug params", what);
+            hook_splits = 0;
             vkasr_batch_params bp = vkasr_batch_params_default();
-            bp.max_batch = sizes[k];
+            bp.max_batch = hook ? 0 : sizes[k];
             struct cb cb = {.abort_after = -1};
             bp.result_callback = on_result;
             bp.result_user_data = &cb;
@@ -203,9 +223,13 @@ static void model_case(const char *model, vkasr_precision prec, char **paths, in
                 got_free(&g);
             }
             EXPECT(cb.total == nb, "%s: %d result callbacks for %d inputs", what, cb.total, nb);
+            EXPECT(hook ? hook_splits == 1 : hook_splits == 0, "%s: %d warnings of batches failed by the hook", what,
+                   hook_splits);
             printf("%s: %d inputs, each as alone (tokens, mel and encoder bit for bit), bad inputs their own errors\n",
                    what, nb);
         }
+        dp.batch_fail_above = 0;
+        EXPECT(vkasr_session_set_debug(s, &dp) == VKASR_OK, "%s: debug params", name);
         if (!local && abort_too) { /* abort after the first batch's results: the call stops */
             vkasr_batch_params bp = vkasr_batch_params_default();
             bp.max_batch = 2;

@@ -11,6 +11,8 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in include/vkasr.h share/vkasr/vkasr-tdt-tiny-en.gguf bin/vkasr; do
     [ -e "$prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
+# the debugging hooks are for the source tree's own tools (docs/architecture.md, "Public API")
+[ ! -e "$prefix/include/vkasr_debug.h" ] || { echo "FAIL: include/vkasr_debug.h installed"; exit 1; }
 libdir=$(dirname "$(find "$prefix" -name vkasr.pc | head -1)")/..
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/transcribe.c" $(pkg-config --cflags --libs vkasr) \

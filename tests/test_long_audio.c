@@ -18,6 +18,7 @@
 #include "expect.h"
 #include "validation_log.h"
 #include "vkasr.h"
+#include "vkasr_debug.h"
 
 struct run {
     vkasr_status st;
@@ -101,7 +102,9 @@ static void test_attention_choice(vkasr_session *s, const float *pcm, size_t n) 
 
 static void test_max_memory(vkasr_session *s, const float *pcm, size_t n, uint64_t weights) {
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.keep_features = true;
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true; /* encoder outputs compared between capped and uncapped runs */
+    vkasr_session_set_debug(s, &dp);
     struct run free_run = transcribe(s, pcm, n, &tp);
     EXPECT(free_run.st == VKASR_OK && free_run.enc, "uncapped: %s", free_run.msg);
     if (free_run.st != VKASR_OK || !free_run.enc)
@@ -136,7 +139,7 @@ static void test_max_memory(vkasr_session *s, const float *pcm, size_t n, uint64
     }
     run_free(&capped);
     /* not above the weights: refused before anything is allocated */
-    tp.keep_features = false;
+    vkasr_session_set_debug(s, NULL);
     tp.max_memory = weights / 2;
     struct run r = transcribe(s, pcm, n, &tp);
     EXPECT(r.st == VKASR_ERR_DEVICE_MEMORY && strstr(r.msg, "weights") && strstr(r.msg, "MiB"),

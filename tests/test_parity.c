@@ -26,6 +26,7 @@
 
 #include "validation_log.h"
 #include "vkasr.h"
+#include "vkasr_debug.h"
 
 static int failures;
 static int token_report_only;
@@ -273,7 +274,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.keep_features = true;
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = true; /* the mel and the encoder output are compared with the fixtures */
+    vkasr_session_set_debug(s, &dp);
     int nclips = 0;
     struct dirent *de;
     while ((de = readdir(dir))) {

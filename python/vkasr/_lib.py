@@ -95,11 +95,8 @@ class TranscribeParams(Structure):
         ("struct_size", c_uint32), ("progress_callback", ProgressCallback), ("progress_user_data", c_void_p),
         ("segment_callback", c_void_p), ("segment_user_data", c_void_p),
         ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
-        ("max_symbols_per_step", c_int), ("keep_features", c_bool),
-        ("stage_callback", c_void_p), ("stage_user_data", c_void_p),
-        ("forced_steps", c_void_p), ("n_forced_steps", c_size_t),
-        ("attention", c_int), ("attention_window", c_int), ("auto_full_seconds", c_double),
-        ("max_memory", c_uint64),
+        ("max_symbols_per_step", c_int), ("attention", c_int), ("attention_window", c_int),
+        ("auto_full_seconds", c_double), ("max_memory", c_uint64),
     ]
 
 

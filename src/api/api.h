@@ -1,10 +1,12 @@
 /* api.h — the public objects' internals, shared by the files of src/api (vkasr.c: models, sessions,
- * results; stream.c: live streams). Nothing outside src/api includes it. */
+ * results; stream.c: live streams; debug.c: the hooks of vkasr_debug.h). Nothing outside src/api
+ * includes it. */
 #ifndef VKASR_API_H
 #define VKASR_API_H
 
 #include "asr/asr.h"
 #include "asr/transcript.h"
+#include "vkasr_debug.h"
 
 #include <string.h>
 
@@ -55,6 +57,7 @@ struct vkasr_session {
     size_t seg_token0;               /* first token not yet published in a completed segment */
     double call_start_ms;
     bool host_decoder;               /* VKASR_DECODER=host at creation: transducers walked on the host */
+    vkasr_debug_params debug;        /* vkasr_session_set_debug(); zeroed: none                    */
     struct vkasr_stream *stream;     /* a live stream owns the session while it exists (stream.c) */
 };
 

@@ -86,7 +86,6 @@ struct call {
     double total, done, cur; /* audio seconds: all inputs, those finished, the running batch's */
     size_t batches;          /* packed batches that ran (not those that failed and were halved)        */
     size_t splits;           /* failed batches run as two halves                                       */
-    size_t fail_above;       /* VKASR_TEST_BATCH_FAIL_ABOVE (a test hook; 0: off)                       */
     double features_ms, encoder_ms, decoder_ms; /* asr_run_batch's stages (host preparation and uploads
                                                    count in features: the first stage)               */
     double results_ms;                          /* finishing the results, the result callbacks      */
@@ -132,15 +131,6 @@ static void input_name(const vkasr_batch_input *in, size_t i, char *buf, size_t 
         snprintf(buf, n, "input %zu (PCM)", i);
 }
 
-/* VKASR_TEST_BATCH_FAIL_ABOVE=N, a test hook: every packed batch of more than N inputs fails as a batch
- * whose device memory ran out would, so that the tests can watch the halving below. */
-static size_t test_fail_above(void) {
-    const char *v = getenv("VKASR_TEST_BATCH_FAIL_ABOVE");
-    char *end = NULL;
-    const unsigned long long n = v && *v ? strtoull(v, &end, 10) : 0;
-    return end && *end == '\0' && n > 0 ? (size_t)n : 0;
-}
-
 /* Runs the inputs idx[0 .. k) as one packed batch (k == 1: alone); their results are finished and
  * reported. A batch of several that fails on the device (memory taken meanwhile, a driver error) is run
  * as two halves, each halved again while it fails: a batch too large for what is left of the device
@@ -168,9 +158,9 @@ static vkasr_status run_group(struct call *c, struct item *items, const size_t *
     struct asr_options opt = api_options(s, c->p);
     struct asr_hooks hooks = {.progress = batch_progress, .should_abort = on_abort, .ud = c};
     struct err e = {0};
-    vkasr_status st = c->fail_above && k > c->fail_above
-                          ? err_set(&e, VKASR_ERR_DEVICE_MEMORY, "VKASR_TEST_BATCH_FAIL_ABOVE=%zu (a test hook)",
-                                    c->fail_above)
+    const size_t fail_above = s->debug.batch_fail_above; /* vkasr_debug.h: tests of the halving below */
+    vkasr_status st = fail_above && k > fail_above
+                          ? err_set(&e, VKASR_ERR_DEVICE_MEMORY, "batch_fail_above=%zu (a debug hook)", fail_above)
                           : asr_run_batch(s->model->am, s->be, pcm, ns, (int64_t)k, &opt, &hooks, outs, &e);
     free(pcm);
     free(ns);
@@ -302,7 +292,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     vkasr_batch_params bp;
     READ_PARAMS(bp, batch_params, vkasr_batch_params_default());
     TRY(api_check_params(s, &p));
-    if (p.segment_callback || p.stage_callback || p.n_forced_steps)
+    if (p.segment_callback || s->debug.stage_callback || s->debug.n_forced_steps)
         return err_set(&s->err, VKASR_ERR_INVALID_ARG,
                        "vkasr_transcribe_batch: segment and stage callbacks and teacher forcing take one input at a "
                        "time (vkasr_transcribe_file / _pcm)");
@@ -327,7 +317,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
     }
     s->nbatch = n;
     const struct asr_model *m = s->model->am;
-    struct call c = {.s = s, .p = &p, .fail_above = test_fail_above()};
+    struct call c = {.s = s, .p = &p};
     vkasr_status st = VKASR_OK, first_err = VKASR_OK;
     /* decode every input; a bad one is its own error */
     const double t_decode = clock_ms();

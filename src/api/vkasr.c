@@ -294,7 +294,7 @@ static void on_tokens_added(void *ud) {
 
 static void on_stage(void *ud, const vkasr_stage *stage) {
     vkasr_session *s = ud;
-    s->params->stage_callback(stage, s->params->stage_user_data);
+    s->debug.stage_callback(stage, s->debug.stage_user_data);
 }
 
 /* ---- transcription ----------------------------------------------------------------------------- */
@@ -307,9 +307,6 @@ vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p
                        "transcribe params: attention %d, attention_window %d, auto_full_seconds %g: need a "
                        "vkasr_attention value, a window >= 0 and seconds >= 0",
                        (int)p->attention, p->attention_window, p->auto_full_seconds);
-    if (p->n_forced_steps && !p->forced_steps)
-        return err_set(&s->err, VKASR_ERR_INVALID_ARG, "n_forced_steps is %zu but forced_steps is NULL",
-                       p->n_forced_steps);
     return VKASR_OK;
 }
 
@@ -317,13 +314,13 @@ struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_pa
     static const enum asr_attention att[] = {ASR_ATT_AUTO, ASR_ATT_FULL, ASR_ATT_LOCAL};
     return (struct asr_options){
         .max_symbols = p->max_symbols_per_step,
-        .keep_features = p->keep_features,
+        .keep_features = s->debug.keep_features,
         .attention = att[p->attention],
         .window = p->attention_window,
         .auto_full_seconds = p->auto_full_seconds,
         .max_memory = p->max_memory,
-        .forced = p->forced_steps,
-        .nforced = p->n_forced_steps,
+        .forced = s->debug.forced_steps,
+        .nforced = s->debug.n_forced_steps,
         .host_decoder = s->host_decoder,
     };
 }
@@ -336,7 +333,8 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
     r->enc_dim = (size_t)s->model->am->cfg.d_model;
     s->params = p;
     s->seg_token0 = 0;
-    struct asr_hooks hooks = {session_progress, on_should_abort, on_tokens_added, p->stage_callback ? on_stage : NULL, s};
+    struct asr_hooks hooks = {session_progress, on_should_abort, on_tokens_added,
+                              s->debug.stage_callback ? on_stage : NULL, s};
     struct asr_options opt = api_options(s, p);
     vkasr_status st = asr_run(s->model->am, s->be, a->samples, a->n, &opt, &hooks, &r->out, &s->err);
     if ((st == VKASR_OK || st == VKASR_ABORTED) && p->segment_callback) {
@@ -549,24 +547,6 @@ vkasr_attention vkasr_result_attention(const vkasr_result *r, int *window) {
     if (window)
         *window = a == VKASR_ATTENTION_LOCAL ? (int)p->window : 0;
     return a;
-}
-
-const float *vkasr_result_mel(const vkasr_result *r, size_t *frames, size_t *n_mels) {
-    bool ok = r && r->out.mel;
-    if (frames)
-        *frames = ok ? (size_t)r->out.mel_frames : 0;
-    if (n_mels)
-        *n_mels = ok ? r->mel_dim : 0;
-    return ok ? r->out.mel : NULL;
-}
-
-const float *vkasr_result_encoder(const vkasr_result *r, size_t *frames, size_t *dim) {
-    bool ok = r && r->out.encoder;
-    if (frames)
-        *frames = ok ? (size_t)r->out.frames : 0;
-    if (dim)
-        *dim = ok ? r->enc_dim : 0;
-    return ok ? r->out.encoder : NULL;
 }
 
 /* ---- profiling ---------------------------------------------------------------------------------- */

@@ -5,6 +5,7 @@
 
 #include "backend/backend.h"
 #include "model/model_types.h"
+#include "vkasr_debug.h"
 
 struct asr_layer {
     be_tensor ff1_norm_w, ff1_norm_b, ff1_w1, ff1_b1, ff1_w2, ff1_b2;
@@ -47,7 +48,7 @@ struct asr_hooks {
     bool (*should_abort)(void *ud);
     /* Called after tokens were appended to the output during decoding (segment callbacks). */
     void (*tokens_added)(void *ud);
-    /* Stage taps (vkasr_stage in vkasr.h): NULL costs nothing; set, each tapped tensor is copied out. */
+    /* Stage taps (vkasr_stage in vkasr_debug.h): NULL costs nothing; set, each tapped tensor is copied out. */
     void (*stage)(void *ud, const vkasr_stage *s);
     void *ud;
 };

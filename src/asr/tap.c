@@ -1,4 +1,4 @@
-/* tap.c — stage taps (vkasr_transcribe_params.stage_callback): a device tensor copied to the host and
+/* tap.c — stage taps (vkasr_debug_params.stage_callback): a device tensor copied to the host and
  * handed to the caller with its stage name and index. The network calls asr_tap() at each stage; without
  * a callback it returns at once, so untapped runs do no extra work. */
 #include <stdlib.h>

@@ -161,15 +161,18 @@ static int open_device(const char *model, const char *device, vkasr_precision pr
 /* Transcribes with the stage taps on (and teacher forcing when forced is set). */
 static int run(vkasr_session *s, const char *device, const char *audio, vkasr_stage_callback tap, void *ud,
                const struct cmp_baseline *forced, const vkasr_result **r) {
-    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
-    tp.stage_callback = tap;
-    tp.stage_user_data = ud;
-    tp.abort_callback = cli_should_abort;
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.stage_callback = tap;
+    dp.stage_user_data = ud;
     if (forced) {
-        tp.forced_steps = forced->steps;
-        tp.n_forced_steps = forced->nsteps;
+        dp.forced_steps = forced->steps;
+        dp.n_forced_steps = forced->nsteps;
     }
-    vkasr_status st = vkasr_transcribe_file(s, audio, &tp, r);
+    vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.abort_callback = cli_should_abort;
+    vkasr_status st = vkasr_session_set_debug(s, &dp);
+    if (st == VKASR_OK)
+        st = vkasr_transcribe_file(s, audio, &tp, r);
     if (st == VKASR_ABORTED)
         return 128 + interrupted;
     if (st != VKASR_OK) {

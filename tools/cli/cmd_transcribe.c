@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "cli.h"
+#include "vkasr_debug.h"
 
 /* The process's peak resident memory (host), in bytes. */
 static double host_peak_bytes(void) {
@@ -21,7 +22,6 @@ static double host_peak_bytes(void) {
 static vkasr_transcribe_params transcribe_params(const struct transcribe_opts *o) {
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
     tp.max_symbols_per_step = o->max_symbols;
-    tp.keep_features = o->dump != NULL;
     tp.attention = o->attention;
     tp.attention_window = o->attention_window;
     tp.auto_full_seconds = o->attention_threshold;
@@ -196,6 +196,9 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
     int rc = open_session(c, mp, &m, &s);
     if (rc != EXIT_OK)
         return rc;
+    if (o->dump) /* the features stay in the results (write_dump) */
+        vkasr_session_set_debug(s, &(vkasr_debug_params){.struct_size = sizeof(vkasr_debug_params),
+                                                         .keep_features = true});
     struct progress_ctx pc = {.enabled = show_progress(c, o), .last_pct = -1};
     vkasr_transcribe_params tp = transcribe_params(o);
     tp.progress_callback = on_progress;

@@ -5,6 +5,7 @@
 #define VKASR_CLI_COMPARE_H
 
 #include "cli.h"
+#include "vkasr_debug.h"
 
 struct cmp_tensor {
     char name[16];
@@ -78,7 +79,7 @@ struct cmp_result {
 /* Tolerance (bound on the relative L2 error) of a stage in a precision; docs/compare.md derives them. */
 double cmp_tolerance(const char *stage, vkasr_precision precision);
 
-/* Stage callbacks (vkasr_transcribe_params.stage_callback): ud is the cmp_baseline / the cmp_result. */
+/* Stage callbacks (vkasr_debug_params.stage_callback): ud is the cmp_baseline / the cmp_result. */
 void cmp_baseline_tap(const vkasr_stage *stage, void *ud);
 void cmp_result_tap(const vkasr_stage *stage, void *ud);
 

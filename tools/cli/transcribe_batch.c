@@ -10,6 +10,7 @@
 
 #include "batch_prefetch.h"
 #include "cli.h"
+#include "vkasr_debug.h"
 #include "wer.h"
 
 /* Windows: at most this many inputs (4 device batches of an explicit --batch), and, where the manifest
@@ -383,6 +384,16 @@ static void window_job(struct pool_worker *wk, void *arg) {
         run_window(wk, w);
 }
 
+/* A worker session's debug hooks: the features kept for --dump, and VKASR_TEST_BATCH_FAIL_ABOVE=N (a
+ * test hook: every packed batch of more than N inputs fails, so that test_cli.sh can watch the halving). */
+static void set_debug(vkasr_session *s, bool dump) {
+    const char *v = getenv("VKASR_TEST_BATCH_FAIL_ABOVE");
+    vkasr_debug_params dp = vkasr_debug_params_default();
+    dp.keep_features = dump;
+    dp.batch_fail_above = v && *v ? strtoul(v, NULL, 10) : 0;
+    vkasr_session_set_debug(s, &dp);
+}
+
 /* Cuts the inputs into windows (see WINDOW_*; with several workers small enough that each gets a few:
  * three per worker across devices, so that a faster device takes more; two per session of one device,
  * which share it, so that batches stay large). */
@@ -456,6 +467,8 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
     if (rc == EXIT_OK) {
         nd = pool_size(pool);
         nmodels = pool_models(pool);
+        for (int i = 0; i < nd; i++)
+            set_debug(pool_worker(pool, i)->session, o->dump != NULL);
         vkasr_model_info info;
         vkasr_model_get_info(pool_worker(pool, 0)->model, &info);
         output_set_head(info.head);
