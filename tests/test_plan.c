@@ -11,10 +11,12 @@
  * total past 2^62, or are negative, are refused naming the input; a batch of one plans what one input
  * plans; batches of 20 s inputs of the 0.6B shape (256 of them within the H100's memory). Prints the
  * plans (docs/long-audio.md and docs/batch.md quote them). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 
 #include "asr/asr.h"
+#include "common/clock.h"
 #include "expect.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -278,7 +280,123 @@ static void test_batches(void) {
     }
 }
 
+/* The plan of the measured stages (asr_plan) against the twins' (asr_plan_batch) on one layout. */
+static int compared, differed;
+static void compare(const struct model_config *c, vkasr_precision prec, const int64_t *lens, int64_t n,
+                    const struct asr_options *o, uint64_t avail, uint64_t max_tensor, uint64_t op, const char *what) {
+    struct asr_batch b;
+    struct err e1 = {0}, e2 = {0};
+    if (asr_batch_layout(c, lens, n, &b, &e1) != VKASR_OK) {
+        EXPECT(0, "%s: %s", what, e1.msg);
+        return;
+    }
+    struct asr_plan p1 = {0}, p2 = {0};
+    vkasr_status s1 = asr_plan_batch(c, prec, &b, o, W06, avail, max_tensor, op, "test budget", &p1, &e1);
+    struct asr_model m = {0};
+    m.cfg = *c;
+    m.precision = prec;
+    struct asr_work w = {.batch = &b, .opt = o, .weights = W06, .available = avail, .max_tensor = max_tensor,
+                         .op_scratch = op, .limit = "test budget"};
+    vkasr_status s2 = asr_plan(&m, &w, &p2, &e2);
+    compared++;
+    const bool same = s1 == s2 && p1.chunks.rows == p2.chunks.rows && p1.chunks.sub_tile == p2.chunks.sub_tile &&
+                      p1.chunks.stft_frames == p2.chunks.stft_frames && p1.features == p2.features &&
+                      p1.subsampling == p2.subsampling && p1.encoder == p2.encoder && p1.decoder == p2.decoder &&
+                      p1.scratch == p2.scratch && p1.attention == p2.attention && p1.window == p2.window;
+    /* the subsampling twin bounds any tile of the size (for a batch, on the stages of L + 7 n mel
+     * frames): the tiles the run makes may need less */
+    const bool within = s1 == s2 && p1.chunks.rows == p2.chunks.rows && p1.chunks.sub_tile == p2.chunks.sub_tile &&
+                        p1.chunks.stft_frames == p2.chunks.stft_frames && p1.features == p2.features &&
+                        p1.subsampling >= p2.subsampling && p1.encoder == p2.encoder && p1.decoder == p2.decoder &&
+                        p1.scratch >= p2.scratch && p1.attention == p2.attention && p1.window == p2.window;
+    differed += !same;
+    EXPECT(within, "%s: the measured plan departs from the twins' beyond the subsampling tiles", what);
+    if (!same)
+        printf("%s: twins %d rows %lld tile %lld stft %lld f %llu s %llu e %llu d %llu = %llu largest %llu\n"
+               "%*s measured %d rows %lld tile %lld stft %lld f %llu s %llu e %llu d %llu = %llu largest %llu %s\n",
+               what, (int)s1, (long long)p1.chunks.rows,
+               (long long)p1.chunks.sub_tile, (long long)p1.chunks.stft_frames, (unsigned long long)p1.features,
+               (unsigned long long)p1.subsampling, (unsigned long long)p1.encoder, (unsigned long long)p1.decoder,
+               (unsigned long long)p1.scratch, (unsigned long long)p1.largest, (int)strlen(what), "", (int)s2,
+               (long long)p2.chunks.rows, (long long)p2.chunks.sub_tile, (long long)p2.chunks.stft_frames,
+               (unsigned long long)p2.features, (unsigned long long)p2.subsampling, (unsigned long long)p2.encoder,
+               (unsigned long long)p2.decoder, (unsigned long long)p2.scratch, (unsigned long long)p2.largest,
+               e2.msg);
+    asr_batch_free(&b);
+}
+
+static void test_compare(void) {
+    const uint64_t h100 = 79ull * GIB, alloc = 4094ull << 20;
+    static const double secs[] = {0, 0.05, 1, 20, 60, 61, 600, 1440, 3600, 3 * 3600};
+    static const uint64_t avails[] = {79ull * GIB - W06, 3 * GIB - W06, 1 * GIB, 400ull << 20};
+    for (int head = 0; head < 4; head++)
+        for (int prec = 0; prec < 2; prec++) {
+            struct model_config c = shape_06b();
+            c.head = head == 0 ? VKASR_HEAD_TDT : head == 1 ? VKASR_HEAD_RNNT : VKASR_HEAD_CTC;
+            if (head == 3) /* a model that ships local attention */
+                c.att_left = c.att_right = 64;
+            const vkasr_precision p = prec ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
+            for (unsigned i = 0; i < sizeof secs / sizeof *secs; i++)
+                for (unsigned j = 0; j < sizeof avails / sizeof *avails; j++)
+                    for (int att = 0; att < 3; att++) {
+                        struct asr_options o = {.attention = (enum asr_attention)att};
+                        int64_t n = (int64_t)(secs[i] * 16000);
+                        char what[96];
+                        snprintf(what, sizeof what, "head %d %s %.0f s avail %.0f MiB att %d", head,
+                                 prec ? "f32" : "f16", secs[i], avails[j] / MIB, att);
+                        compare(&c, p, &n, 1, &o, avails[j], alloc, j == 2 ? 32ull << 20 : 0, what);
+                    }
+            for (int k = 0; k < 4; k++) {
+                static const int sizes[] = {2, 16, 64, 256};
+                int64_t l[256];
+                for (int i = 0; i < sizes[k]; i++)
+                    l[i] = 20 * 16000 - i * 601;
+                char what[96];
+                snprintf(what, sizeof what, "head %d %s batch %d", head, prec ? "f32" : "f16", sizes[k]);
+                compare(&c, p, l, sizes[k], NULL, h100 - W06, alloc, 0, what);
+                snprintf(what, sizeof what, "head %d %s batch %d in 1 GiB", head, prec ? "f32" : "f16", sizes[k]);
+                compare(&c, p, l, sizes[k], NULL, 1 * GIB, alloc, 0, what);
+            }
+            struct asr_chunks f = {5, 3, 7};
+            struct asr_options o = {.force = &f};
+            int64_t n = 10 * 16000;
+            compare(&c, p, &n, 1, &o, h100, alloc, 0, "forced");
+            n = 3 * 3600 * 16000;
+            compare(&c, p, &n, 1, NULL, h100, 900ull << 20, 0, "3 h, several blocks");
+        }
+    printf("compared %d plans: %d identical, %d with smaller measured subsampling\n", compared, compared - differed,
+           differed);
+}
+
+/* Planning is cheap: three hours of the 0.6B shape, auto attention, best of a few. */
+static void test_cost(void) {
+    const struct model_config c = shape_06b();
+    struct asr_model m = {0};
+    m.cfg = c;
+    m.precision = VKASR_PRECISION_F16;
+    int64_t n = 3ll * 3600 * 16000;
+    struct asr_batch b;
+    struct err e = {0};
+    EXPECT(asr_batch_layout(&c, &n, 1, &b, &e) == VKASR_OK, "%s", e.msg);
+    static const uint64_t avail[2] = {79ull * GIB - W06, 3 * GIB - W06};
+    for (int k = 0; k < 2; k++) {
+        struct asr_work w = {.batch = &b, .weights = W06, .available = avail[k], .max_tensor = 4094ull << 20};
+        struct asr_plan p;
+        double best = 1e9;
+        for (int i = 0; i < 5; i++) {
+            const double t0 = clock_ms();
+            EXPECT(asr_plan(&m, &w, &p, &e) == VKASR_OK, "%s", e.msg);
+            const double t = clock_ms() - t0;
+            best = t < best ? t : best;
+        }
+        printf("planning 3 h (%.0f MiB available): %.2f ms\n", avail[k] / MIB, best);
+    }
+    asr_batch_free(&b);
+}
+
 int main(void) {
+    test_cost();
+    test_compare();
     test_attention_choice();
     test_06b_plans();
     test_batches();

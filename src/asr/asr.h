@@ -138,6 +138,10 @@ static inline int64_t asr_batch_total(const struct asr_batch *b, enum asr_stage 
  * (ops.h), on the scratch stack (asr_batch_scratch bytes) for the rest of the run. */
 vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, struct asr_batch *b, struct err *e);
 uint64_t asr_batch_scratch(int64_t n);
+/* The rows of every input at stage s on the scratch stack, f32: ASR_MEL the features [L, n_mels],
+ * ASR_FRAMES the encoder's residual stream [T, d_model] (the run's buffers, and the plan's). */
+vkasr_status asr_batch_tensor(struct backend *be, const struct model_config *c, const struct asr_batch *b,
+                              enum asr_stage s, be_tensor *out);
 /* The segment table an op of `stage` takes: the device offsets for a batch of several inputs, none
  * (addr 0) for one input. */
 static inline be_tensor asr_batch_seg(const struct asr_batch *b, enum asr_stage s) {
@@ -220,14 +224,34 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const 
 vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
-/* The plan asr_run_batch makes for a batch on this backend: within the device's budget (less what
- * others hold) and the caller's max_memory. For callers forming batches. */
-vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
-                          const struct asr_options *opt, struct asr_plan *out, struct err *e);
 /* The plan of a packed batch: totals of every stage, positions and attention by the longest input. */
 vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
                             const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
                             uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
+/* What a plan is made for (asr_plan). */
+struct asr_work {
+    const struct asr_batch *batch;   /* the inputs (asr_batch_layout; one input: a batch of one)   */
+    const struct asr_options *opt;   /* attention, forced chunks, decoder; NULL: the defaults      */
+    uint64_t weights;                /* device bytes of the weights (already held; reported)       */
+    uint64_t available;              /* scratch bytes the run may hold                             */
+    uint64_t max_tensor;             /* the device's largest single allocation (0: no limit)       */
+    uint64_t op_scratch;             /* what one op of the backend takes for itself above any phase
+                                        (be_memory.op_scratch and the parts that apply)             */
+    char limit[192];                 /* what set `available`, for messages ("": the device's budget) */
+    const struct logger *log;        /* the plan is logged here at info level (NULL: not logged)   */
+};
+/* The work of a batch on this backend (pipeline.c): within the device's budget less what others hold
+ * (weights, other sessions; this session's own scratch is replaced) and the caller's max_memory, with
+ * the backend's op scratch for this model and batch; logged on the device's logger. */
+vkasr_status asr_work_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_work *out, struct err *e);
+/* The memory plan of a run (plan.c), made before anything is allocated: the attention for the longest
+ * input, then the largest chunks (up to preferred sizes) each phase can take within w->available, each
+ * phase's bytes measured by running its stage on a measuring backend (backend.h: be_measure);
+ * VKASR_ERR_DEVICE_MEMORY naming the bytes needed and available (and w->limit) when even the smallest
+ * do not fit. Reads only the model's configuration and precision: a pure function, tested on shapes
+ * of hours without a device. */
+vkasr_status asr_plan(const struct asr_model *m, const struct asr_work *w, struct asr_plan *out, struct err *e);
 /* The attention a run of `frames` encoder frames uses (window 0 for full). */
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e);

@@ -75,6 +75,12 @@ uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_ty
     return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
 }
 
+/* Where a sublayer's loop over chunks of `rows` ends: after the last row, or on a measuring backend
+ * after the first chunk (the chunks allocate nothing: the temporaries are taken before the loop). */
+static int64_t loop_end(const struct block_ctx *c, int64_t rows, int64_t total) {
+    return be_measuring(c->be) ? min64(rows, total) : total;
+}
+
 /* Rows per chunk of a sublayer costing `fixed` + rows x `per_row` multiply-adds: the planned rows,
  * cut to about one step on a CPU device. */
 static int64_t chunk_rows(const struct block_ctx *c, int64_t fixed, int64_t per_row) {
@@ -103,11 +109,11 @@ static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_ten
 // x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place
 static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_tensor *ln_w, const be_tensor *ln_b,
                                  const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
-    const int64_t per_row = 2 * c->D * w1->ne[0], rows = chunk_rows(c, 0, per_row);
+    const int64_t F = c->cfg->ff_size, per_row = 2 * c->D * F, rows = chunk_rows(c, 0, per_row);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, w1->ne[0], &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, F, &st);
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0);
         be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
         // h: [n, D] = LN(x rows);  u: [n, F] = silu(h W1^T + b1);  x rows += 0.5 (u W2^T + b2)
@@ -147,7 +153,7 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
     be_tensor hk = tmp(c, c->t.norm, nk_max, D, &st), k = tmp(c, c->t.k, nk_max, D, &st);
     be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, rows, D, &st);
     be_tensor a = tmp(c, c->t.att, rows, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
         be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
         be_tensor hq = be_tensor_rows(&hk, r0 - ka, n), qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
@@ -187,7 +193,8 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
     // both passes in one chunk: the queries' pass takes the keys' LN(x), still in h
     const bool one_chunk = chunk_rows(c, 0, per_row[0]) >= c->T && chunk_rows(c, 0, per_row[1]) >= c->T;
     for (int pass = 0; pass < 2; pass++)
-        for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]); st == VKASR_OK && r0 < c->T; r0 += rows) {
+        for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]), end = loop_end(c, rows, c->T);
+             st == VKASR_OK && r0 < end; r0 += rows) {
             const int64_t n = min64(rows, c->T - r0);
             be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
             // h: [n, D] = LN(x rows)
@@ -232,7 +239,7 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
     be_tensor d = tmp(c, c->t.hidden, nh_max, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
         be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
@@ -270,7 +277,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
     // p: [P, D] = pos Wpos^T (no bias), in chunks of rows (a row's result never depends on them)
     const int64_t P = pos->ne[0], prow = asr_steps_rows(steps, P, 0, c.D * c.D, 16);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < P; r0 += prow) {
+    for (int64_t r0 = 0, end = loop_end(&c, prow, P); st == VKASR_OK && r0 < end; r0 += prow) {
         const int64_t n = min64(prow, P - r0);
         be_tensor pr = be_tensor_rows(pos, r0, n), yr = be_tensor_rows(p, r0, n);
         st = linear(&c, &pr, &L->wpos, NULL, NULL, &yr, ACT_NONE, 1.0f);

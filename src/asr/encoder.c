@@ -112,7 +112,9 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const str
     if (st == VKASR_OK)
         st = make_positions(m, be, &pos, e);
     be_tensor cur = *x;
-    for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
+    /* every block allocates the same: a measuring run (plan.c) needs the first only */
+    const int layers = be_measuring(be) ? 1 : c->n_layers;
+    for (int i = 0; st == VKASR_OK && i < layers; i++) {
         st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, steps, e);
         if (st == VKASR_OK)
             st = asr_tap(hooks, be, "layer", i, &cur, e);
