@@ -59,22 +59,6 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Rows of the depthwise convolution's halo on each side: (K-1)/2 (4 for K = 9). */
 static int64_t conv_halo(const struct model_config *c) { return (c->conv_kernel - 1) / 2; }
 
-uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
-                               int64_t window, int64_t rows) {
-    const int64_t T = frames, D = c->d_model, n = max64(1, min64(rows, T));
-    // feed-forward: h [n, D], u [n, F]
-    uint64_t ff = be_scratch_2d(t->norm, n, D) + be_scratch_2d(t->hidden, n, c->ff_size);
-    // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v [T, D] held by the encoder): h, q, a [n, D]
-    const int64_t nk = window > 0 ? min64(T, n + 2 * window) : 0;
-    uint64_t att = window > 0 ? be_scratch_2d(t->norm, nk, D) + be_scratch_2d(t->k, nk, D) + be_scratch_2d(t->v, nk, D)
-                              : be_scratch_2d(t->norm, n, D);
-    att += be_scratch_2d(t->q, n, D) + be_scratch_2d(t->att, n, D);
-    // convolution: h, g, d [nh, D] with nh = n + 2 halo
-    const int64_t nh = min64(T, n + 2 * conv_halo(c));
-    uint64_t conv = be_scratch_2d(t->norm, nh, D) + 2 * be_scratch_2d(t->hidden, nh, D);
-    return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
-}
-
 /* Where a sublayer's loop over chunks of `rows` ends: after the last row, or on a measuring backend
  * after the first chunk (the chunks allocate nothing: the temporaries are taken before the loop). */
 static int64_t loop_end(const struct block_ctx *c, int64_t rows, int64_t total) {

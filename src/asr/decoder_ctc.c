@@ -84,11 +84,3 @@ vkasr_status dec_ctc(const struct asr_model *m, struct backend *be, const be_ten
     dec_progress(hooks, T, T, dec_frame_seconds(&m->cfg));
     return st;
 }
-
-uint64_t dec_ctc_scratch(const struct model_config *c, int64_t T) {
-    const int64_t V1 = c->vocab_size + 1;
-    int64_t chunk = (int64_t)(LOGITS_BUDGET / (4 * (uint64_t)V1));
-    chunk = chunk < 1 ? 1 : chunk > T ? T : chunk;
-    // logits [chunk, V+1];  best [T] i32
-    return be_scratch_f32(chunk, V1) + be_scratch_f32(T, 1);
-}

@@ -19,14 +19,6 @@ static int64_t tile_frames(int64_t L, int64_t stft_frames) {
     return stft_frames < 1 ? 1 : stft_frames > L ? L : stft_frames;
 }
 
-uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int64_t stft_frames) {
-    const int64_t L = samples / c->hop_length, F = tile_frames(L, stft_frames);
-    if (L == 0)
-        return 0;
-    // block: [samples of a tile];  power: [F, n_fft/2+1]
-    return be_scratch_f32(block_samples(c, samples, F), 1) + be_scratch_f32(F, c->n_fft / 2 + 1);
-}
-
 /* Multiply-adds of a frame, roughly: its FFT (n_fft log2 n_fft) and its row of the mel product. */
 static int64_t frame_macs(const struct model_config *c) {
     int64_t lg = 0;

@@ -1,15 +1,15 @@
 /* plan.c — the memory plan of a run (one input or a packed batch), made before anything is allocated:
  * the attention for the length (the longest input's), then the largest chunks (up to preferred sizes)
  * each phase can take within the scratch memory the device (or the caller's cap) leaves beside the
- * weights. Tensors of all rows hold the batch's totals; positional rows follow the longest input.
- * Phases and what they hold on the session's scratch stack (bytes from the stage that allocates them,
- * asr_*_scratch; a batch's offset tables below everything):
- *   features     x [T, D], feat [L, M], a block of samples and a tile of spectra
- *   subsampling  x, feat, one halo tile of the three convolutions
- *   encoder      x, y [T, D], positional rows (full attention: k, v [T, D] too), one chunk of rows
- *   decoder      x, the decoder's state (transducers: the joint's encoder half [T, P])
+ * weights. Each phase's bytes are measured by running its stages on a measuring backend (backend.h:
+ * be_measure) from an empty stack, as asr_run_batch runs them:
+ *   features     a batch's offset tables, x [T, D], feat [L, M], then the front end of the longest input
+ *   subsampling  the tables, x, feat, then the halo tiles
+ *   encoder      the tables, x, then the conformer stack
+ *   decoder      the tables, x, then the decoder (one transducer input: either search)
  * plus, above the largest, what one op of the backend may take for itself (be_memory.op_scratch).
- * A pure function: tested on shapes of hours without a device. */
+ * A pure function of the model's configuration and the work: tested on shapes of hours without a
+ * device. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -54,20 +54,18 @@ struct meas {
 
 struct shape {
     const struct model_config *c;
-    struct asr_types t;      /* the activations' types (the model's precision)                   */
     int64_t n, L, T, window; /* totals: samples, mel frames, encoder frames                      */
     int64_t max_n, max_T;    /* the longest input's samples and encoder frames                    */
     int64_t inputs;
-    uint64_t tables;         /* a batch's offset tables (none for one input)                      */
-    uint64_t fixed;          /* the tables, x and feat, below every phase's temporaries           */
-    struct meas *meas;       /* measure the stages (NULL: their *_scratch twins)                  */
+    struct meas *meas;
     uint64_t largest;        /* the largest tensor of the last measurement                       */
 };
 
-/* Runs phase ph with chunk parameter v on the measuring backend from an empty stack, as asr_run_batch
- * does: the batch's tables, x [T, D], feat [L, M] while it lives, then the phase's stage (the decoder:
- * for one transducer input both searches, either of which may run). Bytes at the peak. */
-static uint64_t measure(struct shape *s, enum phase ph, int64_t v) {
+/* Bytes phase ph holds with chunk parameter v (spectrum frames, tile frames or rows): the peak of the
+ * phase run on the measuring backend from an empty stack, as asr_run_batch runs it (the batch's tables,
+ * x [T, D], feat [L, M] while it lives, then the stage; the decoder of one transducer input: both
+ * searches, either of which may run); UINT64_MAX after an error (kept in s->meas). */
+static uint64_t phase_bytes(struct shape *s, enum phase ph, int64_t v) {
     struct meas *ms = s->meas;
     struct backend *be = &ms->mb.be;
     const struct model_config *c = &ms->m.cfg;
@@ -123,22 +121,6 @@ static uint64_t measure(struct shape *s, enum phase ph, int64_t v) {
     return be_scratch_peak(be);
 }
 
-/* Bytes a phase holds with chunk parameter v (spectrum frames, tile frames or rows). */
-static uint64_t phase_bytes(struct shape *s, enum phase ph, int64_t v) {
-    if (s->meas)
-        return measure(s, ph, v);
-    const uint64_t x = s->tables + be_scratch_f32(s->T, s->c->d_model);
-    switch (ph) {
-    case PH_FEATURES: return s->fixed + asr_features_scratch(s->c, s->max_n, v); /* one input at a time */
-    case PH_SUBSAMPLING: /* a batch's stage k holds up to (2^k - 1) rows per input more than ceil(L / 2^k):
-                          * bounded by the stages of L + 7 n mel frames */
-        return s->fixed + asr_subsample_scratch(s->c, &s->t, s->inputs > 1 ? s->L + 7 * s->inputs : s->L, v);
-    case PH_ENCODER: return x + asr_encode_scratch(s->c, &s->t, s->T, s->max_T, s->window, v, NULL);
-    case PH_DECODER: return x + asr_decode_scratch(s->c, s->T, s->inputs);
-    }
-    return 0;
-}
-
 /* The largest v = min(top, unit * k) for k from lo / unit (at least 1) to ceil(pref / unit) whose phase
  * fits in avail; the smallest when none does (the caller reports it). Costs grow with v: a binary
  * search. */
@@ -161,24 +143,20 @@ static int64_t fit(struct shape *s, enum phase ph, int64_t unit, int64_t lo, int
 
 static double mib(uint64_t b) { return (double)b / 1048576.0; }
 
-/* The plan of a shape whose totals, maxima and types are filled in (struct shape without window). */
+/* The plan of a shape whose totals and maxima are filled in (struct shape without window). */
 static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, uint64_t weights, uint64_t available,
                                uint64_t max_tensor, uint64_t op_scratch, const char *limit, struct asr_plan *out,
                                struct err *e) {
-    if (s.meas) {
-        s.meas->opt = opt;
-        s.meas->e = e;
-    }
+    s.meas->opt = opt;
+    s.meas->e = e;
     const struct model_config *c = s.c;
     struct asr_plan p = {.inputs = s.inputs, .samples = s.n, .mel_frames = s.L, .frames = s.T, .max_frames = s.max_T,
                          .weights = weights, .available = available, .op_scratch = op_scratch};
     /* what the phases themselves may hold: the backend's op scratch sits above each of them */
     const uint64_t avail = available > op_scratch ? available - op_scratch : 0;
     TRY(asr_attention_choose(c, s.max_T, opt, &p.attention, &p.window, e));
-    const int64_t L = p.mel_frames, T = p.frames, D = c->d_model;
-    const uint64_t x = be_scratch_f32(T, D), feat = be_scratch_f32(L, c->n_mels);
+    const int64_t L = p.mel_frames, T = p.frames;
     s.window = p.window;
-    s.fixed = s.tables + x + feat;
 
     /* chunks: forced (tests), else the largest that fit up to the preferred sizes */
     const int64_t F1 = (c->n_mels + 1) / 2, C = c->sub_channels;
@@ -196,8 +174,8 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
         p.chunks.stft_frames = fit(&s, PH_FEATURES, 1, MIN_STFT_FRAMES, PREF_STFT_FRAMES, max64(1, max_L), avail);
         p.chunks.rows = fit(&s, PH_ENCODER, ROW_ALIGN, MIN_ROWS, PREF_ROWS, max64(1, T), avail);
     }
-    /* the largest tensor: of every phase at its chunks (measured), or x, feat and the positions (twins) */
-    uint64_t largest = s.meas ? 0 : maxu(x, feat);
+    /* the largest tensor of every phase at its chunks */
+    uint64_t largest = 0;
     p.features = phase_bytes(&s, PH_FEATURES, p.chunks.stft_frames);
     largest = maxu(largest, s.largest);
     p.encoder = phase_bytes(&s, PH_ENCODER, p.chunks.rows);
@@ -211,9 +189,7 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
     }
     p.subsampling = phase_bytes(&s, PH_SUBSAMPLING, p.chunks.sub_tile);
     p.largest = maxu(largest, s.largest);
-    if (!s.meas)
-        asr_encode_scratch(c, &s.t, T, s.max_T, p.window, p.chunks.rows, &p.largest);
-    if (s.meas && s.meas->st != VKASR_OK)
+    if (s.meas->st != VKASR_OK)
         return s.meas->st;
     p.scratch = maxu(maxu(p.features, p.subsampling), maxu(p.encoder, p.decoder)) + op_scratch;
     /* Scratch beyond the largest allocation comes in several blocks; a tensor that does not fit the
@@ -241,25 +217,6 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
                        mib(p.subsampling), mib(p.encoder), mib(p.decoder), op, mib(weights + available),
                        limit ? limit : "the device's budget");
     return VKASR_OK;
-}
-
-vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
-                           const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
-                           uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e) {
-    const int64_t L = samples / c->hop_length, T = asr_encoder_frames(c, L);
-    struct shape s = {.c = c, .t = asr_types_for(precision), .n = samples, .L = L, .T = T, .max_n = samples,
-                      .max_T = T, .inputs = 1};
-    return plan_shape(s, opt, weights, available, max_tensor, op_scratch, limit, out, e);
-}
-
-vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
-                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
-                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e) {
-    struct shape s = {.c = c, .t = asr_types_for(precision), .n = asr_batch_total(b, ASR_SAMPLES),
-                      .L = asr_batch_total(b, ASR_MEL),
-                      .T = asr_batch_total(b, ASR_FRAMES), .max_n = b->max[ASR_SAMPLES], .max_T = b->max[ASR_FRAMES],
-                      .inputs = b->n, .tables = b->n > 1 ? asr_batch_scratch(b->n) : 0};
-    return plan_shape(s, opt, weights, available, max_tensor, op_scratch, limit, out, e);
 }
 
 static void log_plan(const struct logger *log, const struct model_config *c, const struct asr_plan *plan) {
@@ -290,7 +247,7 @@ static void log_plan(const struct logger *log, const struct model_config *c, con
 vkasr_status asr_plan(const struct asr_model *m, const struct asr_work *w, struct asr_plan *out, struct err *e) {
     const struct model_config *c = &m->cfg;
     const struct asr_batch *b = w->batch;
-    struct shape s = {.c = c, .t = asr_types_for(m->precision), .n = asr_batch_total(b, ASR_SAMPLES),
+    struct shape s = {.c = c, .n = asr_batch_total(b, ASR_SAMPLES),
                       .L = asr_batch_total(b, ASR_MEL), .T = asr_batch_total(b, ASR_FRAMES),
                       .max_n = b->max[ASR_SAMPLES], .max_T = b->max[ASR_FRAMES], .inputs = b->n};
     struct meas ms = {.b = *b, .st = VKASR_OK};

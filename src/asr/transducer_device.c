@@ -193,18 +193,6 @@ static int next_window(int wlog, double span, double emit_rate, int cap) {
     return wlog;
 }
 
-uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, int64_t inputs) {
-    const int64_t P = c->pred_hidden, L = c->pred_layers, B = inputs < 1 ? 1 : inputs;
-    const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
-    // what alloc_search allocates: f [T, P];  z [B*W, P];  y [B*W, J];  q, x0 [B, P];  h_old, h_new, c
-    // [L, B, P];  states and token rings (i32);  the live count (i32);  durations (TDT, i32)
-    const int64_t rows = B << window_max_log(J, P, B);
-    return be_scratch_f32(T, P) + be_scratch_f32(rows, P) + be_scratch_f32(rows, J) +
-           2 * be_scratch_f32(B, P) + 3 * be_scratch_f32(L * B, P) +
-           be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) + be_scratch_f32(1, 1) +
-           (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0);
-}
-
 static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, int64_t T, int64_t B, int max_sym,
                                  struct device_search *d) {
     const struct model_config *c = &m->cfg;

@@ -74,13 +74,6 @@ static void tap_step(const struct asr_hooks *hooks, int64_t step, const float *r
                                            .cols = (size_t)J, .steps = &s});
 }
 
-uint64_t dec_transducer_host_scratch(const struct model_config *c, int64_t T) {
-    const int64_t P = c->pred_hidden, J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
-    // f [T, P];  z [W, P];  y [W, J];  best [2W] i32;  q [1, P];  h, c [P] x layers x 2
-    return be_scratch_f32(T, P) + be_scratch_f32(WINDOW_MAX, P) + be_scratch_f32(WINDOW_MAX, J) +
-           be_scratch_f32(2 * WINDOW_MAX, 1) + be_scratch_f32(1, P) + 4 * (uint64_t)c->pred_layers * be_scratch_f32(P, 1);
-}
-
 vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, const be_tensor *enc,
                                       const struct asr_options *opt, const struct asr_hooks *hooks,
                                       struct asr_output *out, struct err *e) {
