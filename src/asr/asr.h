@@ -245,7 +245,8 @@ vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, 
 /* Pieces of asr_run, exposed for tests and run by the planner on a measuring backend (backend.h:
  * be_measure); each allocates its temporaries on top of the scratch stack and releases them. */
 /* feat [mel_frames(n), M] (allocated by the caller) = normalised log-mel features, spectra computed in
- * tiles of `stft_frames` frames from blocks of samples uploaded as needed. */
+ * tiles of `stft_frames` frames from blocks of samples uploaded as needed (a measuring backend reads no
+ * samples: they may be NULL there). */
 vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
                           int64_t stft_frames, const be_tensor *feat, struct asr_steps *steps, struct err *e);
 /* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames; any tile size
