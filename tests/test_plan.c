@@ -311,13 +311,13 @@ static void test_sweep(void) {
                             if (k && (secs[i] < 60 || att == ASR_ATT_AUTO))
                                 continue; /* batches: inputs long enough, one attention for all */
                             struct asr_options o = {.attention = (enum asr_attention)att};
-                            struct asr_plan p;
+                            struct asr_plan p = {0};
                             struct err e;
                             const uint64_t op = j == 2 ? 32ull << 20 : 0;
                             vkasr_status st = plan_prec(&c, pr, lens, inputs, &o, avails[j], alloc, op, &p, &e);
                             plans++;
-                            const uint64_t x = be_scratch_f32(p.frames, c.d_model),
-                                           feat = be_scratch_f32(p.mel_frames, c.n_mels);
+                            const uint64_t x = be_scratch_bytes((uint64_t)p.frames * c.d_model * 4),
+                                           feat = be_scratch_bytes((uint64_t)p.mel_frames * c.n_mels * 4);
                             if (st == VKASR_OK)
                                 EXPECT(p.scratch <= avails[j] && p.features >= x + feat && p.subsampling >= x + feat &&
                                            p.encoder >= x && p.decoder >= x && p.largest >= x &&

@@ -20,16 +20,6 @@
 struct be_device;
 struct backend;
 
-/* Tensors take be_scratch_bytes(n) of an arena (arena.h: BE_SCRATCH_ALIGN). */
-/* be_scratch_bytes of an f32/i32 tensor of `rows` x `cols` elements. */
-static inline uint64_t be_scratch_f32(int64_t rows, int64_t cols) {
-    return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * 4u);
-}
-/* be_scratch_bytes of a `rows` x `cols` tensor of `type`. */
-static inline uint64_t be_scratch_2d(be_dtype type, int64_t rows, int64_t cols) {
-    return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * be_dtype_size(type));
-}
-
 enum be_pool {
     BE_POOL_WEIGHTS = 0, /* lives as long as the device; shared read-only by all backends */
     BE_POOL_SCRATCH = 1  /* per backend, stack discipline: be_mark / be_release          */
