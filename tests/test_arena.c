@@ -2,11 +2,14 @@
  * records what it makes and frees, without a device: alignment, the growth rule (16 MiB, then what is
  * held, capped by the block size and max_block), stack marks across blocks, reserve (one block, or
  * blocks of max_block; kept or remade by the keep rule; refused while in use), failures leaving the
- * arena usable, address lookup, destroy freeing every block. */
+ * arena usable, address lookup, destroy freeing every block; the peak in use (lost block ends included)
+ * and the largest tensor since a reserve; the measuring backend (backend.h: be_measure), whose arena
+ * counts what a run would take (bytes rounded as on every backend), whose ops run nothing unchecked and
+ * whose downloads give zeros. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/arena.h"
+#include "backend/backend.h"
 #include "expect.h"
 
 #if defined(__has_feature)
@@ -100,7 +103,36 @@ static void host_poisoning(void) {
     be_arena_destroy(&a);
 }
 
+static void measuring(void) {
+    struct be_measure m;
+    be_measure_init(&m);
+    struct backend *b = &m.be;
+    be_tensor s, t, u;
+    EXPECT(be_measuring(b) && be_reserve(b, 1ull << 40, UINT64_MAX) == VKASR_OK, "measuring reserve");
+    EXPECT(be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){3, 5}, &s) == VKASR_OK && s.addr &&
+               s.addr % BE_SCRATCH_ALIGN == 0, "a measured tensor has an address");
+    const uint64_t mark = be_mark(b);
+    EXPECT(be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F16, 2, (int64_t[]){1000, 1000}, &t) == VKASR_OK &&
+               t.addr == s.addr + 256, "bump");
+    be_release(b, mark);
+    EXPECT(be_alloc_tensor(b, BE_POOL_SCRATCH, BE_I32, 1, (int64_t[]){1}, &u) == VKASR_OK && u.addr == t.addr,
+           "released and taken again");
+    /* 60 bytes and 2,000,000 rounded to 256 each: the peak of a stack, not the sum of every tensor */
+    EXPECT(be_scratch_peak(b) == 256 + 2000128 && be_scratch_largest(b) == 2000128, "measured peak %llu largest %llu",
+           (unsigned long long)be_scratch_peak(b), (unsigned long long)be_scratch_largest(b));
+    float zeros[4] = {1, 2, 3, 4};
+    EXPECT(be_download(b, zeros, t.addr, sizeof zeros) == VKASR_OK && zeros[0] == 0 && zeros[3] == 0,
+           "downloads give zeros");
+    /* an op is not run, nor checked: the planner's model has no weights */
+    EXPECT(be_linear(b, &(struct op_linear){.x = s}) == VKASR_OK, "an op with no weight on a measuring backend");
+    be_release(b, 0);
+    EXPECT(be_reserve(b, 1ull << 40, UINT64_MAX) == VKASR_OK && be_scratch_peak(b) == 0 && be_scratch_largest(b) == 0,
+           "a reserve starts the counts afresh");
+    be_measure_fini(&m);
+}
+
 int main(void) {
+    measuring();
     struct fake f = {.next = 1ull << 40, .budget = UINT64_MAX, .max_block = UINT64_MAX};
     struct be_arena a;
     struct err e = {0};
@@ -154,6 +186,8 @@ int main(void) {
     EXPECT(be_arena_alloc(&a, 6 * MIB, &p, &e) == VKASR_OK && be_arena_alloc(&a, 6 * MIB, &q, &e) == VKASR_OK &&
                be_arena_alloc(&a, 5 * MIB, &r, &e) == VKASR_OK && a.n == 3 && a.cur == 2,
            "allocations within a split reserve");
+    EXPECT(a.peak == 25 * MIB && a.largest == 6 * MIB, "peak %llu (the blocks' lost ends counted), largest %llu",
+           (unsigned long long)a.peak, (unsigned long long)a.largest);
     be_arena_release(&a, 0);
 
     /* a block the device refuses: an error, the arena unchanged and usable */

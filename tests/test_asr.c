@@ -93,6 +93,9 @@ static void test_tiling(const char *model_dir, const struct audio *a) {
     close_rig(&r);
 }
 
+/* The most scratch the last run_hooked had in use at once (be_scratch_peak). */
+static uint64_t last_peak;
+
 /* One run on a fresh backend of the rig's device (so the memory it reserves is this run's alone). */
 static vkasr_status run_hooked(struct rig *r, const float *pcm, size_t n, const struct asr_options *opt,
                                const struct asr_hooks *hooks, struct asr_output *out, uint64_t *held, struct err *e) {
@@ -100,8 +103,10 @@ static vkasr_status run_hooked(struct rig *r, const float *pcm, size_t n, const 
     vkasr_status st = be_backend_create(r->dev, &be, e);
     if (st == VKASR_OK)
         st = asr_run(r->m, be, pcm, n, opt, hooks, out, e);
-    if (be)
+    if (be) {
         *held = be_peak_bytes(be);
+        last_peak = be_scratch_peak(be);
+    }
     be_backend_destroy(be);
     return st;
 }
@@ -111,9 +116,19 @@ static vkasr_status run_fresh(struct rig *r, const float *pcm, size_t n, const s
     return run_hooked(r, pcm, n, opt, NULL, out, held, e);
 }
 
+/* A run with forced chunks (not cut to steps) measured by its plan: its peak is the largest of the
+ * measured features, subsampling and encoder phases, or the decoder's (the plan's decoder phase holds
+ * either transducer search, the run one of them). */
+static bool peak_as_planned(const struct asr_plan *p, uint64_t peak) {
+    uint64_t enc = p->features > p->subsampling ? p->features : p->subsampling;
+    enc = enc > p->encoder ? enc : p->encoder;
+    return peak <= p->scratch && (peak == enc || (peak > enc && peak <= p->decoder));
+}
+
 /* Chunked runs are bit-identical to unchunked ones (f32, on the device): spectra, subsampling tiles and
  * conformer rows forced to a few frames against one chunk each, with full and local attention; and
- * every run stays inside its memory plan (the scratch it reserved never had to grow). */
+ * every run stays inside its memory plan (the scratch it reserved never had to grow) and has the peak
+ * its plan measured. */
 static void test_chunking(const char *model_dir, const float *pcm, size_t n) {
     struct rig r;
     struct err e = {0};
@@ -138,6 +153,11 @@ static void test_chunking(const char *model_dir, const float *pcm, size_t n) {
         EXPECT(st != VKASR_OK || held == be_scratch_bytes(ref.plan.scratch),
                "%s: unchunked run held %llu bytes of scratch, planned %llu", model_dir, (unsigned long long)held,
                (unsigned long long)ref.plan.scratch);
+        EXPECT(st != VKASR_OK || peak_as_planned(&ref.plan, last_peak),
+               "%s: unchunked run's peak %llu bytes, planned %llu / %llu / %llu / %llu", model_dir,
+               (unsigned long long)last_peak, (unsigned long long)ref.plan.features,
+               (unsigned long long)ref.plan.subsampling, (unsigned long long)ref.plan.encoder,
+               (unsigned long long)ref.plan.decoder);
         for (int k = 0; st == VKASR_OK && k < 3; k++) {
             opt.force = &tiny[k];
             struct asr_output o = {0};
@@ -155,6 +175,11 @@ static void test_chunking(const char *model_dir, const float *pcm, size_t n) {
             EXPECT(st != VKASR_OK || held == be_scratch_bytes(o.plan.scratch),
                    "%s: chunked run held %llu bytes of scratch, planned %llu", model_dir, (unsigned long long)held,
                    (unsigned long long)o.plan.scratch);
+            EXPECT(st != VKASR_OK || peak_as_planned(&o.plan, last_peak),
+                   "%s: chunked run's peak %llu bytes, planned %llu / %llu / %llu / %llu", model_dir,
+                   (unsigned long long)last_peak, (unsigned long long)o.plan.features,
+                   (unsigned long long)o.plan.subsampling, (unsigned long long)o.plan.encoder,
+                   (unsigned long long)o.plan.decoder);
             asr_output_free(&o);
         }
         printf("chunking: %s, T = %lld, %s attention w=%lld: 3 chunkings bit-identical to one chunk (mel, encoder, "

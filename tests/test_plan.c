@@ -1,20 +1,24 @@
-/* test_plan.c — memory plans on the shapes of hours, without a device (src/asr/plan.c is a pure
- * function): the attention choice (auto by length and threshold, a model's own local context, asked
- * windows, an unsupported asymmetric context); for the 0.6B shape in f16: the 51-minute input whose
- * first subsampling convolution would hold 2,521,890,816 elements is tiled below 2^31 per tile; three
- * hours with auto attention within 4 GiB and with full attention within 6 GiB; an hour and three hours
- * under a 3 GiB cap; smaller budgets give smaller chunks and never a plan above the budget; budgets
- * below the smallest chunks and tensors above the device's largest allocation fail with
- * VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is planned above every phase. Packed
- * batches: the host offsets of every stage (the planner's side of the offsets scan) for 1, 2 and
- * 100,000 inputs whose totals pass 2^32 and 2^46, against sums computed here; lengths that would take a
- * total past 2^62, or are negative, are refused naming the input; a batch of one plans what one input
- * plans; batches of 20 s inputs of the 0.6B shape (256 of them within the H100's memory). Prints the
- * plans (docs/long-audio.md and docs/batch.md quote them). */
+/* test_plan.c — memory plans on the shapes of hours, without a device (src/asr/plan.c measures the stages
+ * on a counting backend: a pure function of the shape): the attention choice (auto by length and
+ * threshold, a model's own local context, asked windows, an unsupported asymmetric context); for the
+ * 0.6B shape in f16: the 51-minute input whose first subsampling convolution would hold 2,521,890,816
+ * elements is tiled below 2^31 per tile; three hours with auto attention within 4 GiB and with full
+ * attention within 6 GiB; an hour and three hours under a 3 GiB cap; smaller budgets give smaller chunks
+ * and never a plan above the budget; budgets below the smallest chunks and tensors above the device's
+ * largest allocation fail with VKASR_ERR_DEVICE_MEMORY naming the bytes; a backend's op scratch is
+ * planned above every phase; a sweep over heads (TDT, RNN-T, CTC, a model's local context), precisions,
+ * lengths, budgets, attention and batches stays within each budget; planning three hours costs well
+ * under a millisecond. Packed batches: the host offsets of every stage (the planner's side of the
+ * offsets scan) for 1, 2 and 100,000 inputs whose totals pass 2^32 and 2^46, against sums computed
+ * here; lengths that would take a total past 2^62, or are negative, are refused naming the input;
+ * batches of 20 s inputs of the 0.6B shape (256 of them within the H100's memory). Prints the plans
+ * (docs/long-audio.md and docs/batch.md quote them). */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <string.h>
 
 #include "asr/asr.h"
+#include "common/clock.h"
 #include "expect.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -34,12 +38,28 @@ static struct model_config shape_06b(void) {
 /* the 0.6B shape's f16 weights on the device (docs/gpu-results.md: the GGUF is 1.29 GB) */
 static const uint64_t W06 = 1290000000ull;
 
+/* A plan through the one entry: a weightless model of the shape, a layout of one input. */
+static vkasr_status plan_prec(const struct model_config *c, vkasr_precision prec, const int64_t *lens, int64_t n,
+                              const struct asr_options *opt, uint64_t available, uint64_t max_tensor,
+                              uint64_t op_scratch, struct asr_plan *p, struct err *e) {
+    memset(e, 0, sizeof *e);
+    struct asr_batch b;
+    TRY(asr_batch_layout(c, lens, n, &b, e));
+    struct asr_model m = {0};
+    m.cfg = *c;
+    m.precision = prec;
+    struct asr_work w = {.batch = &b, .opt = opt, .weights = W06, .available = available, .max_tensor = max_tensor,
+                         .op_scratch = op_scratch, .limit = "test budget"};
+    vkasr_status st = asr_plan(&m, &w, p, e);
+    asr_batch_free(&b);
+    return st;
+}
+
 static vkasr_status plan_op(const struct model_config *c, double seconds, const struct asr_options *opt,
                             uint64_t available, uint64_t max_tensor, uint64_t op_scratch, struct asr_plan *p,
                             struct err *e) {
-    memset(e, 0, sizeof *e);
-    return asr_plan_make(c, VKASR_PRECISION_F16, (int64_t)(seconds * c->sample_rate), opt, W06, available, max_tensor,
-                         op_scratch, "test budget", p, e);
+    const int64_t n = (int64_t)(seconds * c->sample_rate);
+    return plan_prec(c, VKASR_PRECISION_F16, &n, 1, opt, available, max_tensor, op_scratch, p, e);
 }
 
 static vkasr_status plan(const struct model_config *c, double seconds, const struct asr_options *opt,
@@ -246,20 +266,9 @@ static void test_batches(void) {
     int64_t neg[2] = {16000, -1};
     EXPECT(asr_batch_layout(&c, neg, 2, &b, &e) == VKASR_ERR_INVALID_ARG && strstr(e.msg, "batch input 1"),
            "a negative length: %s", e.msg);
-    /* a batch of one plans what one input plans */
     const uint64_t h100 = 79ull * GIB, alloc = 4094ull << 20;
-    struct asr_plan p1, pb;
-    int64_t one = 600 * 16000;
+    struct asr_plan pb;
     struct asr_options o = {0};
-    EXPECT(asr_batch_layout(&c, &one, 1, &b, &e) == VKASR_OK, "%s", e.msg);
-    EXPECT(plan(&c, 600, &o, h100 - W06, alloc, &p1, &e) == VKASR_OK, "%s", e.msg);
-    EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
-               VKASR_OK,
-           "%s", e.msg);
-    EXPECT(pb.scratch == p1.scratch && pb.chunks.rows == p1.chunks.rows && pb.chunks.sub_tile == p1.chunks.sub_tile &&
-               pb.frames == p1.frames,
-           "a batch of one plans %.1f MiB, one input %.1f MiB", pb.scratch / MIB, p1.scratch / MIB);
-    asr_batch_free(&b);
     /* 0.6B shape, batches of 20 s inputs: full attention over each, positions of the longest */
     static const int sizes[] = {16, 64, 256};
     for (int k = 0; k < 3; k++) {
@@ -267,18 +276,87 @@ static void test_batches(void) {
         for (int i = 0; i < sizes[k]; i++)
             l20[i] = 20 * 16000 - i * 160;
         char what[64];
-        EXPECT(asr_batch_layout(&c, l20, sizes[k], &b, &e) == VKASR_OK, "%s", e.msg);
-        EXPECT(asr_plan_batch(&c, VKASR_PRECISION_F16, &b, &o, W06, h100 - W06, alloc, 0, "test budget", &pb, &e) ==
-                       VKASR_OK &&
+        EXPECT(plan_prec(&c, VKASR_PRECISION_F16, l20, sizes[k], &o, h100 - W06, alloc, 0, &pb, &e) == VKASR_OK &&
                    pb.attention == ASR_ATT_FULL && pb.max_frames == 250 && pb.inputs == sizes[k],
                "batch of %d x 20 s: %s", sizes[k], e.msg);
         snprintf(what, sizeof what, "batch of %d x 20 s", sizes[k]);
         show(what, &pb);
-        asr_batch_free(&b);
+    }
+}
+
+/* Plans of every head, precision, length, budget and attention, and of batches: within the budget, each
+ * phase above the run's buffers (x [T, D], feat [L, M] for features and subsampling), or a failure that
+ * names the bytes. */
+static void test_sweep(void) {
+    const uint64_t alloc = 4094ull << 20;
+    static const double secs[] = {0, 0.05, 1, 20, 60, 61, 600, 1440, 3600, 3 * 3600};
+    static const uint64_t avails[] = {79ull * GIB - W06, 3 * GIB - W06, 1 * GIB, 400ull << 20};
+    int plans = 0, failed = 0;
+    for (int head = 0; head < 4; head++)
+        for (int prec = 0; prec < 2; prec++) {
+            struct model_config c = shape_06b();
+            c.head = head == 0 ? VKASR_HEAD_TDT : head == 1 ? VKASR_HEAD_RNNT : VKASR_HEAD_CTC;
+            if (head == 3) /* a model that ships local attention */
+                c.att_left = c.att_right = 64;
+            const vkasr_precision pr = prec ? VKASR_PRECISION_F32 : VKASR_PRECISION_F16;
+            for (unsigned i = 0; i < sizeof secs / sizeof *secs; i++)
+                for (unsigned j = 0; j < sizeof avails / sizeof *avails; j++)
+                    for (int att = 0; att < 3; att++)
+                        for (int k = 0; k < 2; k++) {
+                            const int64_t n = (int64_t)(secs[i] * 16000);
+                            int64_t lens[64];
+                            const int64_t inputs = k ? 64 : 1;
+                            for (int64_t q = 0; q < inputs; q++)
+                                lens[q] = n / inputs + q * 160;
+                            if (k && (secs[i] < 60 || att == ASR_ATT_AUTO))
+                                continue; /* batches: inputs long enough, one attention for all */
+                            struct asr_options o = {.attention = (enum asr_attention)att};
+                            struct asr_plan p = {0};
+                            struct err e;
+                            const uint64_t op = j == 2 ? 32ull << 20 : 0;
+                            vkasr_status st = plan_prec(&c, pr, lens, inputs, &o, avails[j], alloc, op, &p, &e);
+                            plans++;
+                            const uint64_t x = be_scratch_bytes((uint64_t)p.frames * c.d_model * 4),
+                                           feat = be_scratch_bytes((uint64_t)p.mel_frames * c.n_mels * 4);
+                            if (st == VKASR_OK)
+                                EXPECT(p.scratch <= avails[j] && p.features >= x + feat && p.subsampling >= x + feat &&
+                                           p.encoder >= x && p.decoder >= x && p.largest >= x &&
+                                           p.scratch >= p.encoder + op,
+                                       "head %d %s %.2f s x %lld, %.0f MiB, attention %d: %.1f MiB planned", head,
+                                       prec ? "f32" : "f16", secs[i], (long long)inputs, avails[j] / MIB, att,
+                                       p.scratch / MIB);
+                            else
+                                EXPECT(st == VKASR_ERR_DEVICE_MEMORY && strstr(e.msg, "test budget"),
+                                       "head %d %.2f s: %d %s", head, secs[i], (int)st, e.msg);
+                            failed += st != VKASR_OK;
+                        }
+        }
+    printf("sweep: %d plans, %d beyond their budget\n", plans, failed);
+}
+
+/* Planning is cheap: three hours of the 0.6B shape, auto attention, the best of five within 5 ms (it
+ * takes a few hundredths of one; running every encoder block or subsampling tile would take ~10 ms). */
+static void test_cost(void) {
+    const struct model_config c = shape_06b();
+    static const uint64_t avail[2] = {79ull * GIB - W06, 3 * GIB - W06};
+    for (int k = 0; k < 2; k++) {
+        struct asr_plan p;
+        struct err e;
+        double best = 1e9;
+        for (int i = 0; i < 5; i++) {
+            const double t0 = clock_ms();
+            EXPECT(plan(&c, 3 * 3600, NULL, avail[k], 4094ull << 20, &p, &e) == VKASR_OK, "%s", e.msg);
+            const double t = clock_ms() - t0;
+            best = t < best ? t : best;
+        }
+        printf("planning 3 h (%.0f MiB available): %.3f ms\n", avail[k] / MIB, best);
+        EXPECT(best < 5.0, "planning 3 h took %.3f ms", best);
     }
 }
 
 int main(void) {
+    test_cost();
+    test_sweep();
     test_attention_choice();
     test_06b_plans();
     test_batches();

@@ -255,8 +255,11 @@ static size_t next_group(vkasr_session *s, const struct item *items, const size_
         /* the plan of the batch with this input: it must fit (smaller chunks are fine) */
         struct asr_batch b;
         struct asr_plan plan;
+        struct asr_work work;
         bool fits = asr_batch_layout(&m->cfg, lens, (int64_t)k + 1, &b, &e) == VKASR_OK &&
-                    asr_plan_for(m, s->be, &b, opt, &plan, &e) == VKASR_OK;
+                    asr_work_for(m, s->be, &b, opt, &work, &e) == VKASR_OK;
+        work.log = NULL; /* probes, not runs */
+        fits = fits && asr_plan(m, &work, &plan, &e) == VKASR_OK;
         asr_batch_free(&b);
         if (!fits)
             break;

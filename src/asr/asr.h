@@ -136,9 +136,12 @@ static inline int64_t asr_batch_len(const struct asr_batch *b, enum asr_stage s,
 }
 static inline int64_t asr_batch_total(const struct asr_batch *b, enum asr_stage s) { return b->off[s][b->n]; }
 /* The device tables: the lengths uploaded once and every stage's offsets written by one offsets_scan
- * (ops.h), on the scratch stack (asr_batch_scratch bytes) for the rest of the run. */
+ * (ops.h), on the scratch stack for the rest of the run. */
 vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, struct asr_batch *b, struct err *e);
-uint64_t asr_batch_scratch(int64_t n);
+/* The rows of every input at stage s on the scratch stack, f32: ASR_MEL the features [L, n_mels],
+ * ASR_FRAMES the encoder's residual stream [T, d_model] (the run's buffers, and the plan's). */
+vkasr_status asr_batch_tensor(struct backend *be, const struct model_config *c, const struct asr_batch *b,
+                              enum asr_stage s, be_tensor *out);
 /* The segment table an op of `stage` takes: the device offsets for a batch of several inputs, none
  * (addr 0) for one input. */
 static inline be_tensor asr_batch_seg(const struct asr_batch *b, enum asr_stage s) {
@@ -212,43 +215,47 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const 
                            const size_t *ns, int64_t n, const struct asr_options *opt,
                            const struct asr_hooks *hooks, struct asr_output *out, struct err *e);
 
-/* The plan (plan.c): the attention choice, then the largest chunks (up to preferred sizes) each phase
- * can take within `available` scratch bytes; VKASR_ERR_DEVICE_MEMORY naming the bytes needed and
- * available (and `limit`, what set them) when even the smallest do not fit. A pure function of its
- * arguments (precision: the model's, which sets the activations' types, asr_types_for); max_tensor is
- * the largest single allocation the device makes (0: no limit), op_scratch
- * what one op of the backend may take for itself above any phase (be_memory.op_scratch). */
-vkasr_status asr_plan_make(const struct model_config *c, vkasr_precision precision, int64_t samples,
-                           const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
-                           uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
-/* The plan asr_run_batch makes for a batch on this backend: within the device's budget (less what
- * others hold) and the caller's max_memory. For callers forming batches. */
-vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
-                          const struct asr_options *opt, struct asr_plan *out, struct err *e);
-/* The plan of a packed batch: totals of every stage, positions and attention by the longest input. */
-vkasr_status asr_plan_batch(const struct model_config *c, vkasr_precision precision, const struct asr_batch *b,
-                            const struct asr_options *opt, uint64_t weights, uint64_t available, uint64_t max_tensor,
-                            uint64_t op_scratch, const char *limit, struct asr_plan *out, struct err *e);
+/* What a plan is made for (asr_plan). */
+struct asr_work {
+    const struct asr_batch *batch;   /* the inputs (asr_batch_layout; one input: a batch of one)   */
+    const struct asr_options *opt;   /* attention, forced chunks, decoder; NULL: the defaults      */
+    uint64_t weights;                /* device bytes of the weights (already held; reported)       */
+    uint64_t available;              /* scratch bytes the run may hold                             */
+    uint64_t max_tensor;             /* the device's largest single allocation (0: no limit)       */
+    uint64_t op_scratch;             /* what one op of the backend takes for itself above any phase
+                                        (be_memory.op_scratch and the parts that apply)             */
+    char limit[192];                 /* what set `available`, for messages ("": the device's budget) */
+    const struct logger *log;        /* the plan is logged here at info level (NULL: not logged)   */
+};
+/* The work of a batch on this backend (pipeline.c): within the device's budget less what others hold
+ * (weights, other sessions; this session's own scratch is replaced) and the caller's max_memory, with
+ * the backend's op scratch for this model and batch; logged on the device's logger. */
+vkasr_status asr_work_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_work *out, struct err *e);
+/* The memory plan of a run (plan.c), made before anything is allocated: the attention for the longest
+ * input, then the largest chunks (up to preferred sizes) each phase can take within w->available, each
+ * phase's bytes measured by running its stage on a measuring backend (backend.h: be_measure);
+ * VKASR_ERR_DEVICE_MEMORY naming the bytes needed and available (and w->limit) when even the smallest
+ * do not fit. Reads only the model's configuration and precision: a pure function, tested on shapes
+ * of hours without a device. */
+vkasr_status asr_plan(const struct asr_model *m, const struct asr_work *w, struct asr_plan *out, struct err *e);
 /* The attention a run of `frames` encoder frames uses (window 0 for full). */
 vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, const struct asr_options *opt,
                                   enum asr_attention *mode, int64_t *window, struct err *e);
 
-/* Pieces of asr_run, exposed for tests; each allocates its temporaries on top of the scratch stack
- * and releases them. Their *_scratch twins give the bytes those temporaries take (the plan sums them;
- * each lives next to the allocations it mirrors). */
+/* Pieces of asr_run, exposed for tests and run by the planner on a measuring backend (backend.h:
+ * be_measure); each allocates its temporaries on top of the scratch stack and releases them. */
 /* feat [mel_frames(n), M] (allocated by the caller) = normalised log-mel features, spectra computed in
- * tiles of `stft_frames` frames from blocks of samples uploaded as needed. */
+ * tiles of `stft_frames` frames from blocks of samples uploaded as needed (a measuring backend reads no
+ * samples: they may be NULL there). */
 vkasr_status asr_features(const struct asr_model *m, struct backend *be, const float *samples, size_t n,
                           int64_t stft_frames, const be_tensor *feat, struct asr_steps *steps, struct err *e);
-uint64_t asr_features_scratch(const struct model_config *c, int64_t samples, int64_t stft_frames);
 /* Subsampling of features [L, M] into x [T, D] in halo tiles of `tile` encoder frames; any tile size
  * gives bit-identical results. A packed batch (batch: NULL for one input) is subsampled as its inputs
  * alone would be: tiles follow the packed rows across inputs, each stage sees zeros at every input's
  * edges. */
 vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, const be_tensor *feat, be_tensor *x,
                                  int64_t tile, const struct asr_batch *batch, struct asr_steps *steps, struct err *e);
-uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
-                               int64_t tile);
 /* The segments of a packed batch as the encoder's ops take them: the encoder-frame offsets on the
  * device (addr 0: one sequence) and the longest segment. */
 struct asr_segments {
@@ -260,9 +267,6 @@ struct asr_segments {
 vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const struct asr_plan *plan, be_tensor *x,
                         const struct asr_segments *segs, const struct asr_hooks *hooks, struct asr_steps *steps,
                         struct err *e);
-/* frames: all rows; max_frames: the longest input's (positional rows). */
-uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
-                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest);
 /* One conformer block on the residual stream *x [T, D] (f32); *y [T, D] (f32) is the second residual
  * buffer (and full attention's keys, of type asr_types.k, in its first bytes), v [T, D] full attention's
  * values (asr_types.v; unused for local attention, window > 0); pos [P, D] (f32) the sinusoid rows of
@@ -272,15 +276,11 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
                                  be_tensor *x, be_tensor *y, const be_tensor *v, const be_tensor *pos, const be_tensor *p,
                                  int64_t window, int64_t rows, const struct asr_segments *segs, struct asr_steps *steps,
                                  struct err *e);
-uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
-                               int64_t window, int64_t rows);
 /* Greedy decoding of enc [T, D] into out (a packed batch: rows of input i are batch->off[ASR_FRAMES][i]
  * .., into out[i]; batch NULL for one input). */
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
                         const struct asr_hooks *hooks, const struct asr_batch *batch, struct asr_output *out,
                         struct err *e);
-/* frames: all rows; inputs: hypotheses decoded together. */
-uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames, int64_t inputs);
 
 /* Subsampling output length: ceil(L/8) for factor 8 (each stride-2 stage: ceil(l/2)). */
 int64_t asr_encoder_frames(const struct model_config *cfg, int64_t mel_frames);

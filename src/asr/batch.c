@@ -55,9 +55,10 @@ vkasr_status asr_batch_layout(const struct model_config *c, const int64_t *sampl
     return VKASR_OK;
 }
 
-uint64_t asr_batch_scratch(int64_t n) {
-    // lengths [n] and the offsets [n + 1] of every stage (i64)
-    return be_scratch_bytes((uint64_t)n * 8) + ASR_STAGES * be_scratch_bytes((uint64_t)(n + 1) * 8);
+vkasr_status asr_batch_tensor(struct backend *be, const struct model_config *c, const struct asr_batch *b,
+                              enum asr_stage s, be_tensor *out) {
+    const int64_t width = s == ASR_MEL ? c->n_mels : c->d_model;
+    return be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){asr_batch_total(b, s), width}, out);
 }
 
 vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, struct asr_batch *b, struct err *e) {

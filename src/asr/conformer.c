@@ -43,20 +43,10 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 /* Rows of the depthwise convolution's halo on each side: (K-1)/2 (4 for K = 9). */
 static int64_t conv_halo(const struct model_config *c) { return (c->conv_kernel - 1) / 2; }
 
-uint64_t asr_conformer_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
-                               int64_t window, int64_t rows) {
-    const int64_t T = frames, D = c->d_model, n = max64(1, min64(rows, T));
-    // feed-forward: h [n, D], u [n, F]
-    uint64_t ff = be_scratch_2d(t->norm, n, D) + be_scratch_2d(t->hidden, n, c->ff_size);
-    // attention: local: hk, k, v [n + 2w, D], q, a [n, D];  full (k, v [T, D] held by the encoder): h, q, a [n, D]
-    const int64_t nk = window > 0 ? min64(T, n + 2 * window) : 0;
-    uint64_t att = window > 0 ? be_scratch_2d(t->norm, nk, D) + be_scratch_2d(t->k, nk, D) + be_scratch_2d(t->v, nk, D)
-                              : be_scratch_2d(t->norm, n, D);
-    att += be_scratch_2d(t->q, n, D) + be_scratch_2d(t->att, n, D);
-    // convolution: h, g, d [nh, D] with nh = n + 2 halo
-    const int64_t nh = min64(T, n + 2 * conv_halo(c));
-    uint64_t conv = be_scratch_2d(t->norm, nh, D) + 2 * be_scratch_2d(t->hidden, nh, D);
-    return ff > att ? (ff > conv ? ff : conv) : (att > conv ? att : conv);
+/* Where a sublayer's loop over chunks of `rows` ends: after the last row, or on a measuring backend
+ * after the first chunk (the chunks allocate nothing: the temporaries are taken before the loop). */
+static int64_t loop_end(const struct block_ctx *c, int64_t rows, int64_t total) {
+    return be_measuring(c->be) ? min64(rows, total) : total;
 }
 
 /* Rows per chunk of a sublayer costing `fixed` + rows x `per_row` multiply-adds: the planned rows,
@@ -87,11 +77,11 @@ static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_ten
 // x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place
 static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_tensor *ln_w, const be_tensor *ln_b,
                                  const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
-    const int64_t per_row = 2 * c->D * w1->ne[0], rows = chunk_rows(c, 0, per_row);
+    const int64_t F = c->cfg->ff_size, per_row = 2 * c->D * F, rows = chunk_rows(c, 0, per_row);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
-    be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, w1->ne[0], &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, F, &st);
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0);
         be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
         // h: [n, D] = LN(x rows);  u: [n, F] = silu(h W1^T + b1);  x rows += 0.5 (u W2^T + b2)
@@ -131,7 +121,7 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
     be_tensor hk = tmp(c, c->t.norm, nk_max, D, &st), k = tmp(c, c->t.k, nk_max, D, &st);
     be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, rows, D, &st);
     be_tensor a = tmp(c, c->t.att, rows, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
         be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
         be_tensor hq = be_tensor_rows(&hk, r0 - ka, n), qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
@@ -171,7 +161,8 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
     // both passes in one chunk: the queries' pass takes the keys' LN(x), still in h
     const bool one_chunk = chunk_rows(c, 0, per_row[0]) >= c->T && chunk_rows(c, 0, per_row[1]) >= c->T;
     for (int pass = 0; pass < 2; pass++)
-        for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]); st == VKASR_OK && r0 < c->T; r0 += rows) {
+        for (int64_t r0 = 0, rows = chunk_rows(c, 0, per_row[pass]), end = loop_end(c, rows, c->T);
+             st == VKASR_OK && r0 < end; r0 += rows) {
             const int64_t n = min64(rows, c->T - r0);
             be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
             // h: [n, D] = LN(x rows)
@@ -216,7 +207,7 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
     be_tensor d = tmp(c, c->t.hidden, nh_max, D, &st);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < c->T; r0 += rows) {
+    for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
         be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
@@ -254,7 +245,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
     st = feed_forward(&c, x, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
     // p: [P, D] = pos Wpos^T (no bias), in chunks of rows (a row's result never depends on them)
     const int64_t P = pos->ne[0], prow = asr_steps_rows(steps, P, 0, c.D * c.D, 16);
-    for (int64_t r0 = 0; st == VKASR_OK && r0 < P; r0 += prow) {
+    for (int64_t r0 = 0, end = loop_end(&c, prow, P); st == VKASR_OK && r0 < end; r0 += prow) {
         const int64_t n = min64(prow, P - r0);
         be_tensor pr = be_tensor_rows(pos, r0, n), yr = be_tensor_rows(p, r0, n);
         st = linear(&c, &pr, &L->wpos, NULL, NULL, &yr, ACT_NONE, 1.0f);

@@ -5,21 +5,6 @@
 #include "decoder_ctc.h"
 #include "transducer.h"
 
-uint64_t asr_decode_scratch(const struct model_config *c, int64_t frames, int64_t inputs) {
-    const int64_t T = frames;
-    if (T == 0)
-        return 0;
-    if (c->head == VKASR_HEAD_CTC)
-        return dec_ctc_scratch(c, T);
-    /* either transducer search may run for one input (taps, forcing and VKASR_DECODER=host take the host
-     * walk); a batch takes the device loop */
-    const uint64_t device = dec_transducer_device_scratch(c, T, inputs);
-    if (inputs > 1)
-        return device;
-    const uint64_t host = dec_transducer_host_scratch(c, T);
-    return host > device ? host : device;
-}
-
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
                         const struct asr_hooks *hooks, const struct asr_batch *batch, struct asr_output *out,
                         struct err *e) {

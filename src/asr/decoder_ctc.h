@@ -8,7 +8,5 @@
 /* CTC over every row of enc, each input of the batch (NULL: one) into out[i]. */
 vkasr_status dec_ctc(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_hooks *hooks,
                      const struct asr_batch *batch, struct asr_output *out, struct err *e);
-/* Scratch bytes dec_ctc allocates for T frames. */
-uint64_t dec_ctc_scratch(const struct model_config *c, int64_t T);
 
 #endif

@@ -52,20 +52,6 @@ static int64_t pos_rows(int64_t frames, int64_t window) {
     return 2 * reach + 1;
 }
 
-uint64_t asr_encode_scratch(const struct model_config *c, const struct asr_types *t, int64_t frames,
-                            int64_t max_frames, int64_t window, int64_t rows, uint64_t *largest) {
-    const int64_t T = frames, D = c->d_model, P = pos_rows(max_frames, window);
-    const int64_t w = effective_window(max_frames, window);
-    if (T == 0)
-        return 0;
-    // y [T, D];  pos, p [P, D];  full attention: v [T, D]
-    uint64_t b = be_scratch_f32(T, D) + be_scratch_f32(P, D) + be_scratch_2d(t->p, P, D) +
-                 (w > 0 ? 0 : be_scratch_2d(t->v, T, D));
-    if (largest && be_scratch_f32(P, D) > *largest)
-        *largest = be_scratch_f32(P, D);
-    return b + asr_conformer_scratch(c, t, T, w, rows);
-}
-
 /* pos [P, D] = PE(r) for r = reach .. -reach, made on the device (op posenc) from the model's
  * frequencies. */
 static vkasr_status make_positions(const struct asr_model *m, struct backend *be, const be_tensor *pos,
@@ -109,7 +95,9 @@ vkasr_status asr_encode(const struct asr_model *m, struct backend *be, const str
     if (st == VKASR_OK)
         st = make_positions(m, be, &pos, e);
     be_tensor cur = *x;
-    for (int i = 0; st == VKASR_OK && i < c->n_layers; i++) {
+    /* every block allocates the same: a measuring run (plan.c) needs the first only */
+    const int layers = be_measuring(be) ? 1 : c->n_layers;
+    for (int i = 0; st == VKASR_OK && i < layers; i++) {
         st = asr_conformer_block(m, be, &m->layers[i], &cur, &y, &v, &pos, &p, w, plan->chunks.rows, segs, steps, e);
         if (st == VKASR_OK)
             st = asr_tap(hooks, be, "layer", i, &cur, e);

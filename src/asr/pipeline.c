@@ -32,67 +32,36 @@ static vkasr_status copy_out(struct backend *be, const be_tensor *t, int64_t r0,
     return be_download(be, *dst, rows.addr, bytes);
 }
 
-/* The plan within what this session may hold: the device's budget less what others hold (weights,
- * other sessions; this session's own scratch is replaced), and the caller's cap less the weights. */
-vkasr_status asr_plan_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
-                          const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
+vkasr_status asr_work_for(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
+                          const struct asr_options *opt, struct asr_work *out, struct err *e) {
     struct be_memory mem;
     be->dev->vt->memory(be->dev, &mem);
     const uint64_t weights = be_weight_bytes(be->dev), own = be_peak_bytes(be);
     const uint64_t others = mem.used > own ? mem.used - own : 0;
-    uint64_t avail = mem.budget > others ? mem.budget - others : 0;
-    char limit[256];
+    *out = (struct asr_work){.batch = b, .opt = opt, .weights = weights, .max_tensor = mem.max_tensor,
+                             .log = be->dev->log};
+    out->available = mem.budget > others ? mem.budget - others : 0;
     if (mem.budget == UINT64_MAX)
-        snprintf(limit, sizeof limit, "host memory");
+        snprintf(out->limit, sizeof out->limit, "host memory");
     else
-        snprintf(limit, sizeof limit, "device budget %.1f MiB%s%s%s, %.1f MiB of it held by weights and other sessions",
-                 mib(mem.budget), mem.source ? " (" : "", mem.source ? mem.source : "", mem.source ? ")" : "",
-                 mib(others));
+        snprintf(out->limit, sizeof out->limit,
+                 "device budget %.1f MiB%s%s%s, %.1f MiB of it held by weights and other sessions", mib(mem.budget),
+                 mem.source ? " (" : "", mem.source ? mem.source : "", mem.source ? ")" : "", mib(others));
     if (opt && opt->max_memory) {
         if (opt->max_memory <= weights)
             return err_set(e, VKASR_ERR_DEVICE_MEMORY,
                            "device memory limit %.1f MiB (max_memory) is not above the model's weights (%.1f MiB): "
                            "nothing is left for the audio",
                            mib(opt->max_memory), mib(weights));
-        if (opt->max_memory - weights < avail) {
-            avail = opt->max_memory - weights;
-            snprintf(limit, sizeof limit, "max_memory %.1f MiB", mib(opt->max_memory));
+        if (opt->max_memory - weights < out->available) {
+            out->available = opt->max_memory - weights;
+            snprintf(out->limit, sizeof out->limit, "max_memory %.1f MiB", mib(opt->max_memory));
         }
     }
-    uint64_t op_scratch = mem.op_scratch + (m->quantized ? mem.op_scratch_quant : 0);
+    out->op_scratch = mem.op_scratch + (m->quantized ? mem.op_scratch_quant : 0);
     const bool long_one = b->n == 1 && b->max[ASR_FRAMES] >= mem.long_frames;
     if (mem.op_scratch_long && m->precision == VKASR_PRECISION_F16 && long_one)
-        op_scratch += mem.op_scratch_long;
-    return asr_plan_batch(&m->cfg, m->precision, b, opt, weights, avail, mem.max_tensor, op_scratch, limit, plan, e);
-}
-
-/* asr_plan_for, logged. */
-static vkasr_status make_plan(const struct asr_model *m, struct backend *be, const struct asr_batch *b,
-                              const struct asr_options *opt, struct asr_plan *plan, struct err *e) {
-    TRY(asr_plan_for(m, be, b, opt, plan, e));
-    const uint64_t weights = plan->weights, avail = plan->available;
-    const struct asr_chunks *k = &plan->chunks;
-    const struct model_config *c = &m->cfg;
-    const int64_t n = plan->samples;
-    if (b->n > 1)
-        LOG_INFO(be->dev->log, "packed batch: %lld inputs, %.1f s of audio, %lld encoder frames (longest %lld)",
-                 (long long)b->n, (double)n / c->sample_rate, (long long)plan->frames, (long long)plan->max_frames);
-    if (plan->attention == ASR_ATT_FULL)
-        LOG_INFO(be->dev->log, "attention: full (%.1f s of audio)", (double)n / c->sample_rate);
-    else
-        LOG_INFO(be->dev->log, "attention: local [%lld, %lld] (%.2f s each side; %.1f s of audio)",
-                 (long long)plan->window, (long long)plan->window,
-                 (double)plan->window * c->sub_factor * c->hop_length / c->sample_rate, (double)n / c->sample_rate);
-    char op[64] = "";
-    if (plan->op_scratch)
-        snprintf(op, sizeof op, ", op scratch %.1f above each", mib(plan->op_scratch));
-    LOG_INFO(be->dev->log,
-             "memory plan: %.1f MiB of device memory = weights %.1f + activations %.1f (features %.1f, subsampling "
-             "%.1f, encoder %.1f, decoder %.1f%s; %lld encoder frames in chunks of %lld rows, subsampling tiles of "
-             "%lld frames, spectra of %lld frames) of %.1f MiB available (%s)",
-             mib(weights + plan->scratch), mib(weights), mib(plan->scratch), mib(plan->features),
-             mib(plan->subsampling), mib(plan->encoder), mib(plan->decoder), op, (long long)plan->frames,
-             (long long)k->rows, (long long)k->sub_tile, (long long)k->stft_frames, mib(weights + avail), plan->limit);
+        out->op_scratch += mem.op_scratch_long;
     return VKASR_OK;
 }
 
@@ -144,8 +113,11 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const 
     vkasr_status st = asr_batch_layout(c, lens, n, &b, e);
     free(lens);
     TRY(st);
-    struct asr_plan plan;
-    st = make_plan(m, be, &b, opt, &plan, e);
+    struct asr_plan plan = {0};
+    struct asr_work work;
+    st = asr_work_for(m, be, &b, opt, &work, e);
+    if (st == VKASR_OK)
+        st = asr_plan(m, &work, &plan, e);
     if (st == VKASR_OK)
         st = check_batch(m, &b, &plan, opt, hooks, e);
     for (int64_t i = 0; i < n; i++)
@@ -154,7 +126,7 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const 
         asr_batch_free(&b);
         return st;
     }
-    const int64_t L = plan.mel_frames, T = plan.frames;
+    const int64_t T = plan.frames;
     /* What the session holds from earlier calls is kept when it is within this call's limit and not far
      * above its plan (a short file after a long one gives the long one's memory back). */
     uint64_t keep = 2 * plan.scratch + (64ull << 20);
@@ -175,11 +147,11 @@ vkasr_status asr_run_batch(const struct asr_model *m, struct backend *be, const 
     be_tensor x = {0}, feat = {0};
     // x: [T, D] the encoder's residual stream (every input's frames), below the rest
     if (st == VKASR_OK)
-        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){T, c->d_model}, &x);
+        st = asr_batch_tensor(be, c, &b, ASR_FRAMES, &x);
     uint64_t mark_x = be_mark(be);
     // feat: [L, M] normalised features of every input, dead once subsampled
     if (st == VKASR_OK)
-        st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){L, c->n_mels}, &feat);
+        st = asr_batch_tensor(be, c, &b, ASR_MEL, &feat);
     // each input's front end (its own normalisation statistics) into its rows
     for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
         const be_tensor rows = be_tensor_rows(&feat, b.off[ASR_MEL][i], asr_batch_len(&b, ASR_MEL, i));

@@ -34,16 +34,6 @@ static void tile_rows(int64_t L, int64_t tile, int64_t *n1, int64_t *n2, int64_t
     *n3 = tile;
 }
 
-uint64_t asr_subsample_scratch(const struct model_config *c, const struct asr_types *t, int64_t mel_frames,
-                               int64_t tile) {
-    const int64_t F1 = half_up(c->n_mels), F2 = half_up(F1), F3 = half_up(F2), C = c->sub_channels;
-    int64_t n1, n2, n3;
-    tile_rows(mel_frames, tile, &n1, &n2, &n3);
-    // s1 [n1, F1, C];  s2a, s2 [n2, F2, C];  s3a, s3 [n3, F3, C]
-    return be_scratch_2d(t->sub, n1 * F1, C) + 2 * be_scratch_2d(t->sub, n2 * F2, C) +
-           2 * be_scratch_2d(t->sub, n3 * F3, C);
-}
-
 /* The packed rows of stage `in` that stage `in + 1` rows [a, b) read (each output row r of an input
  * reads its rows 2r-1 .. 2r+1, those inside the input): [*lo, *hi). The inputs between the first and
  * the last row's need all their rows, so the range is contiguous. One input: b == NULL. */
@@ -147,6 +137,10 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
                                                .y = be_tensor_rows(x, a, n3), .alpha = 1.0f}));
         be_release(be, mark);
         TRY(asr_steps_add(steps, n3 * frame_macs(c, F1, F2, F3)));
+        /* one input's tiles from the second to the one before the last hold alike (4 tile + 3, 2 tile
+         * + 1 and tile rows): a measuring run (plan.c) skips to the last */
+        if (be_measuring(be) && !packed && a == tile)
+            a = max64(a, (T - 1) / tile * tile - tile);
     }
     return VKASR_OK;
 }

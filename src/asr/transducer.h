@@ -17,8 +17,4 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
                                    const struct asr_options *opt, const struct asr_hooks *hooks,
                                    const struct asr_batch *batch, struct asr_output *out, struct err *e);
 
-/* Scratch bytes each transducer search allocates for T frames (the memory plan's decoder phase). */
-uint64_t dec_transducer_host_scratch(const struct model_config *c, int64_t T);
-uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, int64_t inputs);
-
 #endif

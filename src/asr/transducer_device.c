@@ -185,22 +185,11 @@ static int next_window(int wlog, double span, double emit_rate, int cap) {
     return wlog;
 }
 
-uint64_t dec_transducer_device_scratch(const struct model_config *c, int64_t T, int64_t inputs) {
-    const int64_t P = c->pred_hidden, L = c->pred_layers, B = inputs < 1 ? 1 : inputs;
-    const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
-    // what alloc_search allocates: f [T, P];  z [B*W, P];  y [B*W, J];  q, x0 [B, P];  h_old, h_new, c
-    // [L, B, P];  states and token rings (i32);  the live count (i32);  durations (TDT, i32)
-    const int64_t rows = B << window_max_log(J, P, B);
-    return be_scratch_f32(T, P) + be_scratch_f32(rows, P) + be_scratch_f32(rows, J) +
-           2 * be_scratch_f32(B, P) + 3 * be_scratch_f32(L * B, P) +
-           be_scratch_f32(B * (SEARCH_STATE_INTS + 3 * ring_capacity(B)), 1) + be_scratch_f32(1, 1) +
-           (c->head == VKASR_HEAD_TDT ? be_scratch_f32(c->n_durations, 1) : 0);
-}
-
 static vkasr_status alloc_search(const struct asr_model *m, struct backend *be, int64_t T, int64_t B, int max_sym,
                                  struct device_search *d) {
     const struct model_config *c = &m->cfg;
-    const int64_t P = c->pred_hidden, J = m->joint_w.ne[0], L = c->pred_layers, cap = ring_capacity(B);
+    const int64_t P = c->pred_hidden, L = c->pred_layers, cap = ring_capacity(B);
+    const int64_t J = c->vocab_size + 1 + (c->head == VKASR_HEAD_TDT ? c->n_durations : 0);
     struct be_search *s = &d->s;
     s->max_symbols = max_sym;
     d->B = B;
@@ -371,7 +360,8 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
     const int64_t T = enc->ne[0], V = c->vocab_size, J = m->joint_w.ne[0];
     const int64_t B = batch && batch->n > 1 ? batch->n : 1;
     const int max_sym = opt && opt->max_symbols > 0 ? opt->max_symbols : c->max_symbols;
-    CHECK_OR_RETURN(e, J == V + 1 + (tdt ? c->n_durations : 0) && m->embed.ne[0] == V + 1);
+    /* (a measuring run's model has no weights) */
+    CHECK_OR_RETURN(e, be_measuring(be) || (J == V + 1 + (tdt ? c->n_durations : 0) && m->embed.ne[0] == V + 1));
     CHECK_OR_RETURN(e, c->pred_layers >= 1);
     /* The search's state counts frames and tokens in 32 bits (2^30 frames: 2.7 years of audio). */
     if (T > (int64_t)1 << 30 || T * (int64_t)max_sym >= INT32_MAX)
@@ -385,7 +375,7 @@ vkasr_status dec_transducer_device(const struct asr_model *m, struct backend *be
     uint64_t mark = be_mark(be);
     struct device_search d = {0};
     vkasr_status st = alloc_search(m, be, T, B, max_sym, &d);
-    if (st == VKASR_OK)
+    if (st == VKASR_OK && !be_measuring(be)) /* a measuring run (plan.c) ends once the tensors exist */
         st = search(m, be, enc, &d, frames, opt ? opt->decoder_window : 0, hooks, out, e);
     if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg[0] ? be->err.msg : vkasr_status_string(st));

@@ -73,6 +73,14 @@ static void free_blocks(struct be_arena *a) {
     a->reserved = a->in_use = 0;
 }
 
+/* An allocation of `bytes` was handed out: the peak and largest counts. */
+static void count(struct be_arena *a, uint64_t bytes) {
+    if (a->in_use > a->peak)
+        a->peak = a->in_use;
+    if (bytes > a->largest)
+        a->largest = bytes;
+}
+
 vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, struct err *e) {
     const uint64_t asked = bytes;
     bytes = be_scratch_bytes(bytes);
@@ -86,6 +94,7 @@ vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, 
             b->used += bytes;
             a->cur = i;
             a->in_use += bytes;
+            count(a, bytes);
             poison(a, *addr, asked, 0);
             return VKASR_OK;
         }
@@ -116,6 +125,7 @@ vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, 
     a->cur = pos;
     a->reserved += size;
     a->in_use += bytes;
+    count(a, bytes);
     *addr = nb.addr;
     poison(a, *addr, asked, 0);
     return VKASR_OK;
@@ -126,6 +136,7 @@ vkasr_status be_arena_reserve(struct be_arena *a, uint64_t bytes, uint64_t keep,
         return err_set(e, VKASR_ERR_INTERNAL, "memory arena: reserve with %llu bytes still in use",
                        (unsigned long long)a->in_use);
     bytes = be_scratch_bytes(bytes);
+    a->peak = a->largest = 0;
     if (a->n && a->blocks[0].size >= bytes && a->reserved <= keep)
         return VKASR_OK;
     free_blocks(a);

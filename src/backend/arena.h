@@ -53,6 +53,8 @@ struct be_arena {
     uint64_t block_size; /* largest block made for growth (below max_block) */
     uint64_t in_use;     /* bytes handed out (and lost at block ends)     */
     uint64_t reserved;   /* bytes of all blocks                           */
+    uint64_t peak;       /* the most in_use at once, and the largest tensor */
+    uint64_t largest;    /* (be_scratch_bytes), since init or be_arena_reserve */
 };
 
 /* Growth blocks: 16 MiB, then as much as is already held, up to this. */
@@ -67,7 +69,8 @@ vkasr_status be_arena_alloc(struct be_arena *a, uint64_t bytes, uint64_t *addr, 
 /* Gives the arena at least `bytes` for stack allocations without growing: one block, or blocks of
  * max_block where the device's largest block is smaller (Vulkan's maxMemoryAllocationSize). Keeps what
  * it holds when its first block already has `bytes` and all blocks are at most `keep` bytes, else frees
- * them first. Nothing may be in use, and no queued work may still read the blocks. */
+ * them first. Nothing may be in use, and no queued work may still read the blocks. Starts peak and
+ * largest afresh. */
 vkasr_status be_arena_reserve(struct be_arena *a, uint64_t bytes, uint64_t keep, struct err *e);
 /* A mark packs the current block's index (top 16 bits) and its bump offset (low 48 bits). */
 uint64_t be_arena_mark(const struct be_arena *a);

@@ -20,16 +20,6 @@
 struct be_device;
 struct backend;
 
-/* Tensors take be_scratch_bytes(n) of an arena (arena.h: BE_SCRATCH_ALIGN). */
-/* be_scratch_bytes of an f32/i32 tensor of `rows` x `cols` elements. */
-static inline uint64_t be_scratch_f32(int64_t rows, int64_t cols) {
-    return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * 4u);
-}
-/* be_scratch_bytes of a `rows` x `cols` tensor of `type`. */
-static inline uint64_t be_scratch_2d(be_dtype type, int64_t rows, int64_t cols) {
-    return be_scratch_bytes((uint64_t)rows * (uint64_t)cols * be_dtype_size(type));
-}
-
 enum be_pool {
     BE_POOL_WEIGHTS = 0, /* lives as long as the device; shared read-only by all backends */
     BE_POOL_SCRATCH = 1  /* per backend, stack discipline: be_mark / be_release          */
@@ -136,6 +126,7 @@ struct backend {
      * with VKASR_ABORTED. Set for one run by its caller (src/asr); NULL: never asked. */
     bool (*should_abort)(void *ud);
     void *abort_ud;
+    bool measuring;          /* a measuring backend (be_measure_init): ops are not run            */
 };
 
 /* Opens the device a device string names (backend.c). */
@@ -171,6 +162,10 @@ vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep);
  * holds (not the bytes in use). It grows when the stack outgrows its blocks and only be_reserve lowers
  * it, so after a run that kept to its plan it is be_scratch_bytes of the planned scratch. */
 uint64_t be_peak_bytes(const struct backend *b);
+/* The most scratch bytes in use at once, and the largest scratch tensor (be_scratch_bytes), since the
+ * last be_reserve. */
+uint64_t be_scratch_peak(const struct backend *b);
+uint64_t be_scratch_largest(const struct backend *b);
 /* Bytes of the blocks holding the device's weights. */
 uint64_t be_weight_bytes(const struct be_device *d);
 /* The arena block holding [addr, addr + bytes) in b's scratch or its device's weights; false if none. */
@@ -220,7 +215,27 @@ static inline void be_graph_free(struct backend *b, struct be_graph *g) {
         b->vt->graph_free(b, g);
 }
 
-/* Validates the arguments, then runs the op on the backend. Errors land in b->err. */
+/* ---- measuring (measure.c) -------------------------------------------------------------------------- */
+
+/* A device and backend that only count, as ggml_gallocr_reserve measures a graph: the scratch arena
+ * is the one every backend uses (same rounding, same alignment), over blocks with no memory behind
+ * them (addresses from a range nothing maps); ops are neither validated nor run, uploads do nothing,
+ * downloads give zeros. Stages run their own code on it to measure the scratch they take for a shape
+ * (src/asr/plan.c): be_scratch_peak after the calls is what the same calls take on any backend. A
+ * stage whose loop allocates the same on every iteration may stop after the first where be_measuring
+ * (the peak is what counts), and a decoder stops once its tensors exist (it would read back zeros).
+ * Lives on the caller's stack: nothing to fail, be_measure_fini frees nothing but the lock. */
+struct be_measure {
+    struct be_device dev;
+    struct backend be;
+    uint64_t next;           /* the next block's address                                           */
+};
+void be_measure_init(struct be_measure *m);
+void be_measure_fini(struct be_measure *m);
+static inline bool be_measuring(const struct backend *b) { return b->measuring; }
+
+/* Validates the arguments, then runs the op on the backend (a measuring one: neither). Errors land in
+ * b->err. */
 vkasr_status be_run(struct backend *b, enum op_id id, const void *args);
 
 /* Typed entry points: be_linear(b, &(struct op_linear){...}), ... */

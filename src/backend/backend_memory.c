@@ -45,6 +45,9 @@ vkasr_status be_reserve(struct backend *b, uint64_t bytes, uint64_t keep) {
 
 uint64_t be_peak_bytes(const struct backend *b) { return b->scratch.reserved; }
 
+uint64_t be_scratch_peak(const struct backend *b) { return b->scratch.peak; }
+uint64_t be_scratch_largest(const struct backend *b) { return b->scratch.largest; }
+
 uint64_t be_weight_bytes(const struct be_device *d) {
     struct be_device *m = (struct be_device *)d; /* the lock, not the device, changes */
     pthread_mutex_lock(&m->weights_lock);
