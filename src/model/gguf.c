@@ -13,27 +13,11 @@
 #include <unistd.h>
 
 #include "common/half.h"
+#include "gguf_internal.h"
 #include "model_file.h"
 #include "model_internal.h"
 #include "quant.h"
 
-/* GGUF metadata value types; tensor types are GGML ids (quant.h: F32, F16 and the block types) */
-enum {
-    GT_U8 = 0,
-    GT_I8 = 1,
-    GT_U16 = 2,
-    GT_I16 = 3,
-    GT_U32 = 4,
-    GT_I32 = 5,
-    GT_F32 = 6,
-    GT_BOOL = 7,
-    GT_STR = 8,
-    GT_ARR = 9,
-    GT_U64 = 10,
-    GT_I64 = 11,
-    GT_F64 = 12,
-    GT_COUNT = 13
-};
 
 #define GGUF_DEFAULT_ALIGN 32u
 #define GGUF_MAX_NAME 64u      /* tensor names (GGUF spec) */
@@ -317,6 +301,72 @@ static vkasr_status kv_array(const struct gguf *g, const char *key, uint32_t aty
     return VKASR_OK;
 }
 
+/* The look-ups gguf_internal.h shares with the readers of other engines' layouts. */
+const char *gguf_path(const struct gguf *g) {
+    return g->r.path;
+}
+
+bool gguf_has(const struct gguf *g, const char *key) {
+    return kv_find(g, key) != NULL;
+}
+
+uint64_t gguf_le(const uint8_t *p, int n) {
+    return le(p, n);
+}
+
+int64_t gguf_int_at(const uint8_t *p, uint32_t t) {
+    return int_at(p, t);
+}
+
+bool gguf_is_int_type(uint32_t t) {
+    return is_int_type(t);
+}
+
+vkasr_status gguf_get_int(const struct gguf *g, const char *key, int required, int def, int lo, int hi, int *out,
+                          struct err *e) {
+    return kv_int(g, key, required, def, lo, hi, out, e);
+}
+
+vkasr_status gguf_get_bool(const struct gguf *g, const char *key, int required, bool def, bool *out, struct err *e) {
+    if (!required && !kv_find(g, key)) {
+        *out = def;
+        return VKASR_OK;
+    }
+    return kv_bool(g, key, out, e);
+}
+
+vkasr_status gguf_get_f32(const struct gguf *g, const char *key, int required, float def, float *out, struct err *e) {
+    if (!required && !kv_find(g, key)) {
+        *out = def;
+        return VKASR_OK;
+    }
+    return kv_f32(g, key, out, e);
+}
+
+vkasr_status gguf_get_str(const struct gguf *g, const char *key, int required, const char **s, uint64_t *len,
+                          struct err *e) {
+    if (!required && !kv_find(g, key)) {
+        *s = NULL;
+        *len = 0;
+        return VKASR_OK;
+    }
+    return kv_str(g, key, s, len, e);
+}
+
+vkasr_status gguf_get_array(const struct gguf *g, const char *key, uint32_t *atype, uint64_t *n, const uint8_t **data,
+                            struct err *e) {
+    const struct gkv *kv = kv_find(g, key);
+    if (!kv)
+        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
+    if (kv->type != GT_ARR)
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an array, got %s", g->r.path, key,
+                       type_names[kv->type]);
+    *atype = kv->atype;
+    *n = kv->alen;
+    *data = g->r.p + kv->vpos;
+    return VKASR_OK;
+}
+
 static vkasr_status read_config(const struct gguf *g, struct model_config *c, struct err *e) {
     const char *path = g->r.path, *s;
     uint64_t len;
@@ -485,11 +535,12 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
             st = e->code;
             goto done;
         }
-        const struct qtraits *qt = quant_traits(type);
+        static const struct qtraits bf16 = {"bf16", 1, 2}; /* other engines' files (gguf_nemo_speech.c) */
+        const struct qtraits *qt = type == GGML_TYPE_BF16 ? &bf16 : quant_traits(type);
         if (!qt) {
             st = err_set(e, VKASR_ERR_MODEL,
                          "%s: tensor '%s': type %u is not supported (F32 = 0, F16 = 1, Q8_0 = 8, Q4_K = 12, "
-                         "Q5_K = 13, Q6_K = 14)",
+                         "Q5_K = 13, Q6_K = 14, BF16 = 30)",
                          r->path, nm, type);
             goto done;
         }
@@ -518,7 +569,8 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
         sp[i].begin = off;
         sp[i].end = nbytes; /* size for now: the data section is not located yet */
         sp[i].idx = (int)i;
-        st = model_add_tensor(mf, nm, nlen, (enum mt_dtype)quant_mt_of_type(type), (int)nd, ne, NULL, nbytes, map, e);
+        enum mt_dtype mt = type == GGML_TYPE_BF16 ? MT_BF16 : (enum mt_dtype)quant_mt_of_type(type);
+        st = model_add_tensor(mf, nm, nlen, mt, (int)nd, ne, NULL, nbytes, map, e);
         if (st != VKASR_OK)
             goto done;
     }
@@ -648,6 +700,14 @@ vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
         }
     }
     st = read_tensors(mf, &g, map, nt, align, e);
+    const char *arch;
+    uint64_t alen;
+    if (st == VKASR_OK)
+        st = gguf_get_str(&g, "general.architecture", 1, &arch, &alen, e);
+    if (st == VKASR_OK && alen == 3 && memcmp(arch, "asr", 3) == 0) { /* NeMo-Speech.cpp's layout */
+        st = gguf_nemo_speech_read(mf, &g, e);
+        goto done;
+    }
     if (st == VKASR_OK)
         st = read_config(&g, &mf->cfg, e);
     if (st == VKASR_OK)

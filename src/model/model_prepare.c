@@ -54,6 +54,15 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
     int lstm_k;
     char tail;
 
+    /* A matrix already in a block type (another engine's GGUF; model_validate admits it only where the
+     * transform is a reshape): used as stored. */
+    if (src && MT_IS_QUANT(src->type)) {
+        o->type = src->type;
+        o->data = src->data;
+        o->nbytes = src->nbytes;
+        o->map = src->map;
+        return VKASR_OK;
+    }
     /* Plain reshape of f32 data: keep pointing into the mapping when it is aligned for float access. */
     if (src && src->type == MT_F32 && ((uintptr_t)src->data % 4) == 0 &&
         strcmp(o->name, "encoder.subsampling.linear.weight") != 0 &&

@@ -184,6 +184,14 @@ static int same_shape(const struct model_tensor *t, const struct tensor_spec *s)
     return 1;
 }
 
+/* A block-quantized tensor in a non-canonical model (another engine's GGUF, gguf_nemo_speech.c): only a
+ * matrix whose canonical form is a reshape, which model_prepare then keeps as stored. The subsampling
+ * linear's columns move, so it cannot stay in blocks. */
+static bool quant_as_stored(const struct model_tensor *t) {
+    return MT_IS_QUANT(t->type) && (model_is_matrix_weight(t->name) || model_is_decoder_matrix(t->name)) &&
+           strcmp(t->name, "encoder.subsampling.linear.weight") != 0;
+}
+
 vkasr_status model_validate(const struct model_file *mf, struct err *e) {
     const struct model_config *c = &mf->cfg;
     const int gg = mf->canonical;
@@ -210,9 +218,10 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s' has shape %s, expected %s (from %s: %s)",
                          model_tensor_file(mf, t), t->name, shape_str(a, sizeof a, t->nd, t->ne),
                          shape_str(b, sizeof b, sp[i].nd, sp[i].ne), cfgsrc, sp[i].why);
-        } else if (!gg && !mt_dtype_is_float(t->type)) {
+        } else if (!gg && !mt_dtype_is_float(t->type) && !quant_as_stored(t)) {
             st = err_set(e, VKASR_ERR_MODEL,
-                         "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64)",
+                         "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64; a "
+                         "block type only on a matrix weight the canonical transform leaves as it is)",
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         } else if (gg && t->type != MT_F32 &&
                    !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name)) &&
