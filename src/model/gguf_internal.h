@@ -1,6 +1,6 @@
-/* gguf_internal.h — what gguf.c shares with the readers of other engines' GGUF layouts
- * (gguf_nemo_speech.c): the metadata value types and typed look-ups of a parsed file's keys, every
- * value bounds-checked when the file was parsed. Internal to src/model. */
+/* gguf_internal.h — what the GGUF reader (gguf.c) shares with the key look-ups (gguf_kv.c) and the
+ * readers of other engines' GGUF layouts (gguf_nemo_speech.c): the value types, a parsed file's keys
+ * (every value bounds-checked when the file was parsed) and typed look-ups. Internal to src/model. */
 #ifndef VKASR_GGUF_INTERNAL_H
 #define VKASR_GGUF_INTERNAL_H
 
@@ -30,10 +30,35 @@ enum {
 /* GGML's id of bfloat16 tensors (read for other engines' layouts; vkasr's own files never hold it). */
 #define GGML_TYPE_BF16 30u
 
-struct gguf; /* a parsed file's metadata (gguf.c) */
+/* A parsed file (gguf.c): the image and the reader's position, and every key-value pair. */
+struct rd {
+    const uint8_t *p;
+    uint64_t size, pos;
+    const char *path;
+    struct err *e;
+};
 
-/* The file's name for messages. */
+struct gkv {
+    const char *key;
+    uint64_t klen;
+    uint32_t type;
+    uint64_t vpos;  /* the value (for arrays: after the element type and count) */
+    uint32_t atype; /* arrays */
+    uint64_t alen;
+};
+
+struct gguf {
+    struct rd r;
+    struct gkv *kv;
+    uint64_t nkv;
+};
+
+/* --- gguf_kv.c -------------------------------------------------------------------------------- */
+
+/* The file's name for messages; a value type's name ("uint32"). */
 const char *gguf_path(const struct gguf *g);
+const char *gguf_type_name(uint32_t t);
+const struct gkv *gguf_kv_find(const struct gguf *g, const char *key);
 bool gguf_has(const struct gguf *g, const char *key);
 /* Typed values. A missing key is an error naming it when required, else *out = def (strings: *s =
  * NULL). Integers of any integer type, range-checked; floats f32 or f64. */

@@ -11,7 +11,6 @@
 #include "model_file.h"
 #include "model_internal.h"
 #include "nemo_internal.h"
-#include "quant.h"
 
 static int is(const char *s, uint64_t len, const char *want) {
     return s && len == strlen(want) && memcmp(s, want, len) == 0;
@@ -284,28 +283,6 @@ static bool other_head(const char *name, int head) {
                                   : ctc;
 }
 
-/* The subsampling linear's columns move in model_prepare, so a block-quantized one is widened to f32
- * here (its exact dequantized values). */
-static vkasr_status widen(struct model_tensor *t, const char *path, struct err *e) {
-    const uint32_t qt = quant_type_of_mt(t->type);
-    if (t->nd != 2)
-        return err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s' has %d dimensions, expected 2", path, t->name, t->nd);
-    const uint64_t rows = (uint64_t)t->ne[0];
-    const int64_t k = t->ne[1];
-    float *y = malloc((size_t)(rows * (uint64_t)k) * sizeof *y + 1);
-    if (!y)
-        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory widening '%s'", t->name);
-    const uint64_t rb = quant_row_bytes(qt, k);
-    for (uint64_t i = 0; i < rows; i++)
-        qblock_dequant_row(qt, (const uint8_t *)t->data + i * rb, y + i * (uint64_t)k, k);
-    t->owned = y;
-    t->data = y;
-    t->type = MT_F32;
-    t->nbytes = rows * (uint64_t)k * 4;
-    t->map = -1;
-    return VKASR_OK;
-}
-
 static vkasr_status rename_tensors(struct model_file *mf, const char *path, int head, struct err *e) {
     int kept = 0;
     vkasr_status st = VKASR_OK;
@@ -330,14 +307,13 @@ static vkasr_status rename_tensors(struct model_file *mf, const char *path, int 
         }
         free(t.name);
         t.name = nm;
-        /* the converter squeezes the pointwise convolutions' kernel dimension of 1; the HF layout keeps it */
-        if (strstr(nm, ".conv.pointwise_conv") && ends_with(nm, ".weight") && t.nd == 2) {
+        /* the converter squeezes the pointwise convolutions' kernel dimension of 1; the HF layout keeps it
+         * (a block-quantized one keeps its rows: model_validate compares it without the 1) */
+        if (strstr(nm, ".conv.pointwise_conv") && ends_with(nm, ".weight") && t.nd == 2 && !MT_IS_QUANT(t.type)) {
             t.ne[2] = 1;
             t.nd = 3;
         }
         mf->tensors[kept++] = t;
-        if (st == VKASR_OK && MT_IS_QUANT(t.type) && !strcmp(nm, "encoder.subsampling.linear.weight"))
-            st = widen(&mf->tensors[kept - 1], path, e);
     }
     mf->ntensors = kept;
     return st;
