@@ -270,6 +270,7 @@ int main(int argc, char **argv) {
     loader("gguf_foreign/rnnt.fp16.gguf", "nemo/rnnt.nemo", 0);
     loader("gguf_foreign/ctc.fp16.gguf", "nemo/ctc_gz.nemo", 0);
     loader("gguf_foreign/tdt_grid.fp16.gguf", "gguf_foreign/tdt_grid.nemo", 1);
+    loader("gguf_foreign/tdt_grid.bf16.gguf", "gguf_foreign/tdt_grid.nemo", 1);
     loader("gguf_foreign/tdt_grid.q8_0.gguf", "gguf_foreign/tdt_grid.nemo", 1);
 
     static const char *const devices[] = {"cpu", NULL};
@@ -277,6 +278,7 @@ int main(int argc, char **argv) {
         tokens("gguf_foreign/rnnt.fp16.gguf", "nemo/rnnt.nemo", VKASR_WEIGHTS_F16, devices[d]);
         tokens("gguf_foreign/ctc.fp16.gguf", "nemo/ctc_gz.nemo", VKASR_WEIGHTS_F16, devices[d]);
         tokens("gguf_foreign/tdt_grid.fp16.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_F32, devices[d]);
+        tokens("gguf_foreign/tdt_grid.bf16.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_F16, devices[d]);
         tokens("gguf_foreign/tdt_grid.q8_0.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_Q8_0, devices[d]);
     }
 
