@@ -99,8 +99,8 @@ static vkasr_status preprocessor(const struct gguf *g, struct model_config *c, s
     TRY(gguf_get_f32(g, "asr.preprocessor.window_size", 1, 0, &ws, e));
     TRY(gguf_get_f32(g, "asr.preprocessor.window_stride", 1, 0, &hs, e));
     if (!(ws > 0 && ws < 1 && hs > 0 && hs < 1))
-        return err_set(e, VKASR_ERR_MODEL, "%s: asr.preprocessor.window_size %g / window_stride %g s out of range", path,
-                       (double)ws, (double)hs);
+        return err_set(e, VKASR_ERR_MODEL, "%s: asr.preprocessor.window_size %g / window_stride %g s out of range",
+                       path, (double)ws, (double)hs);
     c->win_length = (int)((double)ws * c->sample_rate + 0.5);
     c->hop_length = (int)((double)hs * c->sample_rate + 0.5);
     TRY(gguf_get_int(g, "asr.preprocessor.n_fft", 1, 0, 1, 1 << 16, &c->n_fft, e));
@@ -119,7 +119,10 @@ static vkasr_status heads(const struct gguf *g, struct model_config *c, struct e
     uint64_t len;
     const int BIG = 1 << 22;
     TRY(gguf_get_str(g, "asr.head_type", 1, &s, &len, e));
-    c->head = is(s, len, "tdt") ? VKASR_HEAD_TDT : is(s, len, "rnnt") ? VKASR_HEAD_RNNT : is(s, len, "ctc") ? VKASR_HEAD_CTC : -1;
+    c->head = is(s, len, "tdt")    ? VKASR_HEAD_TDT
+              : is(s, len, "rnnt") ? VKASR_HEAD_RNNT
+              : is(s, len, "ctc")  ? VKASR_HEAD_CTC
+                                   : -1;
     if (c->head < 0)
         return err_set(e, VKASR_ERR_MODEL, "%s: asr.head_type \"%.*s\" is not tdt, rnnt or ctc", path,
                        (int)(len > 64 ? 64 : len), s);
@@ -128,8 +131,9 @@ static vkasr_status heads(const struct gguf *g, struct model_config *c, struct e
         TRY(gguf_get_int(g, "asr.ctc.num_classes", 1, 0, 1, BIG, &c->vocab_size, e));
         TRY(gguf_get_int(g, "asr.ctc.blank_id", 1, 0, 0, BIG, &blank, e));
         if (blank != c->vocab_size)
-            return err_set(e, VKASR_ERR_MODEL, "%s: asr.ctc.blank_id = %d must be the last class, asr.ctc.num_classes = %d",
-                           path, blank, c->vocab_size);
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: asr.ctc.blank_id = %d must be the last class, asr.ctc.num_classes = %d", path, blank,
+                           c->vocab_size);
         return VKASR_OK;
     }
     int classes, embed, joint, prompts;
@@ -137,8 +141,9 @@ static vkasr_status heads(const struct gguf *g, struct model_config *c, struct e
     TRY(gguf_get_int(g, "asr.rnnt.blank_id", 1, 0, 0, BIG, &blank, e));
     c->vocab_size = classes - 1; /* the converter counts the blank */
     if (blank != c->vocab_size)
-        return err_set(e, VKASR_ERR_MODEL, "%s: asr.rnnt.blank_id = %d must be the last class, asr.rnnt.vocab_size - 1 = %d",
-                       path, blank, c->vocab_size);
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: asr.rnnt.blank_id = %d must be the last class, asr.rnnt.vocab_size - 1 = %d", path, blank,
+                       c->vocab_size);
     TRY(gguf_get_int(g, "asr.rnnt.pred_hidden", 1, 0, 1, BIG, &c->pred_hidden, e));
     TRY(gguf_get_int(g, "asr.rnnt.pred_embed_dim", 0, c->pred_hidden, 1, BIG, &embed, e));
     TRY(gguf_get_int(g, "asr.rnnt.joint_dim", 0, c->pred_hidden, 1, BIG, &joint, e));
@@ -162,7 +167,10 @@ static vkasr_status heads(const struct gguf *g, struct model_config *c, struct e
     TRY(gguf_get_array(g, "asr.tdt.durations", &at, &n, &d, e));
     if (!gguf_is_int_type(at) || n < 1 || n > 16)
         return err_set(e, VKASR_ERR_MODEL, "%s: asr.tdt.durations must be 1 to 16 integers", path);
-    uint64_t sz = at == GT_U8 || at == GT_I8 ? 1 : at == GT_U16 || at == GT_I16 ? 2 : at == GT_U32 || at == GT_I32 ? 4 : 8;
+    const uint64_t sz = at == GT_U8 || at == GT_I8    ? 1
+                        : at == GT_U16 || at == GT_I16 ? 2
+                        : at == GT_U32 || at == GT_I32 ? 4
+                                                       : 8;
     for (uint64_t i = 0; i < n; i++) {
         int64_t v = gguf_int_at(d + i * sz, at);
         if (v < 0 || v > 1024)
@@ -185,8 +193,12 @@ static int unbase64(const char *s, uint64_t len, uint8_t **out, size_t *n) {
     uint64_t i = 0;
     for (; i < len && s[i] != '='; i++) {
         char ch = s[i];
-        int v = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26 : ch >= '0' && ch <= '9' ? ch - '0' + 52
-              : ch == '+' ? 62 : ch == '/' ? 63 : -1;
+        int v = ch >= 'A' && ch <= 'Z'   ? ch - 'A'
+                : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+                : ch >= '0' && ch <= '9' ? ch - '0' + 52
+                : ch == '+'              ? 62
+                : ch == '/'              ? 63
+                                         : -1;
         if (v < 0)
             return 0;
         acc = (acc << 6) | (uint32_t)v;
@@ -238,13 +250,13 @@ static vkasr_status tokenizer(const struct gguf *g, int32_t n, struct tokenizer 
         return VKASR_OK;
     TRY(gguf_get_array(g, "asr.tokenizer.vocab", &at, &cnt, &d, e));
     if (at != GT_STR || cnt != (uint64_t)n)
-        return err_set(e, VKASR_ERR_MODEL, "%s: asr.tokenizer.vocab must be %d strings (the SentencePiece model's pieces)",
-                       path, (int)n);
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: asr.tokenizer.vocab must be %d strings (the SentencePiece model's pieces)", path, (int)n);
     for (int32_t i = 0; i < n; i++) { /* lengths were bounds-checked when the file was parsed */
         uint64_t l = gguf_le(d, 8);
         if (l != strlen(t->piece[i]) || memcmp(d + 8, t->piece[i], l) != 0)
-            return err_set(e, VKASR_ERR_MODEL, "%s: asr.tokenizer.vocab[%d] differs from the SentencePiece model's piece",
-                           path, (int)i);
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: asr.tokenizer.vocab[%d] differs from the SentencePiece model's piece", path, (int)i);
         d += 8 + l;
     }
     return VKASR_OK;
@@ -262,10 +274,10 @@ static char *hf_name(const char *name, bool *drop, bool *unknown) {
     /* the converter renames PyTorch's lstm.weight_ih_l0 to lstm.ih_l0.weight: back to NeMo's name */
     static const char lstm[] = "decoder.prediction.dec_rnn.lstm.";
     char nemo[160];
-    const char *r = name + strlen(lstm), *dot;
+    const char *r = strncmp(name, lstm, strlen(lstm)) == 0 ? name + strlen(lstm) : NULL, *dot;
     int layer;
     char kind[3], tail;
-    if (!strncmp(name, lstm, strlen(lstm)) && (dot = strchr(r, '.')) &&
+    if (r && (dot = strchr(r, '.')) &&
         sscanf(r, "%2[ih]_l%d%c", kind, &layer, &tail) == 3 && tail == '.' && layer >= 0 && layer < 1000 &&
         (!strcmp(kind, "ih") || !strcmp(kind, "hh")) && (!strcmp(dot + 1, "weight") || !strcmp(dot + 1, "bias"))) {
         snprintf(nemo, sizeof nemo, "%s%s_%s_l%d", lstm, dot + 1, kind, layer);
@@ -293,7 +305,8 @@ static vkasr_status rename_tensors(struct model_file *mf, const char *path, int 
         char *nm = st == VKASR_OK ? hf_name(t.name, &drop, &unknown) : NULL;
         if (st == VKASR_OK && !nm && unknown)
             st = err_set(e, VKASR_ERR_MODEL,
-                         "%s: tensor '%s' belongs to no module vkasr implements (NeMo-Speech.cpp layout)", path, t.name);
+                         "%s: tensor '%s' belongs to no module vkasr implements (NeMo-Speech.cpp layout)", path,
+                         t.name);
         else if (st == VKASR_OK && !nm && !drop)
             st = err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
         if (nm && other_head(nm, head)) {
