@@ -1,9 +1,7 @@
 /* gguf.c — vkasr's native model file: GGUF v3 reader (memory mapped, every count, length, type and
- * offset validated against the file before use) and writer (a prepared, canonical model; written to a
- * temporary file and renamed so a failed write never leaves a partial model). The key schema is
- * documented in docs/model-format.md. Tensor data are used in place from the mapping. Key look-ups are
- * gguf_kv.c's; files of NeMo-Speech.cpp's layout (general.architecture "asr") go to gguf_nemo_speech.c.
- */
+ * offset validated before use; keys read through gguf_kv.c, NeMo-Speech.cpp's "asr" layout handed to
+ * gguf_nemo_speech.c) and writer (a prepared, canonical model, written to a temporary file and renamed).
+ * The key schema is in docs/model-format.md. Tensor data are used in place from the mapping. */
 #define _XOPEN_SOURCE 700 /* realpath (XSI) for writing through a symlink */
 #include <errno.h>
 #include <fcntl.h>
