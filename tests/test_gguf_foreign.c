@@ -108,8 +108,9 @@ struct ids {
     size_t n;
 };
 
-static vkasr_model *load(const char *path, const char *device) {
+static vkasr_model *load(const char *path, const char *device, vkasr_decoder dec) {
     vkasr_model_params mp = vkasr_model_params_default();
+    mp.decoder = dec;
     mp.validation = device == NULL && tv_wanted();
     mp.log_callback = tv_log;
     mp.device = device;
@@ -140,29 +141,31 @@ static void transcribe(vkasr_model *m, const char *clip, struct ids *out) {
     vkasr_session_free(s);
 }
 
-/* The foreign file and vkasr's conversion of its .nemo (type) give the same token ids on each clip. */
-static void tokens(const char *gguf, const char *nemo, vkasr_weight_type type, const char *device) {
+/* The foreign file and vkasr's conversion of its .nemo (type; the head dec of both) give the same token
+ * ids on each clip. */
+static void tokens(const char *gguf, const char *nemo, vkasr_weight_type type, vkasr_decoder dec, const char *device) {
     static const char *const clips[] = {"audio/parity/us_fox.wav", "audio/parity/scot_boxes.wav"};
     char own[1024];
-    snprintf(own, sizeof own, "%s/own_%s_%d.gguf", work_dir, gguf, (int)type);
+    snprintf(own, sizeof own, "%s/own_%s_%d_%d.gguf", work_dir, gguf, (int)type, (int)dec);
     for (char *p = own + strlen(work_dir) + 1; *p; p++)
         if (*p == '/')
             *p = '_';
     vkasr_error e;
-    EXPECT(vkasr_convert(data(nemo), own, type, &e) == VKASR_OK, "convert %s: %s", nemo, e.message);
-    vkasr_model *a = load(data(gguf), device), *b = load(own, device);
+    EXPECT(vkasr_convert_decoder(data(nemo), own, type, dec, &e) == VKASR_OK, "convert %s: %s", nemo, e.message);
+    vkasr_model *a = load(data(gguf), device, dec), *b = load(own, device, dec);
     size_t total = 0;
     for (size_t c = 0; a && b && c < sizeof clips / sizeof clips[0]; c++) {
         struct ids x, y;
         transcribe(a, clips[c], &x);
         transcribe(b, clips[c], &y);
         EXPECT(x.n == y.n && memcmp(x.v, y.v, x.n * sizeof x.v[0]) == 0,
-               "%s vs vkasr's conversion (type %d) on %s, %s: %zu vs %zu tokens", gguf, (int)type,
-               device ? device : "vulkan", clips[c], x.n, y.n);
+               "%s vs vkasr's conversion (type %d, head %d) on %s, %s: %zu vs %zu tokens", gguf, (int)type,
+               (int)dec, device ? device : "vulkan", clips[c], x.n, y.n);
         total += x.n;
     }
     EXPECT(total >= 10, "%s: only %zu tokens over the clips", gguf, total);
-    printf("%s on %s: %zu tokens, the same as vkasr's conversion\n", gguf, device ? device : "vulkan", total);
+    printf("%s%s on %s: %zu tokens, the same as vkasr's conversion\n", gguf,
+           dec == VKASR_DECODER_CTC ? " (CTC head)" : "", device ? device : "vulkan", total);
     vkasr_model_free(a);
     vkasr_model_free(b);
 }
@@ -275,12 +278,22 @@ int main(int argc, char **argv) {
 
     static const char *const devices[] = {"cpu", NULL};
     for (int d = 0; d < 2; d++) {
-        tokens("gguf_foreign/rnnt.fp16.gguf", "nemo/rnnt.nemo", VKASR_WEIGHTS_F16, devices[d]);
-        tokens("gguf_foreign/ctc.fp16.gguf", "nemo/ctc_gz.nemo", VKASR_WEIGHTS_F16, devices[d]);
-        tokens("gguf_foreign/tdt_grid.fp16.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_F32, devices[d]);
-        tokens("gguf_foreign/tdt_grid.bf16.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_F16, devices[d]);
-        tokens("gguf_foreign/tdt_grid.q8_0.gguf", "gguf_foreign/tdt_grid.nemo", VKASR_WEIGHTS_Q8_0, devices[d]);
+        const char *dev = devices[d], *grid = "gguf_foreign/tdt_grid.nemo";
+        tokens("gguf_foreign/rnnt.fp16.gguf", "nemo/rnnt.nemo", VKASR_WEIGHTS_F16, VKASR_DECODER_AUTO, dev);
+        tokens("gguf_foreign/ctc.fp16.gguf", "nemo/ctc_gz.nemo", VKASR_WEIGHTS_F16, VKASR_DECODER_AUTO, dev);
+        tokens("gguf_foreign/tdt_grid.fp16.gguf", grid, VKASR_WEIGHTS_F32, VKASR_DECODER_AUTO, dev);
+        tokens("gguf_foreign/tdt_grid.bf16.gguf", grid, VKASR_WEIGHTS_F16, VKASR_DECODER_AUTO, dev);
+        tokens("gguf_foreign/tdt_grid.q8_0.gguf", grid, VKASR_WEIGHTS_Q8_0, VKASR_DECODER_AUTO, dev);
+        tokens("gguf_foreign/tdt_grid.q8_0.gguf", grid, VKASR_WEIGHTS_Q8_0, VKASR_DECODER_CTC, dev);
     }
+
+    /* a head the file lacks: the RNN-T file has no auxiliary CTC head */
+    struct model_file *mf = NULL;
+    struct err e = {0};
+    vkasr_status st = model_open_head(data("gguf_foreign/rnnt.fp16.gguf"), VKASR_HEAD_CTC, &mf, &e);
+    EXPECT(st == VKASR_ERR_MODEL && !mf && strstr(e.msg, "has only a RNN-T head"), "CTC head of an RNN-T file: %s",
+           e.msg);
+    model_close(mf);
 
     const char *tdt = "gguf_foreign/tdt_grid.q8_0.gguf";
     refused(tdt, rename_key, "missing key 'asr.encoder.d_model'", "key renamed");

@@ -418,13 +418,13 @@ done:
     return st;
 }
 
-vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e) {
+vkasr_status gguf_load(struct model_file *mf, const char *path, int head, struct err *e) {
     int map;
     TRY(model_map_file(mf, path, &map, e));
-    return gguf_parse(mf, map, e);
+    return gguf_parse(mf, map, head, e);
 }
 
-vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
+vkasr_status gguf_parse(struct model_file *mf, int map, int head, struct err *e) {
     const char *path = mf->map_paths[map];
     struct gguf g = {{mf->maps[map], mf->map_sizes[map], 0, mf->map_paths[map], e}, NULL, 0};
     struct rd *r = &g.r;
@@ -514,7 +514,7 @@ vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
     if (st == VKASR_OK)
         st = gguf_get_str(&g, "general.architecture", 1, &arch, &alen, e);
     if (st == VKASR_OK && alen == 3 && memcmp(arch, "asr", 3) == 0) { /* NeMo-Speech.cpp's layout */
-        st = gguf_nemo_speech_read(mf, &g, e);
+        st = gguf_nemo_speech_read(mf, &g, head, e);
         goto done;
     }
     if (st == VKASR_OK)

@@ -81,7 +81,8 @@ bool gguf_is_int_type(uint32_t t);
 
 /* A file in NVIDIA NeMo-Speech.cpp's layout (general.architecture "asr"): maps its keys onto mf->cfg,
  * its SentencePiece model onto mf->tok, and renames the tensors parsed from it (mf->tensors, NeMo
- * names) to the HF names model_prepare takes; mf stays non-canonical. */
-vkasr_status gguf_nemo_speech_read(struct model_file *mf, const struct gguf *g, struct err *e);
+ * names) to the HF names model_prepare takes; mf stays non-canonical. head: MODEL_HEAD_AUTO (the file's
+ * head) or VKASR_HEAD_CTC, which loads a hybrid's auxiliary CTC head instead of its transducer. */
+vkasr_status gguf_nemo_speech_read(struct model_file *mf, const struct gguf *g, int head, struct err *e);
 
 #endif

@@ -332,11 +332,25 @@ static vkasr_status rename_tensors(struct model_file *mf, const char *path, int 
     return st;
 }
 
-vkasr_status gguf_nemo_speech_read(struct model_file *mf, const struct gguf *g, struct err *e) {
+/* Whether the parsed tensors hold a hybrid's auxiliary CTC head. */
+static bool has_aux_ctc(const struct model_file *mf) {
+    for (int i = 0; i < mf->ntensors; i++)
+        if (!strcmp(mf->tensors[i].name, "ctc_decoder.decoder_layers.0.weight"))
+            return true;
+    return false;
+}
+
+vkasr_status gguf_nemo_speech_read(struct model_file *mf, const struct gguf *g, int head, struct err *e) {
     const char *path = gguf_path(g);
     struct model_config *c = &mf->cfg;
     memset(c, 0, sizeof *c);
     TRY(heads(g, c, e));
+    if (head == VKASR_HEAD_CTC && c->head != VKASR_HEAD_CTC && has_aux_ctc(mf)) {
+        /* a hybrid's CTC head: over the same vocabulary, as a CTC model's configuration */
+        c->head = VKASR_HEAD_CTC;
+        c->pred_hidden = c->pred_layers = c->n_durations = c->max_symbols = 0;
+        memset(c->durations, 0, sizeof c->durations);
+    }
     TRY(preprocessor(g, c, e));
     TRY(encoder(g, c, e));
     TRY(config_check(c, path, e));
