@@ -1,8 +1,7 @@
 /* gguf.c — vkasr's native model file: GGUF v3 reader (memory mapped, every count, length, type and
- * offset validated against the file before use) and writer (a prepared, canonical model; written to a
- * temporary file and renamed so a failed write never leaves a partial model). The key schema is
- * documented in docs/model-format.md. Tensor data are used in place from the mapping.
- */
+ * offset validated before use; keys read through gguf_kv.c, NeMo-Speech.cpp's "asr" layout handed to
+ * gguf_nemo_speech.c) and writer (a prepared, canonical model, written to a temporary file and renamed).
+ * The key schema is in docs/model-format.md. Tensor data are used in place from the mapping. */
 #define _XOPEN_SOURCE 700 /* realpath (XSI) for writing through a symlink */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,27 +12,10 @@
 #include <unistd.h>
 
 #include "common/half.h"
+#include "gguf_internal.h"
 #include "model_file.h"
 #include "model_internal.h"
 #include "quant.h"
-
-/* GGUF metadata value types; tensor types are GGML ids (quant.h: F32, F16 and the block types) */
-enum {
-    GT_U8 = 0,
-    GT_I8 = 1,
-    GT_U16 = 2,
-    GT_I16 = 3,
-    GT_U32 = 4,
-    GT_I32 = 5,
-    GT_F32 = 6,
-    GT_BOOL = 7,
-    GT_STR = 8,
-    GT_ARR = 9,
-    GT_U64 = 10,
-    GT_I64 = 11,
-    GT_F64 = 12,
-    GT_COUNT = 13
-};
 
 #define GGUF_DEFAULT_ALIGN 32u
 #define GGUF_MAX_NAME 64u      /* tensor names (GGUF spec) */
@@ -41,40 +23,8 @@ enum {
 #define GGUF_MAX_ARRAY_DEPTH 4 /* nested arrays are legal; we read none, but skip a few levels */
 #define LAYOUT_VERSION 1u
 
-static const char *const type_names[GT_COUNT] = {"uint8", "int8",   "uint16", "int16",  "uint32", "int32",  "float32",
-                                                 "bool",  "string", "array",  "uint64", "int64",  "float64"};
-
 /* ---------------------------------------------------------------------------------------------- */
 /* Reader                                                                                         */
-
-struct rd {
-    const uint8_t *p;
-    uint64_t size, pos;
-    const char *path;
-    struct err *e;
-};
-
-struct gkv {
-    const char *key;
-    uint64_t klen;
-    uint32_t type;
-    uint64_t vpos;  /* the value (for arrays: after the element type and count) */
-    uint32_t atype; /* arrays */
-    uint64_t alen;
-};
-
-struct gguf {
-    struct rd r;
-    struct gkv *kv;
-    uint64_t nkv;
-};
-
-static uint64_t le(const uint8_t *p, int n) {
-    uint64_t v = 0;
-    for (int i = n - 1; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
 
 static int need(struct rd *r, uint64_t n, const char *what) {
     if (n > r->size - r->pos) {
@@ -88,7 +38,7 @@ static int need(struct rd *r, uint64_t n, const char *what) {
 static int rd_u32(struct rd *r, uint32_t *v, const char *what) {
     if (!need(r, 4, what))
         return 0;
-    *v = (uint32_t)le(r->p + r->pos, 4);
+    *v = (uint32_t)gguf_le(r->p + r->pos, 4);
     r->pos += 4;
     return 1;
 }
@@ -96,7 +46,7 @@ static int rd_u32(struct rd *r, uint32_t *v, const char *what) {
 static int rd_u64(struct rd *r, uint64_t *v, const char *what) {
     if (!need(r, 8, what))
         return 0;
-    *v = le(r->p + r->pos, 8);
+    *v = gguf_le(r->p + r->pos, 8);
     r->pos += 8;
     return 1;
 }
@@ -171,7 +121,7 @@ static int skip_value(struct rd *r, uint32_t t, const char *kv, int depth) {
     uint64_t min = scalar_size(at) ? scalar_size(at) : at == GT_STR ? 8 : 12;
     if (n > (r->size - r->pos) / min) {
         err_set(r->e, VKASR_ERR_MODEL, "%s: key '%s': array of %llu %s values exceeds the file (%llu bytes)", r->path,
-                kv, (unsigned long long)n, type_names[at], (unsigned long long)r->size);
+                kv, (unsigned long long)n, gguf_type_name(at), (unsigned long long)r->size);
         return 0;
     }
     if (scalar_size(at) && at != GT_BOOL) {
@@ -182,14 +132,6 @@ static int skip_value(struct rd *r, uint32_t t, const char *kv, int depth) {
         if (!skip_value(r, at, kv, depth + 1))
             return 0;
     return 1;
-}
-
-static const struct gkv *kv_find(const struct gguf *g, const char *key) {
-    size_t kl = strlen(key);
-    for (uint64_t i = 0; i < g->nkv; i++)
-        if (g->kv[i].klen == kl && memcmp(g->kv[i].key, key, kl) == 0)
-            return &g->kv[i];
-    return NULL;
 }
 
 static int kv_cmp(const void *a, const void *b) {
@@ -218,101 +160,18 @@ static vkasr_status check_unique_keys(const struct gguf *g, struct err *e) {
     return st;
 }
 
-static int is_int_type(uint32_t t) {
-    return t == GT_U8 || t == GT_I8 || t == GT_U16 || t == GT_I16 || t == GT_U32 || t == GT_I32 || t == GT_U64 ||
-           t == GT_I64;
-}
-
-/* Reads an integer scalar of any integer type at p (type t) as int64 (u64 above INT64_MAX saturates). */
-static int64_t int_at(const uint8_t *p, uint32_t t) {
-    switch (t) {
-    case GT_U8: return p[0];
-    case GT_I8: return (int8_t)p[0];
-    case GT_U16: return (int64_t)le(p, 2);
-    case GT_I16: return (int16_t)le(p, 2);
-    case GT_U32: return (int64_t)le(p, 4);
-    case GT_I32: return (int32_t)le(p, 4);
-    case GT_U64: {
-        uint64_t v = le(p, 8);
-        return v > INT64_MAX ? INT64_MAX : (int64_t)v;
-    }
-    default: return (int64_t)le(p, 8); /* GT_I64 */
-    }
-}
-
-static vkasr_status kv_int(const struct gguf *g, const char *key, int required, int def, int lo, int hi, int *out,
-                           struct err *e) {
-    const struct gkv *kv = kv_find(g, key);
-    if (!kv) {
-        if (required)
-            return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
-        *out = def;
-        return VKASR_OK;
-    }
-    if (!is_int_type(kv->type))
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an integer, got %s", g->r.path, key,
-                       type_names[kv->type]);
-    int64_t v = int_at(g->r.p + kv->vpos, kv->type);
-    if (v < lo || v > hi)
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' = %lld is out of the supported range [%d, %d]", g->r.path, key,
-                       (long long)v, lo, hi);
-    *out = (int)v;
-    return VKASR_OK;
-}
-
-static vkasr_status kv_bool(const struct gguf *g, const char *key, bool *out, struct err *e) {
-    const struct gkv *kv = kv_find(g, key);
-    if (!kv)
-        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
-    if (kv->type != GT_BOOL)
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a bool, got %s", g->r.path, key, type_names[kv->type]);
-    *out = g->r.p[kv->vpos] != 0;
-    return VKASR_OK;
-}
-
-static vkasr_status kv_f32(const struct gguf *g, const char *key, float *out, struct err *e) {
-    const struct gkv *kv = kv_find(g, key);
-    if (!kv)
-        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
-    if (kv->type == GT_F32) {
-        uint32_t b = (uint32_t)le(g->r.p + kv->vpos, 4);
-        memcpy(out, &b, 4);
-    } else if (kv->type == GT_F64) {
-        uint64_t b = le(g->r.p + kv->vpos, 8);
-        double d;
-        memcpy(&d, &b, 8);
-        *out = (float)d;
-    } else {
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a float, got %s", g->r.path, key,
-                       type_names[kv->type]);
-    }
-    return VKASR_OK;
-}
-
-/* A string key; *s points into the mapping (not NUL-terminated). */
-static vkasr_status kv_str(const struct gguf *g, const char *key, const char **s, uint64_t *len, struct err *e) {
-    const struct gkv *kv = kv_find(g, key);
-    if (!kv)
-        return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
-    if (kv->type != GT_STR)
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be a string, got %s", g->r.path, key,
-                       type_names[kv->type]);
-    *len = le(g->r.p + kv->vpos, 8);
-    *s = (const char *)g->r.p + kv->vpos + 8;
-    return VKASR_OK;
-}
-
 static int str_is(const char *s, uint64_t len, const char *want) {
     return len == strlen(want) && memcmp(s, want, len) == 0;
 }
 
 static vkasr_status kv_array(const struct gguf *g, const char *key, uint32_t atype, const struct gkv **out,
                              struct err *e) {
-    const struct gkv *kv = kv_find(g, key);
+    const struct gkv *kv = gguf_kv_find(g, key);
     if (!kv)
         return err_set(e, VKASR_ERR_MODEL, "%s: missing key '%s'", g->r.path, key);
     if (kv->type != GT_ARR || kv->atype != atype)
-        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an array of %s", g->r.path, key, type_names[atype]);
+        return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an array of %s", g->r.path, key,
+                       gguf_type_name(atype));
     *out = kv;
     return VKASR_OK;
 }
@@ -320,18 +179,18 @@ static vkasr_status kv_array(const struct gguf *g, const char *key, uint32_t aty
 static vkasr_status read_config(const struct gguf *g, struct model_config *c, struct err *e) {
     const char *path = g->r.path, *s;
     uint64_t len;
-    TRY(kv_str(g, "general.architecture", &s, &len, e));
+    TRY(gguf_get_str(g, "general.architecture", 1, &s, &len, e));
     if (!str_is(s, len, "parakeet"))
         return err_set(e, VKASR_ERR_MODEL, "%s: general.architecture is \"%.*s\", not \"parakeet\"", path,
                        (int)(len > 64 ? 64 : len), s);
     int lv;
-    TRY(kv_int(g, "vkasr.layout_version", 1, 0, 0, INT32_MAX, &lv, e));
+    TRY(gguf_get_int(g, "vkasr.layout_version", 1, 0, 0, INT32_MAX, &lv, e));
     if (lv != (int)LAYOUT_VERSION)
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: vkasr.layout_version %d is not supported by this build (it reads version %u); convert "
                        "the model again with this version of vkasr",
                        path, lv, LAYOUT_VERSION);
-    TRY(kv_str(g, "parakeet.head", &s, &len, e));
+    TRY(gguf_get_str(g, "parakeet.head", 1, &s, &len, e));
     if (str_is(s, len, "tdt"))
         c->head = VKASR_HEAD_TDT;
     else if (str_is(s, len, "rnnt"))
@@ -342,24 +201,24 @@ static vkasr_status read_config(const struct gguf *g, struct model_config *c, st
         return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.head \"%.*s\" is not tdt, rnnt or ctc", path,
                        (int)(len > 64 ? 64 : len), s);
     const int BIG = 1 << 22;
-    TRY(kv_int(g, "parakeet.d_model", 1, 0, 1, BIG, &c->d_model, e));
-    TRY(kv_int(g, "parakeet.n_layers", 1, 0, 1, BIG, &c->n_layers, e));
-    TRY(kv_int(g, "parakeet.n_heads", 1, 0, 1, BIG, &c->n_heads, e));
-    TRY(kv_int(g, "parakeet.ff_size", 1, 0, 1, BIG, &c->ff_size, e));
-    TRY(kv_int(g, "parakeet.conv_kernel", 1, 0, 1, BIG, &c->conv_kernel, e));
-    TRY(kv_int(g, "parakeet.n_mels", 1, 0, 1, BIG, &c->n_mels, e));
-    TRY(kv_int(g, "parakeet.subsampling_channels", 1, 0, 1, BIG, &c->sub_channels, e));
-    TRY(kv_int(g, "parakeet.subsampling_factor", 1, 0, 1, BIG, &c->sub_factor, e));
-    TRY(kv_bool(g, "parakeet.xscaling", &c->xscaling, e));
-    TRY(kv_bool(g, "parakeet.attention_bias", &c->attention_bias, e));
-    TRY(kv_bool(g, "parakeet.conv_bias", &c->conv_bias, e));
-    TRY(kv_int(g, "parakeet.att_context_left", 0, -1, -1, BIG, &c->att_left, e));
-    TRY(kv_int(g, "parakeet.att_context_right", 0, -1, -1, BIG, &c->att_right, e));
-    TRY(kv_int(g, "parakeet.vocab_size", 1, 0, 1, BIG, &c->vocab_size, e));
+    TRY(gguf_get_int(g, "parakeet.d_model", 1, 0, 1, BIG, &c->d_model, e));
+    TRY(gguf_get_int(g, "parakeet.n_layers", 1, 0, 1, BIG, &c->n_layers, e));
+    TRY(gguf_get_int(g, "parakeet.n_heads", 1, 0, 1, BIG, &c->n_heads, e));
+    TRY(gguf_get_int(g, "parakeet.ff_size", 1, 0, 1, BIG, &c->ff_size, e));
+    TRY(gguf_get_int(g, "parakeet.conv_kernel", 1, 0, 1, BIG, &c->conv_kernel, e));
+    TRY(gguf_get_int(g, "parakeet.n_mels", 1, 0, 1, BIG, &c->n_mels, e));
+    TRY(gguf_get_int(g, "parakeet.subsampling_channels", 1, 0, 1, BIG, &c->sub_channels, e));
+    TRY(gguf_get_int(g, "parakeet.subsampling_factor", 1, 0, 1, BIG, &c->sub_factor, e));
+    TRY(gguf_get_bool(g, "parakeet.xscaling", 1, false, &c->xscaling, e));
+    TRY(gguf_get_bool(g, "parakeet.attention_bias", 1, false, &c->attention_bias, e));
+    TRY(gguf_get_bool(g, "parakeet.conv_bias", 1, false, &c->conv_bias, e));
+    TRY(gguf_get_int(g, "parakeet.att_context_left", 0, -1, -1, BIG, &c->att_left, e));
+    TRY(gguf_get_int(g, "parakeet.att_context_right", 0, -1, -1, BIG, &c->att_right, e));
+    TRY(gguf_get_int(g, "parakeet.vocab_size", 1, 0, 1, BIG, &c->vocab_size, e));
     if (c->head != VKASR_HEAD_CTC) {
-        TRY(kv_int(g, "parakeet.pred_hidden", 1, 0, 1, BIG, &c->pred_hidden, e));
-        TRY(kv_int(g, "parakeet.pred_layers", 1, 0, 1, BIG, &c->pred_layers, e));
-        TRY(kv_int(g, "parakeet.max_symbols_per_step", 1, 0, 1, BIG, &c->max_symbols, e));
+        TRY(gguf_get_int(g, "parakeet.pred_hidden", 1, 0, 1, BIG, &c->pred_hidden, e));
+        TRY(gguf_get_int(g, "parakeet.pred_layers", 1, 0, 1, BIG, &c->pred_layers, e));
+        TRY(gguf_get_int(g, "parakeet.max_symbols_per_step", 1, 0, 1, BIG, &c->max_symbols, e));
     }
     if (c->head == VKASR_HEAD_TDT) {
         const struct gkv *d;
@@ -369,20 +228,20 @@ static vkasr_status read_config(const struct gguf *g, struct model_config *c, st
                            (unsigned long long)d->alen);
         c->n_durations = (int)d->alen;
         for (int i = 0; i < c->n_durations; i++)
-            c->durations[i] = (int32_t)le(g->r.p + d->vpos + 4 * (uint64_t)i, 4);
+            c->durations[i] = (int32_t)gguf_le(g->r.p + d->vpos + 4 * (uint64_t)i, 4);
     }
-    TRY(kv_int(g, "parakeet.sample_rate", 1, 0, 1, BIG, &c->sample_rate, e));
-    TRY(kv_int(g, "parakeet.n_fft", 1, 0, 1, BIG, &c->n_fft, e));
-    TRY(kv_int(g, "parakeet.win_length", 1, 0, 1, BIG, &c->win_length, e));
-    TRY(kv_int(g, "parakeet.hop_length", 1, 0, 1, BIG, &c->hop_length, e));
-    TRY(kv_f32(g, "parakeet.preemphasis", &c->preemph, e));
+    TRY(gguf_get_int(g, "parakeet.sample_rate", 1, 0, 1, BIG, &c->sample_rate, e));
+    TRY(gguf_get_int(g, "parakeet.n_fft", 1, 0, 1, BIG, &c->n_fft, e));
+    TRY(gguf_get_int(g, "parakeet.win_length", 1, 0, 1, BIG, &c->win_length, e));
+    TRY(gguf_get_int(g, "parakeet.hop_length", 1, 0, 1, BIG, &c->hop_length, e));
+    TRY(gguf_get_f32(g, "parakeet.preemphasis", 1, 0, &c->preemph, e));
     return config_check(c, path, e);
 }
 
 static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct tokenizer *t, struct err *e) {
     const char *path = g->r.path, *s;
     uint64_t len;
-    TRY(kv_str(g, "tokenizer.ggml.model", &s, &len, e));
+    TRY(gguf_get_str(g, "tokenizer.ggml.model", 1, &s, &len, e));
     if (!str_is(s, len, "llama"))
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: tokenizer.ggml.model is \"%.*s\"; vkasr reads SentencePiece vocabularies (\"llama\")", path,
@@ -402,7 +261,7 @@ static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct token
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
     uint64_t pos = tok->vpos; /* strings were bounds-checked when the key was skipped */
     for (int32_t i = 0; i < n; i++) {
-        uint64_t l = le(g->r.p + pos, 8);
+        uint64_t l = gguf_le(g->r.p + pos, 8);
         const char *p = (const char *)g->r.p + pos + 8;
         pos += 8 + l;
         if (memchr(p, 0, l) || !utf8_valid(p, l))
@@ -413,7 +272,7 @@ static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct token
             return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
         memcpy(t->piece[i], p, l);
         t->piece[i][l] = '\0';
-        int32_t ty = (int32_t)le(g->r.p + typ->vpos + 4 * (uint64_t)i, 4);
+        int32_t ty = (int32_t)gguf_le(g->r.p + typ->vpos + 4 * (uint64_t)i, 4);
         if (ty < TOK_NORMAL || ty > TOK_BYTE)
             return err_set(e, VKASR_ERR_MODEL, "%s: tokenizer.ggml.token_type: piece id %d has unknown type %d", path,
                            (int)i, (int)ty);
@@ -485,11 +344,12 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
             st = e->code;
             goto done;
         }
-        const struct qtraits *qt = quant_traits(type);
+        static const struct qtraits bf16 = {"bf16", 1, 2}; /* other engines' files (gguf_nemo_speech.c) */
+        const struct qtraits *qt = type == GGML_TYPE_BF16 ? &bf16 : quant_traits(type);
         if (!qt) {
             st = err_set(e, VKASR_ERR_MODEL,
                          "%s: tensor '%s': type %u is not supported (F32 = 0, F16 = 1, Q8_0 = 8, Q4_K = 12, "
-                         "Q5_K = 13, Q6_K = 14)",
+                         "Q5_K = 13, Q6_K = 14, BF16 = 30)",
                          r->path, nm, type);
             goto done;
         }
@@ -518,7 +378,8 @@ static vkasr_status read_tensors(struct model_file *mf, struct gguf *g, int map,
         sp[i].begin = off;
         sp[i].end = nbytes; /* size for now: the data section is not located yet */
         sp[i].idx = (int)i;
-        st = model_add_tensor(mf, nm, nlen, (enum mt_dtype)quant_mt_of_type(type), (int)nd, ne, NULL, nbytes, map, e);
+        enum mt_dtype mt = type == GGML_TYPE_BF16 ? MT_BF16 : (enum mt_dtype)quant_mt_of_type(type);
+        st = model_add_tensor(mf, nm, nlen, mt, (int)nd, ne, NULL, nbytes, map, e);
         if (st != VKASR_OK)
             goto done;
     }
@@ -557,13 +418,13 @@ done:
     return st;
 }
 
-vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e) {
+vkasr_status gguf_load(struct model_file *mf, const char *path, int head, struct err *e) {
     int map;
     TRY(model_map_file(mf, path, &map, e));
-    return gguf_parse(mf, map, e);
+    return gguf_parse(mf, map, head, e);
 }
 
-vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
+vkasr_status gguf_parse(struct model_file *mf, int map, int head, struct err *e) {
     const char *path = mf->map_paths[map];
     struct gguf g = {{mf->maps[map], mf->map_sizes[map], 0, mf->map_paths[map], e}, NULL, 0};
     struct rd *r = &g.r;
@@ -623,8 +484,8 @@ vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
         }
         kv->vpos = start;
         if (kv->type == GT_ARR) {
-            kv->atype = (uint32_t)le(r->p + start, 4);
-            kv->alen = le(r->p + start + 4, 8);
+            kv->atype = (uint32_t)gguf_le(r->p + start, 4);
+            kv->alen = gguf_le(r->p + start + 4, 8);
             kv->vpos = start + 12;
         }
     }
@@ -633,14 +494,14 @@ vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
     if (st != VKASR_OK)
         goto done;
     uint32_t align = GGUF_DEFAULT_ALIGN;
-    const struct gkv *ak = kv_find(&g, "general.alignment");
+    const struct gkv *ak = gguf_kv_find(&g, "general.alignment");
     if (ak) {
         if (ak->type != GT_U32) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: general.alignment must be a uint32, got %s", path,
-                         type_names[ak->type]);
+                         gguf_type_name(ak->type));
             goto done;
         }
-        align = (uint32_t)le(r->p + ak->vpos, 4);
+        align = (uint32_t)gguf_le(r->p + ak->vpos, 4);
         if (align == 0 || align % 8 != 0 || align > (1u << 16)) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: general.alignment %u is not a multiple of 8 (up to 65536)", path,
                          align);
@@ -648,6 +509,14 @@ vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e) {
         }
     }
     st = read_tensors(mf, &g, map, nt, align, e);
+    const char *arch;
+    uint64_t alen;
+    if (st == VKASR_OK)
+        st = gguf_get_str(&g, "general.architecture", 1, &arch, &alen, e);
+    if (st == VKASR_OK && alen == 3 && memcmp(arch, "asr", 3) == 0) { /* NeMo-Speech.cpp's layout */
+        st = gguf_nemo_speech_read(mf, &g, head, e);
+        goto done;
+    }
     if (st == VKASR_OK)
         st = read_config(&g, &mf->cfg, e);
     if (st == VKASR_OK)

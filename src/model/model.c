@@ -83,7 +83,7 @@ static vkasr_status open_any(struct model_file *mf, const char *path, bool dir, 
     else {
         TRY(sniff(path, &kind, e));
         if (kind == FILE_GGUF)
-            TRY(gguf_load(mf, path, e));
+            TRY(gguf_load(mf, path, head, e));
         else if (kind == FILE_NEMO)
             TRY(nemo_model_open(mf, path, head, e));
         else
@@ -142,7 +142,7 @@ vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *n
     int map;
     vkasr_status st = model_map_memory(mf, data, size, name, &map, e);
     if (st == VKASR_OK)
-        st = gguf_parse(mf, map, e);
+        st = gguf_parse(mf, map, MODEL_HEAD_AUTO, e);
     if (st == VKASR_OK)
         st = model_validate(mf, e);
     if (st != VKASR_OK) {

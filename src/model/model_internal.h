@@ -38,8 +38,10 @@ vkasr_status tok_check(struct tokenizer *t, const char *src, struct err *e);
 /* --- gguf.c ---------------------------------------------------------------------------------- */
 
 /* Maps path and parses it (gguf_parse). */
-vkasr_status gguf_load(struct model_file *mf, const char *path, struct err *e);
-/* Parses a mapped GGUF image: header, metadata, tensor infos and offsets, configuration, vocabulary. */
-vkasr_status gguf_parse(struct model_file *mf, int map, struct err *e);
+vkasr_status gguf_load(struct model_file *mf, const char *path, int head, struct err *e);
+/* Parses a mapped GGUF image: header, metadata, tensor infos and offsets, configuration, vocabulary.
+ * head: MODEL_HEAD_AUTO, or the head asked for, which only a NeMo-Speech.cpp hybrid's file chooses (its
+ * auxiliary CTC head); the caller refuses a head the model lacks. */
+vkasr_status gguf_parse(struct model_file *mf, int map, int head, struct err *e);
 
 #endif

@@ -1,5 +1,6 @@
 /* model_prepare.c — the canonical kernel-layout transform (model_prepare): BN folding, reshapes, the
- * subsampling column permutation, LSTM bias sums, widening to f32. */
+ * subsampling column permutation, LSTM bias sums, widening to f32 (block-quantized matrices of another
+ * engine's GGUF kept as stored). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include "common/half.h"
 #include "model_file.h"
 #include "model_schema.h"
+#include "quant.h"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* The canonical transform                                                                        */
@@ -54,9 +56,19 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
     int lstm_k;
     char tail;
 
+    /* A matrix already in a block type (another engine's GGUF; model_validate admits it on matrix weights
+     * only): used as stored where the transform is a reshape. */
+    const bool sub_linear = strcmp(o->name, "encoder.subsampling.linear.weight") == 0;
+    if (src && MT_IS_QUANT(src->type) && !sub_linear) {
+        o->type = src->type;
+        o->data = src->data;
+        o->nbytes = src->nbytes;
+        o->map = src->map;
+        return VKASR_OK;
+    }
     /* Plain reshape of f32 data: keep pointing into the mapping when it is aligned for float access. */
     if (src && src->type == MT_F32 && ((uintptr_t)src->data % 4) == 0 &&
-        strcmp(o->name, "encoder.subsampling.linear.weight") != 0 &&
+        !sub_linear &&
         !ends_with(o->name, "conv.depthwise_conv.weight") && !ends_with(o->name, "conv.depthwise_conv.bias")) {
         o->data = src->data;
         o->nbytes = n * 4;
@@ -70,14 +82,28 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
     o->data = dst;
     o->nbytes = n * 4;
 
-    if (strcmp(o->name, "encoder.subsampling.linear.weight") == 0) {
+    if (sub_linear) {
         /* HF flattens the subsampling output [C, T, F] per time step as c*F + f; the engine keeps it
-         * channels-last (f*C + c), so the columns move: W'[d][f*C + c] = W[d][c*F + f]. */
+         * channels-last (f*C + c), so the columns move: W'[d][f*C + c] = W[d][c*F + f]. Block-quantized
+         * rows are dequantized first (their exact values; the result is f32). */
         const int64_t D = c->d_model, C = c->sub_channels, F = c->n_mels / 8;
+        struct model_tensor wide = *src;
+        float *rows = NULL;
+        if (MT_IS_QUANT(src->type)) {
+            const uint32_t qt = quant_type_of_mt(src->type);
+            if (!(rows = malloc(n * 4)))
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory preparing '%s'", o->name);
+            for (int64_t d = 0; d < D; d++)
+                qblock_dequant_row(qt, (const uint8_t *)src->data + (uint64_t)d * quant_row_bytes(qt, C * F),
+                                   rows + d * C * F, C * F);
+            wide.type = MT_F32;
+            wide.data = rows;
+        }
         for (int64_t d = 0; d < D; d++)
             for (int64_t f = 0; f < F; f++)
                 for (int64_t ch = 0; ch < C; ch++)
-                    dst[d * F * C + f * C + ch] = (float)elem(src, (uint64_t)(d * C * F + ch * F + f));
+                    dst[d * F * C + f * C + ch] = (float)elem(&wide, (uint64_t)(d * C * F + ch * F + f));
+        free(rows);
         return VKASR_OK;
     }
     if (ends_with(o->name, "conv.depthwise_conv.weight") || ends_with(o->name, "conv.depthwise_conv.bias")) {

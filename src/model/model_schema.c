@@ -184,6 +184,26 @@ static int same_shape(const struct model_tensor *t, const struct tensor_spec *s)
     return 1;
 }
 
+/* A block-quantized tensor in a non-canonical model (another engine's GGUF, gguf_nemo_speech.c): only a
+ * matrix weight (model_prepare keeps it as stored, or dequantizes the subsampling linear, whose columns
+ * move). Its shape is compared without trailing dimensions of 1 (a [2D, D, 1] pointwise convolution
+ * stored as the [2D, D] matrix its rows of blocks make). */
+static bool quant_as_stored(const struct model_tensor *t) {
+    return MT_IS_QUANT(t->type) && (model_is_matrix_weight(t->name) || model_is_decoder_matrix(t->name));
+}
+
+static int same_squeezed(const struct model_tensor *t, const struct tensor_spec *s) {
+    int nd = s->nd;
+    while (nd > t->nd && s->ne[nd - 1] == 1)
+        nd--;
+    if (t->nd != nd)
+        return 0;
+    for (int i = 0; i < nd; i++)
+        if (t->ne[i] != s->ne[i])
+            return 0;
+    return 1;
+}
+
 vkasr_status model_validate(const struct model_file *mf, struct err *e) {
     const struct model_config *c = &mf->cfg;
     const int gg = mf->canonical;
@@ -206,13 +226,14 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
         if (!t) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: missing tensor '%s' (expected shape %s from %s: %s)", wsrc,
                          sp[i].name, shape_str(a, sizeof a, sp[i].nd, sp[i].ne), cfgsrc, sp[i].why);
-        } else if (!same_shape(t, &sp[i])) {
+        } else if (!same_shape(t, &sp[i]) && !(!gg && quant_as_stored(t) && same_squeezed(t, &sp[i]))) {
             st = err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s' has shape %s, expected %s (from %s: %s)",
                          model_tensor_file(mf, t), t->name, shape_str(a, sizeof a, t->nd, t->ne),
                          shape_str(b, sizeof b, sp[i].nd, sp[i].ne), cfgsrc, sp[i].why);
-        } else if (!gg && !mt_dtype_is_float(t->type)) {
+        } else if (!gg && !mt_dtype_is_float(t->type) && !quant_as_stored(t)) {
             st = err_set(e, VKASR_ERR_MODEL,
-                         "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64)",
+                         "%s: tensor '%s' has dtype %s, expected a floating-point type (F32, F16, BF16, F64; a "
+                         "block type only on a matrix weight)",
                          model_tensor_file(mf, t), t->name, mt_dtype_name(t->type));
         } else if (gg && t->type != MT_F32 &&
                    !((t->type == MT_F16 || MT_IS_QUANT(t->type)) && model_is_matrix_weight(t->name)) &&

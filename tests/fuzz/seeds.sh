@@ -18,7 +18,7 @@ copy() {
 }
 
 case $target in
-gguf) copy "$data"/malformed/*.gguf ;;
+gguf) copy "$data"/malformed/*.gguf "$data"/gguf_foreign/*.gguf ;;
 safetensors) copy "$data"/malformed/*/model.safetensors "$data"/tiny/*/*.safetensors ;;
 hf_config)
     # config.json, a NUL byte, then preprocessor_config.json (or processor_config.json)
