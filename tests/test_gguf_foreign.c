@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "expect.h"
-#include "model/model.h"
+#include "model/model_types.h"
 #include "model/quant.h"
 #include "validation_log.h"
 #include "vkasr.h"

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model.h"
+#include "model_types.h"
 
 /* GGUF metadata value types; tensor types are GGML ids (quant.h: F32, F16 and the block types) */
 enum {
