@@ -12,7 +12,7 @@ The first path segment picks a behaviour (HF_ENDPOINT=http://127.0.0.1:PORT/MODE
   badsha  the body differs in one byte from the file whose sha256 is announced
   auth    401 without "Authorization: Bearer sesame" (X-Error-Code: GatedRepo), else as ok
   slow    bodies trickle (16 KiB per 20 ms) and stop after 3 s (Ctrl-C tests)
-  steady  bodies come in 256 KiB pieces every 30 ms (two pulls at once)
+  steady  bodies come in 512 KiB pieces every 20 ms (two pulls at once)
 Missing files, repositories or revisions are 404 with X-Error-Code. Every request is a line of LOG
 ("MODE METHOD PATH RANGE"). The server ends by itself after LIFETIME_S (default 60) seconds.
 """
@@ -183,7 +183,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(body[: len(body) // 2])
                 self.wfile.flush()
                 return  # HTTP/1.0: the connection closes short of Content-Length
-            piece, pause, stop = {"slow": (16 << 10, 0.02, 3.0), "steady": (256 << 10, 0.03, 60.0)}.get(
+            piece, pause, stop = {"slow": (16 << 10, 0.02, 3.0), "steady": (512 << 10, 0.02, 60.0)}.get(
                 mode, (len(body) or 1, 0.0, 60.0))
             t0 = time.monotonic()
             for off in range(0, len(body), piece):

@@ -115,7 +115,11 @@ vkasr_status model_open_head(const char *path, int head, struct model_file **out
         struct err ignored = {0};
         if (er != ENOENT || hub_lookup(path, &hm, &ignored) != VKASR_OK)
             return err_set(e, VKASR_ERR_IO, "cannot open '%s': %s", path, strerror(er));
-        TRY(hub_resolve(path, &named, e));
+        if (hub_resolve(path, &named, e) != VKASR_OK) { /* a relative path with one '/' is a name's shape too */
+            if (!hm.aliases[0] && !strchr(path, ':') && (ends_with(path, ".gguf") || ends_with(path, ".nemo")))
+                err_prefix(e, "cannot open '%s': %s; as a model name", path, strerror(er));
+            return e->code;
+        }
         if (stat(named, &sb) != 0) {
             err_set(e, VKASR_ERR_IO, "cannot open '%s' (model '%s'): %s", named, path, strerror(errno));
             free(named);

@@ -26,7 +26,7 @@ static void print_aliases(FILE *f) {
         char size[32] = "size unknown";
         if (all[i].size)
             snprintf(size, sizeof size, "%.0f MB", all[i].size / 1e6);
-        fprintf(f, "  %-36s %s/%s (%s)\n", all[i].aliases, all[i].repo, all[i].file, size);
+        fprintf(f, "  %s\n      %s/%s (%s)\n", all[i].aliases, all[i].repo, all[i].file, size);
     }
     free(all);
 }
