@@ -13,7 +13,8 @@ The first path segment picks a behaviour (HF_ENDPOINT=http://127.0.0.1:PORT/MODE
   auth    401 without "Authorization: Bearer sesame" (X-Error-Code: GatedRepo), else as ok
   slow    bodies trickle (16 KiB per 20 ms) and stop after 3 s (Ctrl-C tests)
   steady  bodies come in 512 KiB pieces every 20 ms (two pulls at once)
-Missing files, repositories or revisions are 404 with X-Error-Code. Every request is a line of LOG
+Missing files, repositories or revisions are 404 with X-Error-Code; the organisation "renamed" answers
+with a 307 to the same path under "nvidia" (a renamed repository). Every request is a line of LOG
 ("MODE METHOD PATH RANGE"). The server ends by itself after LIFETIME_S (default 60) seconds.
 """
 import hashlib
@@ -89,6 +90,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.error(404, "UnknownMode", f"no mode {mode}")
         if mode == "auth" and self.headers.get("Authorization") != f"Bearer {TOKEN}":
             return self.error(401, "GatedRepo", "Access to this model is restricted: log in")
+        if rest[:1] == ["renamed"] or rest[2:3] == ["renamed"]:  # a renamed repository: 307 to nvidia/
+            moved = [x if x != "renamed" else "nvidia" for x in rest]
+            self.send_response(307)
+            self.send_header("Location", f"/{mode}/" + "/".join(moved))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if len(rest) >= 6 and rest[:2] == ["api", "models"] and rest[4] == "revision":
             return self.listing(rest[2], rest[3], rest[5])
         if len(rest) >= 5 and rest[2] == "resolve":

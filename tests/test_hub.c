@@ -52,7 +52,8 @@ static void lookup(void) {
                !strcmp(m.repo, "org/repo"),
            ":file");
     static const char *const bad[] = {"no-such-alias", "/abs/path", "a/b/c", "org/", "/repo", "org/repo:",
-                                      "org/../x", "org/.hidden", "or g/repo", "org/repo:../x.gguf"};
+                                      "org/../x", "org/.hidden", "or g/repo", "org/repo:../x.gguf", "a--b/c",
+                                      "org/repo-"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         EXPECT(vkasr_hub_lookup(bad[i], &m, &e) == VKASR_ERR_INVALID_ARG && strstr(e.message, bad[i]),
                "'%s' refused naming itself: %s", bad[i], e.message);

@@ -121,6 +121,11 @@ for name in $REPO "$REPO:$FILE" "$REPO:q8_0" "$REPO:Q8_0"; do
 done
 expect 3 "$VKASR" pull "$REPO:q4_k"
 says "no GGUF of the type asked"
+# a renamed repository: the hub's 307 on its own host is followed, the files kept under the name asked
+expect 0 "$VKASR" pull renamed/parakeet-tdt-0.6b-v3 --no-progress
+[ "$(cat "$WORK/out")" = "$(repo_dir renamed/parakeet-tdt-0.6b-v3)/snapshots/$COMMIT/$FILE" ] ||
+    fail "renamed: $(cat "$WORK/out")"
+consistent renamed/parakeet-tdt-0.6b-v3
 
 # ---- missing: a file, a repository, a revision (404, the hub's error code named)
 expect 3 "$VKASR" pull "$REPO:missing.gguf"

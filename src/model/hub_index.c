@@ -36,12 +36,13 @@ static const struct builtin {
 
 static bool repo_char(char c) { return isalnum((unsigned char)c) || c == '-' || c == '_' || c == '.'; }
 
-/* One part of org/name: 1..96 of [A-Za-z0-9._-], not starting with '.' or '-', no "..". */
+/* One part of org/name as the hub allows it: 1..96 of [A-Za-z0-9._-], not starting or ending with '.'
+ * or '-', no ".." and no "--" (which the cache's models--ORG--NAME keeps for the separator). */
 static bool repo_part(const char *s, size_t n) {
-    if (n == 0 || n > 96 || s[0] == '.' || s[0] == '-')
+    if (n == 0 || n > 96 || strchr(".-", s[0]) || strchr(".-", s[n - 1]))
         return false;
     for (size_t i = 0; i < n; i++)
-        if (!repo_char(s[i]) || (i > 0 && s[i] == '.' && s[i - 1] == '.'))
+        if (!repo_char(s[i]) || (i > 0 && (s[i] == '.' || s[i] == '-') && s[i - 1] == s[i]))
             return false;
     return true;
 }

@@ -1,4 +1,4 @@
-/* cli_common.c — helpers every vkasr command uses: the default model (or a named one, pulled first), exit codes, stdout checks,
+/* cli_common.c — helpers every vkasr command uses: exit codes, stdout checks,
  * logging, the progress bar and Ctrl-C handling. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -10,30 +10,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pull.h"
-
-static bool pull_first; /* --pull */
-
-int arg_pull(const char *opt, const char *value, void *field) {
-    pull_first = true;
-    return EXIT_OK;
-}
-
-const char *model_or_default(const char *model, char *buf, size_t size) {
-    struct stat sb;
-    if (model && *model && pull_first && stat(model, &sb) != 0) { /* a name: into the cache first */
-        const struct pull_opts po = {.offline = hub_offline_env(), .progress = true};
-        return pull_model(model, &po, buf, size, NULL) == EXIT_OK ? buf : NULL;
-    }
-    if (model && *model)
-        return model;
-    const char *p = vkasr_default_model_path(buf, size);
-    if (!p)
-        fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
-                        "use -m MODEL or set VKASR_MODEL\n",
-                VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-    return p;
-}
 
 int exit_code_for(vkasr_status st, int model_stage) {
     switch (st) {

@@ -18,7 +18,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "args.h"
 #include "cli.h"
 #include "pull.h"
 
@@ -138,10 +137,13 @@ static int http_failure(const struct repo_loc *L, const char *what, const char *
     return r->status == 404 ? EXIT_PULL_NOT_FOUND : EXIT_FAIL;
 }
 
+/* $name as an integer in [lo, hi], else dflt. */
 static long env_long(const char *name, long dflt, long lo, long hi) {
     const char *v = getenv(name);
-    long x = 0;
-    return v && *v && cli_parse_long(v, lo, hi, &x) ? x : dflt;
+    char *end = NULL;
+    errno = 0;
+    long x = v && *v ? strtol(v, &end, 10) : dflt;
+    return v && *v && (errno || *end || x < lo || x > hi) ? dflt : x;
 }
 
 static void sleep_ms(long ms) {
@@ -300,6 +302,19 @@ static int fetch_file(const struct repo_loc *L, const char *repo, const char *re
             return EXIT_FAIL;
         }
         sleep_ms(env_long("VKASR_PULL_BACKOFF_MS", 1000, 0, 600000) << (t < 6 ? t : 6));
+    }
+    /* a renamed repository: the hub answers with a redirect on its own host, which huggingface_hub
+     * follows for the metadata too (an LFS file's redirect to its storage carries the metadata) */
+    if (r.status >= 300 && r.status < 400 && !r.commit[0] && r.location[0] == '/') {
+        const char *host = strstr(url, "://");
+        size_t origin = host ? (size_t)(strchr(host + 3, '/') ? strchr(host + 3, '/') - url : (long)strlen(url)) : 0;
+        char moved[8192];
+        snprintf(moved, sizeof moved, "%.*s%s", (int)origin, url, r.location);
+        snprintf(url, sizeof url, "%s", moved);
+        if (!http_head(url, &r, msg, sizeof msg)) {
+            fprintf(stderr, "vkasr: pull %s: %s\n", L->name, msg);
+            return EXIT_FAIL;
+        }
     }
     if (r.status >= 400)
         return http_failure(L, file, url, &r);
