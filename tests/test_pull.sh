@@ -23,7 +23,12 @@ expect() { # expect CODE CMD...: stdout to $WORK/out, stderr to $WORK/err, check
 says() { grep -q -- "$1" "$WORK/err" || { fail "stderr lacks '$1'"; sed 's/^/  stderr: /' "$WORK/err" | tail -5; }; }
 
 # the hub's repositories: the shipped model as NVIDIA's q8_0 file, a small file kept in git, a .nemo repo
-mkdir -p "$WORK/repos/$REPO" "$WORK/repos/nvidia/tiny-nemo" || exit 1
+mkdir -p "$WORK/repos/$REPO" "$WORK/repos/nvidia/tiny-nemo" "$WORK/repos/nvidia/tiny-hf/expected" || exit 1
+for f in config.json generation_config.json model.safetensors processor_config.json tokenizer.json \
+    tokenizer_config.json; do # a transformers repository (and a file in a folder, which it does not need)
+    ln -s "$SRC/tests/data/fixtures/tdt/$f" "$WORK/repos/nvidia/tiny-hf/$f" || exit 1
+done
+echo "{}" >"$WORK/repos/nvidia/tiny-hf/expected/x.json"
 ln -s "$MODEL" "$WORK/repos/$REPO/$FILE" && echo "# card" >"$WORK/repos/$REPO/README.md" &&
     ln -s "$SRC/tests/data/nemo/tdt_ctc.nemo" "$WORK/repos/nvidia/tiny-nemo/tdt.nemo" || exit 1
 # the index the test uses: the alias pinned to the server's commit, with the file's real sha256 and size
@@ -218,6 +223,19 @@ says "already converted"
 expect 0 "$VKASR" pull --offline nvidia/tiny-nemo
 [ "$(cat "$WORK/out")" = "$conv" ] || fail "-m org/repo prefers the converted GGUF: $(cat "$WORK/out")"
 consistent nvidia/tiny-nemo
+
+# ---- a transformers repository: its top-level JSON and safetensors files, one snapshot directory
+expect 0 "$VKASR" pull nvidia/tiny-hf --convert f32 --no-progress
+hf=$(repo_dir nvidia/tiny-hf)/snapshots/$COMMIT
+[ "$(cat "$WORK/out")" = "$hf/tiny-hf.f32.gguf" ] || fail "transformers --convert: $(cat "$WORK/out")"
+for f in config.json model.safetensors tokenizer.json processor_config.json; do
+    cmp -s "$hf/$f" "$SRC/tests/data/fixtures/tdt/$f" || fail "transformers: $f"
+done
+[ ! -e "$hf/expected" ] || fail "transformers: a file in a folder was pulled"
+mkdir -p "$WORK/hfsrc" && ln -sfn "$SRC/tests/data/fixtures/tdt" "$WORK/hfsrc/$COMMIT" # general.name: the folder's
+expect 0 "$VKASR" convert "$WORK/hfsrc/$COMMIT" -o "$WORK/direct_hf.gguf" --type f32
+cmp -s "$hf/tiny-hf.f32.gguf" "$WORK/direct_hf.gguf" || fail "transformers --convert wrote other bytes"
+consistent nvidia/tiny-hf
 
 # ---- transcribe --pull: fetches what is missing, then transcribes
 use c_flag ok
