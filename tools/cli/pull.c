@@ -205,8 +205,8 @@ static int fetch_blob(const struct repo_loc *L, const char *url, const char *fil
     }
     lseek(fd, (off_t)have, SEEK_SET);
     if (have > 0 && !o->quiet)
-        fprintf(stderr, "vkasr: %s: resuming at byte %llu of %lld\n", file, (unsigned long long)have,
-                (long long)size);
+        fprintf(stderr, "vkasr: %s: resuming at byte %llu (a partial download, %s)\n", file,
+                (unsigned long long)have, part);
     const long tries = env_long("VKASR_PULL_RETRIES", 5, 0, 100), backoff = env_long("VKASR_PULL_BACKOFF_MS", 1000, 0,
                                                                                      600000);
     struct dl_progress pg = {.enabled = o->progress && !o->quiet, .label = file, .total = size};
