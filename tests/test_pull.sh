@@ -156,6 +156,9 @@ HF_TOKEN=wrong expect 1 "$VKASR" pull $REPO
 says "the token in \$HF_TOKEN was refused"
 HF_TOKEN=sesame expect 0 "$VKASR" pull $REPO --no-progress
 consistent $REPO
+echo sesame >"$WORK/token" # the token file huggingface-cli login writes (the hub is asked again: main)
+HF_TOKEN_PATH=$WORK/token expect 0 "$VKASR" pull $REPO
+says "already in the cache"
 
 # ---- Ctrl-C on a slow server: a progress line, a resumable .incomplete, no snapshot entry, no held lock
 use c_int slow

@@ -24,8 +24,9 @@ bool http_init(void) {
     return done > 0;
 }
 
-/* "Authorization: Bearer TOKEN" from $HF_TOKEN, else $HF_TOKEN_PATH or $HF_HOME/token (the file
- * `huggingface-cli login` writes), into buf; false when there is none. */
+/* "Authorization: Bearer TOKEN" from $HF_TOKEN, else the file `huggingface-cli login` writes
+ * ($HF_TOKEN_PATH, else $HF_HOME/token, else $XDG_CACHE_HOME/huggingface/token, else
+ * ~/.cache/huggingface/token), into buf; false when there is none. */
 static bool auth_header(char *buf, size_t size) {
     char token[512] = "";
     const char *t = getenv("HF_TOKEN");
@@ -33,11 +34,14 @@ static bool auth_header(char *buf, size_t size) {
         snprintf(token, sizeof token, "%s", t);
     else {
         char path[4096];
-        const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME"), *h = getenv("HOME");
+        const char *tp = getenv("HF_TOKEN_PATH"), *home = getenv("HF_HOME"), *x = getenv("XDG_CACHE_HOME"),
+                   *h = getenv("HOME");
         if (tp && *tp)
             snprintf(path, sizeof path, "%s", tp);
         else if (home && *home)
             snprintf(path, sizeof path, "%s/token", home);
+        else if (x && *x)
+            snprintf(path, sizeof path, "%s/huggingface/token", x);
         else if (h && *h)
             snprintf(path, sizeof path, "%s/.cache/huggingface/token", h);
         else
