@@ -31,7 +31,8 @@ done
 echo "{}" >"$WORK/repos/nvidia/tiny-hf/expected/x.json"
 ln -s "$MODEL" "$WORK/repos/$REPO/$FILE" && echo "# card" >"$WORK/repos/$REPO/README.md" &&
     ln -s "$SRC/tests/data/nemo/tdt_ctc.nemo" "$WORK/repos/nvidia/tiny-nemo/tdt.nemo" || exit 1
-# the index the test uses: the alias pinned to the server's commit, with the file's real sha256 and size
+# the index the test uses ($VKASR_PULL_INDEX, before the built-in one): the alias parakeet-tdt-0.6b-v3 (the
+# repository's name) and tiny-alias pinned to the server's commit, with the file's real sha256 and size
 cat >"$WORK/index.json" <<EOF
 {"models": [{"repo": "$REPO", "aliases": ["tiny-alias"], "revision": "$COMMIT",
   "artifacts": [{"role": "asr", "type": "file", "filename": "$FILE", "size": $SIZE, "sha256": "$SHA"}]}]}
@@ -73,16 +74,16 @@ lfs_gets() { grep -c "^$1 GET /lfs/" "$WORK/log"; } # body requests of a mode
 
 # ---- not cached: -m names the cache and the command that fills it; --offline does not touch the net
 use c_main cut
-expect 3 "$VKASR" transcribe -m tiny-alias -np "$CLIP"
-says "model 'tiny-alias' is not in the Hugging Face cache ($WORK/c_main): run \`vkasr pull tiny-alias\`"
+expect 3 "$VKASR" transcribe -m parakeet-tdt-0.6b-v3 -np "$CLIP"
+says "model 'parakeet-tdt-0.6b-v3' is not in the Hugging Face cache ($WORK/c_main): run \`vkasr pull parakeet-tdt-0.6b-v3\`"
 n0=$(wc -l <"$WORK/log")
-expect 3 "$VKASR" pull tiny-alias --offline
+expect 3 "$VKASR" pull parakeet-tdt-0.6b-v3 --offline
 says "offline"
-HF_HUB_OFFLINE=1 expect 3 "$VKASR" pull tiny-alias
+HF_HUB_OFFLINE=1 expect 3 "$VKASR" pull parakeet-tdt-0.6b-v3
 [ "$(wc -l <"$WORK/log")" -eq "$n0" ] || fail "--offline / HF_HUB_OFFLINE made requests"
 
 # ---- the alias, through a connection cut halfway: the retry resumes with a Range and completes it
-expect 0 "$VKASR" pull tiny-alias --no-progress
+expect 0 "$VKASR" pull parakeet-tdt-0.6b-v3 --no-progress
 snap=$(repo_dir $REPO)/snapshots/$COMMIT/$FILE
 [ "$(cat "$WORK/out")" = "$snap" ] || fail "pull prints the snapshot path (got '$(cat "$WORK/out")')"
 says "retrying"
@@ -94,15 +95,15 @@ ls "$(repo_dir $REPO)"/blobs/*.incomplete >/dev/null 2>&1 && fail "an .incomplet
 consistent $REPO
 # again: from the cache, without a request
 n0=$(wc -l <"$WORK/log")
-expect 0 "$VKASR" pull tiny-alias
+expect 0 "$VKASR" pull parakeet-tdt-0.6b-v3
 [ "$(wc -l <"$WORK/log")" -eq "$n0" ] || fail "a second pull of a pinned alias made requests"
 # transcribes as the file itself does, and -v names the file the name stands for
 expect 0 "$VKASR" transcribe -m "$MODEL" -np "$CLIP"
 cp "$WORK/out" "$WORK/direct.txt"
 [ -s "$WORK/direct.txt" ] || fail "the shipped model transcribed nothing"
-expect 0 "$VALIDATED" transcribe -m tiny-alias -v "$CLIP"
-cmp -s "$WORK/out" "$WORK/direct.txt" || fail "-m tiny-alias transcribes differently from the file"
-says "model 'tiny-alias' from the Hugging Face cache: $snap"
+expect 0 "$VALIDATED" transcribe -m parakeet-tdt-0.6b-v3 -v "$CLIP"
+cmp -s "$WORK/out" "$WORK/direct.txt" || fail "-m parakeet-tdt-0.6b-v3 transcribes differently from the file"
+says "model 'parakeet-tdt-0.6b-v3' from the Hugging Face cache: $snap"
 # org/repo[:FILE] means the main branch, which the cache does not know yet (as huggingface_hub has it)
 expect 3 "$VKASR" transcribe -m "$REPO:$FILE" -np "$CLIP"
 says "no refs/main"
