@@ -182,6 +182,8 @@ grep -q "%" "$WORK/err" || fail "no progress line"
 ls "$(repo_dir $REPO)"/snapshots/*/* >/dev/null 2>&1 && fail "Ctrl-C: a snapshot entry"
 consistent $REPO
 kept=$(stat -c %s "$part")
+expect 0 "$VKASR" models
+grep -q "partial download: blobs/$SHA.incomplete" "$WORK/out" || fail "vkasr models lists the partial download"
 use c_int ok
 expect 0 "$VKASR" pull $REPO --no-progress
 says "resuming at byte $kept"
