@@ -52,7 +52,8 @@ static void pull_intro(FILE *f) {
             "environment: $HF_TOKEN (gated or private repositories; else the token file $HF_TOKEN_PATH or\n"
             "       $HF_HOME/token), $HF_ENDPOINT (a mirror; default https://huggingface.co),\n"
             "       $HF_HUB_OFFLINE=1 (as --offline), $VKASR_PULL_INDEX (a JSON index file: see README),\n"
-            "       $VKASR_PULL_RETRIES (default 5), proxies as libcurl reads them ($https_proxy, ...)\n",
+            "       $VKASR_PULL_RETRIES (default 5) and $VKASR_PULL_BACKOFF_MS (the first wait, default\n"
+            "       1000, doubling), proxies as libcurl reads them ($https_proxy, ...)\n",
             vkasr_hub_cache_dir(cache, sizeof cache) ? cache : "(no home: set HF_HUB_CACHE)");
     print_aliases(f);
 }
