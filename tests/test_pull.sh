@@ -39,7 +39,7 @@ cat >"$WORK/index.json" <<EOF
 EOF
 
 touch "$WORK/log"
-python3 "$SRC/tests/hub_server.py" "$WORK/repos" "$WORK/port" "$WORK/log" 90 &
+python3 "$SRC/tests/hub_server.py" "$WORK/repos" "$WORK/port" "$WORK/log" 300 &
 server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 100); do [ -s "$WORK/port" ] && break; sleep 0.1; done
