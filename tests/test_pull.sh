@@ -231,15 +231,17 @@ expect 0 "$VKASR" pull --offline nvidia/tiny-nemo
 consistent nvidia/tiny-nemo
 
 # ---- a transformers repository: its top-level JSON and safetensors files, one snapshot directory
-expect 0 "$VKASR" pull nvidia/tiny-hf --convert f32 --no-progress
+mkdir -p "$WORK/tmp" || exit 1
+TMPDIR=$WORK/tmp expect 0 "$VKASR" pull nvidia/tiny-hf --convert f32 --no-progress
+[ -z "$(ls -A "$WORK/tmp")" ] || fail "--convert left $(ls "$WORK/tmp") in TMPDIR"
 hf=$(repo_dir nvidia/tiny-hf)/snapshots/$COMMIT
 [ "$(cat "$WORK/out")" = "$hf/tiny-hf.f32.gguf" ] || fail "transformers --convert: $(cat "$WORK/out")"
 for f in config.json model.safetensors tokenizer.json processor_config.json; do
     cmp -s "$hf/$f" "$SRC/tests/data/fixtures/tdt/$f" || fail "transformers: $f"
 done
 [ ! -e "$hf/expected" ] || fail "transformers: a file in a folder was pulled"
-mkdir -p "$WORK/hfsrc" && ln -sfn "$SRC/tests/data/fixtures/tdt" "$WORK/hfsrc/$COMMIT" # general.name: the folder's
-expect 0 "$VKASR" convert "$WORK/hfsrc/$COMMIT" -o "$WORK/direct_hf.gguf" --type f32
+mkdir -p "$WORK/hfsrc" && ln -sfn "$SRC/tests/data/fixtures/tdt" "$WORK/hfsrc/tiny-hf" # general.name: the repository's
+expect 0 "$VKASR" convert "$WORK/hfsrc/tiny-hf" -o "$WORK/direct_hf.gguf" --type f32
 cmp -s "$hf/tiny-hf.f32.gguf" "$WORK/direct_hf.gguf" || fail "transformers --convert wrote other bytes"
 consistent nvidia/tiny-hf
 

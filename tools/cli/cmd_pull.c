@@ -148,7 +148,25 @@ static int convert_once(const char *name, const char *src, vkasr_weight_type typ
     snprintf(tmp, sizeof tmp, "%s.incomplete.%ld.gguf", dst, (long)getpid());
     if (!quiet)
         fprintf(stderr, "vkasr: converting %s to %s\n", src, dst);
+    /* A snapshot directory is named by its commit, and the GGUF takes its general.name from the source's
+     * last path component: a transformers snapshot converts through a link named after the repository. */
+    char named[4096] = "", tdir[64] = "";
+    bool made = false;
+    if (is_dir) {
+        const char *t = getenv("TMPDIR");
+        snprintf(tdir, sizeof tdir, "%s/vkasr-convert-XXXXXX", t && *t && strlen(t) < 32 ? t : "/tmp");
+        made = mkdtemp(tdir) != NULL;
+        if (made && snprintf(named, sizeof named, "%s/%s", tdir, stem) < (int)sizeof named &&
+            symlink(src, named) == 0)
+            src = named;
+        else
+            named[0] = '\0';
+    }
     vkasr_status st = vkasr_convert_decoder(src, tmp, type, decoder, &err);
+    if (named[0])
+        unlink(named);
+    if (made)
+        rmdir(tdir);
     if (st == VKASR_OK && rename(tmp, dst) != 0)
         st = VKASR_ERR_IO, snprintf(err.message, sizeof err.message, "cannot rename %s to %s: %s", tmp, dst,
                                     strerror(errno));
