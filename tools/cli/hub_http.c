@@ -1,8 +1,7 @@
-/* hub_http.c — the HTTP side of `vkasr pull`, through libcurl (TLS, redirects, proxies from the
- * environment): HEAD of a hub file for its commit, etag and size, a small GET for the repository's
- * listing, and resumable body downloads (Range) with a progress line and Ctrl-C. $HF_TOKEN (or the token
- * file huggingface_hub writes) goes along as a bearer token; libcurl keeps it from other hosts that a
- * redirect leads to. */
+/* hub_http.c — the HTTP side of `vkasr pull` through libcurl (TLS, redirects, proxies from the
+ * environment): HEAD of a hub file (commit, etag, size), a small GET for a repository's listing, and
+ * resumable body downloads with a progress line and Ctrl-C. The token goes along as a bearer token,
+ * which libcurl keeps from other hosts a redirect leads to. */
 #define _POSIX_C_SOURCE 200809L
 #include <curl/curl.h>
 #include <errno.h>

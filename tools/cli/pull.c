@@ -1,8 +1,7 @@
-/* pull.c — `vkasr pull`'s cache writer, in huggingface_hub's layout so that Python tools share the files:
- * a file downloads into blobs/ETAG.incomplete (resumed with HTTP Range, retried with backoff) under the
- * lock .locks/models--ORG--NAME/ETAG.lock, is checked against its sha256 (the index's, else the hub's
- * X-Linked-Etag), renamed to blobs/ETAG, and only then linked from snapshots/COMMIT/FILE; refs/REVISION
- * records the commit. Any failure leaves no snapshot entry, only a resumable .incomplete or nothing. */
+/* pull.c — `vkasr pull`'s cache writer, in huggingface_hub's layout: a file downloads into
+ * blobs/ETAG.incomplete (Range, retries) under .locks/models--ORG--NAME/ETAG.lock, is checked against its
+ * sha256, renamed to blobs/ETAG and only then linked from snapshots/COMMIT/FILE; refs/REVISION names the
+ * commit. A failure leaves no snapshot entry, only a resumable .incomplete or nothing. */
 #define _POSIX_C_SOURCE 200809L
 #include <cjson/cJSON.h>
 #include <ctype.h>
