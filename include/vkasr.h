@@ -383,6 +383,36 @@ VKASR_API void vkasr_free(void *p); /* memory vkasr allocated for the caller; NU
  * returns NULL when no such file exists or buf is too small. */
 VKASR_API const char *vkasr_default_model_path(char *buf, size_t size);
 
+/* Models by name, from the Hugging Face hub's cache (shared with Python's huggingface_hub; no network:
+ * `vkasr pull` downloads). A name is an alias of the index (built in, extended by the JSON file
+ * $VKASR_PULL_INDEX) or "org/repo", "org/repo:FILE" or "org/repo:QUANT" (a GGUF type such as q8_0).
+ * vkasr_model_load() and vkasr_convert() accept a name wherever no file or directory of that path
+ * exists. */
+typedef struct vkasr_hub_model {
+    char aliases[128];   /* the index's names for it, comma-separated; "" for org/repo names       */
+    char repo[128];      /* "org/name"                                                            */
+    char file[256];      /* the file in the repository; "": chosen by vkasr_hub_pick()            */
+    char quant[32];      /* org/repo:QUANT: the GGUF type asked; "" none                          */
+    char revision[64];   /* branch, tag or 40-hex commit ("main" unless the index pins one)       */
+    char sha256[65];     /* lowercase hex; "": unknown (the hub's X-Linked-Etag then stands in)   */
+    uint64_t size;       /* bytes; 0: unknown                                                     */
+} vkasr_hub_model;
+/* Parses a name into *out (aliases looked up; VKASR_ERR_INVALID_ARG names what is wrong). */
+VKASR_API vkasr_status vkasr_hub_lookup(const char *name, vkasr_hub_model *out, vkasr_error *error);
+/* The index's entries (built-in and $VKASR_PULL_INDEX's): copies up to max into out (NULL: none) and
+ * returns how many there are. */
+VKASR_API size_t vkasr_hub_index(vkasr_hub_model *out, size_t max);
+/* The cache directory: $HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else
+ * ~/.cache/huggingface/hub; NULL when buf is too small or no home is known. */
+VKASR_API const char *vkasr_hub_cache_dir(char *buf, size_t size);
+/* Which of a repository's files (paths in it) vkasr loads: the GGUF of type quant (NULL or "": the
+ * f16 one, else f32, else q8_0, else the first), else a .nemo checkpoint; its index, or -1 when the
+ * repository is a transformers directory (config.json and *.safetensors), or -2 when none fits. */
+VKASR_API int vkasr_hub_pick(const char *const *files, size_t n, const char *quant);
+/* The cached file or snapshot directory a name stands for, copied into path. VKASR_ERR_IO with
+ * "model 'NAME' is not in the Hugging Face cache (DIR): run `vkasr pull NAME`" when it is not there. */
+VKASR_API vkasr_status vkasr_hub_resolve(const char *name, char *path, size_t size, vkasr_error *error);
+
 /* ---------------------------------------------------------------------------------------------- */
 /* Results                                                                                        */
 

@@ -176,7 +176,10 @@ def transcript_of(L: ctypes.CDLL, r: Any, file: bytes, head: Optional[str] = Non
 class Model:
     """A Parakeet model loaded on one device.
 
-    path: a vkasr GGUF file or a Hugging Face Parakeet directory (default: default_model_path()).
+    path: a vkasr GGUF file, a Hugging Face Parakeet directory, a NeMo .nemo checkpoint, or the name of a
+    model that `vkasr pull` (or huggingface_hub) put in the Hugging Face cache: an alias such as
+    "parakeet-tdt-0.6b-v3", "org/repo", "org/repo:FILE" or "org/repo:QUANT" (default:
+    default_model_path()). Names load from the cache only, without network.
     device: None ($VKASR_DEVICE, else the best Vulkan device), "cpu", "cuda[:N]", "vulkan:N", an index,
     or a Vulkan device name substring. precision: None/"auto", "f32" or "f16". max_memory: device
     memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hub.h"
 #include "model_file.h"
 #include "model_internal.h"
 #include "model_schema.h"
@@ -107,14 +108,33 @@ vkasr_status model_open_head(const char *path, int head, struct model_file **out
     if (head != MODEL_HEAD_AUTO && head != VKASR_HEAD_TDT && head != VKASR_HEAD_RNNT && head != VKASR_HEAD_CTC)
         return err_set(e, VKASR_ERR_INVALID_ARG, "model_open: unknown head %d", head);
     struct stat sb;
-    if (stat(path, &sb) != 0)
-        return err_set(e, VKASR_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    char *named = NULL; /* a model name's file in the Hugging Face cache (hub_cache.c) */
+    if (stat(path, &sb) != 0) {
+        int er = errno;
+        vkasr_hub_model hm;
+        struct err ignored = {0};
+        if (er != ENOENT || hub_lookup(path, &hm, &ignored) != VKASR_OK)
+            return err_set(e, VKASR_ERR_IO, "cannot open '%s': %s", path, strerror(er));
+        if (hub_resolve(path, &named, e) != VKASR_OK) { /* a relative path with one '/' is a name's shape too */
+            if (!hm.aliases[0] && !strchr(path, ':') && (ends_with(path, ".gguf") || ends_with(path, ".nemo")))
+                err_prefix(e, "cannot open '%s': %s; as a model name", path, strerror(er));
+            return e->code;
+        }
+        if (stat(named, &sb) != 0) {
+            err_set(e, VKASR_ERR_IO, "cannot open '%s' (model '%s'): %s", named, path, strerror(errno));
+            free(named);
+            return e->code;
+        }
+        path = named;
+    }
     struct model_file *mf = calloc(1, sizeof *mf);
     if (!mf || !(mf->path = strdup(path))) {
         free(mf);
+        free(named);
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
     }
     vkasr_status st = open_any(mf, path, S_ISDIR(sb.st_mode), head, e);
+    free(named);
     if (st != VKASR_OK) {
         model_close(mf);
         return st;

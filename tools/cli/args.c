@@ -17,7 +17,8 @@
 #define COMMON(member) ARG_FIELD(struct cli_common, member)
 
 static void describe_model(char *buf, size_t size) {
-    snprintf(buf, size, "Hugging Face Parakeet directory, vkasr .gguf or NeMo .nemo file\n"
+    snprintf(buf, size, "Hugging Face Parakeet directory, vkasr .gguf or NeMo .nemo file,\n"
+                        "or a name that vkasr pull fetched (alias, org/repo[:FILE|:QUANT])\n"
                         "(default: $VKASR_MODEL, else the first that exists of\n%s)",
              VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
@@ -26,6 +27,10 @@ static void describe_model(char *buf, size_t size) {
 static const struct cli_opt shared_opts[] = {
     {.names = "-m, --model", .meta = "PATH", .kind = ARG_STRING, .field = COMMON(model), .cmds = ALL_MODEL,
      .describe = describe_model},
+    {.names = "--pull", .kind = ARG_ACTION, .parse = arg_pull,
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_SERVE),
+     .help = "a -m NAME not yet in the Hugging Face cache is downloaded first\n"
+             "(as vkasr pull NAME); without it a name loads from the cache only"},
     {.names = "-d, --device", .meta = "DEV", .kind = ARG_STRING, .field = COMMON(device),
      .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_SERVE),
      .help = "the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"

@@ -11,7 +11,9 @@
 #include "vkasr.h"
 
 /* The commands that parse options through the tables. */
-enum cli_cmd { CMD_TRANSCRIBE, CMD_LIVE, CMD_BENCH, CMD_COMPARE, CMD_CONVERT, CMD_DEVICES, CMD_SERVE, CMD_COUNT };
+enum cli_cmd {
+    CMD_TRANSCRIBE, CMD_LIVE, CMD_BENCH, CMD_COMPARE, CMD_CONVERT, CMD_DEVICES, CMD_SERVE, CMD_PULL, CMD_MODELS, CMD_COUNT
+};
 #define CMD_BIT(c) (1u << (c))
 
 enum arg_kind {
@@ -95,5 +97,7 @@ bool cli_parse_size(const char *s, uint64_t *out);
 /* A decimal integer in [lo, hi], nothing after it (false otherwise, *out untouched). */
 bool cli_parse_long(const char *s, long lo, long hi, long *out);
 int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */
+/* f32|f16|q8_0|q6_k|q5_k|q4_k -> vkasr_weight_type (cmd_convert.c) */
+int arg_weight_type(const char *opt, const char *value, void *field);
 
 #endif

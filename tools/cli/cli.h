@@ -19,11 +19,17 @@
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 4, EXIT_DEVICE = 5 };
 
-/* ---- cli_common.c ---- */
+/* ---- model_arg.c ---- */
 
 /* MODEL when given, else the installed default model (vkasr_default_model_path), copied into buf; NULL,
- * after saying so on stderr, when there is none. */
+ * after saying so on stderr, when there is none. After --pull, a MODEL that is no path is a name pulled
+ * into the Hugging Face cache first (pull.h), its path copied into buf; NULL when that fails. */
 const char *model_or_default(const char *model, char *buf, size_t size);
+/* --pull (an ARG_ACTION of the shared options). */
+int arg_pull(const char *opt, const char *value, void *field);
+
+/* ---- cli_common.c ---- */
+
 /* The exit code for a status; model_stage: the error came from loading the model. */
 int exit_code_for(vkasr_status st, int model_stage);
 /* EXIT_USAGE with a message when a device string (NULL or "": $VKASR_DEVICE) names a backend this
@@ -142,5 +148,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_serve(int argc, char **argv); /* cmd_serve.c, in builds with libmicrohttpd */
+int cmd_pull(int argc, char **argv);  /* cmd_pull.c */
+int cmd_models(int argc, char **argv);
 
 #endif

@@ -1,4 +1,4 @@
-/* cli_common.c — helpers every vkasr command uses: the default model, exit codes, stdout checks,
+/* cli_common.c — helpers every vkasr command uses: exit codes, stdout checks,
  * logging, the progress bar and Ctrl-C handling. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -10,17 +10,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-const char *model_or_default(const char *model, char *buf, size_t size) {
-    if (model && *model)
-        return model;
-    const char *p = vkasr_default_model_path(buf, size);
-    if (!p)
-        fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
-                        "use -m MODEL or set VKASR_MODEL\n",
-                VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-    return p;
-}
 
 int exit_code_for(vkasr_status st, int model_stage) {
     switch (st) {

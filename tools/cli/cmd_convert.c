@@ -21,7 +21,7 @@ struct convert_opts {
     vkasr_weight_type type;
 };
 
-static int arg_type(const char *opt, const char *v, void *field) {
+int arg_weight_type(const char *opt, const char *v, void *field) {
     (void)opt;
     static const struct {
         const char *name;
@@ -49,7 +49,7 @@ static int take_model(void *ctx, const char *arg) {
 
 static const struct cli_opt convert_table[] = {
     OPT_STRING("-o, --output", "OUT.gguf", ARG_FIELD(struct convert_opts, dst), "the file to write"),
-    OPT_VALUE("--type", "T", ARG_FIELD(struct convert_opts, type), arg_type,
+    OPT_VALUE("--type", "T", ARG_FIELD(struct convert_opts, type), arg_weight_type,
      "the matrix weights: f16 (default, about half the size of f32: the\n"
      "encoder's; the decoder's stay f32), or ggml's quantized q8_0 (8.5 bits\n"
      "per weight), q6_k (6.56), q5_k (5.5), q4_k (4.5): the encoder's and the\n"

@@ -16,6 +16,8 @@ static const struct command {
 } commands[] = {
     {"transcribe", cmd_transcribe, "transcribe audio files (vkasr transcribe --help)"},
     {"live", cmd_live, "transcribe audio as it arrives on standard input (vkasr live --help)"},
+    {"pull", cmd_pull, "download a model by name into the Hugging Face cache (vkasr pull --help)"},
+    {"models", cmd_models, "list the models in the Hugging Face cache"},
     {"devices", cmd_devices, "list Vulkan devices and the features vkasr uses"},
     {"convert", cmd_convert, "convert a Hugging Face model directory to vkasr's GGUF file"},
     {"compare", cmd_compare, "run one file on several devices and compare them stage by stage"},

@@ -1,0 +1,32 @@
+/* model_arg.c — the model a command loads: -m as given (a path, or a name the library finds in the
+ * Hugging Face cache), after --pull a name downloaded first (pull.c), else the installed default model. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "args.h"
+#include "cli.h"
+#include "pull.h"
+
+static bool pull_first; /* --pull */
+
+int arg_pull(const char *opt, const char *value, void *field) {
+    pull_first = true;
+    return EXIT_OK;
+}
+
+const char *model_or_default(const char *model, char *buf, size_t size) {
+    struct stat sb;
+    if (model && *model && pull_first && stat(model, &sb) != 0) { /* a name: into the cache first */
+        const struct pull_opts po = {.offline = hub_offline_env(), .progress = true};
+        return pull_model(model, &po, buf, size, NULL) == EXIT_OK ? buf : NULL;
+    }
+    if (model && *model)
+        return model;
+    const char *p = vkasr_default_model_path(buf, size);
+    if (!p)
+        fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
+                        "use -m MODEL or set VKASR_MODEL\n",
+                VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
+    return p;
+}
