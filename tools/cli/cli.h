@@ -21,10 +21,11 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 
 
 /* ---- model_arg.c ---- */
 
-/* MODEL when given, else the installed default model (vkasr_default_model_path), copied into buf; NULL,
- * after saying so on stderr, when there is none. After --pull, a MODEL that is no path is a name pulled
- * into the Hugging Face cache first (pull.h), its path copied into buf; NULL when that fails. */
-const char *model_or_default(const char *model, char *buf, size_t size);
+/* *out = MODEL when given, else the installed default model (vkasr_default_model_path) copied into buf;
+ * after --pull, a MODEL that is no path is a name pulled into the Hugging Face cache first (pull.h), its
+ * path copied into buf. Returns EXIT_OK, or the exit code after saying why on stderr: EXIT_USAGE when
+ * there is no model at all, the pull's own code when a pull fails. */
+int model_or_default(const char *model, char *buf, size_t size, const char **out);
 /* --pull (an ARG_ACTION of the shared options). */
 int arg_pull(const char *opt, const char *value, void *field);
 

@@ -197,9 +197,10 @@ int cmd_bench(int argc, char **argv) {
     int prc = cli_parse(&bench_command, &c, &o, argc, argv);
     if (prc != EXIT_OK)
         return prc == ARGS_HELP ? EXIT_OK : prc;
-    const char *model = model_or_default(c.model, default_path, sizeof default_path);
-    if (!model)
-        return EXIT_USAGE;
+    const char *model = NULL;
+    const int mrc = model_or_default(c.model, default_path, sizeof default_path, &model);
+    if (mrc != EXIT_OK)
+        return mrc;
     const double *lengths = o.lengths;
     int nlengths = o.nlengths, runs = o.runs;
     bool json = c.json;

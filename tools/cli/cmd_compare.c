@@ -285,8 +285,8 @@ int cmd_compare(int argc, char **argv) {
     struct device_list dl = {0};
     if (rc == EXIT_OK && devices)
         rc = parse_devices(devices, &dl);
-    if (rc == EXIT_OK && !(model = model_or_default(model, default_path, sizeof default_path)))
-        rc = EXIT_USAGE;
+    if (rc == EXIT_OK)
+        rc = model_or_default(model, default_path, sizeof default_path, &model);
     if (rc != EXIT_OK)
         return rc;
     if (!devices)

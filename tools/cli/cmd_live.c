@@ -168,8 +168,9 @@ static int live_args(int argc, char **argv, struct cli_common *c, struct live_op
                         "-r 16000 -t raw | vkasr live (see vkasr live --help)\n");
         return EXIT_USAGE;
     }
-    if (!(c->model = model_or_default(c->model, model_buf, model_size)))
-        return EXIT_USAGE;
+    int mrc = model_or_default(c->model, model_buf, model_size, &c->model);
+    if (mrc != EXIT_OK)
+        return mrc;
     if (o->simulate && o->speed == 0)
         o->sp.catch_up = false;
     return EXIT_OK;

@@ -15,18 +15,26 @@ int arg_pull(const char *opt, const char *value, void *field) {
     return EXIT_OK;
 }
 
-const char *model_or_default(const char *model, char *buf, size_t size) {
+int model_or_default(const char *model, char *buf, size_t size, const char **out) {
     struct stat sb;
+    *out = NULL;
     if (model && *model && pull_first && stat(model, &sb) != 0) { /* a name: into the cache first */
         const struct pull_opts po = {.offline = hub_offline_env(), .progress = true};
-        return pull_model(model, &po, buf, size, NULL) == EXIT_OK ? buf : NULL;
+        const int rc = pull_model(model, &po, buf, size, NULL);
+        if (rc == EXIT_OK)
+            *out = buf;
+        return rc;
     }
-    if (model && *model)
-        return model;
-    const char *p = vkasr_default_model_path(buf, size);
-    if (!p)
+    if (model && *model) {
+        *out = model;
+        return EXIT_OK;
+    }
+    *out = vkasr_default_model_path(buf, size);
+    if (!*out) {
         fprintf(stderr, "vkasr: no model given and the default model is not installed (looked for %s): "
                         "use -m MODEL or set VKASR_MODEL\n",
                 VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "nothing");
-    return p;
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
 }

@@ -260,8 +260,8 @@ int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcri
     int rc = cli_parse(&transcribe_command, c, o, argc, argv);
     if (rc == EXIT_OK)
         rc = check_combinations(c, o);
-    if (rc == EXIT_OK && !(c->model = model_or_default(c->model, model_buf, model_size)))
-        rc = EXIT_USAGE;
+    if (rc == EXIT_OK)
+        rc = model_or_default(c->model, model_buf, model_size, &c->model);
     if (rc == EXIT_OK && o->of && o->ninputs > 1) {
         fprintf(stderr, "vkasr: -of names the outputs of one input; %d inputs given\n", o->ninputs);
         rc = EXIT_USAGE;

@@ -162,8 +162,8 @@ int cmd_serve(int argc, char **argv) {
         return rc == ARGS_HELP ? EXIT_OK : rc;
     struct serve_opts o = cli.o;
     const char *model = common.model, *model_name = cli.model_name;
-    if (!(model = model_or_default(model, default_path, sizeof default_path)))
-        return EXIT_USAGE;
+    if ((rc = model_or_default(model, default_path, sizeof default_path, &model)) != EXIT_OK)
+        return rc;
     struct pool_devices dev;
     if ((rc = pool_devices_parse(cli.devices, common.device, &dev)) != EXIT_OK) {
         pool_devices_free(&dev);
