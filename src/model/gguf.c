@@ -221,7 +221,7 @@ static vkasr_status read_config(const struct gguf *g, struct model_config *c, st
         TRY(gguf_get_int(g, "parakeet.max_symbols_per_step", 1, 0, 1, BIG, &c->max_symbols, e));
     }
     if (c->head == VKASR_HEAD_TDT) {
-        const struct gkv *d;
+        const struct gkv *d = NULL;
         TRY(kv_array(g, "parakeet.durations", GT_I32, &d, e));
         if (d->alen < 1 || d->alen > 16)
             return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.durations has %llu entries (1 to 16 supported)", path,
@@ -246,7 +246,7 @@ static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct token
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: tokenizer.ggml.model is \"%.*s\"; vkasr reads SentencePiece vocabularies (\"llama\")", path,
                        (int)(len > 64 ? 64 : len), s);
-    const struct gkv *tok, *typ;
+    const struct gkv *tok = NULL, *typ = NULL;
     TRY(kv_array(g, "tokenizer.ggml.tokens", GT_STR, &tok, e));
     TRY(kv_array(g, "tokenizer.ggml.token_type", GT_I32, &typ, e));
     if (tok->alen != (uint64_t)n || typ->alen != (uint64_t)n)

@@ -68,7 +68,7 @@ static vkasr_status find(const struct gguf *g, const char *key, int required, co
 
 vkasr_status gguf_get_int(const struct gguf *g, const char *key, int required, int def, int lo, int hi, int *out,
                           struct err *e) {
-    const struct gkv *kv;
+    const struct gkv *kv = NULL;
     TRY(find(g, key, required, &kv, e));
     if (!kv) {
         *out = def;
@@ -86,7 +86,7 @@ vkasr_status gguf_get_int(const struct gguf *g, const char *key, int required, i
 }
 
 vkasr_status gguf_get_bool(const struct gguf *g, const char *key, int required, bool def, bool *out, struct err *e) {
-    const struct gkv *kv;
+    const struct gkv *kv = NULL;
     TRY(find(g, key, required, &kv, e));
     if (!kv) {
         *out = def;
@@ -99,7 +99,7 @@ vkasr_status gguf_get_bool(const struct gguf *g, const char *key, int required, 
 }
 
 vkasr_status gguf_get_f32(const struct gguf *g, const char *key, int required, float def, float *out, struct err *e) {
-    const struct gkv *kv;
+    const struct gkv *kv = NULL;
     TRY(find(g, key, required, &kv, e));
     if (!kv) {
         *out = def;
@@ -120,7 +120,7 @@ vkasr_status gguf_get_f32(const struct gguf *g, const char *key, int required, f
 
 vkasr_status gguf_get_str(const struct gguf *g, const char *key, int required, const char **s, uint64_t *len,
                           struct err *e) {
-    const struct gkv *kv;
+    const struct gkv *kv = NULL;
     TRY(find(g, key, required, &kv, e));
     *s = NULL;
     *len = 0;
@@ -136,7 +136,7 @@ vkasr_status gguf_get_str(const struct gguf *g, const char *key, int required, c
 
 vkasr_status gguf_get_array(const struct gguf *g, const char *key, uint32_t *atype, uint64_t *n, const uint8_t **data,
                             struct err *e) {
-    const struct gkv *kv;
+    const struct gkv *kv = NULL;
     TRY(find(g, key, 1, &kv, e));
     if (kv->type != GT_ARR)
         return err_set(e, VKASR_ERR_MODEL, "%s: key '%s' must be an array, got %s", g->r.path, key,
