@@ -177,8 +177,9 @@ class Model:
     """A Parakeet model loaded on one device.
 
     path: a vkasr GGUF file or a Hugging Face Parakeet directory (default: default_model_path()).
-    device: None ($VKASR_DEVICE, else the best Vulkan device), "cpu", "cuda[:N]", "vulkan:N", an index,
-    or a Vulkan device name substring. precision: None/"auto", "f32" or "f16". max_memory: device
+    device: None ($VKASR_DEVICE, else the best Vulkan GPU, else the CPU backend), "cpu" (the CPU
+    backend; "cpu:N" for N threads), "ref" (the plain-C reference backend), "cuda[:N]", "vulkan" (the
+    best Vulkan device, lavapipe included), "vulkan:N", an index, or a Vulkan device name substring. precision: None/"auto", "f32" or "f16". max_memory: device
     memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,
     None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc".
 

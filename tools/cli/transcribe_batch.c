@@ -506,7 +506,7 @@ static int sessions_per_device(const struct batch_run *o) {
     const char *dev = o->ndevices == 1 ? o->devices[0] : o->mp.device;
     if (!dev || !*dev)
         dev = getenv("VKASR_DEVICE");
-    return dev && (!strcmp(dev, "cpu") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
+    return dev && (!strncmp(dev, "cpu", 3) || !strcmp(dev, "ref") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
 }
 
 int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in, size_t n) {
