@@ -53,6 +53,8 @@ struct be_device_info {
                              * such as lavapipe): work between abort polls is cut finer there        */
     bool host;              /* tensors in host memory, ops as host code (the reference and CPU
                              * backends): f32 is their fast precision, so AUTO picks it             */
+    int64_t step_macs;      /* multiply-adds between abort polls on a CPU device (src/asr/steps.c);
+                             * 0: ASR_STEP_MACS_CPU, sized for lavapipe                             */
     uint64_t max_alloc;     /* largest single allocation                                          */
     uint64_t heap_bytes;    /* device-local heap size                                             */
     uint32_t max_groups;    /* largest workgroup / block count of a launch dimension, after

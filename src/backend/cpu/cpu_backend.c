@@ -158,6 +158,9 @@ vkasr_status cpu_device_open(const struct be_device_options *opt, struct be_devi
     snprintf(d->host.base.info.name, sizeof d->host.base.info.name, "CPU, %d thread%s: %s", threads,
              threads == 1 ? "" : "s", blas);
     d->host.base.info.f16 = true; /* f16 and quantized weights widened to f32 panels per product */
+    /* about 0.1 s of products per thread between abort polls: the row chunks a step cuts stay large
+     * enough for the product kernel (lavapipe's step would cut a 0.6B model's rows to ~15) */
+    d->host.base.info.step_macs = (int64_t)threads << 31;
     *out = &d->host.base;
     return VKASR_OK;
 }
