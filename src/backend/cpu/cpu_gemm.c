@@ -5,6 +5,7 @@
  * the ops' contract asks (halo tiles, packed batches). OpenBLAS's sgemm does not keep that (its result
  * for a row changes with the rows around it), so the products use this kernel. AVX2 + FMA where the
  * CPU has them (fused multiply-add), plain C elsewhere (multiply, then add). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,11 +109,14 @@ __attribute__((target("avx2,fma"))) static void kern_avx2_4(int64_t kc, const fl
     _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
 }
 
+static atomic_int avx2_state = -1; /* -1: not asked yet; every thread that asks finds the same answer */
+
 static bool have_avx2(void) {
-    static int v = -1; /* benign race: every thread computes the same value */
+    int v = atomic_load_explicit(&avx2_state, memory_order_relaxed);
     if (v < 0) {
         __builtin_cpu_init();
         v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        atomic_store_explicit(&avx2_state, v, memory_order_relaxed);
     }
     return v == 1;
 }
