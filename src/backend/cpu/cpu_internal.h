@@ -10,8 +10,17 @@
 #include "../ref/ref_internal.h"
 
 /* Hot loops compiled twice, for x86-64-v3 (AVX2, FMA) and the baseline, the CPU choosing at load time:
- * one machine always runs the same code, so results are reproducible there. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+ * one machine always runs the same code, so results are reproducible there. Not under the sanitizers,
+ * whose run times are not ready when the loader resolves the choice (an ifunc). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CPU_NO_CLONES 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CPU_NO_CLONES 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CPU_NO_CLONES)
 #define CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CPU_CLONES
