@@ -167,14 +167,14 @@ typedef struct vkasr_device_info {
                                       api_version 0                                             */
 } vkasr_device_info;
 
-/* Lists Vulkan devices into out[0..capacity-1], then, in a library built with the CUDA backend
- * (-DVKASR_CUDA=ON), CUDA devices; *count receives the total number found (may exceed capacity). out
- * may be NULL when capacity is 0. Returns VKASR_ERR_NO_DEVICE when no device of any backend is found
- * (no Vulkan loader or driver, and no CUDA device). */
+/* Lists Vulkan devices into out[0..capacity-1], then the CPU backend (backend "cpu": name with its
+ * threads, driver naming its kernels and BLAS, max_workgroup_count[0] its threads), then, in a library
+ * built with the CUDA backend (-DVKASR_CUDA=ON), CUDA devices; *count receives the total number found
+ * (may exceed capacity). out may be NULL when capacity is 0. The CPU backend is always there. */
 VKASR_API vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t *count,
                                           vkasr_error *error);
 
-/* Whether this build of the library has a backend: "vulkan" and "cpu" always, "cuda" when built with
+/* Whether this build of the library has a backend: "vulkan", "cpu" and "ref" always, "cuda" when built with
  * -DVKASR_CUDA=ON (whether a GPU is present is another matter: vkasr_list_devices). */
 VKASR_API bool vkasr_has_backend(const char *name);
 
@@ -204,10 +204,14 @@ typedef enum vkasr_decoder {
 
 typedef struct vkasr_model_params {
     uint32_t struct_size;          /* sizeof(vkasr_model_params), set by the default function    */
-    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable Vulkan device by
-                                      type (discrete GPU, then integrated, virtual, other, CPU/lavapipe);
-                                      "N" or "vulkan:N": Vulkan device index N; "cpu": the plain-C
-                                      reference backend; "cuda" or "cuda:N": the CUDA backend (a build
+    const char *device;            /* NULL or "": $VKASR_DEVICE, else the best usable Vulkan GPU by
+                                      type (discrete, then integrated, virtual, other), else (none, or
+                                      only a CPU driver such as lavapipe) the CPU backend; "vulkan":
+                                      the best Vulkan device, lavapipe included; "N" or "vulkan:N":
+                                      Vulkan device index N; "cpu" or "cpu:N": the CPU backend (N
+                                      threads; default $VKASR_THREADS, else every online CPU); "ref":
+                                      the plain-C reference backend (the test oracle, slow); "cuda" or
+                                      "cuda:N": the CUDA backend (a build
                                       without it returns VKASR_ERR_UNSUPPORTED, see vkasr_has_backend);
                                       otherwise a case-insensitive Vulkan device name substring      */
     vkasr_precision precision;
@@ -250,7 +254,7 @@ typedef struct vkasr_model_info {
 } vkasr_model_info;
 
 VKASR_API vkasr_status vkasr_model_get_info(const vkasr_model *model, vkasr_model_info *out);
-/* Whether the model computes on the host's CPU: the plain-C reference backend (device "cpu") or a
+/* Whether the model computes on the host's CPU: the CPU backend ("cpu"), the reference ("ref") or a
  * CPU Vulkan driver such as lavapipe (type "cpu" in vkasr_list_devices). There, several sessions only
  * share the same cores, and long audio runs much slower than on a GPU. false for NULL. */
 VKASR_API bool vkasr_model_on_cpu(const vkasr_model *model);

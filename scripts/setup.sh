@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
 vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev libmicrohttpd-dev \
-libcurl4-openssl-dev libssl-dev \
+libcurl4-openssl-dev libssl-dev libopenblas-dev \
 libgtk-4-dev libasound2-dev xvfb xauth"
 TEST_PKGS="clang-14 libclang-rt-14-dev python3-pytest python3-numpy curl"
 build=1

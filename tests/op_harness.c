@@ -43,16 +43,18 @@ void th_open(struct th *h, bool want_f16) {
     if (stats && *stats && strcmp(stats, "0") != 0)
         lg.level = VKASR_LOG_INFO;
     struct err e = {0};
-    struct be_device_options ro = {.device = "cpu", .log = &lg};
+    struct be_device_options ro = {.device = "ref", .log = &lg};
     if (ref_device_open(&ro, &h->dev[TH_REF], &e) || be_backend_create(h->dev[TH_REF], &h->be[TH_REF], &e))
         die("reference backend", &e);
-    /* VKASR_TEST_DEVICE=cuda[:N]: the CUDA backend is the device under test; otherwise Vulkan. */
+    /* VKASR_TEST_DEVICE=cuda[:N] or cpu[:N]: the CUDA or the CPU backend is the device under test;
+     * otherwise Vulkan. */
     const char *test_dev = getenv("VKASR_TEST_DEVICE");
-    h->vulkan = !(test_dev && strncmp(test_dev, "cuda", 4) == 0);
-    h->dev_name = h->vulkan ? "Vulkan" : "CUDA";
+    const bool cpu = test_dev && strncmp(test_dev, "cpu", 3) == 0;
+    h->vulkan = !(test_dev && (strncmp(test_dev, "cuda", 4) == 0 || cpu));
+    h->dev_name = h->vulkan ? "Vulkan" : cpu ? "CPU" : "CUDA";
     if (h->vulkan) {
         const char *want = getenv("VKASR_DEVICE");
-        if (want && strcmp(want, "cpu") == 0)
+        if (want && (strncmp(want, "cpu", 3) == 0 || strcmp(want, "ref") == 0))
             want = NULL;
         struct be_device_options vo = {.device = want, .validation = tv_wanted(), .want_f16 = want_f16, .log = &lg};
         if (vk_device_open(&vo, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
@@ -67,6 +69,11 @@ void th_open(struct th *h, bool want_f16) {
             fprintf(stderr, "FATAL: VKASR_FORCE_STAGING=%s but device memory is host-mapped\n", staging);
             exit(1);
         }
+    } else if (cpu) {
+        struct be_device_options co = {.device = test_dev, .want_f16 = want_f16, .log = &lg};
+        if (be_device_open(&co, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
+            die("CPU backend (VKASR_TEST_DEVICE)", &e);
+        printf("device: %s\n", h->dev[TH_DEV]->info.name);
     } else {
         struct be_device_options co = {.device = test_dev, .want_f16 = want_f16, .log = &lg};
         if (be_device_open(&co, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))

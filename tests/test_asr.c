@@ -372,7 +372,7 @@ static void test_full_is_widest_local(const char *model_dir, const float *pcm, s
 static void test_backends(const char *model_dir, const struct audio *a, int64_t window, int layers) {
     struct rig dv, ref;
     struct err e = {0};
-    if (!open_rig(&dv, NULL, model_dir, &e) || !open_rig(&ref, "cpu", model_dir, &e)) {
+    if (!open_rig(&dv, NULL, model_dir, &e) || !open_rig(&ref, "ref", model_dir, &e)) {
         EXPECT(0, "open %s: %s", model_dir, e.msg);
         return;
     }

@@ -55,6 +55,22 @@ grep -q "missing.wav" "$WORK/err" || fail "audio error names the file"
 [ "$(grep -o "missing.wav" "$WORK/err" | wc -l)" -eq 1 ] || fail "audio error names the file more than once"
 expect 4 "$VKASR" transcribe -m "$M" "$DATA/audio/not_audio.wav"
 expect 5 "$VKASR" transcribe -m "$M" -d 99 "$WAV"
+# the default device: without a Vulkan GPU (lavapipe is a CPU driver) the CPU backend, which
+# `vkasr devices` lists; --device vulkan still takes lavapipe, and ref the reference backend
+expect 0 "$VKASR" devices
+grep -q "^device cpu: CPU, [0-9]* thread" "$WORK/out" || fail "devices: no CPU backend entry"
+grep -q "^  blas  *.*OpenBLAS" "$WORK/out" || fail "devices: the CPU backend's BLAS is not named"
+if ! grep -Eq "type +(discrete|integrated|virtual)" "$WORK/out"; then
+    expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -m "$M" "$WAV"
+    grep -q " on CPU, [0-9]* thread" "$WORK/err" || fail "no GPU: the default device is not the CPU backend"
+    expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v --threads 1 -m "$M" "$WAV"
+    grep -q " on CPU, 1 thread:" "$WORK/err" || fail "--threads 1: not one thread"
+    expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -d vulkan -m "$M" "$WAV"
+    grep -qi " on llvmpipe" "$WORK/err" || fail "-d vulkan: not lavapipe"
+fi
+expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -d ref -m "$M" "$WAV"
+grep -q " on CPU reference backend" "$WORK/err" || fail "-d ref: not the reference backend"
+expect 2 "$VKASR" transcribe --threads 0 -m "$M" "$WAV"
 # cuda in a build without the CUDA backend is a usage error (--device or $VKASR_DEVICE); the help says
 # which device strings exist
 expect 0 "$VKASR" transcribe --help;      grep -q "cuda\[:N\]" "$WORK/out" || fail "transcribe --help names cuda[:N]"

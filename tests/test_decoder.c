@@ -658,7 +658,8 @@ int main(int argc, char **argv) {
     } else {
         backend_cases(NULL, false, quick, "vulkan");
         backend_cases(NULL, true, quick, "vulkan, ops run directly (profiling)");
-        backend_cases("cpu", false, quick, "reference");
+        backend_cases("ref", false, quick, "reference");
+        backend_cases("cpu:2", false, quick, "cpu");
     }
     /* The models from files share one device (f16 enabled; f32 models do not use it). */
     struct rig r = {0};

@@ -234,6 +234,10 @@ static void stft_case(struct th *h, int64_t n, int n_fft, int win, int hop, int6
 /* Even n_fft that is not a power of two: valid for the op (the reference runs a direct DFT), refused by
  * the Vulkan FFT with VKASR_ERR_UNSUPPORTED and a message naming n_fft. */
 static void stft_unsupported_case(struct th *h) {
+    if (strcmp(h->dev_name, "CPU") == 0) { /* the reference's direct DFT */
+        th_skip(h, "stft_power n_fft=400 refused (the Vulkan FFT's limit)");
+        return;
+    }
     th_case(h, "stft_power n_fft=400 on Vulkan");
     struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(1000), -1.0f, 1.0f);
     struct th_tensor *w = th_input(h, BE_F32, 1, TH_SHAPE(400), 0.0f, 1.0f);

@@ -180,8 +180,10 @@ class Model:
     model that `vkasr pull` (or huggingface_hub) put in the Hugging Face cache: an alias such as
     "parakeet-tdt-0.6b-v3", "org/repo", "org/repo:FILE" or "org/repo:QUANT" (default:
     default_model_path()). Names load from the cache only, without network.
-    device: None ($VKASR_DEVICE, else the best Vulkan device), "cpu", "cuda[:N]", "vulkan:N", an index,
-    or a Vulkan device name substring. precision: None/"auto", "f32" or "f16". max_memory: device
+    device: None ($VKASR_DEVICE, else the best Vulkan GPU, else the CPU backend), "cpu" (the CPU
+    backend; "cpu:N" for N threads), "ref" (the plain-C reference backend), "cuda[:N]", "vulkan" (the
+    best Vulkan device, lavapipe included), "vulkan:N", an index, or a Vulkan device name substring.
+    precision: None/"auto", "f32" or "f16". max_memory: device
     memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,
     None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc".
 

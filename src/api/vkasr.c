@@ -29,6 +29,17 @@ vkasr_status vkasr_list_devices(vkasr_device_info *out, size_t capacity, size_t 
     struct err e = {0};
     size_t n = 0;
     vkasr_status st = vk_list_devices(out, capacity, &n, &e);
+    {
+        /* the CPU backend after the Vulkan devices: it always exists */
+        size_t filled = n < capacity ? n : capacity, nc = 0;
+        struct err ce = {0};
+        if (cpu_list_devices(out ? out + filled : NULL, out ? capacity - filled : 0, &nc, &ce) == VKASR_OK) {
+            if (st != VKASR_OK)
+                err_clear(&e);
+            st = VKASR_OK;
+            n = filled + nc;
+        }
+    }
 #ifdef VKASR_HAVE_CUDA
     /* CUDA devices after the Vulkan ones; either backend alone is enough to list something. */
     size_t filled = n < capacity ? n : capacity, nc = 0;
@@ -56,7 +67,7 @@ bool vkasr_has_backend(const char *name) {
     if (strcmp(name, "cuda") == 0)
         return true;
 #endif
-    return strcmp(name, "vulkan") == 0 || strcmp(name, "cpu") == 0;
+    return strcmp(name, "vulkan") == 0 || strcmp(name, "cpu") == 0 || strcmp(name, "ref") == 0;
 }
 
 /* ---- model ------------------------------------------------------------------------------------- */
@@ -134,7 +145,7 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
                          "storageBuffer16BitAccess, or VKASR_DISABLE_F16 is set); use f32",
                          m->dev->info.name);
         else if (p.precision == VKASR_PRECISION_F16 || (p.precision == VKASR_PRECISION_AUTO && m->dev->info.f16 &&
-                                                        !m->dev->info.reference))
+                                                        !m->dev->info.host))
             prec = VKASR_PRECISION_F16;
     }
     if (st == VKASR_OK)

@@ -7,7 +7,8 @@
 
 void asr_steps_init(struct asr_steps *s, struct backend *be, const struct asr_hooks *hooks, bool cut) {
     const bool cpu = be->dev->info.cpu;
-    *s = (struct asr_steps){.be = be, .hooks = hooks, .budget = cpu ? ASR_STEP_MACS_CPU : ASR_STEP_MACS_GPU,
+    const int64_t cpu_step = be->dev->info.step_macs > 0 ? be->dev->info.step_macs : ASR_STEP_MACS_CPU;
+    *s = (struct asr_steps){.be = be, .hooks = hooks, .budget = cpu ? cpu_step : ASR_STEP_MACS_GPU,
                             .cut = cut && cpu};
 }
 

@@ -105,7 +105,9 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
             return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
         return VKASR_OK;
     }
-    void *buf = malloc(n ? be_nbytes(out) : 4);
+    /* host memory (the CPU and reference backends): converted in place, without a staging copy */
+    const bool host = ld->be->dev->weights.ops->host;
+    void *buf = host ? (void *)(uintptr_t)out->addr : malloc(n ? be_nbytes(out) : 4);
     if (!buf)
         return err_set(ld->e, VKASR_ERR_NO_MEMORY, "out of host memory uploading %s", t->name);
     if (perturbed) {
@@ -113,7 +115,9 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
         LOG_WARN(ld->be->dev->log, "VKASR_TEST_PERTURB: %s multiplied by %g on the %s backend (a test hook: "
                  "results are deliberately wrong)", t->name, ld->perturb.factor, ld->be->dev->kind);
     }
-    for (uint64_t i = 0; i < n; i++) {
+    if (!perturbed && t->type == MT_F16 && type == BE_F32)
+        half_to_float_row(t->data, buf, n);
+    for (uint64_t i = 0; (perturbed || t->type != MT_F16 || type != BE_F32) && i < n; i++) {
         float v = t->type == MT_F16 ? half_to_float(((const uint16_t *)t->data)[i])
                                     : ((const float *)t->data)[i];
         if (perturbed)
@@ -123,6 +127,8 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
         else
             ((float *)buf)[i] = v;
     }
+    if (host)
+        return VKASR_OK;
     vkasr_status st = be_upload(ld->be, out->addr, buf, be_nbytes(out));
     free(buf);
     if (st != VKASR_OK)

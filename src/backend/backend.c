@@ -1,9 +1,12 @@
 /* backend.c — the backend-independent calls of backend.h: choosing a backend from a device string,
  * lifetimes, and the op entry points (arguments checked by ops.c). Memory: backend_memory.c.
- *   "cpu"                      the plain-C reference backend
+ *   "cpu", "cpu:N"             the CPU backend (N threads; default: $VKASR_THREADS, else every CPU)
+ *   "ref"                      the plain-C reference backend (the test oracle)
  *   "cuda", "cuda:N"           the CUDA backend (builds with -DVKASR_CUDA=ON only)
  *   "vulkan", "vulkan:N|NAME"  a Vulkan device (the best one, index N, or a name substring)
- *   "N", "NAME", NULL/""       a Vulkan device as above; NULL/"" reads $VKASR_DEVICE first */
+ *   "N", "NAME"                a Vulkan device as above
+ *   NULL/""                    $VKASR_DEVICE, else the best Vulkan GPU, else (none, or only a CPU
+ *                              driver such as lavapipe) the CPU backend */
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,19 @@ static const char *after_prefix(const char *s, const char *prefix) {
     return s[n] == ':' ? s + n + 1 : NULL;
 }
 
+/* Whether a usable Vulkan device that is not a CPU driver exists (the default device's choice). */
+static bool vulkan_gpu_present(void) {
+    vkasr_device_info info[16];
+    size_t n = 0;
+    struct err e = {0};
+    if (vk_list_devices(info, 16, &n, &e) != VKASR_OK)
+        return false;
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (info[i].usable && strcmp(info[i].type, "cpu") != 0)
+            return true;
+    return false;
+}
+
 /* Records which backend an opened device belongs to. */
 static vkasr_status opened(vkasr_status st, const char *kind, struct be_device **out) {
     if (st == VKASR_OK)
@@ -32,10 +48,16 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
         want = getenv("VKASR_DEVICE");
     if (!want)
         want = "";
-    if (strcmp(want, "cpu") == 0)
-        return opened(ref_device_open(opt, out, e), "cpu", out);
     struct be_device_options o = *opt;
     const char *rest;
+    if (!*want && !vulkan_gpu_present())
+        want = "cpu";
+    if (strcmp(want, "ref") == 0)
+        return opened(ref_device_open(opt, out, e), "ref", out);
+    if ((rest = after_prefix(want, "cpu"))) {
+        o.device = rest;
+        return opened(cpu_device_open(&o, out, e), "cpu", out);
+    }
     if ((rest = after_prefix(want, "cuda"))) {
 #ifdef VKASR_HAVE_CUDA
         o.device = rest;

@@ -41,6 +41,10 @@ struct be_device_info {
     bool coopmat;           /* tensor-core GEMM path available                                    */
     bool cpu;               /* computes on the host's CPU (the reference backend, a CPU Vulkan driver
                              * such as lavapipe): work between abort polls is cut finer there        */
+    bool host;              /* tensors in host memory, ops as host code (the reference and CPU
+                             * backends): f32 is their fast precision, so AUTO picks it             */
+    int64_t step_macs;      /* multiply-adds between abort polls on a CPU device (src/asr/steps.c);
+                             * 0: ASR_STEP_MACS_CPU, sized for lavapipe                             */
     uint64_t max_alloc;     /* largest single allocation                                          */
     uint64_t heap_bytes;    /* device-local heap size                                             */
     uint32_t max_groups;    /* largest workgroup / block count of a launch dimension, after
@@ -258,6 +262,10 @@ vkasr_status vk_list_devices(vkasr_device_info *out, size_t capacity, size_t *co
 /* Constructors of the backends (backend.c dispatches between them). */
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
 vkasr_status ref_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+/* The CPU backend (cpu/): opt->device is what follows "cpu:" ("" = one thread per online CPU, or
+ * $VKASR_THREADS); cpu_list_devices appends its entry to vkasr_list_devices. */
+vkasr_status cpu_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+vkasr_status cpu_list_devices(vkasr_device_info *out, size_t capacity, size_t *count, struct err *e);
 /* The CUDA backend (built with -DVKASR_CUDA=ON, which defines VKASR_HAVE_CUDA): opt->device is what
  * follows "cuda:" ("" = device 0); cuda_list_devices appends CUDA devices to vkasr_list_devices. */
 vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);

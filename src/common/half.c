@@ -30,6 +30,17 @@ float half_to_float(uint16_t h) {
     return u2f(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
+void half_to_float_row(const uint16_t *h, float *out, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        /* the magnitude's bits in a float's place, times 2^112: the exponent rebiased, a subnormal half
+         * scaled exactly; infinities and NaNs set apart; then the sign */
+        const uint32_t em = h[i] & 0x7fffu;
+        const float v = u2f(em << 13) * 0x1p112f;
+        const uint32_t bits = em >= 0x7c00u ? 0x7f800000u | ((em & 0x3ffu) << 13) : f2u(v);
+        out[i] = u2f(bits | (uint32_t)(h[i] & 0x8000u) << 16);
+    }
+}
+
 uint16_t float_to_half(float f) {
     uint32_t u = f2u(f);
     uint32_t sign = (u >> 16) & 0x8000u;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 
 float half_to_float(uint16_t h);
+/* out[i] = half_to_float(h[i]) for n values, branch-free (vectorised: loading a model). */
+void half_to_float_row(const uint16_t *h, float *out, uint64_t n);
 uint16_t float_to_half(float f);
 float bf16_to_float(uint16_t h);
 

@@ -33,10 +33,16 @@ static const struct cli_opt shared_opts[] = {
              "(as vkasr pull NAME); without it a name loads from the cache only"},
     {.names = "-d, --device", .meta = "DEV", .kind = ARG_STRING, .field = COMMON(device),
      .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_SERVE),
-     .help = "the device (also $VKASR_DEVICE): cpu (the slow plain-C reference\n"
-             "backend), cuda[:N] (the CUDA backend, in builds with it),\n"
-             "vulkan[:N|NAME], N (Vulkan device index) or NAME (a Vulkan\n"
-             "device name substring); default: the best Vulkan device"},
+     .help = "the device (also $VKASR_DEVICE): cpu (the CPU backend), ref (the\n"
+             "slow plain-C reference backend, the test oracle), cuda[:N] (the\n"
+             "CUDA backend, in builds with it), vulkan[:N|NAME], N (Vulkan device\n"
+             "index) or NAME (a Vulkan device name substring); default: the best\n"
+             "Vulkan GPU, else (none, or only a CPU driver such as lavapipe) cpu"},
+    {.names = "--threads", .meta = "N", .kind = ARG_VALUE, .field = COMMON(threads), .parse = arg_threads,
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_SERVE) |
+             CMD_BIT(CMD_COMPARE),
+     .help = "threads of the CPU backend (sets $VKASR_THREADS); default: every\n"
+             "online CPU"},
     {.names = "-p, --precision", .meta = "P", .kind = ARG_VALUE, .field = COMMON(precision), .parse = arg_precision,
      .cmds = ALL_MODEL, .help = "f16 (default where supported) or f32",
      .help_for = {[CMD_COMPARE] = "f32 (default) or f16, the same on every device"}},
@@ -91,6 +97,17 @@ int arg_precision(const char *opt, const char *value, void *field) {
     }
     fprintf(stderr, "vkasr: unknown --precision '%s' (f32, f16)\n", value);
     return EXIT_USAGE;
+}
+
+/* --threads N: the CPU backend reads it from $VKASR_THREADS when it opens. */
+int arg_threads(const char *opt, const char *value, void *field) {
+    long n = 0;
+    if (!cli_parse_long(value, 1, 256, &n)) {
+        fprintf(stderr, "vkasr: %s '%s': expected a thread count from 1 to 256\n", opt, value);
+        return EXIT_USAGE;
+    }
+    *(int *)field = (int)n;
+    return setenv("VKASR_THREADS", value, 1) == 0 ? EXIT_OK : EXIT_USAGE;
 }
 
 int arg_decoder(const char *opt, const char *value, void *field) {

@@ -56,6 +56,7 @@ struct cli_common {
     const char *device;         /* -d; NULL: $VKASR_DEVICE or the best     */
     vkasr_precision precision;  /* -p; default AUTO                        */
     vkasr_decoder decoder;      /* --decoder; default AUTO                 */
+    int threads;                /* --threads (0: the CPU backend's default) */
     bool verbose, no_prints, json;
 };
 
@@ -99,5 +100,6 @@ bool cli_parse_long(const char *s, long lo, long hi, long *out);
 int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */
 /* f32|f16|q8_0|q6_k|q5_k|q4_k -> vkasr_weight_type (cmd_convert.c) */
 int arg_weight_type(const char *opt, const char *value, void *field);
+int arg_threads(const char *opt, const char *value, void *field);   /* 1..256, sets $VKASR_THREADS */
 
 #endif

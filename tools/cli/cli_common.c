@@ -31,7 +31,7 @@ int check_device_backend(const char *device) {
     if (device && strncmp(device, "cuda", 4) == 0 && (device[4] == '\0' || device[4] == ':') &&
         !vkasr_has_backend("cuda")) {
         fprintf(stderr, "vkasr: %s %s: this vkasr was built without the CUDA backend (configure with "
-                        "-DVKASR_CUDA=ON); devices here: cpu, vulkan[:N|NAME], N, NAME\n", from, device);
+                        "-DVKASR_CUDA=ON); devices here: cpu[:THREADS], ref, vulkan[:N|NAME], N, NAME\n", from, device);
         return EXIT_USAGE;
     }
     return EXIT_OK;

@@ -9,7 +9,7 @@
 
 #define MAX_DEVICES 8
 
-/* cpu joins the default devices when params x frames + 5 x layers x d_model x frames^2 (x4 in f16) is
+/* ref joins the default devices when params x frames + 5 x layers x d_model x frames^2 (x4 in f16) is
  * at most this: about a minute on one core (docs/compare.md). */
 #define CPU_DEFAULT_BUDGET 5e10
 
@@ -57,8 +57,9 @@ static const struct cli_opt compare_table[] = {
     OPT_STRING("--devices", "LIST", ARG_FIELD(struct compare_opts, devices),
      "comma-separated devices, the baseline first: vulkan (the best Vulkan\n"
      "device), vulkan:N or vulkan:NAME, cuda or cuda:N (builds with CUDA),\n"
-     "cpu (the plain-C reference backend). Default: vulkan, then cuda when\n"
-     "this build has it and finds a GPU, then cpu when the model and audio\n"
+     "cpu (the CPU backend), ref (the plain-C reference backend). Default:\n"
+     "vulkan where a Vulkan device is usable, then cuda when this build has\n"
+     "it and finds a GPU, then cpu, then ref when the model and audio\n"
      "are small enough for it: parameters x frames + 5 x layers x d_model x\n"
      "frames^2 <= 5e10 (a quarter of that in f16; about a minute; frames:\n"
      "encoder frames, 12.5 a second)"),
@@ -91,14 +92,14 @@ static int parse_devices(char *list, struct device_list *d) {
         p = end;
     }
     if (d->n < 2) {
-        fprintf(stderr, "vkasr: --devices needs at least two devices to compare (e.g. vulkan,cpu)\n");
+        fprintf(stderr, "vkasr: --devices needs at least two devices to compare (e.g. cpu,ref)\n");
         return EXIT_USAGE;
     }
     return EXIT_OK;
 }
 
-/* The default: the best Vulkan device, CUDA and the reference, each where available (cpu: by size,
- * decided once the first device has run). */
+/* The default: the best Vulkan device, CUDA, the CPU backend and the reference, each where available
+ * (ref: by size, decided once the first device has run). */
 static void default_devices(struct device_list *d) {
     vkasr_device_info info[16];
     size_t n = 0;
@@ -106,14 +107,15 @@ static void default_devices(struct device_list *d) {
     bool vulkan = false;
     if (vkasr_list_devices(info, 16, &n, &err) == VKASR_OK)
         for (size_t i = 0; i < n && i < 16; i++)
-            vulkan |= info[i].usable;
+            vulkan |= info[i].usable && !strcmp(info[i].backend, "vulkan");
     d->n = 0;
     if (vulkan)
         d->name[d->n++] = "vulkan";
     d->optional[d->n] = true;
     d->name[d->n++] = "cuda";
-    d->optional[d->n] = true;
     d->name[d->n++] = "cpu";
+    d->optional[d->n] = true;
+    d->name[d->n++] = "ref";
 }
 
 static bool cpu_affordable(const vkasr_model_info *mi, double frames, vkasr_precision prec) {
@@ -191,12 +193,12 @@ static int compare_devices(const char *model, const char *audio, const struct de
     *nres = 0;
     for (size_t i = 0; i < dl->n; i++) {
         const char *dev = dl->name[i];
-        if (dl->optional[i] && !strcmp(dev, "cpu")) {
+        if (dl->optional[i] && !strcmp(dev, "ref")) {
             double frames = encoder_frames(base);
             if (!have_base)
                 continue; /* nothing to compare it with */
             if (!cpu_affordable(&base->info, frames, prec)) {
-                snprintf(note, note_size, "cpu (the reference backend would need well over a minute for %.1fM "
+                snprintf(note, note_size, "ref (the reference backend would need well over a minute for %.1fM "
                          "parameters and %.0f frames; name it in --devices to run it anyway)",
                          base->info.n_params / 1e6, frames);
                 ri->left_out = note;
@@ -258,7 +260,7 @@ static int compare_devices(const char *model, const char *audio, const struct de
             return rc;
     }
     if (*nres == 0) {
-        fprintf(stderr, "vkasr: compare needs two devices; %s%s%s (use --devices, e.g. --devices vulkan,cpu)\n",
+        fprintf(stderr, "vkasr: compare needs two devices; %s%s%s (use --devices, e.g. --devices cpu,ref)\n",
                 have_base ? "only one was available" : "none was available", ri->left_out ? "; left out: " : "",
                 ri->left_out ? ri->left_out : "");
         return EXIT_DEVICE;

@@ -1,5 +1,5 @@
-/* cmd_devices.c — `vkasr devices`: every Vulkan device (and, in a build with the CUDA backend, every
- * CUDA device), its limits and whether vkasr can use it. */
+/* cmd_devices.c — `vkasr devices`: every Vulkan device, the CPU backend (its threads and BLAS) and, in a
+ * build with the CUDA backend, every CUDA device: limits and whether vkasr can use it. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdlib.h>
@@ -9,11 +9,26 @@
 #include "cli.h"
 
 static void intro(FILE *f) {
-    fprintf(f, "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses%s.\n",
+    fprintf(f,
+            "usage: vkasr devices\n\nLists the Vulkan devices, their memory and the features vkasr uses, then the CPU\n"
+            "backend (--device cpu: its threads and BLAS)%s. Without a GPU the CPU backend is the default\n"
+            "device; --device vulkan still picks a CPU Vulkan driver such as lavapipe, and --device ref the\n"
+            "plain-C reference backend (the test oracle: slow).\n",
             vkasr_has_backend("cuda") ? ", then the CUDA devices (--device cuda:N)" : "");
 }
 
 static const struct cli_command devices_command = {CMD_DEVICES, "devices", intro, NULL, NULL, 0, NULL};
+
+/* The CPU backend: what --device cpu names (cpu:N for N threads). */
+static void print_cpu(const vkasr_device_info *d) {
+    printf("device cpu: %s\n", d->name);
+    printf("  backend     cpu\n");
+    printf("  type        cpu\n");
+    printf("  threads     %u (--threads N, cpu:N or $VKASR_THREADS; default: every online CPU)\n",
+           d->max_workgroup_count[0]);
+    printf("  blas        %s\n", d->driver);
+    printf("  usable      yes\n");
+}
 
 /* A CUDA device: what --device cuda:N names. */
 static void print_cuda(const vkasr_device_info *d) {
@@ -50,6 +65,10 @@ int cmd_devices(int argc, char **argv) {
         any |= d->usable;
         if (strcmp(d->backend, "cuda") == 0) {
             print_cuda(d);
+            continue;
+        }
+        if (strcmp(d->backend, "cpu") == 0) {
+            print_cpu(d);
             continue;
         }
         printf("device %d: %s\n", d->index, d->name);

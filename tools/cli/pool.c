@@ -53,7 +53,7 @@ int pool_sessions(const struct pool_devices *d, int sessions) {
     const char *dev = d->names[0];
     if (!dev || !*dev)
         dev = getenv("VKASR_DEVICE");
-    return dev && (!strcmp(dev, "cpu") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
+    return dev && (!strncmp(dev, "cpu", 3) || !strcmp(dev, "ref") || !strncmp(dev, "cuda", 4)) ? 1 : 2;
 }
 
 /* ---- the pool ---- */

@@ -3,6 +3,7 @@
 #define VKASR_REF_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "../backend.h"
@@ -11,6 +12,19 @@
 #define X(name) vkasr_status ref_##name(struct backend *b, const struct op_##name *a);
 VKASR_OPS(X)
 #undef X
+
+/* The host-memory device: tensors are host pointers in blocks from aligned_alloc, counted against
+ * VKASR_MAX_DEVICE_MEMORY_MIB where it is set. The CPU backend (cpu/) builds its device on it too. */
+struct ref_device {
+    struct be_device base;
+    atomic_uint_fast64_t allocated; /* bytes of every arena's blocks (weights, all backends' scratch) */
+    uint64_t budget;                /* VKASR_MAX_DEVICE_MEMORY_MIB, else UINT64_MAX                   */
+};
+/* Sets up d's weights arena, budget and the host fields of its info (cpu, host, limits). */
+void ref_host_device_init(struct ref_device *d, const struct be_device_options *opt);
+void ref_host_memory(const struct be_device *bd, struct be_memory *out);
+vkasr_status ref_host_upload(struct backend *bb, uint64_t dst, const void *src, uint64_t bytes);
+vkasr_status ref_host_download(struct backend *bb, void *dst, uint64_t src, uint64_t bytes);
 
 /* Host views of tensors. */
 static inline float *ref_f32(const be_tensor *t) { return (float *)(uintptr_t)t->addr; }

@@ -1,0 +1,123 @@
+/* cpu_internal.h — declarations shared by the CPU backend's files: its device and backend, the thread
+ * pool, and the ops it implements itself (the others are the reference backend's, run on row ranges
+ * in parallel where an op's rows are independent). */
+#ifndef VKASR_CPU_INTERNAL_H
+#define VKASR_CPU_INTERNAL_H
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "../ref/ref_internal.h"
+
+/* Hot loops compiled twice, for x86-64-v3 (AVX2, FMA) and the baseline, the CPU choosing at load time:
+ * one machine always runs the same code, so results are reproducible there. Not under the sanitizers,
+ * whose run times are not ready when the loader resolves the choice (an ifunc). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CPU_NO_CLONES 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CPU_NO_CLONES 1
+#endif
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CPU_NO_CLONES)
+#define CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define CPU_CLONES
+#endif
+
+/* A parallel loop's body: indices [i0, i1) of the loop's range. */
+typedef void (*cpu_range_fn)(void *ctx, int64_t i0, int64_t i1);
+
+struct cpu_pool;
+vkasr_status cpu_pool_create(int threads, struct cpu_pool **out, struct err *e);
+void cpu_pool_destroy(struct cpu_pool *p);
+int cpu_pool_threads(const struct cpu_pool *p);
+/* Runs fn over [0, n) in chunks of at least `grain` indices on the pool's threads and the caller's;
+ * returns when every chunk is done. One loop at a time per pool (a pool belongs to one backend). */
+void cpu_pool_run(struct cpu_pool *p, int64_t n, int64_t grain, cpu_range_fn fn, void *ctx);
+
+struct cpu_device {
+    struct ref_device host; /* host memory, as the reference backend's (first: the device's base) */
+    int threads;
+};
+
+struct cpu_backend {
+    struct backend base;
+    struct cpu_pool *pool;
+};
+
+static inline struct cpu_pool *cpu_pool_of(struct backend *b) { return ((struct cpu_backend *)b)->pool; }
+
+/* The ops the CPU backend implements (the rest run the reference's code: cpu_backend.c's table). */
+#define CPU_OWN_OPS(X)                                                                                 \
+    X(unary)                                                                                           \
+    X(binary)                                                                                          \
+    X(glu)                                                                                             \
+    X(layernorm)                                                                                       \
+    X(softmax)                                                                                         \
+    X(linear)                                                                                          \
+    X(conv2d_s2)                                                                                       \
+    X(dwconv2d_s2)                                                                                     \
+    X(dwconv1d)                                                                                        \
+    X(relpos_attention)                                                                                \
+    X(lstm_step)                                                                                       \
+    X(stft_power)
+
+#define X(name) vkasr_status cpu_##name(struct backend *b, const struct op_##name *a);
+CPU_OWN_OPS(X)
+#undef X
+
+/* Element i of an F32 or F16 tensor as float. */
+static inline float cpu_get(const be_tensor *t, uint64_t i) {
+    return t->type == BE_F16 ? half_to_float(ref_u16(t)[i]) : ref_f32(t)[i];
+}
+/* Stores v into element i of an F32 or F16 tensor (F16: rounded once to nearest even). */
+static inline void cpu_put(const be_tensor *t, uint64_t i, float v) {
+    if (t->type == BE_F16)
+        ref_u16(t)[i] = float_to_half(v);
+    else
+        ref_f32(t)[i] = v;
+}
+
+/* ---- the product kernel (cpu_gemm.c) ---- */
+
+/* Row `row` of a product's B, columns [k0, k0 + kc) as f32: a pointer into B, or tmp (kc floats)
+ * filled by widening. */
+typedef const float *(*cpu_rows_fn)(const void *ctx, int64_t row, int64_t k0, int64_t kc, float *tmp);
+/* Plain f32 rows `ld` apart (cpu_rows_f32's context). */
+struct cpu_mat {
+    const float *p;
+    int64_t ld;
+};
+const float *cpu_rows_f32(const void *ctx, int64_t row, int64_t k0, int64_t kc, float *tmp);
+/* C [M, N] (ldc apart) = A [M, K] (lda apart) B^T, B's rows from brows: each element one multiply-add
+ * chain over k in order, so a row's result depends on nothing but its own A row. pack holds
+ * cpu_gemm_pack_floats(N) floats, 32-byte aligned. */
+void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, cpu_rows_fn brows, const void *bctx,
+                 float *C, int64_t ldc, float *pack);
+size_t cpu_gemm_pack_floats(int64_t N);
+/* The kernel this CPU runs ("AVX2+FMA", "plain C"). */
+const char *cpu_gemm_kernel(void);
+/* n floats, 64-byte aligned (free with free), or NULL. */
+static inline float *cpu_alloc_floats(size_t n) {
+    size_t bytes = (n ? n : 1) * sizeof(float);
+    return aligned_alloc(64, (bytes + 63) / 64 * 64);
+}
+
+/* An epilogue's activation in f32 (ops.h: enum be_act, ACT_GLU aside). */
+static inline float cpu_act(float v, int act) {
+    switch (act) {
+    case ACT_RELU: return v > 0 ? v : 0;
+    case ACT_SILU: return v / (1.0f + expf(-v));
+    case ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case ACT_TANH: return tanhf(v);
+    case ACT_LOG_GUARD: return logf(v + 5.9604644775390625e-08f);
+    default: return v;
+    }
+}
+
+/* Widens n elements of an F32, F16 or block-quantized row to f32. */
+void cpu_row_f32(const be_tensor *t, int64_t row, int64_t n, float *out);
+
+#endif
