@@ -276,7 +276,7 @@ int main(int argc, char **argv) {
     loader("gguf_foreign/tdt_grid.bf16.gguf", "gguf_foreign/tdt_grid.nemo", 1);
     loader("gguf_foreign/tdt_grid.q8_0.gguf", "gguf_foreign/tdt_grid.nemo", 1);
 
-    static const char *const devices[] = {"cpu", NULL};
+    static const char *const devices[] = {"ref", NULL};
     for (int d = 0; d < 2; d++) {
         const char *dev = devices[d], *grid = "gguf_foreign/tdt_grid.nemo";
         tokens("gguf_foreign/rnnt.fp16.gguf", "nemo/rnnt.nemo", VKASR_WEIGHTS_F16, VKASR_DECODER_AUTO, dev);
