@@ -222,8 +222,26 @@ static int by_length(const void *a, const void *b) {
     return x->n != y->n ? (x->n < y->n ? 1 : -1) : (x->index > y->index) - (x->index < y->index);
 }
 
+/* Whether a packed batch of the first n of lens fits the device's memory (smaller chunks are fine). */
+static bool batch_fits(vkasr_session *s, const int64_t *lens, size_t n, const struct asr_options *opt) {
+    const struct asr_model *m = s->model->am;
+    struct err e = {0};
+    struct asr_batch b;
+    struct asr_plan plan;
+    struct asr_work work;
+    bool fits = asr_batch_layout(&m->cfg, lens, (int64_t)n, &b, &e) == VKASR_OK &&
+                asr_work_for(m, s->be, &b, opt, &work, &e) == VKASR_OK;
+    work.log = NULL; /* probes, not runs */
+    fits = fits && asr_plan(m, &work, &plan, &e) == VKASR_OK;
+    asr_batch_free(&b);
+    return fits;
+}
+
 /* How many of idx[0 .. left) (sorted) start the next batch: up to max inputs (auto: also an hour of
- * audio), one attention for all, and a memory plan that fits. */
+ * audio), one attention for all, and a memory plan that fits. A plan measures its stages (plan.c), so
+ * the memory rule is a search, not a probe per input: a batch's memory grows with every input added,
+ * so the longest prefix that fits is found by bisection below the longest the other rules allow (one
+ * plan where that whole prefix fits). */
 static size_t next_group(vkasr_session *s, const struct item *items, const size_t *idx, size_t left, size_t max,
                          const struct asr_options *opt) {
     const struct asr_model *m = s->model->am;
@@ -252,20 +270,21 @@ static size_t next_group(vkasr_session *s, const struct item *items, const size_
             asr_attention_choose(&m->cfg, it->frames, opt, &mode, &w, &e) != VKASR_OK || mode != mode0 || w != w0)
             break;
         lens[k] = (int64_t)it->a.n;
-        /* the plan of the batch with this input: it must fit (smaller chunks are fine) */
-        struct asr_batch b;
-        struct asr_plan plan;
-        struct asr_work work;
-        bool fits = asr_batch_layout(&m->cfg, lens, (int64_t)k + 1, &b, &e) == VKASR_OK &&
-                    asr_work_for(m, s->be, &b, opt, &work, &e) == VKASR_OK;
-        work.log = NULL; /* probes, not runs */
-        fits = fits && asr_plan(m, &work, &plan, &e) == VKASR_OK;
-        asr_batch_free(&b);
-        if (!fits)
-            break;
+    }
+    /* the first input goes alone whatever its plan (the run reports what does not fit) */
+    size_t lo = 1, hi = k;
+    if (hi > 1 && !batch_fits(s, lens, hi, opt)) {
+        hi--;
+        while (lo < hi) {
+            const size_t mid = lo + (hi - lo + 1) / 2;
+            if (batch_fits(s, lens, mid, opt))
+                lo = mid;
+            else
+                hi = mid - 1;
+        }
     }
     free(lens);
-    return k;
+    return hi;
 }
 
 vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *inputs, size_t n,
