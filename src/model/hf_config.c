@@ -367,10 +367,13 @@ vkasr_status config_check(const struct model_config *c, const char *src, struct 
     if (c->sub_factor != 8)
         return err_set(e, VKASR_ERR_MODEL, "%s: subsampling factor %d: vkasr implements factor 8 only", src,
                        c->sub_factor);
-    if (c->n_mels < 8 || c->n_mels > 4096 || c->n_mels % 8 != 0)
+    if (c->n_mels < 8 || c->n_mels > 4096 || (c->n_mels % 8 != 0 && !c->causal_sub))
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: %d mel bins: must be a multiple of 8 (the subsampling halves the frequency axis 3 times)",
                        src, c->n_mels);
+    if (c->n_ctx > 0 && c->att_left >= 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: a chunked_limited model with a local attention window", src);
+    TRY(model_check_ctx(c, src, "att_context_size", e));
     if (c->att_left < -1 || c->att_right < -1 || (c->att_left < 0) != (c->att_right < 0))
         return err_set(e, VKASR_ERR_MODEL, "%s: attention context [%d, %d] is invalid (-1, -1 = full)", src,
                        c->att_left, c->att_right);
