@@ -117,6 +117,8 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
     struct model_file *mf = NULL;
     vkasr_status st = model_open_head(path, api_model_head(p.decoder), &mf, &e);
+    if (st == VKASR_OK)
+        st = model_select_lookahead(&mf->cfg, p.lookahead_ms, &e);
     if (st == VKASR_OK) {
         struct be_device_options o = {.device = p.device, .validation = p.validation, .profile = p.profile,
                                       .want_f16 = p.precision != VKASR_PRECISION_F32, .log = &m->log};

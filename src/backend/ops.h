@@ -286,7 +286,9 @@ struct op_search_step {
 /* A packed batch's offsets in one launch: from the lengths x [N] (I64 >= 0), up to SCAN_MAX_OUT arrays
  * y_k [N + lead_k] holding the inclusive scan of len_k(i) = stride_k * ceil(floor(x[i] / div_k) /
  * 2^halvings_k), after a leading zero when lead_k is set (div: samples -> mel frames; halvings: the
- * stride-2 subsampling; stride: a row's width). 64-bit; the caller keeps totals below 2^63. */
+ * stride-2 subsampling; stride: a row's width). causal_k: floor(n/2)+1 per halving instead of
+ * ceil(n/2) (causal subsampling), i.e. floor((l + 2^(h+1) - 2) / 2^h) for l = floor(x[i] / div_k).
+ * 64-bit; the caller keeps totals below 2^63. */
 #define SCAN_MAX_OUT 5
 struct op_offsets_scan_out {
     be_tensor y;          /* I64 [N + lead]                                                        */
@@ -294,6 +296,7 @@ struct op_offsets_scan_out {
     uint32_t halvings;    /* 0 .. 62                                                               */
     uint32_t stride;      /* >= 1                                                                  */
     bool lead;
+    bool causal;
 };
 struct op_offsets_scan {
     be_tensor x;          /* I64 [N]                                                               */

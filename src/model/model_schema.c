@@ -71,6 +71,32 @@ vkasr_status model_check_ctx(const struct model_config *c, const char *src, cons
     return VKASR_OK;
 }
 
+int model_ctx_lookahead_ms(const struct model_config *c, int i) {
+    const double frame_ms = 1000.0 * c->sub_factor * c->hop_length / (c->sample_rate > 0 ? c->sample_rate : 1);
+    return (int)((c->ctx[i][1] + 1) * frame_ms + 0.5);
+}
+
+vkasr_status model_select_lookahead(struct model_config *c, int ms, struct err *e) {
+    c->ctx_sel = 0;
+    if (ms == 0)
+        return VKASR_OK;
+    if (c->n_ctx == 0)
+        return err_set(e, VKASR_ERR_INVALID_ARG,
+                       "lookahead %d ms: the model is not a cache-aware streaming model (it has no chunked_limited "
+                       "contexts to choose from)",
+                       ms);
+    char menu[160] = "";
+    for (int i = 0; i < c->n_ctx; i++) {
+        if (model_ctx_lookahead_ms(c, i) == ms) {
+            c->ctx_sel = i;
+            return VKASR_OK;
+        }
+        const size_t l = strlen(menu);
+        snprintf(menu + l, sizeof menu - l, "%s%d", i ? ", " : "", model_ctx_lookahead_ms(c, i));
+    }
+    return err_set(e, VKASR_ERR_INVALID_ARG, "lookahead %d ms is not one the model was trained with (%s ms)", ms, menu);
+}
+
 vkasr_status model_expected_tensors(const struct model_config *c, int canonical, struct tensor_spec **out, int *count,
                                     struct err *e) {
     struct tlist L = {0};

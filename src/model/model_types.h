@@ -50,6 +50,7 @@ struct model_config {
     int n_ctx;               /* chunked_limited: the trained [L, R] pairs, the first the
                               * default; L % (R+1) == 0. 0: not a chunked model                 */
     int ctx[MODEL_MAX_CTX][2];
+    int ctx_sel;             /* the pair a run uses (model_select_lookahead); not stored in files */
     bool no_feature_norm;    /* normalize "NA": the mel features are not standardised          */
     /* vocabulary and heads */
     int vocab_size;          /* V: SentencePiece pieces, blank excluded; blank id = V         */
@@ -103,6 +104,11 @@ const struct model_tensor *model_find(const struct model_file *mf, const char *n
 /* Frequency bins after the three stride-2 subsampling convs: ceil(n/2) thrice, or floor(n/2)+1 thrice
  * (causal_sub: 128 -> 65 -> 33 -> 17). */
 int model_sub_freq(const struct model_config *c);
+/* The lookahead of pair i of the menu: (R + 1) encoder frames, in ms. */
+int model_ctx_lookahead_ms(const struct model_config *c, int i);
+/* Picks the pair whose lookahead is ms (0: the first) for ctx_sel; an unknown value, or one given for
+ * a model without a menu, is VKASR_ERR_INVALID_ARG naming the menu. */
+vkasr_status model_select_lookahead(struct model_config *c, int ms, struct err *e);
 /* Checks a chunked_limited menu (n_ctx pairs, L % (R+1) == 0, L >= 1, R >= 0); `src` and `field` name
  * where it came from in the error. */
 vkasr_status model_check_ctx(const struct model_config *c, const char *src, const char *field, struct err *e);

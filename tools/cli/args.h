@@ -54,6 +54,7 @@ struct cli_common {
     const char *device;         /* -d; NULL: $VKASR_DEVICE or the best     */
     vkasr_precision precision;  /* -p; default AUTO                        */
     vkasr_decoder decoder;      /* --decoder; default AUTO                 */
+    int lookahead_ms;           /* --lookahead; 0: the model's first       */
     bool verbose, no_prints, json;
 };
 
@@ -95,5 +96,6 @@ bool cli_parse_size(const char *s, uint64_t *out);
 /* A decimal integer in [lo, hi], nothing after it (false otherwise, *out untouched). */
 bool cli_parse_long(const char *s, long lo, long hi, long *out);
 int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|rnnt|ctc          */
+int arg_lookahead(const char *opt, const char *value, void *field); /* MS >= 1                    */
 
 #endif

@@ -29,6 +29,8 @@ int exit_code_for(vkasr_status st, int model_stage) {
     case VKASR_ERR_AUDIO: return EXIT_AUDIO;
     case VKASR_ERR_IO: return model_stage ? EXIT_MODEL : EXIT_AUDIO;
     case VKASR_ERR_MODEL: return EXIT_MODEL;
+    /* loading: an option the model cannot take (a --lookahead it was not trained with) */
+    case VKASR_ERR_INVALID_ARG: return model_stage ? EXIT_USAGE : EXIT_FAIL;
     default: return model_stage ? EXIT_MODEL : EXIT_FAIL;
     }
 }
