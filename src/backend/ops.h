@@ -181,9 +181,10 @@ struct op_dwconv1d {
  * counted from the start s of the query's segment (s = 0 without seg), key j is scored iff
  * 0 <= (i-s)/chunk - (j-s)/chunk <= left_chunks (integer division: chunks of `chunk` frames anchored at
  * s; a query sees its own chunk and left_chunks chunks before it, i.e. keys [s + chunk*max(0, c -
- * left_chunks), s + chunk*(c+1)) for c = (i-s)/chunk); query positions >= n_valid get zeros. Every valid query position must be
- * present in k, and p must cover every i - j scored. A row's result depends only on its position and
- * the keys it scores, so row chunks are bit-identical to one call; no backend materialises T x T. */
+ * left_chunks), s + chunk*(c+1)) for c = (i-s)/chunk); query positions >= n_valid get zeros. Every
+ * valid query position must be present in k, and p must cover every i - j scored. A row's result
+ * depends only on its position and the keys it scores, so row chunks are bit-identical to one call; no
+ * backend materialises T x T. */
 struct op_relpos_attention {
     be_tensor q, k, v, p, bias_u, bias_v, y;
     int32_t heads;
