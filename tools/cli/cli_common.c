@@ -29,10 +29,15 @@ int exit_code_for(vkasr_status st, int model_stage) {
     case VKASR_ERR_AUDIO: return EXIT_AUDIO;
     case VKASR_ERR_IO: return model_stage ? EXIT_MODEL : EXIT_AUDIO;
     case VKASR_ERR_MODEL: return EXIT_MODEL;
-    /* loading: an option the model cannot take (a --lookahead it was not trained with) */
-    case VKASR_ERR_INVALID_ARG: return model_stage ? EXIT_USAGE : EXIT_FAIL;
     default: return model_stage ? EXIT_MODEL : EXIT_FAIL;
     }
+}
+
+int exit_code_for_load(vkasr_status st, const vkasr_model_params *mp) {
+    /* the one invalid argument a model decides: a --lookahead it was not trained with (a usage error) */
+    if (st == VKASR_ERR_INVALID_ARG && mp && mp->lookahead_ms != 0)
+        return EXIT_USAGE;
+    return exit_code_for(st, 1);
 }
 
 int check_device_backend(const char *device) {
