@@ -223,6 +223,13 @@ typedef struct vkasr_model_params {
                                       each message is logged and counted                         */
     vkasr_decoder decoder;         /* the head to load (default AUTO); callers built against an
                                       older header (a smaller struct_size) get AUTO               */
+    int lookahead_ms;              /* NVIDIA's cache-aware streaming models (att_context_style
+                                      chunked_limited): which trained [left, right] context the
+                                      encoder's chunked attention mask uses, by its lookahead
+                                      (right + 1) x 80 ms (80, 160, 560, 1120 for right 0, 1, 6, 13);
+                                      0 (default): the model's first pair, as NeMo does. A value not
+                                      in the model's menu is VKASR_ERR_INVALID_ARG listing the menu;
+                                      other models must leave it 0                                */
 } vkasr_model_params;
 
 VKASR_API vkasr_model_params vkasr_model_params_default(void);

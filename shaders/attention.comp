@@ -129,9 +129,10 @@ void main() {
                 uint jlo = 0u, jend = 0u;
                 if (ilo < ihi) {
                     uint p0 = pc.q0 + ilo; // positions < 2^30 and w < 2^30 (host): no overflow
-                    jlo = max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u);
+                    jlo = max(max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u), att_chunk_lo(p0, slo));
                     jlo -= (jlo - slo) % BK;
-                    jend = min(min(min(pc.k0 + pc.Tk, pc.n_valid), shi), pc.q0 + ihi + pc.w);
+                    jend = min(min(min(min(pc.k0 + pc.Tk, pc.n_valid), shi), pc.q0 + ihi + pc.w),
+                               att_chunk_hi(pc.q0 + ihi - 1u, slo));
                 }
             float o[NCH * 8u];
             [[unroll]] for (uint x = 0; x < NCH * 8u; x++)
@@ -158,7 +159,8 @@ void main() {
                 [[unroll]] for (uint r = 0; r < 2u; r++)
                     [[unroll]] for (uint c = 0; c < 4u; c++) {
                         uint li = 2u * tr + r, lj = 4u * tc + c, i = i0 + li, j = j0 + lj, pi = pc.q0 + i;
-                        bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w;
+                        bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend && (pi > j ? pi - j : j - pi) <= pc.w &&
+                                  att_chunk_ok(pi, j, slo);
                         sh_s[li * SP + lj] = ok ? acc[r * 4u + c] * pc.scale : MASKED;
                     }
                 barrier();

@@ -387,9 +387,9 @@ void main() {
             uint jlo = 0u, jend = 0u;
             if (ilo < ihi) {
                 const uint p0 = pc.q0 + ilo; // positions < 2^30 and w < 2^30 (host): no overflow
-                jlo = max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u);
+                jlo = max(max(max(pc.k0, slo), p0 > pc.w ? p0 - pc.w : 0u), att_chunk_lo(p0, slo));
                 jlo -= (jlo - slo) % BK;
-                jend = min(min(kend, shi), pc.q0 + ihi + pc.w);
+                jend = min(min(min(kend, shi), pc.q0 + ihi + pc.w), att_chunk_hi(pc.q0 + ihi - 1u, slo));
             }
             barrier(); // the previous pass's readers of the softmax state are done
 #ifndef ROW_REGS // (with ROW_REGS the row state starts in registers)
@@ -554,7 +554,8 @@ void main() {
                     // band but its edges): no test per key
                     const uint jb = j0 + c0; // positions < 2^30 and w < 2^30 (host): no overflow
                     if (i >= ilo && i < ihi && jb >= pc.k0 && jb + KPI <= jend && pi <= jb + pc.w &&
-                        jb + KPI - 1u <= pi + pc.w) {
+                        jb + KPI - 1u <= pi + pc.w && att_chunk_ok(pi, jb, slo) &&
+                        att_chunk_ok(pi, jb + KPI - 1u, slo)) {
 #ifdef ROW_REGS
                         [[unroll]] for (uint c = 0; c < KPI; c += 4u) { // acf + c: a multiple of 4
                             const vec4 a4 = uintBitsToFloat(sh[(acf + c) >> 2u]);
@@ -573,7 +574,7 @@ void main() {
                     [[unroll]] for (uint c = 0; c < KPI; c++) {
                         const uint j = j0 + c0 + c;
                         const bool ok = i >= ilo && i < ihi && j >= pc.k0 && j < jend &&
-                                        (pi > j ? pi - j : j - pi) <= pc.w;
+                                        (pi > j ? pi - j : j - pi) <= pc.w && att_chunk_ok(pi, j, slo);
                         s[c] = ok ? (sh_f32(acf + c) + sh_f32(bdf + c)) * pc.scale : MASKED;
                         pm = max(pm, s[c]);
                     }

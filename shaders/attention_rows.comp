@@ -1,7 +1,7 @@
 #version 460
 // attention_rows.comp — fused relative-position multi-head self-attention for CPU drivers (lavapipe):
-// the same op as attention.comp (spec §5.1, the band |i - j| <= w over key positions present in k and
-// below n_valid, query positions >= n_valid get zeros), f32 arithmetic (q, k, v, p, y may be f16 in the
+// the same op as attention.comp (spec §5.1, the band |i - j| <= w or the chunked mask over key positions
+// present in k and below n_valid, query positions >= n_valid get zeros), f32 arithmetic (q, k, v, p, y may be f16 in the
 // F16_TYPES variant, attention.glsl), but with no shared memory and no barriers: one invocation owns one
 // (query row, head) and walks its keys in order with an online softmax,
 //   s_j = ((q_i + u_h).k_j + (q_i + v_h).p[center - (i - j)]) * scale,
@@ -110,8 +110,8 @@ void main() {
                 att_store_y(yo + d, 0.0);
             continue;
         }
-        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk), [0, n_valid) and the
-        // row's segment; positions and w < 2^30 (host): no overflow
+        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk), [0, n_valid), the
+        // row's segment and its chunked mask; positions and w < 2^30 (host): no overflow
         uint slo = 0u, shi = 0xffffffffu;
         if (pc.nseg > 0u) { // clamped: a bad table cannot reach outside k
             const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
@@ -119,8 +119,9 @@ void main() {
             if (sg + 1u < pc.nseg)
                 shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
         }
-        const uint j0 = max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u);
-        const uint j1 = min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi);
+        const uint j0 = max(max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u), att_chunk_lo(pi, slo));
+        const uint j1 =
+            min(min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi), att_chunk_hi(pi, slo));
         float m = NO_MAX, l = 0.0;
         if (VEC4) {
             vec4 qu[DKA4], qv[DKA4], acc[DKA4];

@@ -3,9 +3,10 @@
 //   default:    conv2d_s2,   x [Hx, W] (one input channel)  -> y [Hy, ceil(W/2), C]
 //   DEPTHWISE:  dwconv2d_s2, x [Hx, W, C]                   -> y [Hy, ceil(W/2), C]
 // w [C, 9], b [C]. Rows are global: x holds rows x_row0.., y holds rows y_row0..; output row R reads
-// input rows 2R-1..2R+1 and a row outside [0, x_len) reads as zero. Every output element is computed
-// by the same instruction sequence whatever the tile (no tile-dependent fast paths), so halo tiles are
-// bit-identical to an untiled run.
+// input rows 2R-1..2R+1 and a row outside [0, x_len) reads as zero. Causal (pc.pad 2): rows 2R-2..2R
+// and columns 2o-2..2o, y [Hy, floor(W/2)+1, C] (pad 2 before, 1 after, in time and frequency).
+// Every output element is computed by the same instruction sequence whatever the tile (no
+// tile-dependent fast paths), so halo tiles are bit-identical to an untiled run.
 // A packed batch (nseg > 0): x_seg, y_seg [nseg+1] hold the images' first rows in x's and y's row space;
 // output row R of image s reads that image's local rows 2r-1..2r+1 (r = R - y_seg[s]), zero outside
 // [0, x_seg[s+1] - x_seg[s]): each image is computed exactly as alone. Rows outside the tile read as
@@ -31,6 +32,7 @@ layout(push_constant) uniform PC {
     uint act;
     uint nseg;
     uint64_t x_seg, y_seg;
+    uint pad, unused; // rows and columns before the image: 1, or 2 (causal: NeMo's causal_downsampling)
 } pc;
 
 #ifdef DEPTHWISE
@@ -44,6 +46,7 @@ void main() {
     // need lie there; the check keeps a bad call from reading outside x).
     const int64_t tlo = pc.x_row0, thi = pc.x_row0 + pc.hx;
     const uint C = uint(pc.c), groups = (C + CPT - 1u) / CPT;
+    const int64_t pad = int64_t(pc.pad);
     for (uint grp = gl_GlobalInvocationID.x; grp < groups; grp += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         // channels grp*CPT .. : one past C takes the last channel's taps and stores nothing
         float wk[9 * CPT], bias[CPT];
@@ -69,11 +72,11 @@ void main() {
                 [[unroll]] for (uint u = 0u; u < CPT; u++)
                     acc[u] = bias[u];
                 [[unroll]] for (int i = 0; i < 3; i++) {
-                    const int64_t gl = 2 * Rl - 1 + i, g = base + gl;
+                    const int64_t gl = 2 * Rl - pad + i, g = base + gl;
                     if (gl < 0 || gl >= len || g < tlo || g >= thi)
                         continue;
                     [[unroll]] for (int j = 0; j < 3; j++) {
-                        const int64_t col = 2 * o - 1 + j;
+                        const int64_t col = 2 * o - pad + j;
                         if (col < 0 || col >= pc.wx)
                             continue;
 #ifdef DEPTHWISE

@@ -1,6 +1,7 @@
 #version 460
 // dwconv1d.comp — depthwise convolution over time, odd kernel K, 'same' zero padding, channels-last:
-//   y[t, c] = act(b[c] + sum_k w[c, k] * x[t - K/2 + k, c]),  x, y [T, C], w [C, K], b [C].
+//   y[t, c] = act(b[c] + sum_k w[c, k] * x[t - lpad + k, c]),  x, y [T, C], w [C, K], b [C],
+// lpad = K/2, or K-1 for a causal conv (padding [K-1, 0]).
 // Grid: x over channels (one thread per channel: loads along c are contiguous across a workgroup),
 // y over blocks of TT time steps; both grid-stride. The K input rows a thread reads for consecutive t
 // overlap, so they come from cache after the first output of a block.
@@ -23,12 +24,13 @@ layout(push_constant) uniform PC {
     uint nseg;
     uint64_t seg;
     int64_t row0;
+    int64_t lpad;
 } pc;
 
 const int64_t TT = 8; // time steps per block (mirrors DWCONV1D_TT in vk_op_conv.c)
 
 void main() {
-    const int64_t half_k = pc.k / 2;
+    const int64_t half_k = pc.lpad;
     const uint64_t C = uint64_t(pc.c);
     for (uint c32 = gl_GlobalInvocationID.x; c32 < uint(pc.c); c32 += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
         const uint64_t c = c32;

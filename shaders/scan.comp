@@ -1,7 +1,8 @@
 #version 460
 // scan.comp — the packed batch's offsets (src/backend/ops.h op_offsets_scan): from N lengths x [N]
 // (int64), up to five int64 offset arrays in one launch, each an inclusive scan of its own transform
-// of the lengths, len(i) = stride * ceil(floor(x[i] / div) / 2^halvings), after an optional leading 0.
+// of the lengths, len(i) = stride * ceil(floor(x[i] / div) / 2^halvings) (or, causal, floor((l + 2^(h+1)
+// - 2) / 2^h)), after an optional leading 0.
 // One workgroup scans one output (grid-stride over the outputs, so any grid of >= 1 workgroups works):
 // it walks the lengths in chunks of WG, scans each chunk in shared memory (Hillis-Steele, log2(WG)
 // steps) and carries the chunk's total into the next. A batch's N is in the thousands at most, so one
@@ -15,7 +16,8 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x;
     uint n, nout;
-    // per output: y (address), div, stride, flags (bits 0..7: halvings; bit 8: leading zero)
+    // per output: y (address), div, stride, flags (bits 0..7: halvings; bit 8: leading zero; bit 9: causal,
+    // floor(n/2)+1 per halving)
     uint64_t y0, y1, y2, y3, y4;
     uint div0, div1, div2, div3, div4;
     uint stride0, stride1, stride2, stride3, stride4;
@@ -34,7 +36,7 @@ void main() {
                           : k == 3u ? pc.stride3 : pc.stride4;
         const uint flags = k == 0u ? pc.flags0 : k == 1u ? pc.flags1 : k == 2u ? pc.flags2
                          : k == 3u ? pc.flags3 : pc.flags4;
-        const uint h = flags & 0xffu, lead = (flags >> 8) & 1u;
+        const uint h = flags & 0xffu, lead = (flags >> 8) & 1u, causal = (flags >> 9) & 1u;
         const uint64_t mask = (uint64_t(1) << h) - 1ul;
         if (lead != 0u && tid == 0u)
             STOREL(y, 0, 0l);
@@ -44,7 +46,9 @@ void main() {
             uint64_t v = 0ul;
             if (i < pc.n) {
                 const uint64_t l = uint64_t(LOADL(pc.x, i)) / uint64_t(div);
-                v = ((l >> h) + ((l & mask) != 0ul ? 1ul : 0ul)) * uint64_t(stride);
+                const uint64_t up = causal != 0u ? (l + (uint64_t(2) << h) - 2ul) >> h
+                                                 : (l >> h) + ((l & mask) != 0ul ? 1ul : 0ul);
+                v = up * uint64_t(stride);
             }
             part[tid] = v;
             barrier();

@@ -297,8 +297,13 @@ int main(int argc, char **argv) {
 
     const char *tdt = "gguf_foreign/tdt_grid.q8_0.gguf";
     refused(tdt, rename_key, "missing key 'asr.encoder.d_model'", "key renamed");
-    refused(tdt, set_flag, "asr.encoder.cache_supported = true is not supported (a cache-aware streaming model)",
-            "cache-aware streaming");
+    /* cache_supported without causal_downsampling means causal subsampling (17 frequency bins from 128):
+     * an offline model's weights flagged so no longer fit, and the error names the tensor and the rule */
+    refused(tdt, set_flag,
+            "tensor 'encoder.subsampling.linear.weight' has shape [64, 512], expected [64, 544] (from "
+            "gguf_foreign/tdt_grid.q8_0.gguf/config.json: hidden_size, subsampling_conv_channels * frequency bins "
+            "(causal: 128 -> 17))",
+            "cache-aware flag on an offline model");
     refused(tdt, set_prompts, "asr.rnnt.num_prompts = 2: a prompt-conditioned", "prompts");
     refused(tdt, set_planar, "asr.encoder.q8_layout = \"plane_q8_0\" is not supported", "planar Q8_0");
     refused(tdt, shrink_tensor, "tensor 'encoder.layers.0.norm_out.weight' has shape [32], expected [64]",

@@ -11,6 +11,7 @@
 #include "expect.h"
 #include "model/model_internal.h"
 #include "model/nemo.h"
+#include "model/nemo_internal.h"
 
 static const char *data_dir = "";
 
@@ -140,6 +141,57 @@ static void refusal(const char *file, const char *want) {
         nemo_close(&ck);
 }
 
+/* A cache-aware streaming configuration alone (tests/data/streaming/config*.yaml): mapped (want NULL)
+ * or refused with a message holding want. */
+static void stream_config(const char *file, const char *want, struct nemo_checkpoint *out) {
+    FILE *f = fopen(data(file), "rb");
+    char *text = calloc(1, 1 << 16);
+    size_t n = f && text ? fread(text, 1, (1 << 16) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    struct err e = {0};
+    struct ny_node *root = NULL;
+    char *tok = NULL;
+    vkasr_status st = n ? ny_parse(file, text, n, &root, &e) : VKASR_ERR_IO;
+    memset(out, 0, sizeof *out);
+    if (st == VKASR_OK)
+        st = nemo_config_map(file, root, out, &tok, &e);
+    if (want)
+        EXPECT(st == VKASR_ERR_MODEL && strstr(e.msg, want), "%s: status %d, message '%s' (want '%s')", file, (int)st,
+               e.msg, want);
+    else
+        EXPECT(st == VKASR_OK, "%s: %s", file, e.msg);
+    free(tok);
+    free(out->model_class);
+    out->model_class = NULL;
+    ny_free(root);
+    free(text);
+}
+
+static void stream_configs(void) {
+    struct nemo_checkpoint ck;
+    stream_config("streaming/config.yaml", NULL, &ck);
+    const struct model_config *c = &ck.cfg;
+    EXPECT(c->n_ctx == 3 && c->ctx[0][0] == 8 && c->ctx[0][1] == 1 && c->ctx[1][1] == 3 && c->ctx[2][1] == 0 &&
+               c->att_left == -1 && c->causal_sub && c->causal_conv && c->conv_ln && c->no_feature_norm &&
+               c->preemph == 0.0f && c->head == VKASR_HEAD_RNNT,
+           "streaming config: menu [[8,1],[8,3],[8,0]], causal subsampling and conv, LayerNorm, NA, no preemphasis");
+    EXPECT(model_sub_freq(c) == 11, "streaming config: 80 mel bins -> %d after causal subsampling", model_sub_freq(c));
+    struct model_config m = *c;
+    struct err e = {0};
+    EXPECT(model_select_lookahead(&m, 320, &e) == VKASR_OK && m.ctx_sel == 1, "lookahead 320 ms: pair 1");
+    EXPECT(model_select_lookahead(&m, 240, &e) == VKASR_ERR_INVALID_ARG && strstr(e.msg, "(160, 320, 80 ms)"),
+           "lookahead 240 ms: '%s'", e.msg);
+    stream_config("streaming/config_bad_ctx.yaml",
+                  "'encoder.att_context_size' pair 1 = [8, 2]: chunked_limited needs the left context to be a "
+                  "multiple of right + 1 = 3",
+                  &ck);
+    stream_config("streaming/config_prompt.yaml", "the language prompt (num_prompts / prompt_kernel before the joint) "
+                                                  "is not supported yet",
+                  &ck);
+    stream_config("streaming/config_eou.yaml", "end-of-utterance (<EOU>/<EOB>) models are not supported yet", &ck);
+}
+
 /* model_open_head: the head chosen, its tensors only (no preprocessor buffers), in place or copied. */
 static void loader(const char *nemo, int want, int head, int in_place) {
     struct model_file *mf = NULL;
@@ -197,6 +249,7 @@ int main(int argc, char **argv) {
     refusal("nemo/missing_tensor.nemo", "missing tensor 'encoder.layers.0.norm_out.bias'");
     refusal("nemo/truncated.nemo", "runcated");
     refusal("nemo/legacy.nemo", "legacy (pre-zip) PyTorch checkpoint");
+    stream_configs();
     printf("test_nemo: %d checks, %d failures\n", checks, failures);
     return failures ? 1 : 0;
 }

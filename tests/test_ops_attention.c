@@ -13,7 +13,9 @@
  * tables): every kernel against the reference, each segment bit-identical to the segment alone and
  * row chunks to one call, with full and local attention and segments shorter and longer than the
  * kernels' blocks. Vulkan kernel selection is checked on synthetic devices. CUDA's unfused attention
- * for long sequences (cuBLASLt products): gemm_cases, forced by its run's VKASR_CUDA_ATT_GEMM_MIN_T. */
+ * for long sequences (cuBLASLt products): gemm_cases, forced by its run's VKASR_CUDA_ATT_GEMM_MIN_T.
+ * NeMo's chunked_limited mask (chunked_cases): the same case kinds under several (chunk, left_chunks),
+ * and the reference's mask against NeMo's written out (a query attends over its key range alone). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,8 @@
 #define TOL_F16 5e-4
 
 static double worst_nmse, worst_nmse_f16;
+/* The chunked_limited mask every case below applies while chunked_cases runs them (chunk 0: off). */
+static int64_t g_chunk, g_lchunks;
 
 /* NMSE of the device's output against the reference (th_check leaves the reference in y->host). */
 static double measured_nmse(struct th *h, struct th_tensor *y) {
@@ -75,10 +79,12 @@ static void slice_case_t(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq,
         }
         P = 2 * reach + 1;
     }
-    th_case(h, "relpos_attention %s%s Tq=%lld@%lld Tk=%lld@%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g%s%s",
+    th_case(h, "relpos_attention %s%s Tq=%lld@%lld Tk=%lld@%lld D=%lld H=%d P=%lld n_valid=%lld window=%lld mag=%g%s%s "
+            "chunked %lld/%lld",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)Tq, (long long)q0, (long long)Tk, (long long)k0,
             (long long)D, heads, (long long)P, (long long)n_valid, (long long)window, mag,
-            f16_tensors ? " f16-tensors=" : "", f16_tensors == F16_ALL ? "all" : f16_tensors ? "some" : "");
+            f16_tensors ? " f16-tensors=" : "", f16_tensors == F16_ALL ? "all" : f16_tensors ? "some" : "",
+            (long long)g_chunk, (long long)g_lchunks);
     int64_t dk = D / heads;
     struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(Tq, D), -mag, mag);
     struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(Tk, D), -mag, mag);
@@ -100,6 +106,8 @@ static void slice_case_t(struct th *h, const struct vk_att_cfg *cfg, int64_t Tq,
             .heads = heads,
             .n_valid = n_valid,
             .window = window,
+            .chunk = g_chunk,
+            .left_chunks = g_lchunks,
             .q_pos0 = q0,
             .k_pos0 = k0,
             .f16 = f16,
@@ -178,9 +186,10 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
     if (window > 0 && window < reach)
         reach = window;
     const int64_t P = 2 * reach + 1, dk = D / heads;
-    th_case(h, "relpos_attention chunks %s%s T=%lld D=%lld H=%d n_valid=%lld window=%lld chunk=%lld%s",
+    th_case(h, "relpos_attention chunks %s%s T=%lld D=%lld H=%d n_valid=%lld window=%lld chunk=%lld%s chunked %lld/%lld",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", (long long)T, (long long)D, heads, (long long)n_valid,
-            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
+            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "", (long long)g_chunk,
+            (long long)g_lchunks);
     const be_dtype yt = type_of(f16_tensors, F16_Y);
     struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(T, D), -2.0f, 2.0f);
     struct th_tensor *k = th_input(h, type_of(f16_tensors, F16_K), 2, TH_SHAPE(T, D), -2.0f, 2.0f);
@@ -194,6 +203,7 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
         .q = TH_T(q, TH_DEV), .k = TH_T(k, TH_DEV), .v = TH_T(v, TH_DEV), .p = TH_T(p, TH_DEV),
         .bias_u = TH_T(bu, TH_DEV), .bias_v = TH_T(bv, TH_DEV), .y = TH_T(y1, TH_DEV),
         .heads = heads, .n_valid = n_valid, .window = window, .f16 = f16,
+        .chunk = g_chunk, .left_chunks = g_lchunks,
     };
     vkasr_status st = cfg ? op_validate(OP_relpos_attention, &a, &dev->err) : VKASR_OK;
     if (st == VKASR_OK)
@@ -204,6 +214,11 @@ static void chunk_case(struct th *h, const struct vk_att_cfg *cfg, int64_t T, in
         if (window > 0) {
             ka = r0 - window > 0 ? r0 - window : 0;
             kb = r0 + n + window < T ? r0 + n + window : T;
+        }
+        if (g_chunk > 0) { /* the keys of the chunked mask only, as src/asr slices them */
+            const int64_t c0 = r0 / g_chunk, c1 = (r0 + n - 1) / g_chunk + 1;
+            ka = g_chunk * (c0 > g_lchunks ? c0 - g_lchunks : 0);
+            kb = g_chunk * c1 < T ? g_chunk * c1 : T;
         }
         struct op_relpos_attention c = a;
         c.q = be_tensor_rows(&a.q, r0, n);
@@ -492,9 +507,11 @@ static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_
     T = off[n];
     const int64_t reach = window > 0 && window < lmax - 1 ? window : lmax - 1, P = 2 * reach + 1, dk = D / heads;
     th_case(h,
-            "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s",
+            "relpos_attention %s%s packed batch of %d (T=%lld, longest %lld) D=%lld H=%d window=%lld chunks of %lld%s "
+            "chunked %lld/%lld",
             cfg ? cfg->name : "auto", f16 ? " f16" : "", n, (long long)T, (long long)lmax, (long long)D, heads,
-            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "");
+            (long long)window, (long long)chunk, f16_tensors ? " f16-tensors" : "", (long long)g_chunk,
+            (long long)g_lchunks);
     struct th_tensor *seg = th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), off);
     const be_dtype yt = type_of(f16_tensors, F16_Y);
     struct th_tensor *q = th_input(h, type_of(f16_tensors, F16_Q), 2, TH_SHAPE(T, D), -1.0f, 1.0f);
@@ -509,7 +526,8 @@ static void packed_case(struct th *h, const struct vk_att_cfg *cfg, const int64_
         a[s] = (struct op_relpos_attention){.q = TH_T(q, s), .k = TH_T(k, s), .v = TH_T(v, s), .p = TH_T(p, s),
                                             .bias_u = TH_T(bu, s), .bias_v = TH_T(bv, s), .y = TH_T(y, s),
                                             .heads = heads, .n_valid = T, .window = window, .f16 = f16,
-                                            .seg = TH_T(seg, s), .seg_max = lmax};
+                                            .seg = TH_T(seg, s), .seg_max = lmax, .chunk = g_chunk,
+                                            .left_chunks = g_lchunks};
     if (!th_run_forced(h, OP_relpos_attention, &a[0], &a[1], cfg ? record_att : NULL, cfg))
         return;
     bool ok = th_check(h, y, f16 || f16_tensors ? TOL_F16 : TOL);
@@ -581,6 +599,92 @@ static void packed_cases(struct th *h, const struct vk_att_cfg *cfg, bool f16) {
     packed_case(h, cfg, lens + 3, 2, D, 2, 0, 7, f16, 0);
     /* f16 tensors (f16 precision's q, k, v, p and output) */
     packed_case(h, cfg, lens, 6, D, 2, 5, 33, f16, F16_ALL);
+}
+
+/* NeMo's chunked_limited mask (ops.h) on one configuration: the mask of nemotron's [70, 13] scaled down
+ * ((chunk, left_chunks) = (14, 5)), [8, 0] (1, 8), [8, 1] (2, 4), [8, 3] (4, 2), and chunks longer
+ * than the kernels' blocks (40, 1); full sequences, padding, slices, row chunks whose keys are the
+ * chunks' own (bit-identical to one call) and packed batches (chunks anchored at each segment's
+ * start). */
+static void chunked_cases(struct th *h, const struct vk_att_cfg *cfg, bool f16) {
+    static const int64_t masks[][2] = {{14, 5}, {1, 8}, {2, 4}, {4, 2}, {40, 1}};
+    static const int64_t lens[] = {45, 1, 7, 70, 3, 33};
+    const int64_t D = f16 ? (cfg ? 2 * cfg->max_dk : 64) : 48;
+    /* the emulated tensor-core twins are slow on a CPU: two masks there */
+    const unsigned nmask = f16 && cfg && cfg->kind == VK_ATT_COOPMAT_EMU ? 2u : sizeof masks / sizeof *masks;
+    for (unsigned m = 0; m < nmask; m++) {
+        g_chunk = masks[m][0];
+        g_lchunks = masks[m][1];
+        attn_case_cfg(h, 130, D, 2, 0, 130, 0, 1.0f, f16, cfg);
+        attn_case_cfg(h, 77, D, 2, 0, 61, 0, 2.0f, f16, cfg);
+        slice_case(h, cfg, 33, 70, 103, 0, D, 2, 0, 200, 0, 1.0f, f16);
+        chunk_case(h, cfg, 130, D, 2, 125, 0, 33, f16, 0);
+        chunk_case(h, cfg, 45, D, 2, 45, 0, 7, f16, 0);
+        packed_case(h, cfg, lens, 6, D, 2, 0, 33, f16, 0);
+    }
+    g_chunk = g_lchunks = 0;
+}
+
+/* The C reference's chunked mask against NeMo's written out (conformer_encoder.py _create_masks):
+ * chunk_idx = pos // chunk, diff = chunk_idx[q] - chunk_idx[k], visible iff 0 <= diff <= left_chunks.
+ * Each query row of the chunked call must equal full attention over its visible keys alone (one key
+ * range per row: the row's q against the keys the boolean mask marks), so the mask, not a shared code
+ * path, is what is compared. */
+static void chunked_reference_case(struct th *h, int64_t T, int64_t chunk, int64_t lchunks) {
+    th_case(h, "relpos_attention reference chunked mask vs NeMo's T=%lld chunk=%lld left_chunks=%lld", (long long)T,
+            (long long)chunk, (long long)lchunks);
+    const int64_t D = 16, heads = 2, dk = D / heads, P = 2 * T - 1;
+    struct backend *ref = h->be[TH_REF];
+    struct th_tensor *q = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *k = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -2.0f, 2.0f);
+    struct th_tensor *v = th_input(h, BE_F32, 2, TH_SHAPE(T, D), -1.0f, 1.0f);
+    struct th_tensor *p = th_input(h, BE_F32, 2, TH_SHAPE(P, D), -2.0f, 2.0f);
+    struct th_tensor *bu = th_input(h, BE_F32, 2, TH_SHAPE(heads, dk), -1.0f, 1.0f);
+    struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(T, D)), *y2 = th_output(h, BE_F32, 2, TH_SHAPE(T, D));
+    struct op_relpos_attention a = {
+        .q = TH_T(q, TH_REF), .k = TH_T(k, TH_REF), .v = TH_T(v, TH_REF), .p = TH_T(p, TH_REF),
+        .bias_u = TH_T(bu, TH_REF), .bias_v = TH_T(bu, TH_REF), .y = TH_T(y1, TH_REF),
+        .heads = (int32_t)heads, .n_valid = T, .chunk = chunk, .left_chunks = lchunks,
+    };
+    vkasr_status st = op_validate(OP_relpos_attention, &a, &ref->err);
+    if (st == VKASR_OK)
+        st = be_relpos_attention(ref, &a);
+    for (int64_t i = 0; st == VKASR_OK && i < T; i++) {
+        int64_t lo = -1, hi = -1; /* the row of NeMo's boolean mask: one run of visible keys */
+        for (int64_t j = 0; j < T; j++) {
+            const int64_t diff = i / chunk - j / chunk;
+            if (diff >= 0 && diff <= lchunks) {
+                lo = lo < 0 ? j : lo;
+                hi = j + 1;
+            }
+        }
+        struct op_relpos_attention r = a;
+        r.chunk = r.left_chunks = 0;
+        r.q = be_tensor_rows(&a.q, i, 1);
+        r.y = be_tensor_rows(&TH_T(y2, TH_REF), i, 1);
+        r.k = be_tensor_rows(&a.k, lo, hi - lo);
+        r.v = be_tensor_rows(&a.v, lo, hi - lo);
+        r.q_pos0 = i;
+        r.k_pos0 = lo;
+        st = op_validate(OP_relpos_attention, &r, &ref->err);
+        if (st == VKASR_OK)
+            st = be_relpos_attention(ref, &r);
+    }
+    h->checks++;
+    const uint64_t bytes = (uint64_t)(T * D) * 4;
+    float *w1 = malloc(bytes), *w2 = malloc(bytes);
+    if (st == VKASR_OK)
+        st = be_sync(ref);
+    if (st == VKASR_OK && w1 && w2)
+        st = be_download(ref, w1, TH_T(y1, TH_REF).addr, bytes);
+    if (st == VKASR_OK && w1 && w2)
+        st = be_download(ref, w2, TH_T(y2, TH_REF).addr, bytes);
+    const bool ok = st == VKASR_OK && w1 && w2 && memcmp(w1, w2, bytes) == 0;
+    free(w1);
+    free(w2);
+    if (!ok)
+        h->failures++;
+    printf("%s %s%s%s\n", ok ? "ok  " : "FAIL", h->name, st ? ": " : "", st ? ref->err.msg : "");
 }
 
 /* The f32 cases for one f32 configuration (scalar, rows; cfg NULL: the automatic choice). */
@@ -665,6 +769,7 @@ static void f32_cases(struct th *h, const struct vk_att_cfg *cfg) {
     slice_case_t(h, cfg, 33, 70, 51, 61, 48, 3, 0, 200, 9, 1.0f, false, F16_Q | F16_P);
     slice_case_t(h, cfg, 33, 70, 51, 61, 48, 3, 0, 200, 9, 1.0f, false, F16_K | F16_V | F16_Y);
     chunk_case(h, cfg, 70, 44, 2, 66, 9, 33, false, F16_ALL);
+    chunked_cases(h, cfg, false);
 }
 
 /* The CUDA backend's unfused attention (cuBLASLt products in chunks of query rows), which it takes for
@@ -744,9 +849,14 @@ int main(void) {
         }
         f16_cases(&h, &cfgs[i]);
         packed_cases(&h, &cfgs[i], true);
+        chunked_cases(&h, &cfgs[i], true);
     }
     f16_cases(&h, NULL);
     packed_cases(&h, NULL, true);
+    chunked_cases(&h, NULL, true);
+    static const int64_t ref_masks[][3] = {{40, 14, 5}, {23, 2, 4}, {23, 4, 2}, {9, 1, 8}, {17, 40, 1}};
+    for (unsigned i = 0; i < sizeof ref_masks / sizeof *ref_masks; i++)
+        chunked_reference_case(&h, ref_masks[i][0], ref_masks[i][1], ref_masks[i][2]);
     /* f16 flag on narrow heads (the narrowest tensor-core variants) and on heads too wide for them */
     attn_case_cfg(&h, 77, 40, 2, 0, 70, 0, 1.0f, true, NULL);
     attn_case_cfg(&h, 77, 88, 2, 0, 77, 9, 1.0f, true, NULL);

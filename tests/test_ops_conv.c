@@ -23,6 +23,12 @@
 #define F16_DIFFER 0.01
 
 static double worst_nmse[3];
+/* The cases below run with causal padding while causal_cases runs them (NeMo's causal_downsampling and
+ * causal depthwise conv): every op gets .causal = g_causal, and the shapes and halo rules follow it. */
+static bool g_causal;
+
+/* Output length of a stride-2 stage: ceil(n/2), or floor(n/2)+1 (causal). */
+static int64_t s2(int64_t n) { return g_causal ? n / 2 + 1 : (n + 1) / 2; }
 
 static void vk_fail(struct th *h, const char *what) {
     printf("FAIL [%s]: %s: %s\n", h->name, what, h->be[TH_DEV]->err.msg);
@@ -78,10 +84,10 @@ static void check(struct th *h, struct th_tensor *out, int op_slot) {
 
 static void conv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t x_row0, int64_t x_len, int64_t y_row0,
                         int64_t hy, int act, be_dtype xt, be_dtype yt) {
-    th_case(h, "conv2d_s2 x[%lld,%lld] C=%lld x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d %s -> %s", (long long)hx,
-            (long long)w, (long long)c, (long long)x_row0, (long long)x_len, (long long)y_row0, (long long)hy, act,
-            tn(xt), tn(yt));
-    int64_t wo = (w + 1) / 2;
+    th_case(h, "conv2d_s2%s x[%lld,%lld] C=%lld x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d %s -> %s",
+            g_causal ? " causal" : "", (long long)hx, (long long)w, (long long)c, (long long)x_row0, (long long)x_len,
+            (long long)y_row0, (long long)hy, act, tn(xt), tn(yt));
+    int64_t wo = s2(w);
     struct th_tensor *x = th_input(h, xt, 2, TH_SHAPE(hx, w), -1.0f, 1.0f);
     struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.2f, 0.2f);
@@ -89,7 +95,8 @@ static void conv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t 
     struct op_conv2d_s2 a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_conv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
-                                     .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act};
+                                     .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act,
+                                     .causal = g_causal};
     if (th_run(h, OP_conv2d_s2, &a[0], &a[1]))
         check(h, y, 0);
     th_check_guards(h);
@@ -97,10 +104,10 @@ static void conv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t 
 
 static void dwconv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_t x_row0, int64_t x_len,
                           int64_t y_row0, int64_t hy, int act, be_dtype xt, be_dtype yt) {
-    th_case(h, "dwconv2d_s2 x[%lld,%lld,%lld] x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d %s -> %s", (long long)hx,
-            (long long)w, (long long)c, (long long)x_row0, (long long)x_len, (long long)y_row0, (long long)hy, act,
-            tn(xt), tn(yt));
-    int64_t wo = (w + 1) / 2;
+    th_case(h, "dwconv2d_s2%s x[%lld,%lld,%lld] x_row0=%lld x_len=%lld y_row0=%lld Hy=%lld act=%d %s -> %s",
+            g_causal ? " causal" : "", (long long)hx, (long long)w, (long long)c, (long long)x_row0, (long long)x_len,
+            (long long)y_row0, (long long)hy, act, tn(xt), tn(yt));
+    int64_t wo = s2(w);
     struct th_tensor *x = th_input(h, xt, 3, TH_SHAPE(hx, w, c), -1.0f, 1.0f);
     struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.2f, 0.2f);
@@ -108,22 +115,24 @@ static void dwconv2d_case(struct th *h, int64_t hx, int64_t w, int64_t c, int64_
     struct op_dwconv2d_s2 a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_dwconv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
-                                       .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act};
+                                       .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0, .act = act,
+                                       .causal = g_causal};
     if (th_run(h, OP_dwconv2d_s2, &a[0], &a[1]))
         check(h, y, 1);
     th_check_guards(h);
 }
 
 static void dwconv1d_case(struct th *h, int64_t t, int64_t c, int64_t k, int act, be_dtype xt, be_dtype yt) {
-    th_case(h, "dwconv1d x[%lld,%lld] K=%lld act=%d %s -> %s", (long long)t, (long long)c, (long long)k, act, tn(xt),
-            tn(yt));
+    th_case(h, "dwconv1d%s x[%lld,%lld] K=%lld act=%d %s -> %s", g_causal ? " causal" : "", (long long)t, (long long)c,
+            (long long)k, act, tn(xt), tn(yt));
     struct th_tensor *x = th_input(h, xt, 2, TH_SHAPE(t, c), -2.0f, 2.0f);
     struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, k), -0.5f, 0.5f);
     struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(c), -0.5f, 0.5f);
     struct th_tensor *y = th_output(h, yt, 2, TH_SHAPE(t, c));
     struct op_dwconv1d a[2];
     for (int s = 0; s < 2; s++)
-        a[s] = (struct op_dwconv1d){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s), .act = act};
+        a[s] = (struct op_dwconv1d){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s), .act = act,
+                                    .causal = g_causal};
     if (th_run(h, OP_dwconv1d, &a[0], &a[1]))
         check(h, y, 2);
     th_check_guards(h);
@@ -132,11 +141,11 @@ static void dwconv1d_case(struct th *h, int64_t t, int64_t c, int64_t k, int act
 static int64_t imax(int64_t a, int64_t b) { return a > b ? a : b; }
 static int64_t imin(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* Offsets [n+1] (leading 0) of lengths len[i] (halve: ceil(len / 2)), as an I64 input. */
+/* Offsets [n+1] (leading 0) of lengths len[i] (halve: a stride-2 stage's, s2), as an I64 input. */
 static struct th_tensor *offsets(struct th *h, const int64_t *len, int n, bool halve, int64_t *host) {
     host[0] = 0;
     for (int i = 0; i < n; i++)
-        host[i + 1] = host[i] + (halve ? (len[i] + 1) / 2 : len[i]);
+        host[i + 1] = host[i] + (halve ? s2(len[i]) : len[i]);
     return th_input_data(h, BE_I64, 1, TH_SHAPE(n + 1), host);
 }
 
@@ -156,11 +165,11 @@ static bool same_rows(struct th *h, const void *a, const void *b, uint64_t n, be
  * only the input rows it needs) against the reference and the whole run. */
 static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, int64_t w, int64_t c, int64_t ta,
                              int64_t tb, be_dtype yt) {
-    th_case(h, "%s packed batch of %d, W=%lld C=%lld, tile %lld..%lld, f32 -> %s", dw ? "dwconv2d_s2" : "conv2d_s2",
-            n, (long long)w, (long long)c, (long long)ta, (long long)tb, tn(yt));
+    th_case(h, "%s%s packed batch of %d, W=%lld C=%lld, tile %lld..%lld, f32 -> %s", dw ? "dwconv2d_s2" : "conv2d_s2",
+            g_causal ? " causal" : "", n, (long long)w, (long long)c, (long long)ta, (long long)tb, tn(yt));
     int64_t xo[16], yo[16];
     struct th_tensor *xs = offsets(h, len, n, false, xo), *ys = offsets(h, len, n, true, yo);
-    const int64_t Hx = xo[n], Hy = yo[n], wo = (w + 1) / 2, inner = dw ? w * c : w;
+    const int64_t Hx = xo[n], Hy = yo[n], wo = s2(w), inner = dw ? w * c : w;
     struct th_tensor *x = dw ? th_input(h, BE_F32, 3, TH_SHAPE(Hx, w, c), -1.0f, 1.0f)
                              : th_input(h, BE_F32, 2, TH_SHAPE(Hx, w), -1.0f, 1.0f);
     struct th_tensor *wt = th_input(h, BE_F32, 2, TH_SHAPE(c, 9), -0.5f, 0.5f);
@@ -171,11 +180,13 @@ static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, i
     struct op_dwconv2d_s2 a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_dwconv2d_s2){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
-                                       .x_len = Hx, .act = ACT_RELU, .x_seg = TH_T(xs, s), .y_seg = TH_T(ys, s)};
+                                       .x_len = Hx, .act = ACT_RELU, .x_seg = TH_T(xs, s), .y_seg = TH_T(ys, s),
+                                       .causal = g_causal};
     struct op_conv2d_s2 c2[2];
     for (int s = 0; s < 2; s++)
         c2[s] = (struct op_conv2d_s2){.x = a[s].x, .w = a[s].w, .b = a[s].b, .y = a[s].y, .x_len = Hx,
-                                      .act = ACT_RELU, .x_seg = a[s].x_seg, .y_seg = a[s].y_seg};
+                                      .act = ACT_RELU, .x_seg = a[s].x_seg, .y_seg = a[s].y_seg,
+                                      .causal = g_causal};
     if (!(dw ? th_run(h, id, &a[0], &a[1]) : th_run(h, id, &c2[0], &c2[1])))
         return;
     check(h, y, dw ? 1 : 0);
@@ -186,8 +197,9 @@ static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, i
         const be_tensor xi = be_tensor_rows(&TH_T(x, TH_DEV), xo[i], len[i]);
         const be_tensor yi = be_tensor_rows(&TH_T(y1, TH_DEV), yo[i], yo[i + 1] - yo[i]);
         struct op_dwconv2d_s2 one = {.x = xi, .w = TH_T(wt, TH_DEV), .b = TH_T(b, TH_DEV), .y = yi, .x_len = len[i],
-                                     .act = ACT_RELU};
-        struct op_conv2d_s2 one2 = {.x = xi, .w = one.w, .b = one.b, .y = yi, .x_len = len[i], .act = ACT_RELU};
+                                     .act = ACT_RELU, .causal = g_causal};
+        struct op_conv2d_s2 one2 = {.x = xi, .w = one.w, .b = one.b, .y = yi, .x_len = len[i], .act = ACT_RELU,
+                                    .causal = g_causal};
         if (!vk_run(h, id, dw ? (const void *)&one : (const void *)&one2))
             return;
     }
@@ -200,7 +212,9 @@ static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, i
         sa++;
     while (sb + 1 < n && yo[sb + 1] <= tb - 1)
         sb++;
-    const int64_t xa = xo[sa] + imax(0, 2 * (ta - yo[sa]) - 1), xb = xo[sb] + imin(len[sb], 2 * (tb - 1 - yo[sb]) + 2);
+    const int64_t lpad = g_causal ? 2 : 1; /* output row r reads rows 2r - lpad .. 2r - lpad + 2 */
+    const int64_t xa = xo[sa] + imax(0, 2 * (ta - yo[sa]) - lpad),
+                  xb = xo[sb] + imin(len[sb], 2 * (tb - 1 - yo[sb]) + 3 - lpad);
     struct th_tensor *xt = dw ? th_output(h, BE_F32, 3, TH_SHAPE(xb - xa, w, c))
                               : th_output(h, BE_F32, 2, TH_SHAPE(xb - xa, w));
     struct th_tensor *ytile = th_output(h, yt, 3, TH_SHAPE(tb - ta, wo, c));
@@ -234,8 +248,8 @@ static void packed_conv_case(struct th *h, bool dw, const int64_t *len, int n, i
  * type ty): against the reference, and each segment bit-identical to the segment alone. */
 static void packed_dwconv1d_case(struct th *h, const int64_t *len, int n, int64_t row0, int64_t t, int64_t c,
                                  int64_t k, be_dtype ty) {
-    th_case(h, "dwconv1d packed batch of %d, rows %lld..%lld, C=%lld K=%lld, %s", n, (long long)row0,
-            (long long)(row0 + t - 1), (long long)c, (long long)k, tn(ty));
+    th_case(h, "dwconv1d%s packed batch of %d, rows %lld..%lld, C=%lld K=%lld, %s", g_causal ? " causal" : "", n,
+            (long long)row0, (long long)(row0 + t - 1), (long long)c, (long long)k, tn(ty));
     int64_t so[16];
     struct th_tensor *seg = offsets(h, len, n, false, so);
     struct th_tensor *x = th_input(h, ty, 2, TH_SHAPE(t, c), -2.0f, 2.0f);
@@ -245,7 +259,7 @@ static void packed_dwconv1d_case(struct th *h, const int64_t *len, int n, int64_
     struct op_dwconv1d a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_dwconv1d){.x = TH_T(x, s), .w = TH_T(wt, s), .b = TH_T(b, s), .y = TH_T(y, s),
-                                    .act = ACT_SILU, .seg = TH_T(seg, s), .row0 = row0};
+                                    .act = ACT_SILU, .seg = TH_T(seg, s), .row0 = row0, .causal = g_causal};
     if (!th_run(h, OP_dwconv1d, &a[0], &a[1]))
         return;
     check(h, y, 2);
@@ -258,7 +272,7 @@ static void packed_dwconv1d_case(struct th *h, const int64_t *len, int n, int64_
             continue;
         struct op_dwconv1d one = {.x = be_tensor_rows(&TH_T(x, TH_DEV), lo, hi - lo), .w = TH_T(wt, TH_DEV),
                                   .b = TH_T(b, TH_DEV), .y = be_tensor_rows(&TH_T(y1, TH_DEV), lo, hi - lo),
-                                  .act = ACT_SILU};
+                                  .act = ACT_SILU, .causal = g_causal};
         if (!vk_run(h, OP_dwconv1d, &one))
             return;
     }
@@ -275,38 +289,38 @@ static void packed_dwconv1d_case(struct th *h, const int64_t *len, int n, int64_
  * rows the halo rule names, in a tensor of its own (a read outside the halo hits the harness's sentinel
  * guard). Every tile's output must equal the untiled rows bit for bit. */
 static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int64_t *cuts, int ncuts, be_dtype it) {
-    th_case(h, "subsampling chain mel[%lld,%lld] C=%lld in %d tiles, %s", (long long)L, (long long)M, (long long)C,
-            ncuts - 1, tn(it));
-    int64_t L1 = (L + 1) / 2, L2 = (L1 + 1) / 2, L3 = (L2 + 1) / 2;
-    int64_t M1 = (M + 1) / 2, M2 = (M1 + 1) / 2, M3 = (M2 + 1) / 2;
+    th_case(h, "subsampling chain%s mel[%lld,%lld] C=%lld in %d tiles, %s", g_causal ? " causal" : "", (long long)L,
+            (long long)M, (long long)C, ncuts - 1, tn(it));
+    int64_t L1 = s2(L), L2 = s2(L1), L3 = s2(L2);
+    int64_t M1 = s2(M), M2 = s2(M1), M3 = s2(M2);
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(L, M), -1.0f, 1.0f);
     struct th_tensor *w[3], *b[3];
     for (int i = 0; i < 3; i++) {
         w[i] = th_input(h, BE_F32, 2, TH_SHAPE(C, 9), -0.5f, 0.5f);
         b[i] = th_input(h, BE_F32, 1, TH_SHAPE(C), -0.2f, 0.2f);
     }
-    struct th_tensor *s1 = th_output(h, it, 3, TH_SHAPE(L1, M1, C));
-    struct th_tensor *s2 = th_output(h, it, 3, TH_SHAPE(L2, M2, C));
+    struct th_tensor *t1s = th_output(h, it, 3, TH_SHAPE(L1, M1, C));
+    struct th_tensor *t2s = th_output(h, it, 3, TH_SHAPE(L2, M2, C));
     struct th_tensor *s3 = th_output(h, it, 3, TH_SHAPE(L3, M3, C));
     struct op_conv2d_s2 a1[2];
     struct op_dwconv2d_s2 a2[2], a3[2];
     for (int s = 0; s < 2; s++) {
-        a1[s] = (struct op_conv2d_s2){.x = TH_T(x, s), .w = TH_T(w[0], s), .b = TH_T(b[0], s), .y = TH_T(s1, s),
-                                      .x_len = L, .act = ACT_RELU};
-        a2[s] = (struct op_dwconv2d_s2){.x = TH_T(s1, s), .w = TH_T(w[1], s), .b = TH_T(b[1], s), .y = TH_T(s2, s),
-                                        .x_len = L1, .act = ACT_NONE};
-        a3[s] = (struct op_dwconv2d_s2){.x = TH_T(s2, s), .w = TH_T(w[2], s), .b = TH_T(b[2], s), .y = TH_T(s3, s),
-                                        .x_len = L2, .act = ACT_RELU};
+        a1[s] = (struct op_conv2d_s2){.x = TH_T(x, s), .w = TH_T(w[0], s), .b = TH_T(b[0], s), .y = TH_T(t1s, s),
+                                      .x_len = L, .act = ACT_RELU, .causal = g_causal};
+        a2[s] = (struct op_dwconv2d_s2){.x = TH_T(t1s, s), .w = TH_T(w[1], s), .b = TH_T(b[1], s), .y = TH_T(t2s, s),
+                                        .x_len = L1, .act = ACT_NONE, .causal = g_causal};
+        a3[s] = (struct op_dwconv2d_s2){.x = TH_T(t2s, s), .w = TH_T(w[2], s), .b = TH_T(b[2], s), .y = TH_T(s3, s),
+                                        .x_len = L2, .act = ACT_RELU, .causal = g_causal};
     }
     if (!th_run(h, OP_conv2d_s2, &a1[0], &a1[1]) || !th_run(h, OP_dwconv2d_s2, &a2[0], &a2[1]) ||
         !th_run(h, OP_dwconv2d_s2, &a3[0], &a3[1]))
         return;
-    check(h, s1, 0);
+    check(h, t1s, 0);
     if (it == BE_F16) { /* both sides round s1 alike, but a rare neighbouring half feeds s2 and s3 */
-        th_check(h, s2, 1e-6);
+        th_check(h, t2s, 1e-6);
         th_check(h, s3, 1e-6);
     } else {
-        check(h, s2, 1);
+        check(h, t2s, 1);
         check(h, s3, 1);
     }
     unsigned char *full = vk_fetch(h, s3);
@@ -315,20 +329,25 @@ static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int6
     uint64_t row3 = (uint64_t)(M3 * C);
     for (int ti = 0; ti + 1 < ncuts; ti++) {
         int64_t a = cuts[ti], bnd = cuts[ti + 1];
-        /* Halo rule per stage (rows clipped to the stage's valid rows). */
-        int64_t m0 = imax(0, 8 * a - 7), m1 = imin(L, 8 * bnd);
-        int64_t r10 = imax(0, 4 * a - 3), r11 = imin(L1, 4 * bnd);
-        int64_t r20 = imax(0, 2 * a - 1), r21 = imin(L2, 2 * bnd);
+        /* Halo rule per stage (rows clipped to the stage's valid rows): output rows [a, b) read rows
+         * [2a-1, 2b) of the stage below, or [2a-2, 2b-1) causal. */
+        const int64_t lo = g_causal ? 2 : 1, hi = g_causal ? 1 : 0;
+        int64_t r20 = imax(0, 2 * a - lo), r21 = imin(L2, 2 * bnd - hi);
+        int64_t r10 = imax(0, 2 * r20 - lo), r11 = imin(L1, 2 * r21 - hi);
+        int64_t m0 = imax(0, 2 * r10 - lo), m1 = imin(L, 2 * r11 - hi);
         struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(m1 - m0, M), xh + m0 * M);
         struct th_tensor *t1 = th_output(h, it, 3, TH_SHAPE(r11 - r10, M1, C));
         struct th_tensor *t2 = th_output(h, it, 3, TH_SHAPE(r21 - r20, M2, C));
         struct th_tensor *t3 = th_output(h, it, 3, TH_SHAPE(bnd - a, M3, C));
         struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_DEV), .w = TH_T(w[0], TH_DEV), .b = TH_T(b[0], TH_DEV),
-                                  .y = TH_T(t1, TH_DEV), .x_row0 = m0, .x_len = L, .y_row0 = r10, .act = ACT_RELU};
+                                  .y = TH_T(t1, TH_DEV), .x_row0 = m0, .x_len = L, .y_row0 = r10, .act = ACT_RELU,
+                                  .causal = g_causal};
         struct op_dwconv2d_s2 c2 = {.x = TH_T(t1, TH_DEV), .w = TH_T(w[1], TH_DEV), .b = TH_T(b[1], TH_DEV),
-                                    .y = TH_T(t2, TH_DEV), .x_row0 = r10, .x_len = L1, .y_row0 = r20, .act = ACT_NONE};
+                                    .y = TH_T(t2, TH_DEV), .x_row0 = r10, .x_len = L1, .y_row0 = r20, .act = ACT_NONE,
+                                    .causal = g_causal};
         struct op_dwconv2d_s2 c3 = {.x = TH_T(t2, TH_DEV), .w = TH_T(w[2], TH_DEV), .b = TH_T(b[2], TH_DEV),
-                                    .y = TH_T(t3, TH_DEV), .x_row0 = r20, .x_len = L2, .y_row0 = a, .act = ACT_RELU};
+                                    .y = TH_T(t3, TH_DEV), .x_row0 = r20, .x_len = L2, .y_row0 = a, .act = ACT_RELU,
+                                    .causal = g_causal};
         if (!vk_run(h, OP_conv2d_s2, &c1) || !vk_run(h, OP_dwconv2d_s2, &c2) || !vk_run(h, OP_dwconv2d_s2, &c3))
             continue;
         h->checks++;
@@ -349,14 +368,15 @@ static void chain_case(struct th *h, int64_t L, int64_t M, int64_t C, const int6
 
     /* A tile one halo row short must be refused, not computed from missing rows. */
     h->checks++;
-    int64_t a = cuts[1];
-    struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(8, M), xh + (8 * a - 6) * M);
+    /* encoder row a needs mel rows from 8a-7 (from 8a-14 causal): a tile from one row later */
+    int64_t a = cuts[1], need = g_causal ? 8 * a - 14 : 8 * a - 7, r1 = g_causal ? 4 * a - 6 : 4 * a - 3;
+    struct th_tensor *tx = th_input_data(h, BE_F32, 2, TH_SHAPE(8, M), xh + (need + 1) * M);
     struct th_tensor *t1 = th_output(h, it, 3, TH_SHAPE(1, M1, C));
     struct op_conv2d_s2 c1 = {.x = TH_T(tx, TH_DEV), .w = TH_T(w[0], TH_DEV), .b = TH_T(b[0], TH_DEV),
-                              .y = TH_T(t1, TH_DEV), .x_row0 = 8 * a - 6, .x_len = L, .y_row0 = 4 * a - 3,
-                              .act = ACT_RELU};
+                              .y = TH_T(t1, TH_DEV), .x_row0 = need + 1, .x_len = L, .y_row0 = r1,
+                              .act = ACT_RELU, .causal = g_causal};
     if (be_run(h->be[TH_DEV], OP_conv2d_s2, &c1) == VKASR_OK) {
-        printf("FAIL [%s]: a tile lacking halo row %lld was accepted\n", h->name, (long long)(8 * a - 7));
+        printf("FAIL [%s]: a tile lacking halo row %lld was accepted\n", h->name, (long long)need);
         h->failures++;
     }
 }
@@ -441,6 +461,40 @@ int main(void) {
         packed_conv_case(&h, true, lens, 6, 11, 5, 5, 14, H);
         packed_dwconv1d_case(&h, lens, 6, 7, 50, 16, 9, H);
     }
+
+    /* Causal padding (NeMo's cache-aware models): the same kinds of cases; frequency 128 -> 65 -> 33 -> 17
+     * and 80 -> 41 -> 21 -> 11 with time lengths floor(n/2)+1, rows past x_len, tiles away from row 0,
+     * one-row images, the chain's halo tiles and packed batches. */
+    g_causal = true;
+    conv2d_case(&h, 203, 128, 16, 0, 203, 0, 102, ACT_RELU, F, F);
+    conv2d_case(&h, 64, 80, 8, 0, 64, 0, 33, ACT_NONE, F, F);
+    conv2d_case(&h, 9, 7, 3, 0, 9, 0, 5, ACT_NONE, F, F);
+    conv2d_case(&h, 1, 5, 1, 0, 1, 0, 1, ACT_RELU, F, F);
+    conv2d_case(&h, 20, 9, 5, 0, 15, 0, 8, ACT_NONE, F, F);
+    conv2d_case(&h, 13, 16, 33, 8, 40, 5, 6, ACT_RELU, F, F);
+    dwconv2d_case(&h, 102, 65, 16, 0, 102, 0, 52, ACT_NONE, F, F);
+    dwconv2d_case(&h, 7, 5, 3, 0, 7, 0, 4, ACT_RELU, F, F);
+    dwconv2d_case(&h, 1, 1, 1, 0, 1, 0, 1, ACT_NONE, F, F);
+    dwconv2d_case(&h, 11, 9, 37, 0, 8, 0, 5, ACT_RELU, F, F);
+    dwconv2d_case(&h, 9, 20, 16, 6, 30, 4, 4, ACT_NONE, F, F);
+    dwconv1d_case(&h, 1, 1, 1, ACT_NONE, F, F);
+    dwconv1d_case(&h, 5, 3, 3, ACT_SILU, F, F);
+    dwconv1d_case(&h, 4, 16, 9, ACT_NONE, F, F);
+    dwconv1d_case(&h, 300, 64, 9, ACT_SILU, F, F);
+    dwconv1d_case(&h, 257, 5, 31, ACT_NONE, F, F);
+    chain_case(&h, 203, 128, 16, TH_SHAPE(0, 7, 15, 27), 4, F);
+    chain_case(&h, 61, 80, 8, TH_SHAPE(0, 3, 4, 6, 9), 5, F);
+    packed_conv_case(&h, false, lens, 6, 16, 8, 3, 24, F);
+    packed_conv_case(&h, true, lens, 6, 11, 5, 5, 14, F);
+    packed_dwconv1d_case(&h, lens, 6, 0, 72, 33, 9, F);
+    packed_dwconv1d_case(&h, lens, 6, 7, 50, 16, 9, F);
+    if (f16) {
+        conv2d_case(&h, 13, 16, 33, 8, 40, 5, 6, ACT_RELU, H, H);
+        dwconv2d_case(&h, 11, 9, 37, 0, 8, 0, 5, ACT_RELU, H, F);
+        dwconv1d_case(&h, 300, 64, 9, ACT_SILU, H, H);
+        chain_case(&h, 61, 80, 9, TH_SHAPE(0, 3, 4, 6, 9), 5, H);
+    }
+    g_causal = false;
 
     printf("worst nmse of f32 outputs: conv2d_s2 %.3g, dwconv2d_s2 %.3g, dwconv1d %.3g (tolerance %.0e)\n",
            worst_nmse[0], worst_nmse[1], worst_nmse[2], TOL);

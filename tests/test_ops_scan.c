@@ -1,6 +1,7 @@
 /* test_ops_scan.c — the packed batch's offsets scan (op offsets_scan) on the device under test vs the C
  * reference, bit for bit (integers): N = 1, 2, 1000 and 100,000 lengths (one chunk, several, hundreds),
- * all five outputs of one launch with and without a leading zero, divisions, halvings (rounding up) and
+ * all five outputs of one launch with and without a leading zero, divisions, halvings (rounding up, or
+ * floor(n/2)+1 per stage for causal subsampling, checked stage by stage on the reference's total) and
  * strides (a row width), lengths of zero, and totals far above 2^32 (lengths up to 2^40, so the 64-bit
  * sums and the carries between chunks are exercised); guards around every output. The host planner's
  * side of the same offsets (asr_batch_layout) is tested in test_planner. */
@@ -38,7 +39,10 @@ static void scan_case(struct th *h, int64_t N, int64_t maxlen, const struct op_o
         const struct op_offsets_scan_out *o = &outs[0];
         for (int64_t i = 0; i < N; i++) {
             const uint64_t l = (uint64_t)len[i] / o->div, d = 1ull << o->halvings;
-            want += (l + d - 1) / d * o->stride;
+            uint64_t c = l; /* causal: floor(n/2)+1 per stage, stage by stage */
+            for (uint32_t s = 0; o->causal && s < o->halvings; s++)
+                c = c / 2 + 1;
+            want += (o->causal ? c : (l + d - 1) / d) * o->stride;
         }
         const int64_t *ref = y[0]->host;
         h->checks++;
@@ -64,11 +68,20 @@ int main(void) {
     const struct op_offsets_scan_out misc[3] = {
         {.div = 160, .halvings = 3, .stride = 1024}, {.div = 7, .halvings = 0, .stride = 640, .lead = true},
         {.div = 1, .halvings = 62, .stride = 1}};
+    /* a causal subsampling's batch (floor(n/2)+1 per stage), and causal lengths with strides */
+    const struct op_offsets_scan_out causal[5] = {
+        {.div = 160, .halvings = 1, .stride = 1, .lead = true, .causal = true},
+        {.div = 160, .halvings = 2, .stride = 1, .lead = true, .causal = true},
+        {.div = 160, .halvings = 3, .stride = 1, .lead = true, .causal = true},
+        {.div = 1, .halvings = 3, .stride = 640, .causal = true},
+        {.div = 7, .halvings = 0, .stride = 3, .lead = true, .causal = true}};
     const int64_t Ns[] = {1, 2, 3, 255, 256, 257, 1000, 100000};
     for (size_t i = 0; i < sizeof Ns / sizeof *Ns; i++) {
         scan_case(&h, Ns[i], 20 * 16000, batch, 5);  /* up to 20 s of audio per input */
         scan_case(&h, Ns[i], 1000, misc, 3);
+        scan_case(&h, Ns[i], 20 * 16000, causal, 5);
     }
+    scan_case(&h, 1000, (int64_t)1 << 40, causal, 5);
     /* totals above 2^32: lengths up to 2^40 (the sum of 100,000 reaches ~5.5e16) */
     scan_case(&h, 1000, (int64_t)1 << 40, batch, 5);
     scan_case(&h, 100000, (int64_t)1 << 40, misc, 3);

@@ -10,6 +10,7 @@
  *   PRECISION     f32 | f16
  *   MEL_TOL       bound on max |mel - mel_hf|
  *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||
+ *   lookahead=MS  optional, before TOKENS: vkasr_model_params.lookahead_ms (cache-aware models' context)
  *   TOKENS        optional: "exact" (default: ids, frames and text must equal transformers'), "report"
  *                 (print the agreement only; for f16, whose rounding may flip a close argmax) or "min=F"
  *                 (the aligned agreement below, over all clips, must be at least F; quantized weights)
@@ -233,9 +234,16 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
 }
 
 int main(int argc, char **argv) {
+    int lookahead_ms = 0;
+    if (argc >= 8 && strncmp(argv[7], "lookahead=", 10) == 0) { /* drop it from the list */
+        lookahead_ms = atoi(argv[7] + 10);
+        for (int i = 7; i + 1 < argc; i++)
+            argv[i] = argv[i + 1];
+        argc--;
+    }
     if (argc != 7 && argc != 8) {
-        fprintf(stderr,
-                "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [exact|report|min=F]\n");
+        fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [lookahead=MS] "
+                        "[exact|report|min=F]\n");
         return 2;
     }
     double min_agree = -1; /* >= 0: the bound on the aligned agreement ("min=F") */
@@ -255,6 +263,7 @@ int main(int argc, char **argv) {
     double mel_tol = atof(argv[5]), enc_tol = atof(argv[6]);
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = strcmp(argv[4], "f16") == 0 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32;
+    mp.lookahead_ms = lookahead_ms;
     mp.validation = tv_wanted();
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;

@@ -185,7 +185,9 @@ class Model:
     best Vulkan device, lavapipe included), "vulkan:N", an index, or a Vulkan device name substring.
     precision: None/"auto", "f32" or "f16". max_memory: device
     memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,
-    None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc".
+    None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc". lookahead_ms: for
+    NVIDIA's cache-aware streaming models, the trained context whose lookahead ((right + 1) x 80 ms) the
+    chunked attention mask uses; None: the model's first.
 
     One model may be used by any number of threads at once: each call takes a session of its own (kept
     for reuse). Close it (or use `with`) to free the device memory; calls in progress must have ended.
@@ -193,7 +195,7 @@ class Model:
 
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, *, device: Union[str, int, None] = None,
                  precision: Optional[str] = None, max_memory: Union[int, str, None] = None,
-                 decoder: Optional[str] = None) -> None:
+                 decoder: Optional[str] = None, lookahead_ms: Optional[int] = None) -> None:
         self._handle: Optional[c_void_p] = None
         L = _lib.lib()
         if path is None:
@@ -212,6 +214,8 @@ class Model:
             if decoder not in _DECODERS:
                 raise ValueError(f"decoder {decoder!r}: 'auto', 'tdt', 'rnnt' or 'ctc'")
             mp.decoder = _DECODERS[decoder]
+        if lookahead_ms is not None:
+            mp.lookahead_ms = int(lookahead_ms)
         self._max_memory = _parse_memory(max_memory)
         self.path = os.fspath(path)
         handle, err = c_void_p(), _lib.Error()

@@ -31,9 +31,25 @@ layout(push_constant) uniform PC {
     uint flags;       // FLAG_* below; attention_rows.comp: the first query row of the dispatch
     uint nseg;        // segments of a packed batch (0: one sequence)
     uint64_t seg;     // I64 [nseg + 1]: the segments' start positions, a leading 0, the total last
+    uint chunk;       // the chunked_limited mask (ops.h): chunks of this many positions; 0: off
+    uint lchunks;     // ... the chunks before its own a query sees
 } pc;
 #define ATT_H (pc.D / pc.dk)            // heads
 #define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)
+
+// The chunked_limited mask's keys of query position pi, whose segment starts at position slo: [lo, hi)
+// (ops.h). With the mask off, everything. Written without branches or a division by zero: with an early
+// return here, lavapipe (Mesa 22.3) computed wrong results in the emulated split tensor-core kernel.
+uint att_chunk_lo(uint pi, uint slo) {
+    const uint c = (pi - slo) / max(pc.chunk, 1u);
+    return pc.chunk == 0u ? 0u : slo + pc.chunk * (c > pc.lchunks ? c - pc.lchunks : 0u);
+}
+uint att_chunk_hi(uint pi, uint slo) {
+    return pc.chunk == 0u ? 0xffffffffu : slo + pc.chunk * ((pi - slo) / max(pc.chunk, 1u) + 1u);
+}
+bool att_chunk_ok(uint pi, uint j, uint slo) {
+    return j >= att_chunk_lo(pi, slo) && j < att_chunk_hi(pi, slo);
+}
 
 #define FLAG_VEC 1u  // D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte loads of 4 f32
 #define FLAG_VEC8 2u // D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte loads of 8 f16

@@ -128,6 +128,8 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
     struct model_file *mf = NULL;
     vkasr_status st = model_open_head(path, api_model_head(p.decoder), &mf, &e);
+    if (st == VKASR_OK)
+        st = model_select_lookahead(&mf->cfg, p.lookahead_ms, &e);
     if (st == VKASR_OK && strcmp(mf->path, path) != 0) /* a model name: the file in the Hugging Face cache */
         LOG_INFO(&m->log, "model '%s' from the Hugging Face cache: %s", path, mf->path);
     if (st == VKASR_OK) {

@@ -11,6 +11,7 @@ struct asr_layer {
     be_tensor ff1_norm_w, ff1_norm_b, ff1_w1, ff1_b1, ff1_w2, ff1_b2;
     be_tensor att_norm_w, att_norm_b, wq, bq, wk, bk, wv, bv, wo, bo, wpos, bias_u, bias_v;
     be_tensor conv_norm_w, conv_norm_b, pw1_w, pw1_b, dw_w, dw_b, pw2_w, pw2_b;
+    be_tensor dw_ln_w, dw_ln_b;      /* conv_ln models: the LayerNorm after the depthwise conv    */
     be_tensor ff2_norm_w, ff2_norm_b, ff2_w1, ff2_b1, ff2_w2, ff2_b2;
     be_tensor out_norm_w, out_norm_b;
 };

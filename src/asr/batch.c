@@ -10,12 +10,15 @@
 #define TOTAL_LIMIT ((int64_t)1 << 62)
 
 /* An input's length at each stage (spec §1.4, §2.2): floor(samples / hop), then ceil(l / 2) per
- * stride-2 stage; the same transform the scan applies (div = hop, halvings = stage). */
+ * stride-2 stage (causal subsampling: floor(l/2)+1); the same transform the scan applies (div = hop,
+ * halvings = stage). */
 static int64_t stage_len(const struct model_config *c, int64_t samples, enum asr_stage s) {
     if (s == ASR_SAMPLES)
         return samples;
     const int64_t l = samples / c->hop_length;
     const int h = (int)s - (int)ASR_MEL;
+    if (c->causal_sub)
+        return (l + ((int64_t)2 << h) - 2) >> h;
     return h ? (l >> h) + ((l & (((int64_t)1 << h) - 1)) != 0) : l;
 }
 
@@ -75,13 +78,13 @@ vkasr_status asr_batch_upload(struct backend *be, const struct model_config *c, 
         st = be_upload(be, len.addr, samples, (uint64_t)b->n * sizeof *samples);
     free(samples);
     // every stage's offsets in one launch: samples as they are; mel frames floor(samples / hop), halved
-    // (rounding up) once per subsampling stage
+    // (rounding up, or floor(n/2)+1 for causal subsampling) once per subsampling stage
     struct op_offsets_scan scan = {.x = len, .nout = ASR_STAGES};
     for (int s = 0; s < ASR_STAGES; s++)
         scan.out[s] = (struct op_offsets_scan_out){.y = b->dev[s],
                                                    .div = s == ASR_SAMPLES ? 1u : (uint32_t)c->hop_length,
                                                    .halvings = s > ASR_MEL ? (uint32_t)(s - ASR_MEL) : 0u,
-                                                   .stride = 1, .lead = true};
+                                                   .stride = 1, .lead = true, .causal = c->causal_sub};
     if (st == VKASR_OK)
         st = be_offsets_scan(be, &scan);
     if (st != VKASR_OK && e->code == VKASR_OK)

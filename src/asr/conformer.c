@@ -40,8 +40,12 @@ struct block_ctx {
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
-/* Rows of the depthwise convolution's halo on each side: (K-1)/2 (4 for K = 9). */
-static int64_t conv_halo(const struct model_config *c) { return (c->conv_kernel - 1) / 2; }
+/* Rows of the depthwise convolution's halo before and after a row: (K-1)/2 each (4 for K = 9), or K-1
+ * before and none after for the causal conv of cache-aware models. */
+static int64_t conv_halo_before(const struct model_config *c) {
+    return c->causal_conv ? c->conv_kernel - 1 : (c->conv_kernel - 1) / 2;
+}
+static int64_t conv_halo_after(const struct model_config *c) { return c->causal_conv ? 0 : (c->conv_kernel - 1) / 2; }
 
 /* Where a sublayer's loop over chunks of `rows` ends: after the last row, or on a measuring backend
  * after the first chunk (the chunks allocate nothing: the temporaries are taken before the loop). */
@@ -98,14 +102,27 @@ static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_ten
 }
 
 /* a: [n, D] = attention of the queries q (positions r0 ..) over the keys k, v (positions ka ..). */
+/* A chunked_limited model's mask (ops.h): chunks of R+1 frames, L/(R+1) chunks back, for the pair in
+ * use; chunk 0 for the others. */
+static void chunked_mask(const struct model_config *cfg, int64_t *chunk, int64_t *left) {
+    *chunk = *left = 0;
+    if (cfg->n_ctx > 0) {
+        const int *lr = cfg->ctx[cfg->ctx_sel];
+        *chunk = lr[1] + 1;
+        *left = lr[0] / (lr[1] + 1);
+    }
+}
+
 static vkasr_status attend(struct block_ctx *c, const struct asr_layer *L, const be_tensor *q, int64_t r0,
                            const be_tensor *k, const be_tensor *v, int64_t ka, const be_tensor *p, int64_t window,
                            const be_tensor *a) {
+    int64_t chunk, left;
+    chunked_mask(c->cfg, &chunk, &left);
     return be_relpos_attention(c->be, &(struct op_relpos_attention){
                                           .q = *q, .k = *k, .v = *v, .p = *p, .bias_u = L->bias_u,
                                           .bias_v = L->bias_v, .y = *a, .heads = c->cfg->n_heads, .n_valid = c->T,
-                                          .window = window, .q_pos0 = r0, .k_pos0 = ka, .f16 = c->f16,
-                                          .seg = c->seg, .seg_max = c->seg_max});
+                                          .window = window, .chunk = chunk, .left_chunks = left, .q_pos0 = r0,
+                                          .k_pos0 = ka, .f16 = c->f16, .seg = c->seg, .seg_max = c->seg_max});
 }
 
 // y: [T, D] = x + Wo attention(LN(x)) + bo with local attention [w, w]: each chunk of queries
@@ -196,33 +213,42 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
 }
 
 // x: [T, D] = y + PW2 silu(BN(DW(GLU(PW1 LN(y))))) + b, BN folded into DW; each chunk computes LN,
-// PW1 and GLU for its rows and the depthwise halo around them
+// PW1 and GLU for its rows and the depthwise halo around them. Cache-aware models: the depthwise conv
+// causal (halo K-1 rows before, none after) and a LayerNorm over channels after it, in f32:
+// y + PW2 silu(LN_dw(DW_causal(GLU(PW1 LN(y))))) + b
 static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, const be_tensor *y,
                                 const be_tensor *x) {
-    const int64_t halo = conv_halo(c->cfg), D = c->D;
+    const int64_t hb = conv_halo_before(c->cfg), hf = conv_halo_after(c->cfg), D = c->D;
+    const bool ln = c->cfg->conv_ln;
     // a row: the pointwise products (D -> 2D, D -> D) and the depthwise taps; the halo rows all but the last
     const int64_t in_row = 2 * D * D + c->cfg->conv_kernel * D, per_row = in_row + D * D;
-    const int64_t rows = chunk_rows(c, 2 * halo * in_row, per_row), nh_max = min64(c->T, rows + 2 * halo);
+    const int64_t rows = chunk_rows(c, (hb + hf) * in_row, per_row), nh_max = min64(c->T, rows + hb + hf);
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
-    be_tensor d = tmp(c, c->t.hidden, nh_max, D, &st);
+    be_tensor d = tmp(c, ln ? BE_F32 : c->t.hidden, nh_max, D, &st);
     for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
-        const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - halo), nh = min64(c->T, r0 + n + halo) - ha;
+        const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - hb), nh = min64(c->T, r0 + n + hf) - ha;
         be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
         // h: [nh, D] = LN(y rows ha ..);  g: [nh, D] = GLU(h PW1^T + b1) (value half * sigmoid(gate half))
         st = layernorm(c, &yh, &L->conv_norm_w, &L->conv_norm_b, &hr);
         if (st == VKASR_OK)
             st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &gr, ACT_GLU, 1.0f);
-        // d: [nh, D] = silu(depthwise_conv_K(g)); the slice's zero padding only reaches halo rows that
-        // are not the chunk's own, or lies outside the sequence, where it is the real padding (in a
-        // packed batch, every input's edges are padding too)
+        // d: [nh, D] = silu(depthwise_conv_K(g)) (LayerNorm models: the conv alone); the slice's zero
+        // padding only reaches halo rows that are not the chunk's own, or lies outside the sequence,
+        // where it is the real padding (in a packed batch, every input's edges are padding too)
         if (st == VKASR_OK)
-            st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = gr, .w = L->dw_w, .b = L->dw_b, .y = dr, .act = ACT_SILU,
-                                                           .seg = c->seg, .row0 = ha});
-        // x rows = y rows + d (own rows) PW2^T + b2
+            st = be_dwconv1d(c->be, &(struct op_dwconv1d){.x = gr, .w = L->dw_w, .b = L->dw_b, .y = dr,
+                                                           .act = ln ? ACT_NONE : ACT_SILU, .seg = c->seg,
+                                                           .row0 = ha, .causal = c->cfg->causal_conv});
         be_tensor dn = be_tensor_rows(&d, r0 - ha, n), yr = be_tensor_rows(y, r0, n), xr = be_tensor_rows(x, r0, n);
+        // LayerNorm models: d (own rows) = silu(LN_dw(d)), in place in f32
+        if (st == VKASR_OK && ln)
+            st = layernorm(c, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn);
+        if (st == VKASR_OK && ln)
+            st = be_unary(c->be, &(struct op_unary){.x = dn, .y = dn, .act = ACT_SILU, .alpha = 1.0f});
+        // x rows = y rows + d (own rows) PW2^T + b2
         if (st == VKASR_OK)
             st = linear(c, &dn, &L->pw2_w, &L->pw2_b, &yr, &xr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)

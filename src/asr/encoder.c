@@ -16,6 +16,15 @@ vkasr_status asr_attention_choose(const struct model_config *c, int64_t frames, 
                        c->att_right);
     const int64_t model_w = c->att_left > 0 ? c->att_left : 0;
     const enum asr_attention want = opt ? opt->attention : ASR_ATT_AUTO;
+    if (c->n_ctx > 0) { /* cache-aware models: the trained chunked mask over every key (linear cost) */
+        if (want == ASR_ATT_LOCAL || (opt && opt->window > 0))
+            return err_set(e, VKASR_ERR_INVALID_ARG,
+                           "local attention does not apply to a cache-aware streaming model: it runs its trained "
+                           "chunked mask (choose its context with the lookahead)");
+        *mode = ASR_ATT_FULL;
+        *window = 0;
+        return VKASR_OK;
+    }
     const int64_t asked_w = opt && opt->window > 0 ? opt->window : 0;
     if (opt && opt->window < 0)
         return err_set(e, VKASR_ERR_INVALID_ARG, "attention window %lld: must be >= 1 (0 = the model's)",

@@ -70,6 +70,9 @@ vkasr_status asr_features(const struct asr_model *m, struct backend *be, const f
     be_release(be, mark);
     if (st != VKASR_OK)
         return st;
-    // per mel bin: (x - mean) / (std + 1e-5) over the L valid frames
+    // per mel bin: (x - mean) / (std + 1e-5) over the L valid frames; none for normalize "NA" (the
+    // cache-aware streaming models: a chunk's features must not depend on later audio)
+    if (c->no_feature_norm)
+        return VKASR_OK;
     return be_feature_norm(be, &(struct op_feature_norm){.x = *feat, .y = *feat, .eps = 1e-5f});
 }

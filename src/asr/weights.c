@@ -194,6 +194,10 @@ static vkasr_status load_layer(struct loader *ld, int i, struct asr_layer *L) {
     REQ(pw1_w, "conv.pointwise_conv1.weight");
     OPT(pw1_b, "conv.pointwise_conv1.bias");
     REQ(dw_w, "conv.depthwise_conv.weight");
+    if (ld->mf->cfg.conv_ln) {
+        REQ(dw_ln_w, "conv.norm.weight");
+        REQ(dw_ln_b, "conv.norm.bias");
+    }
     REQ(dw_b, "conv.depthwise_conv.bias");
     REQ(pw2_w, "conv.pointwise_conv2.weight");
     OPT(pw2_b, "conv.pointwise_conv2.bias");

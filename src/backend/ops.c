@@ -348,8 +348,12 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
 
 static int64_t half_up(int64_t n) { return (n + 1) / 2; }
 
+/* Output width of a stride-2 subsampling conv: ceil(W/2) (pad 1, 1) or floor(W/2)+1 (causal: 2, 1). */
+static int64_t s2_out(int64_t n, bool causal) { return causal ? n / 2 + 1 : half_up(n); }
+
 static vkasr_status v_conv_rows(struct vctx *c, const be_tensor *x, const be_tensor *y, int64_t x_row0,
-                                int64_t x_len, int64_t y_row0, const be_tensor *x_seg, const be_tensor *y_seg) {
+                                int64_t x_len, int64_t y_row0, const be_tensor *x_seg, const be_tensor *y_seg,
+                                bool causal) {
     if (x_row0 < 0 || y_row0 < 0 || x_row0 > ((int64_t)1 << 60) || y_row0 > ((int64_t)1 << 60))
         return bad(c, "x_row0/y_row0", NULL, "out of range");
     if (present(x_seg) || present(y_seg)) { /* a packed batch: the halo rule is the caller's */
@@ -362,7 +366,8 @@ static vkasr_status v_conv_rows(struct vctx *c, const be_tensor *x, const be_ten
     /* Every in-range input row an output row needs must be present in x. */
     if (y->ne[0] == 0)
         return VKASR_OK;
-    int64_t need_lo = 2 * y_row0 - 1, need_hi = 2 * (y_row0 + y->ne[0] - 1) + 1;
+    /* output row r reads rows 2r-1 .. 2r+1, or 2r-2 .. 2r (causal) */
+    int64_t need_lo = 2 * y_row0 - (causal ? 2 : 1), need_hi = 2 * (y_row0 + y->ne[0] - 1) + (causal ? 0 : 1);
     if (need_lo < 0)
         need_lo = 0;
     if (need_hi > x_len - 1)
@@ -380,12 +385,12 @@ static vkasr_status v_conv2d_s2(struct vctx *c, const struct op_conv2d_s2 *a) {
     int64_t C = a->y.ne[2];
     if (a->w.ne[0] != C || a->w.ne[1] != 9 || a->b.ne[0] != C)
         return bad(c, "w/b", &a->w, "must be [C, 9] / [C]");
-    if (a->y.ne[1] != half_up(a->x.ne[1]))
-        return bad(c, "y", &a->y, "width must be ceil(W/2)");
+    if (a->y.ne[1] != s2_out(a->x.ne[1], a->causal))
+        return bad(c, "y", &a->y, a->causal ? "width must be floor(W/2)+1 (causal)" : "width must be ceil(W/2)");
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
-    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg);
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg, a->causal);
 }
 
 static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a) {
@@ -396,12 +401,12 @@ static vkasr_status v_dwconv2d_s2(struct vctx *c, const struct op_dwconv2d_s2 *a
     int64_t C = a->x.ne[2];
     if (a->y.ne[2] != C || a->w.ne[0] != C || a->w.ne[1] != 9 || a->b.ne[0] != C)
         return bad(c, "y/w/b", &a->y, "channel counts differ");
-    if (a->y.ne[1] != half_up(a->x.ne[1]))
-        return bad(c, "y", &a->y, "width must be ceil(W/2)");
+    if (a->y.ne[1] != s2_out(a->x.ne[1], a->causal))
+        return bad(c, "y", &a->y, a->causal ? "width must be floor(W/2)+1 (causal)" : "width must be ceil(W/2)");
     if (a->act != ACT_NONE && a->act != ACT_RELU)
         return bad(c, "act", NULL, "only none or relu");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
-    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg);
+    return v_conv_rows(c, &a->x, &a->y, a->x_row0, a->x_len, a->y_row0, &a->x_seg, &a->y_seg, a->causal);
 }
 
 static vkasr_status v_dwconv1d(struct vctx *c, const struct op_dwconv1d *a) {
@@ -460,6 +465,10 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
     if (a->n_valid < 0 || a->window < 0 || a->q_pos0 < 0 || a->k_pos0 < 0 || a->n_valid > lim || a->window > lim ||
         a->q_pos0 > lim || a->k_pos0 > lim || Tq > lim || Tk > lim)
         return bad(c, "n_valid/window/q_pos0/k_pos0", NULL, "out of range");
+    if (a->chunk < 0 || a->left_chunks < 0 || a->chunk > ((int64_t)1 << 30) || a->left_chunks > ((int64_t)1 << 30))
+        return bad(c, "chunk/left_chunks", NULL, "out of range (0 .. 2^30)");
+    if (a->chunk > 0 && a->window > 0)
+        return bad(c, "chunk", NULL, "the chunked mask and a local window exclude each other");
     /* valid query positions [qa, qb) must be keys too; scored relative positions need a row of p */
     int64_t qa = a->q_pos0, qb = a->q_pos0 + Tq < a->n_valid ? a->q_pos0 + Tq : a->n_valid;
     if (qa < qb) {
@@ -470,6 +479,11 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
         if (a->window > 0) {
             rmax = rmax < a->window ? rmax : a->window;
             rmin = rmin > -a->window ? rmin : -a->window;
+        }
+        if (a->chunk > 0) { /* a query sees at most chunk - 1 keys ahead, chunk (left_chunks + 1) - 1 behind */
+            const int64_t back = a->chunk * (a->left_chunks + 1) - 1;
+            rmax = rmax < back ? rmax : back;
+            rmin = rmin > 1 - a->chunk ? rmin : 1 - a->chunk;
         }
         if (present(&a->seg)) { /* pairs of one segment only */
             rmax = rmax < a->seg_max - 1 ? rmax : a->seg_max - 1;

@@ -139,6 +139,7 @@ struct op_conv2d_s2 {
     int64_t x_row0, x_len, y_row0;
     int act;
     be_tensor x_seg, y_seg;
+    bool causal; /* as op_dwconv2d_s2's below */
 };
 
 /* Depthwise 3x3, stride 2, pad 1 on channels-last x [Hx, W, C] -> y [Hy, ceil(W/2), C]; w [C, 9], b [C]
@@ -148,16 +149,24 @@ struct op_dwconv2d_s2 {
     int64_t x_row0, x_len, y_row0;
     int act;
     be_tensor x_seg, y_seg;
+    bool causal;
 };
+/* causal (both stride-2 convs; NeMo's causal_downsampling): pad 2 before and 1 after in time and in
+ * width instead of 1 and 1, so output row r reads input rows 2r-2 .. 2r and column c input columns
+ * 2c-2 .. 2c; y [Hy, floor(W/2)+1, C]; a packed batch's y_seg then counts floor(n/2)+1 rows per image.
+ * The halo rule is the same with rows 2r-2 .. 2r. */
 
 /* Depthwise conv over time, kernel K odd, 'same' zero padding, channels-last: x [T, C], w [C, K], b [C]
  * (batch-norm folded in) F32, y [T, C] = act(conv(x)); x and y F32 or F16. A packed batch (seg: I64
- * [S+1] segment starts, leading 0; x's row t is position row0 + t) reads zero across a segment's edge. */
+ * [S+1] segment starts, leading 0; x's row t is position row0 + t) reads zero across a segment's edge.
+ * causal: padding [K-1, 0] instead (NeMo's conv_context_size "causal"): y row t reads x rows t-K+1 .. t,
+ * tap k of w weighting row t-K+1+k. */
 struct op_dwconv1d {
     be_tensor x, w, b, y;
     int act;
     be_tensor seg;
     int64_t row0;
+    bool causal;
 };
 
 /* ---- attention -------------------------------------------------------------------------------- */
@@ -168,14 +177,20 @@ struct op_dwconv1d {
  * F16, q + u and q + v formed in f32.
  *   S[h,i,j] = ((q_i + u_h).k_j + (q_i + v_h).p_row) / sqrt(dk),  y[i, h*dk..] = softmax_j(S) . v
  * over the keys present in k with j < n_valid and, when window > 0, |i - j| <= window (NeMo's
- * rel_pos_local_attn [w, w]); query positions >= n_valid get zeros. Every valid query position must be
- * present in k, and p must cover every i - j scored. A row's result depends only on its position and
- * the keys it scores, so row chunks are bit-identical to one call; no backend materialises T x T. */
+ * rel_pos_local_attn [w, w]), or when chunk > 0 (window 0), NeMo's chunked_limited mask: with positions
+ * counted from the start s of the query's segment (s = 0 without seg), key j is scored iff
+ * 0 <= (i-s)/chunk - (j-s)/chunk <= left_chunks (integer division: chunks of `chunk` frames anchored at
+ * s; a query sees its own chunk and left_chunks chunks before it, i.e. keys [s + chunk*max(0, c -
+ * left_chunks), s + chunk*(c+1)) for c = (i-s)/chunk); query positions >= n_valid get zeros. Every
+ * valid query position must be present in k, and p must cover every i - j scored. A row's result
+ * depends only on its position and the keys it scores, so row chunks are bit-identical to one call; no
+ * backend materialises T x T. */
 struct op_relpos_attention {
     be_tensor q, k, v, p, bias_u, bias_v, y;
     int32_t heads;
     int64_t n_valid;
     int64_t window;
+    int64_t chunk, left_chunks; /* chunked_limited: chunk = R+1, left_chunks = L/(R+1); chunk 0: off */
     int64_t q_pos0, k_pos0; /* positions of q's and k's row 0 */
     bool f16; /* products may round q+u, q+v, k, p, v and the softmax weights to f16 (the reference
                * alike); false: f32 throughout */
@@ -272,7 +287,9 @@ struct op_search_step {
 /* A packed batch's offsets in one launch: from the lengths x [N] (I64 >= 0), up to SCAN_MAX_OUT arrays
  * y_k [N + lead_k] holding the inclusive scan of len_k(i) = stride_k * ceil(floor(x[i] / div_k) /
  * 2^halvings_k), after a leading zero when lead_k is set (div: samples -> mel frames; halvings: the
- * stride-2 subsampling; stride: a row's width). 64-bit; the caller keeps totals below 2^63. */
+ * stride-2 subsampling; stride: a row's width). causal_k: floor(n/2)+1 per halving instead of
+ * ceil(n/2) (causal subsampling), i.e. floor((l + 2^(h+1) - 2) / 2^h) for l = floor(x[i] / div_k).
+ * 64-bit; the caller keeps totals below 2^63. */
 #define SCAN_MAX_OUT 5
 struct op_offsets_scan_out {
     be_tensor y;          /* I64 [N + lead]                                                        */
@@ -280,6 +297,7 @@ struct op_offsets_scan_out {
     uint32_t halvings;    /* 0 .. 62                                                               */
     uint32_t stride;      /* >= 1                                                                  */
     bool lead;
+    bool causal;
 };
 struct op_offsets_scan {
     be_tensor x;          /* I64 [N]                                                               */

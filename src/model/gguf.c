@@ -214,6 +214,22 @@ static vkasr_status read_config(const struct gguf *g, struct model_config *c, st
     TRY(gguf_get_bool(g, "parakeet.conv_bias", 1, false, &c->conv_bias, e));
     TRY(gguf_get_int(g, "parakeet.att_context_left", 0, -1, -1, BIG, &c->att_left, e));
     TRY(gguf_get_int(g, "parakeet.att_context_right", 0, -1, -1, BIG, &c->att_right, e));
+    /* cache-aware streaming models (absent: an offline model) */
+    TRY(gguf_get_bool(g, "parakeet.causal_downsampling", 0, false, &c->causal_sub, e));
+    TRY(gguf_get_bool(g, "parakeet.conv_causal", 0, false, &c->causal_conv, e));
+    TRY(gguf_get_bool(g, "parakeet.conv_layer_norm", 0, false, &c->conv_ln, e));
+    TRY(gguf_get_bool(g, "parakeet.no_feature_norm", 0, false, &c->no_feature_norm, e));
+    if (gguf_kv_find(g, "parakeet.att_chunked_contexts")) {
+        const struct gkv *d;
+        TRY(kv_array(g, "parakeet.att_chunked_contexts", GT_I32, &d, e));
+        if (d->alen < 2 || d->alen % 2 != 0 || d->alen > 2 * MODEL_MAX_CTX)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: parakeet.att_chunked_contexts has %llu entries (1 to %d [left, right] pairs)", path,
+                           (unsigned long long)d->alen, MODEL_MAX_CTX);
+        c->n_ctx = (int)(d->alen / 2);
+        for (int i = 0; i < 2 * c->n_ctx; i++)
+            c->ctx[i / 2][i % 2] = (int32_t)gguf_le(g->r.p + d->vpos + 4 * (uint64_t)i, 4);
+    }
     TRY(gguf_get_int(g, "parakeet.vocab_size", 1, 0, 1, BIG, &c->vocab_size, e));
     if (c->head != VKASR_HEAD_CTC) {
         TRY(gguf_get_int(g, "parakeet.pred_hidden", 1, 0, 1, BIG, &c->pred_hidden, e));
@@ -683,6 +699,20 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
     KV(w_bool(b, "parakeet.conv_bias", c->conv_bias));
     KV(w_i32(b, "parakeet.att_context_left", c->att_left));
     KV(w_i32(b, "parakeet.att_context_right", c->att_right));
+    if (c->causal_sub || c->causal_conv || c->conv_ln || c->no_feature_norm || c->n_ctx > 0) {
+        KV(w_bool(b, "parakeet.causal_downsampling", c->causal_sub));
+        KV(w_bool(b, "parakeet.conv_causal", c->causal_conv));
+        KV(w_bool(b, "parakeet.conv_layer_norm", c->conv_ln));
+        KV(w_bool(b, "parakeet.no_feature_norm", c->no_feature_norm));
+    }
+    if (c->n_ctx > 0) {
+        kv_head(b, "parakeet.att_chunked_contexts", GT_ARR);
+        wb_le(b, GT_I32, 4);
+        wb_le(b, (uint64_t)(2 * c->n_ctx), 8);
+        for (int i = 0; i < 2 * c->n_ctx; i++)
+            wb_le(b, (uint32_t)c->ctx[i / 2][i % 2], 4);
+        nkv++;
+    }
     KV(w_u32(b, "parakeet.vocab_size", (uint32_t)c->vocab_size));
     KV(w_u32(b, "parakeet.pred_hidden", (uint32_t)c->pred_hidden));
     KV(w_u32(b, "parakeet.pred_layers", (uint32_t)c->pred_layers));

@@ -61,31 +61,50 @@ static vkasr_status encoder(const struct gguf *g, struct model_config *c, struct
         return err_set(e, VKASR_ERR_MODEL, "%s: asr.encoder.feat_in = %d differs from asr.preprocessor.features = %d",
                        path, feat_in, c->n_mels);
 
-    /* cache-aware streaming models (nemotron-speech-streaming): chunked attention, causal convolutions */
-    static const char *const regular[] = {"regular", NULL}, *const bn[] = {"batch_norm", NULL},
-                             *const block[] = {"block_q8_0", NULL};
-    TRY(only(g, "asr.encoder.att_context_style", regular, "chunked attention is cache-aware streaming", e));
-    TRY(must_bool(g, "asr.encoder.cache_supported", false, "a cache-aware streaming model", e));
-    TRY(only(g, "asr.encoder.conv_norm", bn, "vkasr's convolution module folds a batch norm", e));
+    /* cache-aware streaming models (nemotron-speech-streaming): chunked attention, causal convolutions,
+     * a LayerNorm in the convolution module; the file keeps the first [L, R] pair only */
+    static const char *const styles[] = {"regular", "chunked_limited", NULL},
+                             *const norms[] = {"batch_norm", "layer_norm", NULL}, *const block[] = {"block_q8_0", NULL};
+    TRY(only(g, "asr.encoder.att_context_style", styles, "attention styles other than regular and chunked_limited", e));
+    TRY(only(g, "asr.encoder.conv_norm", norms, "convolution norms other than batch_norm and layer_norm", e));
     const char *s;
     uint64_t len;
+    bool cache = false;
+    TRY(gguf_get_bool(g, "asr.encoder.cache_supported", 0, false, &cache, e));
+    TRY(gguf_get_str(g, "asr.encoder.att_context_style", 0, &s, &len, e));
+    const bool chunked = s && is(s, len, "chunked_limited");
+    TRY(gguf_get_str(g, "asr.encoder.conv_norm", 0, &s, &len, e));
+    c->conv_ln = s && is(s, len, "layer_norm");
+    TRY(gguf_get_bool(g, "asr.encoder.causal_downsampling", 0, cache, &c->causal_sub, e));
     TRY(gguf_get_str(g, "asr.encoder.conv_context", 0, &s, &len, e));
-    char centred[32];
+    char centred[32], causal[32];
     snprintf(centred, sizeof centred, "[%d, %d]", (c->conv_kernel - 1) / 2, (c->conv_kernel - 1) / 2);
-    if (s && !is(s, len, "None") && !is(s, len, "symmetric") && !is(s, len, "default") && !is(s, len, centred))
+    snprintf(causal, sizeof causal, "[%d, 0]", c->conv_kernel - 1);
+    c->causal_conv = s && (is(s, len, "causal") || is(s, len, causal));
+    if (s && !c->causal_conv && !is(s, len, "None") && !is(s, len, "symmetric") && !is(s, len, "default") &&
+        !is(s, len, centred))
         return err_set(e, VKASR_ERR_MODEL,
-                       "%s: asr.encoder.conv_context = \"%.*s\" is not supported (causal convolutions are cache-aware "
-                       "streaming; vkasr runs the centred %s)",
-                       path, (int)(len > 64 ? 64 : len), s, centred);
+                       "%s: asr.encoder.conv_context = \"%.*s\" is not supported (vkasr runs the centred %s and the "
+                       "causal %s)",
+                       path, (int)(len > 64 ? 64 : len), s, centred, causal);
     int left, right;
     TRY(gguf_get_int(g, "asr.encoder.offline_left_ctx", 0, -1, -1, BIG, &left, e));
     TRY(gguf_get_int(g, "asr.encoder.offline_right_ctx", 0, -1, -1, BIG, &right, e));
-    if (left != -1 || right != -1)
-        return err_set(e, VKASR_ERR_MODEL,
-                       "%s: asr.encoder.offline_left_ctx / offline_right_ctx = %d / %d: a limited attention context "
-                       "(cache-aware streaming) is not supported; vkasr runs full attention (-1 / -1)",
-                       path, left, right);
     c->att_left = c->att_right = -1;
+    c->n_ctx = 0;
+    if (chunked) {
+        int tl, tr;
+        TRY(gguf_get_int(g, "asr.encoder.train_left_ctx", 0, left, -1, BIG, &tl, e));
+        TRY(gguf_get_int(g, "asr.encoder.train_right_ctx", 0, right, -1, BIG, &tr, e));
+        c->n_ctx = 1;
+        c->ctx[0][0] = tl;
+        c->ctx[0][1] = tr;
+        TRY(model_check_ctx(c, path, "asr.encoder.train_left_ctx / train_right_ctx", e));
+    } else if (left != -1 || right != -1)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: asr.encoder.offline_left_ctx / offline_right_ctx = %d / %d with att_context_style regular: "
+                       "a limited context is supported as chunked_limited only",
+                       path, left, right);
     /* NeMo-Speech.cpp's CUDA layout of Q8_0 matrices ("tensor_planar_v1": all quants, then all scales) */
     TRY(only(g, "asr.encoder.q8_layout", block, "the planar Q8_0 layout; convert with --q8-layout block", e));
     TRY(only(g, "asr.encoder.qkv_q8_layout", block, "the planar Q8_0 layout; convert with --q8-layout block", e));
@@ -106,8 +125,12 @@ static vkasr_status preprocessor(const struct gguf *g, struct model_config *c, s
     TRY(gguf_get_int(g, "asr.preprocessor.n_fft", 1, 0, 1, 1 << 16, &c->n_fft, e));
     TRY(gguf_get_int(g, "asr.preprocessor.features", 1, 0, 1, 4096, &c->n_mels, e));
     TRY(gguf_get_f32(g, "asr.preprocessor.preemph", 0, 0.97f, &c->preemph, e));
-    static const char *const per_feature[] = {"per_feature", NULL};
+    static const char *const per_feature[] = {"per_feature", "NA", NULL};
     TRY(only(g, "asr.preprocessor.normalize", per_feature, "another feature normalisation", e));
+    const char *norm;
+    uint64_t nlen;
+    TRY(gguf_get_str(g, "asr.preprocessor.normalize", 0, &norm, &nlen, e));
+    c->no_feature_norm = norm && is(norm, nlen, "NA");
     /* NeMo's front end: a symmetric Hann window centred in n_fft (the converter states it) */
     TRY(must_bool(g, "asr.preprocessor.stft_center_window", true, "vkasr centres the window in n_fft as NeMo does", e));
     TRY(must_bool(g, "asr.preprocessor.hann_periodic", false, "vkasr uses NeMo's symmetric Hann window", e));

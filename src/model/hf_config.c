@@ -93,7 +93,56 @@ static int head_from_name(const char *s, int is_arch) {
     for (int i = 0; i < 3; i++)
         if (strcmp(s, is_arch ? archs[i] : types[i]) == 0)
             return i; /* VKASR_HEAD_TDT, _RNNT, _CTC in this order */
+    /* transformers' cache-aware streaming RNN-T (nemotron-speech-streaming) */
+    if (strcmp(s, is_arch ? "NemotronAsrStreamingForRNNT" : "nemotron_asr_streaming") == 0)
+        return VKASR_HEAD_RNNT;
     return -1;
+}
+
+/* transformers' NemotronAsrStreaming: the encoder is always cache-aware (causal subsampling, the causal
+ * LayerNorm conv module, the chunked_limited mask of sliding_window - 1 left frames and the lookahead
+ * menu supported_num_lookahead_tokens, default default_num_lookahead_tokens) and the feature extractor
+ * never normalises. */
+static bool is_streaming(const cJSON *root) {
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "nemotron_asr_streaming") == 0)
+        return true;
+    const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *it;
+    if (cJSON_IsArray(ar))
+        cJSON_ArrayForEach(it, ar) if (cJSON_IsString(it) && strcmp(it->valuestring, "NemotronAsrStreamingForRNNT") == 0)
+            return true;
+    return false;
+}
+
+static vkasr_status streaming_menu(const struct jobj *eo, struct model_config *c, struct err *e) {
+    int window, def;
+    TRY(get_int(eo, "sliding_window", 71, 2, 1 << 20, &window, e));
+    const cJSON *menu = jget(eo, "supported_num_lookahead_tokens");
+    if (!cJSON_IsArray(menu) || cJSON_GetArraySize(menu) < 1 || cJSON_GetArraySize(menu) > MODEL_MAX_CTX)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: field '%ssupported_num_lookahead_tokens' must list 1 to %d lookaheads (right contexts)",
+                       eo->file, eo->prefix, MODEL_MAX_CTX);
+    const int n = cJSON_GetArraySize(menu), first = cJSON_GetArrayItem(menu, 0)->valueint;
+    TRY(get_int(eo, "default_num_lookahead_tokens", first, 0, 1 << 20, &def, e));
+    c->n_ctx = 0;
+    for (int pass = 0; pass < 2; pass++) /* the default first, as NeMo's first pair */
+        for (int i = 0; i < n; i++) {
+            const cJSON *r = cJSON_GetArrayItem(menu, i);
+            if (!cJSON_IsNumber(r) || r->valuedouble != (double)r->valueint)
+                return err_set(e, VKASR_ERR_MODEL, "%s: field '%ssupported_num_lookahead_tokens' must hold integers",
+                               eo->file, eo->prefix);
+            if ((pass == 0) == (r->valueint == def)) {
+                c->ctx[c->n_ctx][0] = window - 1;
+                c->ctx[c->n_ctx][1] = r->valueint;
+                c->n_ctx++;
+            }
+        }
+    if (c->n_ctx != n || c->ctx[0][1] != def)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: field '%sdefault_num_lookahead_tokens' = %d is not one of supported_num_lookahead_tokens",
+                       eo->file, eo->prefix, def);
+    c->causal_sub = c->causal_conv = c->conv_ln = c->no_feature_norm = true;
+    return model_check_ctx(c, eo->file, "encoder_config.sliding_window / supported_num_lookahead_tokens", e);
 }
 
 static vkasr_status read_head(const char *file, const cJSON *root, int *head, struct err *e) {
@@ -106,7 +155,7 @@ static vkasr_status read_head(const char *file, const cJSON *root, int *head, st
         if (from_type < 0)
             return err_set(e, VKASR_ERR_MODEL,
                            "%s: model_type \"%s\" is not a Parakeet TDT, RNN-T or CTC model (parakeet_tdt, "
-                           "parakeet_rnnt, parakeet_ctc)",
+                           "parakeet_rnnt, parakeet_ctc, nemotron_asr_streaming)",
                            file, mt->valuestring);
     }
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -165,6 +214,8 @@ static vkasr_status read_config_json(const char *file, const cJSON *root, struct
     /* HF Parakeet has no local attention: full context */
     c->att_left = -1;
     c->att_right = -1;
+    if (is_streaming(root))
+        TRY(streaming_menu(&eo, c, e));
 
     struct jobj to = {file, "", root};
     int vocab1 = 0;
@@ -367,10 +418,13 @@ vkasr_status config_check(const struct model_config *c, const char *src, struct 
     if (c->sub_factor != 8)
         return err_set(e, VKASR_ERR_MODEL, "%s: subsampling factor %d: vkasr implements factor 8 only", src,
                        c->sub_factor);
-    if (c->n_mels < 8 || c->n_mels > 4096 || c->n_mels % 8 != 0)
+    if (c->n_mels < 8 || c->n_mels > 4096 || (c->n_mels % 8 != 0 && !c->causal_sub))
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: %d mel bins: must be a multiple of 8 (the subsampling halves the frequency axis 3 times)",
                        src, c->n_mels);
+    if (c->n_ctx > 0 && c->att_left >= 0)
+        return err_set(e, VKASR_ERR_MODEL, "%s: a chunked_limited model with a local attention window", src);
+    TRY(model_check_ctx(c, src, "att_context_size", e));
     if (c->att_left < -1 || c->att_right < -1 || (c->att_left < 0) != (c->att_right < 0))
         return err_set(e, VKASR_ERR_MODEL, "%s: attention context [%d, %d] is invalid (-1, -1 = full)", src,
                        c->att_left, c->att_right);

@@ -39,9 +39,39 @@ void model_close(struct model_file *mf) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Open                                                                                           */
 
+/* transformers' NemotronAsrStreaming names its subsampling convs as a stem and two depthwise-separable
+ * stages; Parakeet's (vkasr's) names number them as NeMo's Sequential does. */
+static vkasr_status rename_streaming(struct model_file *mf, struct err *e) {
+    static const char *const from[] = {"encoder.subsampling.conv_in.", "encoder.subsampling.layers.0.depthwise_conv.",
+                                       "encoder.subsampling.layers.0.pointwise_conv.",
+                                       "encoder.subsampling.layers.1.depthwise_conv.",
+                                       "encoder.subsampling.layers.1.pointwise_conv."};
+    static const char *const to[] = {"encoder.subsampling.layers.0.", "encoder.subsampling.layers.2.",
+                                     "encoder.subsampling.layers.3.", "encoder.subsampling.layers.5.",
+                                     "encoder.subsampling.layers.6."};
+    for (int i = 0; i < mf->ntensors; i++)
+        for (int k = 0; k < 5; k++) {
+            const size_t n = strlen(from[k]);
+            if (strncmp(mf->tensors[i].name, from[k], n) != 0)
+                continue;
+            char *nm = malloc(strlen(to[k]) + strlen(mf->tensors[i].name + n) + 1);
+            if (!nm)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+            strcpy(nm, to[k]);
+            strcat(nm, mf->tensors[i].name + n);
+            free(mf->tensors[i].name);
+            mf->tensors[i].name = nm;
+            break;
+        }
+    mf->nby_name = 0; /* the name index is rebuilt after the renaming */
+    return VKASR_OK;
+}
+
 static vkasr_status open_hf(struct model_file *mf, const char *dir, struct err *e) {
     TRY(hf_config_load(dir, &mf->cfg, e));
     TRY(st_load_dir(mf, dir, e));
+    if (mf->cfg.n_ctx > 0) /* only NemotronAsrStreaming configurations carry a chunked menu */
+        TRY(rename_streaming(mf, e));
     TRY(model_validate(mf, e));
     char *tp = path_join(dir, "tokenizer.json");
     if (!tp)

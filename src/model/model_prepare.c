@@ -86,7 +86,7 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
         /* HF flattens the subsampling output [C, T, F] per time step as c*F + f; the engine keeps it
          * channels-last (f*C + c), so the columns move: W'[d][f*C + c] = W[d][c*F + f]. Block-quantized
          * rows are dequantized first (their exact values; the result is f32). */
-        const int64_t D = c->d_model, C = c->sub_channels, F = c->n_mels / 8;
+        const int64_t D = c->d_model, C = c->sub_channels, F = model_sub_freq(c);
         struct model_tensor wide = *src;
         float *rows = NULL;
         if (MT_IS_QUANT(src->type)) {
@@ -114,6 +114,13 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
                       (ends_with(o->name, ".weight") ? strlen("depthwise_conv.weight") : strlen("depthwise_conv.bias"));
         snprintf(pre, sizeof pre, "%.*s", (int)plen, o->name); /* "encoder.layers.N.conv." */
         const struct model_tensor *w, *b, *g, *be, *mu, *var;
+        if (c->conv_ln) { /* the LayerNorm comes after the conv: nothing to fold; an absent bias is 0 */
+            snprintf(nm, sizeof nm, "%sdepthwise_conv.%s", pre, ends_with(o->name, ".weight") ? "weight" : "bias");
+            const struct model_tensor *t = model_find(mf, nm);
+            for (uint64_t i = 0; i < n; i++)
+                dst[i] = t && (c->conv_bias || ends_with(o->name, ".weight")) ? (float)elem(t, i) : 0.0f;
+            return VKASR_OK;
+        }
         snprintf(nm, sizeof nm, "%sdepthwise_conv.weight", pre);
         w = model_find(mf, nm);
         snprintf(nm, sizeof nm, "%sdepthwise_conv.bias", pre);

@@ -45,10 +45,62 @@ static void add(struct tlist *L, const char *why, int nd, int64_t a, int64_t b, 
     s->why = why;
 }
 
+int model_sub_freq(const struct model_config *c) {
+    int f = c->n_mels;
+    for (int i = 0; i < 3; i++)
+        f = c->causal_sub ? f / 2 + 1 : (f + 1) / 2;
+    return f;
+}
+
+vkasr_status model_check_ctx(const struct model_config *c, const char *src, const char *field, struct err *e) {
+    if (c->n_ctx < 0 || c->n_ctx > MODEL_MAX_CTX)
+        return err_set(e, VKASR_ERR_MODEL, "%s: '%s' lists %d [left, right] pairs (at most %d)", src, field, c->n_ctx,
+                       MODEL_MAX_CTX);
+    for (int i = 0; i < c->n_ctx; i++) {
+        const int L = c->ctx[i][0], R = c->ctx[i][1];
+        if (L < 1 || R < 0 || L > (1 << 20) || R > (1 << 20))
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: '%s' pair %d = [%d, %d]: a chunked_limited context needs left >= 1 and right >= 0",
+                           src, field, i, L, R);
+        if (L % (R + 1) != 0)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: '%s' pair %d = [%d, %d]: chunked_limited needs the left context to be a multiple of "
+                           "right + 1 = %d",
+                           src, field, i, L, R, R + 1);
+    }
+    return VKASR_OK;
+}
+
+int model_ctx_lookahead_ms(const struct model_config *c, int i) {
+    const double frame_ms = 1000.0 * c->sub_factor * c->hop_length / (c->sample_rate > 0 ? c->sample_rate : 1);
+    return (int)((c->ctx[i][1] + 1) * frame_ms + 0.5);
+}
+
+vkasr_status model_select_lookahead(struct model_config *c, int ms, struct err *e) {
+    c->ctx_sel = 0;
+    if (ms == 0)
+        return VKASR_OK;
+    if (c->n_ctx == 0)
+        return err_set(e, VKASR_ERR_INVALID_ARG,
+                       "lookahead %d ms: the model is not a cache-aware streaming model (it has no chunked_limited "
+                       "contexts to choose from)",
+                       ms);
+    char menu[160] = "";
+    for (int i = 0; i < c->n_ctx; i++) {
+        if (model_ctx_lookahead_ms(c, i) == ms) {
+            c->ctx_sel = i;
+            return VKASR_OK;
+        }
+        const size_t l = strlen(menu);
+        snprintf(menu + l, sizeof menu - l, "%s%d", i ? ", " : "", model_ctx_lookahead_ms(c, i));
+    }
+    return err_set(e, VKASR_ERR_INVALID_ARG, "lookahead %d ms is not one the model was trained with (%s ms)", ms, menu);
+}
+
 vkasr_status model_expected_tensors(const struct model_config *c, int canonical, struct tensor_spec **out, int *count,
                                     struct err *e) {
     struct tlist L = {0};
-    const int64_t C = c->sub_channels, F = c->n_mels / 8, D = c->d_model, FF = c->ff_size, H = c->n_heads;
+    const int64_t C = c->sub_channels, F = model_sub_freq(c), D = c->d_model, FF = c->ff_size, H = c->n_heads;
     const int64_t K = c->conv_kernel, V1 = (int64_t)c->vocab_size + 1, P = c->pred_hidden;
     const bool ab = c->attention_bias, cb = c->conv_bias;
     static const int conv3[] = {0, 2, 5}, conv1[] = {3, 6};
@@ -68,7 +120,9 @@ vkasr_status model_expected_tensors(const struct model_config *c, int canonical,
             add(&L, wC, 4, C, C, 1, 1, "encoder.subsampling.layers.%d.weight", j);
         add(&L, wC, 1, C, 0, 0, 0, "encoder.subsampling.layers.%d.bias", j);
     }
-    add(&L, "hidden_size, subsampling_conv_channels * num_mel_bins / 8", 2, D, C * F, 0, 0,
+    add(&L, c->causal_sub ? "hidden_size, subsampling_conv_channels * frequency bins (causal: 128 -> 17)"
+                          : "hidden_size, subsampling_conv_channels * num_mel_bins / 8",
+        2, D, C * F, 0, 0,
         "encoder.subsampling.linear.weight");
     add(&L, "hidden_size", 1, D, 0, 0, 0, "encoder.subsampling.linear.bias");
 
@@ -104,14 +158,20 @@ vkasr_status model_expected_tensors(const struct model_config *c, int canonical,
         if (canonical) {
             add(&L, "hidden_size, conv_kernel_size", 2, D, K, 0, 0, LP "conv.depthwise_conv.weight", l);
             add(&L, wD, 1, D, 0, 0, 0, LP "conv.depthwise_conv.bias", l); /* BN folded: always present */
+            if (c->conv_ln) { /* the LayerNorm after the depthwise conv */
+                add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.weight", l);
+                add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.bias", l);
+            }
         } else {
             add(&L, "hidden_size, conv_kernel_size", 3, D, 1, K, 0, LP "conv.depthwise_conv.weight", l);
             if (cb)
                 add(&L, wD, 1, D, 0, 0, 0, LP "conv.depthwise_conv.bias", l);
             add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.weight", l);
             add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.bias", l);
-            add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.running_mean", l);
-            add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.running_var", l);
+            if (!c->conv_ln) { /* a LayerNorm has no running statistics */
+                add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.running_mean", l);
+                add(&L, wD, 1, D, 0, 0, 0, LP "conv.norm.running_var", l);
+            }
         }
         if (canonical)
             add(&L, wDD, 2, D, D, 0, 0, LP "conv.pointwise_conv2.weight", l);

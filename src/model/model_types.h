@@ -31,6 +31,8 @@ struct model_tensor {
     int map;                 /* private: index of the mapped file holding data, -1 if owned   */
 };
 
+#define MODEL_MAX_CTX 8 /* [L, R] pairs of a chunked_limited model's menu */
+
 struct model_config {
     int head;                /* vkasr_head: VKASR_HEAD_TDT / RNNT / CTC                       */
     /* encoder */
@@ -40,6 +42,16 @@ struct model_config {
     bool attention_bias;     /* q/k/v/o and feed-forward biases present                       */
     bool conv_bias;          /* conv-module pointwise/depthwise biases present                */
     int att_left, att_right; /* local attention context; -1, -1 = full attention              */
+    /* NeMo's cache-aware streaming models (att_context_style chunked_limited); all false/0 otherwise */
+    bool causal_sub;         /* causal_downsampling: stride-2 convs padded 2 before, 1 after    */
+    bool causal_conv;        /* conv_context_size causal: depthwise conv padded [K-1, 0]        */
+    bool conv_ln;            /* conv_norm_type layer_norm: conv.norm is a LayerNorm after the
+                              * depthwise conv (no running statistics, nothing folded)         */
+    int n_ctx;               /* chunked_limited: the trained [L, R] pairs, the first the
+                              * default; L % (R+1) == 0. 0: not a chunked model                 */
+    int ctx[MODEL_MAX_CTX][2];
+    int ctx_sel;             /* the pair a run uses (model_select_lookahead); not stored in files */
+    bool no_feature_norm;    /* normalize "NA": the mel features are not standardised          */
     /* vocabulary and heads */
     int vocab_size;          /* V: SentencePiece pieces, blank excluded; blank id = V         */
     int pred_hidden, pred_layers;
@@ -88,6 +100,18 @@ vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *n
 void model_close(struct model_file *mf);
 
 const struct model_tensor *model_find(const struct model_file *mf, const char *name);
+
+/* Frequency bins after the three stride-2 subsampling convs: ceil(n/2) thrice, or floor(n/2)+1 thrice
+ * (causal_sub: 128 -> 65 -> 33 -> 17). */
+int model_sub_freq(const struct model_config *c);
+/* The lookahead of pair i of the menu: (R + 1) encoder frames, in ms. */
+int model_ctx_lookahead_ms(const struct model_config *c, int i);
+/* Picks the pair whose lookahead is ms (0: the first) for ctx_sel; an unknown value, or one given for
+ * a model without a menu, is VKASR_ERR_INVALID_ARG naming the menu. */
+vkasr_status model_select_lookahead(struct model_config *c, int ms, struct err *e);
+/* Checks a chunked_limited menu (n_ctx pairs, L % (R+1) == 0, L >= 1, R >= 0); `src` and `field` name
+ * where it came from in the error. */
+vkasr_status model_check_ctx(const struct model_config *c, const char *src, const char *field, struct err *e);
 
 /* Transforms an HF checkpoint in place into the canonical kernel layout (no-op when canonical):
  *  - depthwise conv: BN folded in double precision -> conv.depthwise_conv.weight [D, K] f32 and

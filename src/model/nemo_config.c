@@ -162,9 +162,12 @@ static vkasr_status preprocessor(const struct ymap *root, struct model_config *c
         nfft_def *= 2;
     TRY(y_int(&p, "n_fft", nfft_def, 1, 1 << 16, &c->n_fft, e));
     TRY(y_int(&p, "features", 64, 1, 4096, &c->n_mels, e));
-    static const char *const per_feature[] = {"per_feature", NULL}, *const hann[] = {"hann", NULL},
+    static const char *const per_feature[] = {"per_feature", "NA", NULL}, *const hann[] = {"hann", NULL},
                              *const add[] = {"add", NULL}, *const slaney[] = {"slaney", NULL};
     TRY(y_only(&p, "normalize", per_feature, e));
+    const char *norm;
+    TRY(y_str(&p, "normalize", &norm, e));
+    c->no_feature_norm = norm && !strcmp(norm, "NA"); /* NeMo's normalize_batch passes "NA" through */
     TRY(y_only(&p, "window", hann, e));
     TRY(y_only(&p, "log_zero_guard_type", add, e));
     TRY(y_only(&p, "mel_norm", slaney, e));
@@ -205,38 +208,65 @@ static vkasr_status preprocessor(const struct ymap *root, struct model_config *c
     return VKASR_OK;
 }
 
-/* att_context_size: [L, R] (or a list of such lists for multi-lookahead models). */
-static vkasr_status att_context(const struct ymap *enc, bool local, struct model_config *c, struct err *e) {
-    c->att_left = c->att_right = -1;
-    const struct ny_node *n = ny_get(enc->m, "att_context_size");
-    if (!n || ny_is_null(n)) {
-        if (local)
-            return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.self_attention_model' rel_pos_local_attn without "
-                                               "'encoder.att_context_size'", enc->src);
-        return VKASR_OK;
-    }
-    if (n->kind == NY_SEQ && n->n >= 1 && n->kids[0]->kind == NY_SEQ) {
-        if (n->n > 1)
-            return err_set(e, VKASR_ERR_MODEL,
-                           "%s: line %d: 'encoder.att_context_size' lists %d contexts (a cache-aware streaming "
-                           "model): vkasr implements one full or symmetric local context",
-                           enc->src, n->line, n->n);
-        n = n->kids[0];
-    }
-    int v[2];
-    for (int i = 0; i < 2 && n->kind == NY_SEQ && n->n == 2; i++) {
+/* One [L, R] pair of integers at n into v. */
+static bool ctx_pair(const struct ny_node *n, int v[2]) {
+    if (n->kind != NY_SEQ || n->n != 2)
+        return false;
+    for (int i = 0; i < 2; i++) {
         char *end = NULL;
         const struct ny_node *k = n->kids[i];
         long x = k->kind == NY_SCALAR ? strtol(k->str, &end, 10) : 0;
         if (k->kind != NY_SCALAR || !end || end == k->str || *end || x < -1 || x > (1 << 24))
-            break;
+            return false;
         v[i] = (int)x;
-        if (i == 1)
-            goto got;
     }
-    return err_set(e, VKASR_ERR_MODEL, "%s: line %d: 'encoder.att_context_size' must be [left, right] integers",
-                   enc->src, n->line);
-got:
+    return true;
+}
+
+/* att_context_size: [L, R], or a list of such pairs (multi-lookahead models). chunked: the
+ * chunked_limited style, whose pairs all form the menu (the first the default). */
+static vkasr_status att_context(const struct ymap *enc, bool local, bool chunked, struct model_config *c,
+                                struct err *e) {
+    c->att_left = c->att_right = -1;
+    c->n_ctx = 0;
+    const struct ny_node *n = ny_get(enc->m, "att_context_size");
+    if (!n || ny_is_null(n)) {
+        if (local || chunked)
+            return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.%s' without 'encoder.att_context_size'", enc->src,
+                           local ? "self_attention_model' rel_pos_local_attn" : "att_context_style' chunked_limited");
+        return VKASR_OK;
+    }
+    int v[2];
+    if (chunked) {
+        const bool list = n->kind == NY_SEQ && n->n >= 1 && n->kids[0]->kind == NY_SEQ;
+        const int np = list ? n->n : 1;
+        if (np > MODEL_MAX_CTX)
+            return err_set(e, VKASR_ERR_MODEL, "%s: line %d: 'encoder.att_context_size' lists %d pairs (at most %d)",
+                           enc->src, n->line, np, MODEL_MAX_CTX);
+        for (int i = 0; i < np; i++) {
+            const struct ny_node *pn = list ? n->kids[i] : n;
+            if (!ctx_pair(pn, v))
+                return err_set(e, VKASR_ERR_MODEL,
+                               "%s: line %d: 'encoder.att_context_size' must be [left, right] integers or a list of "
+                               "such pairs",
+                               enc->src, pn->line);
+            c->ctx[i][0] = v[0];
+            c->ctx[i][1] = v[1];
+        }
+        c->n_ctx = np;
+        return model_check_ctx(c, enc->src, "encoder.att_context_size", e);
+    }
+    if (n->kind == NY_SEQ && n->n >= 1 && n->kids[0]->kind == NY_SEQ) {
+        if (n->n > 1)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: line %d: 'encoder.att_context_size' lists %d contexts with att_context_style "
+                           "regular: vkasr implements a menu of contexts for chunked_limited only",
+                           enc->src, n->line, n->n);
+        n = n->kids[0];
+    }
+    if (!ctx_pair(n, v))
+        return err_set(e, VKASR_ERR_MODEL, "%s: line %d: 'encoder.att_context_size' must be [left, right] integers",
+                       enc->src, n->line);
     if (v[0] == -1 && v[1] == -1) {
         if (local)
             return err_set(e, VKASR_ERR_MODEL, "%s: local attention with an unlimited context [-1, -1]", enc->src);
@@ -244,8 +274,9 @@ got:
     }
     if (!local)
         return err_set(e, VKASR_ERR_MODEL,
-                       "%s: line %d: 'encoder.att_context_size' = [%d, %d] with full attention (rel_pos): a limited "
-                       "context is cache-aware streaming, which vkasr does not implement",
+                       "%s: line %d: 'encoder.att_context_size' = [%d, %d] with full attention (rel_pos) and "
+                       "att_context_style regular: vkasr implements limited contexts as chunked_limited or "
+                       "rel_pos_local_attn",
                        enc->src, n->line, v[0], v[1]);
     if (v[0] != v[1] || v[0] < 1)
         return err_set(e, VKASR_ERR_MODEL,
@@ -283,23 +314,33 @@ static vkasr_status encoder(const struct ymap *root, struct model_config *c, str
     if (c->sub_channels < 1)
         return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.subsampling_conv_channels' = %d", root->src, c->sub_channels);
     static const char *const dws[] = {"dw_striding", NULL}, *const relpos[] = {"rel_pos", "rel_pos_local_attn", NULL},
-                             *const bn[] = {"batch_norm", NULL}, *const regular[] = {"regular", NULL};
+                             *const bn[] = {"batch_norm", "layer_norm", NULL},
+                             *const regular[] = {"regular", "chunked_limited", NULL};
     TRY(y_only(&en, "subsampling", dws, e));
     TRY(y_only(&en, "self_attention_model", relpos, e));
     TRY(y_only(&en, "conv_norm_type", bn, e));
     TRY(y_only(&en, "att_context_style", regular, e));
-    const char *sam;
+    const char *sam, *style, *cnorm;
     TRY(y_str(&en, "self_attention_model", &sam, e));
-    TRY(att_context(&en, sam && !strcmp(sam, "rel_pos_local_attn"), c, e));
+    TRY(y_str(&en, "att_context_style", &style, e));
+    TRY(y_str(&en, "conv_norm_type", &cnorm, e));
+    const bool local = sam && !strcmp(sam, "rel_pos_local_attn"), chunked = style && !strcmp(style, "chunked_limited");
+    if (local && chunked)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: 'encoder.att_context_style' chunked_limited with 'self_attention_model' "
+                       "rel_pos_local_attn is not supported (vkasr implements it with rel_pos)",
+                       root->src);
+    TRY(att_context(&en, local, chunked, c, e));
+    c->conv_ln = cnorm && !strcmp(cnorm, "layer_norm");
     bool untie = true, causal_ds = false;
     TRY(y_bool(&en, "xscaling", true, &c->xscaling, e));
     TRY(y_bool(&en, "untie_biases", true, &untie, e));
     TRY(y_bool(&en, "use_bias", true, &c->attention_bias, e));
     TRY(y_bool(&en, "causal_downsampling", false, &causal_ds, e));
     c->conv_bias = c->attention_bias;
-    if (!untie || causal_ds)
-        return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.%s' = %s is not supported", root->src,
-                       !untie ? "untie_biases" : "causal_downsampling", !untie ? "false" : "true");
+    c->causal_sub = causal_ds;
+    if (!untie)
+        return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.untie_biases' = false is not supported", root->src);
     TRY(y_int(&en, "global_tokens", 0, 0, 1 << 20, &glob, e));
     TRY(y_int(&en, "reduction_factor", 1, 1, 64, &red, e));
     if (glob != 0)
@@ -311,18 +352,25 @@ static vkasr_status encoder(const struct ymap *root, struct model_config *c, str
         return err_set(e, VKASR_ERR_MODEL, "%s: 'encoder.reduction_position' / 'reduction_factor': time reduction "
                                            "inside the encoder is not supported",
                        root->src);
-    /* conv_context_size: null, "default" or the centred [(K-1)/2, (K-1)/2]; "causal" or others are not */
+    /* conv_context_size: null, "default" or the centred [(K-1)/2, (K-1)/2]; "causal" or [K-1, 0] (the
+     * causal depthwise conv of cache-aware models); others are not */
     const struct ny_node *cc = ny_get(en.m, "conv_context_size");
+    c->causal_conv = false;
     if (cc && !ny_is_null(cc)) {
         int h = (c->conv_kernel - 1) / 2;
         bool ok = (cc->kind == NY_SCALAR && !strcmp(cc->str, "default"));
-        if (cc->kind == NY_SEQ && cc->n == 2 && cc->kids[0]->kind == NY_SCALAR && cc->kids[1]->kind == NY_SCALAR)
-            ok = atoi(cc->kids[0]->str) == h && atoi(cc->kids[1]->str) == h;
+        if (cc->kind == NY_SCALAR && !strcmp(cc->str, "causal"))
+            ok = c->causal_conv = true;
+        if (cc->kind == NY_SEQ && cc->n == 2 && cc->kids[0]->kind == NY_SCALAR && cc->kids[1]->kind == NY_SCALAR) {
+            const int l = atoi(cc->kids[0]->str), r = atoi(cc->kids[1]->str);
+            ok = (l == h && r == h) || (l == 2 * h && r == 0);
+            c->causal_conv = l == 2 * h && r == 0 && h > 0;
+        }
         if (!ok)
             return err_set(e, VKASR_ERR_MODEL,
                            "%s: line %d: 'encoder.conv_context_size' is not supported (vkasr implements the centred "
-                           "[%d, %d])",
-                           root->src, cc->line, h, h);
+                           "[%d, %d] and the causal [%d, 0])",
+                           root->src, cc->line, h, h, 2 * h);
     }
     return VKASR_OK;
 }
@@ -450,6 +498,16 @@ vkasr_status nemo_config_map(const char *src, const struct ny_node *root, struct
         TRY(y_str(&r, "_target_", &target, e));
     if (!target)
         return err_set(e, VKASR_ERR_MODEL, "%s: no 'target' naming the model class", src);
+    /* NVIDIA's cache-aware family beyond the plain transducer: refused by name, before anything loads */
+    if (strstr(class_of(target), "Prompt") || ny_get(ny_get(root, "model_defaults"), "num_prompts"))
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: 'target' = \"%s\": the language prompt (num_prompts / prompt_kernel before the joint) is "
+                       "not supported yet",
+                       src, target);
+    if (strstr(class_of(target), "EOU"))
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: 'target' = \"%s\": end-of-utterance (<EOU>/<EOB>) models are not supported yet", src,
+                       target);
     static const struct {
         const char *cls;
         bool transducer, ctc;

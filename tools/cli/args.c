@@ -53,6 +53,12 @@ static const struct cli_opt shared_opts[] = {
              "CTC head); a head the model lacks is refused (exit 3)",
      .help_for = {[CMD_CONVERT] = "the head to write: a GGUF file holds one, so a hybrid .nemo\n"
                                   "converts its transducer (auto) or, with ctc, its CTC head"}},
+    {.names = "--lookahead", .meta = "MS", .kind = ARG_VALUE, .field = COMMON(lookahead_ms), .parse = arg_lookahead,
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_SERVE) | CMD_BIT(CMD_BENCH),
+     .help = "cache-aware streaming models (NVIDIA's chunked_limited ones): the\n"
+             "trained attention context to run, by its lookahead (right + 1) x 80\n"
+             "ms, e.g. 80, 160, 560 or 1120; default: the model's first. A value\n"
+             "the model was not trained with is refused (exit 2)"},
     {.names = "--json", .kind = ARG_FLAG, .field = COMMON(json),
      .cmds = CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE),
      .help_for = {[CMD_LIVE] = "one JSON object per line for each final segment instead: text, start,\n"
@@ -84,6 +90,7 @@ vkasr_model_params cli_model_params(const struct cli_common *c) {
     mp.device = c->device;
     mp.precision = c->precision;
     mp.decoder = c->decoder;
+    mp.lookahead_ms = c->lookahead_ms;
     mp.log_level = c->no_prints ? VKASR_LOG_ERROR : c->verbose ? VKASR_LOG_INFO : VKASR_LOG_WARN;
     mp.log_callback = log_to_stderr;
     return mp;
@@ -119,6 +126,16 @@ int arg_decoder(const char *opt, const char *value, void *field) {
             return EXIT_OK;
         }
     fprintf(stderr, "vkasr: unknown --decoder '%s' (auto, tdt, rnnt, ctc)\n", value);
+    return EXIT_USAGE;
+}
+
+int arg_lookahead(const char *opt, const char *value, void *field) {
+    long v;
+    if (cli_parse_long(value, 1, 1000000, &v)) {
+        *(int *)field = (int)v;
+        return EXIT_OK;
+    }
+    fprintf(stderr, "vkasr: %s '%s': a lookahead in milliseconds (>= 1)\n", opt, value);
     return EXIT_USAGE;
 }
 

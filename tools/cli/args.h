@@ -57,6 +57,7 @@ struct cli_common {
     vkasr_precision precision;  /* -p; default AUTO                        */
     vkasr_decoder decoder;      /* --decoder; default AUTO                 */
     int threads;                /* --threads (0: the CPU backend's default) */
+    int lookahead_ms;           /* --lookahead; 0: the model's first       */
     bool verbose, no_prints, json;
 };
 
@@ -101,5 +102,6 @@ int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|
 /* f32|f16|q8_0|q6_k|q5_k|q4_k -> vkasr_weight_type (cmd_convert.c) */
 int arg_weight_type(const char *opt, const char *value, void *field);
 int arg_threads(const char *opt, const char *value, void *field);   /* 1..256, sets $VKASR_THREADS */
+int arg_lookahead(const char *opt, const char *value, void *field); /* MS >= 1                    */
 
 #endif

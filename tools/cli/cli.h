@@ -33,6 +33,8 @@ int arg_pull(const char *opt, const char *value, void *field);
 
 /* The exit code for a status; model_stage: the error came from loading the model. */
 int exit_code_for(vkasr_status st, int model_stage);
+/* exit_code_for a model load with these params (an untrained --lookahead is a usage error, exit 2). */
+int exit_code_for_load(vkasr_status st, const vkasr_model_params *mp);
 /* EXIT_USAGE with a message when a device string (NULL or "": $VKASR_DEVICE) names a backend this
  * build lacks ("cuda" without -DVKASR_CUDA=ON), EXIT_OK otherwise. */
 int check_device_backend(const char *device);

@@ -22,6 +22,13 @@ int exit_code_for(vkasr_status st, int model_stage) {
     }
 }
 
+int exit_code_for_load(vkasr_status st, const vkasr_model_params *mp) {
+    /* the one invalid argument a model decides: a --lookahead it was not trained with (a usage error) */
+    if (st == VKASR_ERR_INVALID_ARG && mp && mp->lookahead_ms != 0)
+        return EXIT_USAGE;
+    return exit_code_for(st, 1);
+}
+
 int check_device_backend(const char *device) {
     const char *from = "--device";
     if (!device || !*device) {

@@ -112,11 +112,11 @@ static int shares_with(const struct pool *p, int i) {
     return -1;
 }
 
-/* Reports a device's failure: its name first when one was given. */
-static int device_failed(const char *device, vkasr_status st, const char *msg) {
+/* Reports a device's failure: its name first when one was given; mp: the load's params, or NULL. */
+static int device_failed(const char *device, vkasr_status st, const char *msg, const vkasr_model_params *mp) {
     const bool named = device && *device;
     fprintf(stderr, "vkasr: %s%s%s\n", named ? device : "", named ? ": " : "", msg);
-    return exit_code_for(st, 1);
+    return exit_code_for_load(st, mp);
 }
 
 /* A model per distinct device among the workers, loaded at the same time on as many threads (the first
@@ -144,7 +144,7 @@ static int load_models(struct pool *p, const struct pool_params *pp) {
             load_model(&l[i]);
         p->s[i].w.model = l[i].model;
         if (l[i].st != VKASR_OK && rc == EXIT_OK)
-            rc = device_failed(l[i].device, l[i].st, l[i].err.message);
+            rc = device_failed(l[i].device, l[i].st, l[i].err.message, &l[i].pp->mp);
     }
     free(l);
     return rc;
@@ -188,7 +188,7 @@ int pool_open(const struct pool_params *pp, struct pool **out) {
         vkasr_error err;
         vkasr_status st = vkasr_session_create(w->model, &w->session, &err);
         if (st != VKASR_OK)
-            rc = device_failed(w->device, st, err.message);
+            rc = device_failed(w->device, st, err.message, NULL);
     }
     if (rc != EXIT_OK) {
         pool_free(p);
@@ -329,7 +329,7 @@ int pool_open_single(const char *model, const vkasr_model_params *mp, vkasr_mode
     }
     if (st != VKASR_OK) {
         fprintf(stderr, "vkasr: %s\n", err.message);
-        return exit_code_for(st, 1);
+        return exit_code_for_load(st, mp);
     }
     return EXIT_OK;
 }

@@ -31,6 +31,7 @@ struct att_args {
     bool vec; /* D, dk multiples of 4 and q, k, v, p 16-byte aligned: 4-element loads (float4, or 8 bytes of f16) */
     const int64_t *seg; /* a packed batch's segment starts [nseg + 1], or nseg 0 */
     int64_t nseg;
+    int64_t chunk, lchunks; /* the chunked_limited mask (ops.h); chunk 0: off */
 };
 
 /* The segment passes of a block of q's rows [i0, i0 + rows): a pass takes the rows [ilo, ihi) whose
@@ -70,6 +71,18 @@ static __device__ __forceinline__ bool seg_next(const att_args &a, seg_pass *p) 
     return true;
 }
 
+/* The chunked_limited mask's keys of query position pi in a segment starting at slo: [lo, hi). */
+static __device__ __forceinline__ int64_t chunk_lo(const att_args &a, int64_t pi, int64_t slo) {
+    const int64_t c = (pi - slo) / a.chunk;
+    return slo + a.chunk * (c > a.lchunks ? c - a.lchunks : 0);
+}
+static __device__ __forceinline__ int64_t chunk_hi(const att_args &a, int64_t pi, int64_t slo) {
+    return slo + a.chunk * ((pi - slo) / a.chunk + 1);
+}
+static __device__ __forceinline__ bool chunk_ok(const att_args &a, int64_t pi, int64_t j, int64_t slo) {
+    return a.chunk <= 0 || (j >= chunk_lo(a, pi, slo) && j < chunk_hi(a, pi, slo));
+}
+
 /* The key positions the rows of a segment pass may see: [*lo, *hi) (empty when it has no rows). */
 static __device__ __forceinline__ void key_range(const att_args &a, const seg_pass &p, int64_t *lo, int64_t *hi) {
     *lo = a.k0 > p.slo ? a.k0 : p.slo;
@@ -80,6 +93,11 @@ static __device__ __forceinline__ void key_range(const att_args &a, const seg_pa
     }
     if (a.window > 0) {
         const int64_t first = a.q0 + p.ilo - a.window, last = a.q0 + p.ihi + a.window; /* positions */
+        *lo = first > *lo ? first : *lo;
+        *hi = last < *hi ? last : *hi;
+    }
+    if (a.chunk > 0) {
+        const int64_t first = chunk_lo(a, a.q0 + p.ilo, p.slo), last = chunk_hi(a, a.q0 + p.ihi - 1, p.slo);
         *lo = first > *lo ? first : *lo;
         *hi = last < *hi ? last : *hi;
     }
@@ -180,7 +198,7 @@ template <int NE> static __global__ void __launch_bounds__(32 * AF_WARPS) att_f3
                     continue;
                 for (int jj = 0; jj < nk; jj++) {
                     const int64_t j = j0 + jj;
-                    if (a.window > 0 && (pi - j > a.window || j - pi > a.window))
+                    if ((a.window > 0 && (pi - j > a.window || j - pi > a.window)) || !chunk_ok(a, pi, j, sp.slo))
                         continue;
                     const float *kr = Ks + jj * dk, *wr = Ws + (int)(i0 + AF_BQ - 1 - i + jj) * dk;
                     float part = 0.0f;
@@ -410,7 +428,8 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
                         const int64_t j = j0 + c;
                         const int64_t ir = iw + r; /* the row: masked outside this pass */
                         bool ok = ir >= sp.ilo && ir < sp.ihi && j >= a.k0 && j < jhi &&
-                                  (a.window <= 0 || (pi - j <= a.window && j - pi <= a.window));
+                                  (a.window <= 0 || (pi - j <= a.window && j - pi <= a.window)) &&
+                                  chunk_ok(a, pi, j, sp.slo);
                         float v = ok ? (s[nt][2 * rr + q] + BD[r * TC_BDP + c - r + 15]) * a.scale : -INFINITY;
                         s[nt][2 * rr + q] = v;
                         mx = fmaxf(mx, v);
@@ -524,6 +543,8 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.D = D;
     args.P = a->p.ne[0];
     args.window = a->window;
+    args.chunk = a->chunk;
+    args.lchunks = a->left_chunks;
     args.center = (args.P - 1) / 2;
     args.H = (int)H;
     args.dk = (int)dk;

@@ -258,13 +258,13 @@ static uint64_t plan_bytes(int64_t C, int64_t G, int64_t dk, int64_t NKp, int64_
 
 /* The rule choosing this path (every term is fixed for the whole sequence, so every row chunk of a
  * sequence takes the same path and the same product shapes): f16 mode on a tensor-core device, full
- * attention (window 0) over one sequence (no packed segments), n_valid >= the device's threshold
+ * attention (window 0, no chunked mask) over one sequence (no packed segments), n_valid >= the device's threshold
  * (VKASR_CUDA_ATT_GEMM_MIN_T), f16 k, v and p that cuBLASLt can read in place (16-byte aligned rows and
  * heads), and a chunk of at least AG_ROW_STEP rows fitting the op scratch. Chunks are as large as fit
  * (rows x heads, then rows), at most AG_CHUNK_MAX rows and the sequence rounded up. */
 static bool plan(const struct cu_backend *b, const struct op_relpos_attention *a, int64_t kend, struct ag_plan *p) {
     const int64_t D = a->q.ne[1], H = a->heads, dk = D / H, P = a->p.ne[0], k0 = a->k_pos0;
-    if (!a->f16 || !b->d->tensor_cores || a->window > 0 || a->seg.addr || a->n_valid < b->d->att_gemm_min_t)
+    if (!a->f16 || !b->d->tensor_cores || a->window > 0 || a->chunk > 0 || a->seg.addr || a->n_valid < b->d->att_gemm_min_t)
         return false;
     if (a->k.type != BE_F16 || a->v.type != BE_F16 || a->p.type != BE_F16 || dk % 8 || D % 8 || a->k.addr % 16 ||
         a->v.addr % 16 || a->p.addr % 16)

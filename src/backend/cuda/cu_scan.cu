@@ -8,7 +8,7 @@
 struct scan_out {
     int64_t *y;
     uint32_t div, halvings, stride;
-    bool lead;
+    bool lead, causal;
 };
 struct scan_args {
     const int64_t *x;
@@ -32,7 +32,8 @@ static __global__ void __launch_bounds__(SCAN_THREADS) scan_kernel(scan_args a) 
             uint64_t v = 0;
             if (i < a.n) {
                 const uint64_t l = (uint64_t)a.x[i] / o.div;
-                v = ((l >> o.halvings) + ((l & mask) != 0)) * o.stride;
+                v = (o.causal ? (l + (2ull << o.halvings) - 2) >> o.halvings : (l >> o.halvings) + ((l & mask) != 0)) *
+                    o.stride;
             }
             part[tid] = v;
             __syncthreads();
@@ -57,7 +58,7 @@ vkasr_status cu_op_offsets_scan(struct cu_backend *b, const struct op_offsets_sc
     args.nout = a->nout;
     for (int k = 0; k < a->nout; k++)
         args.out[k] = scan_out{cu_ptr<int64_t>(a->out[k].y), a->out[k].div, a->out[k].halvings, a->out[k].stride,
-                               a->out[k].lead};
+                               a->out[k].lead, a->out[k].causal};
     scan_kernel<<<cu_grid(b, (uint64_t)a->nout, 1), SCAN_THREADS, 0, b->stream>>>(args);
     CU_LAUNCHED(b);
     return VKASR_OK;

@@ -46,11 +46,17 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
                 s_lo = ref_i64(&a->seg)[sg];
                 s_hi = ref_i64(&a->seg)[sg + 1];
             }
+            int64_t c_lo = 0, c_hi = INT64_MAX; /* the chunked mask's keys */
+            if (a->chunk > 0) {
+                const int64_t base = a->seg.addr ? s_lo : 0, ci = (i - base) / a->chunk;
+                c_lo = base + a->chunk * (ci > a->left_chunks ? ci - a->left_chunks : 0);
+                c_hi = base + a->chunk * (ci + 1);
+            }
             double mx = -INFINITY;
             for (int64_t lj = 0; lj < Tk; lj++) {
                 const int64_t j = a->k_pos0 + lj, r = i - j;
                 if (j >= a->n_valid || (a->window > 0 && llabs(r) > a->window) || j < s_lo || j >= s_hi ||
-                    center - r < 0 || center - r >= P) {
+                    j < c_lo || j >= c_hi || center - r < 0 || center - r >= P) {
                     s[lj] = -INFINITY;
                     continue;
                 }

@@ -11,7 +11,7 @@ static int64_t tile_row(int64_t rows, int64_t row0, int64_t base, int64_t len, i
     return (base + g - row0) * row_elems;
 }
 
-/* Where output row R's inputs come from: row 2r-1+i of the image is global input row base + 2r-1+i,
+/* Where output row R's inputs come from: row 2r-pad+i of the image is global input row base + 2r-1+i,
  * valid inside [0, len) of the image (packed batches: the segment of R; else the one image). */
 static void conv_source(const be_tensor *x_seg, const be_tensor *y_seg, int64_t x_len, int64_t R, int64_t *r,
                         int64_t *base, int64_t *len) {
@@ -30,6 +30,7 @@ static void conv_source(const be_tensor *x_seg, const be_tensor *y_seg, int64_t 
 vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
     int64_t Hy = a->y.ne[0], Wo = a->y.ne[1], C = a->y.ne[2], W = a->x.ne[1];
     const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
+    const int64_t pad = a->causal ? 2 : 1; /* rows and columns before the image */
     for (int64_t r = 0; r < Hy; r++) {
         int64_t R, base, len;
         conv_source(&a->x_seg, &a->y_seg, a->x_len, a->y_row0 + r, &R, &base, &len);
@@ -37,11 +38,11 @@ vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
             for (int64_t c = 0; c < C; c++) {
                 double acc = bias[c];
                 for (int i = 0; i < 3; i++) {
-                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W);
+                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - pad + i, W);
                     if (xr < 0)
                         continue;
                     for (int j = 0; j < 3; j++) {
-                        int64_t col = 2 * o - 1 + j;
+                        int64_t col = 2 * o - pad + j;
                         if (col >= 0 && col < W)
                             acc += (double)w[c * 9 + i * 3 + j] * ref_get(&a->x, (uint64_t)(xr + col));
                     }
@@ -55,6 +56,7 @@ vkasr_status ref_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
 vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) {
     int64_t Hy = a->y.ne[0], Wo = a->y.ne[1], C = a->y.ne[2], W = a->x.ne[1];
     const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
+    const int64_t pad = a->causal ? 2 : 1; /* rows and columns before the image */
     for (int64_t r = 0; r < Hy; r++) {
         int64_t R, base, len;
         conv_source(&a->x_seg, &a->y_seg, a->x_len, a->y_row0 + r, &R, &base, &len);
@@ -62,11 +64,11 @@ vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) 
             for (int64_t c = 0; c < C; c++) {
                 double acc = bias[c];
                 for (int i = 0; i < 3; i++) {
-                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - 1 + i, W * C);
+                    int64_t xr = tile_row(a->x.ne[0], a->x_row0, base, len, 2 * R - pad + i, W * C);
                     if (xr < 0)
                         continue;
                     for (int j = 0; j < 3; j++) {
-                        int64_t col = 2 * o - 1 + j;
+                        int64_t col = 2 * o - pad + j;
                         if (col >= 0 && col < W)
                             acc += (double)w[c * 9 + i * 3 + j] * ref_get(&a->x, (uint64_t)(xr + col * C + c));
                     }
@@ -78,7 +80,7 @@ vkasr_status ref_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) 
 }
 
 vkasr_status ref_dwconv1d(struct backend *b, const struct op_dwconv1d *a) {
-    int64_t T = a->x.ne[0], C = a->x.ne[1], K = a->w.ne[1], half = K / 2;
+    int64_t T = a->x.ne[0], C = a->x.ne[1], K = a->w.ne[1], half = a->causal ? K - 1 : K / 2;
     const float *w = ref_f32(&a->w), *bias = ref_f32(&a->b);
     for (int64_t t = 0; t < T; t++) {
         /* the rows of x a tap may read: all of them, or those of t's segment */

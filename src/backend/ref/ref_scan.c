@@ -13,7 +13,7 @@ vkasr_status ref_offsets_scan(struct backend *b, const struct op_offsets_scan *a
         for (int64_t i = 0; i < N; i++) {
             /* ceil(l / 2^h) of the floor division, then the stride */
             const uint64_t l = (uint64_t)x[i] / o->div, h = o->halvings;
-            const uint64_t up = h ? (l >> h) + ((l & ((1ull << h) - 1)) != 0) : l;
+            const uint64_t up = o->causal ? (l + (2ull << h) - 2) >> h : h ? (l >> h) + ((l & ((1ull << h) - 1)) != 0) : l;
             sum += (int64_t)(up * o->stride);
             y[i] = sum;
         }

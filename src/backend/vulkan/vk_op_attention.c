@@ -15,6 +15,7 @@ struct pc_attention {
     float scale;
     uint32_t flags, nseg;
     uint64_t seg;
+    uint32_t chunk, lchunks; /* the chunked_limited mask (chunk 0: off) */
 };
 _Static_assert(sizeof(struct pc_attention) <= VK_PUSH_CONSTANT_BYTES,
                "mirror of shaders/common/attention.glsl's push constants, within the guaranteed 128 bytes");
@@ -179,7 +180,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     /* llvmpipe stops an invocation's loops after 65535 iterations in total without an error
      * (attention_rows.comp): one row's keys stay below that, else the result would silently be wrong;
      * rows whose loops over dk would reach it get the unrolled variant. */
-    int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : Tk;
+    int64_t row_keys = Tk, band = a->window > 0 ? 2 * a->window + 1 : a->chunk > 0 ? a->chunk * (a->left_chunks + 1) : Tk;
     row_keys = row_keys < band ? row_keys : band;
     /* 16-byte loads of 4 elements (ATT_FLAG_VEC; attention_rows' VEC4, spec 2, whose loops over dk then
      * take dk / 4) */
@@ -232,6 +233,8 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .flags = flags,
         .nseg = a->seg.addr ? (uint32_t)(a->seg.ne[0] - 1) : 0,
         .seg = a->seg.addr,
+        .chunk = (uint32_t)a->chunk,
+        .lchunks = (uint32_t)(a->left_chunks < span ? a->left_chunks : span),
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.

@@ -26,14 +26,15 @@ struct pc_conv2d {
     int64_t hx, hy, wx, wo, c;
     uint32_t act, nseg;
     uint64_t x_seg, y_seg;
+    uint32_t pad, unused; /* rows and columns before the image: 1, or 2 (causal) */
 };
-_Static_assert(sizeof(struct pc_conv2d) == 120, "mirror of conv2d.comp push constants");
+_Static_assert(sizeof(struct pc_conv2d) == 128, "mirror of conv2d.comp push constants");
 
 static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum spv_id spv, enum spv_id spv_h,
                                   uint32_t cpt, const be_tensor *x,
                                   const be_tensor *w, const be_tensor *bias, const be_tensor *y, int64_t x_row0,
                                   int64_t x_len, int64_t y_row0, int act, const be_tensor *x_seg,
-                                  const be_tensor *y_seg) {
+                                  const be_tensor *y_seg, bool causal) {
     int64_t Hy = y->ne[0], Wo = y->ne[1], C = y->ne[2];
     if (Hy == 0 || Wo == 0 || C == 0)
         return VKASR_OK;
@@ -45,7 +46,7 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
         .x_row0 = x_row0, .x_len = x_len, .y_row0 = y_row0,
         .hx = x->ne[0], .hy = Hy, .wx = x->ne[1], .wo = Wo, .c = C,
         .act = (uint32_t)act, .nseg = x_seg->addr ? (uint32_t)(x_seg->ne[0] - 1) : 0,
-        .x_seg = x_seg->addr, .y_seg = y_seg->addr,
+        .x_seg = x_seg->addr, .y_seg = y_seg->addr, .pad = causal ? 2u : 1u,
     };
     uint32_t wg = CONV_WG;
     struct vk_io io;
@@ -76,12 +77,12 @@ static vkasr_status conv2d_record(struct vk_backend *b, const char *name, enum s
 
 vkasr_status vk_op_conv2d_s2(struct vk_backend *b, const struct op_conv2d_s2 *a) {
     return conv2d_record(b, "conv2d_s2", SPV_conv2d_s2, SPV_conv2d_s2_h, CONV2D_CPT, &a->x, &a->w, &a->b, &a->y,
-                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
+                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg, a->causal);
 }
 
 vkasr_status vk_op_dwconv2d_s2(struct vk_backend *b, const struct op_dwconv2d_s2 *a) {
     return conv2d_record(b, "dwconv2d_s2", SPV_dwconv2d_s2, SPV_dwconv2d_s2_h, 1, &a->x, &a->w, &a->b, &a->y,
-                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg);
+                         a->x_row0, a->x_len, a->y_row0, a->act, &a->x_seg, &a->y_seg, a->causal);
 }
 
 struct pc_dwconv1d {
@@ -90,8 +91,9 @@ struct pc_dwconv1d {
     uint32_t act, nseg;
     uint64_t seg;
     int64_t row0;
+    int64_t lpad; /* rows before t a tap reaches: K/2, or K-1 (causal) */
 };
-_Static_assert(sizeof(struct pc_dwconv1d) == 80, "mirror of dwconv1d.comp push constants");
+_Static_assert(sizeof(struct pc_dwconv1d) == 88, "mirror of dwconv1d.comp push constants");
 
 #define DWCONV1D_TT 8u /* time steps per workgroup block (TT in dwconv1d.comp) */
 
@@ -106,7 +108,7 @@ vkasr_status vk_op_dwconv1d(struct vk_backend *b, const struct op_dwconv1d *a) {
         .x = a->x.addr, .w = a->w.addr, .b = a->b.addr, .y = a->y.addr,
         .t = T, .c = C, .k = a->w.ne[1],
         .act = (uint32_t)a->act, .nseg = a->seg.addr ? (uint32_t)(a->seg.ne[0] - 1) : 0, .seg = a->seg.addr,
-        .row0 = a->row0,
+        .row0 = a->row0, .lpad = a->causal ? a->w.ne[1] - 1 : a->w.ne[1] / 2,
     };
     uint32_t wg = CONV_WG;
     struct vk_io io;

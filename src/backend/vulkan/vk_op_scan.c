@@ -20,7 +20,7 @@ vkasr_status vk_op_offsets_scan(struct vk_backend *b, const struct op_offsets_sc
         pc.y[k] = o->y.addr;
         pc.div[k] = o->div;
         pc.stride[k] = o->stride;
-        pc.flags[k] = o->halvings | (o->lead ? 1u << 8 : 0u);
+        pc.flags[k] = o->halvings | (o->lead ? 1u << 8 : 0u) | (o->causal ? 1u << 9 : 0u);
         wr[k] = vk_tensor_range(&o->y);
     }
     /* A power of two: 64 invocations on a CPU driver (each barrier makes llvmpipe switch between all
