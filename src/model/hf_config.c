@@ -115,7 +115,7 @@ static bool is_streaming(const cJSON *root) {
 }
 
 static vkasr_status streaming_menu(const struct jobj *eo, struct model_config *c, struct err *e) {
-    int window, def;
+    int window = 0, def = 0;
     TRY(get_int(eo, "sliding_window", 71, 2, 1 << 20, &window, e));
     const cJSON *menu = jget(eo, "supported_num_lookahead_tokens");
     if (!cJSON_IsArray(menu) || cJSON_GetArraySize(menu) < 1 || cJSON_GetArraySize(menu) > MODEL_MAX_CTX)
