@@ -38,17 +38,28 @@ layout(push_constant) uniform PC {
 #define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)
 
 // The chunked_limited mask's keys of query position pi, whose segment starts at position slo: [lo, hi)
-// (ops.h). With the mask off, everything. Written without branches or a division by zero: with an early
-// return here, lavapipe (Mesa 22.3) computed wrong results in the emulated split tensor-core kernel.
+// (ops.h). With the mask off (a uniform branch on the push constant), everything, without the divisions
+// the per-key tests would otherwise pay in every model. No early return: with one here, lavapipe (Mesa
+// 22.3) computed wrong results in the emulated split tensor-core kernel.
 uint att_chunk_lo(uint pi, uint slo) {
-    const uint c = (pi - slo) / max(pc.chunk, 1u);
-    return pc.chunk == 0u ? 0u : slo + pc.chunk * (c > pc.lchunks ? c - pc.lchunks : 0u);
+    uint lo = 0u;
+    if (pc.chunk != 0u) {
+        const uint c = (pi - slo) / pc.chunk;
+        lo = slo + pc.chunk * (c > pc.lchunks ? c - pc.lchunks : 0u);
+    }
+    return lo;
 }
 uint att_chunk_hi(uint pi, uint slo) {
-    return pc.chunk == 0u ? 0xffffffffu : slo + pc.chunk * ((pi - slo) / max(pc.chunk, 1u) + 1u);
+    uint hi = 0xffffffffu;
+    if (pc.chunk != 0u)
+        hi = slo + pc.chunk * ((pi - slo) / pc.chunk + 1u);
+    return hi;
 }
 bool att_chunk_ok(uint pi, uint j, uint slo) {
-    return j >= att_chunk_lo(pi, slo) && j < att_chunk_hi(pi, slo);
+    bool ok = true;
+    if (pc.chunk != 0u)
+        ok = j >= att_chunk_lo(pi, slo) && j < att_chunk_hi(pi, slo);
+    return ok;
 }
 
 #define FLAG_VEC 1u  // D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte loads of 4 f32
