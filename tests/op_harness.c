@@ -56,8 +56,8 @@ void th_open(struct th *h, bool want_f16) {
         const char *want = getenv("VKASR_DEVICE");
         if (want && (strncmp(want, "cpu", 3) == 0 || strcmp(want, "ref") == 0))
             want = NULL;
-        else if (want && strncmp(want, "vulkan", 6) == 0) /* "vulkan" or "vulkan:X", as be_device_open reads it */
-            want = want[6] == ':' ? want + 7 : want[6] ? want : NULL;
+        else if (want && be_device_suffix(want, "vulkan"))
+            want = be_device_suffix(want, "vulkan");
         struct be_device_options vo = {.device = want, .validation = tv_wanted(), .want_f16 = want_f16, .log = &lg};
         if (vk_device_open(&vo, &h->dev[TH_DEV], &e) || be_backend_create(h->dev[TH_DEV], &h->be[TH_DEV], &e))
             die("Vulkan backend", &e);

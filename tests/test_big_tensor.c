@@ -157,9 +157,9 @@ int main(int argc, char **argv) {
     struct err e = {0};
     const char *test_dev = getenv("VKASR_TEST_DEVICE");
     bool named = test_dev && *test_dev;
-    const char *vk = getenv("VKASR_DEVICE"); /* "vulkan[:X]" as be_device_open reads it: X, or the best */
-    if (vk && strncmp(vk, "vulkan", 6) == 0)
-        vk = vk[6] == ':' ? vk + 7 : vk[6] ? vk : NULL;
+    const char *vk = getenv("VKASR_DEVICE");
+    if (vk && be_device_suffix(vk, "vulkan")) /* "vulkan[:X]" as be_device_open reads it */
+        vk = be_device_suffix(vk, "vulkan");
     struct be_device_options o = {.device = named ? test_dev : vk, .log = &lg};
     struct be_device *dev = NULL;
     struct backend *b = NULL;

@@ -12,8 +12,7 @@
 
 #include "backend.h"
 
-/* "prefix" alone or "prefix:rest": returns rest ("" for the bare prefix), NULL if s is neither. */
-static const char *after_prefix(const char *s, const char *prefix) {
+const char *be_device_suffix(const char *s, const char *prefix) {
     size_t n = strlen(prefix);
     if (strncmp(s, prefix, n) != 0)
         return NULL;
@@ -54,11 +53,11 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
         want = "cpu";
     if (strcmp(want, "ref") == 0)
         return opened(ref_device_open(opt, out, e), "ref", out);
-    if ((rest = after_prefix(want, "cpu"))) {
+    if ((rest = be_device_suffix(want, "cpu"))) {
         o.device = rest;
         return opened(cpu_device_open(&o, out, e), "cpu", out);
     }
-    if ((rest = after_prefix(want, "cuda"))) {
+    if ((rest = be_device_suffix(want, "cuda"))) {
 #ifdef VKASR_HAVE_CUDA
         o.device = rest;
         return opened(cuda_device_open(&o, out, e), "cuda", out);
@@ -68,7 +67,7 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
                        want);
 #endif
     }
-    if ((rest = after_prefix(want, "vulkan")))
+    if ((rest = be_device_suffix(want, "vulkan")))
         want = rest;
     o.device = want;
     return opened(vk_device_open(&o, out, e), "vulkan", out);

@@ -135,6 +135,9 @@ struct backend {
 
 /* Opens the device a device string names (backend.c). */
 vkasr_status be_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e);
+/* A device string's part after a backend's name: "prefix" alone or "prefix:rest" gives rest ("" for
+ * the bare prefix), anything else NULL (be_device_open's reading of "cpu:N", "vulkan:X", ...). */
+const char *be_device_suffix(const char *s, const char *prefix);
 void be_device_close(struct be_device *d);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
 void be_backend_destroy(struct backend *b);
