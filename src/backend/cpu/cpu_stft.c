@@ -19,20 +19,7 @@ struct stft {
 };
 
 static void fft(double *re, double *im, int n, const double *cs, const double *sn) {
-    for (int i = 1, j = 0; i < n; i++) { /* bit reversal */
-        int bit = n >> 1;
-        for (; j & bit; bit >>= 1)
-            j ^= bit;
-        j ^= bit;
-        if (i < j) {
-            double t = re[i];
-            re[i] = re[j];
-            re[j] = t;
-            t = im[i];
-            im[i] = im[j];
-            im[j] = t;
-        }
-    }
+    ref_fft_bit_reverse(re, im, n);
     for (int len = 2; len <= n; len <<= 1) {
         const int stride = n / len, half = len / 2;
         for (int i = 0; i < n; i += len)

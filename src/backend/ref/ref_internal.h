@@ -48,6 +48,9 @@ static inline int64_t ref_seg_find(const be_tensor *seg, int64_t pos) {
 }
 
 
+/* The radix-2 FFT's input permutation (bit-reversed order) of n = 2^k complex values, in place. */
+void ref_fft_bit_reverse(double *re, double *im, int n);
+
 /* Element k of a weight tensor in F32 or F16, widened to double. */
 static inline double ref_weight(const be_tensor *w, uint64_t k) {
     return w->type == BE_F16 ? (double)half_to_float(ref_u16(w)[k]) : (double)ref_f32(w)[k];

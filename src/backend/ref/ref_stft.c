@@ -10,7 +10,7 @@
 #define M_PI 3.14159265358979323846
 #endif
 
-static void fft_pow2(double *re, double *im, int n) {
+void ref_fft_bit_reverse(double *re, double *im, int n) {
     for (int i = 1, j = 0; i < n; i++) { /* bit reversal */
         int bit = n >> 1;
         for (; j & bit; bit >>= 1)
@@ -25,6 +25,10 @@ static void fft_pow2(double *re, double *im, int n) {
             im[j] = t;
         }
     }
+}
+
+static void fft_pow2(double *re, double *im, int n) {
+    ref_fft_bit_reverse(re, im, n);
     for (int len = 2; len <= n; len <<= 1) {
         double ang = -2 * M_PI / len;
         for (int i = 0; i < n; i += len)
