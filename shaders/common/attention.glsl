@@ -37,13 +37,17 @@ layout(push_constant) uniform PC {
 #define ATT_H (pc.D / pc.dk)            // heads
 #define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)
 
+// The chunked_limited mask (specialization constant 3, set by the host when the call's chunk is
+// non-zero): pipelines of models without it compile these tests out, so the per-key tests of the
+// tensor-core kernels' inner loop cost them nothing.
+layout(constant_id = 3) const bool CHUNKED = false;
+
 // The chunked_limited mask's keys of query position pi, whose segment starts at position slo: [lo, hi)
-// (ops.h). With the mask off (a uniform branch on the push constant), everything, without the divisions
-// the per-key tests would otherwise pay in every model. No early return: with one here, lavapipe (Mesa
-// 22.3) computed wrong results in the emulated split tensor-core kernel.
+// (ops.h). With the mask off, everything. No early return: with one here, lavapipe (Mesa 22.3) computed
+// wrong results in the emulated split tensor-core kernel.
 uint att_chunk_lo(uint pi, uint slo) {
     uint lo = 0u;
-    if (pc.chunk != 0u) {
+    if (CHUNKED && pc.chunk != 0u) {
         const uint c = (pi - slo) / pc.chunk;
         lo = slo + pc.chunk * (c > pc.lchunks ? c - pc.lchunks : 0u);
     }
@@ -51,13 +55,13 @@ uint att_chunk_lo(uint pi, uint slo) {
 }
 uint att_chunk_hi(uint pi, uint slo) {
     uint hi = 0xffffffffu;
-    if (pc.chunk != 0u)
+    if (CHUNKED && pc.chunk != 0u)
         hi = slo + pc.chunk * ((pi - slo) / pc.chunk + 1u);
     return hi;
 }
 bool att_chunk_ok(uint pi, uint j, uint slo) {
     bool ok = true;
-    if (pc.chunk != 0u)
+    if (CHUNKED && pc.chunk != 0u)
         ok = j >= att_chunk_lo(pi, slo) && j < att_chunk_hi(pi, slo);
     return ok;
 }

@@ -238,9 +238,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.
-     * Spec 2: attention_rows' VEC4. Spec 7: the tensor types (ids 3-6 are unused). */
+     * Spec 2: attention_rows' VEC4. Spec 3: the chunked mask is on (its tests compiled in). Spec 7: the
+     * tensor types (ids 4-6 are unused). */
     uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
-                        vec4 ? 1u : 0u, 0, 0, 0, 0, types};
+                        vec4 ? 1u : 0u, pc.chunk != 0u ? 1u : 0u, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
     struct vk_range rd[7], wr[1] = {vk_tensor_range(&a->y)};
     for (int i = 0; i < nin; i++)
