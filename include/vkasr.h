@@ -526,8 +526,9 @@ VKASR_API vkasr_status vkasr_subtitle_cues(const vkasr_word *words, size_t n, co
                                            vkasr_cue **out_cues, size_t *out_n, vkasr_error *error);
 VKASR_API void vkasr_cues_free(vkasr_cue *cues, size_t n); /* NULL is a no-op */
 
-/* The cues of vkasr_subtitle_cues() as a SubRip or WebVTT file (in WebVTT, & < > escaped), into
- * *out (NUL-terminated, release with vkasr_free()) and *out_len (its length without the NUL). */
+/* The cues of vkasr_subtitle_cues() as a SubRip or WebVTT file (in WebVTT, & < > escaped; a cue of
+ * empty words only is left out), into *out (NUL-terminated, release with vkasr_free()) and *out_len
+ * (its length without the NUL). */
 VKASR_API vkasr_status vkasr_subtitles(const vkasr_word *words, size_t n, const vkasr_subtitle_params *params,
                                        vkasr_subtitle_format format, char **out, size_t *out_len,
                                        vkasr_error *error);

@@ -214,7 +214,8 @@ status_of 200 "vtt of the sample, limits in the request" -H "$AUTH" -F file=@"$S
 cmp -s "$WORK/body" "$WORK/sample_limits.vtt" && ok "vtt with the request's limits: the CLI's with its options" ||
     fail "vtt with limits differs from the CLI's"
 status_of 400 "max_lines=3" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt -F max_lines=3 "$T"
-grep -q 'max_lines 3: must be 1 or 2' "$WORK/body" || fail "max_lines=3: $(cat "$WORK/body")"
+grep -q 'max_lines 3: must be 1 or 2","type":"invalid_request_error","param":"max_lines"' "$WORK/body" ||
+    fail "max_lines=3: $(cat "$WORK/body")"
 status_of 400 "max_cue_seconds=x" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt \
     -F max_cue_seconds=x "$T"
 

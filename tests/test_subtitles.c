@@ -132,6 +132,9 @@ static void test_text(void) {
                 "WEBVTT\n\n00:00:00.000 --> 00:00:01.200\na b \xef\xbf\xbd &lt;i&gt;&amp; \xc3\xa9t\xc3\xa9\n\n");
     expect_file("text srt", w, N(w), NULL, VKASR_SUBTITLE_SRT,
                 "1\n00:00:00,000 --> 00:00:01,200\na b \xef\xbf\xbd <i>& \xc3\xa9t\xc3\xa9\n\n");
+    /* a cue of empty words only is left out (its blank text line would end the cue early) */
+    const vkasr_word e[] = {W("", 0.0, 0.2), W("a", 1.0, 1.2)};
+    expect_file("empty words", e, N(e), NULL, VKASR_SUBTITLE_SRT, "1\n00:00:01,000 --> 00:00:02,000\na\n\n");
     /* characters, not bytes: 14 two-byte letters and a space fit one line of 15 */
     vkasr_subtitle_params p = vkasr_subtitle_params_default();
     p.max_line_chars = 15;

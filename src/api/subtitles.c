@@ -348,9 +348,11 @@ vkasr_status vkasr_subtitles(const vkasr_word *words, size_t n, const vkasr_subt
     const bool vtt = format == VKASR_SUBTITLE_VTT;
     struct sbuf b = {0};
     bool ok = sb_put(&b, vtt ? "WEBVTT\n\n" : "", vtt ? 8 : 0);
-    for (size_t i = 0; ok && i < nc; i++) {
+    for (size_t i = 0, written = 0; ok && i < nc; i++) {
+        if (!c[i].text[0]) /* words of no text: a cue without text would read as the end of a cue */
+            continue;
         char num[32];
-        int k = snprintf(num, sizeof num, "%zu\n", i + 1);
+        int k = snprintf(num, sizeof num, "%zu\n", ++written);
         ok = (vtt || sb_put(&b, num, (size_t)k)) && put_time(&b, c[i].start, vtt ? '.' : ',') &&
              sb_put(&b, " --> ", 5) && put_time(&b, c[i].end, vtt ? '.' : ',') && sb_put(&b, "\n", 1) &&
              put_text(&b, c[i].text, vtt) && sb_put(&b, "\n\n", 2);

@@ -54,8 +54,18 @@ int cli_check_subtitles(const vkasr_subtitle_params *p) {
     vkasr_error err;
     if (vkasr_subtitle_cues(NULL, 0, p, &c, &n, &err) == VKASR_OK)
         return EXIT_OK;
-    fprintf(stderr, "vkasr: %s (options --max-line-chars, --max-lines, --max-cue-seconds, --min-cue-seconds, "
-                    "--cue-pause)\n", err.message);
+    /* the message names vkasr_subtitle_params' field: say which option set it */
+    static const char *const names[][2] = {{"max_line_chars", "--max-line-chars"}, {"max_lines", "--max-lines"},
+                                           {"max_duration", "--max-cue-seconds"}, {"min_duration", "--min-cue-seconds"},
+                                           {"pause", "--cue-pause"}};
+    const char *opt = "the subtitle options";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "subtitles: %s ", names[i][0]);
+        if (!strncmp(err.message, head, strlen(head)))
+            opt = names[i][1];
+    }
+    fprintf(stderr, "vkasr: %s: %s\n", opt, err.message);
     return EXIT_USAGE;
 }
 

@@ -190,8 +190,16 @@ static const char *check_subs(struct req *r, const char **param) {
     vkasr_error err;
     if (vkasr_subtitle_cues(NULL, 0, p, &c, &n, &err) == VKASR_OK)
         return NULL;
+    /* the message names vkasr_subtitle_params' field (in sub_fields order): the request's field set it */
+    static const char *const c_names[5] = {"max_line_chars", "max_lines", "max_duration", "min_duration", "pause"};
     *param = "max_line_chars";
-    snprintf(r->subs_error, sizeof r->subs_error, "%s", err.message);
+    for (int i = 0; i < 5; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "subtitles: %s ", c_names[i]);
+        if (!strncmp(err.message, head, strlen(head)))
+            *param = sub_fields[i];
+    }
+    snprintf(r->subs_error, sizeof r->subs_error, "%s: %s", *param, err.message);
     return r->subs_error;
 }
 
