@@ -207,7 +207,7 @@ cmp -s "$WORK/body" "$WORK/sample.srt" && [ "$(grep -c -- ' --> ' "$WORK/body")"
     ok "srt of the sample: the CLI's cues" || fail "srt of the sample differs from the CLI's"
 LIMITS="--max-line-chars 30 --max-lines 1 --max-cue-seconds 4 --min-cue-seconds 0.5 --cue-pause 0.3"
 # shellcheck disable=SC2086
-"$VKASR" transcribe -np -m "$MODEL" --format vtt $LIMITS "$SAMPLE" >"$WORK/sample_limits.vtt" 2>/dev/null
+"$VKASR" transcribe -np -m "$MODEL" -osrt -ovtt -of "$WORK/sample_limits" $LIMITS "$SAMPLE" >/dev/null 2>&1
 status_of 200 "vtt of the sample, limits in the request" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 \
     -F response_format=vtt -F max_line_chars=30 -F max_lines=1 -F max_cue_seconds=4 -F min_cue_seconds=0.5 \
     -F cue_pause=0.3 "$T"
@@ -285,11 +285,11 @@ grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 
 # ---- 16 concurrent clients, 2 files each: every answer is the offline transcript; one long input
 # (over --solo-seconds) at the same time runs alone ----
-start_server batch --batch-wait-ms 20 --solo-seconds 5 --max-lines 1 --max-line-chars 36
+# shellcheck disable=SC2086
+start_server batch --batch-wait-ms 20 --solo-seconds 5 $LIMITS
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
-"$VKASR" transcribe -np -m "$MODEL" --format srt --max-lines 1 --max-line-chars 36 "$SAMPLE" >"$WORK/sample_1.srt" 2>/dev/null
-status_of 200 "srt, the server's --max-lines 1 --max-line-chars 36" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt "$T"
-cmp -s "$WORK/body" "$WORK/sample_1.srt" && ok "the server's subtitle options: the CLI's cues" ||
+status_of 200 "srt, the server's subtitle options" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt "$T"
+cmp -s "$WORK/body" "$WORK/sample_limits.srt" && ok "the server's subtitle options: the CLI's cues" ||
     fail "the server's subtitle options: cues differ from the CLI's"
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
 c=0
