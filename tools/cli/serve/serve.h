@@ -77,8 +77,9 @@ bool serve_queue_ready(struct serve_queue *q);
 bool serve_queue_push(struct serve_queue *q, struct serve_job *job);
 /* Waits until the worker has answered `job`. */
 void serve_queue_wait(struct serve_queue *q, struct serve_job *job);
-/* A stream job: waits until it has its first event or is done. */
-void serve_queue_wait_events(struct serve_queue *q, struct serve_job *job);
+/* A stream job: waits until it has its first event or is done; true when its answer is the events (200),
+ * false when it is an ordinary error answer (status, body). */
+bool serve_queue_wait_events(struct serve_queue *q, struct serve_job *job);
 /* A stream job: copies up to max bytes of its events from pos into buf, waiting for them; 0 once the
  * job is done and every event was read. */
 size_t serve_queue_read_events(struct serve_queue *q, struct serve_job *job, size_t pos, char *buf, size_t max);

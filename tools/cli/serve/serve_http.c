@@ -328,8 +328,7 @@ static enum MHD_Result transcribe(struct MHD_Connection *c, struct req *r) {
         return send_error(c, r, 503, "the queue is full (or the server is stopping): retry later", NULL, "queue_full");
     r->job_queued = true;
     if (r->job.stream) {
-        serve_queue_wait_events(r->h->q, &r->job);
-        if (r->job.events_len > 0 || r->job.status == 200)
+        if (serve_queue_wait_events(r->h->q, &r->job))
             return send_stream(c, r);
     } else {
         serve_queue_wait(r->h->q, &r->job);

@@ -249,11 +249,13 @@ static void run_stream(struct serve_queue *q, const struct pool_worker *w, struc
     pthread_mutex_unlock(&q->mu);
 }
 
-void serve_queue_wait_events(struct serve_queue *q, struct serve_job *job) {
+bool serve_queue_wait_events(struct serve_queue *q, struct serve_job *job) {
     pthread_mutex_lock(&q->mu);
     while (!job->done && job->events_len == 0)
         pthread_cond_wait(&q->answered, &q->mu);
+    bool events = job->events_len > 0 || job->status == 200; /* status is final once done */
     pthread_mutex_unlock(&q->mu);
+    return events;
 }
 
 size_t serve_queue_read_events(struct serve_queue *q, struct serve_job *job, size_t pos, char *buf, size_t max) {
