@@ -37,7 +37,7 @@ async function main() {
   check(Array.isArray(seg.segments) && seg.words === undefined, 'verbose_json without word granularity: segments only');
 
   // stream: true: the SDK's Stream of server-sent events, deltas then done
-  for (const response_format of ['json', 'text']) {
+  for (const response_format of ['text']) {
     const stream = await client.audio.transcriptions.create({ file: fs.createReadStream(segAudio), model: 'gpt-4o-transcribe',
                                                               stream: true, response_format });
     const events = [];
