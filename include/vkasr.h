@@ -481,6 +481,59 @@ VKASR_API vkasr_status vkasr_result_status(const vkasr_result *result);
 VKASR_API const char *vkasr_result_error(const vkasr_result *result);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Subtitles                                                                                      */
+/*
+ * Subtitle cues (SRT, WebVTT) made from timed words by subtitle conventions; the CLI, the server and
+ * the Python package all make theirs here. Words are taken in order into a cue until one of:
+ *   - the previous word ends a sentence (its last character is . ? or !);
+ *   - the silence before the word (its start minus the previous word's end) is at least `pause`;
+ *   - with the word, the cue's text (words joined by one space) no longer fits in max_lines lines of
+ *     max_line_chars characters (code points), or the cue would last longer than max_duration (the
+ *     word's end minus the cue's first word's start). Such a cue ends after its last word that ends
+ *     in , ; or : when that word closes at least half of the cue's characters, else before the word.
+ * A cue is never split inside a word; a single word over a limit makes a cue of its own. A cue longer
+ * than one line is broken in two at the word boundary whose lines differ least in length, a boundary
+ * after punctuation (, ; : . ? !) counting max_line_chars / 4 characters closer; both lines must fit;
+ * ties go to the shorter first line. Each cue lasts at least min(min_duration, the time to the next
+ * cue's start): its end moves out to that where its words end sooner. Cue text is valid UTF-8: bytes
+ * that do not start well-formed UTF-8 become U+FFFD and control characters spaces.
+ */
+typedef struct vkasr_subtitle_params {
+    uint32_t struct_size;
+    int max_line_chars;            /* characters per line at most; default 42 (1..1000)             */
+    int max_lines;                 /* lines per cue at most: 1 or 2 (default)                       */
+    double max_duration;           /* seconds a cue lasts at most; default 7                        */
+    double min_duration;           /* seconds a cue lasts at least (see above); default 1, at most
+                                      max_duration                                                  */
+    double pause;                  /* a silence of at least this many seconds starts a new cue;
+                                      default 0.5                                                   */
+} vkasr_subtitle_params;
+
+VKASR_API vkasr_subtitle_params vkasr_subtitle_params_default(void);
+
+typedef struct vkasr_cue {
+    const char *text;              /* one or two lines, separated by '\n'                          */
+    double start, end;             /* seconds                                                       */
+    size_t first_word, n_words;    /* the words it holds                                            */
+} vkasr_cue;
+
+typedef enum vkasr_subtitle_format { VKASR_SUBTITLE_SRT = 0, VKASR_SUBTITLE_VTT = 1 } vkasr_subtitle_format;
+
+/* The cues of n words (in time order: finite times, 0 <= start <= end, starts non-decreasing) into
+ * *out_cues (release with vkasr_cues_free()) and *out_n. params NULL: the defaults. No words: no cues
+ * (*out_cues NULL). VKASR_ERR_INVALID_ARG names the parameter or the word that is out of range. */
+VKASR_API vkasr_status vkasr_subtitle_cues(const vkasr_word *words, size_t n, const vkasr_subtitle_params *params,
+                                           vkasr_cue **out_cues, size_t *out_n, vkasr_error *error);
+VKASR_API void vkasr_cues_free(vkasr_cue *cues, size_t n); /* NULL is a no-op */
+
+/* The cues of vkasr_subtitle_cues() as a SubRip or WebVTT file (in WebVTT, & < > escaped; a cue of
+ * empty words only is left out), into *out (NUL-terminated, release with vkasr_free()) and *out_len
+ * (its length without the NUL). */
+VKASR_API vkasr_status vkasr_subtitles(const vkasr_word *words, size_t n, const vkasr_subtitle_params *params,
+                                       vkasr_subtitle_format format, char **out, size_t *out_len,
+                                       vkasr_error *error);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Many inputs at once                                                                            */
 /*
  * vkasr_transcribe_batch() transcribes many inputs in one call, faster than one by one: it decodes them,

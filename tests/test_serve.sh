@@ -1,6 +1,7 @@
 #!/bin/sh
 # test_serve.sh — `vkasr serve` on loopback ports: the OpenAI Node SDK and curl with each response_format,
-# bad requests (each its status, the server serving on), 16 concurrent clients whose answers equal the
+# stream=true's server-sent events, subtitles equal to the CLI's, bad requests (each its status, the
+# server serving on), 16 concurrent clients whose answers equal the
 # offline transcripts in batches of several requests, SIGTERM with requests in flight (exit 0), and
 # --devices 0,0 (two workers on lavapipe's one device) answering concurrent clients, both workers busy.
 #   test_serve.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
@@ -71,6 +72,9 @@ exit_of 3 -m "$DATA/no/such/model.gguf" --port 0
 exit_of 2 -m "$MODEL" --devices ,0
 exit_of 2 -m "$MODEL" --devices 0,
 exit_of 2 -m "$MODEL" -d 0 --devices 0
+exit_of 2 -m "$MODEL" --max-lines 3
+grep -q "max_lines 3: must be 1 or 2" "$WORK/usage.out" || fail "--max-lines 3: $(cat "$WORK/usage.out")"
+exit_of 2 -m "$MODEL" --min-cue-seconds 9
 exit_of 5 -m "$MODEL" --port 0 --devices 0,99
 grep -q "^vkasr: 99: device index 99 out of range" "$WORK/usage.out" || fail "--devices 0,99: the missing device is named"
 # One --devices parser (tools/cli/pool.c): serve and transcribe refuse the same lists, exit 2, same words.
@@ -107,6 +111,19 @@ for f in $FILES; do
     n=$((n + 1))
 done
 NFILES=$n
+# The sample twice, 2 s of silence between: two segments, so two deltas when streamed (8.5 s of it each:
+# the main server's --max-upload is 1M)
+SAMPLE=$HERE/../samples/sample.wav
+python3 - "$SAMPLE" "$WORK/twice.wav" <<'EOF_PY'
+import sys, wave
+with wave.open(sys.argv[1]) as r:
+    p = r.getparams()
+    a = r.readframes(int(8.5 * p.framerate))
+with wave.open(sys.argv[2], "wb") as w:
+    w.setparams(p)
+    w.writeframes(a + b"\0" * (2 * p.sampwidth * p.nchannels * p.framerate) + a)
+EOF_PY
+"$VKASR" transcribe -np -m "$MODEL" "$WORK/twice.wav" >"$WORK/twice.txt" 2>"$WORK/twice.err" || fail "transcribe twice.wav"
 
 # same_tokens ANSWER EXPECT: a verbose_json answer has the text and the token ids (its segments') of
 # `vkasr transcribe --format json`
@@ -149,7 +166,58 @@ if [ ! -f "$NPM/node_modules/openai/package.json" ] ||
         { cat "$WORK/npm.log"; fail "npm install openai@$SDK_VERSION"; }
 fi
 NODE_PATH=$NPM/node_modules node "$HERE/test_serve_openai.cjs" "$PORT" "$KEY" "$SPEECH" "$WORK/expect1.txt" \
-    "$AUDIO/not_audio.wav" || fail "the OpenAI SDK test"
+    "$AUDIO/not_audio.wav" "$WORK/twice.wav" "$WORK/twice.txt" || fail "the OpenAI SDK test"
+
+# stream=true, the raw events (curl -N): `data: {json}` lines, each followed by a blank line; a
+# transcript.text.delta per segment (two here), then transcript.text.done; the deltas make the done
+# text, which is the offline transcript (json here, text through the SDK: the same events).
+for fmt in json; do
+    status_of 200 "stream=true ($fmt)" -N -D "$WORK/headers" -H "$AUTH" -F file=@"$WORK/twice.wav" -F model=whisper-1 \
+        -F stream=true -F response_format=$fmt "$T"
+    grep -qi '^content-type: text/event-stream' "$WORK/headers" || fail "stream=true: content type $(cat "$WORK/headers")"
+    node -e '
+const fs = require("fs");
+const body = fs.readFileSync(process.argv[1], "utf8"), want = fs.readFileSync(process.argv[2], "utf8").trim();
+const blocks = body.split("\n\n");
+const fail = (m) => { console.log("FAIL stream=true: " + m + ": " + JSON.stringify(body)); process.exit(1); };
+if (blocks.pop() !== "") fail("not ended by a blank line");
+const ev = blocks.map((b) => { if (!/^data: [^\n]*$/.test(b)) fail("not one data line: " + b); return JSON.parse(b.slice(6)); });
+const done = ev.pop(), deltas = ev.map((e) => e.delta);
+if (ev.length < 2 || !ev.every((e) => e.type === "transcript.text.delta" && Object.keys(e).join() === "type,delta"))
+  fail("expected two deltas or more");
+if (done.type !== "transcript.text.done" || Object.keys(done).join() !== "type,text") fail("the last event");
+if (deltas.join("") !== done.text || done.text !== want) fail("the texts");' "$WORK/body" "$WORK/twice.txt" &&
+        ok "stream=true ($fmt): deltas, then done; the offline text" || fail "stream=true ($fmt)"
+done
+# a client that leaves mid-stream: its transcription stops, the server serves on
+curl -s -N --max-time 0.3 -o /dev/null -H "$AUTH" -F file=@"$WORK/twice.wav" -F model=whisper-1 -F stream=true "$T"
+status_of 200 "serving after a streaming client left" -H "$AUTH" -F file=@"$WORK/twice.wav" -F model=whisper-1 \
+    -F stream=true "$T"
+grep -q '"type":"transcript.text.done"' "$WORK/body" || fail "the stream after a client left: $(cat "$WORK/body")"
+status_of 400 "stream=true with srt" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F stream=true -F response_format=srt "$T"
+grep -q '"param":"stream"' "$WORK/body" || fail "stream=true with srt: $(cat "$WORK/body")"
+status_of 400 "stream=maybe" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F stream=maybe "$T"
+status_of 200 "stream=false" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F stream=false -F response_format=text "$T"
+cmp -s "$WORK/body" "$WORK/expect1.txt" || fail "stream=false: not the plain answer"
+
+# Subtitles: the sample's SRT and WebVTT are the CLI's, with the default limits and with a request's.
+"$VKASR" transcribe -np -m "$MODEL" --format srt "$SAMPLE" >"$WORK/sample.srt" 2>/dev/null
+status_of 200 "srt of the sample" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt "$T"
+cmp -s "$WORK/body" "$WORK/sample.srt" && [ "$(grep -c -- ' --> ' "$WORK/body")" -ge 3 ] &&
+    ok "srt of the sample: the CLI's cues" || fail "srt of the sample differs from the CLI's"
+LIMITS="--max-line-chars 30 --max-lines 1 --max-cue-seconds 4 --min-cue-seconds 0.5 --cue-pause 0.3"
+# shellcheck disable=SC2086
+"$VKASR" transcribe -np -m "$MODEL" -osrt -ovtt -of "$WORK/sample_limits" $LIMITS "$SAMPLE" >/dev/null 2>&1
+status_of 200 "vtt of the sample, limits in the request" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 \
+    -F response_format=vtt -F max_line_chars=30 -F max_lines=1 -F max_cue_seconds=4 -F min_cue_seconds=0.5 \
+    -F cue_pause=0.3 "$T"
+cmp -s "$WORK/body" "$WORK/sample_limits.vtt" && ok "vtt with the request's limits: the CLI's with its options" ||
+    fail "vtt with limits differs from the CLI's"
+status_of 400 "max_lines=3" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt -F max_lines=3 "$T"
+grep -q 'max_lines 3: must be 1 or 2","type":"invalid_request_error","param":"max_lines"' "$WORK/body" ||
+    fail "max_lines=3: $(cat "$WORK/body")"
+status_of 400 "max_cue_seconds=x" -H "$AUTH" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt \
+    -F max_cue_seconds=x "$T"
 
 # Bad requests: each gets its status.
 status_of 400 "not audio" -H "$AUTH" -F file=@"$AUDIO/not_audio.wav" -F model=whisper-1 "$T"
@@ -217,7 +285,12 @@ grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 
 # ---- 16 concurrent clients, 2 files each: every answer is the offline transcript; one long input
 # (over --solo-seconds) at the same time runs alone ----
-start_server batch --batch-wait-ms 20 --solo-seconds 5
+# shellcheck disable=SC2086
+start_server batch --batch-wait-ms 20 --solo-seconds 5 $LIMITS
+T=http://127.0.0.1:$PORT/v1/audio/transcriptions
+status_of 200 "srt, the server's subtitle options" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt "$T"
+cmp -s "$WORK/body" "$WORK/sample_limits.srt" && ok "the server's subtitle options: the CLI's cues" ||
+    fail "the server's subtitle options: cues differ from the CLI's"
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
 c=0
 CPIDS=""

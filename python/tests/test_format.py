@@ -1,5 +1,7 @@
 """The output formats on made-up transcripts: escapes, invalid UTF-8, times, as tools/cli/output.c
 writes them (the device-backed tests compare real transcripts with the CLI's files)."""
+import pytest
+
 import vkasr
 from vkasr import Segment, Token, Transcript, Word
 
@@ -29,9 +31,23 @@ def test_json_local_attention_and_no_attention():
 
 
 def test_srt_and_vtt_cues():
-    t = make(b"a<b>&c\nd \xff", seg_start=3725.0004, seg_end=3725.9996)
-    assert t.to_srt() == "1\n01:02:05,000 --> 01:02:06,000\na<b>&c d \ufffd\n\n"
-    assert t.to_vtt() == "WEBVTT\n\n01:02:05.000 --> 01:02:06.000\na&lt;b&gt;&amp;c d \ufffd\n\n"
+    """The cues come from the words (the library's cue maker, as the CLI's): escapes, invalid UTF-8, times
+    past an hour, a cue lasting at least 1 s."""
+    ws = (Word("a<b>&c", 3725.0004, 3725.5), Word("d\ufffd", 3725.6, 3725.9996, _text_raw=b"d\xff"))
+    t = Transcript(text="", duration=3726.0, tokens=(), words=ws, segments=())
+    assert t.to_srt() == "1\n01:02:05,000 --> 01:02:06,000\na<b>&c d\ufffd\n\n"
+    assert t.to_vtt() == "WEBVTT\n\n01:02:05.000 --> 01:02:06.000\na&lt;b&gt;&amp;c d\ufffd\n\n"
+    # a pause of 0.1 s splits at pause=0.05: the first cue lasts until the second starts, the second 1 s
+    assert t.to_srt(pause=0.05) == ("1\n01:02:05,000 --> 01:02:05,600\na<b>&c\n\n"
+                                    "2\n01:02:05,600 --> 01:02:06,600\nd\ufffd\n\n")
+
+
+def test_subtitle_limits_checked():
+    t = Transcript(text="", duration=0.0, tokens=(), words=(Word("w", 0.0, 0.5),), segments=())
+    with pytest.raises(vkasr.InvalidArgumentError, match="max_lines 3"):
+        t.to_srt(max_lines=3)
+    with pytest.raises(TypeError, match="max_chars"):
+        t.to_vtt(max_chars=10)
 
 
 def test_empty_transcript():

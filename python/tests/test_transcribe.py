@@ -31,6 +31,45 @@ def test_formats_equal_cli_files(model, cli_files, path):
     assert t.to_vtt().encode() == cli_files[path]["vtt"]
 
 
+SAMPLE = ROOT / "samples" / "sample.wav"  # 16.6 s, 40 words, no punctuation
+
+
+def _cues(srt):
+    """(start, end, lines) of each SubRip cue."""
+    def sec(t):
+        h, m, s = t.replace(",", ".").split(":")
+        return int(h) * 3600 + int(m) * 60 + float(s)
+    out = []
+    for block in srt.strip("\n").split("\n\n"):
+        num, times, *lines = block.split("\n")
+        a, b = times.split(" --> ")
+        out.append((sec(a), sec(b), lines))
+    return out
+
+
+@pytest.mark.parametrize("limits,flags", [
+    ({}, []),
+    ({"max_line_chars": 30, "max_lines": 1, "max_duration": 4.0, "min_duration": 0.5, "pause": 0.3},
+     ["--max-line-chars", "30", "--max-lines", "1", "--max-cue-seconds", "4", "--min-cue-seconds", "0.5",
+      "--cue-pause", "0.3"]),
+], ids=["defaults", "limits"])
+def test_sample_subtitles_equal_cli_and_keep_the_limits(model, cli, limits, flags):
+    """The sample's SRT and WebVTT: Python's (keyword limits) are the CLI's (options) byte for byte, and
+    every cue keeps the limits: lines, characters per line, duration; words in order, none lost."""
+    t = model.transcribe(SAMPLE)
+    srt, vtt = t.to_srt(**limits), t.to_vtt(**limits)
+    assert srt.encode() == run_cli(cli, "--format", "srt", *flags, str(SAMPLE))
+    assert vtt.encode() == run_cli(cli, "--format", "vtt", *flags, str(SAMPLE))
+    cues = _cues(srt)
+    chars, lines = limits.get("max_line_chars", 42), limits.get("max_lines", 2)
+    assert len(cues) >= 3
+    for start, end, text in cues:
+        assert 1 <= len(text) <= lines and all(0 < len(x) <= chars for x in text), text
+        assert 0 < end - start <= limits.get("max_duration", 7.0) + 1e-3, (start, end)
+    assert " ".join(x for _, _, text in cues for x in text) == t.text
+    assert all(a[1] <= b[0] for a, b in zip(cues, cues[1:]))
+
+
 def test_path_bytes_and_samples_agree_with_cli(model, cli_files, speech_pcm, np):
     expected = cli_files[SPEECH]["json"]
     by_path = model.transcribe(SPEECH)  # os.PathLike

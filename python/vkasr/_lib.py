@@ -80,6 +80,11 @@ class Segment(Structure):
                 ("n_words", c_size_t)]
 
 
+class SubtitleParams(Structure):
+    _fields_ = [("struct_size", c_uint32), ("max_line_chars", c_int), ("max_lines", c_int),
+                ("max_duration", c_double), ("min_duration", c_double), ("pause", c_double)]
+
+
 class Timings(Structure):
     _fields_ = [("audio_seconds", c_double), ("load_ms", c_double), ("features_ms", c_double),
                 ("encoder_ms", c_double), ("decoder_ms", c_double), ("total_ms", c_double),
@@ -167,6 +172,9 @@ _PROTOTYPES = {
     "vkasr_result_attention": (c_int, [_P, POINTER(c_int)]),
     "vkasr_result_status": (c_int, [_P]),
     "vkasr_result_error": (c_char_p, [_P]),
+    "vkasr_subtitle_params_default": (SubtitleParams, []),
+    "vkasr_subtitles": (c_int, [POINTER(Word), c_size_t, POINTER(SubtitleParams), c_int, POINTER(c_void_p),
+                                POINTER(c_size_t), POINTER(Error)]),
     "vkasr_batch_params_default": (BatchParams, []),
     "vkasr_transcribe_batch": (c_int, [_P, POINTER(BatchInput), c_size_t, POINTER(TranscribeParams),
                                        POINTER(BatchParams), POINTER(_P)]),
@@ -234,7 +242,8 @@ def _check_sizes(dll: ctypes.CDLL, path: str) -> None:
     for fn, cls in (("vkasr_model_params_default", ModelParams),
                     ("vkasr_transcribe_params_default", TranscribeParams),
                     ("vkasr_batch_params_default", BatchParams),
-                    ("vkasr_stream_params_default", StreamParams)):
+                    ("vkasr_stream_params_default", StreamParams),
+                    ("vkasr_subtitle_params_default", SubtitleParams)):
         size = getattr(dll, fn)().struct_size
         if size != ctypes.sizeof(cls):
             raise ImportError(f"vkasr: {path}: {cls.__name__} is {size} bytes in the library, "

@@ -1,6 +1,7 @@
 """Transcript, Token, Word, Segment and the CLI's output formats (JSON, SRT, WebVTT), byte for byte.
 
-The formatters reproduce tools/cli/output.c exactly, working on the library's UTF-8 bytes.
+The JSON formatter reproduces tools/cli/output.c exactly, working on the library's UTF-8 bytes; SRT and
+WebVTT come from the library's cue maker (vkasr_subtitles), as the CLI's and the server's do.
 """
 from __future__ import annotations
 
@@ -107,24 +108,27 @@ class Transcript:
         file: the "file" field (default: the input path, "" when the input was not a path)."""
         return _format_json(self, file).decode("utf-8")
 
-    def to_srt(self) -> str:
-        """SubRip subtitles of the segments, as `vkasr transcribe --format srt` writes them."""
-        return _subtitles(self, False).decode("utf-8")
+    def to_srt(self, **limits: Any) -> str:
+        """SubRip subtitles of the words, as `vkasr transcribe --format srt` writes them. limits (keywords,
+        the C library's vkasr_subtitle_params): max_line_chars (42), max_lines (1 or 2, default 2),
+        max_duration (7 s), min_duration (1 s), pause (0.5 s); a bad value raises InvalidArgumentError."""
+        return _subtitles(self, False, limits).decode("utf-8")
 
-    def to_vtt(self) -> str:
-        """WebVTT subtitles of the segments, as `vkasr transcribe --format vtt` writes them."""
-        return _subtitles(self, True).decode("utf-8")
+    def to_vtt(self, **limits: Any) -> str:
+        """WebVTT subtitles of the words, as `vkasr transcribe --format vtt` writes them; limits as to_srt()."""
+        return _subtitles(self, True, limits).decode("utf-8")
 
     def to_txt(self) -> str:
         """The text and a newline, as `vkasr transcribe` writes it."""
         return self.text + "\n"
 
-    def write(self, path: str, format: Optional[str] = None) -> None:
+    def write(self, path: str, format: Optional[str] = None, **limits: Any) -> None:
         """Writes one format (txt, json, srt, vtt; default from the path's extension) to a file, in the
-        CLI's bytes."""
+        CLI's bytes; limits: the subtitle limits of to_srt()."""
         fmt = (format or path.rsplit(".", 1)[-1]).lower()
         data = {"txt": lambda: _raw(self.text, self._text_raw) + b"\n", "json": lambda: _format_json(self, None),
-                "srt": lambda: _subtitles(self, False), "vtt": lambda: _subtitles(self, True)}.get(fmt)
+                "srt": lambda: _subtitles(self, False, limits),
+                "vtt": lambda: _subtitles(self, True, limits)}.get(fmt)
         if data is None:
             raise ValueError(f"{path}: unknown format '{fmt}' (txt, json, srt, vtt)")
         with open(path, "wb") as f:
@@ -215,46 +219,35 @@ def _format_json(t: Transcript, file: Union[str, bytes, None]) -> bytes:
     return bytes(o)
 
 
-def _timestamp(sec: float, sep: bytes) -> bytes:
-    ms = int(sec * 1000.0 + 0.5)  # C's (long long) conversion truncates toward zero, as int() does
-    q = lambda a, b: int(a / b) if a < 0 else a // b  # noqa: E731 (C division)
-    return b"%02d:%02d:%02d%s%03d" % (q(ms, 3600000), q(ms, 60000) % 60, q(ms, 1000) % 60, sep, ms % 1000)
+_LIMITS = ("max_line_chars", "max_lines", "max_duration", "min_duration", "pause")
 
 
-def _cue_text(s: bytes, vtt: bool) -> bytes:
-    """A cue's text on one line (output.c's cue_text)."""
-    s = s.split(b"\0", 1)[0]
-    out = bytearray()
-    i = 0
-    while i < len(s):
-        n = _utf8_valid(s, i)
-        if n == 0:
-            out += b"\xef\xbf\xbd"
-            i += 1
-            continue
-        c = s[i]
-        if n > 1:
-            out += s[i:i + n]
-        elif c < 0x20 or c == 0x7F:
-            out += b" "
-        elif vtt and c == 0x26:
-            out += b"&amp;"
-        elif vtt and c == 0x3C:
-            out += b"&lt;"
-        elif vtt and c == 0x3E:
-            out += b"&gt;"
-        else:
-            out.append(c)
-        i += n
-    return bytes(out)
+def _subtitles(t: Transcript, vtt: bool, limits: Dict[str, Any]) -> bytes:
+    """The words' cues from the C library (vkasr_subtitles): the CLI's and the server's bytes."""
+    import ctypes
 
+    from . import _lib
+    from ._errors import error_for
 
-def _subtitles(t: Transcript, vtt: bool) -> bytes:
-    sep = b"." if vtt else b","
-    o = bytearray(b"WEBVTT\n\n" if vtt else b"")
-    for i, s in enumerate(t.segments):
-        if not vtt:
-            o += b"%d\n" % (i + 1)
-        o += _timestamp(s.start, sep) + b" --> " + _timestamp(s.end, sep) + b"\n"
-        o += _cue_text(_raw(s.text, s._text_raw), vtt) + b"\n\n"
-    return bytes(o)
+    unknown = sorted(set(limits) - set(_LIMITS))
+    if unknown:
+        raise TypeError(f"unknown subtitle limit(s) {', '.join(unknown)} (known: {', '.join(_LIMITS)})")
+    lib = _lib.lib()
+    p = lib.vkasr_subtitle_params_default()
+    for name, value in limits.items():
+        if value is not None:
+            setattr(p, name, value)
+    words = (_lib.Word * max(len(t.words), 1))()
+    for i, w in enumerate(t.words):
+        words[i].text = _raw(w.text, w._text_raw).split(b"\0", 1)[0]
+        words[i].start = w.start
+        words[i].end = w.end
+    out, n, err = ctypes.c_void_p(), ctypes.c_size_t(), _lib.Error()
+    st = lib.vkasr_subtitles(words, len(t.words), ctypes.byref(p), 1 if vtt else 0, ctypes.byref(out),
+                             ctypes.byref(n), ctypes.byref(err))
+    if st != _lib.OK:
+        raise error_for(st, err.message.decode("utf-8", "replace"))
+    try:
+        return ctypes.string_at(out.value, n.value) if n.value else b""
+    finally:
+        lib.vkasr_free(out)

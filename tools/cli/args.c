@@ -23,6 +23,52 @@ static void describe_model(char *buf, size_t size) {
              VKASR_DEFAULT_MODELS[0] ? VKASR_DEFAULT_MODELS : "(none built in)");
 }
 
+#define SUBTITLE_CMDS (CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_SERVE))
+
+/* --max-line-chars, --max-lines: an integer (checked with the others by cli_check_subtitles). */
+static int arg_sub_int(const char *opt, const char *value, void *field) {
+    long v;
+    if (cli_parse_long(value, 0, 1000000, &v)) {
+        *(int *)field = (int)v;
+        return EXIT_OK;
+    }
+    fprintf(stderr, "vkasr: %s '%s': expected a whole number\n", opt, value);
+    return EXIT_USAGE;
+}
+
+/* --max-cue-seconds, --min-cue-seconds, --cue-pause: seconds. */
+static int arg_sub_seconds(const char *opt, const char *value, void *field) {
+    char *end = NULL;
+    double v = strtod(value, &end);
+    if (end != value && !*end && isfinite(v) && v >= 0 && v <= 1e6) {
+        *(double *)field = v;
+        return EXIT_OK;
+    }
+    fprintf(stderr, "vkasr: %s '%s': expected a number of seconds\n", opt, value);
+    return EXIT_USAGE;
+}
+
+int cli_check_subtitles(const vkasr_subtitle_params *p) {
+    vkasr_cue *c = NULL;
+    size_t n = 0;
+    vkasr_error err;
+    if (vkasr_subtitle_cues(NULL, 0, p, &c, &n, &err) == VKASR_OK)
+        return EXIT_OK;
+    /* the message names vkasr_subtitle_params' field: say which option set it */
+    static const char *const names[][2] = {{"max_line_chars", "--max-line-chars"}, {"max_lines", "--max-lines"},
+                                           {"max_duration", "--max-cue-seconds"}, {"min_duration", "--min-cue-seconds"},
+                                           {"pause", "--cue-pause"}};
+    const char *opt = "the subtitle options";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "subtitles: %s ", names[i][0]);
+        if (!strncmp(err.message, head, strlen(head)))
+            opt = names[i][1];
+    }
+    fprintf(stderr, "vkasr: %s: %s\n", opt, err.message);
+    return EXIT_USAGE;
+}
+
 /* The shared options, in help order; -m is listed first, the others where a command's table says. */
 static const struct cli_opt shared_opts[] = {
     {.names = "-m, --model", .meta = "PATH", .kind = ARG_STRING, .field = COMMON(model), .cmds = ALL_MODEL,
@@ -77,12 +123,28 @@ static const struct cli_opt shared_opts[] = {
                   [CMD_COMPARE] = "device timings and notes on stderr"}},
     {.names = "-np, --no-prints", .kind = ARG_FLAG, .field = COMMON(no_prints),
      .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE), .help = "print nothing on stderr but errors"},
+    {.names = "--max-line-chars", .meta = "N", .kind = ARG_VALUE, .field = COMMON(subs.max_line_chars),
+     .parse = arg_sub_int, .cmds = SUBTITLE_CMDS,
+     .help = "subtitles (srt, vtt): characters per line at most (default 42)"},
+    {.names = "--max-lines", .meta = "N", .kind = ARG_VALUE, .field = COMMON(subs.max_lines), .parse = arg_sub_int,
+     .cmds = SUBTITLE_CMDS, .help = "subtitles: lines per cue, 1 or 2 (default 2)"},
+    {.names = "--max-cue-seconds", .meta = "S", .kind = ARG_VALUE, .field = COMMON(subs.max_duration),
+     .parse = arg_sub_seconds, .cmds = SUBTITLE_CMDS, .help = "subtitles: seconds a cue lasts at most (default 7)"},
+    {.names = "--min-cue-seconds", .meta = "S", .kind = ARG_VALUE, .field = COMMON(subs.min_duration),
+     .parse = arg_sub_seconds, .cmds = SUBTITLE_CMDS,
+     .help = "subtitles: a cue lasts at least S seconds or until the next\n"
+             "cue (default 1)"},
+    {.names = "--cue-pause", .meta = "S", .kind = ARG_VALUE, .field = COMMON(subs.pause), .parse = arg_sub_seconds,
+     .cmds = SUBTITLE_CMDS,
+     .help = "subtitles: a silence of S seconds starts a new cue (default\n"
+             "0.5); cues also end after . ? ! (see README: Subtitles)"},
     {.names = "-h, --help", .kind = ARG_HELP, .cmds = ~0u, .help = "this help"},
 };
 #define N_SHARED (sizeof shared_opts / sizeof shared_opts[0])
 
 struct cli_common cli_common_default(void) {
-    return (struct cli_common){.model = getenv("VKASR_MODEL"), .precision = VKASR_PRECISION_AUTO};
+    return (struct cli_common){
+        .model = getenv("VKASR_MODEL"), .precision = VKASR_PRECISION_AUTO, .subs = vkasr_subtitle_params_default()};
 }
 
 vkasr_model_params cli_model_params(const struct cli_common *c) {
@@ -318,5 +380,5 @@ int cli_parse(const struct cli_command *c, struct cli_common *common, void *ctx,
         if (rc != EXIT_OK)
             return rc;
     }
-    return EXIT_OK;
+    return c->id == CMD_TRANSCRIBE || c->id == CMD_SERVE ? cli_check_subtitles(&common->subs) : EXIT_OK;
 }

@@ -58,6 +58,7 @@ struct cli_common {
     vkasr_decoder decoder;      /* --decoder; default AUTO                 */
     int threads;                /* --threads (0: the CPU backend's default) */
     int lookahead_ms;           /* --lookahead; 0: the model's first       */
+    vkasr_subtitle_params subs; /* --max-line-chars ... --cue-pause (SRT, WebVTT) */
     bool verbose, no_prints, json;
 };
 
@@ -103,5 +104,7 @@ int arg_decoder(const char *opt, const char *value, void *field);   /* auto|tdt|
 int arg_weight_type(const char *opt, const char *value, void *field);
 int arg_threads(const char *opt, const char *value, void *field);   /* 1..256, sets $VKASR_THREADS */
 int arg_lookahead(const char *opt, const char *value, void *field); /* MS >= 1                    */
+/* The subtitle limits' checks (vkasr_subtitle_cues()'s): EXIT_OK, or EXIT_USAGE after a message. */
+int cli_check_subtitles(const vkasr_subtitle_params *p);
 
 #endif

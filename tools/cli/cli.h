@@ -71,6 +71,10 @@ void json_str(FILE *f, const char *s);
 void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r);
 /* Names the loaded head ("head": "tdt" | "rnnt" | "ctc") in the JSON format's objects from now on. */
 void output_set_head(vkasr_head h);
+/* The limits of the srt and vtt formats' cues from now on (default: vkasr_subtitle_params_default()). */
+void output_set_subtitles(const vkasr_subtitle_params *p);
+/* The result's words as SubRip or WebVTT cues (vkasr_subtitles()); 0, or -1 after a message on stderr. */
+int write_subtitles(FILE *f, const vkasr_result *r, const vkasr_subtitle_params *p, bool vtt);
 /* NumPy .npy v1.0, float32 [rows, cols]; 0 or -1 (errno set). */
 int write_npy(const char *path, const float *data, size_t rows, size_t cols);
 

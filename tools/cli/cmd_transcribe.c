@@ -257,6 +257,7 @@ int cmd_transcribe(int argc, char **argv) {
     if (rc == EXIT_OK) {
         vkasr_model_params mp = cli_model_params(&c);
         mp.profile = o.profile;
+        output_set_subtitles(&c.subs);
         rc = o.batched ? run_batched(&c, &o, &mp) : run_files(&c, &o, &mp);
     }
     transcribe_opts_free(&o);

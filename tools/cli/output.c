@@ -1,4 +1,5 @@
-/* output.c — the transcript formats (txt, JSON, SRT, WebVTT) and NumPy dumps of the CLI. */
+/* output.c — the transcript formats of the CLI (txt, JSON; SRT and WebVTT from the library's cue maker,
+ * vkasr_subtitles) and NumPy dumps. */
 #include <stdint.h>
 #include <string.h>
 
@@ -93,52 +94,28 @@ static void write_json(FILE *f, const char *input, const vkasr_result *r) {
     fputs("]}\n", f);
 }
 
-static void timestamp(FILE *f, double sec, char frac_sep) {
-    long long ms = (long long)(sec * 1000.0 + 0.5);
-    fprintf(f, "%02lld:%02lld:%02lld%c%03lld", ms / 3600000, ms / 60000 % 60, ms / 1000 % 60, frac_sep, ms % 1000);
+/* The subtitle limits of this process (--max-line-chars ...). */
+static vkasr_subtitle_params subtitle_params;
+static bool subtitle_params_set;
+
+void output_set_subtitles(const vkasr_subtitle_params *p) {
+    subtitle_params = *p;
+    subtitle_params_set = true;
 }
 
-/* A cue's text on one line (a newline would end the cue): controls become spaces, bytes that do not
- * start well-formed UTF-8 U+FFFD, and in WebVTT (markup) '&', '<' and '>' are escaped. */
-static void cue_text(FILE *f, const char *s, bool vtt) {
-    for (const unsigned char *p = (const unsigned char *)s; *p;) {
-        size_t n = utf8_seq_len(p);
-        if (n == 0) {
-            fputs("\xef\xbf\xbd", f);
-            p++;
-            continue;
-        }
-        if (n > 1)
-            fwrite(p, 1, n, f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fputc(' ', f);
-        else if (vtt && *p == '&')
-            fputs("&amp;", f);
-        else if (vtt && *p == '<')
-            fputs("&lt;", f);
-        else if (vtt && *p == '>')
-            fputs("&gt;", f);
-        else
-            fputc(*p, f);
-        p += n;
+int write_subtitles(FILE *f, const vkasr_result *r, const vkasr_subtitle_params *p, bool vtt) {
+    size_t nw = 0, len = 0;
+    const vkasr_word *w = vkasr_result_words(r, &nw);
+    char *text = NULL;
+    vkasr_error err;
+    vkasr_status st = vkasr_subtitles(w, nw, p, vtt ? VKASR_SUBTITLE_VTT : VKASR_SUBTITLE_SRT, &text, &len, &err);
+    if (st != VKASR_OK) {
+        fprintf(stderr, "vkasr: %s\n", err.message);
+        return -1;
     }
-}
-
-static void write_subtitles(FILE *f, const vkasr_result *r, bool vtt) {
-    size_t ns;
-    const vkasr_segment *s = vkasr_result_segments(r, &ns);
-    if (vtt)
-        fputs("WEBVTT\n\n", f);
-    for (size_t i = 0; i < ns; i++) {
-        if (!vtt)
-            fprintf(f, "%zu\n", i + 1);
-        timestamp(f, s[i].start, vtt ? '.' : ',');
-        fputs(" --> ", f);
-        timestamp(f, s[i].end, vtt ? '.' : ',');
-        fputc('\n', f);
-        cue_text(f, s[i].text, vtt);
-        fputs("\n\n", f);
-    }
+    size_t put = fwrite(text, 1, len, f);
+    vkasr_free(text);
+    return put == len ? 0 : -1;
 }
 
 const char *const fmt_ext[FMT_COUNT] = {"txt", "json", "srt", "vtt"};
@@ -147,8 +124,8 @@ void write_format(FILE *f, enum fmt fm, const char *input, const vkasr_result *r
     switch (fm) {
     case FMT_TXT: fprintf(f, "%s\n", vkasr_result_text(r)); break;
     case FMT_JSON: write_json(f, input, r); break;
-    case FMT_SRT: write_subtitles(f, r, false); break;
-    case FMT_VTT: write_subtitles(f, r, true); break;
+    case FMT_SRT:
+    case FMT_VTT: write_subtitles(f, r, subtitle_params_set ? &subtitle_params : NULL, fm == FMT_VTT); break;
     default: break;
     }
 }

@@ -17,7 +17,9 @@ static void intro(FILE *f) {
           "\n"
           "Serves transcriptions over HTTP with OpenAI's API: POST /v1/audio/transcriptions\n"
           "(multipart/form-data: file, model, response_format json|text|srt|vtt|verbose_json,\n"
-          "timestamp_granularities[], language, prompt, temperature), GET /v1/models, GET /health.\n"
+          "timestamp_granularities[], language, prompt, temperature, stream; for srt and vtt also\n"
+          "max_line_chars, max_lines, max_cue_seconds, min_cue_seconds, cue_pause, defaults from the\n"
+          "options below), GET /v1/models, GET /health.\n"
           "Requests that arrive together run together in packed batches; each answer is what\n"
           "`vkasr transcribe` gives for that file alone. See docs/server.md.\n",
           f);
@@ -161,6 +163,7 @@ int cmd_serve(int argc, char **argv) {
     if (rc != EXIT_OK)
         return rc == ARGS_HELP ? EXIT_OK : rc;
     struct serve_opts o = cli.o;
+    o.subs = common.subs;
     const char *model = common.model, *model_name = cli.model_name;
     if ((rc = model_or_default(model, default_path, sizeof default_path, &model)) != EXIT_OK)
         return rc;

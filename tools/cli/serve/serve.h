@@ -26,6 +26,7 @@ struct serve_opts {
     size_t max_batch;              /* requests packed into one turn at most (SERVE_MAX_BATCH)   */
     double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
     vkasr_transcribe_params tp;    /* no callbacks                                              */
+    vkasr_subtitle_params subs;    /* srt, vtt: the cues' limits unless a request sets its own  */
 };
 
 /* The response formats of POST /v1/audio/transcriptions. */
@@ -43,6 +44,9 @@ struct serve_job {
     bool words;                    /* verbose_json: words too                                   */
     bool segments;                 /* verbose_json: segments (default)                          */
     const char *language;          /* verbose_json's language                                   */
+    vkasr_subtitle_params subs;    /* srt, vtt: the cues' limits                                 */
+    bool stream;                   /* stream=true: server-sent events as segments complete (the
+                                      turn runs alone, with a segment callback)                  */
     double t_enqueue;
     /* output */
     bool done;
@@ -54,6 +58,11 @@ struct serve_job {
     size_t batch_size;             /* requests in the turn that ran it                          */
     int worker;                    /* the pool's worker that ran it (its place in --devices)    */
     const char *device;            /* that worker's device, as named ("default": none named)    */
+    /* stream output: the events so far, appended by the worker under the queue's lock; when done
+     * with none, status and body hold an ordinary answer */
+    char *events;
+    size_t events_len, events_cap;
+    bool gone;                     /* the client left: the worker stops the transcription        */
     struct serve_job *next;
 };
 
@@ -68,6 +77,14 @@ bool serve_queue_ready(struct serve_queue *q);
 bool serve_queue_push(struct serve_queue *q, struct serve_job *job);
 /* Waits until the worker has answered `job`. */
 void serve_queue_wait(struct serve_queue *q, struct serve_job *job);
+/* A stream job: waits until it has its first event or is done; true when its answer is the events (200),
+ * false when it is an ordinary error answer (status, body). */
+bool serve_queue_wait_events(struct serve_queue *q, struct serve_job *job);
+/* A stream job: copies up to max bytes of its events from pos into buf, waiting for them; 0 once the
+ * job is done and every event was read. */
+size_t serve_queue_read_events(struct serve_queue *q, struct serve_job *job, size_t pos, char *buf, size_t max);
+/* A queued job whose client left: tells the worker to stop it and waits until the worker is done with it. */
+void serve_queue_forget(struct serve_queue *q, struct serve_job *job);
 /* Asks the workers to abandon the turns in progress (their jobs answer 503). */
 void serve_queue_abort(struct serve_queue *q);
 /* Lets the workers finish what is queued, stops the pool's threads and frees the queue (not the pool). */
@@ -76,6 +93,9 @@ void serve_queue_stop(struct serve_queue *q);
 /* The body of a successful answer in `fmt` (malloc'd, *len its length, *type its content type); NULL
  * when out of memory. */
 char *serve_format(const struct serve_job *job, const vkasr_result *r, size_t *len, const char **type);
+/* A server-sent event `data: {"type": TYPE, KEY: PREFIX TEXT}` and its blank line (OpenAI's
+ * transcript.text.delta and .done); malloc'd; NULL when out of memory. */
+char *serve_sse_event(const char *type, const char *key, const char *prefix, const char *text, size_t *len);
 /* {"error": {...}} in OpenAI's shape; malloc'd; NULL when out of memory. param and code may be NULL. */
 char *serve_error_json(const char *message, const char *type, const char *param, const char *code, size_t *len);
 

@@ -1,7 +1,9 @@
 /* serve_format.c — the bodies `vkasr serve` answers with: a transcript in OpenAI's response formats
- * (json, text, srt, vtt, verbose_json) and errors in OpenAI's {"error": {...}} shape. */
+ * (json, text, srt, vtt, verbose_json), the server-sent events of stream=true, and errors in OpenAI's
+ * {"error": {...}} shape. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
 
 #include "serve.h"
 
@@ -65,18 +67,43 @@ char *serve_format(const struct serve_job *job, const vkasr_result *r, size_t *l
         *type = "text/plain; charset=utf-8";
         break;
     case SFMT_SRT:
-        write_format(f, FMT_SRT, "", r);
-        *type = "application/x-subrip; charset=utf-8";
-        break;
     case SFMT_VTT:
-        write_format(f, FMT_VTT, "", r);
-        *type = "text/vtt; charset=utf-8";
+        if (write_subtitles(f, r, &job->subs, job->fmt == SFMT_VTT) != 0) {
+            fclose(f);
+            free(buf);
+            return NULL;
+        }
+        *type = job->fmt == SFMT_VTT ? "text/vtt; charset=utf-8" : "application/x-subrip; charset=utf-8";
         break;
     case SFMT_VERBOSE:
         write_verbose(f, job, r);
         *type = "application/json";
         break;
     }
+    bool ok = !ferror(f);
+    if (fclose(f) != 0 || !ok) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+char *serve_sse_event(const char *type, const char *key, const char *prefix, const char *text, size_t *len) {
+    char *buf = NULL, *joined = malloc(strlen(prefix) + strlen(text) + 1);
+    FILE *f = joined ? open_memstream(&buf, len) : NULL;
+    if (!f) {
+        free(joined);
+        return NULL;
+    }
+    strcat(strcpy(joined, prefix), text);
+    fputs("data: {\"type\":", f);
+    json_str(f, type);
+    fputc(',', f);
+    json_str(f, key);
+    fputc(':', f);
+    json_str(f, joined);
+    fputs("}\n\n", f);
+    free(joined);
     bool ok = !ferror(f);
     if (fclose(f) != 0 || !ok) {
         free(buf);

@@ -1,6 +1,7 @@
 /* serve_http.c — the HTTP front end of `vkasr serve` on libmicrohttpd (one thread per connection): routes,
  * the API key, multipart/form-data uploads (held in memory, within --max-upload, and decoded with
- * vkasr_audio_load_memory), the wait for the worker's answer and one log line per request. */
+ * vkasr_audio_load_memory), the wait for the worker's answer (or, with stream=true, its server-sent
+ * events as they come) and one log line per request. */
 #define _DEFAULT_SOURCE /* strncasecmp, open_memstream */
 #include <ctype.h>
 #include <math.h>
@@ -41,6 +42,8 @@ struct req {
     bool have_file, store_failed;
     /* the other fields (prompt is accepted and ignored) */
     char model[256], format[32], language[32], temperature[64], gran[64], stream[16];
+    char subs[5][24];              /* max_line_chars, max_lines, max_cue_seconds, min_cue_seconds, cue_pause */
+    char subs_error[1100];
     bool have_model, unauthorized;
     /* the closing delimiter "\r\n--BOUNDARY--": the body is fed to the post processor up to it only
      * (libmicrohttpd 0.9.75 fails on an epilogue, such as the CRLF the OpenAI Node SDK sends after it) */
@@ -93,6 +96,25 @@ static enum MHD_Result send_error(struct MHD_Connection *c, struct req *r, int s
     return send_body(c, r, status, body, len, "application/json", allow);
 }
 
+/* stream=true: the job's events as they come (chunked), from the connection's own thread. */
+static ssize_t read_events(void *cls, uint64_t pos, char *buf, size_t max) {
+    struct req *r = cls;
+    size_t n = serve_queue_read_events(r->h->q, &r->job, (size_t)pos, buf, max);
+    return n ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+static enum MHD_Result send_stream(struct MHD_Connection *c, struct req *r) {
+    struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, read_events, r, NULL);
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream; charset=utf-8");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    enum MHD_Result ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    r->status = 200;
+    return ret;
+}
+
 /* ---- the form's fields ---- */
 
 /* Copies a piece of a field's value at offset off into buf (its size), or names the field as too long. */
@@ -130,6 +152,57 @@ static bool file_append(struct req *r, const char *data, size_t n) {
     return true;
 }
 
+/* The subtitle fields, in struct req's subs order. */
+static const char *const sub_fields[5] = {"max_line_chars", "max_lines", "max_cue_seconds", "min_cue_seconds",
+                                          "cue_pause"};
+
+static int sub_field(const char *key) {
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(key, sub_fields[i]))
+            return i;
+    return -1;
+}
+
+/* The subtitle fields given over the server's defaults into j->subs; NULL, or a message naming the field. */
+static const char *check_subs(struct req *r, const char **param) {
+    vkasr_subtitle_params *p = &r->job.subs;
+    *p = r->h->o->subs;
+    for (int i = 0; i < 5; i++) {
+        if (!r->subs[i][0])
+            continue;
+        *param = sub_fields[i];
+        char *end = NULL;
+        double v = strtod(r->subs[i], &end);
+        if (*end || !isfinite(v) || v < 0 || v > 1e6 || (i < 2 && v != floor(v))) {
+            snprintf(r->subs_error, sizeof r->subs_error, "%s: must be a %s", sub_fields[i],
+                     i < 2 ? "whole number" : "number of seconds");
+            return r->subs_error;
+        }
+        if (i == 0)
+            p->max_line_chars = (int)v;
+        else if (i == 1)
+            p->max_lines = (int)v;
+        else
+            *(i == 2 ? &p->max_duration : i == 3 ? &p->min_duration : &p->pause) = v;
+    }
+    vkasr_cue *c = NULL;
+    size_t n = 0;
+    vkasr_error err;
+    if (vkasr_subtitle_cues(NULL, 0, p, &c, &n, &err) == VKASR_OK)
+        return NULL;
+    /* the message names vkasr_subtitle_params' field (in sub_fields order): the request's field set it */
+    static const char *const c_names[5] = {"max_line_chars", "max_lines", "max_duration", "min_duration", "pause"};
+    *param = "max_line_chars";
+    for (int i = 0; i < 5; i++) {
+        char head[64];
+        snprintf(head, sizeof head, "subtitles: %s ", c_names[i]);
+        if (!strncmp(err.message, head, strlen(head)))
+            *param = sub_fields[i];
+    }
+    snprintf(r->subs_error, sizeof r->subs_error, "%s: %s", *param, err.message);
+    return r->subs_error;
+}
+
 static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *filename,
                                 const char *content_type, const char *transfer_encoding, const char *data,
                                 uint64_t off, size_t size) {
@@ -154,6 +227,8 @@ static enum MHD_Result on_field(void *cls, enum MHD_ValueKind kind, const char *
         field_append(r, r->temperature, sizeof r->temperature, key, data, off, size);
     } else if (!strcmp(key, "stream")) {
         field_append(r, r->stream, sizeof r->stream, key, data, off, size);
+    } else if (sub_field(key) >= 0) {
+        field_append(r, r->subs[sub_field(key)], sizeof r->subs[0], key, data, off, size);
     } else if (!strcmp(key, "timestamp_granularities[]") || !strcmp(key, "timestamp_granularities")) {
         /* repeated: the values, comma-separated */
         size_t have = strlen(r->gran);
@@ -201,8 +276,14 @@ static const char *check_fields(struct req *r, const char **param) {
             return "language: must be a language code such as en";
     j->language = r->language;
     *param = "stream";
-    if (!strcmp(r->stream, "true"))
-        return "stream: streamed answers are not supported";
+    j->stream = !strcmp(r->stream, "true");
+    if (!j->stream && r->stream[0] && strcmp(r->stream, "false"))
+        return "stream: must be true or false";
+    if (j->stream && j->fmt != SFMT_JSON && j->fmt != SFMT_TEXT)
+        return "stream: streamed answers (server-sent events) come with response_format json or text only";
+    const char *sub_msg = check_subs(r, param);
+    if (sub_msg)
+        return sub_msg;
     *param = "timestamp_granularities[]";
     j->segments = !r->gran[0];
     char *save = NULL;
@@ -246,7 +327,12 @@ static enum MHD_Result transcribe(struct MHD_Connection *c, struct req *r) {
     if (!serve_queue_push(r->h->q, &r->job))
         return send_error(c, r, 503, "the queue is full (or the server is stopping): retry later", NULL, "queue_full");
     r->job_queued = true;
-    serve_queue_wait(r->h->q, &r->job);
+    if (r->job.stream) {
+        if (serve_queue_wait_events(r->h->q, &r->job))
+            return send_stream(c, r);
+    } else {
+        serve_queue_wait(r->h->q, &r->job);
+    }
     enum MHD_Result ret = send_body(c, r, r->job.status, r->job.body, r->job.body_len, r->job.content_type, NULL);
     r->job.body = NULL; /* the response owns it */
     return ret;
@@ -416,6 +502,9 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls, en
         return;
     if (r->pp)
         MHD_destroy_post_processor(r->pp);
+    if (r->job_queued && r->job.stream) /* the worker may still be at it (a client gone mid-stream) */
+        serve_queue_forget(h->q, &r->job);
+    free(r->job.events);
     free(r->file);
     vkasr_free(r->job.samples);
     free(r->job.body);

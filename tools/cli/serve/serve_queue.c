@@ -1,7 +1,8 @@
 /* serve_queue.c — the request queue of `vkasr serve`: each request queues a turn on the worker pool
  * (pool.c, a worker per device session), and the worker that runs it takes the next turn: requests wait at
  * most --batch-wait-ms for others, then run packed in one vkasr_transcribe_batch call; inputs over
- * --solo-seconds run alone, in turns alternating with the short. */
+ * --solo-seconds, and streamed answers (stream=true: events as segments complete), run alone, in turns
+ * alternating with the short. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ struct serve_queue {
 };
 
 static bool is_long(const struct serve_queue *q, const struct serve_job *j) {
-    return (double)j->n / VKASR_SAMPLE_RATE > q->o->solo_seconds;
+    return j->stream || (double)j->n / VKASR_SAMPLE_RATE > q->o->solo_seconds;
 }
 
 /* Absolute CLOCK_REALTIME time `s` seconds from now, for pthread_cond_timedwait. */
@@ -135,8 +136,155 @@ static bool on_abort(void *ud) {
     return atomic_load(&q->abort);
 }
 
+/* ---- streamed answers ---- */
+
+struct stream_turn {
+    struct serve_queue *q;
+    struct serve_job *j;
+    bool failed;                   /* an event could not be made (out of memory)                */
+};
+
+/* Appends an event (malloc'd, taken; NULL: out of memory) to the job's and wakes its reader. */
+static void push_event(struct stream_turn *t, char *ev, size_t len) {
+    struct serve_job *j = t->j;
+    pthread_mutex_lock(&t->q->mu);
+    if (ev && j->events_len + len > j->events_cap) {
+        size_t cap = j->events_cap ? 2 * j->events_cap : 4096;
+        while (cap < j->events_len + len)
+            cap *= 2;
+        char *p = realloc(j->events, cap);
+        if (p) {
+            j->events = p;
+            j->events_cap = cap;
+        }
+    }
+    if (ev && j->events_len + len <= j->events_cap) {
+        memcpy(j->events + j->events_len, ev, len);
+        j->events_len += len;
+    } else {
+        t->failed = true;
+    }
+    pthread_cond_broadcast(&t->q->answered);
+    pthread_mutex_unlock(&t->q->mu);
+    free(ev);
+}
+
+/* A segment is complete: its text goes out as a transcript.text.delta (after a space but the first). */
+static void on_segment(const vkasr_result *partial, size_t index, void *ud) {
+    struct stream_turn *t = ud;
+    size_t ns = 0, len = 0;
+    const vkasr_segment *s = vkasr_result_segments(partial, &ns);
+    if (index < ns) {
+        char *ev = serve_sse_event("transcript.text.delta", "delta", index ? " " : "", s[index].text, &len);
+        push_event(t, ev, len);
+    }
+}
+
+static bool on_abort_stream(void *ud) {
+    struct stream_turn *t = ud;
+    pthread_mutex_lock(&t->q->mu);
+    bool gone = t->j->gone;
+    pthread_mutex_unlock(&t->q->mu);
+    return gone || atomic_load(&t->q->abort);
+}
+
+/* Runs a stream job alone on worker w: deltas as segments complete, then transcript.text.done; a failure
+ * before the first event is an ordinary error answer, after it an error event. */
+static void run_stream(struct serve_queue *q, const struct pool_worker *w, struct serve_job *j) {
+    double t0 = now_s();
+    struct stream_turn t = {q, j, false};
+    float *samples = j->samples; /* the worker's from now on */
+    j->samples = NULL;
+    vkasr_transcribe_params tp = q->o->tp;
+    tp.abort_callback = on_abort_stream;
+    tp.abort_user_data = &t;
+    tp.segment_callback = on_segment;
+    tp.segment_user_data = &t;
+    const vkasr_result *r = NULL;
+    vkasr_status st = vkasr_transcribe_pcm(w->session, samples, j->n, VKASR_SAMPLE_RATE, 1, &tp, &r);
+    vkasr_free(samples);
+    char msg[1200] = "";
+    int status = 200;
+    if (st == VKASR_OK) {
+        size_t len = 0;
+        char *ev = serve_sse_event("transcript.text.done", "text", "", vkasr_result_text(r), &len);
+        push_event(&t, ev, len);
+    }
+    if (st == VKASR_ABORTED) {
+        status = 503;
+        snprintf(msg, sizeof msg, "the server is shutting down");
+    } else if (st != VKASR_OK) {
+        status = st == VKASR_ERR_AUDIO || st == VKASR_ERR_INVALID_ARG ? 400 : 500;
+        snprintf(msg, sizeof msg, "transcription failed: %s", vkasr_session_last_error(w->session));
+    } else if (t.failed) {
+        status = 500;
+        snprintf(msg, sizeof msg, "out of memory streaming the transcript");
+    }
+    j->compute_ms = (now_s() - t0) * 1e3;
+    j->queue_ms = (t0 - j->t_enqueue) * 1e3;
+    j->batch_size = 1;
+    j->worker = w->index;
+    j->device = device_name(w);
+    pthread_mutex_lock(&q->mu);
+    bool started = j->events_len > 0, gone = j->gone;
+    pthread_mutex_unlock(&q->mu);
+    if (status != 200 && started && !gone) { /* the answer's 200 is sent: the error goes as an event */
+        size_t len = 0;
+        char *e = serve_error_json(msg, status >= 500 ? "server_error" : "invalid_request_error", NULL, NULL, &len);
+        char *ev = e ? malloc(len + 8) : NULL;
+        if (ev)
+            len = (size_t)snprintf(ev, len + 8, "data: %s\n", e);
+        free(e);
+        push_event(&t, ev, len);
+    } else if (status != 200) {
+        answer_error(j, status, msg, status >= 500 ? "server_error" : "invalid_request_error");
+    } else {
+        j->status = 200;
+    }
+    fprintf(stderr, "vkasr serve: streamed turn, %.2f s audio, %.0f ms: %s (worker %d, device %s)\n",
+            (double)j->n / VKASR_SAMPLE_RATE, j->compute_ms, vkasr_status_string(st), w->index, device_name(w));
+    pthread_mutex_lock(&q->mu);
+    j->done = true;
+    pthread_cond_broadcast(&q->answered);
+    pthread_mutex_unlock(&q->mu);
+}
+
+bool serve_queue_wait_events(struct serve_queue *q, struct serve_job *job) {
+    pthread_mutex_lock(&q->mu);
+    while (!job->done && job->events_len == 0)
+        pthread_cond_wait(&q->answered, &q->mu);
+    bool events = job->events_len > 0 || job->status == 200; /* status is final once done */
+    pthread_mutex_unlock(&q->mu);
+    return events;
+}
+
+size_t serve_queue_read_events(struct serve_queue *q, struct serve_job *job, size_t pos, char *buf, size_t max) {
+    pthread_mutex_lock(&q->mu);
+    while (!job->done && job->events_len <= pos)
+        pthread_cond_wait(&q->answered, &q->mu);
+    size_t n = job->events_len > pos ? job->events_len - pos : 0;
+    if (n > max)
+        n = max;
+    if (n)
+        memcpy(buf, job->events + pos, n);
+    pthread_mutex_unlock(&q->mu);
+    return n;
+}
+
+void serve_queue_forget(struct serve_queue *q, struct serve_job *job) {
+    pthread_mutex_lock(&q->mu);
+    job->gone = true;
+    while (!job->done)
+        pthread_cond_wait(&q->answered, &q->mu);
+    pthread_mutex_unlock(&q->mu);
+}
+
 /* Runs one turn on worker w: every job gets its answer, whatever happens. */
 static void run_turn(struct serve_queue *q, const struct pool_worker *w, struct serve_job **jobs, size_t n) {
+    if (n == 1 && jobs[0]->stream) {
+        run_stream(q, w, jobs[0]);
+        return;
+    }
     vkasr_batch_input *in = calloc(n, sizeof *in);
     const vkasr_result **res = calloc(n, sizeof *res);
     bool *answered = calloc(n, sizeof *answered);
