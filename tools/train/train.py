@@ -25,6 +25,11 @@ What one run does:
     the whole held-out set per voice, the Hugging Face directory (save_pretrained + processor), its
     reload check, a comparison with transformers' generate(), and tar.gz archives split into parts.
 Everything printed also goes to OUT/train-log.txt.
+
+--streaming trains the cache-aware streaming RNN-T of streaming.py instead (tools/train/README.md, "The
+streaming model"): no transformers, no feature normalisation, one attention context of --menu per batch,
+RNN-T loss, held-out WER per lookahead, export in transformers' NemotronAsrStreaming layout; --init
+starts it from a vkasr GGUF.
 """
 
 import argparse
