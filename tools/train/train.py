@@ -141,8 +141,9 @@ def parse_args(argv=None):
                    help="a cache-aware streaming RNN-T: causal subsampling and convolutions, LayerNorm conv module, "
                         "chunked_limited attention with one pair of --menu per batch, no feature normalisation")
     g.add_argument("--menu", default="64,7;64,1;64,0", help="attention contexts L,R;L,R;... (the first is the default)")
-    g.add_argument("--init", default=None, help="GGUF of an offline model of the same sizes to start from (its "
-                   "vocabulary too), e.g. models/vkasr-tdt-tiny-en.gguf")
+    g.add_argument("--init", default=None, help="vkasr GGUF (f32/f16) of the same depth to start from, its vocabulary "
+                   "too: the offline model (models/vkasr-tdt-tiny-en.gguf) or a streaming one, narrowed to the "
+                   "sizes given when it is wider")
     g = ap.add_argument_group("optimisation")
     g.add_argument("--batch-seconds", type=float, default=800.0, help="padded audio seconds per batch")
     g.add_argument("--lr", type=float, default=2.5e-3)
@@ -1101,6 +1102,8 @@ def main(argv=None):
     mc = meta0["model_config"] if meta0 else model_config_from_args(a, V)
     if stream and not meta0:
         mc.update(streaming=True, menu=menu, durations=[])
+    if stream:
+        menu = mc["menu"]  # a resumed run keeps its checkpoint's menu
     if mc["vocab"] != V:
         fail(log, f"checkpoint model has vocab {mc['vocab']}, its SentencePiece model {V}")
     if meta0:
