@@ -448,6 +448,9 @@ expect 2 "$VKASR" live --format s8
 expect 2 "$VKASR" live --hop 0
 expect 2 "$VKASR" live "$CLIP"
 expect 3 "$VKASR" live -m "$DATA/no/such/model" --simulate "$CLIP"
+# without -m and $VKASR_MODEL, live loads the streaming default (models/vkasr-rnnt-stream-tiny-en.gguf)
+expect 0 env -u VKASR_MODEL "$VKASR" live -v --simulate "$CLIP" --speed 0
+grep -q "loaded .*vkasr-rnnt-stream-tiny-en.gguf: RNN-T head" "$WORK/err" || fail "live without -m: not the streaming default"
 expect 4 "$VKASR" live -m "$SHIPPED" --simulate "$WORK/missing.wav"
 grep -q "missing.wav" "$WORK/err" || fail "live: the error names the missing file"
 expect 0 "$VKASR" live -v --timestamps -m "$SHIPPED" --simulate "$CLIP" --speed 0;  cp "$WORK/out" "$WORK/live.txt"

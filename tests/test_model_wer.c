@@ -2,8 +2,10 @@
  * (sentences never used in training; voices seen and unseen in training, tools/train/README.md) through
  * the public API and checks the word error rate against the references, normalised by tools/cli/wer.h.
  *
- * usage: test_model_wer MODEL CLIP_DIR MAX_WER
+ * usage: test_model_wer MODEL CLIP_DIR MAX_WER [LOOKAHEAD_MS]
  *   CLIP_DIR holds the WAV files and refs.tsv (header line, then: file, voice, seen_voice, text).
+ *   LOOKAHEAD_MS: for a cache-aware streaming model, the trained attention context to run (offline,
+ *   with its chunked mask); default the model's first.
  *   Fails when a clip cannot be transcribed, when no clip is listed, or when the total WER > MAX_WER. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -30,8 +32,8 @@ static char *next_field(char **line) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: test_model_wer MODEL CLIP_DIR MAX_WER\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: test_model_wer MODEL CLIP_DIR MAX_WER [LOOKAHEAD_MS]\n");
         return 2;
     }
     const char *model_path = argv[1], *dir = argv[2];
@@ -45,6 +47,7 @@ int main(int argc, char **argv) {
     }
     vkasr_model_params mp = vkasr_model_params_default();
     mp.validation = tv_wanted();
+    mp.lookahead_ms = argc == 5 ? atoi(argv[4]) : 0;
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
     vkasr_model *m = NULL;
@@ -57,8 +60,11 @@ int main(int argc, char **argv) {
     }
     vkasr_model_info info;
     vkasr_model_get_info(m, &info);
-    printf("model %s on %s, precision %s\n", model_path, info.device_name,
+    printf("model %s on %s, precision %s", model_path, info.device_name,
            info.precision == VKASR_PRECISION_F16 ? "f16" : "f32");
+    if (mp.lookahead_ms)
+        printf(", lookahead %d ms", mp.lookahead_ms);
+    printf("\n");
 
     char line[4096];
     size_t clips = 0, errors = 0, words = 0;

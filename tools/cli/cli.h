@@ -26,6 +26,10 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_MODEL = 3, EXIT_AUDIO = 
  * path copied into buf. Returns EXIT_OK, or the exit code after saying why on stderr: EXIT_USAGE when
  * there is no model at all, the pull's own code when a pull fails. */
 int model_or_default(const char *model, char *buf, size_t size, const char **out);
+/* model_or_default for vkasr live: without MODEL and $VKASR_MODEL, the first that exists of the streaming
+ * default models (VKASR_DEFAULT_STREAM_MODELS, the cache-aware models/vkasr-rnnt-stream-tiny-en.gguf),
+ * else the default model. */
+int stream_model_or_default(const char *model, char *buf, size_t size, const char **out);
 /* --pull (an ARG_ACTION of the shared options). */
 int arg_pull(const char *opt, const char *value, void *field);
 

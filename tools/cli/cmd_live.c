@@ -32,7 +32,10 @@ static void intro(FILE *f) {
           "  arecord -q -f S16_LE -r 16000 -t wav | vkasr live --timestamps\n"
           "Final text goes to stdout, one line per segment (a sentence, or speech up to a pause of 1 s).\n"
           "When stdout is a terminal, the segment being spoken is shown on the last line as it is\n"
-          "recognised (words still open to change dimmed) and rewritten until it is final.\n",
+          "recognised (words still open to change dimmed) and rewritten until it is final.\n"
+          "Without -m (and without $VKASR_MODEL), live runs the cache-aware streaming default model\n"
+          "vkasr-rnnt-stream-tiny-en.gguf (English, synthetic speech only; its first trained lookahead,\n"
+          "640 ms), else the default model.\n",
           f);
 }
 
@@ -168,7 +171,7 @@ static int live_args(int argc, char **argv, struct cli_common *c, struct live_op
                         "-r 16000 -t raw | vkasr live (see vkasr live --help)\n");
         return EXIT_USAGE;
     }
-    int mrc = model_or_default(c->model, model_buf, model_size, &c->model);
+    int mrc = stream_model_or_default(c->model, model_buf, model_size, &c->model);
     if (mrc != EXIT_OK)
         return mrc;
     if (o->simulate && o->speed == 0)

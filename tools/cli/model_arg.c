@@ -1,8 +1,12 @@
 /* model_arg.c — the model a command loads: -m as given (a path, or a name the library finds in the
- * Hugging Face cache), after --pull a name downloaded first (pull.c), else the installed default model. */
+ * Hugging Face cache), after --pull a name downloaded first (pull.c), else the installed default model
+ * (for vkasr live the cache-aware streaming default first). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "cli.h"
@@ -37,4 +41,27 @@ int model_or_default(const char *model, char *buf, size_t size, const char **out
         return EXIT_USAGE;
     }
     return EXIT_OK;
+}
+
+#ifndef VKASR_DEFAULT_STREAM_MODELS
+#define VKASR_DEFAULT_STREAM_MODELS ""
+#endif
+
+int stream_model_or_default(const char *model, char *buf, size_t size, const char **out) {
+    const char *env = getenv("VKASR_MODEL");
+    if ((model && *model) || (env && *env))
+        return model_or_default(model, buf, size, out);
+    for (const char *p = VKASR_DEFAULT_STREAM_MODELS; *p;) { /* ':'-separated, set by the build */
+        const size_t n = strcspn(p, ":");
+        if (n > 0 && n < size) {
+            memcpy(buf, p, n);
+            buf[n] = '\0';
+            if (access(buf, R_OK) == 0) {
+                *out = buf;
+                return EXIT_OK;
+            }
+        }
+        p += n + (p[n] == ':');
+    }
+    return model_or_default(NULL, buf, size, out);
 }

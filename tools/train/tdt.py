@@ -272,14 +272,25 @@ LOG_GUARD = 2.0 ** -24
 NORM_EPS = 1e-5
 
 
+FRONT_END = {"preemph": PREEMPH, "normalize": True}
+
+
+def set_front_end(preemph, normalize):
+    """The front end every log_mel call uses: Parakeet's (0.97, per-feature normalisation) by default;
+    cache-aware streaming models take no pre-emphasis and no normalisation (NeMo normalize "NA")."""
+    FRONT_END.update(preemph=preemph, normalize=normalize)
+
+
 def log_mel(wave, lengths, mel_fb):
     """wave [B, N] float32 (zero beyond lengths), lengths [B] samples, mel_fb [M, 257] float32.
-    Returns (features [B, 1 + N // 160, M], mask [B, 1 + N // 160] bool) as ParakeetFeatureExtractor."""
+    Returns (features [B, 1 + N // 160, M], mask [B, 1 + N // 160] bool) as ParakeetFeatureExtractor
+    (FRONT_END: without normalisation the log-mel itself, zero beyond the valid frames)."""
     B, N = wave.shape
     dev = wave.device
     lengths = lengths.to(dev).long()
     timemask = torch.arange(N, device=dev)[None, :] < lengths[:, None]
-    x = torch.cat([wave[:, :1], wave[:, 1:] - PREEMPH * wave[:, :-1]], dim=1).masked_fill(~timemask, 0.0)
+    pre = FRONT_END["preemph"]
+    x = torch.cat([wave[:, :1], wave[:, 1:] - pre * wave[:, :-1]], dim=1).masked_fill(~timemask, 0.0)
     window = torch.hann_window(WIN, periodic=False, device=dev)
     stft = torch.stft(x, N_FFT, hop_length=HOP, win_length=WIN, window=window, return_complex=True,
                       pad_mode="constant")
@@ -290,6 +301,8 @@ def log_mel(wave, lengths, mel_fb):
     flen = torch.div(lengths + N_FFT // 2 * 2 - N_FFT, HOP, rounding_mode="floor")
     mask = torch.arange(mel.shape[1], device=dev)[None, :] < flen[:, None]
     m = mask[..., None]
+    if not FRONT_END["normalize"]:
+        return mel * m, mask
     xm = mel * m
     mean = (xm.sum(dim=1) / flen[:, None])[:, None]
     var = ((xm - mean) ** 2 * m).sum(dim=1) / (flen - 1)[:, None]

@@ -25,6 +25,11 @@ What one run does:
     the whole held-out set per voice, the Hugging Face directory (save_pretrained + processor), its
     reload check, a comparison with transformers' generate(), and tar.gz archives split into parts.
 Everything printed also goes to OUT/train-log.txt.
+
+--streaming trains the cache-aware streaming RNN-T of streaming.py instead (tools/train/README.md, "The
+streaming model"): no transformers, no feature normalisation, one attention context of --menu per batch,
+RNN-T loss, held-out WER per lookahead, export in transformers' NemotronAsrStreaming layout; --init
+starts it from a vkasr GGUF.
 """
 
 import argparse
@@ -53,6 +58,7 @@ import corpus  # noqa: E402  (numpy only: safe to import before the spawn pool r
 DURATIONS = [0, 1, 2, 3, 4]
 PART_BYTES = int(os.environ.get("VKASR_TRAIN_PART_BYTES", 15 * 1024 * 1024))  # returned files must be <= 16 MiB
 MODEL_NAME = "vkasr-tdt-tiny-en"
+STREAM_NAME = "vkasr-rnnt-stream-tiny-en"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -130,6 +136,14 @@ def parse_args(argv=None):
     g.add_argument("--pred-hidden", type=int, default=256)
     g.add_argument("--pred-layers", type=int, default=1)
     g.add_argument("--dropout", type=float, default=0.05)
+    g = ap.add_argument_group("streaming (tools/train/streaming.py)")
+    g.add_argument("--streaming", action="store_true",
+                   help="a cache-aware streaming RNN-T: causal subsampling and convolutions, LayerNorm conv module, "
+                        "chunked_limited attention with one pair of --menu per batch, no feature normalisation")
+    g.add_argument("--menu", default="64,7;64,1;64,0", help="attention contexts L,R;L,R;... (the first is the default)")
+    g.add_argument("--init", default=None, help="vkasr GGUF (f32/f16) of the same depth to start from, its vocabulary "
+                   "too: the offline model (models/vkasr-tdt-tiny-en.gguf) or a streaming one, narrowed to the "
+                   "sizes given when it is wider")
     g = ap.add_argument_group("optimisation")
     g.add_argument("--batch-seconds", type=float, default=800.0, help="padded audio seconds per batch")
     g.add_argument("--lr", type=float, default=2.5e-3)
@@ -144,11 +158,15 @@ def parse_args(argv=None):
     g.add_argument("--eval-every", type=float, default=150.0, help="seconds between held-out WER checks")
     g.add_argument("--eval-subset", type=int, default=264)
     g.add_argument("--log-every", type=float, default=20.0)
+    g.add_argument("--reserve", type=float, default=None, help="seconds kept after training for the evaluation, "
+                   "checkpoint and export (default 100 with --final, else 45)")
     a = ap.parse_args(argv)
     if a.export_only and not a.resume:
         ap.error("--export-only needs --resume")
     if a.export_only:
         a.final = True
+    if a.init and not a.streaming:
+        ap.error("--init needs --streaming")
     if a.smoke:
         a.hours = 0.06
         a.heldout_per_voice = 3
@@ -576,6 +594,8 @@ def encoder_forward(model, feats, fmask):
     import torch
 
     enc = model.encoder
+    if getattr(enc, "streaming", False):  # streaming.Encoder: its selected [L, R] pair
+        return enc(feats, fmask)
     if not hasattr(enc, "subsampling"):  # the --dev-mock encoder
         o = enc(input_features=feats, attention_mask=fmask)
         return o.last_hidden_state, o.attention_mask.sum(-1).long()
@@ -619,8 +639,13 @@ def transcribe(torch, tdt, model, data, idx, mel_fb, batch=48):
     """Greedy spec-6.4 decoding of clips idx (fp32, no augmentation); returns id lists in idx order."""
     was = model.training
     model.eval()
-    heads = tdt.Heads(model.decoder.embedding, model.decoder.lstm, model.decoder.decoder_projector,
-                      model.joint.head, joint_activation(model), model.config.blank_token_id, DURATIONS)
+    if getattr(model.encoder, "streaming", False):
+        import streaming
+
+        heads = streaming.heads(tdt, model)
+    else:
+        heads = tdt.Heads(model.decoder.embedding, model.decoder.lstm, model.decoder.decoder_projector,
+                          model.joint.head, joint_activation(model), model.config.blank_token_id, DURATIONS)
     order = sorted(range(len(idx)), key=lambda k: data.lengths[idx[k]])
     res = [None] * len(idx)
     with torch.no_grad():
@@ -859,6 +884,54 @@ def check_reload(torch, tf, tdt, model, hf_dir, data, idx, mel_fb, sp, log):
     return agree, tried
 
 
+def check_reload_stream(torch, tdt, stream, model, hf_dir, data, idx, mel_fb, log):
+    """Reloads the exported streaming directory with streaming.load_hf (encoder output and greedy tokens
+    as the in-memory model's); then, where transformers has NemotronAsrStreamingForRNNT, compares its
+    encoder on the same directory, per lookahead, on clips alone (the layout check)."""
+    dev = next(model.parameters()).device
+    m2 = stream.load_hf(hf_dir).to(dev)
+    model.eval()
+    wav, lens = data.waves(idx)
+    feats, fmask = tdt.log_mel(wav, lens, mel_fb)
+    with torch.no_grad():
+        f1, T1 = encode(model, feats, fmask)
+        f2, T2 = encode(m2, feats, fmask)
+    err = float((f1 - f2).abs().max())
+    if err > 1e-4 or not torch.equal(T1, T2):
+        raise RuntimeError(f"reload: encoder output differs by {err}")
+    if transcribe(torch, tdt, model, data, idx, mel_fb) != transcribe(torch, tdt, m2, data, idx, mel_fb):
+        raise RuntimeError("reload: greedy tokens differ between the trained and the reloaded model")
+    log(f"reload: {hf_dir} loads; encoder max diff {err:.1e}, greedy tokens identical")
+    ctx0 = model.encoder.ctx
+    try:
+        tf = import_hf()
+        cls = getattr(tf, "NemotronAsrStreamingForRNNT")
+        try:
+            hf = cls.from_pretrained(hf_dir, dtype=torch.float32)
+        except TypeError:
+            hf = cls.from_pretrained(hf_dir, torch_dtype=torch.float32)
+        hf = hf.to(dev).eval()
+        for lr in model.mc["menu"]:
+            worst = 0.0
+            for i in idx[:4]:
+                w1, l1 = data.waves([i], round_to=1)
+                x, m = tdt.log_mel(w1, l1, mel_fb)
+                n = int(m.sum())
+                model.encoder.ctx = lr
+                with torch.no_grad():
+                    ours, _ = encoder_forward(model, x[:, :n], m[:, :n])
+                    got = hf.encoder(input_features=x[:, :n], num_lookahead_tokens=lr[1]).last_hidden_state
+                rel = float((got - ours).norm() / ours.norm()) if got.shape == ours.shape else math.inf
+                worst = max(worst, rel)
+            log(f"transformers NemotronAsrStreamingForRNNT on the export, [{lr[0]}, {lr[1]}]: encoder relative "
+                f"difference {worst:.1e} (4 clips)")
+    except Exception as e:  # informative: vkasr's own tests check the layout against its reference
+        log(f"transformers comparison skipped: {type(e).__name__}: {str(e)[:200]}")
+    model.encoder.ctx = ctx0
+    model.train()
+    return True
+
+
 # ----------------------------------------------------------------------------------------------
 # self-tests that need the model / transformers
 
@@ -980,10 +1053,17 @@ def main(argv=None):
 
     import tdt
 
-    tf = None if a.dev_mock else import_hf()
+    tf = None if (a.dev_mock or a.streaming) else import_hf()
+    stream = None
+    if a.streaming:
+        import streaming as stream
+
+        menu = stream.parse_menu(a.menu)
+        tdt.set_front_end(0.0, False)  # NeMo's streaming models: normalize NA, no pre-emphasis
     device = torch.device(a.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cuda = device.type == "cuda"
-    log(f"torch {torch.__version__}" + (f", transformers {tf.__version__}" if tf else ", MOCK model (no transformers)") +
+    what = ", streaming model (no transformers)" if a.streaming else ", MOCK model (no transformers)"
+    log(f"torch {torch.__version__}" + (f", transformers {tf.__version__}" if tf else what) +
         f", device {torch.cuda.get_device_name(0) if cuda else 'cpu'}")
     torch.manual_seed(a.seed)
     if cuda:
@@ -993,6 +1073,9 @@ def main(argv=None):
     # 2. self-tests that need no model
     tdt.selftest_loss(log=log)
     tdt.selftest_greedy(log=log)
+    if stream:
+        stream.selftest_loss(log=log)
+        stream.selftest_reference(ROOT, log=log)
 
     # 3. vocabulary
     ckpt, meta0 = None, None
@@ -1000,6 +1083,9 @@ def main(argv=None):
     ho = GpuCorpus(torch, held_dir, device, log=log)
     if a.resume:
         ckpt, meta0, spm_bytes = load_ckpt(torch, a.resume, log)
+    elif a.init:
+        spm_bytes = stream.spm_from_gguf(stream.read_gguf(a.init)[0])
+        log(f"vocabulary: the pieces of {a.init}")
     else:
         spm_bytes = train_spm(tr.texts, a.vocab, a.smoke, log)
     sp = load_spm(spm_bytes)
@@ -1014,11 +1100,25 @@ def main(argv=None):
 
     # 4. model
     mc = meta0["model_config"] if meta0 else model_config_from_args(a, V)
+    if stream and not meta0:
+        mc.update(streaming=True, menu=menu, durations=[])
+    if stream:
+        menu = mc["menu"]  # a resumed run keeps its checkpoint's menu
     if mc["vocab"] != V:
         fail(log, f"checkpoint model has vocab {mc['vocab']}, its SentencePiece model {V}")
-    if meta0 and mc != model_config_from_args(a, V):
+    if meta0:
         log(f"resume: model configuration from the checkpoint: {mc}")
-    model = MockTDT.build(mc) if a.dev_mock else build_model(tf, mc, log)
+
+    def new_model(mc):
+        if mc.get("streaming"):
+            return stream.build(mc)
+        return MockTDT.build(mc) if a.dev_mock else build_model(tf, mc, log)
+
+    if bool(mc.get("streaming")) != bool(stream):
+        fail(log, "--streaming must match the checkpoint's model")
+    model = new_model(mc)
+    if a.init and ckpt is None:
+        stream.init_from_gguf(model, a.init, log)
     if ckpt is not None:
         missing, unexpected = model.load_state_dict(ckpt["model"], strict=False)
         if missing or unexpected:
@@ -1030,7 +1130,7 @@ def main(argv=None):
     # 5. self-tests with the model
     tok, fe = None, None
     mel_fb = None
-    if not a.dev_mock:
+    if tf is not None:
         tok = build_hf_tokenizer(tf, spm_path, V, sp, tr.texts, log)
         fe = tf.ParakeetFeatureExtractor(feature_size=mc["mels"], sampling_rate=16000, hop_length=160, n_fft=512,
                                          win_length=400, preemphasis=0.97, padding_value=0.0)
@@ -1043,7 +1143,7 @@ def main(argv=None):
         import librosa  # the stand-in
 
         mel_fb = torch.from_numpy(librosa.filters.mel(sr=16000, n_fft=512, n_mels=mc["mels"], fmin=0.0,
-                                                      fmax=8000.0, norm="slaney")).to(device)
+                                                      fmax=8000.0, norm="slaney")).float().to(device)
 
     # 6. optimiser and schedule state
     decay, no_decay = [], []
@@ -1070,6 +1170,8 @@ def main(argv=None):
     # seconds kept for what follows training: evaluation + checkpoint (~15 s), or evaluation of the whole
     # held-out set, export, reload check, generate() comparison and archives (~45 s); margins for slow I/O
     reserve = 25.0 if a.smoke else (100.0 if (a.final or a.export) else 45.0)
+    if a.reserve is not None:
+        reserve = a.reserve
     train_end = deadline - reserve
     t_train0 = time.time()
     budget = max(1.0, train_end - t_train0)
@@ -1107,6 +1209,8 @@ def main(argv=None):
                 stop = True
                 break
             progress = progress0 + (p_end - progress0) * min(1.0, (now - t_train0) / budget)
+            if stream:  # one attention context per batch, uniformly (NeMo's multi-lookahead training)
+                model.encoder.ctx = menu[int(rng.integers(0, len(menu)))]
             lr = lr_at(progress, step, run_steps)
             for g in opt.param_groups:
                 g["lr"] = lr
@@ -1126,7 +1230,10 @@ def main(argv=None):
             with autocast:
                 f, Tb = encode(model, feats, fmask)
                 logits = joint(model, f, gp)
-            nll = tdt.tdt_loss(logits, tgt, Tb, Ub, blank, DURATIONS, sigma=a.sigma)
+            if stream:
+                nll = stream.rnnt_loss(logits, tgt, Tb, Ub, blank)
+            else:
+                nll = tdt.tdt_loss(logits, tgt, Tb, Ub, blank, DURATIONS, sigma=a.sigma)
             loss = nll.sum() / max(1, ntok)
             opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -1159,6 +1266,8 @@ def main(argv=None):
                 stats = {"loss": torch.zeros((), device=device), "tok": 0, "utts": 0, "audio": 0.0, "n": 0}
                 t_log = now
             if now - t_eval >= a.eval_every and train_end - now > 30:
+                if stream:
+                    model.encoder.ctx = menu[0]
                 w = guarded(log, "evaluation", lambda: evaluate(torch, tdt, model, ho, eval_idx, sp, mel_fb, log,
                                                                 f"eval step {step}")[0])
                 history.append({"step": step, "progress": round(progress, 4), "wer": w})
@@ -1167,6 +1276,8 @@ def main(argv=None):
             epoch += 1
             continue
     trained = time.time() - t_train0 if not a.export_only else 0.0
+    if stream:
+        model.encoder.ctx = menu[0]
     log(f"training stopped: {run_steps} steps this run ({step} total), {trained:.0f} s, epoch {epoch}, "
         f"progress {progress:.3f}")
 
@@ -1178,7 +1289,7 @@ def main(argv=None):
         save_ckpt(torch, art_dir, model, opt, meta, spm_bytes, log)
         if a.smoke:  # the resume path: load what was written into a fresh model
             obj, m2, b2 = load_ckpt(torch, art_dir, log)
-            fresh = MockTDT.build(m2["model_config"]) if a.dev_mock else build_model(tf, m2["model_config"], log)
+            fresh = new_model(m2["model_config"])
             fresh.load_state_dict(obj["model"], strict=True)
             fresh.to(device)
             same = all(torch.equal(p.float().cpu(), q.float().cpu()) for p, q in
@@ -1194,8 +1305,20 @@ def main(argv=None):
     info.update({"step": step, "train_seconds": meta["train_seconds"], "history": history})
     rc = 0
     if a.final or a.export or a.smoke:
-        full = guarded(log, "final evaluation", lambda: evaluate(torch, tdt, model, ho, list(range(ho.n)), sp,
-                                                                 mel_fb, log, "final evaluation", per_voice=True))
+        if stream:  # every lookahead of the menu, the default last (its transcripts go into the sample)
+            by_ms = {}
+            for lr in menu[1:] + menu[:1]:
+                model.encoder.ctx = lr
+                ms = (lr[1] + 1) * 80
+                full = guarded(log, "final evaluation", lambda: evaluate(
+                    torch, tdt, model, ho, list(range(ho.n)), sp, mel_fb, log,
+                    f"final evaluation [{lr[0]}, {lr[1]}] (lookahead {ms} ms)", per_voice=True))
+                if full is not None:
+                    by_ms[ms] = {"context": lr, "wer": full[0], "table": full[2]}
+            info["heldout_wer_by_lookahead_ms"] = by_ms
+        else:
+            full = guarded(log, "final evaluation", lambda: evaluate(torch, tdt, model, ho, list(range(ho.n)), sp,
+                                                                     mel_fb, log, "final evaluation", per_voice=True))
         rows = None
         if full is not None:
             w_all, rows, lines = full
@@ -1204,24 +1327,32 @@ def main(argv=None):
         for i in range(ho.n):  # two clips per voice for the CI candidates
             if sum(1 for s_ in sample if ho.voices[s_] == ho.voices[i]) < 2:
                 sample.append(i)
+        name = STREAM_NAME if stream else MODEL_NAME
         with tempfile.TemporaryDirectory() as tmp:
-            hf_dir = os.path.join(tmp, MODEL_NAME)
+            hf_dir = os.path.join(tmp, name)
             os.makedirs(hf_dir)
 
             def export():
-                if a.dev_mock:
+                if stream:
+                    files = stream.export_hf(model, hf_dir, [sp.id_to_piece(i) for i in range(V)])
+                    log(f"export: {hf_dir}: {files}")
+                elif a.dev_mock:
                     torch.save(model.state_dict(), os.path.join(hf_dir, "mock.pt"))
                 else:
                     export_hf(torch, tf, model, tok, fe, hf_dir, log)
                 info_b = json.dumps(info, indent=1, default=str).encode()
-                data = tar_dir(hf_dir, MODEL_NAME, {"train_info.json": info_b, "spm.model": spm_bytes})
-                write_parts(art_dir, MODEL_NAME + ".tar.gz", data, log)
+                data = tar_dir(hf_dir, name, {"train_info.json": info_b, "spm.model": spm_bytes})
+                write_parts(art_dir, name + ".tar.gz", data, log)
                 return True
 
             if not guarded(log, "export", export):
                 log("export failed: writing a checkpoint instead; redo the export with --export-only --resume")
                 save_ckpt(torch, art_dir, model, opt, meta, spm_bytes, log)
                 rc = 1
+            elif stream:
+                chk = guarded(log, "reload check", lambda: check_reload_stream(torch, tdt, stream, model, hf_dir, ho,
+                                                                               clean_clips(ho, 8), mel_fb, log))
+                info["reload_check"] = "ok" if chk is not None else "FAILED (see train-log.txt)"
             elif not a.dev_mock:
                 chk = guarded(log, "reload check", lambda: check_reload(torch, tf, tdt, model, hf_dir, ho,
                                                                         sample[:16], mel_fb, sp, log))
