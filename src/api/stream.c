@@ -1,6 +1,8 @@
 /* stream.c — live transcription (vkasr_stream_*): pushed audio is queued under a lock, a worker thread
- * owned by the stream transcribes overlapping windows of it with the session (asr_run), merges their
- * hypotheses by word frames (asr/merge.c) and calls the final and partial callbacks. */
+ * owned by the stream transcribes it with the session and calls the final and partial callbacks. A
+ * cache-aware model advances its streaming session (asr/stream.h) one chunk at a time, each frame
+ * computed once; any other model transcribes overlapping windows (asr_run) merged by word frames
+ * (asr/merge.c). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +11,7 @@
 
 #include "api/api.h"
 #include "asr/merge.h"
+#include "asr/stream.h"
 #include "audio/audio.h"
 #include "common/clock.h"
 
@@ -38,6 +41,10 @@ struct vkasr_stream {
     bool joined;
 
     /* The worker's own state. */
+    struct asr_stream *cas;          /* a cache-aware model's session (NULL: the window path)         */
+    struct asr_output pend;          /* its tokens not yet delivered as final                         */
+    float *cwin;                     /* the samples it is handed                                      */
+    size_t cwin_cap;
     struct merge_state merge;
     int64_t horizon;                 /* frames: the horizon of the last window                       */
     float *win;                      /* the window's samples                                          */
@@ -268,10 +275,86 @@ static vkasr_status grow(float **p, size_t *cap, size_t need) {
     return VKASR_OK;
 }
 
+/* ---- the cache-aware session ------------------------------------------------------------------ */
+
+/* Delivers the words of the undelivered tokens that are complete: all but the last (the next word's
+ * first token ends a word), every one when `last`; the rest goes to the partial callback. */
+static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
+    struct window_hyp h = {0};
+    h.out = s->pend; /* borrowed: handed back below */
+    vkasr_status st = hyp_words(s, &h, e);
+    size_t nfinal = last ? h.tr.nwords : h.tr.nwords > 0 ? h.tr.nwords - 1 : 0;
+    const int64_t horizon = asr_stream_frames(s->cas);
+    if (st == VKASR_OK)
+        st = deliver_finals(s, &h, 0, nfinal, horizon, last, audio_end, e);
+    if (st == VKASR_OK)
+        st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
+    size_t drop = last ? s->pend.ntokens : nfinal < h.tr.nwords ? h.tr.words[nfinal].first_token : s->pend.ntokens;
+    if (st == VKASR_OK && drop > 0) {
+        memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
+        s->pend.ntokens -= drop;
+    }
+    h.out = (struct asr_output){0};
+    hyp_free(&h);
+    return st;
+}
+
+/* The worker of a cache-aware model: one advance of the session per chunk of audio (or whatever
+ * arrived meanwhile), the new words delivered after each. */
+static void cached_worker(struct vkasr_stream *s) {
+    for (;;) {
+        int64_t total = s->base + (int64_t)s->n;
+        while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !s->finishing &&
+               total < asr_stream_samples_needed(s->cas)) {
+            pthread_cond_wait(&s->wake, &s->lock);
+            total = s->base + (int64_t)s->n;
+        }
+        if (s->status != VKASR_OK || atomic_load(&s->cancel))
+            break;
+        const bool last = s->finishing;
+        int64_t from = asr_stream_keep_from(s->cas);
+        if (from < s->base) /* cannot happen: keep_from trails the session; stay safe */
+            from = s->base;
+        size_t n = (size_t)(total - from);
+        vkasr_status st = grow(&s->cwin, &s->cwin_cap, n ? n : 1);
+        if (st == VKASR_OK && n)
+            memcpy(s->cwin, s->buf + (from - s->base), n * sizeof *s->cwin);
+        pthread_mutex_unlock(&s->lock);
+
+        const double t0 = clock_ms();
+        const int64_t steps0 = asr_stream_steps(s->cas), frames0 = asr_stream_frames(s->cas);
+        if (st != VKASR_OK)
+            err_set(&s->werr, st, "live stream: out of host memory for %zu samples", n);
+        else
+            st = asr_stream_advance(s->cas, s->cwin, from, total, last, &s->pend, &s->werr);
+        if (st == VKASR_OK && (asr_stream_frames(s->cas) > frames0 || last))
+            st = deliver_cached(s, last, (double)total / VKASR_SAMPLE_RATE, &s->werr);
+        const double dt = (clock_ms() - t0) * 1e-3;
+
+        pthread_mutex_lock(&s->lock);
+        s->stats.windows += (uint64_t)(asr_stream_steps(s->cas) - steps0);
+        s->stats.window_seconds += (double)(asr_stream_frames(s->cas) - frames0) * s->frame_s;
+        s->stats.compute_seconds += dt;
+        s->stats.final_seconds = last ? (double)total / VKASR_SAMPLE_RATE : (double)asr_stream_frames(s->cas) * s->frame_s;
+        int64_t keep = asr_stream_keep_from(s->cas);
+        if (keep > s->keep_from)
+            s->keep_from = keep;
+        if (st != VKASR_OK) {
+            s->status = st;
+            s->err = s->werr;
+            break;
+        }
+        if (last)
+            break;
+    }
+}
+
 static void *worker_main(void *arg) {
     struct vkasr_stream *s = arg;
     pthread_mutex_lock(&s->lock);
-    for (;;) {
+    if (s->cas)
+        cached_worker(s);
+    for (; !s->cas;) {
         int64_t horizon = 0;
         bool last = false;
         while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !next_window(s, &horizon, &last))
@@ -374,18 +457,29 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
     s->right = (int64_t)llround(p.right_context_seconds / frame_s);
     merge_init(&s->merge);
     atomic_init(&s->cancel, false);
+    if (c->n_ctx > 0) { /* a cache-aware model: its streaming session, each frame computed once */
+        struct asr_stream_opts so = {.max_symbols = p.max_symbols_per_step};
+        vkasr_status st = asr_stream_create(session->model->am, session->be, &so, &s->cas, &e);
+        if (st != VKASR_OK) {
+            free(s);
+            return fail_create(&e, error, st);
+        }
+    }
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        asr_stream_free(s->cas);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
     if (pthread_cond_init(&s->wake, NULL) != 0) {
         pthread_mutex_destroy(&s->lock);
+        asr_stream_free(s->cas);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
     }
     if (pthread_mutex_init(&s->join_lock, NULL) != 0) {
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
+        asr_stream_free(s->cas);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
@@ -393,6 +487,7 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
         pthread_mutex_destroy(&s->join_lock);
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
+        asr_stream_free(s->cas);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread"));
     }
@@ -509,6 +604,9 @@ void vkasr_stream_free(vkasr_stream *s) {
     vkasr_stream_cancel(s);
     join_worker(s);
     s->session->stream = NULL;
+    asr_stream_free(s->cas);
+    asr_output_free(&s->pend);
+    free(s->cwin);
     audio_conv_free(s->conv);
     pthread_mutex_destroy(&s->join_lock);
     pthread_cond_destroy(&s->wake);
