@@ -110,13 +110,16 @@ static const size_t piece[] = {1, 999, 2731, 160, 4097, 37, 12800, 5, 3333};
 static void session_run(vkasr_session *vs, const char *clip, const float *x, size_t n, const float *enc, size_t er,
                         size_t ec, const int32_t *want, size_t nw, double tol) {
     const struct asr_model *am = vs->model->am;
+    struct asr_stream_pool *pool = NULL;
     struct asr_stream *st = NULL;
     struct err e = {0};
     struct asr_output out = {0};
     struct asr_stream_geometry g;
     if (asr_stream_geometry(&am->cfg, &g, &e) != VKASR_OK ||
-        asr_stream_create(am, vs->be, &(struct asr_stream_opts){.keep_encoder = true}, &st, &e) != VKASR_OK) {
+        asr_stream_pool_create(am, vs->be, 1, 0, &pool, &e) != VKASR_OK ||
+        asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true}, &st, &e) != VKASR_OK) {
         fail(clip, "session: %s", e.msg);
+        asr_stream_pool_free(pool);
         return;
     }
     size_t at = 0;
@@ -165,6 +168,7 @@ static void session_run(vkasr_session *vs, const char *clip, const float *x, siz
     }
     asr_output_free(&out);
     asr_stream_free(st);
+    asr_stream_pool_free(pool);
 }
 
 /* The public stream: the final updates' tokens. */

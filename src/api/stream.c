@@ -41,7 +41,8 @@ struct vkasr_stream {
     bool joined;
 
     /* The worker's own state. */
-    struct asr_stream *cas;          /* a cache-aware model's session (NULL: the window path)         */
+    struct asr_stream_pool *pool;    /* a cache-aware model's caches (NULL: the window path)          */
+    struct asr_stream *cas;          /* its stream in them                                            */
     struct asr_output pend;          /* its tokens not yet delivered as final                         */
     float *cwin;                     /* the samples it is handed                                      */
     size_t cwin_cap;
@@ -458,21 +459,25 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
     merge_init(&s->merge);
     atomic_init(&s->cancel, false);
     if (c->n_ctx > 0) { /* a cache-aware model: its streaming session, each frame computed once */
-        struct asr_stream_opts so = {.max_symbols = p.max_symbols_per_step};
-        vkasr_status st = asr_stream_create(session->model->am, session->be, &so, &s->cas, &e);
+        vkasr_status st = asr_stream_pool_create(session->model->am, session->be, 1, p.max_symbols_per_step, &s->pool, &e);
+        if (st == VKASR_OK)
+            st = asr_stream_create(s->pool, NULL, &s->cas, &e);
         if (st != VKASR_OK) {
+            asr_stream_pool_free(s->pool);
             free(s);
             return fail_create(&e, error, st);
         }
     }
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
         asr_stream_free(s->cas);
+        asr_stream_pool_free(s->pool);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
     if (pthread_cond_init(&s->wake, NULL) != 0) {
         pthread_mutex_destroy(&s->lock);
         asr_stream_free(s->cas);
+        asr_stream_pool_free(s->pool);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
     }
@@ -480,6 +485,7 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
         asr_stream_free(s->cas);
+        asr_stream_pool_free(s->pool);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
@@ -488,6 +494,7 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
         asr_stream_free(s->cas);
+        asr_stream_pool_free(s->pool);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread"));
     }
@@ -605,6 +612,7 @@ void vkasr_stream_free(vkasr_stream *s) {
     join_worker(s);
     s->session->stream = NULL;
     asr_stream_free(s->cas);
+    asr_stream_pool_free(s->pool);
     asr_output_free(&s->pend);
     free(s->cwin);
     audio_conv_free(s->conv);

@@ -1,7 +1,7 @@
 /* stream.h — the cache-aware streaming session (NeMo's cache_aware_stream_step) inside src/asr:
- * stream_encoder.c advances one stream's encoder a chunk of R+1 frames at a time against its caches
- * on the device, stream_decoder.c carries the greedy transducer search across chunks. Internal to vkasr;
- * src/api/stream.c drives it. */
+ * stream_encoder.c advances streams' encoders a chunk of R+1 frames at a time against their caches on
+ * the device, many streams of one model in one step; stream_decoder.c carries each stream's greedy
+ * transducer search across chunks. Internal to vkasr; src/api drives it. */
 #ifndef VKASR_ASR_STREAM_H
 #define VKASR_ASR_STREAM_H
 
@@ -31,13 +31,12 @@ vkasr_status asr_stream_dec_init(const struct asr_model *m, struct backend *be, 
 vkasr_status asr_stream_dec_run(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d,
                                 const be_tensor *enc, int64_t t0, struct asr_output *out, struct err *e);
 
-/* ---- the encoder with caches (stream_encoder.c) ------------------------------------------------ */
+/* Zeroes the state of a stream that reuses d's tensors and runs the start-of-sequence step. */
+vkasr_status asr_stream_dec_reset(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d,
+                                  struct err *e);
 
-struct asr_stream;
-struct asr_stream_opts {
-    int max_symbols;                 /* 0: the model's                                              */
-    bool keep_encoder;               /* copy every step's encoder frames to the host (tests)        */
-};
+/* ---- the encoder with caches, many streams a step (stream_encoder.c) --------------------------- */
+
 /* The geometry of the trained [L, R] pair in use (cfg->ctx_sel): chunks of R+1 encoder frames; step 0
  * takes 1+8R mel frames, every later step the 9 before it again and 8(R+1) new ones, dropping its 2
  * first subsampled frames. */
@@ -48,21 +47,47 @@ struct asr_stream_geometry {
 };
 vkasr_status asr_stream_geometry(const struct model_config *c, struct asr_stream_geometry *g, struct err *e);
 
-/* A stream on `be`: its caches are taken from the top of be's scratch stack and stay there until
- * asr_stream_free (nothing else may release below them meanwhile). Refuses models that are not
- * cache-aware (no chunked_limited menu), naming why. */
-vkasr_status asr_stream_create(const struct asr_model *m, struct backend *be, const struct asr_stream_opts *o,
-                               struct asr_stream **out, struct err *e);
-/* Releases the caches (back to the scratch mark of its creation) and frees the stream. NULL: no-op. */
+/* A pool: the caches of `slots` streams of one model on one backend, every stream's in a slot of the
+ * same device tensors, so that one step advances any set of them together (the linears over all their
+ * rows at once, the attention over each stream's own keys in one call). Everything is taken from the
+ * top of be's scratch stack at creation and stays there until asr_stream_pool_free (nothing else may
+ * release below it meanwhile); streams join and leave without allocating. One thread at a time. */
+struct asr_stream_pool;
+vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *be, int64_t slots, int max_symbols,
+                                    struct asr_stream_pool **out, struct err *e);
+void asr_stream_pool_free(struct asr_stream_pool *p);
+int64_t asr_stream_pool_slots(const struct asr_stream_pool *p);
+int64_t asr_stream_pool_free_slots(const struct asr_stream_pool *p);
+
+struct asr_stream;
+struct asr_stream_opts {
+    bool keep_encoder;               /* copy every step's encoder frames to the host (tests)        */
+};
+/* A stream in a free slot of the pool (VKASR_ERR_DEVICE_MEMORY naming the pool's size when none is
+ * free); its state starts as a new stream's. */
+vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_stream_opts *o, struct asr_stream **out,
+                               struct err *e);
+/* Gives the slot back and frees the stream. NULL: no-op. */
 void asr_stream_free(struct asr_stream *s);
-/* Advances the stream over the samples received so far: samples[i] is stream sample s0 + i, total
- * samples in all (s0 at most asr_stream_keep_from). Computes every mel frame whose right half-window
- * has arrived, runs one encoder step per complete chunk and decodes it, appending tokens (frames
- * counted from the stream's start) to out. final: the input ends at total; the last frames are
- * flushed as the offline run computes them, and the stream takes no more audio. */
+/* Takes the samples received so far: samples[i] is stream sample s0 + i, total samples in all (s0 at
+ * most asr_stream_keep_from). Computes every mel frame whose right half-window has arrived (on the
+ * pool's backend). final: the input ends at total, and the stream takes no more audio. */
+vkasr_status asr_stream_feed(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
+                             struct err *e);
+/* Whether the stream has the mel frames of a step (or its last, partial one). */
+bool asr_stream_ready(const struct asr_stream *s);
+/* Whether the stream has ended: its input ended and every frame was computed. */
+bool asr_stream_done(const struct asr_stream *s);
+/* One step of the pool over n >= 1 ready streams of it, each one chunk (a stream's last may be
+ * shorter): their subsampling, conformer layers and the greedy search of their frames, tokens
+ * appended to out[i] (frames counted from stream i's start). A stream's results do not depend on the
+ * others in the step. */
+vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const *streams, int64_t n,
+                             struct asr_output *const *out, struct err *e);
+/* feed, then steps of this stream alone while it is ready. */
 vkasr_status asr_stream_advance(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
                                 struct asr_output *out, struct err *e);
-/* The first sample a later call still reads (samples before it may be dropped). */
+/* The first sample a later feed still reads (samples before it may be dropped). */
 int64_t asr_stream_keep_from(const struct asr_stream *s);
 /* The samples in all that the next step needs (the right half-window of its last mel frame). */
 int64_t asr_stream_samples_needed(const struct asr_stream *s);

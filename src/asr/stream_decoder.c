@@ -45,23 +45,38 @@ vkasr_status asr_stream_dec_init(const struct asr_model *m, struct backend *be, 
     ALLOC(d->y, BE_F32, 2, (int64_t[]){rows, J});
     ALLOC(d->best, BE_I32, 1, (int64_t[]){2 * rows});
     ALLOC(d->q, BE_F32, 2, (int64_t[]){1, P});
-    float *zeros = calloc((size_t)P, sizeof *zeros);
-    if (!zeros && st == VKASR_OK)
-        st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     for (int b = 0; b < 2; b++)
         for (int l = 0; l < c->pred_layers; l++) {
             ALLOC(d->h[b][l], BE_F32, 1, (int64_t[]){P});
             ALLOC(d->c[b][l], BE_F32, 1, (int64_t[]){P});
-            if (st == VKASR_OK && b == 0)
-                st = be_upload(be, d->h[0][l].addr, zeros, (uint64_t)P * 4);
-            if (st == VKASR_OK && b == 0)
-                st = be_upload(be, d->c[0][l].addr, zeros, (uint64_t)P * 4);
         }
 #undef ALLOC
+    if (st == VKASR_OK)
+        return asr_stream_dec_reset(m, be, d, e);
+    if (e->code == VKASR_OK)
+        err_set(e, st, "streaming decoder: %s", be->err.msg);
+    return st;
+}
+
+vkasr_status asr_stream_dec_reset(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d,
+                                  struct err *e) {
+    const struct model_config *c = &m->cfg;
+    const int64_t P = c->pred_hidden;
+    d->cur = 0;
+    d->t = 0;
+    d->last_t = -1;
+    d->run = 0;
+    float *zeros = calloc((size_t)P, sizeof *zeros);
+    vkasr_status st = zeros ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int l = 0; st == VKASR_OK && l < c->pred_layers; l++) {
+        st = be_upload(be, d->h[0][l].addr, zeros, (uint64_t)P * 4);
+        if (st == VKASR_OK)
+            st = be_upload(be, d->c[0][l].addr, zeros, (uint64_t)P * 4);
+    }
     free(zeros);
     // start-of-sequence: the blank embedding from a zero state
     if (st == VKASR_OK)
-        st = predict(m, be, d, (int32_t)V);
+        st = predict(m, be, d, (int32_t)c->vocab_size);
     if (st != VKASR_OK && e->code == VKASR_OK)
         err_set(e, st, "streaming decoder: %s", be->err.msg);
     return st;

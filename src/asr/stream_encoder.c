@@ -1,44 +1,55 @@
-/* stream_encoder.c — one stream of a cache-aware FastConformer, a chunk of R+1 encoder frames per step
- * (NeMo's cache_aware_stream_step), equal to the offline chunked run frame by frame:
+/* stream_encoder.c — cache-aware FastConformer streams (NeMo's cache_aware_stream_step), a chunk of
+ * R+1 encoder frames per stream and step, many streams of one model in one step, each equal to the
+ * offline chunked run frame by frame:
  *   mel: frames computed once their right half-window has arrived (the last two wait for it);
  *   pre-encode: step 0 subsamples 1+8R mel frames, later steps the 9 before the chunk again and 8(R+1)
  *     new ones, dropping their first 2 subsampled frames (their causal convolutions read before the 9);
- *   per layer: the projected keys and values of the last L frames (the attention cache, a window over
- *     a buffer of 2(L+R+1) rows that is moved to its start when full) and the last K-1 inputs of the
- *     causal depthwise conv; the fill length (frames seen, at most L) masks nothing: only filled rows
- *     are passed to the attention, as keys at positions 0 .. fill-1 before the chunk's queries.
+ *     the streams of a step are one packed batch of the subsampling;
+ *   per layer and stream (a slot of the pool's tensors): the projected keys and values of its last L
+ *     frames (a window over 2(L+R+1) rows, moved to the slot's start when full) and the last K-1
+ *     inputs of the causal depthwise conv. The fill length (frames seen, at most L) needs no mask:
+ *     a stream's attention segment is [its window | its chunk], the queries its last rows (op
+ *     relpos_attention's q_pos form), so every stream of the step attends to its own keys in one call.
  * Keys and values are cached projected (not the attention's normalised input as NeMo does): the same
- * values, without projecting L cached rows again every step. */
+ * values, without projecting L cached rows again every step. Rows of all streams of a step go through
+ * the linears together; row copies (op copy_rows) move them between the packed rows and the slots. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stream.h"
 
-struct stream_layer {
-    be_tensor k, v;                  /* [W, D] the attention cache's buffer (types asr_types.k, .v)  */
-    be_tensor g;                     /* [K-1 + R+1, D] the conv cache then a chunk's GLU outputs     */
-    be_tensor p;                     /* [P, D] the projected relative positions (asr_types.p)        */
+struct pool_layer {
+    be_tensor k, v;                  /* [S*W, D]: slot s's window rows s*W .. (types asr_types.k, .v) */
+    be_tensor g;                     /* [S*G, D]: slot s's conv cache, then its chunk's GLU outputs  */
+    be_tensor p;                     /* [P, D] the projected relative positions (shared)             */
+};
+
+struct asr_stream_pool {
+    const struct asr_model *m;
+    struct backend *be;
+    uint64_t mark;                   /* the scratch stack's top before the pool's tensors            */
+    struct asr_stream_geometry g;
+    struct asr_types t;
+    int64_t S, W, G;                 /* slots; rows of a slot's attention window buffer, conv rows  */
+    struct pool_layer *layers;
+    be_tensor gseg;                  /* I64 [S+1]: the conv rows' slot segments                      */
+    struct asr_stream_dec *dec;      /* [S] each slot's transducer state                             */
+    struct asr_stream **used;        /* [S] the slot's stream (NULL: free)                           */
 };
 
 struct asr_stream {
-    const struct asr_model *m;
-    struct backend *be;
-    uint64_t mark;                   /* the scratch stack's top before the stream's tensors           */
-    struct asr_stream_geometry g;
-    struct asr_types t;
-    int64_t W;                       /* rows of an attention cache buffer                            */
-    int64_t win, fill;               /* the cache window: rows win .. win+fill-1 of every buffer     */
-    struct stream_layer *layers;
-    be_tensor gtmp;                  /* [K-1, D] the conv cache's move                                */
-    struct asr_stream_dec dec;
+    struct asr_stream_pool *p;
+    int64_t slot;
+    int64_t win, fill;               /* the cache window: rows win .. win+fill-1 of the slot         */
     /* mel frames on the host: [mel_base, mel_base + mel_n) */
     float *mel;
     int64_t mel_base, mel_n, mel_cap;
     int64_t mel_done;                /* frames computed (the next one to compute)                    */
     int64_t mel_next;                /* the first mel frame no step has taken as new                 */
     int64_t frames, steps;           /* encoder frames emitted, steps run                             */
-    bool finished;
+    bool ended;                      /* the input ended (every mel frame computed)                    */
+    bool done;                       /* ... and every encoder frame                                   */
     bool keep;
     float *enc;                      /* keep_encoder: [frames, D]                                    */
     int64_t enc_cap;
@@ -79,64 +90,124 @@ static vkasr_status zero_rows(struct backend *be, const be_tensor *t) {
     return st;
 }
 
-static vkasr_status copy(struct backend *be, const be_tensor *x, const be_tensor *y) {
-    return be_permute(be, &(struct op_permute){.x = *x, .y = *y, .perm = {0, 1}});
+static vkasr_status upload_i64(struct backend *be, const int64_t *v, int64_t n, be_tensor *t) {
+    TRY(be_alloc_tensor(be, BE_POOL_SCRATCH, BE_I64, 1, (int64_t[]){n}, t));
+    return be_upload(be, t->addr, v, (uint64_t)n * sizeof *v);
 }
 
-vkasr_status asr_stream_create(const struct asr_model *m, struct backend *be, const struct asr_stream_opts *o,
-                               struct asr_stream **out, struct err *e) {
+vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *be, int64_t slots, int max_symbols,
+                                    struct asr_stream_pool **out, struct err *e) {
     const struct model_config *c = &m->cfg;
     *out = NULL;
     struct asr_stream_geometry g;
     TRY(asr_stream_geometry(c, &g, e));
-    struct asr_stream *s = calloc(1, sizeof *s);
-    if (!s)
+    if (slots < 1 || slots > (1 << 20))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "streaming: a pool of %lld streams (1 .. 2^20)", (long long)slots);
+    struct asr_stream_pool *p = calloc(1, sizeof *p);
+    if (!p)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    s->m = m;
-    s->be = be;
-    s->g = g;
-    s->t = asr_types_for(m->precision);
-    s->keep = o && o->keep_encoder;
-    s->W = 2 * (g.left + g.chunk);
-    s->mark = be_mark(be);
-    s->layers = calloc((size_t)c->n_layers, sizeof *s->layers);
-    const int64_t D = c->d_model, K1 = c->conv_kernel - 1, P = 2 * (g.left + g.chunk) - 1;
-    vkasr_status st = s->layers ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    // pos: [P, D] PE(r) for r = L+R .. -(L+R): every distance between a chunk's query and its keys
-    be_tensor pos = {0};
+    p->m = m;
+    p->be = be;
+    p->g = g;
+    p->t = asr_types_for(m->precision);
+    p->S = slots;
+    p->W = 2 * (g.left + g.chunk);
+    p->G = c->conv_kernel - 1 + g.chunk;
+    p->mark = be_mark(be);
+    p->layers = calloc((size_t)c->n_layers, sizeof *p->layers);
+    p->dec = calloc((size_t)slots, sizeof *p->dec);
+    p->used = calloc((size_t)slots, sizeof *p->used);
+    int64_t *gs = malloc((size_t)(slots + 1) * sizeof *gs);
+    const int64_t D = c->d_model, P = 2 * (g.left + g.chunk) - 1;
+    vkasr_status st = p->layers && p->dec && p->used && gs ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t s = 0; gs && s <= slots; s++)
+        gs[s] = s * p->G;
     if (st == VKASR_OK)
-        st = alloc2(be, BE_F32, K1 > 0 ? K1 : 1, D, &s->gtmp);
+        st = upload_i64(be, gs, slots + 1, &p->gseg);
+    free(gs);
     for (int l = 0; st == VKASR_OK && l < c->n_layers; l++) {
-        struct stream_layer *sl = &s->layers[l];
-        st = alloc2(be, s->t.k, s->W, D, &sl->k);
+        struct pool_layer *pl = &p->layers[l];
+        st = alloc2(be, p->t.k, slots * p->W, D, &pl->k);
         if (st == VKASR_OK)
-            st = alloc2(be, s->t.v, s->W, D, &sl->v);
+            st = alloc2(be, p->t.v, slots * p->W, D, &pl->v);
         if (st == VKASR_OK)
-            st = alloc2(be, s->t.hidden, K1 + g.chunk, D, &sl->g);
+            st = alloc2(be, p->t.hidden, slots * p->G, D, &pl->g);
         if (st == VKASR_OK)
-            st = alloc2(be, s->t.p, P, D, &sl->p);
-        if (st == VKASR_OK) // the conv cache starts as the offline run's causal padding: zeros
-            st = zero_rows(be, &sl->g);
+            st = alloc2(be, p->t.p, P, D, &pl->p);
     }
-    if (st == VKASR_OK)
-        st = asr_stream_dec_init(m, be, &s->dec, g.chunk, o ? o->max_symbols : 0, e);
+    for (int64_t s = 0; st == VKASR_OK && s < slots; s++)
+        st = asr_stream_dec_init(m, be, &p->dec[s], g.chunk, max_symbols, e);
+    // pos: [P, D] PE(r) for r = L+R .. -(L+R), every distance between a chunk's query and its keys;
+    // p = pos Wpos^T per layer, once for the pool's life (the distances never change)
     uint64_t tmark = be_mark(be);
+    be_tensor pos = {0};
     if (st == VKASR_OK)
         st = alloc2(be, BE_F32, P, D, &pos);
     if (st == VKASR_OK)
         st = be_posenc(be, &(struct op_posenc){.inv_freq = m->pos_freq, .y = pos, .r0 = (P - 1) / 2});
-    // p: [P, D] = pos Wpos^T per layer, once for the stream's life (the distances never change)
     for (int l = 0; st == VKASR_OK && l < c->n_layers; l++)
-        st = be_linear(be, &(struct op_linear){.x = pos, .w = m->layers[l].wpos, .y = s->layers[l].p, .alpha = 1.0f});
+        st = be_linear(be, &(struct op_linear){.x = pos, .w = m->layers[l].wpos, .y = p->layers[l].p, .alpha = 1.0f});
     if (st == VKASR_OK)
         st = be_sync(be);
     be_release(be, tmark);
     if (st != VKASR_OK) {
         if (e->code == VKASR_OK)
-            err_set(e, st, "streaming: %s", st == VKASR_ERR_NO_MEMORY ? "out of memory for the caches" : be->err.msg);
-        asr_stream_free(s);
+            err_set(e, st, "streaming: caches of %lld streams: %s", (long long)slots, be->err.msg);
+        asr_stream_pool_free(p);
         return st;
     }
+    *out = p;
+    return VKASR_OK;
+}
+
+void asr_stream_pool_free(struct asr_stream_pool *p) {
+    if (!p)
+        return;
+    be_release(p->be, p->mark);
+    free(p->layers);
+    free(p->dec);
+    free(p->used);
+    free(p);
+}
+
+int64_t asr_stream_pool_slots(const struct asr_stream_pool *p) { return p->S; }
+int64_t asr_stream_pool_free_slots(const struct asr_stream_pool *p) {
+    int64_t n = 0;
+    for (int64_t s = 0; s < p->S; s++)
+        n += p->used[s] == NULL;
+    return n;
+}
+
+vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_stream_opts *o, struct asr_stream **out,
+                               struct err *e) {
+    *out = NULL;
+    int64_t slot = 0;
+    while (slot < p->S && p->used[slot])
+        slot++;
+    if (slot == p->S)
+        return err_set(e, VKASR_ERR_DEVICE_MEMORY, "streaming: all %lld stream slots of the pool are in use",
+                       (long long)p->S);
+    struct asr_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    s->p = p;
+    s->slot = slot;
+    s->keep = o && o->keep_encoder;
+    // the conv cache starts as the offline run's causal padding (zeros); the search from its start
+    vkasr_status st = VKASR_OK;
+    for (int l = 0; st == VKASR_OK && l < p->m->cfg.n_layers; l++) {
+        be_tensor gr = be_tensor_rows(&p->layers[l].g, slot * p->G, p->G);
+        st = zero_rows(p->be, &gr);
+    }
+    if (st != VKASR_OK)
+        err_set(e, st, "streaming: %s", p->be->err.msg);
+    if (st == VKASR_OK)
+        st = asr_stream_dec_reset(p->m, p->be, &p->dec[slot], e);
+    if (st != VKASR_OK) {
+        free(s);
+        return st;
+    }
+    p->used[slot] = s;
     *out = s;
     return VKASR_OK;
 }
@@ -144,8 +215,7 @@ vkasr_status asr_stream_create(const struct asr_model *m, struct backend *be, co
 void asr_stream_free(struct asr_stream *s) {
     if (!s)
         return;
-    be_release(s->be, s->mark);
-    free(s->layers);
+    s->p->used[s->slot] = NULL;
     free(s->mel);
     free(s->enc);
     free(s);
@@ -154,19 +224,20 @@ void asr_stream_free(struct asr_stream *s) {
 int64_t asr_stream_frames(const struct asr_stream *s) { return s->frames; }
 int64_t asr_stream_steps(const struct asr_stream *s) { return s->steps; }
 const float *asr_stream_encoder(const struct asr_stream *s) { return s->enc; }
+bool asr_stream_done(const struct asr_stream *s) { return s->done; }
 
 /* Mel frames a later step still reads start at mel_next - 9 (the pre-encode cache); computing frame
  * f reads samples from hop*f - n_fft/2, pre-emphasis one more, from a hop boundary. */
 static int64_t lead_frames(const struct model_config *c) { return (c->n_fft / 2 + 1 + c->hop_length - 1) / c->hop_length; }
 
 int64_t asr_stream_keep_from(const struct asr_stream *s) {
-    const int64_t f = s->mel_done - lead_frames(&s->m->cfg);
-    return f > 0 ? f * s->m->cfg.hop_length : 0;
+    const int64_t f = s->mel_done - lead_frames(&s->p->m->cfg);
+    return f > 0 ? f * s->p->m->cfg.hop_length : 0;
 }
 
 int64_t asr_stream_samples_needed(const struct asr_stream *s) {
-    const struct model_config *c = &s->m->cfg;
-    const int64_t frames = s->steps == 0 ? s->g.mel_first : s->mel_next + s->g.mel_step;
+    const struct model_config *c = &s->p->m->cfg;
+    const int64_t frames = s->steps == 0 ? s->p->g.mel_first : s->mel_next + s->p->g.mel_step;
     return (int64_t)c->hop_length * (frames - 1) + c->n_fft / 2;
 }
 
@@ -175,14 +246,14 @@ int64_t asr_stream_samples_needed(const struct asr_stream *s) {
 #define MEL_TILE 256
 
 /* Appends mel frames [mel_done, upto) to the host buffer, computed as asr_features computes them
- * (without per-feature normalisation: cache-aware models take the raw log-mel). */
+ * (without per-feature normalisation: cache-aware models take the raw log-mel), after dropping the
+ * frames no step reads any more. */
 static vkasr_status mel_frames(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, int64_t upto,
                                struct err *e) {
-    const struct model_config *c = &s->m->cfg;
-    struct backend *be = s->be;
+    const struct model_config *c = &s->p->m->cfg;
+    struct backend *be = s->p->be;
     const int64_t M = c->n_mels, nb = c->n_fft / 2 + 1, hop = c->hop_length;
-    // drop frames no step reads any more
-    const int64_t keep = max64(s->mel_base, s->mel_next - s->g.mel_cache);
+    const int64_t keep = max64(s->mel_base, s->mel_next - s->p->g.mel_cache);
     if (keep > s->mel_base) {
         const int64_t d = min64(keep - s->mel_base, s->mel_n);
         memmove(s->mel, s->mel + d * M, (size_t)((s->mel_n - d) * M) * sizeof *s->mel);
@@ -191,7 +262,7 @@ static vkasr_status mel_frames(struct asr_stream *s, const float *samples, int64
     }
     if (upto <= s->mel_done)
         return VKASR_OK;
-    const int64_t need = s->mel_done + (upto - s->mel_done) - s->mel_base;
+    const int64_t need = upto - s->mel_base;
     if (need > s->mel_cap) {
         float *nm = realloc(s->mel, (size_t)(need * M) * sizeof *nm);
         if (!nm)
@@ -212,17 +283,21 @@ static vkasr_status mel_frames(struct asr_stream *s, const float *samples, int64
         const int64_t nf = min64(F, upto - f0);
         const int64_t b0 = f0 > lead_frames(c) ? hop * (f0 - lead_frames(c)) : 0;
         const int64_t b1 = min64(hop * (f0 + nf - 1) + c->n_fft / 2, total);
-        CHECK_OR_RETURN(e, b0 >= s0 && b1 >= b0);
+        if (b0 < s0 || b1 < b0) {
+            st = err_set(e, VKASR_ERR_INTERNAL, "streaming: mel frames from %lld need samples from %lld, given from %lld",
+                         (long long)f0, (long long)b0, (long long)s0);
+            break;
+        }
         be_tensor blk = be_tensor_rows(&block, 0, b1 - b0), pw = be_tensor_rows(&power, 0, nf);
         be_tensor mr = be_tensor_rows(&mel, 0, nf);
         st = be_upload(be, blk.addr, samples + (b0 - s0), (uint64_t)(b1 - b0) * sizeof(float));
         if (st == VKASR_OK)
-            st = be_stft_power(be, &(struct op_stft_power){.x = blk, .window = s->m->window, .y = pw,
+            st = be_stft_power(be, &(struct op_stft_power){.x = blk, .window = s->p->m->window, .y = pw,
                                                            .f0 = f0 - b0 / hop, .n_fft = c->n_fft,
                                                            .hop = c->hop_length, .preemph = c->preemph});
         // mel: [nf, M] = ln(power . fb^T + 2^-24)
         if (st == VKASR_OK)
-            st = be_linear(be, &(struct op_linear){.x = pw, .w = s->m->melbank, .y = mr, .act = ACT_LOG_GUARD,
+            st = be_linear(be, &(struct op_linear){.x = pw, .w = s->p->m->melbank, .y = mr, .act = ACT_LOG_GUARD,
                                                    .alpha = 1.0f});
         if (st == VKASR_OK)
             st = be_download(be, s->mel + (f0 - s->mel_base) * M, mr.addr, (uint64_t)(nf * M) * sizeof(float));
@@ -235,13 +310,73 @@ static vkasr_status mel_frames(struct asr_stream *s, const float *samples, int64
     return VKASR_OK;
 }
 
-/* ---- one encoder step ------------------------------------------------------------------------------ */
+vkasr_status asr_stream_feed(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
+                             struct err *e) {
+    const struct model_config *c = &s->p->m->cfg;
+    if (s->ended)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "streaming: the stream has already ended");
+    if (s0 > asr_stream_keep_from(s) || total < s0)
+        return err_set(e, VKASR_ERR_INVALID_ARG,
+                       "streaming: samples from %lld to %lld given, the stream still needs those from %lld",
+                       (long long)s0, (long long)total, (long long)asr_stream_keep_from(s));
+    // mel frames whose window has fully arrived; at the end, every valid frame (floor(samples / hop))
+    int64_t upto = final ? total / c->hop_length
+                         : total >= c->n_fft / 2 ? (total - c->n_fft / 2) / c->hop_length + 1 : 0;
+    TRY(mel_frames(s, samples, s0, total, max64(upto, s->mel_done), e));
+    if (final) {
+        s->ended = true;
+        s->done = asr_encoder_frames(c, s->mel_done) <= s->frames;
+    }
+    return VKASR_OK;
+}
+
+/* ---- a step's plan per stream ---------------------------------------------------------------------- */
+
+/* A later step's first mel frame: the 9 before its new ones, or the stream's start where fewer came
+ * before (R = 0: step 0 took 1). From frame 0 the subsampling recomputes every frame emitted so far,
+ * else the first 2 (a multiple of 8 frames in, so the three causal stages align with the offline run's). */
+static int64_t cache_start(const struct asr_stream *s) { return max64(0, s->mel_next - s->p->g.mel_cache); }
+static int64_t cache_drop(const struct asr_stream *s) { return cache_start(s) == 0 ? s->frames : s->p->g.drop; }
+
+struct plan {
+    int64_t m0, m1, drop, n, mel_next;
+};
+
+/* The stream's next step: mel rows [m0, m1) of its buffer, subsampled frames [drop, drop + n) kept. */
+static bool plan_of(const struct asr_stream *s, struct plan *pl) {
+    const struct asr_stream_geometry *g = &s->p->g;
+    if (s->done)
+        return false;
+    if (s->steps == 0 && s->mel_done >= g->mel_first) {
+        *pl = (struct plan){0, g->mel_first, 0, g->chunk, g->mel_first};
+        return true;
+    }
+    if (s->steps > 0 && s->mel_done >= s->mel_next + g->mel_step) {
+        *pl = (struct plan){cache_start(s), s->mel_next + g->mel_step, cache_drop(s), g->chunk, s->mel_next + g->mel_step};
+        return true;
+    }
+    if (s->ended) { /* the rest: the offline run's last frames from the remaining mel frames */
+        const int64_t left = asr_encoder_frames(&s->p->m->cfg, s->mel_done) - s->frames;
+        if (left <= 0)
+            return false;
+        *pl = (struct plan){cache_start(s), s->mel_done, cache_drop(s), left, s->mel_done};
+        return true;
+    }
+    return false;
+}
+
+bool asr_stream_ready(const struct asr_stream *s) {
+    struct plan pl;
+    return plan_of(s, &pl);
+}
+
+/* ---- one step of many streams --------------------------------------------------------------------- */
 
 struct step_ctx {
-    struct asr_stream *s;
+    struct asr_stream_pool *p;
     struct backend *be;
     const struct model_config *c;
-    int64_t n, D;                    /* the chunk's frames, width                                   */
+    int64_t N, D;                    /* the step's rows (all streams), width                         */
     vkasr_status st;
 };
 
@@ -262,195 +397,293 @@ static void linear(struct step_ctx *x, const be_tensor *a, const be_tensor *w, c
                                                       .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
                                                       .alpha = alpha});
 }
+static void copy_rows(struct step_ctx *x, const be_tensor *a, const be_tensor *y, const be_tensor *src,
+                      const be_tensor *dst, int64_t n) {
+    if (x->st == VKASR_OK && n > 0)
+        x->st = be_copy_rows(x->be, &(struct op_copy_rows){.x = *a, .y = *y, .src = src ? *src : (be_tensor){0},
+                                                           .dst = dst ? *dst : (be_tensor){0}, .n = n});
+}
 
-// x: [n, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2
+/* The step's row tables on the device (one upload), each I64. */
+struct tables {
+    be_tensor xs_rows;               /* [N] the subsampled rows kept, in the packed subsampling output */
+    be_tensor kv_rows;               /* [N] the chunk's rows in the attention buffers                 */
+    be_tensor q_pos;                 /* [N] the queries' positions (= kv_rows)                        */
+    be_tensor seg;                   /* [2B+2] the attention segments (streams' and the gaps between)  */
+    be_tensor g_rows;                /* [N] the chunk's rows in the conv buffers                      */
+    be_tensor gc_src, gc_dst;        /* [B(K-1)] the conv cache's move                                */
+    be_tensor w_src, w_dst;          /* [nw] the attention windows moved to their slot's start          */
+    int64_t nw;
+};
+
+// x: [N, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2
 static void feed_forward(struct step_ctx *x, const be_tensor *r, const be_tensor *lw, const be_tensor *lb,
                          const be_tensor *w1, const be_tensor *b1, const be_tensor *w2, const be_tensor *b2) {
-    const struct asr_types *t = &x->s->t;
-    be_tensor h = tmp(x, t->norm, x->n, x->D), u = tmp(x, t->hidden, x->n, x->c->ff_size);
+    const struct asr_types *t = &x->p->t;
+    be_tensor h = tmp(x, t->norm, x->N, x->D), u = tmp(x, t->hidden, x->N, x->c->ff_size);
     layernorm(x, r, lw, lb, &h);
     linear(x, &h, w1, b1, NULL, &u, ACT_SILU, 1.0f);
     linear(x, &u, w2, b2, r, r, ACT_NONE, 0.5f);
 }
 
-// x: [n, D] += Wo attention(LN(x)) + bo over the cached keys and the chunk's own: keys at positions
-// 0 .. fill-1 (the cache window) and fill .. fill+n-1 (the chunk), queries at fill ..
-static void attention(struct step_ctx *x, const struct asr_layer *L, struct stream_layer *sl, const be_tensor *r) {
-    struct asr_stream *s = x->s;
-    const int64_t n = x->n, D = x->D, f = s->fill, a = s->win;
-    be_tensor h = tmp(x, s->t.norm, n, D), q = tmp(x, s->t.q, n, D), o = tmp(x, s->t.att, n, D);
-    be_tensor kn = be_tensor_rows(&sl->k, a + f, n), vn = be_tensor_rows(&sl->v, a + f, n);
+// x: [N, D] += Wo attention(LN(x)) + bo, each stream over its window and its chunk: keys at its
+// segment's positions 0 .. fill-1 (the window) and fill .. (the chunk), its queries at fill ..
+static void attention(struct step_ctx *x, const struct asr_layer *L, struct pool_layer *pl, const struct tables *tb,
+                      int64_t B, const be_tensor *r) {
+    struct asr_stream_pool *p = x->p;
+    const int64_t N = x->N, D = x->D;
+    be_tensor h = tmp(x, p->t.norm, N, D), q = tmp(x, p->t.q, N, D), o = tmp(x, p->t.att, N, D);
+    be_tensor kn = tmp(x, p->t.k, N, D), vn = tmp(x, p->t.v, N, D);
     layernorm(x, r, &L->att_norm_w, &L->att_norm_b, &h);
-    // q, and k, v of the chunk's rows written after the cache window
     linear(x, &h, &L->wq, &L->bq, NULL, &q, ACT_NONE, 1.0f);
     linear(x, &h, &L->wk, &L->bk, NULL, &kn, ACT_NONE, 1.0f);
     linear(x, &h, &L->wv, &L->bv, NULL, &vn, ACT_NONE, 1.0f);
-    // o: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v over keys 0 .. f+n-1 with the
-    // chunked mask anchored at 0: f is a whole number of chunks, so the query chunk sees them all
+    // the chunk's keys and values after each stream's window
+    copy_rows(x, &kn, &pl->k, NULL, &tb->kv_rows, N);
+    copy_rows(x, &vn, &pl->v, NULL, &tb->kv_rows, N);
+    // o: [N, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v per stream segment, with the
+    // chunked mask anchored at the segment's start: its window is whole chunks, all of them seen
     if (x->st == VKASR_OK)
         x->st = be_relpos_attention(
             x->be, &(struct op_relpos_attention){
-                       .q = q, .k = be_tensor_rows(&sl->k, a, f + n), .v = be_tensor_rows(&sl->v, a, f + n),
-                       .p = sl->p, .bias_u = L->bias_u, .bias_v = L->bias_v, .y = o, .heads = x->c->n_heads,
-                       .n_valid = f + n, .chunk = s->g.chunk, .left_chunks = s->g.left / s->g.chunk, .q_pos0 = f,
-                       .k_pos0 = 0, .f16 = s->m->precision == VKASR_PRECISION_F16});
+                       .q = q, .k = pl->k, .v = pl->v, .p = pl->p, .bias_u = L->bias_u, .bias_v = L->bias_v,
+                       .y = o, .heads = x->c->n_heads, .n_valid = pl->k.ne[0], .chunk = p->g.chunk,
+                       .left_chunks = p->g.left / p->g.chunk, .seg = tb->seg, .seg_max = p->g.left + p->g.chunk,
+                       .q_pos = tb->q_pos, .f16 = p->m->precision == VKASR_PRECISION_F16});
+    (void)B;
     linear(x, &o, &L->wo, &L->bo, r, r, ACT_NONE, 1.0f);
 }
 
-// x: [n, D] += PW2 act(norm(DW_causal([cache | GLU(PW1 LN(x))]))) + b2; the cache keeps the last K-1
-// GLU outputs
-static void conv_module(struct step_ctx *x, const struct asr_layer *L, struct stream_layer *sl, const be_tensor *r) {
-    struct asr_stream *s = x->s;
-    const int64_t n = x->n, D = x->D, K1 = x->c->conv_kernel - 1;
+// x: [N, D] += PW2 act(norm(DW_causal([cache | GLU(PW1 LN(x))]))) + b2 per stream; each stream's cache
+// keeps its last K-1 GLU outputs
+static void conv_module(struct step_ctx *x, const struct asr_layer *L, struct pool_layer *pl, const struct tables *tb,
+                        int64_t B, const be_tensor *r) {
+    struct asr_stream_pool *p = x->p;
+    const int64_t N = x->N, D = x->D, K1 = x->c->conv_kernel - 1;
     const bool ln = x->c->conv_ln;
-    be_tensor h = tmp(x, s->t.norm, n, D), d = tmp(x, ln ? BE_F32 : s->t.hidden, K1 + n, D);
-    be_tensor gn = be_tensor_rows(&sl->g, K1, n), gall = be_tensor_rows(&sl->g, 0, K1 + n);
+    be_tensor h = tmp(x, p->t.norm, N, D), gn = tmp(x, p->t.hidden, N, D);
+    be_tensor d = tmp(x, ln ? BE_F32 : p->t.hidden, pl->g.ne[0], D), dn = tmp(x, d.type, N, D);
+    be_tensor gc = tmp(x, p->t.hidden, B * K1 > 0 ? B * K1 : 1, D);
     layernorm(x, r, &L->conv_norm_w, &L->conv_norm_b, &h);
     linear(x, &h, &L->pw1_w, &L->pw1_b, NULL, &gn, ACT_GLU, 1.0f);
+    copy_rows(x, &gn, &pl->g, NULL, &tb->g_rows, N);
+    // d: every slot's [cache | chunk] rows convolved in its own segment (idle slots cost little: K taps)
     if (x->st == VKASR_OK)
-        x->st = be_dwconv1d(x->be, &(struct op_dwconv1d){.x = gall, .w = L->dw_w, .b = L->dw_b, .y = d,
-                                                         .act = ln ? ACT_NONE : ACT_SILU, .causal = true});
-    be_tensor dn = be_tensor_rows(&d, K1, n);
+        x->st = be_dwconv1d(x->be, &(struct op_dwconv1d){.x = pl->g, .w = L->dw_w, .b = L->dw_b, .y = d,
+                                                         .act = ln ? ACT_NONE : ACT_SILU,
+                                                         .seg = p->S > 1 ? p->gseg : (be_tensor){0}, .causal = true});
+    copy_rows(x, &d, &dn, &tb->g_rows, NULL, N);
     if (ln) {
         layernorm(x, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn);
         if (x->st == VKASR_OK)
             x->st = be_unary(x->be, &(struct op_unary){.x = dn, .y = dn, .act = ACT_SILU, .alpha = 1.0f});
     }
     linear(x, &dn, &L->pw2_w, &L->pw2_b, r, r, ACT_NONE, 1.0f);
-    // the cache: rows n .. n+K-2 of [cache | chunk] moved to the front (through gtmp: they may overlap)
-    if (x->st == VKASR_OK && K1 > 0) {
-        be_tensor tail = be_tensor_rows(&sl->g, n, K1), head = be_tensor_rows(&sl->g, 0, K1);
-        be_tensor tt = be_tensor_2d(s->gtmp.addr, sl->g.type, K1, D);
-        x->st = copy(x->be, &tail, &tt);
-        if (x->st == VKASR_OK)
-            x->st = copy(x->be, &tt, &head);
-    }
+    // the caches: each slot's last K-1 rows of [cache | chunk] to its front, through gc (they may overlap)
+    copy_rows(x, &pl->g, &gc, &tb->gc_src, NULL, B * K1);
+    copy_rows(x, &gc, &pl->g, NULL, &tb->gc_dst, B * K1);
 }
 
-/* Encoder and decoder of one chunk: mel rows [m0, m1) of the host buffer, of which the first `drop`
- * subsampled frames are dropped and the next n kept. */
-static vkasr_status step(struct asr_stream *s, int64_t m0, int64_t m1, int64_t drop, int64_t n,
-                         struct asr_output *out, struct err *e) {
-    const struct asr_model *m = s->m;
-    const struct model_config *c = &m->cfg;
-    struct backend *be = s->be;
-    const int64_t D = c->d_model, M = c->n_mels, rows = m1 - m0, T = asr_encoder_frames(c, rows);
-    CHECK_OR_RETURN(e, n > 0 && n <= s->g.chunk && drop + n <= T && m0 >= s->mel_base &&
-                           m1 <= s->mel_base + s->mel_n);
-    uint64_t mark = be_mark(be);
-    struct step_ctx x = {.s = s, .be = be, .c = c, .n = n, .D = D};
-    be_tensor feat = tmp(&x, BE_F32, rows, M), xs = tmp(&x, BE_F32, T, D);
-    if (x.st == VKASR_OK)
-        x.st = be_upload(be, feat.addr, s->mel + (m0 - s->mel_base) * M, (uint64_t)(rows * M) * sizeof(float));
-    if (x.st != VKASR_OK) {
-        be_release(be, mark);
-        return err_set(e, x.st, "streaming: %s", be->err.msg);
+/* The host side of the tables; B streams sorted by slot with plans pl. */
+static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *const *ss, const struct plan *pl,
+                                const int64_t *xs_off, int64_t B, int64_t N, struct tables *tb, struct err *e) {
+    const int64_t K1 = p->m->cfg.conv_kernel - 1;
+    int64_t nw = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const struct asr_stream *s = ss[b];
+        const int64_t nf = min64(s->fill + pl[b].n, p->g.left), w1 = s->win + s->fill + pl[b].n - nf;
+        nw += w1 + nf + p->g.chunk > p->W ? nf : 0;
     }
-    // xs: [T, D] = subsampling of the chunk's mel (causal: the 9 cached frames make its first outputs exact
-    // from row `drop` on)
-    vkasr_status st = asr_subsample_tiled(m, be, &feat, &xs, T, NULL, NULL, e);
-    be_tensor r = be_tensor_rows(&xs, drop, n);
-    if (st == VKASR_OK && c->xscaling)
-        st = be_unary(be, &(struct op_unary){.x = r, .y = r, .act = ACT_NONE, .alpha = sqrtf((float)D)});
-    x.st = st;
-    for (int l = 0; x.st == VKASR_OK && l < c->n_layers; l++) {
-        const struct asr_layer *L = &m->layers[l];
-        struct stream_layer *sl = &s->layers[l];
-        uint64_t lm = be_mark(be);
-        feed_forward(&x, &r, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
-        attention(&x, L, sl, &r);
-        conv_module(&x, L, sl, &r);
-        feed_forward(&x, &r, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
-        layernorm(&x, &r, &L->out_norm_w, &L->out_norm_b, &r);
-        be_release(be, lm);
-    }
-    // the cache window: the last L rows of [window | chunk]; moved to the buffers' start when the next
-    // chunk would not fit after it (never overlapping: the window then starts past L + R+1)
-    if (x.st == VKASR_OK) {
-        const int64_t nf = min64(s->fill + n, s->g.left), nw = s->win + s->fill + n - nf;
-        if (nw + nf + s->g.chunk > s->W) {
-            for (int l = 0; x.st == VKASR_OK && l < c->n_layers; l++) {
-                struct stream_layer *sl = &s->layers[l];
-                be_tensor kf = be_tensor_rows(&sl->k, nw, nf), kt = be_tensor_rows(&sl->k, 0, nf);
-                be_tensor vf = be_tensor_rows(&sl->v, nw, nf), vt = be_tensor_rows(&sl->v, 0, nf);
-                x.st = copy(be, &kf, &kt);
-                if (x.st == VKASR_OK)
-                    x.st = copy(be, &vf, &vt);
-            }
-            s->win = 0;
-        } else {
-            s->win = nw;
+    const int64_t total = 4 * N + 2 * B + 2 + 2 * B * K1 + 2 * nw;
+    int64_t *v = malloc((size_t)(total > 0 ? total : 1) * sizeof *v);
+    if (!v)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    int64_t *xr = v, *kr = xr + N, *seg = kr + N, *gr = seg + 2 * B + 2, *cs = gr + N, *cd = cs + B * K1;
+    int64_t *ws = cd + B * K1, *wd = ws + nw, *qp = wd + nw;
+    int64_t row = 0, at = 0, wi = 0;
+    seg[0] = 0;
+    for (int64_t b = 0; b < B; b++) {
+        const struct asr_stream *s = ss[b];
+        const int64_t base = s->slot * p->W + s->win, n = pl[b].n;
+        seg[1 + 2 * b] = base;
+        seg[2 + 2 * b] = base + s->fill + n;
+        for (int64_t i = 0; i < n; i++, row++) {
+            xr[row] = xs_off[b] + pl[b].drop + i;
+            kr[row] = base + s->fill + i;
+            gr[row] = s->slot * p->G + K1 + i;
         }
-        s->fill = nf;
-    }
-    if (x.st == VKASR_OK && s->keep) {
-        if (s->frames + n > s->enc_cap) {
-            int64_t cap = max64(2 * s->enc_cap, s->frames + n + 64);
-            float *ne = realloc(s->enc, (size_t)(cap * D) * sizeof *ne);
-            if (!ne)
-                x.st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-            else {
-                s->enc = ne;
-                s->enc_cap = cap;
-            }
+        for (int64_t j = 0; j < K1; j++, at++) {
+            cs[at] = s->slot * p->G + n + j;
+            cd[at] = s->slot * p->G + j;
         }
-        if (x.st == VKASR_OK)
-            x.st = be_download(be, s->enc + s->frames * D, r.addr, (uint64_t)(n * D) * sizeof(float));
+        const int64_t nf = min64(s->fill + n, p->g.left), w1 = s->win + s->fill + n - nf;
+        if (w1 + nf + p->g.chunk > p->W)
+            for (int64_t j = 0; j < nf; j++, wi++) {
+                ws[wi] = s->slot * p->W + w1 + j;
+                wd[wi] = s->slot * p->W + j;
+            }
     }
-    if (x.st == VKASR_OK)
-        x.st = asr_stream_dec_run(m, be, &s->dec, &r, s->frames, out, e);
-    be_release(be, mark);
-    if (x.st != VKASR_OK) {
-        if (e->code == VKASR_OK)
-            err_set(e, x.st, "streaming encoder step %lld: %s", (long long)s->steps, be->err.msg);
-        return x.st;
-    }
-    s->frames += n;
-    s->steps++;
+    seg[2 * B + 1] = p->S * p->W;
+    memcpy(qp, kr, (size_t)N * sizeof *qp);
+    be_tensor all;
+    vkasr_status st = upload_i64(p->be, v, total, &all);
+    free(v);
+    if (st != VKASR_OK)
+        return err_set(e, st, "streaming: %s", p->be->err.msg);
+    int64_t o = 0;
+#define VIEW(t, len) (t) = be_tensor_1d(all.addr + (uint64_t)o * 8, BE_I64, (len)), o += (len)
+    VIEW(tb->xs_rows, N);
+    VIEW(tb->kv_rows, N);
+    VIEW(tb->seg, 2 * B + 2);
+    VIEW(tb->g_rows, N);
+    VIEW(tb->gc_src, B * K1);
+    VIEW(tb->gc_dst, B * K1);
+    VIEW(tb->w_src, nw);
+    VIEW(tb->w_dst, nw);
+    VIEW(tb->q_pos, N);
+#undef VIEW
+    tb->nw = nw;
     return VKASR_OK;
 }
 
-/* A later step's first mel frame: the 9 before its new ones, or the stream's start where fewer came
- * before (R = 0: step 0 took 1). From frame 0 the subsampling recomputes every frame emitted so far,
- * else the first 2 (a multiple of 8 frames in, so the three causal stages align with the offline run's). */
-static int64_t cache_start(const struct asr_stream *s) { return max64(0, s->mel_next - s->g.mel_cache); }
-static int64_t cache_drop(const struct asr_stream *s) { return cache_start(s) == 0 ? s->frames : s->g.drop; }
+static int by_slot(const void *a, const void *b) {
+    const struct asr_stream *x = *(struct asr_stream *const *)a, *y = *(struct asr_stream *const *)b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const *streams, int64_t B,
+                             struct asr_output *const *out, struct err *e) {
+    const struct asr_model *m = p->m;
+    const struct model_config *c = &m->cfg;
+    struct backend *be = p->be;
+    const int64_t D = c->d_model, M = c->n_mels;
+    CHECK_OR_RETURN(e, B >= 1 && B <= p->S);
+    /* the streams in slot order (the attention's segments ascend), each with its output */
+    struct asr_stream **ss = malloc((size_t)B * sizeof *ss);
+    struct plan *pl = malloc((size_t)B * sizeof *pl);
+    int64_t *off = malloc((size_t)(4 * (B + 1)) * sizeof *off), *xs_off = malloc((size_t)(B + 1) * sizeof *xs_off);
+    struct asr_output **oo = malloc((size_t)B * sizeof *oo);
+    float *feat_h = NULL;
+    vkasr_status st = ss && pl && off && xs_off && oo ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    if (st == VKASR_OK) {
+        memcpy(ss, streams, (size_t)B * sizeof *ss);
+        qsort(ss, (size_t)B, sizeof *ss, by_slot);
+        for (int64_t b = 0; b < B; b++) {
+            for (int64_t i = 0; i < B; i++)
+                if (streams[i] == ss[b])
+                    oo[b] = out[i];
+            if (ss[b]->p != p || !plan_of(ss[b], &pl[b]) || (b > 0 && ss[b]->slot == ss[b - 1]->slot))
+                st = err_set(e, VKASR_ERR_INTERNAL, "streaming: stream %lld of the step is not a ready stream of the pool",
+                             (long long)b);
+        }
+    }
+    // the packed batch of the subsampling: each stream's mel rows, lengths at every stage
+    struct asr_batch bt = {.n = B};
+    int64_t rows = 0, N = 0;
+    if (st == VKASR_OK) {
+        for (int s = 0; s < 4; s++)
+            bt.off[ASR_MEL + s] = off + s * (B + 1);
+        for (int s = 0; s < 4; s++)
+            bt.off[ASR_MEL + s][0] = 0;
+        xs_off[0] = 0;
+        for (int64_t b = 0; b < B; b++) {
+            int64_t l = pl[b].m1 - pl[b].m0;
+            for (int s = 0; s < 4; s++) {
+                bt.off[ASR_MEL + s][b + 1] = bt.off[ASR_MEL + s][b] + l;
+                l = l / 2 + 1; /* causal: floor(n/2)+1 per stage */
+            }
+            xs_off[b + 1] = bt.off[ASR_FRAMES][b + 1];
+            xs_off[b] = bt.off[ASR_FRAMES][b];
+            N += pl[b].n;
+        }
+        rows = bt.off[ASR_MEL][B];
+        feat_h = malloc((size_t)(rows * M) * sizeof *feat_h);
+        if (!feat_h)
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        for (int64_t b = 0; st == VKASR_OK && b < B; b++)
+            memcpy(feat_h + bt.off[ASR_MEL][b] * M, ss[b]->mel + (pl[b].m0 - ss[b]->mel_base) * M,
+                   (size_t)((pl[b].m1 - pl[b].m0) * M) * sizeof *feat_h);
+    }
+    uint64_t mark = be_mark(be);
+    struct step_ctx x = {.p = p, .be = be, .c = c, .N = N, .D = D, .st = st};
+    const int64_t T = st == VKASR_OK ? bt.off[ASR_FRAMES][B] : 0;
+    be_tensor feat = tmp(&x, BE_F32, rows, M), xs = tmp(&x, BE_F32, T, D), r = tmp(&x, BE_F32, N, D);
+    for (int s = 0; x.st == VKASR_OK && B > 1 && s < 4; s++)
+        x.st = upload_i64(be, bt.off[ASR_MEL + s], B + 1, &bt.dev[ASR_MEL + s]);
+    if (x.st == VKASR_OK)
+        x.st = be_upload(be, feat.addr, feat_h, (uint64_t)(rows * M) * sizeof(float));
+    struct tables tb = {0};
+    if (x.st == VKASR_OK)
+        x.st = make_tables(p, ss, pl, xs_off, B, N, &tb, e);
+    if (x.st != VKASR_OK && e->code == VKASR_OK)
+        err_set(e, x.st, "streaming: %s", be->err.msg);
+    // xs: [T, D] = subsampling of each stream's mel rows as alone; r: [N, D] the rows each keeps
+    if (x.st == VKASR_OK)
+        x.st = asr_subsample_tiled(m, be, &feat, &xs, T, B > 1 ? &bt : NULL, NULL, e);
+    copy_rows(&x, &xs, &r, &tb.xs_rows, NULL, N);
+    if (x.st == VKASR_OK && c->xscaling)
+        x.st = be_unary(be, &(struct op_unary){.x = r, .y = r, .act = ACT_NONE, .alpha = sqrtf((float)D)});
+    for (int l = 0; x.st == VKASR_OK && l < c->n_layers; l++) {
+        const struct asr_layer *L = &m->layers[l];
+        struct pool_layer *ply = &p->layers[l];
+        uint64_t lm = be_mark(be);
+        feed_forward(&x, &r, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
+        attention(&x, L, ply, &tb, B, &r);
+        conv_module(&x, L, ply, &tb, B, &r);
+        feed_forward(&x, &r, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
+        layernorm(&x, &r, &L->out_norm_w, &L->out_norm_b, &r);
+        // the windows that would not leave room for the next chunk: moved to their slot's start (never
+        // overlapping: such a window starts past L + R+1)
+        copy_rows(&x, &ply->k, &ply->k, &tb.w_src, &tb.w_dst, tb.nw);
+        copy_rows(&x, &ply->v, &ply->v, &tb.w_src, &tb.w_dst, tb.nw);
+        be_release(be, lm);
+    }
+    // each stream: its frames kept (tests), its search over them, its window moved on
+    int64_t row = 0;
+    for (int64_t b = 0; x.st == VKASR_OK && b < B; row += pl[b].n, b++) {
+        struct asr_stream *s = ss[b];
+        const int64_t n = pl[b].n;
+        be_tensor rb = be_tensor_rows(&r, row, n);
+        if (s->keep && s->frames + n > s->enc_cap) {
+            int64_t cap = max64(2 * s->enc_cap, s->frames + n + 64);
+            float *ne = realloc(s->enc, (size_t)(cap * D) * sizeof *ne);
+            if (!ne) {
+                x.st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+                break;
+            }
+            s->enc = ne;
+            s->enc_cap = cap;
+        }
+        if (s->keep)
+            x.st = be_download(be, s->enc + s->frames * D, rb.addr, (uint64_t)(n * D) * sizeof(float));
+        if (x.st == VKASR_OK)
+            x.st = asr_stream_dec_run(m, be, &p->dec[s->slot], &rb, s->frames, oo[b], e);
+        const int64_t nf = min64(s->fill + n, p->g.left), w1 = s->win + s->fill + n - nf;
+        s->win = w1 + nf + p->g.chunk > p->W ? 0 : w1;
+        s->fill = nf;
+        s->frames += n;
+        s->steps++;
+        s->mel_next = pl[b].mel_next;
+        s->done = s->ended && asr_encoder_frames(c, s->mel_done) <= s->frames;
+    }
+    be_release(be, mark);
+    if (x.st != VKASR_OK && e->code == VKASR_OK)
+        err_set(e, x.st, "streaming step: %s", be->err.msg);
+    free(ss);
+    free(pl);
+    free(off);
+    free(xs_off);
+    free(oo);
+    free(feat_h);
+    return x.st;
+}
 
 vkasr_status asr_stream_advance(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
                                 struct asr_output *out, struct err *e) {
-    const struct model_config *c = &s->m->cfg;
-    if (s->finished)
-        return err_set(e, VKASR_ERR_INVALID_ARG, "streaming: the stream has already ended");
-    if (s0 > asr_stream_keep_from(s) || total < s0)
-        return err_set(e, VKASR_ERR_INVALID_ARG,
-                       "streaming: samples from %lld to %lld given, the stream still needs those from %lld",
-                       (long long)s0, (long long)total, (long long)asr_stream_keep_from(s));
-    // mel frames whose window has fully arrived; at the end, every valid frame (floor(samples / hop))
-    int64_t upto = final ? total / c->hop_length
-                         : total >= c->n_fft / 2 ? (total - c->n_fft / 2) / c->hop_length + 1 : 0;
-    upto = max64(upto, s->mel_done);
-    TRY(mel_frames(s, samples, s0, total, upto, e));
-    const struct asr_stream_geometry *g = &s->g;
-    for (;;) {
-        if (s->steps == 0 && s->mel_done >= g->mel_first) {
-            TRY(step(s, 0, g->mel_first, 0, g->chunk, out, e));
-            s->mel_next = g->mel_first;
-        } else if (s->steps > 0 && s->mel_done >= s->mel_next + g->mel_step) {
-            TRY(step(s, cache_start(s), s->mel_next + g->mel_step, cache_drop(s), g->chunk, out, e));
-            s->mel_next += g->mel_step;
-        } else {
-            break;
-        }
-        TRY(mel_frames(s, samples, s0, total, upto, e)); /* drops the frames no step reads now */
-    }
-    if (final) {
-        // the rest: the offline run's last frames from the remaining mel frames
-        const int64_t T = asr_encoder_frames(c, s->mel_done), left = T - s->frames;
-        if (left > 0) {
-            TRY(step(s, cache_start(s), s->mel_done, cache_drop(s), left, out, e));
-            s->mel_next = s->mel_done;
-        }
-        s->finished = true;
+    TRY(asr_stream_feed(s, samples, s0, total, final, e));
+    while (asr_stream_ready(s)) {
+        TRY(asr_stream_step(s->p, &s, 1, &out, e));
+        TRY(mel_frames(s, NULL, 0, 0, s->mel_done, e)); /* drops the frames no step reads now */
     }
     return VKASR_OK;
 }
