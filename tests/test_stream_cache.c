@@ -2,13 +2,17 @@
  * independent reference (tests/data/streaming: a float64 PyTorch model written from NeMo's source):
  * - the session (asr/stream.h) fed the clip in odd pieces: every encoder frame but the last R+1 within
  *   ENC_TOL relative error of encoder.npy, the tokens equal to tokens.json;
- * - the public stream API (vkasr_stream_*) fed the clip in odd pushes with catch-up on: the final
- *   updates' tokens, concatenated, equal tokens.json, and the partial text is the words not yet final.
+ * - the public stream API (vkasr_stream_*) fed the clip in odd pushes: the final updates' tokens,
+ *   concatenated, equal tokens.json;
+ * - many streams in one pool of 3 slots, joining at different steps, fed pieces of different sizes and
+ *   stepped together, a fourth joining in the slot of the first to leave: each stream's tokens equal
+ *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone.
  * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +175,136 @@ static void session_run(vkasr_session *vs, const char *clip, const float *x, siz
     asr_stream_pool_free(pool);
 }
 
+/* Worst relative error of frames [0, check) of got against want ([*, D] each). */
+static double worst_rel(const float *got, const float *want, size_t check, size_t D, size_t *at) {
+    double worst = 0;
+    *at = 0;
+    for (size_t t = 0; t < check; t++) {
+        double num = 0, den = 0;
+        for (size_t d = 0; d < D; d++) {
+            double a = got[t * D + d], b = want[t * D + d];
+            num += (a - b) * (a - b);
+            den += b * b;
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        if (!(rel <= worst)) {
+            worst = rel;
+            *at = t;
+        }
+    }
+    return worst;
+}
+
+/* A clip and its expected results. */
+struct clip {
+    char name[256];
+    float *x;
+    size_t n;
+    float *enc;
+    size_t er, ec;
+    int32_t *want;
+    size_t nw;
+};
+
+/* Many streams in one pool: NB streams over the clips (stream i on clip i % nclips), stream i joining
+ * at round join[i] (or once a slot is free), each round every active stream fed its next piece (sizes
+ * differ per stream) and then every ready stream stepped together until none is ready. */
+#define NB 4
+static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, double tol) {
+    const struct asr_model *am = vs->model->am;
+    struct asr_stream_pool *pool = NULL;
+    struct err e = {0};
+    struct asr_stream_geometry g;
+    if (asr_stream_geometry(&am->cfg, &g, &e) != VKASR_OK || asr_stream_pool_create(am, vs->be, 3, 0, &pool, &e) != VKASR_OK) {
+        fail("batch", "%s", e.msg);
+        return;
+    }
+    static const int join[NB] = {0, 2, 5, 0};
+    struct asr_stream *st[NB] = {0};
+    struct asr_output out[NB] = {{0}};
+    size_t at[NB] = {0};
+    bool joined[NB] = {0}, left[NB] = {0};
+    int maxb = 0, steps = 0;
+    vkasr_status s = VKASR_OK;
+    for (int round = 0; s == VKASR_OK && round < 100000; round++) {
+        int active = 0;
+        for (int i = 0; s == VKASR_OK && i < NB; i++) {
+            const struct clip *c = &clips[i % nclips];
+            if (!joined[i] && round >= join[i] && asr_stream_pool_free_slots(pool) > 0) {
+                s = asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true}, &st[i], &e);
+                joined[i] = true;
+            }
+            if (!joined[i] || left[i] || s != VKASR_OK)
+                continue;
+            active++;
+            if (asr_stream_done(st[i]))
+                continue;
+            size_t m = piece[(size_t)(round + 2 * i) % NPIECE] * (size_t)(i + 1);
+            m = m < c->n - at[i] ? m : c->n - at[i];
+            at[i] += m;
+            int64_t from = asr_stream_keep_from(st[i]);
+            s = asr_stream_feed(st[i], c->x + from, from, (int64_t)at[i], at[i] == c->n, &e);
+        }
+        // every ready stream, together, until none is
+        for (;;) {
+            struct asr_stream *ready[NB];
+            struct asr_output *o[NB];
+            int64_t nr = 0;
+            for (int i = 0; s == VKASR_OK && i < NB; i++)
+                if (joined[i] && !left[i] && asr_stream_ready(st[i])) {
+                    ready[nr] = st[i];
+                    o[nr++] = &out[i];
+                }
+            if (s != VKASR_OK || nr == 0)
+                break;
+            maxb = nr > maxb ? (int)nr : maxb;
+            steps++;
+            s = asr_stream_step(pool, ready, nr, o, &e);
+        }
+        // streams that are done leave (their slots free for the ones waiting)
+        for (int i = 0; s == VKASR_OK && i < NB; i++) {
+            if (!joined[i] || left[i] || !asr_stream_done(st[i]))
+                continue;
+            const struct clip *c = &clips[i % nclips];
+            char name[300];
+            snprintf(name, sizeof name, "batch stream %d (%s)", i, c->name);
+            const size_t T = (size_t)asr_stream_frames(st[i]), D = (size_t)am->cfg.d_model;
+            const size_t check = T > (size_t)g.chunk ? T - (size_t)g.chunk : 0;
+            size_t wt;
+            double w = T == c->er ? worst_rel(asr_stream_encoder(st[i]), c->enc, check, D, &wt) : INFINITY;
+            if (!(w <= tol))
+                fail(name, "%zu frames (%zu expected), worst relative error %.3g", T, c->er, w);
+            int32_t *ids = malloc((out[i].ntokens + 1) * sizeof *ids);
+            for (size_t k = 0; k < out[i].ntokens; k++)
+                ids[k] = out[i].tokens[k].id;
+            compare_ids(name, "tokens", ids, out[i].ntokens, c->want, c->nw);
+            free(ids);
+            asr_stream_free(st[i]);
+            left[i] = true;
+            active--;
+        }
+        bool all = true;
+        for (int i = 0; i < NB; i++)
+            all &= left[i];
+        if (all)
+            break;
+        (void)active;
+    }
+    if (s != VKASR_OK)
+        fail("batch", "%s", e.msg);
+    for (int i = 0; i < NB; i++) {
+        if (!left[i])
+            fail("batch", "stream %d did not finish", i);
+        if (joined[i] && !left[i])
+            asr_stream_free(st[i]);
+        asr_output_free(&out[i]);
+    }
+    printf("batch: %d streams in 3 slots, %d steps, up to %d streams a step\n", NB, steps, maxb);
+    if (maxb < 2)
+        fail("batch", "no step took more than one stream");
+    asr_stream_pool_free(pool);
+}
+
 /* The public stream: the final updates' tokens. */
 struct collect {
     int32_t *ids;
@@ -244,6 +378,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     int nclips = 0;
+    struct clip kept[8];
+    int nkept = 0;
     struct dirent *de;
     while ((de = readdir(dir))) {
         if (de->d_name[0] == '.')
@@ -267,12 +403,26 @@ int main(int argc, char **argv) {
             nclips++;
             session_run(s, de->d_name, x, n, enc, er, ec, want, nw, tol);
             api_run(s, de->d_name, x, n, want, nw);
+            if (nkept < 8) {
+                struct clip *c = &kept[nkept++];
+                snprintf(c->name, sizeof c->name, "%s", de->d_name);
+                *c = (struct clip){.x = x, .n = n, .enc = enc, .er = er, .ec = ec, .want = want, .nw = nw};
+                snprintf(c->name, sizeof c->name, "%s", de->d_name);
+                continue;
+            }
         }
         free(enc);
         free(want);
         vkasr_free(x);
     }
     closedir(dir);
+    if (nkept > 0)
+        batch_run(s, kept, nkept, tol);
+    for (int i = 0; i < nkept; i++) {
+        free(kept[i].enc);
+        free(kept[i].want);
+        vkasr_free(kept[i].x);
+    }
     vkasr_session_free(s);
     vkasr_model_free(m);
     if (nclips == 0) {
