@@ -6,11 +6,14 @@
  *   concatenated, equal tokens.json;
  * - many streams in one pool of 3 slots, joining at different steps, fed pieces of different sizes and
  *   stepped together, a fourth joining in the slot of the first to leave: each stream's tokens equal
- *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone.
+ *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone;
+ * - four public streams of the model on their own sessions and threads (sharing the model's pools),
+ *   the fourth joining after the first finished: each stream's final tokens equal tokens.json.
  * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -352,6 +355,66 @@ static void api_run(vkasr_session *vs, const char *clip, const float *x, size_t 
     free(c.ids);
 }
 
+/* Many public streams of one model, each on its own session and pushed from its own thread, all
+ * sharing the model's pools: three at once, a fourth after the first finished; each equal to tokens.json. */
+struct pusher {
+    vkasr_model *m;
+    const struct clip *c;
+    int k;
+    struct collect got;
+    char err[512];
+};
+static void *push_thread(void *arg) {
+    struct pusher *u = arg;
+    vkasr_session *vs = NULL;
+    vkasr_stream *st = NULL;
+    vkasr_error err;
+    vkasr_stream_params p = vkasr_stream_params_default();
+    p.final_callback = on_final;
+    p.user_data = &u->got;
+    if (vkasr_session_create(u->m, &vs, &err) != VKASR_OK || vkasr_stream_create(vs, &p, &st, &err) != VKASR_OK) {
+        snprintf(u->err, sizeof u->err, "%s", err.message);
+        vkasr_session_free(vs);
+        return NULL;
+    }
+    size_t at = 0;
+    for (size_t k = 0; at < u->c->n; k++) {
+        size_t m = piece[(k + (size_t)u->k) % NPIECE] * (size_t)(u->k + 1);
+        m = m < u->c->n - at ? m : u->c->n - at;
+        if (vkasr_stream_push(st, u->c->x + at, m, 16000) != VKASR_OK)
+            break;
+        at += m;
+    }
+    if (vkasr_stream_finish(st) != VKASR_OK)
+        snprintf(u->err, sizeof u->err, "%s", vkasr_stream_last_error(st));
+    vkasr_stream_free(st);
+    vkasr_session_free(vs);
+    return NULL;
+}
+
+static void api_many(vkasr_model *m, const struct clip *clips, int nclips) {
+    struct pusher u[4] = {{0}};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        u[i] = (struct pusher){.m = m, .c = &clips[i % nclips], .k = i};
+        if (i < 3)
+            pthread_create(&th[i], NULL, push_thread, &u[i]);
+    }
+    pthread_join(th[0], NULL);
+    pthread_create(&th[3], NULL, push_thread, &u[3]); /* joins while the others run */
+    for (int i = 1; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "api stream %d (%s)", i, u[i].c->name);
+        if (u[i].err[0])
+            fail(name, "%s", u[i].err);
+        compare_ids(name, "tokens", u[i].got.ids, u[i].got.n, u[i].c->want, u[i].c->nw);
+        free(u[i].got.ids);
+    }
+    printf("api: 4 streams of one model on 4 threads, %d failure(s) so far\n", failures);
+}
+
 int main(int argc, char **argv) {
     if (argc != 6) {
         fprintf(stderr, "usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL\n");
@@ -416,8 +479,10 @@ int main(int argc, char **argv) {
         vkasr_free(x);
     }
     closedir(dir);
-    if (nkept > 0)
+    if (nkept > 0) {
         batch_run(s, kept, nkept, tol);
+        api_many(m, kept, nkept);
+    }
     for (int i = 0; i < nkept; i++) {
         free(kept[i].enc);
         free(kept[i].want);

@@ -62,6 +62,7 @@ int64_t asr_stream_pool_free_slots(const struct asr_stream_pool *p);
 struct asr_stream;
 struct asr_stream_opts {
     bool keep_encoder;               /* copy every step's encoder frames to the host (tests)        */
+    int max_symbols;                 /* symbols per frame (0: the pool's)                           */
 };
 /* A stream in a free slot of the pool (VKASR_ERR_DEVICE_MEMORY naming the pool's size when none is
  * free); its state starts as a new stream's. */

@@ -36,6 +36,7 @@ struct asr_stream_pool {
     be_tensor gseg;                  /* I64 [S+1]: the conv rows' slot segments                      */
     struct asr_stream_dec *dec;      /* [S] each slot's transducer state                             */
     struct asr_stream **used;        /* [S] the slot's stream (NULL: free)                           */
+    int max_sym;                     /* symbols per frame of a stream that names none               */
 };
 
 struct asr_stream {
@@ -137,6 +138,8 @@ vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *b
     }
     for (int64_t s = 0; st == VKASR_OK && s < slots; s++)
         st = asr_stream_dec_init(m, be, &p->dec[s], g.chunk, max_symbols, e);
+    if (st == VKASR_OK)
+        p->max_sym = p->dec[0].max_sym;
     // pos: [P, D] PE(r) for r = L+R .. -(L+R), every distance between a chunk's query and its keys;
     // p = pos Wpos^T per layer, once for the pool's life (the distances never change)
     uint64_t tmark = be_mark(be);
@@ -203,6 +206,10 @@ vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_strea
         err_set(e, st, "streaming: %s", p->be->err.msg);
     if (st == VKASR_OK)
         st = asr_stream_dec_reset(p->m, p->be, &p->dec[slot], e);
+    if (st == VKASR_OK && o && o->max_symbols > 0)
+        p->dec[slot].max_sym = o->max_symbols;
+    else if (st == VKASR_OK)
+        p->dec[slot].max_sym = p->max_sym;
     if (st != VKASR_OK) {
         free(s);
         return st;
