@@ -32,7 +32,10 @@ static void intro(FILE *f) {
           "  arecord -q -f S16_LE -r 16000 -t wav | vkasr live --timestamps\n"
           "Final text goes to stdout, one line per segment (a sentence, or speech up to a pause of 1 s).\n"
           "When stdout is a terminal, the segment being spoken is shown on the last line as it is\n"
-          "recognised (words still open to change dimmed) and rewritten until it is final.\n",
+          "recognised (words still open to change dimmed) and rewritten until it is final.\n"
+          "A cache-aware streaming model (NVIDIA's chunked_limited ones) computes each frame once, a\n"
+          "chunk at a time: --lookahead chooses its latency, --hop, --left and --right do not apply,\n"
+          "and a word is final once the next one begins (docs/live.md).\n",
           f);
 }
 
