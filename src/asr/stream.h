@@ -9,31 +9,34 @@
 
 /* ---- the transducer search carried across chunks (stream_decoder.c) ---------------------------- */
 
-/* The greedy TDT / RNN-T search of one stream (spec §6.4, §6.5) walked on the host over the frames of
- * each chunk as they come: its prediction-network state, the next frame and the max_symbols count live
- * here between chunks, so that the frames of all chunks decode exactly as one offline search over
- * them. Device tensors on the scratch stack of the backend it was made on. */
-struct asr_stream_dec {
-    be_tensor h[2][8], c[2][8];      /* ping-pong LSTM state per layer                             */
-    int cur;
-    be_tensor q;                     /* [1, P] the prediction network's projected output           */
-    be_tensor f, z, y, best;         /* a chunk's encoder half of the joint, its inputs, logits, argmaxes */
-    int64_t rows;                    /* the most frames a chunk has                                 */
-    int64_t t, last_t;               /* the next frame to evaluate; the frame of the last emission  */
-    int run;                         /* symbols emitted at the current frame                        */
-    int max_sym;
+/* A slot's search state between steps (host): the next frame, the frame of the last emission, the
+ * symbols emitted at the current frame, the cap on them. */
+struct asr_stream_slot {
+    int64_t t, last_t;
+    int run, max_sym;
 };
-/* Allocates the state for chunks of at most `rows` frames and runs the start-of-sequence step. */
-vkasr_status asr_stream_dec_init(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d, int64_t rows,
-                                 int max_symbols, struct err *e);
-/* Decodes the chunk enc [n, D] (f32) of frames t0 .. t0+n-1, appending tokens with those frame
- * numbers to out. */
-vkasr_status asr_stream_dec_run(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d,
-                                const be_tensor *enc, int64_t t0, struct asr_output *out, struct err *e);
-
-/* Zeroes the state of a stream that reuses d's tensors and runs the start-of-sequence step. */
-vkasr_status asr_stream_dec_reset(const struct asr_model *m, struct backend *be, struct asr_stream_dec *d,
-                                  struct err *e);
+/* The greedy TDT / RNN-T search (spec §6.4, §6.5) of a pool's S slots, walked on the host over the
+ * frames of each step as they come, all streams of a step together: its prediction-network state lives
+ * in the slots' rows of h, c and q (device, the scratch stack of the backend it was made on), the rest in
+ * slot[], so that the frames of all chunks decode exactly as one offline search over them. */
+struct asr_stream_search {
+    int64_t S;
+    be_tensor h[8], c[8];            /* [S, P] per LSTM layer                                       */
+    be_tensor q;                     /* [S, P] the prediction network's projected output            */
+    struct asr_stream_slot *slot;    /* [S]                                                         */
+    int max_sym;                     /* symbols per frame of a stream that names none               */
+};
+vkasr_status asr_stream_search_init(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                    int64_t slots, int max_symbols, struct err *e);
+void asr_stream_search_fini(struct asr_stream_search *d);
+/* Slot `slot` starts a new stream: zero state, the start-of-sequence step (max_symbols 0: the pool's). */
+vkasr_status asr_stream_search_reset(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                     int64_t slot, int max_symbols, struct err *e);
+/* Decodes a step: enc [N, D] (f32) holds B streams' frames, stream b's rows off[b] .. off[b+1]-1 its
+ * frames t0[b] .., its state in slot slots[b]; tokens (with those frame numbers) appended to out[b]. */
+vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                   const be_tensor *enc, const int64_t *slots, const int64_t *off, const int64_t *t0,
+                                   int64_t B, struct asr_output *const *out, struct err *e);
 
 /* ---- the encoder with caches, many streams a step (stream_encoder.c) --------------------------- */
 

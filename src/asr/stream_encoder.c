@@ -34,9 +34,8 @@ struct asr_stream_pool {
     int64_t S, W, G;                 /* slots; rows of a slot's attention window buffer, conv rows  */
     struct pool_layer *layers;
     be_tensor gseg;                  /* I64 [S+1]: the conv rows' slot segments                      */
-    struct asr_stream_dec *dec;      /* [S] each slot's transducer state                             */
+    struct asr_stream_search dec;    /* the slots' transducer search                                 */
     struct asr_stream **used;        /* [S] the slot's stream (NULL: free)                           */
-    int max_sym;                     /* symbols per frame of a stream that names none               */
 };
 
 struct asr_stream {
@@ -116,11 +115,10 @@ vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *b
     p->G = c->conv_kernel - 1 + g.chunk;
     p->mark = be_mark(be);
     p->layers = calloc((size_t)c->n_layers, sizeof *p->layers);
-    p->dec = calloc((size_t)slots, sizeof *p->dec);
     p->used = calloc((size_t)slots, sizeof *p->used);
     int64_t *gs = malloc((size_t)(slots + 1) * sizeof *gs);
     const int64_t D = c->d_model, P = 2 * (g.left + g.chunk) - 1;
-    vkasr_status st = p->layers && p->dec && p->used && gs ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    vkasr_status st = p->layers && p->used && gs ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     for (int64_t s = 0; gs && s <= slots; s++)
         gs[s] = s * p->G;
     if (st == VKASR_OK)
@@ -136,10 +134,8 @@ vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *b
         if (st == VKASR_OK)
             st = alloc2(be, p->t.p, P, D, &pl->p);
     }
-    for (int64_t s = 0; st == VKASR_OK && s < slots; s++)
-        st = asr_stream_dec_init(m, be, &p->dec[s], g.chunk, max_symbols, e);
     if (st == VKASR_OK)
-        p->max_sym = p->dec[0].max_sym;
+        st = asr_stream_search_init(m, be, &p->dec, slots, max_symbols, e);
     // pos: [P, D] PE(r) for r = L+R .. -(L+R), every distance between a chunk's query and its keys;
     // p = pos Wpos^T per layer, once for the pool's life (the distances never change)
     uint64_t tmark = be_mark(be);
@@ -167,8 +163,8 @@ void asr_stream_pool_free(struct asr_stream_pool *p) {
     if (!p)
         return;
     be_release(p->be, p->mark);
+    asr_stream_search_fini(&p->dec);
     free(p->layers);
-    free(p->dec);
     free(p->used);
     free(p);
 }
@@ -205,11 +201,7 @@ vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_strea
     if (st != VKASR_OK)
         err_set(e, st, "streaming: %s", p->be->err.msg);
     if (st == VKASR_OK)
-        st = asr_stream_dec_reset(p->m, p->be, &p->dec[slot], e);
-    if (st == VKASR_OK && o && o->max_symbols > 0)
-        p->dec[slot].max_sym = o->max_symbols;
-    else if (st == VKASR_OK)
-        p->dec[slot].max_sym = p->max_sym;
+        st = asr_stream_search_reset(p->m, p->be, &p->dec, slot, o ? o->max_symbols : 0, e);
     if (st != VKASR_OK) {
         free(s);
         return st;
@@ -645,7 +637,21 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         copy_rows(&x, &ply->v, &ply->v, &tb.w_src, &tb.w_dst, tb.nw);
         be_release(be, lm);
     }
-    // each stream: its frames kept (tests), its search over them, its window moved on
+    // the search over every stream's frames, together
+    int64_t *dslot = malloc((size_t)(3 * B + 1) * sizeof *dslot), *doff = dslot ? dslot + B : NULL;
+    int64_t *dt0 = doff ? doff + B + 1 : NULL;
+    if (!dslot && x.st == VKASR_OK)
+        x.st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t b = 0, row0 = 0; dslot && b < B; row0 += pl[b].n, b++) {
+        dslot[b] = ss[b]->slot;
+        doff[b] = row0;
+        doff[b + 1] = row0 + pl[b].n;
+        dt0[b] = ss[b]->frames;
+    }
+    if (x.st == VKASR_OK)
+        x.st = asr_stream_search_run(m, be, &p->dec, &r, dslot, doff, dt0, B, oo, e);
+    free(dslot);
+    // each stream: its frames kept (tests), its window moved on
     int64_t row = 0;
     for (int64_t b = 0; x.st == VKASR_OK && b < B; row += pl[b].n, b++) {
         struct asr_stream *s = ss[b];
@@ -663,8 +669,6 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         }
         if (s->keep)
             x.st = be_download(be, s->enc + s->frames * D, rb.addr, (uint64_t)(n * D) * sizeof(float));
-        if (x.st == VKASR_OK)
-            x.st = asr_stream_dec_run(m, be, &p->dec[s->slot], &rb, s->frames, oo[b], e);
         const int64_t nf = min64(s->fill + n, p->g.left), w1 = s->win + s->fill + n - nf;
         s->win = w1 + nf + p->g.chunk > p->W ? 0 : w1;
         s->fill = nf;
