@@ -5,7 +5,8 @@
  * arrival (its last sample, plus the 2 mel frames' right half-window) to its tokens, the wall time per
  * step (the device's time for the step, the host waiting on it), the streams per step, and whether real
  * time holds (the steps' time below the wall time, and p95 below a second: no backlog).
- * usage: bench_streams MODEL [--streams N[,N...]] [--lookahead MS] [--seconds S] [--precision f16|f32] */
+ * usage: bench_streams MODEL [--streams N[,N...]] [--lookahead MS] [--seconds S] [--precision f16|f32]
+ *        [--profile]: per N, the GPU time of the ops above 3 % (calls) */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdbool.h>
@@ -84,7 +85,7 @@ static int run(vkasr_session *vs, int64_t N, double seconds, const float *audio,
     const size_t max_lat = (size_t)(N * (seconds * 1000.0 / chunk_ms + 2)) + 16;
     double *lat = malloc(max_lat * sizeof *lat), *step_ms = malloc(100000 * sizeof *step_ms);
     size_t nlat = 0, nsteps = 0;
-    double rows = 0, busy = 0;
+    double rows = 0, busy = 0, feed = 0;
     vkasr_status s = VKASR_OK;
     for (int64_t i = 0; s == VKASR_OK && i < N; i++) {
         s = asr_stream_create(pool, NULL, &st[i], &e);
@@ -97,6 +98,7 @@ static int run(vkasr_session *vs, int64_t N, double seconds, const float *audio,
         const double now = clock_ms() - t0;
         // what has arrived: each stream's samples up to now - its phase, fed to it
         all_done = true;
+        const double tf = clock_ms();
         for (int64_t i = 0; s == VKASR_OK && i < N; i++) {
             if (asr_stream_done(st[i]) || ended[i]) {
                 all_done &= asr_stream_done(st[i]);
@@ -111,6 +113,7 @@ static int run(vkasr_session *vs, int64_t N, double seconds, const float *audio,
                 ended[i] = have == total;
             }
         }
+        feed += clock_ms() - tf;
         int64_t nr = 0;
         double arrive_max = 0;
         for (int64_t i = 0; s == VKASR_OK && i < N; i++)
@@ -154,8 +157,9 @@ static int run(vkasr_session *vs, int64_t N, double seconds, const float *audio,
         double p50 = pct(lat, nlat, 0.5), p95 = pct(lat, nlat, 0.95), mx = pct(lat, nlat, 1.0);
         /* real time: the steps took less time than the audio and no backlog built up */
         const bool rt = busy < wall && p95 < 1000.0;
-        printf("%7lld %9.1f %9.1f %9.1f %9.2f %9.2f %10.1f %8.0f %9.1f %-5s\n", (long long)N, p50, p95, mx, steps_p50,
-               steps_p95, rows / (double)(nsteps ? nsteps : 1), 100.0 * busy / wall, create_ms, rt ? "yes" : "NO");
+        printf("%7lld %9.1f %9.1f %9.1f %9.2f %9.2f %10.1f %8.0f %8.0f %9.1f %-5s\n", (long long)N, p50, p95, mx,
+               steps_p50, steps_p95, rows / (double)(nsteps ? nsteps : 1), 100.0 * busy / wall, 100.0 * feed / wall,
+               create_ms, rt ? "yes" : "NO");
         fflush(stdout);
     }
     for (int64_t i = 0; i < N; i++) {
@@ -179,11 +183,14 @@ int main(int argc, char **argv) {
     int lookahead = 0;
     double seconds = 10;
     vkasr_precision prec = VKASR_PRECISION_AUTO;
+    bool profile = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--streams") == 0 && i + 1 < argc)
             streams = argv[++i];
         else if (strcmp(argv[i], "--lookahead") == 0 && i + 1 < argc)
             lookahead = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--profile") == 0)
+            profile = true;
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
@@ -204,6 +211,7 @@ int main(int argc, char **argv) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.lookahead_ms = lookahead;
     mp.precision = prec;
+    mp.profile = profile;
     vkasr_error err;
     vkasr_model *m = NULL;
     vkasr_session *vs = NULL;
@@ -221,14 +229,28 @@ int main(int argc, char **argv) {
     printf("model %s on %s, %s, lookahead %d ms ([%d, %d]), %.0f s of audio per stream at real time\n", model,
            info.device_name, info.precision == VKASR_PRECISION_F16 ? "f16" : "f32",
            (c->ctx[c->ctx_sel][1] + 1) * 80, c->ctx[c->ctx_sel][0], c->ctx[c->ctx_sel][1], seconds);
-    printf("%7s %9s %9s %9s %9s %9s %10s %8s %9s %-5s\n", "streams", "p50 ms", "p95 ms", "max ms", "step p50",
-           "step p95", "per step", "busy %", "setup ms", "real time");
+    printf("%7s %9s %9s %9s %9s %9s %10s %8s %8s %9s %-5s\n", "streams", "p50 ms", "p95 ms", "max ms", "step p50",
+           "step p95", "per step", "steps %", "mel %", "setup ms", "real time");
     int rc = 0;
     for (const char *p = streams; *p && rc == 0;) {
         long n = strtol(p, (char **)&p, 10);
         if (n < 1)
             break;
+        if (profile)
+            vkasr_session_profile_reset(vs);
         rc = run(vs, n, seconds, audio, n_audio);
+        vkasr_op_profile ops[64];
+        size_t nops = 0;
+        if (profile && vkasr_session_profile(vs, ops, 64, &nops) == VKASR_OK) {
+            double sum = 0;
+            for (size_t k = 0; k < nops && k < 64; k++)
+                sum += ops[k].gpu_ms;
+            printf("        GPU %.0f ms in all:", sum);
+            for (size_t k = 0; k < nops && k < 64; k++) /* the ops above 3 % */
+                if (ops[k].gpu_ms > 0.03 * sum)
+                    printf(" %s %.0f (%llu)", ops[k].name, ops[k].gpu_ms, (unsigned long long)ops[k].calls);
+            printf("\n");
+        }
         if (*p == ',')
             p++;
     }
