@@ -4,7 +4,8 @@
  * them), the host walks each stream one decision (blank: next frame; a token: emitted), and the
  * streams that emitted advance their LSTM state together (op lstm_step, rows independent). A stream's
  * next frame, symbols at that frame and LSTM state persist between steps in its slot, so its chunks
- * decode exactly as one search over all its frames, whichever streams share its rounds. */
+ * decode exactly as one search over all its frames, whichever streams share its rounds (the products
+ * take the matvec hint: a row's rounding does not depend on how many rows there are). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,7 +103,8 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, struc
     }
     // q rows of the slots = h_top Wp^T + bp
     if (st == VKASR_OK)
-        st = be_linear(be, &(struct op_linear){.x = x, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = q, .alpha = 1.0f});
+        st = be_linear(be, &(struct op_linear){.x = x, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = q, .alpha = 1.0f,
+                                                .matvec = true});
     if (st == VKASR_OK)
         st = copy_rows(be, &q, &d->q, NULL, &slots, E);
     be_release(be, mark);
@@ -154,7 +156,7 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
     // f: [N, P] = enc We^T + be  (the encoder half of the joint for every stream's frames)
     if (st == VKASR_OK)
         st = be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b, .y = f,
-                                               .alpha = 1.0f});
+                                               .alpha = 1.0f, .matvec = true});
     int64_t *tab = malloc((size_t)(6 * B) * sizeof *tab), *frow = tab, *qrow = tab + B, *act = tab + 2 * B;
     int64_t *es = tab + 3 * B, *ks = tab + 4 * B;
     int32_t *ids = malloc((size_t)(2 * B) * sizeof *ids);
@@ -187,7 +189,8 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
             st = be_binary(be, &(struct op_binary){.a = za, .b = qa, .y = za, .kind = BINARY_ADD, .act = ACT_RELU,
                                                     .alpha = 1.0f, .beta = 1.0f});
         if (st == VKASR_OK)
-            st = be_linear(be, &(struct op_linear){.x = za, .w = m->joint_w, .bias = m->joint_b, .y = ya, .alpha = 1.0f});
+            st = be_linear(be, &(struct op_linear){.x = za, .w = m->joint_w, .bias = m->joint_b, .y = ya, .alpha = 1.0f,
+                                                    .matvec = true});
         if (st == VKASR_OK)
             st = be_argmax(be, &(struct op_argmax){.x = ya, .y = be_tensor_rows(&best, 0, A), .c0 = 0, .c1 = V + 1});
         if (st == VKASR_OK && tdt)

@@ -1,7 +1,8 @@
 /* stream_encoder.c — cache-aware FastConformer streams (NeMo's cache_aware_stream_step), a chunk of
  * R+1 encoder frames per stream and step, many streams of one model in one step, each equal to the
  * offline chunked run frame by frame:
- *   mel: frames computed once their right half-window has arrived (the last two wait for it);
+ *   mel: a step computes its streams' mel frames from their samples (the last two frames wait for
+ *     their right half-window), every stream's in one product with the filterbank;
  *   pre-encode: step 0 subsamples 1+8R mel frames, later steps the 9 before the chunk again and 8(R+1)
  *     new ones, dropping their first 2 subsampled frames (their causal convolutions read before the 9);
  *     the streams of a step are one packed batch of the subsampling;
@@ -42,10 +43,10 @@ struct asr_stream {
     struct asr_stream_pool *p;
     int64_t slot;
     int64_t win, fill;               /* the cache window: rows win .. win+fill-1 of the slot         */
-    /* mel frames on the host: [mel_base, mel_base + mel_n) */
-    float *mel;
-    int64_t mel_base, mel_n, mel_cap;
-    int64_t mel_done;                /* frames computed (the next one to compute)                    */
+    /* the samples a later step still reads, on the host: [smp_base, smp_base + smp_n) */
+    float *smp;
+    int64_t smp_base, smp_n, smp_cap;
+    int64_t mel_done;                /* mel frames whose samples have all arrived                    */
     int64_t mel_next;                /* the first mel frame no step has taken as new                 */
     int64_t frames, steps;           /* encoder frames emitted, steps run                             */
     bool ended;                      /* the input ended (every mel frame computed)                    */
@@ -215,7 +216,7 @@ void asr_stream_free(struct asr_stream *s) {
     if (!s)
         return;
     s->p->used[s->slot] = NULL;
-    free(s->mel);
+    free(s->smp);
     free(s->enc);
     free(s);
 }
@@ -229,8 +230,14 @@ bool asr_stream_done(const struct asr_stream *s) { return s->done; }
  * f reads samples from hop*f - n_fft/2, pre-emphasis one more, from a hop boundary. */
 static int64_t lead_frames(const struct model_config *c) { return (c->n_fft / 2 + 1 + c->hop_length - 1) / c->hop_length; }
 
+/* A later step's first mel frame: the 9 before its new ones, or the stream's start where fewer came
+ * before (R = 0: step 0 took 1). From frame 0 the subsampling recomputes every frame emitted so far,
+ * else the first 2 (a multiple of 8 frames in, so the three causal stages align with the offline run's). */
+static int64_t cache_start(const struct asr_stream *s) { return max64(0, s->mel_next - s->p->g.mel_cache); }
+static int64_t cache_drop(const struct asr_stream *s) { return cache_start(s) == 0 ? s->frames : s->p->g.drop; }
+
 int64_t asr_stream_keep_from(const struct asr_stream *s) {
-    const int64_t f = s->mel_done - lead_frames(&s->p->m->cfg);
+    const int64_t f = cache_start(s) - lead_frames(&s->p->m->cfg);
     return f > 0 ? f * s->p->m->cfg.hop_length : 0;
 }
 
@@ -240,88 +247,43 @@ int64_t asr_stream_samples_needed(const struct asr_stream *s) {
     return (int64_t)c->hop_length * (frames - 1) + c->n_fft / 2;
 }
 
-/* ---- the front end ---------------------------------------------------------------------------------- */
-
-#define MEL_TILE 256
-
-/* Appends mel frames [mel_done, upto) to the host buffer, computed as asr_features computes them
- * (without per-feature normalisation: cache-aware models take the raw log-mel), after dropping the
- * frames no step reads any more. */
-static vkasr_status mel_frames(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, int64_t upto,
-                               struct err *e) {
-    const struct model_config *c = &s->p->m->cfg;
-    struct backend *be = s->p->be;
-    const int64_t M = c->n_mels, nb = c->n_fft / 2 + 1, hop = c->hop_length;
-    const int64_t keep = max64(s->mel_base, s->mel_next - s->p->g.mel_cache);
-    if (keep > s->mel_base) {
-        const int64_t d = min64(keep - s->mel_base, s->mel_n);
-        memmove(s->mel, s->mel + d * M, (size_t)((s->mel_n - d) * M) * sizeof *s->mel);
-        s->mel_n -= d;
-        s->mel_base += d;
-    }
-    if (upto <= s->mel_done)
-        return VKASR_OK;
-    const int64_t need = upto - s->mel_base;
-    if (need > s->mel_cap) {
-        float *nm = realloc(s->mel, (size_t)(need * M) * sizeof *nm);
-        if (!nm)
-            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        s->mel = nm;
-        s->mel_cap = need;
-    }
-    uint64_t mark = be_mark(be);
-    be_tensor block, power, mel;
-    const int64_t F = min64(MEL_TILE, upto - s->mel_done);
-    vkasr_status st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1,
-                                      (int64_t[]){hop * (F - 1 + lead_frames(c)) + c->n_fft / 2}, &block);
-    if (st == VKASR_OK)
-        st = alloc2(be, BE_F32, F, nb, &power);
-    if (st == VKASR_OK)
-        st = alloc2(be, BE_F32, F, M, &mel);
-    for (int64_t f0 = s->mel_done; st == VKASR_OK && f0 < upto; f0 += F) {
-        const int64_t nf = min64(F, upto - f0);
-        const int64_t b0 = f0 > lead_frames(c) ? hop * (f0 - lead_frames(c)) : 0;
-        const int64_t b1 = min64(hop * (f0 + nf - 1) + c->n_fft / 2, total);
-        if (b0 < s0 || b1 < b0) {
-            st = err_set(e, VKASR_ERR_INTERNAL, "streaming: mel frames from %lld need samples from %lld, given from %lld",
-                         (long long)f0, (long long)b0, (long long)s0);
-            break;
-        }
-        be_tensor blk = be_tensor_rows(&block, 0, b1 - b0), pw = be_tensor_rows(&power, 0, nf);
-        be_tensor mr = be_tensor_rows(&mel, 0, nf);
-        st = be_upload(be, blk.addr, samples + (b0 - s0), (uint64_t)(b1 - b0) * sizeof(float));
-        if (st == VKASR_OK)
-            st = be_stft_power(be, &(struct op_stft_power){.x = blk, .window = s->p->m->window, .y = pw,
-                                                           .f0 = f0 - b0 / hop, .n_fft = c->n_fft,
-                                                           .hop = c->hop_length, .preemph = c->preemph});
-        // mel: [nf, M] = ln(power . fb^T + 2^-24)
-        if (st == VKASR_OK)
-            st = be_linear(be, &(struct op_linear){.x = pw, .w = s->p->m->melbank, .y = mr, .act = ACT_LOG_GUARD,
-                                                   .alpha = 1.0f});
-        if (st == VKASR_OK)
-            st = be_download(be, s->mel + (f0 - s->mel_base) * M, mr.addr, (uint64_t)(nf * M) * sizeof(float));
-    }
-    be_release(be, mark);
-    if (st != VKASR_OK)
-        return e->code == VKASR_OK ? err_set(e, st, "streaming front end: %s", be->err.msg) : st;
-    s->mel_n = upto - s->mel_base;
-    s->mel_done = upto;
-    return VKASR_OK;
-}
+/* ---- the samples ------------------------------------------------------------------------------------ */
 
 vkasr_status asr_stream_feed(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
                              struct err *e) {
     const struct model_config *c = &s->p->m->cfg;
     if (s->ended)
         return err_set(e, VKASR_ERR_INVALID_ARG, "streaming: the stream has already ended");
-    if (s0 > asr_stream_keep_from(s) || total < s0)
+    const int64_t have = s->smp_base + s->smp_n;
+    if (s0 > have || s0 > asr_stream_keep_from(s) || total < s0)
         return err_set(e, VKASR_ERR_INVALID_ARG,
                        "streaming: samples from %lld to %lld given, the stream still needs those from %lld",
                        (long long)s0, (long long)total, (long long)asr_stream_keep_from(s));
+    // drop what no step reads any more, then append what is new
+    const int64_t keep = asr_stream_keep_from(s);
+    if (keep > s->smp_base) {
+        const int64_t d = min64(keep - s->smp_base, s->smp_n);
+        memmove(s->smp, s->smp + d, (size_t)(s->smp_n - d) * sizeof *s->smp);
+        s->smp_n -= d;
+        s->smp_base += d;
+    }
+    if (total > have) {
+        const int64_t need = total - s->smp_base;
+        if (need > s->smp_cap) {
+            int64_t cap = max64(need, 2 * s->smp_cap);
+            float *ns = realloc(s->smp, (size_t)cap * sizeof *ns);
+            if (!ns)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+            s->smp = ns;
+            s->smp_cap = cap;
+        }
+        memcpy(s->smp + (have - s->smp_base), samples + (have - s0), (size_t)(total - have) * sizeof *s->smp);
+        s->smp_n = total - s->smp_base;
+    }
     // mel frames whose window has fully arrived; at the end, every valid frame (floor(samples / hop))
-    int64_t upto = final ? total / c->hop_length
-                         : total >= c->n_fft / 2 ? (total - c->n_fft / 2) / c->hop_length + 1 : 0;
-    TRY(mel_frames(s, samples, s0, total, max64(upto, s->mel_done), e));
+    const int64_t upto = final ? total / c->hop_length
+                               : total >= c->n_fft / 2 ? (total - c->n_fft / 2) / c->hop_length + 1 : 0;
+    s->mel_done = max64(s->mel_done, upto);
     if (final) {
         s->ended = true;
         s->done = asr_encoder_frames(c, s->mel_done) <= s->frames;
@@ -330,12 +292,6 @@ vkasr_status asr_stream_feed(struct asr_stream *s, const float *samples, int64_t
 }
 
 /* ---- a step's plan per stream ---------------------------------------------------------------------- */
-
-/* A later step's first mel frame: the 9 before its new ones, or the stream's start where fewer came
- * before (R = 0: step 0 took 1). From frame 0 the subsampling recomputes every frame emitted so far,
- * else the first 2 (a multiple of 8 frames in, so the three causal stages align with the offline run's). */
-static int64_t cache_start(const struct asr_stream *s) { return max64(0, s->mel_next - s->p->g.mel_cache); }
-static int64_t cache_drop(const struct asr_stream *s) { return cache_start(s) == 0 ? s->frames : s->p->g.drop; }
 
 struct plan {
     int64_t m0, m1, drop, n, mel_next;
@@ -389,12 +345,15 @@ static void layernorm(struct step_ctx *x, const be_tensor *a, const be_tensor *g
     if (x->st == VKASR_OK)
         x->st = be_layernorm(x->be, &(struct op_layernorm){.x = *a, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f});
 }
+/* The products take the matvec hint: a step multiplies a few rows per stream (weight-bound), and with
+ * the hint a row's rounding depends on the weight's shape only (ops.h), never on how many streams share
+ * the step, so a stream's frames are the same whoever it is batched with. */
 static void linear(struct step_ctx *x, const be_tensor *a, const be_tensor *w, const be_tensor *b, const be_tensor *res,
                    const be_tensor *y, int act, float alpha) {
     if (x->st == VKASR_OK)
         x->st = be_linear(x->be, &(struct op_linear){.x = *a, .w = *w, .bias = b ? *b : (be_tensor){0},
                                                       .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
-                                                      .alpha = alpha});
+                                                      .alpha = alpha, .matvec = true});
 }
 static void copy_rows(struct step_ctx *x, const be_tensor *a, const be_tensor *y, const be_tensor *src,
                       const be_tensor *dst, int64_t n) {
@@ -563,6 +522,7 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     int64_t *off = malloc((size_t)(4 * (B + 1)) * sizeof *off), *xs_off = malloc((size_t)(B + 1) * sizeof *xs_off);
     struct asr_output **oo = malloc((size_t)B * sizeof *oo);
     float *feat_h = NULL;
+    int64_t *blk = NULL;             /* each stream's samples [b0, b1), then the packed total */
     vkasr_status st = ss && pl && off && xs_off && oo ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     if (st == VKASR_OK) {
         memcpy(ss, streams, (size_t)B * sizeof *ss);
@@ -596,21 +556,57 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
             N += pl[b].n;
         }
         rows = bt.off[ASR_MEL][B];
-        feat_h = malloc((size_t)(rows * M) * sizeof *feat_h);
-        if (!feat_h)
+        // the samples behind each stream's mel frames [m0, m1), packed (16-byte aligned blocks)
+        blk = malloc((size_t)(2 * B + 1) * sizeof *blk);
+        if (!blk)
             st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        for (int64_t b = 0; st == VKASR_OK && b < B; b++)
-            memcpy(feat_h + bt.off[ASR_MEL][b] * M, ss[b]->mel + (pl[b].m0 - ss[b]->mel_base) * M,
-                   (size_t)((pl[b].m1 - pl[b].m0) * M) * sizeof *feat_h);
+        int64_t nsmp = 0;
+        for (int64_t b = 0; st == VKASR_OK && b < B; b++) {
+            const int64_t lead = lead_frames(c), hop = c->hop_length, m0 = pl[b].m0;
+            const int64_t b0 = m0 > lead ? hop * (m0 - lead) : 0;
+            const int64_t b1 = min64(hop * (pl[b].m1 - 1) + c->n_fft / 2, ss[b]->smp_base + ss[b]->smp_n);
+            if (b0 < ss[b]->smp_base || b1 < b0)
+                st = err_set(e, VKASR_ERR_INTERNAL, "streaming: mel frames from %lld need samples from %lld, kept from %lld",
+                             (long long)m0, (long long)b0, (long long)ss[b]->smp_base);
+            blk[2 * b] = b0;
+            blk[2 * b + 1] = b1;
+            nsmp += (b1 - b0 + 3) / 4 * 4;
+        }
+        feat_h = malloc((size_t)(nsmp > 0 ? nsmp : 1) * sizeof *feat_h); /* the packed samples */
+        if (!feat_h && st == VKASR_OK)
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        for (int64_t b = 0, at = 0; st == VKASR_OK && b < B; b++) {
+            const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
+            memcpy(feat_h + at, ss[b]->smp + (b0 - ss[b]->smp_base), (size_t)(b1 - b0) * sizeof *feat_h);
+            at += (b1 - b0 + 3) / 4 * 4;
+        }
+        blk[2 * B] = nsmp;
     }
     uint64_t mark = be_mark(be);
     struct step_ctx x = {.p = p, .be = be, .c = c, .N = N, .D = D, .st = st};
     const int64_t T = st == VKASR_OK ? bt.off[ASR_FRAMES][B] : 0;
     be_tensor feat = tmp(&x, BE_F32, rows, M), xs = tmp(&x, BE_F32, T, D), r = tmp(&x, BE_F32, N, D);
+    be_tensor smp = {0}, power = tmp(&x, BE_F32, rows, c->n_fft / 2 + 1);
+    if (x.st == VKASR_OK)
+        x.st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){blk[2 * B] > 0 ? blk[2 * B] : 1}, &smp);
     for (int s = 0; x.st == VKASR_OK && B > 1 && s < 4; s++)
         x.st = upload_i64(be, bt.off[ASR_MEL + s], B + 1, &bt.dev[ASR_MEL + s]);
+    if (x.st == VKASR_OK && blk[2 * B] > 0)
+        x.st = be_upload(be, smp.addr, feat_h, (uint64_t)blk[2 * B] * sizeof(float));
+    // power: each stream's frames [m0, m1) from its samples (zero beyond them, the input's end at the
+    // last step); feat: [rows, M] = ln(power . fb^T + 2^-24), every stream's at once
+    for (int64_t b = 0, at = 0; x.st == VKASR_OK && b < B; b++) {
+        const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
+        x.st = be_stft_power(be, &(struct op_stft_power){
+                                     .x = be_tensor_1d(smp.addr + (uint64_t)at * 4, BE_F32, b1 - b0), .window = m->window,
+                                     .y = be_tensor_rows(&power, bt.off[ASR_MEL][b], pl[b].m1 - pl[b].m0),
+                                     .f0 = pl[b].m0 - b0 / c->hop_length, .n_fft = c->n_fft, .hop = c->hop_length,
+                                     .preemph = c->preemph});
+        at += (b1 - b0 + 3) / 4 * 4;
+    }
     if (x.st == VKASR_OK)
-        x.st = be_upload(be, feat.addr, feat_h, (uint64_t)(rows * M) * sizeof(float));
+        x.st = be_linear(be, &(struct op_linear){.x = power, .w = m->melbank, .y = feat, .act = ACT_LOG_GUARD,
+                                                 .alpha = 1.0f});
     struct tables tb = {0};
     if (x.st == VKASR_OK)
         x.st = make_tables(p, ss, pl, xs_off, B, N, &tb, e);
@@ -686,15 +682,14 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     free(xs_off);
     free(oo);
     free(feat_h);
+    free(blk);
     return x.st;
 }
 
 vkasr_status asr_stream_advance(struct asr_stream *s, const float *samples, int64_t s0, int64_t total, bool final,
                                 struct asr_output *out, struct err *e) {
     TRY(asr_stream_feed(s, samples, s0, total, final, e));
-    while (asr_stream_ready(s)) {
+    while (asr_stream_ready(s))
         TRY(asr_stream_step(s->p, &s, 1, &out, e));
-        TRY(mel_frames(s, NULL, 0, 0, s->mel_done, e)); /* drops the frames no step reads now */
-    }
     return VKASR_OK;
 }
