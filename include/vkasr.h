@@ -544,8 +544,9 @@ VKASR_API vkasr_status vkasr_transcribe_batch(vkasr_session *session, const vkas
  * compute; a word is final once the next word begins (or the stream finishes), the word in progress
  * is the partial text. All streams of one model (each on its own session) share the model's stream
  * caches on its device and advance together: a step runs every stream that has a whole chunk, so a
- * server gets one batched step per chunk period however many streams it holds. stats.windows counts
- * the stream's steps.
+ * server gets one batched step per chunk period however many streams it holds. The caches are made in
+ * pools of 1, 4, 16, ... streams as streams arrive and stay until vkasr_model_free(). stats.windows
+ * counts the stream's steps.
  *
  * How, every other Parakeet model: it attends to the whole input, so a stream transcribes overlapping
  * windows of the audio received so far (NeMo's buffered inference), one per hop of new audio:
