@@ -230,7 +230,6 @@ static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, d
     int maxb = 0, steps = 0;
     vkasr_status s = VKASR_OK;
     for (int round = 0; s == VKASR_OK && round < 100000; round++) {
-        int active = 0;
         for (int i = 0; s == VKASR_OK && i < NB; i++) {
             const struct clip *c = &clips[i % nclips];
             if (!joined[i] && round >= join[i] && asr_stream_pool_free_slots(pool) > 0) {
@@ -239,7 +238,6 @@ static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, d
             }
             if (!joined[i] || left[i] || s != VKASR_OK)
                 continue;
-            active++;
             if (asr_stream_done(st[i]))
                 continue;
             size_t m = piece[(size_t)(round + 2 * i) % NPIECE] * (size_t)(i + 1);
@@ -284,14 +282,12 @@ static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, d
             free(ids);
             asr_stream_free(st[i]);
             left[i] = true;
-            active--;
         }
         bool all = true;
         for (int i = 0; i < NB; i++)
             all &= left[i];
         if (all)
             break;
-        (void)active;
     }
     if (s != VKASR_OK)
         fail("batch", "%s", e.msg);

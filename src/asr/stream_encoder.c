@@ -387,7 +387,7 @@ static void feed_forward(struct step_ctx *x, const be_tensor *r, const be_tensor
 // x: [N, D] += Wo attention(LN(x)) + bo, each stream over its window and its chunk: keys at its
 // segment's positions 0 .. fill-1 (the window) and fill .. (the chunk), its queries at fill ..
 static void attention(struct step_ctx *x, const struct asr_layer *L, struct pool_layer *pl, const struct tables *tb,
-                      int64_t B, const be_tensor *r) {
+                      const be_tensor *r) {
     struct asr_stream_pool *p = x->p;
     const int64_t N = x->N, D = x->D;
     be_tensor h = tmp(x, p->t.norm, N, D), q = tmp(x, p->t.q, N, D), o = tmp(x, p->t.att, N, D);
@@ -408,7 +408,6 @@ static void attention(struct step_ctx *x, const struct asr_layer *L, struct pool
                        .y = o, .heads = x->c->n_heads, .n_valid = pl->k.ne[0], .chunk = p->g.chunk,
                        .left_chunks = p->g.left / p->g.chunk, .seg = tb->seg, .seg_max = p->g.left + p->g.chunk,
                        .q_pos = tb->q_pos, .f16 = p->m->precision == VKASR_PRECISION_F16});
-    (void)B;
     linear(x, &o, &L->wo, &L->bo, r, r, ACT_NONE, 1.0f);
 }
 
@@ -623,7 +622,7 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         struct pool_layer *ply = &p->layers[l];
         uint64_t lm = be_mark(be);
         feed_forward(&x, &r, &L->ff1_norm_w, &L->ff1_norm_b, &L->ff1_w1, &L->ff1_b1, &L->ff1_w2, &L->ff1_b2);
-        attention(&x, L, ply, &tb, B, &r);
+        attention(&x, L, ply, &tb, &r);
         conv_module(&x, L, ply, &tb, B, &r);
         feed_forward(&x, &r, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
         layernorm(&x, &r, &L->out_norm_w, &L->out_norm_b, &r);
