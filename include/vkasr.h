@@ -589,8 +589,20 @@ VKASR_API vkasr_status vkasr_transcribe_batch(vkasr_session *session, const vkas
  * A stream transcribes audio pushed as it arrives (a microphone, a call) and reports final text, which
  * will not change, and partial text, which may, within about a second.
  *
- * How. Parakeet models attend to the whole input, so a stream transcribes overlapping windows of the
- * audio received so far (NeMo's buffered inference), one per hop of new audio:
+ * How, cache-aware streaming models (NVIDIA's chunked_limited ones, e.g. nemotron-speech-streaming):
+ * the stream runs the model's streaming session, one encoder step per chunk of (R+1) x 80 ms against
+ * per-layer caches on the device, each frame computed once and equal to the offline run's;
+ * vkasr_model_params.lookahead_ms picks the trained chunk, and hop, left and right contexts and
+ * catch_up do not apply. A frame's tokens come at most a chunk plus 16 ms after its audio, plus
+ * compute; a word is final once the next word begins (or the stream finishes), the word in progress
+ * is the partial text. All streams of one model (each on its own session) share the model's stream
+ * caches on its device and advance together: a step runs every stream that has a whole chunk, so a
+ * server gets one batched step per chunk period however many streams it holds. The caches are made in
+ * pools of 1, 4, 16, ... streams as streams arrive and stay until vkasr_model_free(). stats.windows
+ * counts the stream's steps.
+ *
+ * How, every other Parakeet model: it attends to the whole input, so a stream transcribes overlapping
+ * windows of the audio received so far (NeMo's buffered inference), one per hop of new audio:
  *
  *     |<---- left context ---->|<-- not yet final, about one hop -->|<-- right context -->|
  *                                                                   ^ horizon
@@ -605,8 +617,8 @@ VKASR_API vkasr_status vkasr_transcribe_batch(vkasr_session *session, const vkas
  * (default) lets the next window take all the audio that arrived meanwhile, up to 16 hops; a device
  * slower than real time falls behind regardless.
  *
- * Threads. vkasr_stream_create() starts the stream's worker thread, which runs every window and calls
- * every callback; vkasr_stream_finish() waits for it. vkasr_stream_push() and vkasr_stream_cancel() may
+ * Threads. vkasr_stream_create() starts the stream's worker thread, which runs every window (for a
+ * cache-aware model, steps that may advance other streams of the model too) and calls every callback; vkasr_stream_finish() waits for it. vkasr_stream_push() and vkasr_stream_cancel() may
  * be called from any thread, concurrently, also from a callback; push copies the samples and returns at
  * once. The session belongs to the stream until vkasr_stream_free() (other calls on it fail with
  * VKASR_ERR_INVALID_ARG); the model may still serve other sessions. Callbacks must not call

@@ -99,9 +99,11 @@ vec4 load4(uint64_t base, uint64_t off, bool h16) {
 void main() {
     const uint dk = pc.dk;
     const uint64_t D = uint64_t(pc.D);
-    const uint i = pc.flags + gl_GlobalInvocationID.x, pi = pc.q0 + i; // row of q, its position
+    const uint i = pc.flags + gl_GlobalInvocationID.x; // row of q
     if (i >= pc.Tq)
         return;
+    // its position (a table's: clamped below 2^30 like every position the host passes)
+    const uint pi = pc.qpos != 0ul ? uint(clamp(LOADL(pc.qpos, i), 0l, int64_t(0x3fffffff))) : pc.q0 + i;
     for (uint h = gl_WorkGroupID.y; h < ATT_H; h += gl_NumWorkGroups.y) {
         const uint64_t hc = uint64_t(h) * dk;
         const uint64_t yo = uint64_t(i) * D + hc;

@@ -13,8 +13,10 @@ from ._transcript import Segment, Word
 
 
 class Stream:
-    """Live transcription on a model (Model.stream()). The stream runs overlapping windows over the audio
-    received so far on its own worker thread; words that will not change are final, and a segment (a
+    """Live transcription on a model (Model.stream()). A cache-aware streaming model advances its
+    streaming session a chunk at a time (each frame computed once, streams of one model batched
+    together); any other model runs overlapping windows over the audio received so far. Either way the
+    work happens on the stream's worker thread; words that will not change are final, and a segment (a
     caption line: a sentence, or speech up to a pause of 1 s) ends after them.
 
         with model.stream() as s:

@@ -33,6 +33,7 @@ layout(push_constant) uniform PC {
     uint64_t seg;     // I64 [nseg + 1]: the segments' start positions, a leading 0, the total last
     uint chunk;       // the chunked_limited mask (ops.h): chunks of this many positions; 0: off
     uint lchunks;     // ... the chunks before its own a query sees
+    uint64_t qpos;    // I64 [Tq]: each query row's position (0: q0 + row); attention_rows.comp only
 } pc;
 #define ATT_H (pc.D / pc.dk)            // heads
 #define ATT_CENTER ((pc.P - 1u) / 2u)   // p's row of relative position 0 (P is odd)

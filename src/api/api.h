@@ -8,6 +8,7 @@
 #include "asr/transcript.h"
 #include "vkasr_debug.h"
 
+#include <pthread.h>
 #include <string.h>
 
 /* Copies the fields a caller's (possibly older, smaller) struct provides over the defaults. */
@@ -27,12 +28,18 @@ static inline int api_model_head(vkasr_decoder d) {
            : d == VKASR_DECODER_RNNT ? VKASR_HEAD_RNNT : d == VKASR_DECODER_CTC ? VKASR_HEAD_CTC : -2;
 }
 
+struct stream_pools;
 struct vkasr_model {
     struct logger log;
     struct be_device *dev;
     struct asr_model *am;
     vkasr_model_info info;
+    /* The caches of the model's cache-aware streams (stream.c): made with the first, shared by all */
+    pthread_mutex_t pools_lock;
+    struct stream_pools *pools;
 };
+/* Frees the model's stream pools (its streams are gone). */
+void api_stream_pools_free(vkasr_model *m);
 
 struct vkasr_result {
     struct transcript tr;

@@ -1,6 +1,8 @@
 /* stream.c — live transcription (vkasr_stream_*): pushed audio is queued under a lock, a worker thread
- * owned by the stream transcribes overlapping windows of it with the session (asr_run), merges their
- * hypotheses by word frames (asr/merge.c) and calls the final and partial callbacks. */
+ * owned by the stream transcribes it with the session and calls the final and partial callbacks. A
+ * cache-aware model advances its streaming session (asr/stream.h) one chunk at a time, each frame
+ * computed once; any other model transcribes overlapping windows (asr_run) merged by word frames
+ * (asr/merge.c). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,6 +11,7 @@
 
 #include "api/api.h"
 #include "asr/merge.h"
+#include "asr/stream.h"
 #include "audio/audio.h"
 #include "common/clock.h"
 
@@ -37,7 +40,19 @@ struct vkasr_stream {
     pthread_mutex_t join_lock;       /* finish and free may race from several threads: one joins  */
     bool joined;
 
+    /* A cache-aware model's stream (NULL: the window path), in a pool of the model's (stream_pools);
+     * cas, sout, step_err and the member list under the pools' lock. */
+    struct asr_stream_pool *pool;
+    struct asr_stream *cas;
+    struct asr_output sout;          /* tokens its steps made, not yet taken by its worker            */
+    vkasr_status step_st;            /* a failed step's status and message                            */
+    struct err step_err;
+    bool stepped;                    /* under `lock`: another stream's worker ran a step of it       */
+
     /* The worker's own state. */
+    struct asr_output pend;          /* its tokens not yet delivered as final                         */
+    float *cwin;                     /* the samples it is handed                                      */
+    size_t cwin_cap;
     struct merge_state merge;
     int64_t horizon;                 /* frames: the horizon of the last window                       */
     float *win;                      /* the window's samples                                          */
@@ -268,10 +283,235 @@ static vkasr_status grow(float **p, size_t *cap, size_t need) {
     return VKASR_OK;
 }
 
+/* ---- the cache-aware session ------------------------------------------------------------------ */
+
+/* Delivers the words of the undelivered tokens that are complete: all but the last (the next word's
+ * first token ends a word), every one when `last`; the rest goes to the partial callback. */
+static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
+    struct window_hyp h = {0};
+    h.out = s->pend; /* borrowed: handed back below */
+    vkasr_status st = hyp_words(s, &h, e);
+    size_t nfinal = last ? h.tr.nwords : h.tr.nwords > 0 ? h.tr.nwords - 1 : 0;
+    const int64_t horizon = asr_stream_frames(s->cas);
+    if (st == VKASR_OK)
+        st = deliver_finals(s, &h, 0, nfinal, horizon, last, audio_end, e);
+    if (st == VKASR_OK)
+        st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
+    size_t drop = last ? s->pend.ntokens : nfinal < h.tr.nwords ? h.tr.words[nfinal].first_token : s->pend.ntokens;
+    if (st == VKASR_OK && drop > 0) {
+        memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
+        s->pend.ntokens -= drop;
+    }
+    h.out = (struct asr_output){0};
+    hyp_free(&h);
+    return st;
+}
+
+/* The cache-aware streams of one model advance together: their caches live in pools of slots
+ * (asr/stream.h) on one backend of the model's device, made with the first stream and shared by every
+ * later one (pools of 1, 4, 16, ... slots, a new one when all are full). Each stream's worker computes
+ * its own mel frames, then runs one step of its pool over every stream of it that is ready, its own
+ * and others' alike, and hands the others their tokens (they deliver them on their own threads); the
+ * pools' lock makes the backend one thread's at a time. */
+struct stream_pools {
+    struct backend *be;
+    struct asr_stream_pool *pool[16];
+    int npool;
+    struct vkasr_stream **member;    /* the streams, any pool                                         */
+    size_t nmember, capmember;
+};
+
+void api_stream_pools_free(vkasr_model *m) {
+    struct stream_pools *sp = m->pools;
+    if (!sp)
+        return;
+    for (int i = sp->npool - 1; i >= 0; i--) /* the scratch stack: the last made first */
+        asr_stream_pool_free(sp->pool[i]);
+    be_backend_destroy(sp->be);
+    free(sp->member);
+    free(sp);
+    m->pools = NULL;
+}
+
+/* Joins s to a pool of its model (the pools' lock held). */
+static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
+    vkasr_model *m = s->session->model;
+    if (!m->pools) {
+        struct stream_pools *sp = calloc(1, sizeof *sp);
+        if (!sp)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        vkasr_status st = be_backend_create(m->dev, &sp->be, e);
+        if (st != VKASR_OK) {
+            free(sp);
+            return st;
+        }
+        m->pools = sp;
+    }
+    struct stream_pools *sp = m->pools;
+    if (sp->nmember == sp->capmember) {
+        size_t cap = sp->capmember ? 2 * sp->capmember : 16;
+        struct vkasr_stream **nm = realloc(sp->member, cap * sizeof *nm);
+        if (!nm)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        sp->member = nm;
+        sp->capmember = cap;
+    }
+    int i = 0;
+    while (i < sp->npool && asr_stream_pool_free_slots(sp->pool[i]) == 0)
+        i++;
+    if (i == sp->npool) {
+        if (sp->npool == (int)(sizeof sp->pool / sizeof *sp->pool))
+            return err_set(e, VKASR_ERR_DEVICE_MEMORY, "live stream: the model's stream pools are full");
+        TRY(asr_stream_pool_create(m->am, sp->be, (int64_t)1 << (2 * sp->npool), 0, &sp->pool[sp->npool], e));
+        sp->npool++;
+    }
+    struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step};
+    TRY(asr_stream_create(sp->pool[i], &o, &s->cas, e));
+    s->pool = sp->pool[i];
+    sp->member[sp->nmember++] = s;
+    return VKASR_OK;
+}
+
+/* Takes s out of its pool (the pools' lock held). */
+static void pools_leave(struct vkasr_stream *s) {
+    struct stream_pools *sp = s->session->model->pools;
+    for (size_t i = 0; sp && i < sp->nmember; i++)
+        if (sp->member[i] == s) {
+            sp->member[i] = sp->member[--sp->nmember];
+            break;
+        }
+    asr_stream_free(s->cas);
+    s->cas = NULL;
+}
+
+/* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
+ * its sout, and the others' workers are told. */
+static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
+    struct stream_pools *sp = s->session->model->pools;
+    struct asr_stream **ready = malloc(sp->nmember * sizeof *ready);
+    struct asr_output **out = malloc(sp->nmember * sizeof *out);
+    struct vkasr_stream **who = malloc(sp->nmember * sizeof *who);
+    int64_t n = 0;
+    vkasr_status st = ready && out && who ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (size_t i = 0; st == VKASR_OK && i < sp->nmember; i++) {
+        struct vkasr_stream *o = sp->member[i];
+        if (o->pool == s->pool && o->step_st == VKASR_OK && asr_stream_ready(o->cas)) {
+            ready[n] = o->cas;
+            out[n] = &o->sout;
+            who[n++] = o;
+        }
+    }
+    if (st == VKASR_OK && n > 0)
+        st = asr_stream_step(s->pool, ready, n, out, e);
+    for (int64_t i = 0; i < n; i++) {
+        struct vkasr_stream *o = who[i];
+        if (st != VKASR_OK && o != s) {
+            o->step_st = st;
+            o->step_err = *e;
+        }
+        if (o != s) {
+            pthread_mutex_lock(&o->lock);
+            o->stepped = true;
+            pthread_cond_signal(&o->wake);
+            pthread_mutex_unlock(&o->lock);
+        }
+    }
+    free(ready);
+    free(out);
+    free(who);
+    return st;
+}
+
+/* The worker of a cache-aware stream: its mel frames as audio arrives, steps of its pool (its frames
+ * and any other ready stream's, computed once each), the new words delivered after each. */
+static void cached_worker(struct vkasr_stream *s) {
+    vkasr_model *m = s->session->model;
+    bool fed_last = false;
+    for (;;) {
+        int64_t total = s->base + (int64_t)s->n;
+        while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !s->finishing && !s->stepped &&
+               total < asr_stream_samples_needed(s->cas)) {
+            pthread_cond_wait(&s->wake, &s->lock);
+            total = s->base + (int64_t)s->n;
+        }
+        if (s->status != VKASR_OK || atomic_load(&s->cancel))
+            break;
+        const bool last = s->finishing;
+        s->stepped = false;
+        int64_t from = asr_stream_keep_from(s->cas);
+        if (from < s->base) /* cannot happen: keep_from trails the session; stay safe */
+            from = s->base;
+        size_t n = (size_t)(total - from);
+        vkasr_status st = grow(&s->cwin, &s->cwin_cap, n ? n : 1);
+        if (st == VKASR_OK && n)
+            memcpy(s->cwin, s->buf + (from - s->base), n * sizeof *s->cwin);
+        pthread_mutex_unlock(&s->lock);
+
+        const double t0 = clock_ms();
+        int64_t steps0 = 0, frames = 0, keep = 0; /* the stream's steps and frames so far */
+        bool done = false;
+        if (st != VKASR_OK)
+            err_set(&s->werr, st, "live stream: out of host memory for %zu samples", n);
+        pthread_mutex_lock(&m->pools_lock);
+        if (st == VKASR_OK && !fed_last && (total >= asr_stream_samples_needed(s->cas) || last)) {
+            st = asr_stream_feed(s->cas, s->cwin, from, total, last, &s->werr);
+            fed_last = last;
+        }
+        while (st == VKASR_OK && s->step_st == VKASR_OK && asr_stream_ready(s->cas))
+            st = pools_step(s, &s->werr);
+        if (st == VKASR_OK && s->step_st != VKASR_OK) {
+            st = s->step_st;
+            s->werr = s->step_err;
+        }
+        // the tokens this stream's steps made, its own or another worker's
+        if (st == VKASR_OK && s->pend.ntokens + s->sout.ntokens > s->pend.captokens) {
+            size_t cap = 2 * (s->pend.ntokens + s->sout.ntokens);
+            struct asr_token *nt = realloc(s->pend.tokens, cap * sizeof *nt);
+            if (!nt)
+                st = err_set(&s->werr, VKASR_ERR_NO_MEMORY, "out of host memory");
+            else {
+                s->pend.tokens = nt;
+                s->pend.captokens = cap;
+            }
+        }
+        if (st == VKASR_OK && s->sout.ntokens) {
+            memcpy(s->pend.tokens + s->pend.ntokens, s->sout.tokens, s->sout.ntokens * sizeof *s->sout.tokens);
+            s->pend.ntokens += s->sout.ntokens;
+        }
+        const bool news = s->sout.ntokens > 0;
+        s->sout.ntokens = 0;
+        frames = asr_stream_frames(s->cas);
+        steps0 = asr_stream_steps(s->cas);
+        keep = asr_stream_keep_from(s->cas);
+        done = asr_stream_done(s->cas);
+        pthread_mutex_unlock(&m->pools_lock);
+        if (st == VKASR_OK && (news || (last && done)))
+            st = deliver_cached(s, last && done, (double)total / VKASR_SAMPLE_RATE, &s->werr);
+        const double dt = (clock_ms() - t0) * 1e-3;
+
+        pthread_mutex_lock(&s->lock);
+        s->stats.windows = (uint64_t)steps0;
+        s->stats.window_seconds = (double)frames * s->frame_s;
+        s->stats.compute_seconds += dt;
+        s->stats.final_seconds = last && done ? (double)total / VKASR_SAMPLE_RATE : (double)frames * s->frame_s;
+        if (keep > s->keep_from)
+            s->keep_from = keep;
+        if (st != VKASR_OK) {
+            s->status = st;
+            s->err = s->werr;
+            break;
+        }
+        if (last && done)
+            break;
+    }
+}
+
 static void *worker_main(void *arg) {
     struct vkasr_stream *s = arg;
     pthread_mutex_lock(&s->lock);
-    for (;;) {
+    if (s->cas)
+        cached_worker(s);
+    for (; !s->cas;) {
         int64_t horizon = 0;
         bool last = false;
         while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !next_window(s, &horizon, &last))
@@ -334,6 +574,15 @@ static void *worker_main(void *arg) {
 
 /* ---- the public calls ----------------------------------------------------------------------------- */
 
+/* Gives a cache-aware stream's slot back. */
+static void leave(struct vkasr_stream *s) {
+    if (!s->cas)
+        return;
+    pthread_mutex_lock(&s->session->model->pools_lock);
+    pools_leave(s);
+    pthread_mutex_unlock(&s->session->model->pools_lock);
+}
+
 static vkasr_status fail_create(struct err *e, vkasr_error *error, vkasr_status st) {
     err_export(e, error);
     return st;
@@ -374,18 +623,30 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
     s->right = (int64_t)llround(p.right_context_seconds / frame_s);
     merge_init(&s->merge);
     atomic_init(&s->cancel, false);
+    if (c->n_ctx > 0) { /* a cache-aware model: a slot in its pools, each frame computed once */
+        pthread_mutex_lock(&session->model->pools_lock);
+        vkasr_status st = pools_join(s, &e);
+        pthread_mutex_unlock(&session->model->pools_lock);
+        if (st != VKASR_OK) {
+            free(s);
+            return fail_create(&e, error, st);
+        }
+    }
     if (pthread_mutex_init(&s->lock, NULL) != 0) {
+        leave(s);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
     if (pthread_cond_init(&s->wake, NULL) != 0) {
         pthread_mutex_destroy(&s->lock);
+        leave(s);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
     }
     if (pthread_mutex_init(&s->join_lock, NULL) != 0) {
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
+        leave(s);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
     }
@@ -393,6 +654,7 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
         pthread_mutex_destroy(&s->join_lock);
         pthread_cond_destroy(&s->wake);
         pthread_mutex_destroy(&s->lock);
+        leave(s);
         free(s);
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread"));
     }
@@ -509,6 +771,10 @@ void vkasr_stream_free(vkasr_stream *s) {
     vkasr_stream_cancel(s);
     join_worker(s);
     s->session->stream = NULL;
+    leave(s);
+    asr_output_free(&s->pend);
+    asr_output_free(&s->sout);
+    free(s->cwin);
     audio_conv_free(s->conv);
     pthread_mutex_destroy(&s->join_lock);
     pthread_cond_destroy(&s->wake);

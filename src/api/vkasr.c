@@ -126,6 +126,7 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
         return e.code;
     }
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
+    pthread_mutex_init(&m->pools_lock, NULL);
     struct model_file *mf = NULL;
     vkasr_status st = model_open_head(path, api_model_head(p.decoder), &mf, &e);
     if (st == VKASR_OK)
@@ -170,6 +171,8 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
 void vkasr_model_free(vkasr_model *m) {
     if (!m)
         return;
+    api_stream_pools_free(m);
+    pthread_mutex_destroy(&m->pools_lock);
     asr_model_free(m->am);
     be_device_close(m->dev);
     free(m);

@@ -272,6 +272,33 @@ static vkasr_status v_permute(struct vctx *c, const struct op_permute *a) {
     return VKASR_OK;
 }
 
+static vkasr_status v_copy_rows(struct vctx *c, const struct op_copy_rows *a) {
+    if (a->x.nd != 2 || a->y.nd != 2 || a->x.type != a->y.type || a->x.ne[1] != a->y.ne[1])
+        return bad(c, "y", &a->y, "must be 2-D of x's type and row width");
+    if (a->x.type != BE_F32 && a->x.type != BE_F16 && a->x.type != BE_I32)
+        return bad(c, "x", &a->x, "must be f32, f16 or i32");
+    if ((a->x.ne[1] * (int64_t)be_dtype_size(a->x.type)) % 4 != 0 || a->x.addr % 4 != 0 || a->y.addr % 4 != 0)
+        return bad(c, "x", &a->x, "rows must be whole 4-byte words, 4-byte aligned");
+    if (a->n < 0 || a->n > ((int64_t)1 << 40))
+        return bad(c, "n", NULL, "out of range");
+    if (present(&a->src)) {
+        TRY(need(c, "src", &a->src, 1, BE_I64));
+        if (a->src.ne[0] < a->n)
+            return bad(c, "src", &a->src, "shorter than n");
+    }
+    if (present(&a->dst)) {
+        TRY(need(c, "dst", &a->dst, 1, BE_I64));
+        if (a->dst.ne[0] < a->n)
+            return bad(c, "dst", &a->dst, "shorter than n");
+        TRY(no_overlap(c, &a->y, &a->dst, "dst"));
+    }
+    if (present(&a->src))
+        TRY(no_overlap(c, &a->y, &a->src, "src"));
+    if (a->x.addr != a->y.addr || a->x.ne[0] != a->y.ne[0])
+        TRY(no_overlap(c, &a->y, &a->x, "x"));
+    return VKASR_OK;
+}
+
 static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
     TRY(need_float(c, "y", &a->y, 2));
@@ -469,9 +496,18 @@ static vkasr_status v_relpos_attention(struct vctx *c, const struct op_relpos_at
         return bad(c, "chunk/left_chunks", NULL, "out of range (0 .. 2^30)");
     if (a->chunk > 0 && a->window > 0)
         return bad(c, "chunk", NULL, "the chunked mask and a local window exclude each other");
+    if (present(&a->q_pos)) { /* positions from a table: the segments bound the distances */
+        TRY(need(c, "q_pos", &a->q_pos, 1, BE_I64));
+        TRY(need_dims(c, "q_pos", &a->q_pos, Tq, 0));
+        if (!present(&a->seg))
+            return bad(c, "q_pos", &a->q_pos, "needs seg (the segments bound the positions p covers)");
+        if (2 * a->seg_max - 1 > a->p.ne[0])
+            return bad(c, "p", &a->p, "too few position rows for the longest segment (2 seg_max - 1)");
+        TRY(no_overlap(c, &a->y, &a->q_pos, "q_pos"));
+    }
     /* valid query positions [qa, qb) must be keys too; scored relative positions need a row of p */
     int64_t qa = a->q_pos0, qb = a->q_pos0 + Tq < a->n_valid ? a->q_pos0 + Tq : a->n_valid;
-    if (qa < qb) {
+    if (qa < qb && !present(&a->q_pos)) {
         if (qa < a->k_pos0 || qb > a->k_pos0 + Tk)
             return bad(c, "k", &a->k, "must hold every valid query position (q_pos0 .. min(q_pos0+Tq, n_valid)-1)");
         int64_t kb = a->k_pos0 + Tk < a->n_valid ? a->k_pos0 + Tk : a->n_valid;

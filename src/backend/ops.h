@@ -198,6 +198,22 @@ struct op_relpos_attention {
      * exactly as a call on that segment alone; seg_max (the longest) bounds the positions p covers. */
     be_tensor seg;
     int64_t seg_max;
+    /* Queries at given positions (optional, I64 [Tq], with seg; positions < 2^30): query row r is at
+     * position q_pos[r] instead of q_pos0 + r. The streaming session's form: each stream's segment of
+     * keys is [its cache | its chunk], its chunk's queries the last rows of it, so every stream of a
+     * batch attends to its own keys in one call. The caller keeps each query's position inside k and
+     * its segment no longer than seg_max (not checked: the table is on the device). */
+    be_tensor q_pos;
+};
+
+/* Row copies (gather and scatter): y row dst[r] = x row src[r] for r < n; src and dst I64 [n],
+ * optional (absent: the identity r). x [Rx, W] and y [Ry, W] of one type (F32, F16 or I32), rows of a
+ * whole number of 4-byte words, 4-byte aligned. A pair whose index lies outside x's or y's rows is
+ * skipped. x and y may be the same tensor when no pair's destination row is another pair's source;
+ * destination rows must be distinct. */
+struct op_copy_rows {
+    be_tensor x, y, src, dst;
+    int64_t n;
 };
 
 /* ---- decoder ---------------------------------------------------------------------------------- */
@@ -342,6 +358,7 @@ struct op_feature_norm {
     X(dwconv2d_s2)                                                                                     \
     X(dwconv1d)                                                                                        \
     X(relpos_attention)                                                                                \
+    X(copy_rows)                                                                                       \
     X(lstm_step)                                                                                       \
     X(search_joint)                                                                                    \
     X(search_step)                                                                                     \

@@ -100,7 +100,7 @@ static const struct cli_opt shared_opts[] = {
      .help_for = {[CMD_CONVERT] = "the head to write: a GGUF file holds one, so a hybrid .nemo\n"
                                   "converts its transducer (auto) or, with ctc, its CTC head"}},
     {.names = "--lookahead", .meta = "MS", .kind = ARG_VALUE, .field = COMMON(lookahead_ms), .parse = arg_lookahead,
-     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_SERVE) | CMD_BIT(CMD_BENCH),
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_SERVE) | CMD_BIT(CMD_BENCH),
      .help = "cache-aware streaming models (NVIDIA's chunked_limited ones): the\n"
              "trained attention context to run, by its lookahead (right + 1) x 80\n"
              "ms, e.g. 80, 160, 560 or 1120; default: the model's first. A value\n"

@@ -35,7 +35,10 @@ static void intro(FILE *f) {
           "recognised (words still open to change dimmed) and rewritten until it is final.\n"
           "Without -m (and without $VKASR_MODEL), live runs the cache-aware streaming default model\n"
           "vkasr-rnnt-stream-tiny-en.gguf (English, synthetic speech only; its first trained lookahead,\n"
-          "640 ms), else the default model.\n",
+          "640 ms), else the default model.\n"
+          "A cache-aware streaming model (NVIDIA's chunked_limited ones) computes each frame once, a\n"
+          "chunk at a time: --lookahead chooses its latency, --hop, --left and --right do not apply,\n"
+          "and a word is final once the next one begins (docs/live.md).\n",
           f);
 }
 

@@ -50,7 +50,8 @@ static bool reference_form(enum op_id id, const void *a) {
     case OP_conv2d_s2: return ((const struct op_conv2d_s2 *)a)->causal;
     case OP_dwconv2d_s2: return ((const struct op_dwconv2d_s2 *)a)->causal;
     case OP_dwconv1d: return ((const struct op_dwconv1d *)a)->causal;
-    case OP_relpos_attention: return ((const struct op_relpos_attention *)a)->chunk > 0;
+    case OP_relpos_attention:
+        return ((const struct op_relpos_attention *)a)->chunk > 0 || ((const struct op_relpos_attention *)a)->q_pos.addr;
     default: return false;
     }
 }

@@ -518,6 +518,9 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
                        "op relpos_attention: head width dk = %lld is not supported (at most 256)", (long long)dk);
     if (Tq == 0)
         return VKASR_OK;
+    if (a->q_pos.addr) /* the streaming session's batches run on the Vulkan and reference backends */
+        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
+                       "op relpos_attention: query positions from a table (q_pos) are not implemented on CUDA");
     att_args args;
     args.q = cu_ptr<void>(a->q);
     args.k = cu_ptr<void>(a->k);

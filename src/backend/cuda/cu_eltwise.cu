@@ -187,6 +187,27 @@ vkasr_status cu_op_permute(struct cu_backend *b, const struct op_permute *a) {
     return VKASR_OK;
 }
 
+/* copy_rows: one thread per 32-bit word of a pair's row; pairs outside x's or y's rows skipped. */
+static __global__ void copy_rows_kernel(const uint32_t *x, uint32_t *y, const int64_t *src, const int64_t *dst,
+                                        int64_t n, int64_t rx, int64_t ry, int64_t wpr) {
+    CU_GRID_STRIDE(i, n * wpr) {
+        int64_t r = i / wpr, w = i - r * wpr, s = src ? src[r] : r, d = dst ? dst[r] : r;
+        if (s >= 0 && d >= 0 && s < rx && d < ry)
+            y[d * wpr + w] = x[s * wpr + w];
+    }
+}
+
+vkasr_status cu_op_copy_rows(struct cu_backend *b, const struct op_copy_rows *a) {
+    const int64_t wpr = a->x.ne[1] * (int64_t)be_dtype_size(a->x.type) / 4;
+    if (a->n == 0 || wpr == 0)
+        return VKASR_OK;
+    copy_rows_kernel<<<cu_grid(b, (uint64_t)(a->n * wpr), EW_THREADS), EW_THREADS, 0, b->stream>>>(
+        cu_ptr<uint32_t>(a->x), cu_ptr<uint32_t>(a->y), a->src.addr ? cu_ptr<int64_t>(a->src) : NULL,
+        a->dst.addr ? cu_ptr<int64_t>(a->dst) : NULL, a->n, a->x.ne[0], a->y.ne[0], wpr);
+    CU_LAUNCHED(b);
+    return VKASR_OK;
+}
+
 /* posenc: one thread per (row, pair); sin and cos of the float argument in double, rounded once, as the
  * reference does. */
 static __global__ void posenc_kernel(const float *w, float *y, int64_t half, int64_t pairs, int64_t r0) {

@@ -34,7 +34,7 @@ vkasr_status ref_relpos_attention(struct backend *b, const struct op_relpos_atte
     double scale = 1.0 / sqrt((double)dk);
     for (int64_t h = 0; h < H; h++)
         for (int64_t li = 0; li < Tq; li++) {
-            const int64_t i = a->q_pos0 + li, yo = li * D + h * dk; /* position, output offset */
+            const int64_t i = a->q_pos.addr ? ref_i64(&a->q_pos)[li] : a->q_pos0 + li, yo = li * D + h * dk;
             if (i >= a->n_valid) {
                 for (int64_t d = 0; d < dk; d++)
                     put(&a->y, yo + d, 0.0);

@@ -118,6 +118,20 @@ vkasr_status ref_permute(struct backend *b, const struct op_permute *a) {
     return VKASR_OK;
 }
 
+vkasr_status ref_copy_rows(struct backend *b, const struct op_copy_rows *a) {
+    (void)b;
+    const size_t row = (size_t)a->x.ne[1] * be_dtype_size(a->x.type);
+    const int64_t *src = a->src.addr ? ref_i64(&a->src) : NULL, *dst = a->dst.addr ? ref_i64(&a->dst) : NULL;
+    for (int64_t r = 0; r < a->n; r++) {
+        const int64_t s = src ? src[r] : r, d = dst ? dst[r] : r;
+        if (s < 0 || d < 0 || s >= a->x.ne[0] || d >= a->y.ne[0])
+            continue;
+        memmove((char *)(uintptr_t)a->y.addr + (size_t)d * row, (const char *)(uintptr_t)a->x.addr + (size_t)s * row,
+                row);
+    }
+    return VKASR_OK;
+}
+
 /* sin and cos of the float argument in double, rounded once (PE(-r) = (-sin, cos): fl32 rounding is
  * symmetric). */
 vkasr_status ref_posenc(struct backend *b, const struct op_posenc *a) {

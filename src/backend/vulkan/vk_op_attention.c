@@ -16,6 +16,7 @@ struct pc_attention {
     uint32_t flags, nseg;
     uint64_t seg;
     uint32_t chunk, lchunks; /* the chunked_limited mask (chunk 0: off) */
+    uint64_t qpos;           /* query positions from a table (attention_rows.comp only) */
 };
 _Static_assert(sizeof(struct pc_attention) <= VK_PUSH_CONSTANT_BYTES,
                "mirror of shaders/common/attention.glsl's push constants, within the guaranteed 128 bytes");
@@ -196,12 +197,14 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
                            (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
     }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
-    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v, &a->seg};
-    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v", "seg"};
+    const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v, &a->seg, &a->q_pos};
+    static const char *const in_name[] = {"q", "k", "v", "p", "bias_u", "bias_v", "seg", "q_pos"};
     const int nin = a->seg.addr ? 7 : 6;
     for (int i = 0; i < nin; i++)
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
+    if (a->q_pos.addr && cfg->kind != VK_ATT_ROWS)
+        return err_set(e, VKASR_ERR_UNSUPPORTED, "relpos_attention: query positions from a table need the rows kernel");
 
     /* window 0 (full) and windows wider than the positions in play are the same band. */
     int64_t span = a->q_pos0 + Tq > a->k_pos0 + Tk ? a->q_pos0 + Tq : a->k_pos0 + Tk;
@@ -235,6 +238,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .seg = a->seg.addr,
         .chunk = (uint32_t)a->chunk,
         .lchunks = (uint32_t)(a->left_chunks < span ? a->left_chunks : span),
+        .qpos = a->q_pos.addr,
     };
     /* Spec 1: the scalar kernel's number of 32-wide dk chunks of output registers; attention_rows'
      * head width when its loops over it must be unrolled, else 0; the tensor-core kernels take none.
@@ -243,9 +247,11 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     uint32_t spec[8] = {cfg->wg, cfg->kind == VK_ATT_ROWS ? (unroll ? (uint32_t)dk : 0u) : (uint32_t)((dk + 31) / 32),
                         vec4 ? 1u : 0u, pc.chunk != 0u ? 1u : 0u, 0, 0, 0, types};
     uint64_t qblocks = ((uint64_t)Tq + cfg->bq - 1) / cfg->bq;
-    struct vk_range rd[7], wr[1] = {vk_tensor_range(&a->y)};
+    struct vk_range rd[8], wr[1] = {vk_tensor_range(&a->y)};
     for (int i = 0; i < nin; i++)
         rd[i] = vk_tensor_range(in[i]);
+    if (a->q_pos.addr)
+        rd[nin] = vk_tensor_range(&a->q_pos);
     struct vk_dispatch dp = {
         .name = cfg->prof,
         .spv = types ? cfg->spv_h : cfg->spv,
@@ -255,7 +261,7 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .pc_size = sizeof pc,
         .groups = {vk_groups_dim(d, 0, qblocks, 1), vk_groups_dim(d, 1, (uint64_t)H, 1), 1},
         .reads = rd,
-        .nreads = nin,
+        .nreads = (uint32_t)(nin + (a->q_pos.addr ? 1 : 0)),
         .writes = wr,
         .nwrites = 1,
     };
@@ -278,7 +284,9 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
         b->att_force = vk_att_override(&b->d->caps, b->d->base.log);
         b->att_force_read = true;
     }
-    const struct vk_att_cfg *cfg = vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
+    /* query positions from a table (the streaming session's batches): the rows kernel, which takes a
+     * position per row; its keys per row are the chunked mask's few */
+    const struct vk_att_cfg *cfg = a->q_pos.addr ? vk_att_find("rows") : vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
     if (!cfg) {
         const struct vk_att_cfg *s = vk_att_find("scalar");
         if (dk > (int64_t)s->max_dk)

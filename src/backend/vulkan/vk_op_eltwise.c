@@ -234,3 +234,39 @@ vkasr_status vk_op_permute(struct vk_backend *b, const struct op_permute *a) {
         pc.xst[lead + d] = xs[a->perm[d]];
     return layout_record(b, "permute", SPV_permute, &pc, sizeof pc, &a->x, &a->y);
 }
+
+/* ---- row copies (copy_rows.comp) ---------------------------------------------------------------- */
+
+struct pc_copy_rows {
+    uint64_t x, y, src, dst, n, rx, ry, wpr;
+};
+_Static_assert(sizeof(struct pc_copy_rows) == 64, "mirror of copy_rows.comp push constants");
+
+vkasr_status vk_op_copy_rows(struct vk_backend *b, const struct op_copy_rows *a) {
+    const uint64_t wpr = (uint64_t)a->x.ne[1] * be_dtype_size(a->x.type) / 4;
+    if (a->n == 0 || wpr == 0)
+        return VKASR_OK;
+    struct pc_copy_rows pc = {.x = a->x.addr, .y = a->y.addr, .src = a->src.addr, .dst = a->dst.addr,
+                              .n = (uint64_t)a->n, .rx = (uint64_t)a->x.ne[0], .ry = (uint64_t)a->y.ne[0],
+                              .wpr = wpr};
+    uint32_t wg = vk_wg_size(b->d);
+    struct vk_range rd[3] = {vk_tensor_range(&a->x)}, wr = vk_tensor_range(&a->y);
+    uint32_t nrd = 1;
+    if (a->src.addr)
+        rd[nrd++] = vk_tensor_range(&a->src);
+    if (a->dst.addr)
+        rd[nrd++] = vk_tensor_range(&a->dst);
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = "copy_rows",
+                            .spv = SPV_copy_rows,
+                            .spec = &wg,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_x(b->d, (uint64_t)a->n * wpr, wg), 1, 1},
+                            .reads = rd,
+                            .nreads = nrd,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}

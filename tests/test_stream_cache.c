@@ -1,0 +1,496 @@
+/* test_stream_cache.c — the cache-aware streaming session against the offline chunked run's
+ * independent reference (tests/data/streaming: a float64 PyTorch model written from NeMo's source):
+ * - the session (asr/stream.h) fed the clip in odd pieces: every encoder frame but the last R+1 within
+ *   ENC_TOL relative error of encoder.npy, the tokens equal to tokens.json;
+ * - the public stream API (vkasr_stream_*) fed the clip in odd pushes: the final updates' tokens,
+ *   concatenated, equal tokens.json;
+ * - many streams in one pool of 3 slots, joining at different steps, fed pieces of different sizes and
+ *   stepped together, a fourth joining in the slot of the first to leave: each stream's tokens equal
+ *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone;
+ * - four public streams of the model on their own sessions and threads (sharing the model's pools),
+ *   the fourth joining after the first finished: each stream's final tokens equal tokens.json.
+ * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "api/api.h"
+#include "asr/stream.h"
+#include "validation_log.h"
+
+static int failures;
+
+static void fail(const char *clip, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(const char *clip, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("FAIL %s: ", clip);
+    vprintf(fmt, ap);
+    printf("\n");
+    va_end(ap);
+    failures++;
+}
+
+static char *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)sz + 1);
+    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[sz] = 0;
+        *n = (size_t)sz;
+    }
+    return b;
+}
+
+/* A 2-D float32 little-endian C-order .npy. */
+static float *read_npy(const char *path, size_t *rows, size_t *cols) {
+    size_t n;
+    char *b = read_all(path, &n);
+    if (!b || n < 10 || memcmp(b, "\x93NUMPY", 6) != 0) {
+        free(b);
+        return NULL;
+    }
+    size_t hl = (size_t)(unsigned char)b[8] | (size_t)(unsigned char)b[9] << 8, off = 10 + hl;
+    const char *shape = strstr(b + 10, "'shape': (");
+    if (!shape || !strstr(b + 10, "<f4") || sscanf(shape, "'shape': (%zu, %zu)", rows, cols) != 2 ||
+        off + *rows * *cols * 4 > n) {
+        free(b);
+        return NULL;
+    }
+    float *x = malloc(*rows * *cols * sizeof *x + 1);
+    if (x)
+        memcpy(x, b + off, *rows * *cols * sizeof *x);
+    free(b);
+    return x;
+}
+
+/* tokens.json's ids: [n] in *ids. */
+static int read_ids(const char *path, int32_t **ids, size_t *n) {
+    size_t len;
+    char *b = read_all(path, &len);
+    cJSON *j = b ? cJSON_Parse(b) : NULL;
+    free(b);
+    cJSON *a = j ? cJSON_GetObjectItem(j, "ids") : NULL;
+    if (!cJSON_IsArray(a)) {
+        cJSON_Delete(j);
+        return -1;
+    }
+    *n = (size_t)cJSON_GetArraySize(a);
+    *ids = malloc((*n + 1) * sizeof **ids);
+    for (size_t i = 0; i < *n; i++)
+        (*ids)[i] = cJSON_GetArrayItem(a, (int)i)->valueint;
+    cJSON_Delete(j);
+    return 0;
+}
+
+static void compare_ids(const char *clip, const char *what, const int32_t *got, size_t ng, const int32_t *want,
+                        size_t nw) {
+    size_t same = 0;
+    while (same < ng && same < nw && got[same] == want[same])
+        same++;
+    if (ng != nw || same != nw)
+        fail(clip, "%s: %zu tokens, %zu expected, the first %zu equal", what, ng, nw, same);
+}
+
+/* Pieces of these many samples, in turn: odd sizes, none a multiple of the hop or of a chunk. */
+static const size_t piece[] = {1, 999, 2731, 160, 4097, 37, 12800, 5, 3333};
+#define NPIECE (sizeof piece / sizeof *piece)
+
+/* The session alone: encoder frames and tokens. */
+static void session_run(vkasr_session *vs, const char *clip, const float *x, size_t n, const float *enc, size_t er,
+                        size_t ec, const int32_t *want, size_t nw, double tol) {
+    const struct asr_model *am = vs->model->am;
+    struct asr_stream_pool *pool = NULL;
+    struct asr_stream *st = NULL;
+    struct err e = {0};
+    struct asr_output out = {0};
+    struct asr_stream_geometry g;
+    if (asr_stream_geometry(&am->cfg, &g, &e) != VKASR_OK ||
+        asr_stream_pool_create(am, vs->be, 1, 0, &pool, &e) != VKASR_OK ||
+        asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true}, &st, &e) != VKASR_OK) {
+        fail(clip, "session: %s", e.msg);
+        asr_stream_pool_free(pool);
+        return;
+    }
+    size_t at = 0;
+    vkasr_status s = VKASR_OK;
+    for (size_t k = 0; s == VKASR_OK && at < n; k++) {
+        size_t m = piece[k % NPIECE] < n - at ? piece[k % NPIECE] : n - at;
+        at += m;
+        int64_t from = asr_stream_keep_from(st); /* hand over only what the session still needs */
+        s = asr_stream_advance(st, x + from, from, (int64_t)at, false, &out, &e);
+    }
+    int64_t from = asr_stream_keep_from(st);
+    if (s == VKASR_OK)
+        s = asr_stream_advance(st, x + from, from, (int64_t)n, true, &out, &e);
+    if (s != VKASR_OK) {
+        fail(clip, "session: %s", e.msg);
+    } else {
+        const size_t T = (size_t)asr_stream_frames(st), D = (size_t)am->cfg.d_model;
+        if (T != er || D != ec)
+            fail(clip, "session: %zu x %zu encoder frames, %zu x %zu expected", T, D, er, ec);
+        const float *got = asr_stream_encoder(st);
+        const size_t check = T > (size_t)g.chunk ? T - (size_t)g.chunk : 0;
+        double worst = 0;
+        size_t worst_t = 0;
+        for (size_t t = 0; t < check && t < er; t++) {
+            double num = 0, den = 0;
+            for (size_t d = 0; d < D; d++) {
+                double a = got[t * D + d], b = enc[t * D + d];
+                num += (a - b) * (a - b);
+                den += b * b;
+            }
+            double rel = sqrt(num / (den > 0 ? den : 1));
+            if (!(rel <= worst)) {
+                worst = rel;
+                worst_t = t;
+            }
+        }
+        printf("%s: session %lld steps, %zu frames, worst relative error %.3g (frame %zu) over the first %zu\n",
+               clip, (long long)asr_stream_steps(st), T, worst, worst_t, check);
+        if (!(worst <= tol))
+            fail(clip, "session: encoder frame %zu relative error %.3g > %.3g", worst_t, worst, tol);
+        int32_t *ids = malloc((out.ntokens + 1) * sizeof *ids);
+        for (size_t i = 0; i < out.ntokens; i++)
+            ids[i] = out.tokens[i].id;
+        compare_ids(clip, "session", ids, out.ntokens, want, nw);
+        free(ids);
+    }
+    asr_output_free(&out);
+    asr_stream_free(st);
+    asr_stream_pool_free(pool);
+}
+
+/* Worst relative error of frames [0, check) of got against want ([*, D] each). */
+static double worst_rel(const float *got, const float *want, size_t check, size_t D, size_t *at) {
+    double worst = 0;
+    *at = 0;
+    for (size_t t = 0; t < check; t++) {
+        double num = 0, den = 0;
+        for (size_t d = 0; d < D; d++) {
+            double a = got[t * D + d], b = want[t * D + d];
+            num += (a - b) * (a - b);
+            den += b * b;
+        }
+        double rel = sqrt(num / (den > 0 ? den : 1));
+        if (!(rel <= worst)) {
+            worst = rel;
+            *at = t;
+        }
+    }
+    return worst;
+}
+
+/* A clip and its expected results. */
+struct clip {
+    char name[256];
+    float *x;
+    size_t n;
+    float *enc;
+    size_t er, ec;
+    int32_t *want;
+    size_t nw;
+};
+
+/* Many streams in one pool: NB streams over the clips (stream i on clip i % nclips), stream i joining
+ * at round join[i] (or once a slot is free), each round every active stream fed its next piece (sizes
+ * differ per stream) and then every ready stream stepped together until none is ready. */
+#define NB 4
+static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, double tol) {
+    const struct asr_model *am = vs->model->am;
+    struct asr_stream_pool *pool = NULL;
+    struct err e = {0};
+    struct asr_stream_geometry g;
+    if (asr_stream_geometry(&am->cfg, &g, &e) != VKASR_OK || asr_stream_pool_create(am, vs->be, 3, 0, &pool, &e) != VKASR_OK) {
+        fail("batch", "%s", e.msg);
+        return;
+    }
+    static const int join[NB] = {0, 2, 5, 0};
+    struct asr_stream *st[NB] = {0};
+    struct asr_output out[NB] = {{0}};
+    size_t at[NB] = {0};
+    bool joined[NB] = {0}, left[NB] = {0};
+    int maxb = 0, steps = 0;
+    vkasr_status s = VKASR_OK;
+    for (int round = 0; s == VKASR_OK && round < 100000; round++) {
+        for (int i = 0; s == VKASR_OK && i < NB; i++) {
+            const struct clip *c = &clips[i % nclips];
+            if (!joined[i] && round >= join[i] && asr_stream_pool_free_slots(pool) > 0) {
+                s = asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true}, &st[i], &e);
+                joined[i] = true;
+            }
+            if (!joined[i] || left[i] || s != VKASR_OK)
+                continue;
+            if (asr_stream_done(st[i]))
+                continue;
+            size_t m = piece[(size_t)(round + 2 * i) % NPIECE] * (size_t)(i + 1);
+            m = m < c->n - at[i] ? m : c->n - at[i];
+            at[i] += m;
+            int64_t from = asr_stream_keep_from(st[i]);
+            s = asr_stream_feed(st[i], c->x + from, from, (int64_t)at[i], at[i] == c->n, &e);
+        }
+        // every ready stream, together, until none is
+        for (;;) {
+            struct asr_stream *ready[NB];
+            struct asr_output *o[NB];
+            int64_t nr = 0;
+            for (int i = 0; s == VKASR_OK && i < NB; i++)
+                if (joined[i] && !left[i] && asr_stream_ready(st[i])) {
+                    ready[nr] = st[i];
+                    o[nr++] = &out[i];
+                }
+            if (s != VKASR_OK || nr == 0)
+                break;
+            maxb = nr > maxb ? (int)nr : maxb;
+            steps++;
+            s = asr_stream_step(pool, ready, nr, o, &e);
+        }
+        // streams that are done leave (their slots free for the ones waiting)
+        for (int i = 0; s == VKASR_OK && i < NB; i++) {
+            if (!joined[i] || left[i] || !asr_stream_done(st[i]))
+                continue;
+            const struct clip *c = &clips[i % nclips];
+            char name[300];
+            snprintf(name, sizeof name, "batch stream %d (%s)", i, c->name);
+            const size_t T = (size_t)asr_stream_frames(st[i]), D = (size_t)am->cfg.d_model;
+            const size_t check = T > (size_t)g.chunk ? T - (size_t)g.chunk : 0;
+            size_t wt;
+            double w = T == c->er ? worst_rel(asr_stream_encoder(st[i]), c->enc, check, D, &wt) : INFINITY;
+            if (!(w <= tol))
+                fail(name, "%zu frames (%zu expected), worst relative error %.3g", T, c->er, w);
+            int32_t *ids = malloc((out[i].ntokens + 1) * sizeof *ids);
+            for (size_t k = 0; k < out[i].ntokens; k++)
+                ids[k] = out[i].tokens[k].id;
+            compare_ids(name, "tokens", ids, out[i].ntokens, c->want, c->nw);
+            free(ids);
+            asr_stream_free(st[i]);
+            left[i] = true;
+        }
+        bool all = true;
+        for (int i = 0; i < NB; i++)
+            all &= left[i];
+        if (all)
+            break;
+    }
+    if (s != VKASR_OK)
+        fail("batch", "%s", e.msg);
+    for (int i = 0; i < NB; i++) {
+        if (!left[i])
+            fail("batch", "stream %d did not finish", i);
+        if (joined[i] && !left[i])
+            asr_stream_free(st[i]);
+        asr_output_free(&out[i]);
+    }
+    printf("batch: %d streams in 3 slots, %d steps, up to %d streams a step\n", NB, steps, maxb);
+    if (maxb < 2)
+        fail("batch", "no step took more than one stream");
+    asr_stream_pool_free(pool);
+}
+
+/* The public stream: the final updates' tokens. */
+struct collect {
+    int32_t *ids;
+    size_t n, cap;
+    int finals;
+};
+static void on_final(const vkasr_stream_update *u, void *ud) {
+    struct collect *c = ud;
+    c->finals++;
+    for (size_t i = 0; i < u->n_tokens; i++) {
+        if (c->n == c->cap) {
+            c->cap = c->cap ? 2 * c->cap : 64;
+            c->ids = realloc(c->ids, c->cap * sizeof *c->ids);
+        }
+        c->ids[c->n++] = u->tokens[i].id;
+    }
+}
+
+static void api_run(vkasr_session *vs, const char *clip, const float *x, size_t n, const int32_t *want, size_t nw) {
+    struct collect c = {0};
+    vkasr_stream_params p = vkasr_stream_params_default();
+    p.final_callback = on_final;
+    p.user_data = &c;
+    vkasr_stream *st = NULL;
+    vkasr_error err;
+    if (vkasr_stream_create(vs, &p, &st, &err) != VKASR_OK) {
+        fail(clip, "stream: %s", err.message);
+        return;
+    }
+    size_t at = 0;
+    for (size_t k = 0; at < n; k++) {
+        size_t m = piece[(k + 3) % NPIECE] < n - at ? piece[(k + 3) % NPIECE] : n - at;
+        if (vkasr_stream_push(st, x + at, m, 16000) != VKASR_OK)
+            break;
+        at += m;
+    }
+    if (vkasr_stream_finish(st) != VKASR_OK)
+        fail(clip, "stream: %s", vkasr_stream_last_error(st));
+    vkasr_stream_stats stats;
+    vkasr_stream_get_stats(st, &stats);
+    printf("%s: stream %llu steps, %d final updates, %zu tokens\n", clip, (unsigned long long)stats.windows, c.finals,
+           c.n);
+    compare_ids(clip, "stream", c.ids, c.n, want, nw);
+    vkasr_stream_free(st);
+    free(c.ids);
+}
+
+/* Many public streams of one model, each on its own session and pushed from its own thread, all
+ * sharing the model's pools: three at once, a fourth after the first finished; each equal to tokens.json. */
+struct pusher {
+    vkasr_model *m;
+    const struct clip *c;
+    int k;
+    struct collect got;
+    char err[512];
+};
+static void *push_thread(void *arg) {
+    struct pusher *u = arg;
+    vkasr_session *vs = NULL;
+    vkasr_stream *st = NULL;
+    vkasr_error err;
+    vkasr_stream_params p = vkasr_stream_params_default();
+    p.final_callback = on_final;
+    p.user_data = &u->got;
+    if (vkasr_session_create(u->m, &vs, &err) != VKASR_OK || vkasr_stream_create(vs, &p, &st, &err) != VKASR_OK) {
+        snprintf(u->err, sizeof u->err, "%s", err.message);
+        vkasr_session_free(vs);
+        return NULL;
+    }
+    size_t at = 0;
+    for (size_t k = 0; at < u->c->n; k++) {
+        size_t m = piece[(k + (size_t)u->k) % NPIECE] * (size_t)(u->k + 1);
+        m = m < u->c->n - at ? m : u->c->n - at;
+        if (vkasr_stream_push(st, u->c->x + at, m, 16000) != VKASR_OK)
+            break;
+        at += m;
+    }
+    if (vkasr_stream_finish(st) != VKASR_OK)
+        snprintf(u->err, sizeof u->err, "%s", vkasr_stream_last_error(st));
+    vkasr_stream_free(st);
+    vkasr_session_free(vs);
+    return NULL;
+}
+
+static void api_many(vkasr_model *m, const struct clip *clips, int nclips) {
+    struct pusher u[4] = {{0}};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++) {
+        u[i] = (struct pusher){.m = m, .c = &clips[i % nclips], .k = i};
+        if (i < 3)
+            pthread_create(&th[i], NULL, push_thread, &u[i]);
+    }
+    pthread_join(th[0], NULL);
+    pthread_create(&th[3], NULL, push_thread, &u[3]); /* joins while the others run */
+    for (int i = 1; i < 4; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "api stream %d (%s)", i, u[i].c->name);
+        if (u[i].err[0])
+            fail(name, "%s", u[i].err);
+        compare_ids(name, "tokens", u[i].got.ids, u[i].got.n, u[i].c->want, u[i].c->nw);
+        free(u[i].got.ids);
+    }
+    printf("api: 4 streams of one model on 4 threads, %d failure(s) so far\n", failures);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) {
+        fprintf(stderr, "usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL\n");
+        return 2;
+    }
+    const char *clips = argv[2], *expected = argv[3];
+    vkasr_model_params mp = vkasr_model_params_default();
+    mp.precision = VKASR_PRECISION_F32;
+    mp.lookahead_ms = atoi(argv[4]);
+    mp.validation = tv_wanted();
+    mp.log_callback = tv_log;
+    const double tol = atof(argv[5]);
+    vkasr_error err;
+    vkasr_model *m = NULL;
+    vkasr_session *s = NULL;
+    if (vkasr_model_load(argv[1], &mp, &m, &err) != VKASR_OK || vkasr_session_create(m, &s, &err) != VKASR_OK) {
+        printf("FAIL: %s\n", err.message);
+        vkasr_model_free(m);
+        return 1;
+    }
+    DIR *dir = opendir(expected);
+    if (!dir) {
+        printf("FAIL: cannot open %s\n", expected);
+        return 1;
+    }
+    int nclips = 0;
+    struct clip kept[8];
+    int nkept = 0;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.wav", clips, de->d_name);
+        float *x = NULL;
+        size_t n = 0;
+        if (vkasr_audio_load(path, &x, &n, &err) != VKASR_OK) {
+            fail(de->d_name, "%s", err.message);
+            continue;
+        }
+        size_t er = 0, ec = 0, nw = 0;
+        snprintf(path, sizeof path, "%s/%s/encoder.npy", expected, de->d_name);
+        float *enc = read_npy(path, &er, &ec);
+        int32_t *want = NULL;
+        snprintf(path, sizeof path, "%s/%s/tokens.json", expected, de->d_name);
+        if (!enc || read_ids(path, &want, &nw) != 0) {
+            fail(de->d_name, "cannot read the expected encoder output or tokens in %s", expected);
+        } else {
+            nclips++;
+            session_run(s, de->d_name, x, n, enc, er, ec, want, nw, tol);
+            api_run(s, de->d_name, x, n, want, nw);
+            if (nkept < 8) {
+                struct clip *c = &kept[nkept++];
+                snprintf(c->name, sizeof c->name, "%s", de->d_name);
+                *c = (struct clip){.x = x, .n = n, .enc = enc, .er = er, .ec = ec, .want = want, .nw = nw};
+                snprintf(c->name, sizeof c->name, "%s", de->d_name);
+                continue;
+            }
+        }
+        free(enc);
+        free(want);
+        vkasr_free(x);
+    }
+    closedir(dir);
+    if (nkept > 0) {
+        batch_run(s, kept, nkept, tol);
+        api_many(m, kept, nkept);
+    }
+    for (int i = 0; i < nkept; i++) {
+        free(kept[i].enc);
+        free(kept[i].want);
+        vkasr_free(kept[i].x);
+    }
+    vkasr_session_free(s);
+    vkasr_model_free(m);
+    if (nclips == 0) {
+        printf("FAIL: no clips in %s\n", expected);
+        return 1;
+    }
+    failures += tv_check();
+    printf("%d clip(s), %d failure(s)\n", nclips, failures);
+    return failures ? 1 : 0;
+}
