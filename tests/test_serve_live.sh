@@ -57,13 +57,14 @@ fi
 export NODE_PATH="$NPM/node_modules"
 
 # the clips (16 kHz mono PCM16) and their offline transcripts, `vkasr transcribe` of each
-CLIPS="$AUDIO/heldout/h00100.wav $AUDIO/heldout/h00000.wav $AUDIO/heldout/h00300.wav $AUDIO/heldout/h00451.wav
-$AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav"
-n=0
-for f in $CLIPS; do
-    "$VKASR" transcribe -np -m "$MODEL" "$f" >"$WORK/expect/$n.txt" 2>>"$WORK/expect.err" || fail "transcribe $f"
-    n=$((n + 1))
-done
+CLIPS="$AUDIO/heldout/h00100.wav $AUDIO/heldout/h00000.wav $AUDIO/heldout/h00300.wav $AUDIO/heldout/h00501.wav
+$AUDIO/speech_16k_mono.wav"
+# shellcheck disable=SC2086 # CLIPS is a list
+"$VKASR" transcribe -np --format json -m "$MODEL" $CLIPS >"$WORK/expect.jsonl" 2>"$WORK/expect.err" || fail "transcribe the clips"
+node -e '
+const fs = require("fs");
+fs.readFileSync(process.argv[1], "utf8").trim().split("\n").forEach((l, i) => fs.writeFileSync(`${process.argv[2]}/${i}.txt`, JSON.parse(l).text + "\n"));' \
+    "$WORK/expect.jsonl" "$WORK/expect"
 
 # usage
 "$VKASR" serve --help >"$WORK/help.out" 2>&1

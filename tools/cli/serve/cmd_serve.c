@@ -200,6 +200,9 @@ int cmd_serve(int argc, char **argv) {
         o.max_streams_per_key = o.max_streams;
     if (o.cors_origin && !*o.cors_origin)
         o.cors_origin = NULL;
+    if (o.max_streams >= o.max_concurrent) /* a WebSocket stays one of the --max-concurrent connections */
+        fprintf(stderr, "vkasr serve: warning: --max-streams %u leaves no connection for requests: --max-concurrent is %u\n",
+                o.max_streams, o.max_concurrent);
     default_model_name(model, name_buf, sizeof name_buf);
     o.model_name = model_name ? model_name : name_buf;
 
