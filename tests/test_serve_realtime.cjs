@@ -118,7 +118,9 @@ async function sdk() {
     'transcription_session.created, then .updated');
   check(events.some((e) => e.type === 'input_audio_buffer.committed' && e.item_id === c.item_id), 'input_audio_buffer.committed names the item');
   check(deltas.length > 0 && deltas.map((e) => e.delta).join('') === c.transcript, `${deltas.length} deltas concatenate to the completed text`);
-  check(c.transcript === expected(0), `completed ${JSON.stringify(c.transcript)} = offline ${JSON.stringify(expected(0))}`);
+  const errs = wordErrors(c.transcript, expected(0));
+  check(errs <= allowed(expected(0)), `completed ${JSON.stringify(c.transcript)}, offline ${JSON.stringify(expected(0))}: ` +
+        (errs ? `${errs} word(s) differ (decided on part of the audio)` : 'equal'));
   check(Array.isArray(c.words) && c.words.map((w) => w.word).join(' ') === c.transcript &&
         c.words.every((w, i) => w.end >= w.start && (i === 0 || w.start >= c.words[i - 1].start)), 'completed carries the words in order, with times');
   check(events.every((e) => typeof e.event_id === 'string'), 'every event has an event_id');
@@ -163,10 +165,13 @@ function wordErrors(a, b) {
   return prev[y.length];
 }
 
-/* 16 sessions at once, each its own clip. Offline models stream through windows: a clip that arrives whole
- * and fits the first window's context (up to about 3.5 s) is decided on the same audio as offline, so its
- * text must equal the offline one; a longer clip's later words are decided in windows that see a part
- * of it, and may differ (at most one word in ten here; docs/server.md). */
+/* Offline models stream through windows, and which windows run depends on when the audio arrives (the
+ * server's streams catch up): the text equals the offline one when the whole input is decided in one
+ * window, i.e. the commit reaches the stream before its first window starts, and may otherwise differ in
+ * a word decided on part of the audio (docs/server.md). Allowed here: one word, or one in ten. */
+const allowed = (want) => Math.max(1, Math.floor(want.split(' ').length / 10));
+
+/* 16 sessions at once, each its own clip: its own text. */
 async function many() {
   const n = 16;
   const t0 = Date.now();
@@ -177,16 +182,17 @@ async function many() {
     c.ws.close();
     return { k, i, text: done.transcript, deltas: deltasOf(c, done.item_id), seconds: pcmOf(clips[i]).length / 32000 };
   }));
-  let right = 0;
+  let right = 0, exact = 0;
   for (const r of results) {
     const want = expected(r.i), errs = wordErrors(r.text, want);
-    const ok = r.deltas === r.text && (r.seconds <= 3.5 ? errs === 0 : errs * 10 <= want.split(' ').length);
+    const ok = r.deltas === r.text && errs <= allowed(want);
     right += ok;
+    exact += errs === 0;
     if (errs || !ok)
       console.log(`  session ${r.k} (${r.seconds.toFixed(1)} s): ${errs} word(s) from offline: ${JSON.stringify(r.text)} / ${JSON.stringify(want)}`);
   }
-  check(right === n, `${n} sessions at once (base64 and binary frames): ${right} right (deltas make the completed text; ` +
-        `it equals the offline text up to 3.5 s, within a word in ten beyond) in ${Date.now() - t0} ms`);
+  check(right === n, `${n} sessions at once (base64 and binary frames): ${right} right (deltas make the completed text, ` +
+        `its clip's offline text within a word), ${exact} equal to it, in ${Date.now() - t0} ms`);
 }
 
 async function expectError(what, code, act) {

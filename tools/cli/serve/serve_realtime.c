@@ -709,6 +709,8 @@ done:
     s->vs = NULL;
     fprintf(stderr, "vkasr serve: realtime session %lu (%s): %.2f s audio, %u item%s, %.1f s: %s\n", s->id, s->who,
             s->audio_s, s->items, s->items == 1 ? "" : "s", now_s() - s->t_open, end);
+    if (s->ws)
+        ws_linger(s->ws, 1.0);
     ws_free(s->ws);
     s->ws = NULL;
     shutdown(s->fd, SHUT_RDWR);

@@ -41,6 +41,10 @@ bool ws_done(struct ws *w);
 /* Waits up to timeout_ms for the socket or wake_fd (-1: none), then reads (calling on_message for each
  * message) and writes what it can. 1 when wake_fd became readable, 0 otherwise, -1 when poll failed. */
 int ws_poll(struct ws *w, int wake_fd, int timeout_ms);
+/* Lingering close: shuts the sending side, then reads and drops what the peer still sends, until it
+ * closes or `seconds` pass, so that closing does not reset a connection whose peer is mid-message (the
+ * reset could destroy the close frame before the peer reads it). */
+void ws_linger(struct ws *w, double seconds);
 void ws_free(struct ws *w);
 
 /* ---- serve_realtime.c ---- */

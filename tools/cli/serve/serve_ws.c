@@ -227,6 +227,24 @@ int ws_poll(struct ws *w, int wake_fd, int timeout_ms) {
     return woke;
 }
 
+void ws_linger(struct ws *w, double seconds) {
+    shutdown(w->fd, SHUT_WR);
+    char buf[16384];
+    int left_ms = (int)(seconds * 1000);
+    while (left_ms > 0) {
+        struct pollfd p = {w->fd, POLLIN, 0};
+        int n = poll(&p, 1, left_ms > 100 ? 100 : left_ms);
+        left_ms -= 100; /* at most `seconds` of polls, whatever wakes them */
+        if (n < 0 && errno != EINTR)
+            return;
+        if (n > 0) {
+            ssize_t r = recv(w->fd, buf, sizeof buf, 0);
+            if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
+                return; /* the peer closed its side too */
+        }
+    }
+}
+
 void ws_free(struct ws *w) {
     if (!w)
         return;
