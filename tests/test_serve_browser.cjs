@@ -1,6 +1,6 @@
 // test_serve_browser.cjs — the page of `vkasr serve` in a real browser: Debian's chromium, headless,
 // driven by puppeteer-core (run by test_serve_live.sh with NODE_PATH at the packages it installed).
-// The microphone is chromium's fake capture device playing CLIP (a clip then 2 s of silence, looped): a
+// The microphone is chromium's fake capture device playing CLIP (a clip then 1.5 s of silence, looped): a
 // completed line of the page must be the offline transcript of the clip. The upload path, with
 // format srt, must give the SRT of `vkasr transcribe --format srt`.
 //   node test_serve_browser.cjs CHROMIUM PORT CLIP EXPECTED_TEXT_FILE UPLOAD EXPECTED_SRT_FILE
@@ -34,8 +34,8 @@ async function main() {
     await page.waitForFunction(() => /^model /.test(document.getElementById('status').textContent), { timeout: 10000 });
     check(true, `status line: ${await page.$eval('#status', (e) => e.textContent)}`);
 
-    // the microphone: the capture loops the clip; the audio before the page's worklet started is lost, so
-    // the first pass may lack its first word: one of the first three completed lines is the whole clip
+    // the microphone: the capture loops the clip, its first pass from wherever the fake device starts
+    // (before the page records, at times): one of the first three completed lines is the whole clip
     await page.click('#mic');
     await page.waitForFunction((want) => {
       const lines = [...document.querySelectorAll('#final p[data-completed]')].map((p) => p.textContent);

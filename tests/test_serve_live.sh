@@ -134,11 +134,11 @@ if [ -z "$CHROMIUM" ]; then
     echo "skip the browser test: no chromium (Debian: chromium; scripts/setup.sh --test installs it)"
 else
     start_server ui
-    # the clip, then 2 s of silence: the capture loops it, each pass a turn of its own
+    # the clip, then 1.5 s of silence: the capture loops it, each pass a turn of its own
     node -e '
 const fs = require("fs");
 const b = fs.readFileSync(process.argv[1]), rate = b.readUInt32LE(24), data = b.subarray(44);
-const pad = Buffer.alloc(rate * 2 * 2), h = Buffer.from(b.subarray(0, 44));
+const pad = Buffer.alloc(rate * 1.5 * 2), h = Buffer.from(b.subarray(0, 44));
 h.writeUInt32LE(36 + data.length + pad.length, 4);
 h.writeUInt32LE(data.length + pad.length, 40);
 fs.writeFileSync(process.argv[2], Buffer.concat([h, data, pad]));' "$AUDIO/heldout/h00100.wav" "$WORK/clip.wav"
