@@ -31,9 +31,9 @@ static void outro(FILE *f) {
           "5 no usable device.\n",
           f);
     fputs("\nOne log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
-          "size, device and worker). SIGINT or SIGTERM stops accepting connections, finishes the\n"
-          "requests in progress and exits 0; a second signal abandons the transcriptions in progress\n"
-          "(answered 503).\n",
+          "size, device and worker), one per Realtime session. SIGINT or SIGTERM stops accepting\n"
+          "connections, finishes the requests in progress, ends each Realtime session with its final\n"
+          "text and exits 0; a second signal abandons the transcriptions in progress (answered 503).\n",
           f);
 }
 
@@ -248,8 +248,9 @@ int cmd_serve(int argc, char **argv) {
                 aborted = true;
             }
     }
-    serve_realtime_free(o.realtime); /* its sessions close their upgraded connections first */
+    serve_realtime_end(o.realtime); /* its sessions close their upgraded connections first */
     serve_http_stop(h);
+    serve_realtime_free(o.realtime);
     serve_queue_stop(q);
     pool_free(pool);
     pool_devices_free(&dev);

@@ -223,7 +223,8 @@ static void on_final(const vkasr_stream_update *u, void *ud) {
                     cJSON_AddStringToObject(w, "word", u->words[i].text);
                     cJSON_AddNumberToObject(w, "start", floor((s->offset_s + u->words[i].start) * 1000 + 0.5) / 1000);
                     cJSON_AddNumberToObject(w, "end", floor((s->offset_s + u->words[i].end) * 1000 + 0.5) / 1000);
-                    cJSON_AddItemToArray(s->item_words, w);
+                    if (!cJSON_AddItemToArray(s->item_words, w))
+                        cJSON_Delete(w);
                 }
             }
             piece[k] = '\0';
@@ -740,12 +741,15 @@ static void sess_free(struct rt_sess *s) {
     free(s);
 }
 
-/* Joins and frees the sessions whose threads have ended (all of them with `all`, waiting). */
-static void reap(struct serve_realtime *rt, bool all) {
+/* Joins and frees sessions: REAP_ENDED those whose threads have ended; REAP_RUNNING those too whose
+ * threads run (waiting for them); REAP_ALL also those whose upgrade has not come, once libmicrohttpd has
+ * stopped and no upgrade can come. */
+enum reap_mode { REAP_ENDED, REAP_RUNNING, REAP_ALL };
+static void reap(struct serve_realtime *rt, enum reap_mode mode) {
     for (;;) {
         pthread_mutex_lock(&rt->mu);
         struct rt_sess **pp = &rt->sessions, *s = NULL;
-        while (*pp && !((*pp)->finished || all))
+        while (*pp && !((*pp)->finished || (mode >= REAP_RUNNING && (*pp)->started) || mode == REAP_ALL))
             pp = &(*pp)->next;
         if (*pp) {
             s = *pp;
@@ -760,8 +764,15 @@ static void reap(struct serve_realtime *rt, bool all) {
     }
 }
 
-static void on_upgraded(void *cls, int sock, const char *extra, size_t extra_len, struct MHD_UpgradeResponseHandle *urh) {
+/* The upgrade is done: the limits are checked here, where a slot is taken only by a connection that
+ * exists (one whose client left before the upgrade never takes one). */
+static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra, size_t extra_len,
+                        MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
     struct rt_sess *s = cls;
+    struct serve_realtime *rt = s->rt;
+    const struct serve_opts *o = rt->o;
+    (void)c;
+    (void)req_cls;
     s->fd = sock;
     s->urh = urh;
     s->t_open = s->t_last = now_s();
@@ -769,14 +780,23 @@ static void on_upgraded(void *cls, int sock, const char *extra, size_t extra_len
         memcpy(s->extra, extra, extra_len);
         s->extra_len = extra_len;
     }
-    pthread_mutex_lock(&s->rt->mu);
+    pthread_mutex_lock(&rt->mu);
+    unsigned mine = 0;
+    for (struct rt_sess *x = rt->sessions; x; x = x->next)
+        mine += x->started && !x->finished && !x->refused && !strcmp(x->who, s->who);
+    if (rt->active >= o->max_streams)
+        s->refused = true, s->refusal = "the server holds --max-streams streams already: try again later";
+    else if (mine >= o->max_streams_per_key)
+        s->refused = true, s->refusal = "this key (or address) holds --max-streams-per-key streams already";
+    else
+        rt->active++;
     s->started = pthread_create(&s->thread, NULL, session_main, s) == 0;
     if (!s->started) { /* no thread: the connection closes at once */
         if (!s->refused)
-            s->rt->active--;
+            rt->active--;
         s->finished = true;
     }
-    pthread_mutex_unlock(&s->rt->mu);
+    pthread_mutex_unlock(&rt->mu);
     if (!s->started)
         MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
 }
@@ -888,7 +908,7 @@ enum MHD_Result serve_realtime_request(struct serve_realtime *rt, struct MHD_Con
                       status);
     if (atomic_load(&rt->stopping))
         return refuse(c, 503, "the server is shutting down", NULL, status);
-    reap(rt, false);
+    reap(rt, REAP_ENDED);
     struct rt_sess *s = calloc(1, sizeof *s);
     if (!s)
         return MHD_NO;
@@ -906,15 +926,6 @@ enum MHD_Result serve_realtime_request(struct serve_realtime *rt, struct MHD_Con
     client_id(c, o, s->who, sizeof s->who);
     pthread_mutex_lock(&rt->mu);
     s->id = ++rt->next_id;
-    unsigned mine = 0;
-    for (struct rt_sess *x = rt->sessions; x; x = x->next)
-        mine += !x->finished && !x->refused && !strcmp(x->who, s->who);
-    if (rt->active >= o->max_streams)
-        s->refused = true, s->refusal = "the server holds --max-streams streams already: try again later";
-    else if (mine >= o->max_streams_per_key)
-        s->refused = true, s->refusal = "this key (or address) holds --max-streams-per-key streams already";
-    else
-        rt->active++;
     s->next = rt->sessions;
     rt->sessions = s;
     pthread_mutex_unlock(&rt->mu);
@@ -933,8 +944,6 @@ enum MHD_Result serve_realtime_request(struct serve_realtime *rt, struct MHD_Con
     enum MHD_Result ret = ws_accept(c, proto[0] ? proto : NULL, on_upgraded, s);
     if (ret != MHD_YES) { /* no upgrade will come: the session ends here */
         pthread_mutex_lock(&rt->mu);
-        if (!s->refused)
-            rt->active--;
         s->finished = true;
         pthread_mutex_unlock(&rt->mu);
     } else {
@@ -981,11 +990,18 @@ void serve_realtime_shutdown(struct serve_realtime *rt) {
     pthread_mutex_unlock(&rt->mu);
 }
 
-void serve_realtime_free(struct serve_realtime *rt) {
+void serve_realtime_end(struct serve_realtime *rt) {
     if (!rt)
         return;
     serve_realtime_shutdown(rt);
-    reap(rt, true);
+    reap(rt, REAP_RUNNING);
+}
+
+void serve_realtime_free(struct serve_realtime *rt) {
+    if (!rt)
+        return;
+    serve_realtime_end(rt);
+    reap(rt, REAP_ALL);
     for (unsigned i = 0; i < rt->n_idle; i++)
         vkasr_session_free(rt->idle[i]);
     free(rt->idle);

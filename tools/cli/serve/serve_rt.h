@@ -15,13 +15,10 @@
 
 /* NULL when the request is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1), else why not. */
 const char *ws_check_handshake(struct MHD_Connection *c, const char *method);
-/* Called on libmicrohttpd's connection thread once the 101 answer is sent: the socket is the caller's
- * until MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE); extra (valid during the call) holds bytes the
- * HTTP parser read past the handshake. */
-typedef void (*ws_upgraded_fn)(void *cls, int sock, const char *extra, size_t extra_len,
-                               struct MHD_UpgradeResponseHandle *urh);
-/* Answers the handshake with 101 (protocol: the Sec-WebSocket-Protocol chosen, or NULL); fn follows. */
-enum MHD_Result ws_accept(struct MHD_Connection *c, const char *protocol, ws_upgraded_fn fn, void *cls);
+/* Answers the handshake with 101 (protocol: the Sec-WebSocket-Protocol chosen, or NULL); libmicrohttpd
+ * then calls fn(cls, ...) on the connection's thread, and the socket is fn's until
+ * MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE). A client gone before that: fn is never called. */
+enum MHD_Result ws_accept(struct MHD_Connection *c, const char *protocol, MHD_UpgradeHandler fn, void *cls);
 
 struct ws;
 /* A whole text or binary message (wslay reassembles fragments; control frames it answers itself). */
@@ -60,7 +57,10 @@ enum MHD_Result serve_realtime_request(struct serve_realtime *rt, struct MHD_Con
 unsigned serve_realtime_active(struct serve_realtime *rt);
 /* Tells every session to end: each transcribes what it holds, sends its last events and closes. */
 void serve_realtime_shutdown(struct serve_realtime *rt);
-/* Waits for the sessions to end and frees everything (NULL: no-op). */
+/* serve_realtime_shutdown, then waits for the sessions' threads: each closes its upgraded connection
+ * (before serve_http_stop, which waits for them). NULL: no-op. */
+void serve_realtime_end(struct serve_realtime *rt);
+/* After serve_http_stop (no upgrade can come any more): frees everything. NULL: no-op. */
 void serve_realtime_free(struct serve_realtime *rt);
 
 /* ---- serve_ui.c ---- */

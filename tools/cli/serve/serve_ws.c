@@ -62,22 +62,7 @@ const char *ws_check_handshake(struct MHD_Connection *c, const char *method) {
     return NULL;
 }
 
-/* What the upgrade callback needs: the caller's function and data. */
-struct upgrade {
-    ws_upgraded_fn fn;
-    void *cls;
-};
-
-static void on_upgrade(void *cls, struct MHD_Connection *c, void *req_cls, const char *extra_in, size_t extra_in_size,
-                       MHD_socket sock, struct MHD_UpgradeResponseHandle *urh) {
-    struct upgrade *u = cls;
-    (void)c;
-    (void)req_cls;
-    u->fn(u->cls, sock, extra_in, extra_in_size, urh);
-    free(u);
-}
-
-enum MHD_Result ws_accept(struct MHD_Connection *c, const char *protocol, ws_upgraded_fn fn, void *cls) {
+enum MHD_Result ws_accept(struct MHD_Connection *c, const char *protocol, MHD_UpgradeHandler fn, void *cls) {
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_SEC_WEBSOCKET_KEY);
     char buf[64];
     unsigned char digest[SHA_DIGEST_LENGTH];
@@ -85,23 +70,15 @@ enum MHD_Result ws_accept(struct MHD_Connection *c, const char *protocol, ws_upg
     snprintf(buf, sizeof buf, "%s%s", key ? key : "", WS_GUID);
     SHA1((const unsigned char *)buf, strlen(buf), digest);
     EVP_EncodeBlock((unsigned char *)accept, digest, SHA_DIGEST_LENGTH); /* 28 characters and a NUL */
-    struct upgrade *u = malloc(sizeof *u);
-    if (!u)
+    struct MHD_Response *resp = MHD_create_response_for_upgrade(fn, cls);
+    if (!resp)
         return MHD_NO;
-    *u = (struct upgrade){fn, cls};
-    struct MHD_Response *resp = MHD_create_response_for_upgrade(on_upgrade, u);
-    if (!resp) {
-        free(u);
-        return MHD_NO;
-    }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
     MHD_add_response_header(resp, MHD_HTTP_HEADER_SEC_WEBSOCKET_ACCEPT, accept);
     if (protocol)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_SEC_WEBSOCKET_PROTOCOL, protocol);
     enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
     MHD_destroy_response(resp);
-    if (ret != MHD_YES)
-        free(u); /* the upgrade will not happen */
     return ret;
 }
 
