@@ -469,6 +469,9 @@ static void append_pcm(struct rt_sess *s, const unsigned char *b, size_t len, co
                    "audio: PCM16 has 2 bytes a sample: an odd number of bytes came", eid);
         return;
     }
+    size_t n = len / 2;
+    if (n == 0)
+        return;
     if (!s->stream) {
         vkasr_stream_params sp = vkasr_stream_params_default();
         sp.final_callback = on_final;
@@ -483,15 +486,16 @@ static void append_pcm(struct rt_sess *s, const unsigned char *b, size_t len, co
             return;
         }
     }
-    size_t n = len / 2;
-    float *f = malloc((n ? n : 1) * sizeof *f);
+    float *f = malloc(n * sizeof *f);
     if (!f) {
         emit_error(s, "server_error", NULL, NULL, "out of memory for the audio", eid);
         return;
     }
-    for (size_t i = 0; i < n; i++)
-        f[i] = (float)(int16_t)(uint16_t)(b[2 * i] | (unsigned)b[2 * i + 1] << 8) / 32768.0f;
-    vkasr_status st = n ? vkasr_stream_push(s->stream, f, n, s->rate) : VKASR_OK;
+    for (size_t i = 0; i < n; i++) {
+        long v = (long)b[2 * i] | (long)b[2 * i + 1] << 8;
+        f[i] = (float)(v >= 32768 ? v - 65536 : v) / 32768.0f;
+    }
+    vkasr_status st = vkasr_stream_push(s->stream, f, n, s->rate);
     free(f);
     if (st != VKASR_OK) {
         char m[600];
