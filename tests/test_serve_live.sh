@@ -119,8 +119,8 @@ console.log(`${ok ? "ok  " : "FAIL"} SIGTERM: completed ${JSON.stringify(done &&
 process.exit(ok ? 0 : 1);' "$WORK/term.json" "$WORK/expect/0.txt" || status=1
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 
-# ---- limits: --max-streams 2, --stream-idle 2, the key and the Origin rule; CORS for one origin; --no-ui ----
-start_server limits --api-key "$KEY" --max-streams 2 --stream-idle 2 --cors-origin https://app.example --no-ui
+# ---- limits: --max-streams 2, --stream-idle 2, --stream-max-seconds 4, the key and the Origin rule; CORS for one origin; --no-ui ----
+start_server limits --api-key "$KEY" --max-streams 2 --stream-idle 2 --stream-max-seconds 4 --cors-origin https://app.example --no-ui
 curl -s --max-time 10 "http://127.0.0.1:$PORT/" | grep -q "^vkasr serve: speech recognition" && ok "--no-ui: the plain-text /" ||
     fail "--no-ui: / is not the plain-text page"
 node "$HERE/test_serve_realtime.cjs" limits "$PORT" "$KEY" "$WORK/expect" "$AUDIO/heldout/h00100.wav" || fail "limits"

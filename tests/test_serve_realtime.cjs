@@ -5,7 +5,7 @@
 //   node test_serve_realtime.cjs many PORT KEY EXPECT_DIR CLIP...     16 sessions at once
 //   node test_serve_realtime.cjs bad PORT KEY EXPECT_DIR CLIP...      bad input, then still serving
 //   node test_serve_realtime.cjs limits PORT KEY EXPECT_DIR CLIP...   a server with --max-streams 2,
-//                                                                     --stream-idle 2 and an Origin rule
+//                                                                     --stream-idle 2, --stream-max-seconds 4
 //   node test_serve_realtime.cjs term PORT KEY EXPECT_DIR CLIP OUT    streams CLIP, writes events to OUT
 //                                                                     (the shell sends SIGTERM meanwhile)
 'use strict';
@@ -281,6 +281,23 @@ async function limits() {
   const ie = await idle.wait(isType('error'), 'idle error', 10000);
   const icl = await idle.waitClose();
   check(ie.error.code === 'idle_timeout' && icl && Date.now() - t0 >= 1500, `an idle session: ${ie.error.code} after ${Date.now() - t0} ms, closed ${icl && icl.code}`);
+  // --stream-max-seconds 4: a session still sending gets its audio's completed text, then session_expired
+  const long = client();
+  await long.open();
+  long.send({ type: 'transcription_session.update', session: { input_audio_format: { type: 'audio/pcm', rate: 16000 }, turn_detection: null } });
+  const lpcm = pcmOf(clips[0]), lt0 = Date.now();
+  let off = 0;
+  const feed = setInterval(() => { if (long.ws.readyState === WebSocket.OPEN) long.ws.send(lpcm.subarray(off % lpcm.length, off % lpcm.length + 3200)); off += 3200; }, 100);
+  try {
+    const le = await long.wait(isType('error'), 'session_expired', 15000);
+    const lc = long.events.find(completed);
+    const lcl = await long.waitClose();
+    check(le.error.code === 'session_expired' && lc && lc.transcript.length > 0 && long.events.indexOf(lc) < long.events.indexOf(le) &&
+          lcl && lcl.code === 1000, `a session over --stream-max-seconds 4: completed ${JSON.stringify(lc && lc.transcript)}, then ` +
+          `${le.error.code} after ${Date.now() - lt0} ms, closed ${lcl && lcl.code}`);
+  } finally {
+    clearInterval(feed);
+  }
   // keys and origins
   const nokey = client({ noKey: true });
   await nokey.waitClose();

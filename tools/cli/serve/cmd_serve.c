@@ -106,7 +106,8 @@ static const struct cli_opt serve_table[] = {
     OPT_STRING("--host", "ADDR", SO(host), "the address to listen on (default 127.0.0.1: this machine only)"),
     OPT_VALUE("--port", "N", SO(port), arg_port, "the port (default 8080; 0: any free port, printed on stderr)"),
     OPT_STRING("--api-key", "KEY", SO(api_key),
-               "require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\nneither: no key)"),
+               "require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\nneither: no key); "
+               "the WebSocket also takes ?api_key=KEY (browsers)"),
     OPT_VALUE("--max-upload", "SIZE", SO(max_upload), arg_bytes,
               "the largest request body (K, M, G suffixes; default 256M): 413 beyond"),
     OPT_VALUE("--max-concurrent", "N", SO(max_concurrent), arg_connections,
