@@ -6,6 +6,7 @@
 //   node test_serve_realtime.cjs bad PORT KEY EXPECT_DIR CLIP...      bad input, then still serving
 //   node test_serve_realtime.cjs limits PORT KEY EXPECT_DIR CLIP...   a server with --max-streams 2,
 //                                                                     --stream-idle 2, --stream-max-seconds 4
+//   node test_serve_realtime.cjs perkey PORT "" EXPECT_DIR            --max-streams-per-key 1, no key
 //   node test_serve_realtime.cjs term PORT KEY EXPECT_DIR CLIP OUT    streams CLIP, writes events to OUT
 //                                                                     (the shell sends SIGTERM meanwhile)
 'use strict';
@@ -245,7 +246,7 @@ async function bad() {
   const deaf = client();
   await deaf.open();
   deaf.ws._socket.pause(); // reads nothing from now on
-  for (let i = 0; i < 40; i++) deaf.ws.send(pcm);
+  for (let i = 0; i < 4; i++) deaf.ws.send(pcm);
   const dropped = client();
   await dropped.open();
   dropped.ws.send(pcm.subarray(0, pcm.length >> 1));
@@ -317,6 +318,22 @@ async function limits() {
   await sleep(300);
 }
 
+/* --max-streams-per-key 1 on a server without a key: per client address, the second session is refused. */
+async function perkey() {
+  const a = client();
+  await a.open();
+  await a.wait(isType('transcription_session.created'), 'created');
+  const b = client();
+  await b.open();
+  const e = await b.wait(isType('error'), 'error');
+  const cl = await b.waitClose();
+  check(e.error.code === 'rate_limit_exceeded' && /--max-streams-per-key/.test(e.error.message) && cl && cl.code === 1013,
+    `a second stream from one address over --max-streams-per-key 1: ${e.error.message}, closed ${cl && cl.code}`);
+  a.ws.close();
+  await a.waitClose();
+  await sleep(300);
+}
+
 async function term() {
   const out = rest[1];
   const c = client();
@@ -328,7 +345,7 @@ async function term() {
   fs.writeFileSync(out, JSON.stringify({ close: cl, events: c.events }));
 }
 
-({ sdk, many, bad, limits, term })[mode]().then(() => process.exit(failed ? 1 : 0), (e) => {
+({ sdk, many, bad, limits, perkey, term })[mode]().then(() => process.exit(failed ? 1 : 0), (e) => {
   console.log(`FAIL realtime ${mode}: ${e.stack || e}`);
   process.exit(1);
 });

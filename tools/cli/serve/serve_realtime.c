@@ -93,7 +93,7 @@ static void *session_main(void *arg) {
     struct rt_sess *s = arg;
     struct serve_realtime *rt = s->rt;
     const struct serve_opts *o = rt->o;
-    const char *end = "the client closed the connection";
+    const char *end = "closed";
     char err[600] = "";
     s->ws = ws_open(s->fd, s->extra, s->extra_len, o->ws_max_message, rt_on_message, s);
     free(s->extra);

@@ -206,12 +206,10 @@ int ws_poll(struct ws *w, int wake_fd, int timeout_ms) {
 
 void ws_linger(struct ws *w, double seconds) {
     shutdown(w->fd, SHUT_WR);
-    char buf[16384];
-    int left_ms = (int)(seconds * 1000);
-    while (left_ms > 0) {
+    char buf[65536];
+    for (double until = now_s() + seconds, left; (left = until - now_s()) > 0;) {
         struct pollfd p = {w->fd, POLLIN, 0};
-        int n = poll(&p, 1, left_ms > 100 ? 100 : left_ms);
-        left_ms -= 100; /* at most `seconds` of polls, whatever wakes them */
+        int n = poll(&p, 1, (int)(left * 1000) + 1);
         if (n < 0 && errno != EINTR)
             return;
         if (n > 0) {
