@@ -41,14 +41,14 @@ static enum MHD_Result answer(struct MHD_Connection *c, const struct serve_opts 
     return ret;
 }
 
-/* {"status", "version", "model", "api_key_required", "workers": [{"worker", "device", "device_name",
+/* {"version", "model", "api_key_required", "workers": [{"worker", "device", "device_name",
  * "precision"}], "streams": {"active", "max", "max_per_key"}} */
 static char *status_json(const struct serve_opts *o, size_t *len) {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     if (!f)
         return NULL;
-    fputs("{\"status\":\"ok\",\"version\":", f);
+    fputs("{\"version\":", f);
     json_str(f, vkasr_version_string());
     fputs(",\"model\":", f);
     json_str(f, o->model_name);
