@@ -40,7 +40,7 @@ function pcmOf(file) {
 /* A raw client: collects events; helpers to wait for one. */
 function client(opts = {}) {
   const headers = key && !opts.noKey ? { Authorization: `Bearer ${key}` } : {};
-  const ws = new WebSocket(opts.url || URL_, { headers: { ...headers, ...(opts.headers || {}) }, maxPayload: 0 });
+  const ws = new WebSocket(opts.url || URL_, opts.protocols || [], { headers: { ...headers, ...(opts.headers || {}) }, maxPayload: 0 });
   const c = { ws, events: [], closed: null, waiters: [] };
   ws.on('message', (m) => {
     const e = JSON.parse(m.toString());
@@ -308,6 +308,11 @@ async function limits() {
   await qkey.wait(isType('transcription_session.created'), '?api_key=');
   check(true, 'the key as ?api_key= (browsers)');
   qkey.ws.close();
+  const sub = client({ noKey: true, protocols: ['realtime', `openai-insecure-api-key.${key}`] });
+  await sub.open();
+  await sub.wait(isType('transcription_session.created'), 'subprotocol key');
+  check(sub.ws.protocol === 'realtime', `the key as the subprotocol openai-insecure-api-key.KEY; protocol chosen: ${sub.ws.protocol}`);
+  sub.ws.close();
   const evil = client({ headers: { Origin: 'http://evil.example' } });
   await evil.waitClose();
   check(evil.status === 403, `a foreign Origin: HTTP ${evil.status}`);

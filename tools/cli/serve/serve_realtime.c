@@ -388,13 +388,12 @@ enum MHD_Result serve_realtime_request(struct serve_realtime *rt, struct MHD_Con
     /* the subprotocol: "realtime" when offered, else the first offered (browsers require one back) */
     const char *offered = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_SEC_WEBSOCKET_PROTOCOL);
     char proto[64] = "";
-    if (offered) {
+    if (offered && ws_has_token(offered, "realtime")) {
+        snprintf(proto, sizeof proto, "realtime");
+    } else if (offered) {
         const char *p = offered + strspn(offered, " \t,");
         size_t n = strcspn(p, ", \t");
-        if (strstr(offered, "realtime") && (!strncmp(p, "realtime", 8) || strstr(offered, "realtime,") ||
-                                            strstr(offered, ", realtime") || strstr(offered, ",realtime")))
-            snprintf(proto, sizeof proto, "realtime");
-        else if (n < sizeof proto)
+        if (n < sizeof proto)
             snprintf(proto, sizeof proto, "%.*s", (int)n, p);
     }
     enum MHD_Result ret = ws_accept(c, proto[0] ? proto : NULL, on_upgraded, s);

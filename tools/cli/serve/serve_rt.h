@@ -13,6 +13,8 @@
 
 /* ---- serve_ws.c ---- */
 
+/* Whether a comma-separated header value holds `token` (case-insensitive). */
+bool ws_has_token(const char *value, const char *token);
 /* NULL when the request is a well-formed WebSocket opening handshake (RFC 6455 §4.2.1), else why not. */
 const char *ws_check_handshake(struct MHD_Connection *c, const char *method);
 /* Answers the handshake with 101 (protocol: the Sec-WebSocket-Protocol chosen, or NULL); libmicrohttpd

@@ -30,8 +30,7 @@ struct ws {
     bool failed;                   /* the socket failed or the peer closed it                      */
 };
 
-/* Whether a comma-separated header value holds `token` (case-insensitive). */
-static bool has_token(const char *value, const char *token) {
+bool ws_has_token(const char *value, const char *token) {
     size_t n = strlen(token);
     for (const char *p = value; p && *p;) {
         p += strspn(p, " \t,");
@@ -53,7 +52,7 @@ const char *ws_check_handshake(struct MHD_Connection *c, const char *method) {
     const char *conn = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONNECTION);
     const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_SEC_WEBSOCKET_KEY);
     const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_SEC_WEBSOCKET_VERSION);
-    if (!up || !has_token(up, "websocket") || !conn || !has_token(conn, "upgrade"))
+    if (!up || !ws_has_token(up, "websocket") || !conn || !ws_has_token(conn, "upgrade"))
         return "this endpoint is a WebSocket: Upgrade: websocket and Connection: Upgrade are required";
     if (!key || strlen(key) != 24)
         return "Sec-WebSocket-Key: missing or not 16 bytes in base64";
