@@ -226,6 +226,8 @@ int cmd_serve(int argc, char **argv) {
     int port = 0;
     o.pool = pool;
     o.realtime = serve_realtime_new(pool, &o);
+    if (!o.realtime)
+        fprintf(stderr, "vkasr serve: out of memory\n");
     struct serve_queue *q = o.realtime ? serve_queue_start(pool, &o) : NULL;
     struct serve_http *h = q ? serve_http_start(&o, q, &port) : NULL;
     if (!h) {
