@@ -2,7 +2,8 @@
 # test_serve_live.sh — the live side of `vkasr serve` on loopback ports: the Realtime WebSocket through the
 # official openai SDK's OpenAIRealtimeWS (with ws), 16 sessions at once, bad input, limits, SIGTERM ending a
 # session with its final text, and the page at / in Debian's chromium driven by puppeteer-core (skipped,
-# said so, when chromium is missing). The npm packages are installed once, at pinned versions, into NPM_DIR.
+# said so, when chromium is missing). The npm packages are installed once, at pinned versions, into NPM_DIR
+# (one of its own: an npm install there removes the packages it did not install).
 #   test_serve_live.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
 set -u
 VKASR=$1 MODEL=$2 DATA=$3 WORK=$4 NPM=$5
