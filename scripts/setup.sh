@@ -1,7 +1,8 @@
 #!/bin/sh
 # setup.sh [--test] [--no-build] — installs the Debian 12 packages vkasr needs (when missing) and builds
 # it in ./build. --test adds what the test scripts need beyond that (clang-14 and its sanitizer and
-# libFuzzer run times: scripts/test.sh, scripts/fuzz.sh; curl, node and npm: the server test); --no-build
+# libFuzzer run times: scripts/test.sh, scripts/fuzz.sh; curl, node and npm: the server tests; chromium: the
+# server page's browser test); --no-build
 # only installs.
 # Run as root, or as a user with sudo. Idempotent: a second run only rebuilds what changed.
 # The last line's packages are optional for the build: the GTK example application (examples/gtk) with
@@ -10,10 +11,10 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PKGS="build-essential cmake pkg-config glslc spirv-tools libvulkan-dev mesa-vulkan-drivers \
-vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev libmicrohttpd-dev \
+vulkan-validationlayers libsndfile1-dev libsoxr-dev libcjson-dev libarchive-dev libyaml-dev libmicrohttpd-dev libwslay-dev \
 libcurl4-openssl-dev libssl-dev libopenblas-dev \
 libgtk-4-dev libasound2-dev xvfb xauth"
-TEST_PKGS="clang-14 libclang-rt-14-dev python3-pytest python3-numpy curl"
+TEST_PKGS="clang-14 libclang-rt-14-dev python3-pytest python3-numpy curl chromium"
 build=1
 for a in "$@"; do
     case $a in

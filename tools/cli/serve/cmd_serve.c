@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "../args.h"
-#include "serve.h"
+#include "serve_rt.h"
 
 static void intro(FILE *f) {
     fputs("usage: vkasr serve [-m MODEL] [-d DEVICE | --devices LIST] [--host ADDR] [--port N] [options]\n"
@@ -19,7 +19,10 @@ static void intro(FILE *f) {
           "(multipart/form-data: file, model, response_format json|text|srt|vtt|verbose_json,\n"
           "timestamp_granularities[], language, prompt, temperature, stream; for srt and vtt also\n"
           "max_line_chars, max_lines, max_cue_seconds, min_cue_seconds, cue_pause, defaults from the\n"
-          "options below), GET /v1/models, GET /health.\n"
+          "options below), GET /v1/models, GET /health;\n"
+          "OpenAI's Realtime transcription over a WebSocket at /v1/realtime?intent=transcription\n"
+          "(session.update, input_audio_buffer.append/commit/clear: deltas of final words as they\n"
+          "are spoken), and a page at / for a browser: upload a file, or speak into the microphone.\n"
           "Requests that arrive together run together in packed batches; each answer is what\n"
           "`vkasr transcribe` gives for that file alone. See docs/server.md.\n",
           f);
@@ -30,9 +33,9 @@ static void outro(FILE *f) {
           "5 no usable device.\n",
           f);
     fputs("\nOne log line per request on stderr (status, audio seconds, queue wait, compute time, batch\n"
-          "size, device and worker). SIGINT or SIGTERM stops accepting connections, finishes the\n"
-          "requests in progress and exits 0; a second signal abandons the transcriptions in progress\n"
-          "(answered 503).\n",
+          "size, device and worker), one per Realtime session. SIGINT or SIGTERM stops accepting\n"
+          "connections, finishes the requests in progress, ends each Realtime session with its final\n"
+          "text and exits 0; a second signal abandons the transcriptions in progress (answered 503).\n",
           f);
 }
 
@@ -89,6 +92,10 @@ static int arg_seconds(const char *opt, const char *v, void *field) {
     *(double *)field = s;
     return EXIT_OK;
 }
+static int arg_streams(const char *opt, const char *v, void *field) {
+    long n;
+    return cli_parse_long(v, 1, 100000, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
+}
 static int arg_name(const char *opt, const char *v, void *field) {
     return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
 }
@@ -101,7 +108,8 @@ static const struct cli_opt serve_table[] = {
     OPT_STRING("--host", "ADDR", SO(host), "the address to listen on (default 127.0.0.1: this machine only)"),
     OPT_VALUE("--port", "N", SO(port), arg_port, "the port (default 8080; 0: any free port, printed on stderr)"),
     OPT_STRING("--api-key", "KEY", SO(api_key),
-               "require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\nneither: no key)"),
+               "require Authorization: Bearer KEY on /v1/ (default: $VKASR_API_KEY;\nneither: no key); "
+               "the WebSocket also takes ?api_key=KEY (browsers)"),
     OPT_VALUE("--max-upload", "SIZE", SO(max_upload), arg_bytes,
               "the largest request body (K, M, G suffixes; default 256M): 413 beyond"),
     OPT_VALUE("--max-concurrent", "N", SO(max_concurrent), arg_connections,
@@ -115,6 +123,23 @@ static const struct cli_opt serve_table[] = {
     OPT_VALUE("--max-batch", "N", SO(max_batch), arg_batch, "requests in one batch turn at most (default 256)"),
     OPT_VALUE("--solo-seconds", "S", SO(solo_seconds), arg_seconds,
               "inputs longer than S seconds run alone, in turns alternating with\nthe batches of shorter ones (default 60)"),
+    OPT_HEADING("live (the Realtime WebSocket and the page):"),
+    OPT_VALUE("--max-streams", "N", SO(max_streams), arg_streams,
+              "Realtime streams at once (default 16); each holds a session of its\n"
+              "own (device memory for its windows) and two threads; more are told\n"
+              "so in an error event and closed (1013)"),
+    OPT_VALUE("--max-streams-per-key", "N", SO(max_streams_per_key), arg_streams,
+              "of them per API key, or per client address when no key is set\n(default: --max-streams)"),
+    OPT_VALUE("--stream-max-seconds", "S", SO(stream_max_s), arg_seconds,
+              "a Realtime session's length at most (default 3600): then its audio\nis transcribed to the end and it closes"),
+    OPT_VALUE("--stream-idle", "S", SO(stream_idle_s), arg_seconds,
+              "close a Realtime session that sent nothing for S seconds (default 60)"),
+    OPT_VALUE("--ws-max-message", "SIZE", SO(ws_max_message), arg_bytes,
+              "the largest WebSocket message (default 4M): closed with 1009 beyond"),
+    OPT_STRING("--cors-origin", "ORIGIN", SO(cors_origin),
+               "let pages of ORIGIN (e.g. https://app.example; *: any) call the API\n"
+               "and open the WebSocket (default: none; the server's own page always\nmay)"),
+    OPT_FLAG("--no-ui", SO(no_ui), "no page at / (the plain-text description instead)"),
     ARGS_SHARED,
     OPT_VALUE("--devices", "LIST", ARG_FIELD(struct serve_cli, devices), arg_devices,
               "several devices in one process (comma-separated, as -d takes them: 0,1\n"
@@ -157,7 +182,8 @@ int cmd_serve(int argc, char **argv) {
     struct serve_cli cli = {
         .o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("VKASR_API_KEY"), .max_upload = 256u << 20,
               .max_concurrent = 64, .timeout_s = 30, .max_queue = 256, .batch_wait_ms = 5, .max_batch = 256,
-              .solo_seconds = 60, .tp = vkasr_transcribe_params_default()},
+              .solo_seconds = 60, .tp = vkasr_transcribe_params_default(), .max_streams = 16,
+              .stream_max_s = 3600, .stream_idle_s = 60, .ws_max_message = 4u << 20},
     };
     int rc = cli_parse(&serve_command, &common, &cli, argc, argv);
     if (rc != EXIT_OK)
@@ -174,6 +200,13 @@ int cmd_serve(int argc, char **argv) {
     }
     if (o.api_key && !*o.api_key)
         o.api_key = NULL;
+    if (!o.max_streams_per_key || o.max_streams_per_key > o.max_streams)
+        o.max_streams_per_key = o.max_streams;
+    if (o.cors_origin && !*o.cors_origin)
+        o.cors_origin = NULL;
+    if (o.max_streams >= o.max_concurrent) /* a WebSocket stays one of the --max-concurrent connections */
+        fprintf(stderr, "vkasr serve: warning: --max-streams %u leaves no connection for requests: --max-concurrent is %u\n",
+                o.max_streams, o.max_concurrent);
     default_model_name(model, name_buf, sizeof name_buf);
     o.model_name = model_name ? model_name : name_buf;
 
@@ -194,7 +227,11 @@ int cmd_serve(int argc, char **argv) {
         return rc;
     }
     int port = 0;
-    struct serve_queue *q = serve_queue_start(pool, &o);
+    o.pool = pool;
+    o.realtime = serve_realtime_new(pool, &o);
+    if (!o.realtime)
+        fprintf(stderr, "vkasr serve: out of memory\n");
+    struct serve_queue *q = o.realtime ? serve_queue_start(pool, &o) : NULL;
     struct serve_http *h = q ? serve_http_start(&o, q, &port) : NULL;
     if (!h) {
         rc = EXIT_FAIL;
@@ -205,6 +242,10 @@ int cmd_serve(int argc, char **argv) {
         fprintf(stderr, "vkasr serve: stopping: no new connections; finishing %u request(s) in progress\n",
                 serve_http_active(h));
         serve_http_quiesce(h);
+        if (serve_realtime_active(o.realtime))
+            fprintf(stderr, "vkasr serve: ending %u realtime session(s) with their final text\n",
+                    serve_realtime_active(o.realtime));
+        serve_realtime_shutdown(o.realtime);
         bool aborted = false;
         while (serve_http_active(h) > 0)
             if (wait_signal(&sigs, 0.05) && !aborted) {
@@ -213,7 +254,9 @@ int cmd_serve(int argc, char **argv) {
                 aborted = true;
             }
     }
+    serve_realtime_end(o.realtime); /* its sessions close their upgraded connections first */
     serve_http_stop(h);
+    serve_realtime_free(o.realtime);
     serve_queue_stop(q);
     pool_free(pool);
     pool_devices_free(&dev);

@@ -27,6 +27,16 @@ struct serve_opts {
     double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
     vkasr_transcribe_params tp;    /* no callbacks                                              */
     vkasr_subtitle_params subs;    /* srt, vtt: the cues' limits unless a request sets its own  */
+    /* live: the Realtime WebSocket (serve_realtime.c) and the page (serve_ui.c) */
+    unsigned max_streams;          /* Realtime streams at once (each holds a session)           */
+    unsigned max_streams_per_key;  /* of them per API key (per client address without a key)    */
+    double stream_max_s;           /* a Realtime session's length at most                       */
+    double stream_idle_s;          /* a Realtime session without a message this long is closed  */
+    size_t ws_max_message;         /* bytes of one WebSocket message at most                    */
+    const char *cors_origin;       /* NULL: no CORS; else the one origin allowed ("*": any)     */
+    bool no_ui;                    /* GET / is the plain-text page                              */
+    struct pool *pool;             /* set by cmd_serve: the workers (GET /status)               */
+    struct serve_realtime *realtime; /* set by cmd_serve                                        */
 };
 
 /* The response formats of POST /v1/audio/transcriptions. */

@@ -14,7 +14,7 @@
 
 #include <microhttpd.h>
 
-#include "serve.h"
+#include "serve_rt.h"
 
 #define TRANSCRIBE_PATH "/v1/audio/transcriptions"
 
@@ -66,6 +66,7 @@ static enum MHD_Result send_body(struct MHD_Connection *c, struct req *r, int st
         return MHD_NO;
     }
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    serve_cors_headers(resp, r->h->o);
     if (allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, allow);
     if (status == 401)
@@ -444,6 +445,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         pthread_mutex_lock(&h->mu);
         h->active++;
         pthread_mutex_unlock(&h->mu);
+        if (!strcmp(url, "/v1/realtime"))
+            return serve_realtime_request(h->o->realtime, c, method, &r->status);
+        enum MHD_Result ui_ret;
+        if (serve_ui_request(c, method, url, h->o, &ui_ret, &r->status))
+            return ui_ret;
         bool known_get = !strcmp(url, "/") || !strcmp(url, "/health") || !strcmp(url, "/v1/models");
         if (known_get)
             return is_get(method) ? get_page(c, r) : send_error(c, r, 405, "method not allowed", NULL, NULL);
@@ -562,7 +568,7 @@ struct serve_http *serve_http_start(const struct serve_opts *o, struct serve_que
     h->q = q;
     pthread_mutex_init(&h->mu, NULL);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
-                     MHD_USE_ERROR_LOG | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
                             on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
                             o->max_concurrent, MHD_OPTION_CONNECTION_TIMEOUT, o->timeout_s,
