@@ -17,7 +17,16 @@ struct transcript {
     size_t nwords;
     vkasr_segment *segments;         /* text owned                                            */
     size_t nsegments;
+    vkasr_event *events;             /* event tokens (transcript_event_kind), text owned      */
+    size_t nevents;
+    char *language;                  /* the first language event's text; NULL: none          */
 };
+
+/* What token id is: -1 text, or a vkasr_event_kind: the pieces <EOU> and <EOB> (NVIDIA's end-of-
+ * utterance models), and for language-prompt models (cfg->n_prompts > 0) language tags <xx-XX>. Event
+ * tokens stay in the token list but never in the text, a word or a segment; an end of utterance or a
+ * backchannel ends the segment before it. */
+int transcript_event_kind(const struct tokenizer *tok, const struct model_config *cfg, int32_t id);
 
 vkasr_status transcript_build(const struct tokenizer *tok, const struct model_config *cfg, const struct asr_token *t,
                               size_t n, struct transcript *tr, struct err *e);
