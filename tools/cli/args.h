@@ -58,6 +58,7 @@ struct cli_common {
     vkasr_decoder decoder;      /* --decoder; default AUTO                 */
     int threads;                /* --threads (0: the CPU backend's default) */
     int lookahead_ms;           /* --lookahead; 0: the model's first       */
+    const char *language;       /* --language; NULL: auto                  */
     bool verbose, no_prints, json;
 };
 
