@@ -499,7 +499,8 @@ VKASR_API const char *vkasr_result_language(const vkasr_result *result);
 /* Tokens that are events, not text: kept out of the text, words and segments, listed here in order. */
 typedef enum vkasr_event_kind {
     VKASR_EVENT_END_OF_UTTERANCE = 0, /* <EOU> (parakeet_realtime_eou): the utterance ended; the segment
-                                         before it ends there                                          */
+                                         before it ends there. Offline runs decode on after it as
+                                         NeMo's transcribe() does (no decoder reset)                   */
     VKASR_EVENT_BACKCHANNEL = 1,      /* <EOB>: the utterance was a backchannel ("uh-huh"); it also ends
                                          the segment                                                   */
     VKASR_EVENT_LANGUAGE = 2          /* a language tag <xx-XX> of a language-prompt model            */
@@ -611,7 +612,8 @@ typedef struct vkasr_stream_update {
                                       stream finished. May come with no words (the pause was seen
                                       after the last words were made final).                        */
     double audio_end;              /* the end of the audio the window saw, in stream seconds         */
-    const vkasr_event *events;     /* final only: event tokens among these (vkasr_result_events); an
+    const vkasr_event *events;     /* event tokens among these words and right after them
+                                      (vkasr_result_events; n_segments counts within this update); an
                                       end of utterance or a backchannel also sets segment_end       */
     size_t n_events;
 } vkasr_stream_update;
