@@ -1,5 +1,6 @@
-"""Language-prompt (Nemotron 3.5) and end-of-utterance models: the language argument, the detected
-language, events and segment flags (tests/data/streaming, made by make_streaming_fixtures.py)."""
+"""Language-prompt (Nemotron 3.5) and end-of-utterance models in f32 (their tokens are the reference's): the
+language argument, the detected language, events and segment flags (tests/data/streaming, made by
+make_streaming_fixtures.py)."""
 import json
 
 import pytest
@@ -16,7 +17,7 @@ def expected(d, clip):
 
 
 def test_prompt_languages_and_detection():
-    with vkasr.Model(S / "stream_prompt.nemo") as m:
+    with vkasr.Model(S / "stream_prompt.nemo", precision="f32") as m:
         assert m.languages == ("en-US", "en", "de-DE", "de", "fr-FR", "auto")
         with pytest.raises(vkasr.InvalidArgumentError, match="the model's languages: en-US, en, de-DE"):
             m.check_language("xx-XX")
@@ -35,7 +36,7 @@ def test_prompt_languages_and_detection():
 
 
 def test_other_models_take_auto_only():
-    with vkasr.Model(S / "stream_rnnt.nemo") as m:
+    with vkasr.Model(S / "stream_rnnt.nemo", precision="f32") as m:
         assert m.languages == ()
         m.check_language("auto")
         with pytest.raises(vkasr.InvalidArgumentError, match="no language prompt"):
@@ -43,7 +44,7 @@ def test_other_models_take_auto_only():
 
 
 def test_eou_events_end_segments():
-    with vkasr.Model(S / "stream_eou.nemo") as m:
+    with vkasr.Model(S / "stream_eou.nemo", precision="f32") as m:
         t = m.transcribe(CLIPS / "us_fox.wav")
     want = expected("expected_eou", "us_fox")
     assert t.text == want["text"] and "<EO" not in t.text

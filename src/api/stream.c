@@ -131,7 +131,8 @@ static void call(const struct vkasr_stream *s, vkasr_stream_callback cb, const s
                              .audio_end = audio_end,
                              .events = part->events,
                              .n_events = part->nevents};
-    for (size_t i = 0; i < part->nevents; i++) /* an utterance's end ends its segment */
+    /* a final end of utterance or backchannel ends its segment */
+    for (size_t i = 0; cb == s->p.final_callback && i < part->nevents; i++)
         if (part->events[i].kind != VKASR_EVENT_LANGUAGE)
             u.segment_end = true;
     cb(&u, s->p.user_data);

@@ -261,13 +261,14 @@ static vkasr_status read_langs(const struct gguf *g, struct model_config *c, str
     TRY(gguf_get_int(g, "parakeet.num_prompts", 0, 0, 0, 4096, &c->n_prompts, e));
     if (c->n_prompts == 0) {
         if (gguf_kv_find(g, "parakeet.prompt_dictionary") || gguf_kv_find(g, "parakeet.prompt_hidden"))
-            return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.prompt_dictionary / prompt_hidden without parakeet.num_prompts",
-                           path);
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: parakeet.prompt_dictionary / prompt_hidden without parakeet.num_prompts", path);
         return VKASR_OK;
     }
     if (c->head != VKASR_HEAD_RNNT)
-        return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.num_prompts = %d with a %s head (a language prompt needs RNN-T)",
-                       path, c->n_prompts, c->head == VKASR_HEAD_TDT ? "TDT" : "CTC");
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: parakeet.num_prompts = %d with a %s head (a language prompt needs RNN-T)", path,
+                       c->n_prompts, c->head == VKASR_HEAD_TDT ? "TDT" : "CTC");
     TRY(gguf_get_int(g, "parakeet.prompt_hidden", 1, 0, 1, 1 << 20, &c->prompt_hidden, e));
     if (!gguf_kv_find(g, "parakeet.prompt_dictionary"))
         return model_langs_check(l, c, path, "parakeet.prompt_dictionary", e);

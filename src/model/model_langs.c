@@ -27,8 +27,9 @@ vkasr_status model_langs_add(struct model_langs *l, const char *name, long long 
                        "%s: '%s' entry \"%.80s\": a language name is 1 to %d letters, digits, '-' or '_'", src, field,
                        name, MODEL_LANG_MAX - 1);
     if (slot < 0 || slot >= n_prompts)
-        return err_set(e, VKASR_ERR_MODEL, "%s: '%s' entry \"%s\" = %lld: the prompt slot must be in [0, %d) (num_prompts)",
-                       src, field, name, slot, n_prompts);
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: '%s' entry \"%s\" = %lld: the prompt slot must be in [0, %d) (num_prompts)", src, field,
+                       name, slot, n_prompts);
     for (int i = 0; i < l->n; i++)
         if (!strcmp(l->v[i].name, name))
             return err_set(e, VKASR_ERR_MODEL, "%s: '%s' lists \"%s\" twice", src, field, name);

@@ -121,7 +121,8 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
         const bool language = !strcmp(o->name, "prompt_projector.language");
         for (int64_t h = 0; h < H; h++)
             for (int64_t j = 0; j < (language ? P : D); j++)
-                dst[language ? j * H + h : h * D + j] = (float)elem(src, (uint64_t)(h * (D + P) + (language ? D + j : j)));
+                dst[language ? j * H + h : h * D + j] =
+                    (float)elem(src, (uint64_t)(h * (D + P) + (language ? D + j : j)));
         return VKASR_OK;
     }
     if (ends_with(o->name, "conv.depthwise_conv.weight") || ends_with(o->name, "conv.depthwise_conv.bias")) {

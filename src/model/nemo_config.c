@@ -493,8 +493,9 @@ static vkasr_status prompt(const struct ymap *root, bool is_prompt_class, struct
         char *end = NULL;
         long long slot = v->kind == NY_SCALAR && v->plain ? strtoll(v->str, &end, 10) : -1;
         if (v->kind != NY_SCALAR || !v->plain || !end || end == v->str || *end)
-            return err_set(e, VKASR_ERR_MODEL, "%s: line %d: 'model_defaults.prompt_dictionary.%s' must be an integer slot",
-                           root->src, v->line, dict->keys[i]);
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: line %d: 'model_defaults.prompt_dictionary.%s' must be an integer slot", root->src,
+                           v->line, dict->keys[i]);
         TRY(model_langs_add(langs, dict->keys[i], slot, c->n_prompts, root->src, field, e));
     }
     return model_langs_check(langs, c, root->src, "model_defaults.prompt_dictionary", e);
