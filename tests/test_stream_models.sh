@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_stream_models.sh — the language-prompt and end-of-utterance models through the CLI: refusals
-# (exit code and the field or language named, nothing written) and the transcript's language and events
-# in the JSON output.
+# (exit code and the field or language named, nothing written), the transcript's language and events
+# in the JSON output, and live --json's end_of_utterance and language.
 # usage: test_stream_models.sh VKASR DATA_DIR WORK_DIR
 set -u
 VKASR=$1 DATA=$2 WORK=$3
@@ -65,6 +65,16 @@ expect 0 "" "$VKASR" transcribe -np -m "$S/stream_prompt.nemo" --language de-DE 
 check_json "$WORK/de.json" "" ""
 expect 0 "" "$VKASR" transcribe -np -m "$S/stream_eou.nemo" -oj -of "$WORK/eou" "$DATA/audio/parity/us_fox.wav"
 check_json "$WORK/eou.json" "" end_of_utterance,end_of_utterance,backchannel
+
+# live --json: the segment an end of utterance ends says so; a tag gives the segment's language
+"$VKASR" live -np -p f32 -m "$S/stream_eou.nemo" --json --simulate "$DATA/audio/parity/us_fox.wav" --speed 0 \
+    >"$WORK/live_eou.jsonl" 2>"$WORK/err" || fail "live on the EOU model: exit $?"
+grep -q '"end_of_utterance":true' "$WORK/live_eou.jsonl" || fail "live --json: no end_of_utterance"
+grep -q '<EO[UB]>' "$WORK/live_eou.jsonl" && fail "live --json: <EOU> or <EOB> in the output"
+"$VKASR" live -np -p f32 -m "$S/stream_prompt.nemo" --json --simulate "$CLIP" --speed 0 >"$WORK/live_auto.jsonl" \
+    2>"$WORK/err" || fail "live on the prompt model: exit $?"
+grep -q '"language":"de-DE"' "$WORK/live_auto.jsonl" || fail "live --json: no language"
+grep -q '<de-DE>' "$WORK/live_auto.jsonl" && fail "live --json: a tag in the output"
 
 [ "$fails" -eq 0 ] && echo "all checks passed"
 exit $((fails > 0))

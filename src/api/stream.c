@@ -110,7 +110,10 @@ static vkasr_status build_part(const struct vkasr_stream *s, const struct window
     if (w1 > w0) {
         t0 = h->tr.words[w0].first_token;
         t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
-        /* the event tokens right after the last word (an end of utterance) go with it */
+        /* event tokens go with the word before them (an end of utterance), those before the window's first
+         * word with it (a language tag) */
+        if (w0 == 0)
+            t0 = 0;
         while (t1 < h->out.ntokens && transcript_event_kind(&am->tok, &am->cfg, h->out.tokens[t1].id) >= 0)
             t1++;
     }
