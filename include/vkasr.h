@@ -261,6 +261,13 @@ typedef struct vkasr_model_info {
 } vkasr_model_info;
 
 VKASR_API vkasr_status vkasr_model_get_info(const vkasr_model *model, vkasr_model_info *out);
+/* Checks a language for vkasr_transcribe_params.language before any audio: VKASR_OK when the model
+ * takes it, else VKASR_ERR_INVALID_ARG with a message listing the model's languages. *n_languages (may
+ * be NULL) receives the number of names in the model's language map (0: not a language-prompt model). */
+VKASR_API vkasr_status vkasr_model_check_language(const vkasr_model *model, const char *language,
+                                                  size_t *n_languages, vkasr_error *error);
+/* Name i (< n_languages) of the model's language map ("en-US", "de", "auto", ...); NULL past the end. */
+VKASR_API const char *vkasr_model_language(const vkasr_model *model, size_t i);
 /* Whether the model computes on the host's CPU: the CPU backend ("cpu"), the reference ("ref") or a
  * CPU Vulkan driver such as lavapipe (type "cpu" in vkasr_list_devices). There, several sessions only
  * share the same cores, and long audio runs much slower than on a GPU. false for NULL. */
@@ -351,6 +358,12 @@ typedef struct vkasr_transcribe_params {
                                       The audio runs in chunks sized to fit (same results); where
                                       even the smallest do not, VKASR_ERR_DEVICE_MEMORY names the
                                       bytes needed and available before anything is allocated.     */
+    const char *language;          /* language-prompt models (Nemotron 3.5): a name of the model's
+                                      language map ("en-US", "de", ...; ASCII case ignored) or "auto"
+                                      (detect: the model writes <xx-XX> tags, reported by
+                                      vkasr_result_language() and kept out of the text); NULL or "":
+                                      "auto". A name the map lacks is VKASR_ERR_INVALID_ARG listing
+                                      the map. Other models take NULL, "" or "auto" only.           */
 } vkasr_transcribe_params;
 
 VKASR_API vkasr_transcribe_params vkasr_transcribe_params_default(void);
@@ -479,6 +492,29 @@ VKASR_API vkasr_attention vkasr_result_attention(const vkasr_result *result, int
  * naming the input. Results of the single-input calls: VKASR_OK or VKASR_ABORTED, message "". */
 VKASR_API vkasr_status vkasr_result_status(const vkasr_result *result);
 VKASR_API const char *vkasr_result_error(const vkasr_result *result);
+/* The language a language-prompt model detected ("auto"): the first <xx-XX> tag it wrote ("en-US"), or
+ * NULL when it wrote none (a language was chosen, or another model). */
+VKASR_API const char *vkasr_result_language(const vkasr_result *result);
+
+/* Tokens that are events, not text: kept out of the text, words and segments, listed here in order. */
+typedef enum vkasr_event_kind {
+    VKASR_EVENT_END_OF_UTTERANCE = 0, /* <EOU> (parakeet_realtime_eou): the utterance ended; the segment
+                                         before it ends there. Offline runs decode on after it as
+                                         NeMo's transcribe() does (no decoder reset)                   */
+    VKASR_EVENT_BACKCHANNEL = 1,      /* <EOB>: the utterance was a backchannel ("uh-huh"); it also ends
+                                         the segment                                                   */
+    VKASR_EVENT_LANGUAGE = 2          /* a language tag <xx-XX> of a language-prompt model            */
+} vkasr_event_kind;
+
+typedef struct vkasr_event {
+    vkasr_event_kind kind;
+    const char *text;              /* the piece ("<EOU>", "<EOB>") or the language ("en-US")         */
+    int64_t frame;                 /* encoder frame of emission                                     */
+    double time;                   /* seconds                                                       */
+    size_t n_segments;             /* segments of the result that end before it                     */
+} vkasr_event;
+
+VKASR_API const vkasr_event *vkasr_result_events(const vkasr_result *result, size_t *count);
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Subtitles                                                                                      */
@@ -641,6 +677,10 @@ typedef struct vkasr_stream_update {
                                       stream finished. May come with no words (the pause was seen
                                       after the last words were made final).                        */
     double audio_end;              /* the end of the audio the window saw, in stream seconds         */
+    const vkasr_event *events;     /* event tokens among these words and right after them
+                                      (vkasr_result_events; n_segments counts within this update); an
+                                      end of utterance or a backchannel also sets segment_end       */
+    size_t n_events;
 } vkasr_stream_update;
 
 typedef void (*vkasr_stream_callback)(const vkasr_stream_update *update, void *user_data);
@@ -660,6 +700,7 @@ typedef struct vkasr_stream_params {
                                                and after each final update                          */
     void *user_data;
     int max_symbols_per_step;      /* as in vkasr_transcribe_params                                  */
+    const char *language;          /* as in vkasr_transcribe_params                                  */
 } vkasr_stream_params;
 
 /* Durations are rounded to whole encoder frames (80 ms); each must be at least one frame. The right

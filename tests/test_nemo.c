@@ -186,10 +186,21 @@ static void stream_configs(void) {
                   "'encoder.att_context_size' pair 1 = [8, 2]: chunked_limited needs the left context to be a "
                   "multiple of right + 1 = 3",
                   &ck);
-    stream_config("streaming/config_prompt.yaml", "the language prompt (num_prompts / prompt_kernel before the joint) "
-                                                  "is not supported yet",
+    /* Nemotron 3.5's language prompt: num_prompts and the language map, each entry checked */
+    stream_config("streaming/config_prompt.yaml", "'model_defaults.prompt_dictionary' is missing or empty", &ck);
+    stream_config("streaming/config_prompt_nomap.yaml", "'model_defaults.prompt_dictionary' is missing or empty",
                   &ck);
-    stream_config("streaming/config_eou.yaml", "end-of-utterance (<EOU>/<EOB>) models are not supported yet", &ck);
+    stream_config("streaming/config_prompt_slot.yaml",
+                  "entry \"it-IT\" = 8: the prompt slot must be in [0, 8) (num_prompts)", &ck);
+    model_langs_free(&ck.langs);
+    stream_config("streaming/config_prompt_size.yaml", NULL, &ck);
+    EXPECT(ck.cfg.n_prompts == 12 && ck.langs.n == 6 && model_langs_find(&ck.langs, "de") == 1 &&
+               model_langs_find(&ck.langs, "AUTO") == 5 && model_langs_find(&ck.langs, "it") == -1,
+           "prompt config: 12 slots, 6 names (de -> 1, auto -> 5)");
+    model_langs_free(&ck.langs);
+    /* the end-of-utterance model is a plain RNN-T model whose vocabulary holds <EOU> and <EOB> */
+    stream_config("streaming/config_eou.yaml", NULL, &ck);
+    EXPECT(ck.cfg.head == VKASR_HEAD_RNNT && ck.cfg.n_prompts == 0, "EOU config: an RNN-T head, no prompt");
 }
 
 /* model_open_head: the head chosen, its tensors only (no preprocessor buffers), in place or copied. */

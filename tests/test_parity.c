@@ -11,6 +11,10 @@
  *   MEL_TOL       bound on max |mel - mel_hf|
  *   ENC_TOL       bound on ||enc - enc_hf|| / ||enc_hf||
  *   lookahead=MS  optional, before TOKENS: vkasr_model_params.lookahead_ms (cache-aware models' context)
+ *   language=L    optional, before TOKENS: vkasr_transcribe_params.language (language-prompt models)
+ *   decoder=H     optional, before TOKENS: the head to load, rnnt or ctc (a hybrid's)
+ * tokens.json may also give "language" (what vkasr_result_language() must return, null for none) and
+ * "events" ([[kind, frame], ...]: vkasr_result_events()).
  *   TOKENS        optional: "exact" (default: ids, frames and text must equal transformers'), "report"
  *                 (print the agreement only; for f16, whose rounding may flip a close argmax) or "min=F"
  *                 (the aligned agreement below, over all clips, must be at least F; quantized weights)
@@ -224,6 +228,29 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
                 break;
             }
     }
+    const cJSON *lang = root ? cJSON_GetObjectItemCaseSensitive(root, "language") : NULL;
+    if (lang) {
+        const char *got = vkasr_result_language(r);
+        printf("  %-28s language vkasr %s, expected %s\n", clip, got ? got : "(none)",
+               cJSON_IsString(lang) ? lang->valuestring : "(none)");
+        if (cJSON_IsString(lang) ? !got || strcmp(got, lang->valuestring) != 0 : got != NULL)
+            fail(clip, "detected language differs");
+    }
+    const cJSON *events = root ? cJSON_GetObjectItemCaseSensitive(root, "events") : NULL;
+    if (cJSON_IsArray(events)) {
+        size_t nev = 0;
+        const vkasr_event *ev = vkasr_result_events(r, &nev);
+        printf("  %-28s events  %zu, expected %d\n", clip, nev, cJSON_GetArraySize(events));
+        if (nev != (size_t)cJSON_GetArraySize(events))
+            fail(clip, "%zu events, expected %d", nev, cJSON_GetArraySize(events));
+        for (size_t i = 0; i < nev && i < (size_t)cJSON_GetArraySize(events); i++) {
+            const cJSON *x = cJSON_GetArrayItem(events, (int)i);
+            int kind = cJSON_GetArrayItem(x, 0)->valueint, frame = cJSON_GetArrayItem(x, 1)->valueint;
+            if ((int)ev[i].kind != kind || ev[i].frame != frame)
+                fail(clip, "event %zu: kind %d at frame %lld, expected kind %d at frame %d", i, (int)ev[i].kind,
+                     (long long)ev[i].frame, kind, frame);
+        }
+    }
     if (cJSON_IsString(text)) {
         printf("  %-28s text    vkasr \"%s\"\n  %-28s         transformers \"%s\"\n", clip, vkasr_result_text(r), "",
                text->valuestring);
@@ -235,15 +262,28 @@ static void compare_tokens(const char *clip, const vkasr_result *r, const char *
 
 int main(int argc, char **argv) {
     int lookahead_ms = 0;
-    if (argc >= 8 && strncmp(argv[7], "lookahead=", 10) == 0) { /* drop it from the list */
-        lookahead_ms = atoi(argv[7] + 10);
+    const char *language = NULL;
+    vkasr_decoder decoder = VKASR_DECODER_AUTO;
+    while (argc >= 8 && strchr(argv[7], '=') && strncmp(argv[7], "min=", 4) != 0) { /* options: drop them */
+        if (strncmp(argv[7], "lookahead=", 10) == 0)
+            lookahead_ms = atoi(argv[7] + 10);
+        else if (strncmp(argv[7], "language=", 9) == 0)
+            language = argv[7] + 9;
+        else if (strcmp(argv[7], "decoder=ctc") == 0)
+            decoder = VKASR_DECODER_CTC;
+        else if (strcmp(argv[7], "decoder=rnnt") == 0)
+            decoder = VKASR_DECODER_RNNT;
+        else {
+            fprintf(stderr, "test_parity: unknown option %s\n", argv[7]);
+            return 2;
+        }
         for (int i = 7; i + 1 < argc; i++)
             argv[i] = argv[i + 1];
         argc--;
     }
     if (argc != 7 && argc != 8) {
         fprintf(stderr, "usage: test_parity MODEL CLIPS_DIR EXPECTED_DIR f32|f16 MEL_TOL ENC_TOL [lookahead=MS] "
-                        "[exact|report|min=F]\n");
+                        "[language=L] [decoder=rnnt|ctc] [exact|report|min=F]\n");
         return 2;
     }
     double min_agree = -1; /* >= 0: the bound on the aligned agreement ("min=F") */
@@ -264,6 +304,7 @@ int main(int argc, char **argv) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = strcmp(argv[4], "f16") == 0 ? VKASR_PRECISION_F16 : VKASR_PRECISION_F32;
     mp.lookahead_ms = lookahead_ms;
+    mp.decoder = decoder;
     mp.validation = tv_wanted();
     mp.log_callback = tv_log; /* any validation report fails the run (tv_check at the end) */
     vkasr_error err;
@@ -283,6 +324,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.language = language;
     vkasr_debug_params dp = vkasr_debug_params_default();
     dp.keep_features = true; /* the mel and the encoder output are compared with the fixtures */
     vkasr_session_set_debug(s, &dp);

@@ -15,12 +15,12 @@ from ._errors import (Aborted, AudioError, DeviceError, DeviceLostError, DeviceM
                       VulkanError)
 from ._model import Device, Model, ModelInfo, Progress, default_model_path, devices, library_version
 from ._stream import Stream
-from ._transcript import Segment, Timings, Token, Transcript, Word
+from ._transcript import Event, Segment, Timings, Token, Transcript, Word
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Aborted", "AudioError", "Device", "DeviceError", "DeviceLostError", "DeviceMemoryError", "Error",
+    "Aborted", "AudioError", "Device", "DeviceError", "DeviceLostError", "DeviceMemoryError", "Error", "Event",
     "FileError", "InternalError", "InvalidArgumentError", "Model", "ModelError", "ModelInfo", "NoMemoryError",
     "Progress", "Segment", "Stream", "Timings", "Token", "Transcript", "UnsupportedError", "VulkanError", "Word",
     "__version__", "default_model_path", "devices", "library_version",

@@ -101,8 +101,16 @@ class TranscribeParams(Structure):
         ("segment_callback", c_void_p), ("segment_user_data", c_void_p),
         ("abort_callback", AbortCallback), ("abort_user_data", c_void_p),
         ("max_symbols_per_step", c_int), ("attention", c_int), ("attention_window", c_int),
-        ("auto_full_seconds", c_double), ("max_memory", c_uint64),
+        ("auto_full_seconds", c_double), ("max_memory", c_uint64), ("language", c_char_p),
     ]
+
+
+EVENT_KINDS = ("end_of_utterance", "backchannel", "language")  # vkasr_event_kind order
+
+
+class Event(Structure):
+    _fields_ = [("kind", c_int), ("text", c_char_p), ("frame", c_int64), ("time", c_double),
+                ("n_segments", c_size_t)]
 
 
 class BatchInput(Structure):
@@ -118,7 +126,7 @@ class BatchParams(Structure):
 class StreamUpdate(Structure):
     _fields_ = [("text", c_char_p), ("tokens", POINTER(Token)), ("n_tokens", c_size_t),
                 ("words", POINTER(Word)), ("n_words", c_size_t), ("segment_end", c_bool),
-                ("audio_end", c_double)]
+                ("audio_end", c_double), ("events", POINTER(Event)), ("n_events", c_size_t)]
 
 
 StreamCallback = ctypes.CFUNCTYPE(None, POINTER(StreamUpdate), c_void_p)
@@ -129,6 +137,7 @@ class StreamParams(Structure):
         ("struct_size", c_uint32), ("hop_seconds", c_double), ("left_context_seconds", c_double),
         ("right_context_seconds", c_double), ("catch_up", c_bool), ("final_callback", StreamCallback),
         ("partial_callback", StreamCallback), ("user_data", c_void_p), ("max_symbols_per_step", c_int),
+        ("language", c_char_p),
     ]
 
 
@@ -175,6 +184,10 @@ _PROTOTYPES = {
     "vkasr_subtitle_params_default": (SubtitleParams, []),
     "vkasr_subtitles": (c_int, [POINTER(Word), c_size_t, POINTER(SubtitleParams), c_int, POINTER(c_void_p),
                                 POINTER(c_size_t), POINTER(Error)]),
+    "vkasr_result_language": (c_char_p, [_P]),
+    "vkasr_result_events": (POINTER(Event), [_P, POINTER(c_size_t)]),
+    "vkasr_model_check_language": (c_int, [_P, c_char_p, POINTER(c_size_t), POINTER(Error)]),
+    "vkasr_model_language": (c_char_p, [_P, c_size_t]),
     "vkasr_batch_params_default": (BatchParams, []),
     "vkasr_transcribe_batch": (c_int, [_P, POINTER(BatchInput), c_size_t, POINTER(TranscribeParams),
                                        POINTER(BatchParams), POINTER(_P)]),

@@ -15,7 +15,7 @@ from . import _lib
 from ._audio import AudioInput, Prepared, prepare
 from ._errors import Aborted, Error, InvalidArgumentError, ModelError, error_for
 from ._run import AbortFlag, run
-from ._transcript import Segment, Timings, Token, Transcript, Word
+from ._transcript import Event, Segment, Timings, Token, Transcript, Word
 
 _PRECISIONS = {"auto": _lib.PRECISION_AUTO, "f32": _lib.PRECISION_F32, "f16": _lib.PRECISION_F16}
 _HEADS = ("tdt", "rnnt", "ctc")
@@ -157,9 +157,14 @@ def transcript_of(L: ctypes.CDLL, r: Any, file: bytes, head: Optional[str] = Non
     wp = L.vkasr_result_words(r, byref(n))
     words = [Word(_dec(w.text), w.start, w.end, w.first_token, w.n_tokens, w.text or b"")
              for w in wp[:n.value]]
+    ep = L.vkasr_result_events(r, byref(n))
+    events = tuple(Event(_lib.EVENT_KINDS[e.kind], _dec(e.text), e.frame, e.time, e.n_segments) for e in ep[:n.value])
+    ended = {(e.segment, e.kind) for e in events}  # the segment before an <EOU> / <EOB> ends with it
     sp = L.vkasr_result_segments(r, byref(n))
     segments = tuple(Segment(_dec(s.text), s.start, s.end, tuple(words[s.first_word:s.first_word + s.n_words]),
-                             s.text or b"") for s in sp[:n.value])
+                             s.text or b"", (i + 1, "end_of_utterance") in ended, (i + 1, "backchannel") in ended)
+                     for i, s in enumerate(sp[:n.value]))
+    lang = L.vkasr_result_language(r)
     win = c_int()
     att = L.vkasr_result_attention(r, byref(win))
     text = L.vkasr_result_text(r) or b""
@@ -170,7 +175,8 @@ def transcript_of(L: ctypes.CDLL, r: Any, file: bytes, head: Optional[str] = Non
                       segments=segments,
                       attention={_lib.ATTENTION_FULL: "full", _lib.ATTENTION_LOCAL: "local"}.get(att),
                       attention_window=win.value, partial=bool(L.vkasr_result_partial(r)),
-                      file=os.fsdecode(file), head=head, timings=timings, _text_raw=text, _file_raw=file)
+                      file=os.fsdecode(file), head=head, timings=timings, _text_raw=text, _file_raw=file,
+                      language=_dec(lang) if lang else None, events=events)
 
 
 class Model:
@@ -320,8 +326,11 @@ class Model:
             self._release(s, ok[0])
 
     def _params(self, attention: Optional[str], progress: Optional[Callable[[Progress], Any]],
-                flag: AbortFlag) -> Tuple[Any, Any]:
+                flag: AbortFlag, language: Optional[str] = None) -> Tuple[Any, Any]:
         tp = self._lib.vkasr_transcribe_params_default()
+        if language is not None:
+            self.check_language(language)
+            tp.language = language.encode("utf-8")
         tp.attention, tp.attention_window = _parse_attention(attention)
         tp.max_memory = self._max_memory
         tp.abort_callback = flag.callback
@@ -341,8 +350,23 @@ class Model:
 
     # -- transcription ---------------------------------------------------------------------------------
 
+    @property
+    def languages(self) -> Tuple[str, ...]:
+        """A language-prompt model's languages (its map's names, "auto" among them); () for other models."""
+        n = c_size_t()
+        self._lib.vkasr_model_check_language(self._handle, None, byref(n), None)
+        return tuple(_dec(self._lib.vkasr_model_language(self._handle, i)) for i in range(n.value))
+
+    def check_language(self, language: str) -> None:
+        """Raises InvalidArgumentError (listing the model's languages) unless the model takes `language`."""
+        err = _lib.Error()
+        st = self._lib.vkasr_model_check_language(self._handle, language.encode("utf-8"), None, byref(err))
+        if st != _lib.OK:
+            raise error_for(st, err.message.decode("utf-8", "replace"))
+
     def transcribe(self, audio: AudioInput, *, sample_rate: Optional[int] = None, attention: Optional[str] = None,
-                   progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None) -> Transcript:
+                   progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None,
+                   language: Optional[str] = None) -> Transcript:
         """Transcribes one input.
 
         audio: a path (str or os.PathLike) of any format libsndfile reads; bytes of such a file; or
@@ -351,6 +375,8 @@ class Model:
         averaged). attention: None/"auto", "full", "local" or "local:W". progress: called with a
         Progress now and then, on the thread running the call. abort: an object with is_set() (a
         threading.Event) that stops the call when set: Aborted is raised, with the partial transcript.
+        language: language-prompt models (Nemotron 3.5): "auto" (default) or one of self.languages; the
+        detected language is Transcript.language.
 
         Runs without holding the GIL. Ctrl-C stops it promptly (KeyboardInterrupt); the model stays usable.
         """
@@ -359,7 +385,7 @@ class Model:
             raise prep.error
         try:
             flag = AbortFlag(abort)
-            tp, _keep = self._params(attention, progress, flag)
+            tp, _keep = self._params(attention, progress, flag, language)
             with self._session() as (s, ok):
                 st, t, msg = run(lambda: self._one(s, prep, tp), flag)
                 ok[0] = st == _lib.OK
@@ -388,7 +414,8 @@ class Model:
 
     def transcribe_batch(self, audios: Sequence[AudioInput], *, batch: Union[str, int] = "auto",
                          sample_rate: Optional[int] = None, attention: Optional[str] = None,
-                         progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None) -> List[Transcript]:
+                         progress: Optional[Callable[[Progress], Any]] = None, abort: Any = None,
+                         language: Optional[str] = None) -> List[Transcript]:
         """Transcribes many inputs in packed batches on the device (vkasr_transcribe_batch): each comes out
         as transcribe() would give it, faster. Results in input order. batch: "auto" (as many per batch as
         device memory holds) or the most inputs per batch. sample_rate applies to the sample inputs.
@@ -417,7 +444,7 @@ class Model:
             bp = self._lib.vkasr_batch_params_default()
             bp.max_batch = max_batch
             flag = AbortFlag(abort)
-            tp, _keep = self._params(attention, progress, flag)
+            tp, _keep = self._params(attention, progress, flag, language)
             with self._session() as (s, ok):
                 st, out, msg = run(lambda: self._batch(s, inputs, preps, tp, bp), flag)
                 ok[0] = st == _lib.OK
@@ -457,12 +484,13 @@ class Model:
         return st, out, ""
 
     def stream(self, *, sample_rate: int = 16000, hop: Optional[float] = None, left_context: Optional[float] = None,
-               right_context: Optional[float] = None, catch_up: bool = True) -> "Any":
+               right_context: Optional[float] = None, catch_up: bool = True, language: Optional[str] = None) -> "Any":
         """A live stream on this model (see vkasr.Stream): push() audio as it arrives, get the finalised
         segments back. hop, left_context, right_context: the window in seconds (default 0.64, 2.56,
-        0.32); catch_up=False transcribes every hop in turn (text that depends only on the audio)."""
+        0.32); catch_up=False transcribes every hop in turn (text that depends only on the audio);
+        language: as transcribe()'s."""
         from ._stream import Stream
         st = Stream(self, sample_rate=sample_rate, hop=hop, left_context=left_context, right_context=right_context,
-                    catch_up=catch_up)
+                    catch_up=catch_up, language=language)
         self._streams.add(st)
         return st

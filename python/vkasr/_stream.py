@@ -31,7 +31,7 @@ class Stream:
     """
 
     def __init__(self, model: Any, *, sample_rate: int, hop: Optional[float], left_context: Optional[float],
-                 right_context: Optional[float], catch_up: bool) -> None:
+                 right_context: Optional[float], catch_up: bool, language: Optional[str] = None) -> None:
         self._handle: Optional[c_void_p] = None
         if not isinstance(sample_rate, int) or not 1000 <= sample_rate <= 1 << 24:
             raise ValueError(f"sample_rate {sample_rate!r}: an int from 1000 to 2^24 Hz")
@@ -49,6 +49,9 @@ class Stream:
             if v is not None:
                 setattr(sp, name, float(v))
         sp.catch_up = bool(catch_up)
+        self._language = language.encode("utf-8") if language is not None else None  # alive until created
+        sp.language = self._language
+        self._eou = self._eob = False
         self._callbacks = (_lib.StreamCallback(self._on_final), _lib.StreamCallback(self._on_partial))
         sp.final_callback, sp.partial_callback = self._callbacks
         self._session = model._acquire()
@@ -64,15 +67,19 @@ class Stream:
         u = u.contents
         words = [Word(w.text.decode("utf-8", "replace") if w.text else "", w.start, w.end, w.first_token,
                       w.n_tokens, w.text or b"") for w in u.words[:u.n_words]]
+        kinds = [u.events[i].kind for i in range(u.n_events)]
         with self._lock:
             if words:
                 self._words += words
                 self._texts.append(u.text or b"")
+            self._eou |= 0 in kinds  # vkasr_event_kind: end of utterance, backchannel
+            self._eob |= 1 in kinds
             if u.segment_end and self._words:
                 raw = b" ".join(self._texts)
                 self._ready.append(Segment(raw.decode("utf-8", "replace"), self._words[0].start,
-                                           self._words[-1].end, tuple(self._words), raw))
+                                           self._words[-1].end, tuple(self._words), raw, self._eou, self._eob))
                 self._words, self._texts = [], []
+                self._eou = self._eob = False
 
     def _on_partial(self, u: Any, _user: Any) -> None:
         text = (u.contents.text or b"").decode("utf-8", "replace")

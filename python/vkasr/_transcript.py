@@ -49,13 +49,29 @@ class Word:
 
 @dataclass(frozen=True)
 class Segment:
-    """A caption line: a sentence, or speech up to a pause; its words and times in seconds."""
+    """A caption line: a sentence, or speech up to a pause; its words and times in seconds.
+    end_of_utterance / backchannel: an end-of-utterance model ended it with <EOU> / <EOB>."""
 
     text: str
     start: float
     end: float
     words: Tuple[Word, ...] = field(default=(), repr=False)
     _text_raw: Optional[bytes] = field(default=None, repr=False, compare=False)
+    end_of_utterance: bool = False
+    backchannel: bool = False
+
+
+@dataclass(frozen=True)
+class Event:
+    """A token that is an event, not text: kind "end_of_utterance" (<EOU>), "backchannel" (<EOB>) or
+    "language" (a language-prompt model's tag; text is the language, "de-DE"); the encoder frame and
+    seconds where it was emitted; segment: how many segments end before it."""
+
+    kind: str
+    text: str
+    frame: int
+    time: float
+    segment: int
 
 
 @dataclass(frozen=True)
@@ -79,7 +95,8 @@ class Transcript:
     text: the whole text; duration: input seconds; partial: stopped early (only what was decoded);
     attention: "full" or "local" (attention_window frames on each side for local); file: the input's path
     when it was one (what to_json() writes as "file"), else ""; head: the model's head ("tdt", "rnnt" or
-    "ctc").
+    "ctc"); language: the language a language-prompt model detected (its first <xx-XX> tag), else None;
+    events: the event tokens (Event), kept out of the text, words and segments.
     """
 
     text: str
@@ -95,6 +112,8 @@ class Transcript:
     timings: Optional[Timings] = field(default=None, compare=False)
     _text_raw: Optional[bytes] = field(default=None, repr=False, compare=False)
     _file_raw: Optional[bytes] = field(default=None, repr=False, compare=False)
+    language: Optional[str] = None
+    events: Tuple[Event, ...] = ()
 
     def __str__(self) -> str:
         return self.text
@@ -202,6 +221,12 @@ def _format_json(t: Transcript, file: Union[str, bytes, None]) -> bytes:
         o += b',"attention":{"mode":"local","window":%d}' % t.attention_window
     elif t.attention == "full":
         o += b',"attention":{"mode":"full"}'
+    if t.language is not None:
+        o += b',"language":' + _json_str(t.language.encode("utf-8"))
+    for i, e in enumerate(t.events):
+        o += (b"," if i else b',"events":[') + b'{"kind":"%s","text":' % e.kind.encode() + _json_str(e.text.encode())
+        o += b',"frame":%d,"time":%.3f,"segment":%d}' % (e.frame, e.time, e.segment)
+        o += b"]" if i + 1 == len(t.events) else b""
     o += b',"tokens":['
     for i, k in enumerate(t.tokens):
         o += b'%s{"id":%d,"piece":' % (b"," if i else b"", k.id)

@@ -64,6 +64,7 @@ struct vkasr_session {
     size_t seg_token0;               /* first token not yet published in a completed segment */
     double call_start_ms;
     bool host_decoder;               /* VKASR_DECODER=host at creation: transducers walked on the host */
+    int prompt;                      /* the call's language prompt (asr_options.prompt; api_check_params) */
     vkasr_debug_params debug;        /* vkasr_session_set_debug(); zeroed: none                    */
     struct vkasr_stream *stream;     /* a live stream owns the session while it exists (stream.c) */
 };
@@ -75,6 +76,10 @@ void api_result_clear(struct vkasr_result *r);
 vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_status st, double load_ms, double t0_ms);
 /* The transcribe parameters checked before any audio is decoded (the message in the session). */
 vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p);
+/* The language prompt of a call: *prompt = 1 + the slot of `language` (NULL or "": "auto") for a
+ * language-prompt model, 0 for another model (which takes only NULL, "" and "auto");
+ * VKASR_ERR_INVALID_ARG naming the model's languages for a name its map lacks. */
+vkasr_status api_language(const struct asr_model *am, const char *language, int *prompt, struct err *e);
 /* The network's options from the transcribe parameters. */
 struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_params *p);
 

@@ -21,6 +21,7 @@ struct vkasr_stream {
     int64_t hop, left, right;        /* encoder frames                                               */
     int64_t frame_samples;           /* samples per encoder frame (1280 for Parakeet)               */
     double frame_s;                  /* seconds per encoder frame                                    */
+    int prompt;                      /* the language prompt (api_language)                           */
 
     /* Shared between the pushing threads and the worker: under `lock`. */
     pthread_mutex_t lock;
@@ -124,6 +125,12 @@ static vkasr_status build_part(const struct vkasr_stream *s, const struct window
     if (w1 > w0) {
         t0 = h->tr.words[w0].first_token;
         t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
+        /* event tokens go with the word before them (an end of utterance), those before the window's first
+         * word with it (a language tag) */
+        if (w0 == 0)
+            t0 = 0;
+        while (t1 < h->out.ntokens && transcript_event_kind(&am->tok, &am->cfg, h->out.tokens[t1].id) >= 0)
+            t1++;
     }
     /* a window without tokens has no token array (NULL): nothing to offset */
     return transcript_build(&am->tok, &am->cfg, t1 > t0 ? h->out.tokens + t0 : NULL, t1 - t0, part, e);
@@ -139,7 +146,13 @@ static void call(const struct vkasr_stream *s, vkasr_stream_callback cb, const s
                              .words = part->words,
                              .n_words = part->nwords,
                              .segment_end = segment_end,
-                             .audio_end = audio_end};
+                             .audio_end = audio_end,
+                             .events = part->events,
+                             .n_events = part->nevents};
+    /* a final end of utterance or backchannel ends its segment */
+    for (size_t i = 0; cb == s->p.final_callback && i < part->nevents; i++)
+        if (part->events[i].kind != VKASR_EVENT_LANGUAGE)
+            u.segment_end = true;
     cb(&u, s->p.user_data);
 }
 
@@ -224,7 +237,7 @@ static vkasr_status run_window(struct vkasr_stream *s, int64_t w_start, size_t n
     struct asr_hooks hooks = {.should_abort = window_should_abort, .ud = s};
     /* windows are seconds long: the automatic attention (full) and the device's memory budget */
     struct asr_options opt = {.max_symbols = s->p.max_symbols_per_step, .attention = ASR_ATT_AUTO,
-                              .host_decoder = s->session->host_decoder};
+                              .host_decoder = s->session->host_decoder, .prompt = s->prompt};
     vkasr_status st = VKASR_OK;
     if (n > 0) /* the last window may hold no audio: it then only closes the open segment */
         st = asr_run(am, s->session->be, s->win, n, &opt, &hooks, &h.out, e);
@@ -611,11 +624,16 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
                                    "vkasr_stream_create: hop %g s, left context %g s, right context %g s: each must be "
                                    "at least one encoder frame (%g s) and at most an hour",
                                    p.hop_seconds, p.left_context_seconds, p.right_context_seconds, frame_s));
+    int prompt = 0;
+    if (api_language(session->model->am, p.language, &prompt, &e) != VKASR_OK)
+        return fail_create(&e, error, e.code);
+    p.language = NULL; /* resolved: the caller's string need not outlive this call */
     struct vkasr_stream *s = calloc(1, sizeof *s);
     if (!s)
         return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory"));
     s->session = session;
     s->p = p;
+    s->prompt = prompt;
     s->frame_samples = frame_samples;
     s->frame_s = frame_s;
     s->hop = (int64_t)llround(p.hop_seconds / frame_s);

@@ -325,8 +325,9 @@ vkasr_status api_check_params(vkasr_session *s, const vkasr_transcribe_params *p
                        "transcribe params: attention %d, attention_window %d, auto_full_seconds %g: need a "
                        "vkasr_attention value, a window >= 0 and seconds >= 0",
                        (int)p->attention, p->attention_window, p->auto_full_seconds);
-    return VKASR_OK;
+    return api_language(s->model->am, p->language, &s->prompt, &s->err);
 }
+
 
 struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_params *p) {
     static const enum asr_attention att[] = {ASR_ATT_AUTO, ASR_ATT_FULL, ASR_ATT_LOCAL};
@@ -340,6 +341,7 @@ struct asr_options api_options(const vkasr_session *s, const vkasr_transcribe_pa
         .forced = s->debug.forced_steps,
         .nforced = s->debug.n_forced_steps,
         .host_decoder = s->host_decoder,
+        .prompt = s->prompt,
     };
 }
 
@@ -556,6 +558,14 @@ vkasr_timings vkasr_result_timings(const vkasr_result *r) { return r ? r->timing
 
 vkasr_status vkasr_result_status(const vkasr_result *r) { return r ? r->status : VKASR_ERR_INVALID_ARG; }
 const char *vkasr_result_error(const vkasr_result *r) { return r && r->error ? r->error : ""; }
+
+const char *vkasr_result_language(const vkasr_result *r) { return r ? r->tr.language : NULL; }
+
+const vkasr_event *vkasr_result_events(const vkasr_result *r, size_t *count) {
+    if (count)
+        *count = r ? r->tr.nevents : 0;
+    return r ? r->tr.events : NULL;
+}
 
 vkasr_attention vkasr_result_attention(const vkasr_result *r, int *window) {
     const struct asr_plan *p = r ? &r->out.plan : NULL;

@@ -35,6 +35,10 @@ struct asr_model {
     be_tensor embed;                 /* [V+1, P]                                              */
     be_tensor lstm_wih[8], lstm_whh[8], lstm_b[8];
     be_tensor pred_proj_w, pred_proj_b, enc_proj_w, enc_proj_b, joint_w, joint_b;
+    /* the language prompt (cfg.n_prompts > 0): first Linear's encoder columns [Hp, D], its one-hot
+     * columns as rows [n_prompts, Hp], its bias [Hp]; the second Linear [D, Hp], [D] */
+    be_tensor prompt_w1, prompt_lang, prompt_b1, prompt_w2, prompt_b2;
+    struct model_langs langs;        /* the language map (moved out of the model file)          */
     uint64_t n_params;
     bool quantized;                  /* some weights are block-quantized (be_memory.op_scratch_quant) */
 };
@@ -199,6 +203,8 @@ struct asr_options {
                                         taps and teacher forcing always do                       */
     int decoder_window;              /* device decoder: frames per joint window (1, 2, 4 or 8); 0:
                                         chosen per batch (transducer_device.c). Tests set it.     */
+    int prompt;                      /* language-prompt models: 1 + the slot fused before the joint
+                                        (the caller resolves the language); 0: none, an error there */
 };
 
 /* Runs the whole network on 16 kHz mono samples: plans the memory (failing with

@@ -3,6 +3,7 @@
  * (transducer_host.c: stage taps, teacher forcing, comparisons; one input). */
 #include "decoder_common.h"
 #include "decoder_ctc.h"
+#include "prompt.h"
 #include "transducer.h"
 
 vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_tensor *enc, const struct asr_options *opt,
@@ -18,6 +19,11 @@ vkasr_status asr_decode(const struct asr_model *m, struct backend *be, const be_
         return VKASR_OK;
     if (m->cfg.head == VKASR_HEAD_CTC)
         return dec_ctc(m, be, enc, hooks, batch, out, e);
+    if (m->cfg.n_prompts > 0) { /* the language prompt fuses every frame before the joint */
+        if (!be_measuring(be) && !(opt && opt->prompt > 0))
+            return err_set(e, VKASR_ERR_INVALID_ARG, "a language-prompt model needs a language");
+        TRY(asr_prompt_fuse(m, be, enc, opt && opt->prompt > 0 ? opt->prompt - 1 : 0, e));
+    }
     /* Stage taps want each step's logits and teacher forcing replaces the search's choices step by
      * step: both need the host in the loop (one input). */
     if (n_in == 1 && ((opt && (opt->host_decoder || opt->nforced)) || asr_tapped(hooks)))

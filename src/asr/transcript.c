@@ -88,16 +88,50 @@ static void strip_space_before_punct(char *s, const struct punct_set *ps) {
     *w = '\0';
 }
 
+/* ---- events --------------------------------------------------------------------------------------- */
+
+/* A language tag piece: "<" 2-3 lowercase letters "-" 2-4 letters or digits ">" (<en-US>, <zh-CN>). */
+static bool is_language_tag(const char *p) {
+    size_t n = strlen(p), i = 1, a = 0, b = 0;
+    if (n < 7 || p[0] != '<' || p[n - 1] != '>')
+        return false;
+    for (; i < n - 1 && p[i] >= 'a' && p[i] <= 'z'; i++)
+        a++;
+    if (a < 2 || a > 3 || p[i++] != '-')
+        return false;
+    for (; i < n - 1 && ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') || (p[i] >= '0' && p[i] <= '9'));
+         i++)
+        b++;
+    return b >= 2 && b <= 4 && i == n - 1;
+}
+
+int transcript_event_kind(const struct tokenizer *tok, const struct model_config *cfg, int32_t id) {
+    if (id < 0 || id >= tok->n)
+        return -1;
+    const char *p = tok->piece[id];
+    if (!strcmp(p, "<EOU>"))
+        return VKASR_EVENT_END_OF_UTTERANCE;
+    if (!strcmp(p, "<EOB>"))
+        return VKASR_EVENT_BACKCHANNEL;
+    if (cfg->n_prompts > 0 && is_language_tag(p))
+        return VKASR_EVENT_LANGUAGE;
+    return -1;
+}
+
 /* ---- building ------------------------------------------------------------------------------------- */
 
-static vkasr_status decode_span(const struct tokenizer *tok, const struct asr_token *t, size_t n,
-                                const struct punct_set *ps, char **out, struct err *e) {
+/* Text of tokens t[0..n), event tokens left out (the join NeMo-Speech.cpp's extract_lang_tags makes by
+ * removing the tags and the doubled space). */
+static vkasr_status decode_span(const struct tokenizer *tok, const struct model_config *cfg, const struct asr_token *t,
+                                size_t n, const struct punct_set *ps, char **out, struct err *e) {
     int32_t *ids = malloc((n ? n : 1) * sizeof *ids);
     if (!ids)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    size_t m = 0;
     for (size_t i = 0; i < n; i++)
-        ids[i] = t[i].id;
-    vkasr_status st = tok_decode(tok, ids, n, 1, out, e);
+        if (transcript_event_kind(tok, cfg, t[i].id) < 0)
+            ids[m++] = t[i].id;
+    vkasr_status st = tok_decode(tok, ids, m, 1, out, e);
     free(ids);
     if (st == VKASR_OK)
         strip_space_before_punct(*out, ps);
@@ -114,6 +148,10 @@ void transcript_free(struct transcript *tr) {
     free(tr->tokens);
     free(tr->words);
     free(tr->segments);
+    for (size_t i = 0; i < tr->nevents; i++)
+        free((char *)tr->events[i].text);
+    free(tr->events);
+    free(tr->language);
     free(tr->text);
     memset(tr, 0, sizeof *tr);
 }
@@ -150,12 +188,14 @@ static vkasr_status build_tokens(const struct tokenizer *tok, const struct model
  * <pad>, <s>, ... decoded as nothing) are left out: a random or undertrained model can emit them after
  * the last word, and they must not stretch its end (or a segment's start) over seconds of nothing.
  * Returns false when every token of the range is special. */
-static bool text_span(const struct tokenizer *tok, const struct transcript *tr, size_t first, size_t count,
-                      double *start, double *end) {
+static bool text_span(const struct tokenizer *tok, const struct model_config *cfg, const struct transcript *tr,
+                      size_t first, size_t count, double *start, double *end) {
     bool any = false;
     for (size_t i = first; i < first + count; i++) {
         int32_t id = tr->tokens[i].id;
         if (id >= 0 && id < tok->n && (tok->type[id] == TOK_CONTROL || tok->type[id] == TOK_UNUSED))
+            continue;
+        if (transcript_event_kind(tok, cfg, id) >= 0)
             continue;
         if (!any)
             *start = tr->tokens[i].start;
@@ -165,8 +205,9 @@ static bool text_span(const struct tokenizer *tok, const struct transcript *tr, 
     return any;
 }
 
-static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok, const struct asr_token *t, size_t first,
-                              size_t count, const struct punct_set *ps, size_t *cap, struct err *e) {
+static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok, const struct model_config *cfg,
+                              const struct asr_token *t, size_t first, size_t count, const struct punct_set *ps,
+                              size_t *cap, struct err *e) {
     if (tr->nwords == *cap) {
         *cap = *cap ? 2 * *cap : 64;
         vkasr_word *nw = realloc(tr->words, *cap * sizeof *nw);
@@ -175,12 +216,12 @@ static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok
         tr->words = nw;
     }
     char *text = NULL;
-    TRY(decode_span(tok, t + first, count, ps, &text, e));
+    TRY(decode_span(tok, cfg, t + first, count, ps, &text, e));
     vkasr_word *w = &tr->words[tr->nwords++];
     w->text = text;
     w->first_token = first;
     w->n_tokens = count;
-    if (!text_span(tok, tr, first, count, &w->start, &w->end)) { /* only special tokens: their own span */
+    if (!text_span(tok, cfg, tr, first, count, &w->start, &w->end)) { /* only special tokens: their own span */
         w->start = tr->tokens[first].start;
         w->end = tr->tokens[first + count - 1].end;
     }
@@ -189,11 +230,17 @@ static vkasr_status push_word(struct transcript *tr, const struct tokenizer *tok
     return VKASR_OK;
 }
 
-static vkasr_status build_words(const struct tokenizer *tok, const struct asr_token *t, size_t n,
-                                const struct punct_set *ps, struct transcript *tr, struct err *e) {
+static vkasr_status build_words(const struct tokenizer *tok, const struct model_config *cfg, const struct asr_token *t,
+                                size_t n, const struct punct_set *ps, struct transcript *tr, struct err *e) {
     size_t cap = 0, first = 0;
     bool open = false;
     for (size_t i = 0; i < n; i++) {
+        if (transcript_event_kind(tok, cfg, t[i].id) >= 0) { /* an event ends the word and joins none */
+            if (open)
+                TRY(push_word(tr, tok, cfg, t, first, i - first, ps, &cap, e));
+            open = false;
+            continue;
+        }
         const char *piece = tr->tokens[i].piece;
         bool punct = tok_is_punct(tok, t[i].id);
         bool boundary = transcript_piece_starts_word(piece) && !punct;
@@ -206,7 +253,7 @@ static vkasr_status build_words(const struct tokenizer *tok, const struct asr_to
                 boundary = false;
         }
         if (open && boundary) {
-            TRY(push_word(tr, tok, t, first, i - first, ps, &cap, e));
+            TRY(push_word(tr, tok, cfg, t, first, i - first, ps, &cap, e));
             open = false;
         }
         if (!open) {
@@ -215,8 +262,21 @@ static vkasr_status build_words(const struct tokenizer *tok, const struct asr_to
         }
     }
     if (open)
-        TRY(push_word(tr, tok, t, first, n - first, ps, &cap, e));
+        TRY(push_word(tr, tok, cfg, t, first, n - first, ps, &cap, e));
     return VKASR_OK;
+}
+
+/* Whether an end of utterance or a backchannel lies between word w's last token and the next word. */
+static bool utterance_ends_after(const struct tokenizer *tok, const struct model_config *cfg,
+                                 const struct transcript *tr, size_t w) {
+    const vkasr_word *a = &tr->words[w];
+    size_t end = w + 1 < tr->nwords ? tr->words[w + 1].first_token : tr->ntokens;
+    for (size_t i = a->first_token + a->n_tokens; i < end; i++) {
+        int k = transcript_event_kind(tok, cfg, tr->tokens[i].id);
+        if (k == VKASR_EVENT_END_OF_UTTERANCE || k == VKASR_EVENT_BACKCHANNEL)
+            return true;
+    }
+    return false;
 }
 
 bool transcript_ends_sentence(const char *text) {
@@ -224,12 +284,13 @@ bool transcript_ends_sentence(const char *text) {
     return n && (text[n - 1] == '.' || text[n - 1] == '?' || text[n - 1] == '!');
 }
 
-static vkasr_status build_segments(const struct tokenizer *tok, const struct asr_token *t, const struct punct_set *ps,
-                                   struct transcript *tr, struct err *e) {
+static vkasr_status build_segments(const struct tokenizer *tok, const struct model_config *cfg,
+                                   const struct asr_token *t, const struct punct_set *ps, struct transcript *tr,
+                                   struct err *e) {
     size_t cap = 0, first = 0;
     for (size_t w = 0; w < tr->nwords; w++) {
         bool last = w + 1 == tr->nwords;
-        bool close = last || transcript_ends_sentence(tr->words[w].text);
+        bool close = last || transcript_ends_sentence(tr->words[w].text) || utterance_ends_after(tok, cfg, tr, w);
         if (!close) {
             const vkasr_word *nx = &tr->words[w + 1];
             close = nx->start - tr->words[w].end >= TRANSCRIPT_SEGMENT_GAP_S ||
@@ -247,13 +308,50 @@ static vkasr_status build_segments(const struct tokenizer *tok, const struct asr
         const vkasr_word *a = &tr->words[first], *b = &tr->words[w];
         size_t ntok = b->first_token + b->n_tokens - a->first_token;
         double start = a->start, end = b->end; /* a segment of special tokens only keeps their span */
-        if (text_span(tok, tr, a->first_token, ntok, &start, &end) && end < start)
+        if (text_span(tok, cfg, tr, a->first_token, ntok, &start, &end) && end < start)
             end = start;
         char *text = NULL;
-        TRY(decode_span(tok, t + a->first_token, ntok, ps, &text, e));
+        TRY(decode_span(tok, cfg, t + a->first_token, ntok, ps, &text, e));
         tr->segments[tr->nsegments++] =
             (vkasr_segment){.text = text, .start = start, .end = end, .first_word = first, .n_words = w - first + 1};
         first = w + 1;
+    }
+    return VKASR_OK;
+}
+
+/* The event tokens in order, each with the segments that end before it; the first language tag is the
+ * transcript's language ("<de-DE>" -> "de-DE"). */
+static vkasr_status build_events(const struct tokenizer *tok, const struct model_config *cfg, struct transcript *tr,
+                                 struct err *e) {
+    size_t cap = 0, seg = 0;
+    for (size_t i = 0; i < tr->ntokens; i++) {
+        int k = transcript_event_kind(tok, cfg, tr->tokens[i].id);
+        if (k < 0)
+            continue;
+        while (seg < tr->nsegments) { /* segments whose last token comes before token i */
+            const vkasr_segment *s = &tr->segments[seg];
+            const vkasr_word *lw = &tr->words[s->first_word + s->n_words - 1];
+            if (lw->first_token + lw->n_tokens > i)
+                break;
+            seg++;
+        }
+        if (tr->nevents == cap) {
+            cap = cap ? 2 * cap : 8;
+            vkasr_event *ne = realloc(tr->events, cap * sizeof *ne);
+            if (!ne)
+                return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+            tr->events = ne;
+        }
+        const char *piece = tok->piece[tr->tokens[i].id];
+        size_t len = strlen(piece);
+        char *text = k == VKASR_EVENT_LANGUAGE ? strndup(piece + 1, len - 2) : strdup(piece);
+        if (!text || (k == VKASR_EVENT_LANGUAGE && !tr->language && !(tr->language = strdup(text)))) {
+            free(text);
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        }
+        tr->events[tr->nevents++] = (vkasr_event){.kind = (vkasr_event_kind)k, .text = text,
+                                                  .frame = tr->tokens[i].frame, .time = tr->tokens[i].start,
+                                                  .n_segments = seg};
     }
     return VKASR_OK;
 }
@@ -266,11 +364,13 @@ vkasr_status transcript_build(const struct tokenizer *tok, const struct model_co
     if (st == VKASR_OK)
         st = build_tokens(tok, cfg, t, n, tr, e);
     if (st == VKASR_OK)
-        st = decode_span(tok, t, n, &ps, &tr->text, e);
+        st = decode_span(tok, cfg, t, n, &ps, &tr->text, e);
     if (st == VKASR_OK)
-        st = build_words(tok, t, n, &ps, tr, e);
+        st = build_words(tok, cfg, t, n, &ps, tr, e);
     if (st == VKASR_OK)
-        st = build_segments(tok, t, &ps, tr, e);
+        st = build_segments(tok, cfg, t, &ps, tr, e);
+    if (st == VKASR_OK)
+        st = build_events(tok, cfg, tr, e);
     free(ps.owned);
     if (st != VKASR_OK)
         transcript_free(tr);

@@ -296,6 +296,13 @@ static vkasr_status load_all(struct loader *ld, struct asr_model *m) {
     TRY(get(ld, "encoder_projector.bias", &m->enc_proj_b));
     TRY(get(ld, "joint.head.weight", &m->joint_w));
     TRY(get(ld, "joint.head.bias", &m->joint_b));
+    if (c->n_prompts > 0) {
+        TRY(get(ld, "prompt_projector.linear_1.weight", &m->prompt_w1));
+        TRY(get(ld, "prompt_projector.language", &m->prompt_lang));
+        TRY(get(ld, "prompt_projector.linear_1.bias", &m->prompt_b1));
+        TRY(get(ld, "prompt_projector.linear_2.weight", &m->prompt_w2));
+        TRY(get(ld, "prompt_projector.linear_2.bias", &m->prompt_b2));
+    }
     return VKASR_OK;
 }
 
@@ -334,6 +341,8 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
     /* The tokenizer moves to the model; the file can be closed by the caller. */
     m->tok = mf->tok;
     memset(&mf->tok, 0, sizeof mf->tok);
+    m->langs = mf->langs;
+    memset(&mf->langs, 0, sizeof mf->langs);
     *out = m;
     return VKASR_OK;
 }
@@ -344,5 +353,6 @@ void asr_model_free(struct asr_model *m) {
     /* Device weights belong to the device's weight pool and go with it. */
     free(m->layers);
     tok_free(&m->tok);
+    model_langs_free(&m->langs);
     free(m);
 }

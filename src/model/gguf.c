@@ -254,6 +254,47 @@ static vkasr_status read_config(const struct gguf *g, struct model_config *c, st
     return config_check(c, path, e);
 }
 
+/* The language prompt (Nemotron 3.5): parakeet.num_prompts, parakeet.prompt_hidden and the language
+ * map parakeet.prompt_dictionary, an array of "name:slot" strings (NeMo-Speech.cpp's spelling). */
+static vkasr_status read_langs(const struct gguf *g, struct model_config *c, struct model_langs *l, struct err *e) {
+    const char *path = g->r.path;
+    TRY(gguf_get_int(g, "parakeet.num_prompts", 0, 0, 0, 4096, &c->n_prompts, e));
+    if (c->n_prompts == 0) {
+        if (gguf_kv_find(g, "parakeet.prompt_dictionary") || gguf_kv_find(g, "parakeet.prompt_hidden"))
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: parakeet.prompt_dictionary / prompt_hidden without parakeet.num_prompts", path);
+        return VKASR_OK;
+    }
+    if (c->head != VKASR_HEAD_RNNT)
+        return err_set(e, VKASR_ERR_MODEL,
+                       "%s: parakeet.num_prompts = %d with a %s head (a language prompt needs RNN-T)", path,
+                       c->n_prompts, c->head == VKASR_HEAD_TDT ? "TDT" : "CTC");
+    TRY(gguf_get_int(g, "parakeet.prompt_hidden", 1, 0, 1, 1 << 20, &c->prompt_hidden, e));
+    if (!gguf_kv_find(g, "parakeet.prompt_dictionary"))
+        return model_langs_check(l, c, path, "parakeet.prompt_dictionary", e);
+    const struct gkv *d;
+    TRY(kv_array(g, "parakeet.prompt_dictionary", GT_STR, &d, e));
+    uint64_t pos = d->vpos; /* strings were bounds-checked when the key was skipped */
+    for (uint64_t i = 0; i < d->alen; i++) {
+        uint64_t len = gguf_le(g->r.p + pos, 8);
+        const char *p = (const char *)g->r.p + pos + 8;
+        pos += 8 + len;
+        char entry[MODEL_LANG_MAX + 16], *end = NULL;
+        const char *colon = len < sizeof entry ? memchr(p, ':', len) : NULL;
+        if (colon) {
+            memcpy(entry, p, len);
+            entry[len] = '\0';
+            entry[colon - p] = '\0';
+        }
+        long long slot = colon ? strtoll(entry + (colon - p) + 1, &end, 10) : -1;
+        if (!colon || !end || end == entry + (colon - p) + 1 || *end)
+            return err_set(e, VKASR_ERR_MODEL, "%s: parakeet.prompt_dictionary entry %llu is not \"name:slot\"", path,
+                           (unsigned long long)i);
+        TRY(model_langs_add(l, entry, slot, c->n_prompts, path, "parakeet.prompt_dictionary", e));
+    }
+    return model_langs_check(l, c, path, "parakeet.prompt_dictionary", e);
+}
+
 static vkasr_status read_tokenizer(const struct gguf *g, int32_t n, struct tokenizer *t, struct err *e) {
     const char *path = g->r.path, *s;
     uint64_t len;
@@ -538,6 +579,8 @@ vkasr_status gguf_parse(struct model_file *mf, int map, int head, struct err *e)
     if (st == VKASR_OK)
         st = read_tokenizer(&g, mf->cfg.vocab_size, &mf->tok, e);
     if (st == VKASR_OK)
+        st = read_langs(&g, &mf->cfg, &mf->langs, e);
+    if (st == VKASR_OK)
         mf->canonical = true;
 done:
     free(g.kv);
@@ -728,6 +771,19 @@ static vkasr_status build_header(const struct model_file *mf, vkasr_weight_type 
     KV(w_u32(b, "parakeet.win_length", (uint32_t)c->win_length));
     KV(w_u32(b, "parakeet.hop_length", (uint32_t)c->hop_length));
     KV(w_f32(b, "parakeet.preemphasis", c->preemph));
+    if (c->n_prompts > 0) {
+        KV(w_u32(b, "parakeet.num_prompts", (uint32_t)c->n_prompts));
+        KV(w_u32(b, "parakeet.prompt_hidden", (uint32_t)c->prompt_hidden));
+        kv_head(b, "parakeet.prompt_dictionary", GT_ARR);
+        wb_le(b, GT_STR, 4);
+        wb_le(b, (uint64_t)mf->langs.n, 8);
+        for (int i = 0; i < mf->langs.n; i++) {
+            char entry[MODEL_LANG_MAX + 16];
+            snprintf(entry, sizeof entry, "%s:%d", mf->langs.v[i].name, mf->langs.v[i].slot);
+            wb_str(b, entry);
+        }
+        nkv++;
+    }
     KV(w_str(b, "tokenizer.ggml.model", "llama"));
     kv_head(b, "tokenizer.ggml.tokens", GT_ARR);
     wb_le(b, GT_STR, 4);

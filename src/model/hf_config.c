@@ -96,6 +96,9 @@ static int head_from_name(const char *s, int is_arch) {
     /* transformers' cache-aware streaming RNN-T (nemotron-speech-streaming) */
     if (strcmp(s, is_arch ? "NemotronAsrStreamingForRNNT" : "nemotron_asr_streaming") == 0)
         return VKASR_HEAD_RNNT;
+    /* its multilingual extension with the language prompt (Nemotron 3.5) */
+    if (strcmp(s, is_arch ? "Nemotron3_5AsrForRNNT" : "nemotron3_5_asr") == 0)
+        return VKASR_HEAD_RNNT;
     return -1;
 }
 
@@ -103,15 +106,23 @@ static int head_from_name(const char *s, int is_arch) {
  * LayerNorm conv module, the chunked_limited mask of sliding_window - 1 left frames and the lookahead
  * menu supported_num_lookahead_tokens, default default_num_lookahead_tokens) and the feature extractor
  * never normalises. */
-static bool is_streaming(const cJSON *root) {
+static bool names_type(const cJSON *root, const char *type, const char *arch) {
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
-    if (cJSON_IsString(mt) && strcmp(mt->valuestring, "nemotron_asr_streaming") == 0)
+    if (cJSON_IsString(mt) && strcmp(mt->valuestring, type) == 0)
         return true;
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures"), *it;
     if (cJSON_IsArray(ar))
-        cJSON_ArrayForEach(it, ar) if (cJSON_IsString(it) && strcmp(it->valuestring, "NemotronAsrStreamingForRNNT") == 0)
+        cJSON_ArrayForEach(it, ar) if (cJSON_IsString(it) && strcmp(it->valuestring, arch) == 0)
             return true;
     return false;
+}
+
+/* transformers' Nemotron3_5Asr: NemotronAsrStreaming's encoder and head with the language prompt
+ * (num_prompts slots, prompt_intermediate_size wide; the map of languages is the processor's). */
+static bool is_prompt(const cJSON *root) { return names_type(root, "nemotron3_5_asr", "Nemotron3_5AsrForRNNT"); }
+
+static bool is_streaming(const cJSON *root) {
+    return names_type(root, "nemotron_asr_streaming", "NemotronAsrStreamingForRNNT") || is_prompt(root);
 }
 
 static vkasr_status streaming_menu(const struct jobj *eo, struct model_config *c, struct err *e) {
@@ -155,7 +166,7 @@ static vkasr_status read_head(const char *file, const cJSON *root, int *head, st
         if (from_type < 0)
             return err_set(e, VKASR_ERR_MODEL,
                            "%s: model_type \"%s\" is not a Parakeet TDT, RNN-T or CTC model (parakeet_tdt, "
-                           "parakeet_rnnt, parakeet_ctc, nemotron_asr_streaming)",
+                           "parakeet_rnnt, parakeet_ctc, nemotron_asr_streaming, nemotron3_5_asr)",
                            file, mt->valuestring);
     }
     const cJSON *ar = cJSON_GetObjectItemCaseSensitive(root, "architectures");
@@ -242,6 +253,16 @@ static vkasr_status read_config_json(const char *file, const cJSON *root, struct
         TRY(check_str(&to, "hidden_act", relu, e));
         TRY(get_int(&to, "max_symbols_per_step", 10, 1, 1000, &c->max_symbols, e));
         c->n_durations = 0;
+        if (is_prompt(root)) {
+            int joint_hidden, def_slot;
+            TRY(get_int(&to, "joint_hidden_size", c->pred_hidden, 1, 1 << 16, &joint_hidden, e));
+            if (joint_hidden != c->pred_hidden)
+                return err_set(e, VKASR_ERR_MODEL, "%s: joint_hidden_size %d differs from decoder_hidden_size %d", file,
+                               joint_hidden, c->pred_hidden);
+            TRY(get_int(&to, "num_prompts", 128, 1, 4096, &c->n_prompts, e));
+            TRY(get_int(&to, "prompt_intermediate_size", 2048, 1, 1 << 20, &c->prompt_hidden, e));
+            TRY(get_int(&to, "default_prompt_id", 0, 0, c->n_prompts - 1, &def_slot, e));
+        }
         if (c->head == VKASR_HEAD_TDT) {
             const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "durations");
             if (!d) {
@@ -373,6 +394,52 @@ vkasr_status hf_config_parse(const char *cfg_name, const char *cfg_text, size_t 
     return final_checks(cfg, cfg_name, fe_name, e);
 }
 
+/* The language map of a prompt model: processor_config.json's prompt_dictionary (an object of names
+ * to slots, written by transformers' Nemotron3_5AsrProcessor) and its num_prompts, which must agree. */
+vkasr_status hf_langs_load(const char *dir, const struct model_config *c, struct model_langs *langs, struct err *e) {
+    if (c->n_prompts == 0)
+        return VKASR_OK;
+    char *path = path_join(dir, "processor_config.json"), *txt = NULL;
+    size_t len = 0;
+    if (!path)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of memory");
+    vkasr_status st = exists(path) ? read_small_file(path, 1, &txt, &len, e)
+                                   : err_set(e, VKASR_ERR_MODEL,
+                                             "%s: missing: a language-prompt model (num_prompts = %d) takes its map of "
+                                             "languages ('prompt_dictionary') from it",
+                                             path, c->n_prompts);
+    cJSON *root = st == VKASR_OK ? cJSON_ParseWithLength(txt, len) : NULL;
+    if (st == VKASR_OK && !cJSON_IsObject(root))
+        st = err_set(e, VKASR_ERR_MODEL, "%s: not a JSON object", path);
+    const cJSON *d = st == VKASR_OK ? cJSON_GetObjectItemCaseSensitive(root, "prompt_dictionary") : NULL;
+    if (st == VKASR_OK && d && !cJSON_IsObject(d))
+        st = err_set(e, VKASR_ERR_MODEL, "%s: field 'prompt_dictionary' must be an object, got %s", path, jtype(d));
+    int np = c->n_prompts;
+    if (st == VKASR_OK)
+        st = get_int(&(struct jobj){path, "", root}, "num_prompts", c->n_prompts, 1, 4096, &np, e);
+    if (st == VKASR_OK && np != c->n_prompts)
+        st = err_set(e, VKASR_ERR_MODEL, "%s: field 'num_prompts' = %d differs from config.json num_prompts = %d", path,
+                     np, c->n_prompts);
+    const cJSON *it;
+    if (st == VKASR_OK && d)
+        cJSON_ArrayForEach(it, d) {
+            if (!cJSON_IsNumber(it) || it->valuedouble != floor(it->valuedouble)) {
+                st = err_set(e, VKASR_ERR_MODEL, "%s: field 'prompt_dictionary.%.64s' must be an integer slot", path,
+                             it->string);
+                break;
+            }
+            if ((st = model_langs_add(langs, it->string, (long long)it->valuedouble, c->n_prompts, path,
+                                      "prompt_dictionary", e)) != VKASR_OK)
+                break;
+        }
+    if (st == VKASR_OK)
+        st = model_langs_check(langs, c, path, "prompt_dictionary", e);
+    cJSON_Delete(root);
+    free(txt);
+    free(path);
+    return st;
+}
+
 vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e) {
     memset(cfg, 0, sizeof *cfg);
     char *cpath = path_join(dir, "config.json");
@@ -439,6 +506,9 @@ vkasr_status config_check(const struct model_config *c, const char *src, struct 
             if (c->durations[i] < 0)
                 return err_set(e, VKASR_ERR_MODEL, "%s: negative duration %d", src, c->durations[i]);
     }
+    if (c->n_prompts < 0 || c->n_prompts > 4096 || (c->n_prompts > 0 && c->head != VKASR_HEAD_RNNT))
+        return err_set(e, VKASR_ERR_MODEL, "%s: %d language prompts with a %s head (a prompt needs RNN-T)", src,
+                       c->n_prompts, c->head == VKASR_HEAD_TDT ? "TDT" : c->head == VKASR_HEAD_CTC ? "CTC" : "RNN-T");
     TRY(frontend_check(c, src, e));
     if (!(c->preemph >= 0.0f && c->preemph < 1.0f))
         return err_set(e, VKASR_ERR_MODEL, "%s: preemphasis %g is outside [0, 1)", src, (double)c->preemph);

@@ -31,6 +31,7 @@ void model_close(struct model_file *mf) {
     free(mf->map_paths);
     free(mf->map_borrowed);
     tok_free(&mf->tok);
+    model_langs_free(&mf->langs);
     nemo_model_close(mf->nemo); /* after the maps: one of them is the checkpoint's, borrowed */
     free(mf->path);
     free(mf);
@@ -69,6 +70,7 @@ static vkasr_status rename_streaming(struct model_file *mf, struct err *e) {
 
 static vkasr_status open_hf(struct model_file *mf, const char *dir, struct err *e) {
     TRY(hf_config_load(dir, &mf->cfg, e));
+    TRY(hf_langs_load(dir, &mf->cfg, &mf->langs, e));
     TRY(st_load_dir(mf, dir, e));
     if (mf->cfg.n_ctx > 0) /* only NemotronAsrStreaming configurations carry a chunked menu */
         TRY(rename_streaming(mf, e));

@@ -10,6 +10,9 @@
 
 /* Reads config.json and preprocessor_config.json / processor_config.json of an HF directory. */
 vkasr_status hf_config_load(const char *dir, struct model_config *cfg, struct err *e);
+/* A language-prompt model's map (cfg->n_prompts > 0; else nothing): processor_config.json's
+ * prompt_dictionary, checked entry by entry. */
+vkasr_status hf_langs_load(const char *dir, const struct model_config *cfg, struct model_langs *langs, struct err *e);
 /* The same from the texts of config.json and of the feature extractor's file (names for messages). */
 vkasr_status hf_config_parse(const char *cfg_name, const char *cfg_text, size_t cfg_len, const char *fe_name,
                              const char *fe_text, size_t fe_len, struct model_config *cfg, struct err *e);

@@ -59,7 +59,16 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
     /* A matrix already in a block type (another engine's GGUF; model_validate admits it on matrix weights
      * only): used as stored where the transform is a reshape. */
     const bool sub_linear = strcmp(o->name, "encoder.subsampling.linear.weight") == 0;
-    if (src && MT_IS_QUANT(src->type) && !sub_linear) {
+    /* the language prompt's first Linear [H, D + P] splits into its encoder columns [H, D] and the
+     * one-hot's columns, transposed to a row per slot [P, H] (the bias a language adds) */
+    const bool prompt_split = !strcmp(o->name, "prompt_projector.linear_1.weight") ||
+                              !strcmp(o->name, "prompt_projector.language");
+    if (prompt_split)
+        src = model_find(mf, "prompt_projector.linear_1.weight");
+    if (src && MT_IS_QUANT(src->type) && prompt_split)
+        return err_set(e, VKASR_ERR_MODEL, "%s: tensor '%s' is block-quantized; vkasr reads it only as a float type",
+                       model_tensor_file(mf, src), src->name);
+    if (src && MT_IS_QUANT(src->type) && !sub_linear && !prompt_split) {
         o->type = src->type;
         o->data = src->data;
         o->nbytes = src->nbytes;
@@ -68,7 +77,7 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
     }
     /* Plain reshape of f32 data: keep pointing into the mapping when it is aligned for float access. */
     if (src && src->type == MT_F32 && ((uintptr_t)src->data % 4) == 0 &&
-        !sub_linear &&
+        !sub_linear && !prompt_split &&
         !ends_with(o->name, "conv.depthwise_conv.weight") && !ends_with(o->name, "conv.depthwise_conv.bias")) {
         o->data = src->data;
         o->nbytes = n * 4;
@@ -104,6 +113,16 @@ static vkasr_status make_canonical(const struct model_file *mf, struct model_ten
                 for (int64_t ch = 0; ch < C; ch++)
                     dst[d * F * C + f * C + ch] = (float)elem(&wide, (uint64_t)(d * C * F + ch * F + f));
         free(rows);
+        return VKASR_OK;
+    }
+    if (prompt_split) {
+        const int64_t D = c->d_model, P = c->n_prompts, H = c->prompt_hidden;
+        CHECK_OR_RETURN(e, src && src->nd == 2 && src->ne[0] == H && src->ne[1] == D + P);
+        const bool language = !strcmp(o->name, "prompt_projector.language");
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t j = 0; j < (language ? P : D); j++)
+                dst[language ? j * H + h : h * D + j] =
+                    (float)elem(src, (uint64_t)(h * (D + P) + (language ? D + j : j)));
         return VKASR_OK;
     }
     if (ends_with(o->name, "conv.depthwise_conv.weight") || ends_with(o->name, "conv.depthwise_conv.bias")) {

@@ -222,6 +222,19 @@ vkasr_status model_expected_tensors(const struct model_config *c, int canonical,
                                                    : "vocab_size, decoder_hidden_size";
         add(&L, wJ, 2, J, P, 0, 0, "joint.head.weight");
         add(&L, wJ, 1, J, 0, 0, 0, "joint.head.bias");
+        if (c->n_prompts > 0) { /* the language prompt's MLP before the joint */
+            const int64_t NP = c->n_prompts, HP = c->prompt_hidden;
+            if (canonical) { /* the one-hot's columns of the first Linear split off as rows per slot */
+                add(&L, "prompt_intermediate_size, hidden_size", 2, HP, D, 0, 0, "prompt_projector.linear_1.weight");
+                add(&L, "num_prompts, prompt_intermediate_size", 2, NP, HP, 0, 0, "prompt_projector.language");
+            } else {
+                add(&L, "prompt_intermediate_size, hidden_size + num_prompts", 2, HP, D + NP, 0, 0,
+                    "prompt_projector.linear_1.weight");
+            }
+            add(&L, "prompt_intermediate_size", 1, HP, 0, 0, 0, "prompt_projector.linear_1.bias");
+            add(&L, "hidden_size, prompt_intermediate_size", 2, D, HP, 0, 0, "prompt_projector.linear_2.weight");
+            add(&L, wD, 1, D, 0, 0, 0, "prompt_projector.linear_2.bias");
+        }
     }
     if (L.oom) {
         free(L.v);
@@ -313,7 +326,7 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
     struct {
         bool bad;
         const char *field, *tensor;
-    } extra[4];
+    } extra[5];
     char layer_t[96], lstm_t[96];
     snprintf(layer_t, sizeof layer_t, "encoder.layers.%d.norm_out.weight", c->n_layers);
     snprintf(lstm_t, sizeof lstm_t, "decoder.lstm.weight_ih_l%d", c->pred_layers);
@@ -332,7 +345,10 @@ vkasr_status model_validate(const struct model_file *mf, struct err *e) {
     extra[3].bad = c->head != VKASR_HEAD_CTC && model_find(mf, lstm_t) != NULL;
     extra[3].field = gg ? "parakeet.pred_layers" : "num_decoder_layers";
     extra[3].tensor = lstm_t;
-    for (int i = 0; i < 4; i++)
+    extra[4].bad = c->n_prompts == 0 && model_find(mf, "prompt_projector.linear_1.weight") != NULL;
+    extra[4].field = gg ? "parakeet.num_prompts = 0" : "num_prompts = 0";
+    extra[4].tensor = "prompt_projector.linear_1.weight";
+    for (int i = 0; i < 5; i++)
         if (extra[i].bad)
             return err_set(e, VKASR_ERR_MODEL, "%s: %s contradicts the weights: tensor '%s' is present in %s", cfgsrc,
                            extra[i].field, extra[i].tensor, model_tensor_file(mf, model_find(mf, extra[i].tensor)));

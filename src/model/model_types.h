@@ -52,6 +52,9 @@ struct model_config {
     int ctx[MODEL_MAX_CTX][2];
     int ctx_sel;             /* the pair a run uses (model_select_lookahead); not stored in files */
     bool no_feature_norm;    /* normalize "NA": the mel features are not standardised          */
+    /* Nemotron 3.5's language prompt: a one-hot of n_prompts slots joined to every encoder frame and
+     * fused by a 2-layer MLP (prompt_hidden wide) before the joint; 0 = none */
+    int n_prompts, prompt_hidden;
     /* vocabulary and heads */
     int vocab_size;          /* V: SentencePiece pieces, blank excluded; blank id = V         */
     int pred_hidden, pred_layers;
@@ -63,10 +66,23 @@ struct model_config {
     float preemph;
 };
 
+/* A prompt model's language map (NeMo's model_defaults.prompt_dictionary): locale names and aliases
+ * ("en-US", "en", "auto") to prompt slots, in the checkpoint's order (model_langs.c). */
+struct model_lang {
+    char *name;
+    int slot;
+};
+struct model_langs {
+    struct model_lang *v;
+    int n;
+};
+#define MODEL_LANG_MAX 64 /* bytes of a language name, NUL included */
+
 struct model_file {
     char *path;              /* directory or .gguf file as given                              */
     struct model_config cfg;
     struct tokenizer tok;
+    struct model_langs langs; /* cfg.n_prompts > 0: the language map (never empty)             */
     struct model_tensor *tensors;
     int ntensors;
     bool canonical;          /* tensors already in kernel layout (GGUF written by vkasr)       */
@@ -112,6 +128,20 @@ vkasr_status model_select_lookahead(struct model_config *c, int ms, struct err *
 /* Checks a chunked_limited menu (n_ctx pairs, L % (R+1) == 0, L >= 1, R >= 0); `src` and `field` name
  * where it came from in the error. */
 vkasr_status model_check_ctx(const struct model_config *c, const char *src, const char *field, struct err *e);
+
+/* Appends name -> slot to a language map, checking the entry (a name of 1..MODEL_LANG_MAX-1 bytes of
+ * letters, digits, '-' and '_', not already there; 0 <= slot < n_prompts); `src` and `field` name where
+ * it came from in the error. */
+vkasr_status model_langs_add(struct model_langs *l, const char *name, long long slot, int n_prompts, const char *src,
+                             const char *field, struct err *e);
+/* Checks a prompt model's map after reading (at least one entry); VKASR_ERR_MODEL naming src/field. */
+vkasr_status model_langs_check(const struct model_langs *l, const struct model_config *c, const char *src,
+                               const char *field, struct err *e);
+/* The slot of `name` (exact match, then ASCII case-insensitive); -1 when the map lacks it. */
+int model_langs_find(const struct model_langs *l, const char *name);
+/* The map's names, comma-separated, into buf (truncated with "..."). */
+void model_langs_list(const struct model_langs *l, char *buf, size_t size);
+void model_langs_free(struct model_langs *l);
 
 /* Transforms an HF checkpoint in place into the canonical kernel layout (no-op when canonical):
  *  - depthwise conv: BN folded in double precision -> conv.depthwise_conv.weight [D, K] f32 and

@@ -21,6 +21,7 @@ void nemo_close(struct nemo_checkpoint *ck) {
         return;
     nemo_tensors_free(ck->tensors, ck->ntensors);
     tok_free(&ck->tok);
+    model_langs_free(&ck->langs);
     free(ck->model_class);
     if (ck->archive) {
         nemo_archive_free(ck->archive);
@@ -151,6 +152,18 @@ static vkasr_status open_image(const char *name, const void *data, size_t size, 
     snprintf(src, sizeof src, "%s: model_weights.ckpt", name);
     TRY(nemo_ckpt_read(src, wm->data, wm->size, &ck->tensors, &ck->ntensors, e));
     TRY(rename_tensors(src, ck, e));
+    if (ck->cfg.n_prompts > 0) { /* the prompt MLP's width: its first Linear's outputs */
+        const struct nemo_tensor *w1 = nemo_find(ck, "prompt_projector.linear_1.weight");
+        if (!w1 || w1->nd != 2 || w1->ne[0] < 1 || w1->ne[0] > (1 << 20))
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: %s tensor 'prompt_kernel.0.weight' (the language prompt's first Linear, "
+                           "[hidden, d_model + num_prompts])",
+                           src, w1 ? "a malformed" : "no");
+        ck->cfg.prompt_hidden = (int)w1->ne[0];
+    } else if (nemo_find(ck, "prompt_projector.linear_1.weight")) {
+        return err_set(e, VKASR_ERR_MODEL, "%s: tensor 'prompt_kernel.0.weight' in a %s model (no num_prompts)", src,
+                       ck->model_class);
+    }
     return check_tensors(src, cfg_src, ck, e);
 }
 

@@ -27,6 +27,7 @@ struct nemo_checkpoint {
     bool has_ctc;            /* ctc_head.{weight,bias} present (a CTC model, or a hybrid's aux head) */
     char *model_class;       /* model_config.yaml's target, e.g. EncDecHybridRNNTCTCBPEModel        */
     struct tokenizer tok;
+    struct model_langs langs; /* a prompt model's model_defaults.prompt_dictionary                   */
     struct nemo_tensor *tensors;
     int ntensors;
     /* private */

@@ -459,6 +459,48 @@ static vkasr_status transducer(const struct ymap *root, struct model_config *c, 
     return VKASR_OK;
 }
 
+/* The language prompt of EncDecRNNTBPEModelWithPrompt (NVIDIA-NeMo/Speech rnnt_bpe_models_prompt.py):
+ * model_defaults.num_prompts slots and the prompt_dictionary mapping locales to them; the MLP's width
+ * comes from its weights (prompt_kernel.0), checked against the schema. Another class with either key
+ * is refused: its meaning there is unknown. */
+static vkasr_status prompt(const struct ymap *root, bool is_prompt_class, struct model_config *c,
+                           struct model_langs *langs, struct err *e) {
+    char pf[64];
+    struct ymap md;
+    TRY(y_sub(root, "model_defaults", pf, sizeof pf, &md, e));
+    const struct ny_node *np = ny_get(md.m, "num_prompts"), *dict = ny_get(md.m, "prompt_dictionary");
+    if (!is_prompt_class) {
+        if ((np && !ny_is_null(np)) || (dict && !ny_is_null(dict)))
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: line %d: 'model_defaults.%s' in a model that is not EncDecRNNTBPEModelWithPrompt "
+                           "(a language prompt vkasr does not know how to apply)",
+                           root->src, (np ? np : dict)->line, np ? "num_prompts" : "prompt_dictionary");
+        return VKASR_OK;
+    }
+    if (c->head != VKASR_HEAD_RNNT)
+        return err_set(e, VKASR_ERR_MODEL, "%s: a language prompt over a TDT head is not supported", root->src);
+    if (!np || ny_is_null(np))
+        return err_set(e, VKASR_ERR_MODEL, "%s: 'model_defaults.num_prompts' is missing (EncDecRNNTBPEModelWithPrompt)",
+                       root->src);
+    TRY(y_int(&md, "num_prompts", 0, 1, 4096, &c->n_prompts, e));
+    if (dict && !ny_is_null(dict) && dict->kind != NY_MAP)
+        return err_set(e, VKASR_ERR_MODEL, "%s: line %d: 'model_defaults.prompt_dictionary' must be a mapping, got %s",
+                       root->src, dict->line, kind_name(dict));
+    for (int i = 0; dict && dict->kind == NY_MAP && i < dict->n; i++) {
+        const struct ny_node *v = dict->kids[i];
+        char field[96];
+        snprintf(field, sizeof field, "model_defaults.prompt_dictionary (line %d)", v->line);
+        char *end = NULL;
+        long long slot = v->kind == NY_SCALAR && v->plain ? strtoll(v->str, &end, 10) : -1;
+        if (v->kind != NY_SCALAR || !v->plain || !end || end == v->str || *end)
+            return err_set(e, VKASR_ERR_MODEL,
+                           "%s: line %d: 'model_defaults.prompt_dictionary.%s' must be an integer slot", root->src,
+                           v->line, dict->keys[i]);
+        TRY(model_langs_add(langs, dict->keys[i], slot, c->n_prompts, root->src, field, e));
+    }
+    return model_langs_check(langs, c, root->src, "model_defaults.prompt_dictionary", e);
+}
+
 /* A CTC decoder section (decoder of a CTC model, aux_ctc.decoder of a hybrid): its class, its input
  * width and its number of classes (blank excluded). */
 static vkasr_status ctc_decoder(const char *src, const struct ny_node *node, const char *prefix, int d_model,
@@ -498,22 +540,17 @@ vkasr_status nemo_config_map(const char *src, const struct ny_node *root, struct
         TRY(y_str(&r, "_target_", &target, e));
     if (!target)
         return err_set(e, VKASR_ERR_MODEL, "%s: no 'target' naming the model class", src);
-    /* NVIDIA's cache-aware family beyond the plain transducer: refused by name, before anything loads */
-    if (strstr(class_of(target), "Prompt") || ny_get(ny_get(root, "model_defaults"), "num_prompts"))
-        return err_set(e, VKASR_ERR_MODEL,
-                       "%s: 'target' = \"%s\": the language prompt (num_prompts / prompt_kernel before the joint) is "
-                       "not supported yet",
-                       src, target);
-    if (strstr(class_of(target), "EOU"))
-        return err_set(e, VKASR_ERR_MODEL,
-                       "%s: 'target' = \"%s\": end-of-utterance (<EOU>/<EOB>) models are not supported yet", src,
-                       target);
+    /* NVIDIA's streaming transducers with extras: the language prompt (Nemotron 3.5,
+     * rnnt_bpe_models_prompt.py) and the end-of-utterance models (asr_eou_models.py), whose <EOU>/<EOB>
+     * are ordinary tokens of the vocabulary */
     static const struct {
         const char *cls;
         bool transducer, ctc;
     } classes[] = {{"EncDecRNNTBPEModel", 1, 0},          {"EncDecRNNTModel", 1, 0},
                    {"EncDecCTCModelBPE", 0, 1},           {"EncDecCTCModel", 0, 1},
-                   {"EncDecHybridRNNTCTCBPEModel", 1, 1}, {"EncDecHybridRNNTCTCModel", 1, 1}};
+                   {"EncDecHybridRNNTCTCBPEModel", 1, 1}, {"EncDecHybridRNNTCTCModel", 1, 1},
+                   {"EncDecRNNTBPEModelWithPrompt", 1, 0}, {"EncDecRNNTBPEEOUModel", 1, 0},
+                   {"EncDecHybridRNNTCTCBPEEOUModel", 1, 1}};
     int k = -1;
     for (int i = 0; i < (int)(sizeof classes / sizeof classes[0]) && k < 0; i++)
         if (!strcmp(class_of(target), classes[i].cls))
@@ -521,7 +558,7 @@ vkasr_status nemo_config_map(const char *src, const struct ny_node *root, struct
     if (k < 0)
         return err_set(e, VKASR_ERR_MODEL,
                        "%s: 'target' = \"%s\" is not a model vkasr implements (EncDecRNNTBPEModel, EncDecCTCModelBPE, "
-                       "EncDecHybridRNNTCTCBPEModel)",
+                       "EncDecHybridRNNTCTCBPEModel, EncDecRNNTBPEModelWithPrompt, EncDecRNNTBPEEOUModel)",
                        src, target);
     ck->model_class = strdup(class_of(target));
     if (!ck->model_class)
@@ -534,6 +571,7 @@ vkasr_status nemo_config_map(const char *src, const struct ny_node *root, struct
     int ctc_vocab = 0;
     if (ck->has_transducer)
         TRY(transducer(&r, c, e));
+    TRY(prompt(&r, !strcmp(ck->model_class, "EncDecRNNTBPEModelWithPrompt"), c, &ck->langs, e));
     if (ck->has_ctc) {
         const bool hybrid = ck->has_transducer;
         TRY(ctc_decoder(src, hybrid ? ny_get(ny_get(root, "aux_ctc"), "decoder") : ny_get(root, "decoder"),

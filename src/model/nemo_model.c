@@ -39,7 +39,7 @@ static bool wanted(const char *name, int head) {
         return false;
     bool ctc = !strncmp(name, "ctc_head.", 9);
     bool transducer = !strncmp(name, "decoder.", 8) || !strncmp(name, "joint.", 6) ||
-                      !strncmp(name, "encoder_projector.", 18);
+                      !strncmp(name, "encoder_projector.", 18) || !strncmp(name, "prompt_projector.", 17);
     return head == VKASR_HEAD_CTC ? !transducer : !ctc;
 }
 
@@ -73,6 +73,8 @@ vkasr_status nemo_model_open(struct model_file *mf, const char *path, int want, 
     }
     mf->tok = ck->tok;
     memset(&ck->tok, 0, sizeof ck->tok);
+    mf->langs = ck->langs;
+    memset(&ck->langs, 0, sizeof ck->langs);
     return model_index_names(mf, path, e);
 }
 

@@ -68,6 +68,9 @@ char *nemo_map_name(const char *k, bool *unknown) {
         /* joint_net = [activation, Dropout, Linear]; without joint dropout the Linear is index 1 */
         {"joint.joint_net.2.", "joint.head."},
         {"joint.joint_net.1.", "joint.head."},
+        /* Nemotron 3.5's prompt_kernel = [Linear, ReLU, Linear] (transformers' prompt_projector) */
+        {"prompt_kernel.0.", "prompt_projector.linear_1."},
+        {"prompt_kernel.2.", "prompt_projector.linear_2."},
     };
     for (size_t i = 0; i < sizeof pre / sizeof pre[0]; i++)
         if (starts(k, pre[i].from) && is_param(k + strlen(pre[i].from)))

@@ -30,6 +30,9 @@ struct vkasr_result {
     size_t nw;
     vkasr_segment *segments;
     size_t ns;
+    char *language;
+    vkasr_event *events;
+    size_t ne;
 };
 
 const char *vkasr_result_text(const vkasr_result *r) { return r->text; }
@@ -52,6 +55,11 @@ const vkasr_word *vkasr_result_words(const vkasr_result *r, size_t *n) {
 const vkasr_segment *vkasr_result_segments(const vkasr_result *r, size_t *n) {
     *n = r->ns;
     return r->segments;
+}
+const char *vkasr_result_language(const vkasr_result *r) { return r->language; }
+const vkasr_event *vkasr_result_events(const vkasr_result *r, size_t *n) {
+    *n = r->ne;
+    return r->events;
 }
 
 /* A span [start, end] in seconds as the library gives them: finite, 0 <= start <= end, up to ~4.7 h. */
@@ -96,6 +104,20 @@ static void build(struct fuzz_reader *in, char **file, struct vkasr_result *r) {
         r->segments[i].text = fuzz_str(in, 255);
         times(in, &r->segments[i].start, &r->segments[i].end);
     }
+    /* last, so that older seeds keep their meaning: the language and the events */
+    r->language = flags & 8 ? fuzz_str(in, 64) : NULL;
+    r->ne = fuzz_u8(in) % 4;
+    r->events = calloc(r->ne + 1, sizeof *r->events);
+    FUZZ_CHECK(r->events, "out of memory");
+    for (size_t i = 0; i < r->ne; i++) {
+        vkasr_event *ev = &r->events[i];
+        ev->kind = (vkasr_event_kind)(fuzz_u8(in) % 3);
+        ev->text = fuzz_str(in, 64);
+        ev->frame = fuzz_u16(in);
+        double end;
+        times(in, &ev->time, &end);
+        ev->n_segments = fuzz_u8(in) % (r->ns + 1);
+    }
 }
 
 static void release(char *file, struct vkasr_result *r) {
@@ -110,6 +132,10 @@ static void release(char *file, struct vkasr_result *r) {
     free(r->tokens);
     free(r->words);
     free(r->segments);
+    for (size_t i = 0; i < r->ne; i++)
+        free((char *)r->events[i].text);
+    free(r->events);
+    free(r->language);
     free(r->text);
     free(file);
 }

@@ -105,11 +105,20 @@ static const struct cli_opt shared_opts[] = {
              "trained attention context to run, by its lookahead (right + 1) x 80\n"
              "ms, e.g. 80, 160, 560 or 1120; default: the model's first. A value\n"
              "the model was not trained with is refused (exit 2)"},
+    {.names = "--language", .meta = "L", .kind = ARG_STRING, .field = COMMON(language),
+     .cmds = CMD_BIT(CMD_TRANSCRIBE) | CMD_BIT(CMD_LIVE),
+     .help = "language-prompt models (Nemotron 3.5): auto (default: the model\n"
+             "detects it, writes <xx-XX> tags that are kept out of the text and\n"
+             "reported as the language) or one of the model's languages (en-US,\n"
+             "de-DE, de, ...). A language the model lacks is refused with its list\n"
+             "(exit 2); other models take only auto"},
     {.names = "--json", .kind = ARG_FLAG, .field = COMMON(json),
      .cmds = CMD_BIT(CMD_LIVE) | CMD_BIT(CMD_BENCH) | CMD_BIT(CMD_COMPARE),
      .help_for = {[CMD_LIVE] = "one JSON object per line for each final segment instead: text, start,\n"
-                               "end and words (text, start, end; seconds from the stream's start); no\n"
-                               "partial line",
+                               "end and words (text, start, end; seconds from the stream's start),\n"
+                               "with end_of_utterance / backchannel true where an end-of-utterance\n"
+                               "model ended the segment so, and language where a language-prompt\n"
+                               "model wrote a tag; no partial line",
                   [CMD_BENCH] = "print one JSON object instead of the table",
                   [CMD_COMPARE] = "print the comparison as one JSON object"}},
     {.names = "-v, --verbose", .kind = ARG_FLAG, .field = COMMON(verbose), .cmds = ALL_MODEL,

@@ -59,6 +59,7 @@ struct cli_common {
     int threads;                /* --threads (0: the CPU backend's default) */
     int lookahead_ms;           /* --lookahead; 0: the model's first       */
     vkasr_subtitle_params subs; /* --max-line-chars ... --cue-pause (SRT, WebVTT) */
+    const char *language;       /* --language; NULL: auto                  */
     bool verbose, no_prints, json;
 };
 

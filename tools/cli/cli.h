@@ -39,6 +39,9 @@ int arg_pull(const char *opt, const char *value, void *field);
 int exit_code_for(vkasr_status st, int model_stage);
 /* exit_code_for a model load with these params (an untrained --lookahead is a usage error, exit 2). */
 int exit_code_for_load(vkasr_status st, const vkasr_model_params *mp);
+/* --language checked against a loaded model: EXIT_OK, or EXIT_USAGE after a message listing the
+ * model's languages. */
+int cli_check_language(const vkasr_model *m, const char *language);
 /* EXIT_USAGE with a message when a device string (NULL or "": $VKASR_DEVICE) names a backend this
  * build lacks ("cuda" without -DVKASR_CUDA=ON), EXIT_OK otherwise. */
 int check_device_backend(const char *device);

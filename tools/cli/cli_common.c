@@ -29,6 +29,14 @@ int exit_code_for_load(vkasr_status st, const vkasr_model_params *mp) {
     return exit_code_for(st, 1);
 }
 
+int cli_check_language(const vkasr_model *m, const char *language) {
+    vkasr_error err;
+    if (vkasr_model_check_language(m, language, NULL, &err) == VKASR_OK)
+        return EXIT_OK;
+    fprintf(stderr, "vkasr: --language: %s\n", err.message);
+    return EXIT_USAGE;
+}
+
 int check_device_backend(const char *device) {
     const char *from = "--device";
     if (!device || !*device) {

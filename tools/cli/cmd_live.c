@@ -232,6 +232,8 @@ static vkasr_status feed_input(vkasr_stream *st, struct live_input *in, struct l
 static int open_session(const struct cli_common *c, const struct live_opts *o, vkasr_model **m, vkasr_session **s) {
     vkasr_model_params mp = cli_model_params(c);
     int rc = pool_open_single(c->model, &mp, m, s);
+    if (rc == EXIT_OK)
+        rc = cli_check_language(*m, c->language);
     if (rc != EXIT_OK)
         return rc;
     if (c->verbose && !c->no_prints) {
@@ -251,6 +253,7 @@ static int run_stream(const struct cli_common *c, struct live_opts *o, vkasr_ses
                       size_t nsim) {
     struct live_out out;
     bool ok = live_out_init(&out, o->timestamps, c->json);
+    o->sp.language = c->language;
     o->sp.final_callback = live_on_final;
     o->sp.partial_callback = live_on_partial;
     o->sp.user_data = &out;

@@ -19,8 +19,9 @@ static double host_peak_bytes(void) {
 }
 
 /* The transcription parameters the options ask for (no callbacks). */
-static vkasr_transcribe_params transcribe_params(const struct transcribe_opts *o) {
+static vkasr_transcribe_params transcribe_params(const struct cli_common *c, const struct transcribe_opts *o) {
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
+    tp.language = c->language;
     tp.max_symbols_per_step = o->max_symbols;
     tp.attention = o->attention;
     tp.attention_window = o->attention_window;
@@ -55,7 +56,7 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
                     first + count, n);
         struct batch_run b = {
             .model = c->model, .devices = &o->devices, .sessions = o->sessions, .mp = *mp,
-            .tp = transcribe_params(o), .batch = o->batch, .stdout_fmt = o->stdout_fmt, .dump = o->dump,
+            .tp = transcribe_params(c, o), .batch = o->batch, .stdout_fmt = o->stdout_fmt, .dump = o->dump,
             .out_manifest = o->out_manifest, .no_prints = c->no_prints, .verbose = c->verbose,
             .profile = o->profile, .progress = show_progress(c, o),
         };
@@ -70,6 +71,12 @@ static int run_batched(const struct cli_common *c, const struct transcribe_opts 
 static int open_session(const struct cli_common *c, const vkasr_model_params *mp, vkasr_model **m,
                         vkasr_session **s) {
     int rc = pool_open_single(c->model, mp, m, s);
+    if (rc == EXIT_OK && (rc = cli_check_language(*m, c->language)) != EXIT_OK) {
+        vkasr_session_free(*s);
+        vkasr_model_free(*m);
+        *s = NULL;
+        *m = NULL;
+    }
     if (rc != EXIT_OK)
         return rc;
     vkasr_model_info info;
@@ -200,7 +207,7 @@ static int run_files(const struct cli_common *c, const struct transcribe_opts *o
         vkasr_session_set_debug(s, &(vkasr_debug_params){.struct_size = sizeof(vkasr_debug_params),
                                                          .keep_features = true});
     struct progress_ctx pc = {.enabled = show_progress(c, o), .last_pct = -1};
-    vkasr_transcribe_params tp = transcribe_params(o);
+    vkasr_transcribe_params tp = transcribe_params(c, o);
     tp.progress_callback = on_progress;
     tp.progress_user_data = &pc;
     tp.abort_callback = cli_should_abort;

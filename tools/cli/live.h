@@ -46,6 +46,8 @@ struct live_out {
     size_t seg_len, seg_cap;
     double seg_start, seg_end;
     bool seg_has_words;
+    bool seg_eou, seg_eob;      /* --json: the open segment ended an utterance / was a backchannel */
+    char seg_lang[64];          /* --json: the last language tag in the open segment ("": none)   */
     struct live_word *words;    /* --json: the open segment's words                      */
     size_t n_words, cap_words;
     char *partial;

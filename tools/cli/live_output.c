@@ -64,7 +64,16 @@ static void words_clear(struct live_out *o) {
 static void print_json_segment(const struct live_out *o) {
     fputs("{\"text\":", stdout);
     json_str(stdout, o->seg ? o->seg : "");
-    printf(",\"start\":%.3f,\"end\":%.3f,\"words\":[", o->seg_start, o->seg_end);
+    printf(",\"start\":%.3f,\"end\":%.3f", o->seg_start, o->seg_end);
+    if (o->seg_eou)
+        fputs(",\"end_of_utterance\":true", stdout);
+    if (o->seg_eob)
+        fputs(",\"backchannel\":true", stdout);
+    if (o->seg_lang[0]) {
+        fputs(",\"language\":", stdout);
+        json_str(stdout, o->seg_lang);
+    }
+    fputs(",\"words\":[", stdout);
     for (size_t i = 0; i < o->n_words; i++) {
         fputs(i ? ",{\"text\":" : "{\"text\":", stdout);
         json_str(stdout, o->words[i].text);
@@ -136,6 +145,12 @@ void live_on_final(const vkasr_stream_update *u, void *ud) {
         for (size_t i = 0; o->json && i < u->n_words; i++)
             word_append(o, &u->words[i]);
     }
+    for (size_t i = 0; i < u->n_events; i++) { /* end-of-utterance models, language-prompt models */
+        o->seg_eou |= u->events[i].kind == VKASR_EVENT_END_OF_UTTERANCE;
+        o->seg_eob |= u->events[i].kind == VKASR_EVENT_BACKCHANNEL;
+        if (u->events[i].kind == VKASR_EVENT_LANGUAGE)
+            snprintf(o->seg_lang, sizeof o->seg_lang, "%s", u->events[i].text);
+    }
     if (u->segment_end && o->seg_has_words) {
         if (o->tty && !o->json)
             fputs("\r\033[K", stdout);
@@ -154,7 +169,8 @@ void live_on_final(const vkasr_stream_update *u, void *ud) {
         o->seg_len = 0;
         if (o->seg)
             o->seg[0] = '\0';
-        o->seg_has_words = false;
+        o->seg_has_words = o->seg_eou = o->seg_eob = false;
+        o->seg_lang[0] = '\0';
         if (fflush(stdout) != 0)
             o->write_failed = 1;
     }

@@ -70,6 +70,21 @@ static void write_json(FILE *f, const char *input, const vkasr_result *r) {
         fprintf(f, ",\"attention\":{\"mode\":\"local\",\"window\":%d}", window);
     else if (att == VKASR_ATTENTION_FULL)
         fputs(",\"attention\":{\"mode\":\"full\"}", f);
+    /* language-prompt and end-of-utterance models: what the model detected, when it did */
+    const char *lang = vkasr_result_language(r);
+    if (lang) {
+        fputs(",\"language\":", f);
+        json_str(f, lang);
+    }
+    size_t ne;
+    const vkasr_event *ev = vkasr_result_events(r, &ne);
+    for (size_t i = 0; i < ne; i++) {
+        static const char *const kinds[] = {"end_of_utterance", "backchannel", "language"};
+        fprintf(f, "%s{\"kind\":\"%s\",\"text\":", i ? "," : ",\"events\":[", kinds[ev[i].kind]);
+        json_str(f, ev[i].text);
+        fprintf(f, ",\"frame\":%lld,\"time\":%.3f,\"segment\":%zu}%s", (long long)ev[i].frame, ev[i].time,
+                ev[i].n_segments, i + 1 == ne ? "]" : "");
+    }
     fputs(",\"tokens\":[", f);
     for (size_t i = 0; i < nt; i++) {
         fprintf(f, "%s{\"id\":%d,\"piece\":", i ? "," : "", (int)t[i].id);

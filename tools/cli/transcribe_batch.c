@@ -472,6 +472,7 @@ int transcribe_batch(const struct batch_run *o, const struct manifest_entry *in,
         vkasr_model_info info;
         vkasr_model_get_info(pool_worker(pool, 0)->model, &info);
         output_set_head(info.head);
+        rc = cli_check_language(pool_worker(pool, 0)->model, o->tp.language);
     }
     /* the progress line's RTFx counts from here: transcription only */
     sh.t0 = now_s();
