@@ -378,7 +378,7 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
         TRY(asr_stream_pool_create(m->am, sp->be, (int64_t)1 << (2 * sp->npool), 0, &sp->pool[sp->npool], e));
         sp->npool++;
     }
-    struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step};
+    struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step, .prompt = s->prompt};
     TRY(asr_stream_create(sp->pool[i], &o, &s->cas, e));
     s->pool = sp->pool[i];
     sp->member[sp->nmember++] = s;

@@ -66,6 +66,7 @@ struct asr_stream;
 struct asr_stream_opts {
     bool keep_encoder;               /* copy every step's encoder frames to the host (tests)        */
     int max_symbols;                 /* symbols per frame (0: the pool's)                           */
+    int prompt;                      /* a language-prompt model: its slot + 1 (api_language); 0 none */
 };
 /* A stream in a free slot of the pool (VKASR_ERR_DEVICE_MEMORY naming the pool's size when none is
  * free); its state starts as a new stream's. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "prompt.h"
 #include "stream.h"
 
 struct pool_layer {
@@ -52,6 +53,7 @@ struct asr_stream {
     bool ended;                      /* the input ended (every mel frame computed)                    */
     bool done;                       /* ... and every encoder frame                                   */
     bool keep;
+    int prompt;                      /* asr_stream_opts.prompt                                       */
     float *enc;                      /* keep_encoder: [frames, D]                                    */
     int64_t enc_cap;
 };
@@ -181,6 +183,8 @@ int64_t asr_stream_pool_free_slots(const struct asr_stream_pool *p) {
 vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_stream_opts *o, struct asr_stream **out,
                                struct err *e) {
     *out = NULL;
+    if (p->m->cfg.n_prompts > 0 && !(o && o->prompt > 0))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "streaming: a language-prompt model needs a language");
     int64_t slot = 0;
     while (slot < p->S && p->used[slot])
         slot++;
@@ -193,6 +197,7 @@ vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_strea
     s->p = p;
     s->slot = slot;
     s->keep = o && o->keep_encoder;
+    s->prompt = o ? o->prompt : 0;
     // the conv cache starts as the offline run's causal padding (zeros); the search from its start
     vkasr_status st = VKASR_OK;
     for (int l = 0; st == VKASR_OK && l < p->m->cfg.n_layers; l++) {
@@ -642,6 +647,13 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         doff[b] = row0;
         doff[b + 1] = row0 + pl[b].n;
         dt0[b] = ss[b]->frames;
+    }
+    // a language-prompt model: each stream's frames fused with its own language before the joint (in
+    // place: the frames a stream keeps are then the joint's input)
+    for (int64_t b = 0; dslot && x.st == VKASR_OK && c->n_prompts > 0 && b < B; b++) {
+        const be_tensor rb = be_tensor_rows(&r, doff[b], doff[b + 1] - doff[b]);
+        if (rb.ne[0] > 0)
+            x.st = asr_prompt_fuse(m, be, &rb, ss[b]->prompt - 1, e);
     }
     if (x.st == VKASR_OK)
         x.st = asr_stream_search_run(m, be, &p->dec, &r, dslot, doff, dt0, B, oo, e);
