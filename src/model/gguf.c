@@ -272,7 +272,7 @@ static vkasr_status read_langs(const struct gguf *g, struct model_config *c, str
     TRY(gguf_get_int(g, "parakeet.prompt_hidden", 1, 0, 1, 1 << 20, &c->prompt_hidden, e));
     if (!gguf_kv_find(g, "parakeet.prompt_dictionary"))
         return model_langs_check(l, c, path, "parakeet.prompt_dictionary", e);
-    const struct gkv *d;
+    const struct gkv *d = NULL;
     TRY(kv_array(g, "parakeet.prompt_dictionary", GT_STR, &d, e));
     uint64_t pos = d->vpos; /* strings were bounds-checked when the key was skipped */
     for (uint64_t i = 0; i < d->alen; i++) {
