@@ -32,10 +32,9 @@ CPU_OWN_OPS(X)
 
 /* The reference's code for every op, then this backend's own where it has one. */
 static vkasr_status (*cpu_op_table[OP_COUNT])(struct backend *, const void *);
-static vkasr_status (*ref_op_table[OP_COUNT])(struct backend *, const void *);
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static void table_init(void) {
-#define X(name) cpu_op_table[OP_##name] = ref_op_table[OP_##name] = thunk_##name;
+#define X(name) cpu_op_table[OP_##name] = thunk_##name;
     VKASR_OPS(X)
 #undef X
 #define X(name) cpu_op_table[OP_##name] = own_##name;
@@ -43,21 +42,9 @@ static void table_init(void) {
 #undef X
 }
 
-/* The streaming models' forms of this backend's ops (causal convolutions, the chunked attention mask)
- * take the reference's code, which implements every op's whole contract. */
-static bool reference_form(enum op_id id, const void *a) {
-    switch (id) {
-    case OP_conv2d_s2: return ((const struct op_conv2d_s2 *)a)->causal;
-    case OP_dwconv2d_s2: return ((const struct op_dwconv2d_s2 *)a)->causal;
-    case OP_dwconv1d: return ((const struct op_dwconv1d *)a)->causal;
-    case OP_relpos_attention: return ((const struct op_relpos_attention *)a)->chunk > 0;
-    default: return false;
-    }
-}
-
 static vkasr_status cpub_run(struct backend *bb, enum op_id id, const void *args) {
     CHECK_OR_RETURN(&bb->err, (unsigned)id < OP_COUNT);
-    return (reference_form(id, args) ? ref_op_table : cpu_op_table)[id](bb, args);
+    return cpu_op_table[id](bb, args);
 }
 
 static size_t cpub_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) { return 0; }
