@@ -41,8 +41,9 @@ struct asr_model {
 };
 
 /* Uploads mf's weights to dev. A host device (the CPU and reference backends) reads them in place
- * where their layout allows (f32, f16 matrices in an f32 session, quantized blocks): the model then
- * takes the file (*mf becomes NULL, closed with the model); else *mf stays the caller's to close. */
+ * where their layout allows (f32, quantized blocks, and on the CPU backend f16 matrices in an f32
+ * session too): the model then takes the file (*mf becomes NULL, closed with the model); else *mf
+ * stays the caller's to close. */
 vkasr_status asr_model_load(struct be_device *dev, struct model_file **mf, vkasr_precision precision,
                             struct asr_model **out, struct err *e);
 /* An f32 session's products take x unrounded even where w is f16 (op_linear.x_f32). */

@@ -161,11 +161,14 @@ static vkasr_status get(struct loader *ld, const char *name, be_tensor *out) {
         return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s' missing or not float after preparation", ld->mf->path,
                        name);
     /* the decoder's matrices too: its products read them once per search iteration, so their bytes are
-     * the decoder's time (an f16 joint and LSTM read half as many). A host device keeps an f16 file's
+     * the decoder's time (an f16 joint and LSTM read half as many). The CPU backend keeps an f16 file's
      * matrices f16 in an f32 session too: its products widen them exactly and take x unrounded
-     * (op_linear.x_f32), so the results are those of the widened weights, at half their memory. */
+     * (op_linear.x_f32), so the results are those of the widened weights, at half their memory, read in
+     * place. The reference widens them here: its double loops would widen them again per element. */
+    const struct be_device_info *di = &ld->be->dev->info;
     const bool matrix = model_is_matrix_weight(name) || model_is_decoder_matrix(name);
-    const bool f16 = matrix && (ld->precision == VKASR_PRECISION_F16 || (ld->be->dev->info.host && t->type == MT_F16));
+    const bool f16 =
+        matrix && (ld->precision == VKASR_PRECISION_F16 || (di->host && !di->reference && t->type == MT_F16));
     return upload(ld, t, f16 ? BE_F16 : BE_F32, out);
 }
 

@@ -119,8 +119,8 @@ struct op_argmax {
  * f16 NMSE, 5e-4). Accumulation and epilogue are F32. A row's result never depends on M (halo tiles,
  * batches): the matvec hint (the decoder's few weight-bound rows) may select a kernel that rounds
  * differently, and splits of K may depend on N and K only. x_f32: an f32 session's product whose F16 w
- * is an f16 file's weights read in place (host backends only, whose loader keeps them so): x is not
- * rounded, the product is that of w's exact f32 values. */
+ * is an f16 file's weights read in place (the CPU backend's loader keeps them so; the reference honours
+ * it too): x is not rounded, the product is that of w's exact f32 values. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
     int act;
