@@ -130,14 +130,17 @@ static vkasr_status threads_of(const char *rest, const struct logger *log, int *
     return VKASR_OK;
 }
 
-/* What computes: "AVX2+FMA products, OpenBLAS 0.3.21 (Haswell) matrix-vector". */
+/* What computes: "AVX-512 products, AVX2 matrix-vector, OpenBLAS 0.3.21 (Haswell) for blocks", or
+ * "plain C products, OpenBLAS 0.3.21 (Haswell) matrix-vector" on a CPU without AVX2. */
 static void blas_name(char *out, size_t cap) {
     const char *cfg = openblas_get_config(), *core = openblas_get_corename();
     int n = 0; /* "OpenBLAS 0.3.21": the first two words of the configuration */
     for (int words = 0; cfg && cfg[n] && (cfg[n] != ' ' || ++words < 2); n++)
         ;
-    snprintf(out, cap, "%s products, %.*s%s%s%s matrix-vector", cpu_gemm_kernel(), cfg ? n : 8,
-             cfg ? cfg : "OpenBLAS", core ? " (" : "", core ? core : "", core ? ")" : "");
+    const bool avx2 = cpu_have_f16c();
+    snprintf(out, cap, "%s products, %s%.*s%s%s%s%s", cpu_gemm_kernel(), avx2 ? "AVX2 matrix-vector, " : "",
+             cfg ? n : 8, cfg ? cfg : "OpenBLAS", core ? " (" : "", core ? core : "", core ? ")" : "",
+             avx2 ? " for blocks" : " matrix-vector");
 }
 
 vkasr_status cpu_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
