@@ -37,7 +37,7 @@ static bool open_rig(struct rig *r, const char *device, const char *model_dir, s
     struct model_file *mf = NULL;
     struct be_device_options o = {.device = device, .validation = tv_wanted(), .log = &quiet};
     if (model_open(model_dir, &mf, e) || be_device_open(&o, &r->dev, e) || be_backend_create(r->dev, &r->be, e) ||
-        asr_model_load(r->dev, mf, VKASR_PRECISION_F32, &r->m, e)) {
+        asr_model_load(r->dev, &mf, VKASR_PRECISION_F32, &r->m, e)) {
         model_close(mf);
         return false;
     }

@@ -551,7 +551,7 @@ struct rig {
 static bool load_model(struct rig *r, const char *model, vkasr_precision prec) {
     struct model_file *mf = NULL;
     struct err e = {0};
-    bool ok = model_open(model, &mf, &e) == VKASR_OK && asr_model_load(r->dev, mf, prec, &r->m, &e) == VKASR_OK;
+    bool ok = model_open(model, &mf, &e) == VKASR_OK && asr_model_load(r->dev, &mf, prec, &r->m, &e) == VKASR_OK;
     model_close(mf);
     EXPECT(ok, "open %s: %s", model, e.msg);
     return ok;

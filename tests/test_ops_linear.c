@@ -47,6 +47,7 @@ struct lin_case {
     be_dtype xt, yt;     /* types of x and of y (and res)                                            */
     uint32_t splits;     /* forced plans: slices of K (0 or 1: none)                                 */
     bool glu;            /* act = ACT_GLU: y (and res) [M, N/2]                                       */
+    bool x_f32;          /* op_linear.x_f32: f16 weights in an f32 session (host backends)            */
 };
 
 static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
@@ -104,10 +105,11 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 /* Runs one case with the automatic kernel choice (cfg NULL) or a forced configuration. */
 static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm_cfg *cfg) {
     const int act = c->glu ? ACT_GLU : c->act;
-    th_case(h, "linear %s split=%u M=%lld N=%lld K=%lld x=%s w=%s y=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s",
+    th_case(h, "linear %s split=%u M=%lld N=%lld K=%lld x=%s w=%s y=%s bias=%d res=%d%s act=%d alpha=%g%s%s%s%s",
             cfg ? cfg->name : "auto", c->splits ? c->splits : 1, (long long)c->M, (long long)c->N, (long long)c->K,
             tn(c->xt), tn(c->wt), tn(c->yt), c->bias, c->res, c->res_alias ? "(=y)" : "", act, c->alpha,
-            c->integer ? " integer" : "", c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "");
+            c->integer ? " integer" : "", c->misalign ? " misaligned" : "", c->matvec ? " matvec" : "",
+            c->x_f32 ? " x_f32" : "");
     int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
     struct th_tensor *x, *w, *b = NULL, *r = NULL, *y;
     uint64_t pad = c->misalign ? 1 : 0;
@@ -148,13 +150,15 @@ static void lin_run(struct th *h, const struct lin_case *c, const struct vk_gemm
             .act = act,
             .alpha = c->alpha,
             .matvec = c->matvec,
+            .x_f32 = c->x_f32,
         };
     }
     struct vk_gemm_plan plan = {cfg, c->splits ? c->splits : 1};
     bool ran = th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan);
     if (!ran)
         return;
-    int kind = c->yt == BE_F16 ? 2 : c->wt == BE_F16 ? 1 : 0;
+    /* f16 w with an unrounded f32 x (x_f32) is an f32 product of the widened weights */
+    int kind = c->yt == BE_F16 ? 2 : c->wt == BE_F16 && !(c->x_f32 && c->xt == BE_F32) ? 1 : 0;
     const double tol[3] = {TOL_F32, TOL_F16, TOL_Y16};
     /* integer data is exact in every sum and product, but not through GLU's sigmoid */
     const bool exact = c->integer && !c->glu;
@@ -747,6 +751,11 @@ int main(void) {
             if (c.alpha == 0.0f)
                 c.alpha = 1.0f;
             lin_run(&h, &c, NULL);
+            /* host backends: the f32 session's f16 weights (x not rounded), held to f32's tolerance */
+            if (wt == 1 && h.dev[TH_DEV]->info.host && c.xt != BE_F16 && !c.f16_only && c.M * c.N * c.K < (1 << 28)) {
+                c.x_f32 = true;
+                lin_run(&h, &c, NULL);
+            }
         }
     }
     if (f16) {
@@ -782,6 +791,23 @@ int main(void) {
                 if (th_run_forced(&h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
                     th_check(&h, y, 0.0);
             }
+        /* x_f32 (host backends): x stays 1 + 2^-12, so the sum is 64.015625 exactly on both */
+        if (h.dev[TH_DEV]->info.host) {
+            th_case(&h, "linear f16 x_f32 keeps x, K=64");
+            struct th_tensor *x = th_input_data(&h, BE_F32, 2, TH_SHAPE(1, 64), xv);
+            struct th_tensor *w = th_input_data(&h, BE_F16, 2, TH_SHAPE(1, 64), wv);
+            struct th_tensor *y = th_output(&h, BE_F32, 2, TH_SHAPE(1, 1));
+            float got[2] = {0, 0};
+            for (int s = 0; s < 2; s++) {
+                struct op_linear a = {.x = TH_T(x, s), .w = TH_T(w, s), .y = TH_T(y, s), .alpha = 1.0f, .x_f32 = true};
+                h.checks++;
+                if (be_linear(h.be[s], &a) != VKASR_OK ||
+                    be_download(h.be[s], &got[s], a.y.addr, sizeof got[s]) != VKASR_OK || got[s] != 64.015625f) {
+                    printf("FAIL [%s]: backend %d gives %.9g, want 64.015625\n", h.name, s, got[s]);
+                    h.failures++;
+                }
+            }
+        }
     }
 
     /* Every configuration this device can run, forced onto edge shapes around its tile (Vulkan); the

@@ -152,7 +152,7 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
             prec = VKASR_PRECISION_F16;
     }
     if (st == VKASR_OK)
-        st = asr_model_load(m->dev, mf, prec, &m->am, &e);
+        st = asr_model_load(m->dev, &mf, prec, &m->am, &e);
     model_close(mf);
     if (st != VKASR_OK) {
         vkasr_model_free(m);

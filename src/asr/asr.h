@@ -40,11 +40,18 @@ struct asr_model {
     be_tensor prompt_w1, prompt_lang, prompt_b1, prompt_w2, prompt_b2;
     struct model_langs langs;        /* the language map (moved out of the model file)          */
     uint64_t n_params;
+    struct model_file *file;         /* the file host weights are read from in place (NULL: none) */
     bool quantized;                  /* some weights are block-quantized (be_memory.op_scratch_quant) */
 };
 
-vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_precision precision,
+/* Uploads mf's weights to dev. A host device (the CPU and reference backends) reads them in place
+ * where their layout allows (f32, quantized blocks, and on the CPU backend f16 matrices in an f32
+ * session too): the model then takes the file (*mf becomes NULL, closed with the model); else *mf
+ * stays the caller's to close. */
+vkasr_status asr_model_load(struct be_device *dev, struct model_file **mf, vkasr_precision precision,
                             struct asr_model **out, struct err *e);
+/* An f32 session's products take x unrounded even where w is f16 (op_linear.x_f32). */
+static inline bool asr_x_f32(const struct asr_model *m) { return m->precision == VKASR_PRECISION_F32; }
 void asr_model_free(struct asr_model *m);
 
 /* Host-side callbacks of one run (progress in [0,1] over encoder + decoder, abort polling). */

@@ -75,7 +75,7 @@ static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_ten
                            const be_tensor *res, const be_tensor *y, int act, float alpha) {
     return be_linear(c->be, &(struct op_linear){.x = *x, .w = *w, .bias = b ? *b : (be_tensor){0},
                                                  .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
-                                                 .alpha = alpha});
+                                                 .alpha = alpha, .x_f32 = !c->f16});
 }
 
 // x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place

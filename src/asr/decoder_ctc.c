@@ -55,7 +55,7 @@ vkasr_status dec_ctc(const struct asr_model *m, struct backend *be, const be_ten
         be_tensor lg = be_tensor_rows(&logits, 0, n);
         // logits: [n, V+1] = enc W^T + b;  best: argmax over all classes (blank = V)
         st = be_linear(be, &(struct op_linear){.x = be_tensor_rows(enc, r0, n), .w = m->ctc_w, .bias = m->ctc_b,
-                                                .y = lg, .alpha = 1.0f});
+                                                .y = lg, .alpha = 1.0f, .x_f32 = asr_x_f32(m)});
         if (st == VKASR_OK)
             st = be_argmax(be, &(struct op_argmax){.x = lg, .y = be_tensor_rows(&best, r0, n), .c0 = 0, .c1 = V1});
         if (st == VKASR_OK && asr_tapped(hooks))

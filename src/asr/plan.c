@@ -24,6 +24,9 @@
  * of a minute of audio at 767 frames, then never sets a run's peak above the floor tile's. */
 #define PREF_SUB_STAGE1 (192ull << 20)
 #define PREF_SUB_STAGE1_FLOOR (32ull << 20)
+/* On a host device (CPU backends) a tile stays within the second-level caches' reach and its pages are
+ * few: fresh pages cost the kernel's zeroing, which at 192 MiB was a quarter of a short run's time. */
+#define PREF_SUB_STAGE1_HOST (4ull << 20)
 #define PREF_ROWS 8192
 /* The smallest chunks a plan falls back to before it gives up. */
 #define MIN_STFT_FRAMES 256
@@ -57,6 +60,7 @@ struct shape {
     int64_t n, L, T, window; /* totals: samples, mel frames, encoder frames                      */
     int64_t max_n, max_T;    /* the longest input's samples and encoder frames                    */
     int64_t inputs;
+    bool host;               /* tensors in host memory (the CPU and reference backends)         */
     struct meas *meas;
     uint64_t largest;        /* the largest tensor of the last measurement                       */
 };
@@ -161,8 +165,10 @@ static vkasr_status plan_shape(struct shape s, const struct asr_options *opt, ui
     /* chunks: forced (tests), else the largest that fit up to the preferred sizes */
     const int64_t F1 = (c->n_mels + 1) / 2, C = c->sub_channels;
     const uint64_t stage1_frame = (uint64_t)4 * F1 * C * 4; /* f32 bytes of the first conv per encoder frame */
-    const int64_t pref_tile = max64(1, (int64_t)(PREF_SUB_STAGE1 / stage1_frame) - 1);
-    const int64_t floor_tile = max64(1, (int64_t)(PREF_SUB_STAGE1_FLOOR / stage1_frame) - 1);
+    const uint64_t pref = s.host ? PREF_SUB_STAGE1_HOST : PREF_SUB_STAGE1;
+    const uint64_t floor = s.host ? PREF_SUB_STAGE1_HOST : PREF_SUB_STAGE1_FLOOR;
+    const int64_t pref_tile = max64(MIN_SUB_TILE, (int64_t)(pref / stage1_frame) - 1);
+    const int64_t floor_tile = max64(MIN_SUB_TILE, (int64_t)(floor / stage1_frame) - 1);
     const bool forced = opt && opt->force;
     if (forced) {
         p.chunks.stft_frames = max64(1, min64(opt->force->stft_frames, L));
@@ -249,7 +255,8 @@ vkasr_status asr_plan(const struct asr_model *m, const struct asr_work *w, struc
     const struct asr_batch *b = w->batch;
     struct shape s = {.c = c, .n = asr_batch_total(b, ASR_SAMPLES),
                       .L = asr_batch_total(b, ASR_MEL), .T = asr_batch_total(b, ASR_FRAMES),
-                      .max_n = b->max[ASR_SAMPLES], .max_T = b->max[ASR_FRAMES], .inputs = b->n};
+                      .max_n = b->max[ASR_SAMPLES], .max_T = b->max[ASR_FRAMES], .inputs = b->n,
+                      .host = m->dev && m->dev->info.host};
     struct meas ms = {.b = *b, .st = VKASR_OK};
     ms.m.cfg = *c;
     ms.m.precision = m->precision;

@@ -132,16 +132,18 @@ vkasr_status asr_subsample_tiled(const struct asr_model *m, struct backend *be, 
                                                          .x_row0 = r1, .x_len = L1, .y_row0 = r2,
                                                          .x_seg = seg1, .y_seg = seg2, .causal = causal}));
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s2a, n2 * F2, C), .w = m->sub_w3, .bias = m->sub_b3,
-                                               .y = flat2(&s2, n2 * F2, C), .act = ACT_RELU, .alpha = 1.0f}));
+                                               .y = flat2(&s2, n2 * F2, C), .act = ACT_RELU, .alpha = 1.0f,
+                                               .x_f32 = asr_x_f32(m)}));
         // conv 5 (depthwise) -> conv 6 (pointwise) + ReLU: s3 [n3, F3, C] (rows a .. b-1)
         TRY(be_dwconv2d_s2(be, &(struct op_dwconv2d_s2){.x = s2, .w = m->sub_w5, .b = m->sub_b5, .y = s3a,
                                                          .x_row0 = r2, .x_len = L2, .y_row0 = a,
                                                          .x_seg = seg2, .y_seg = seg3, .causal = causal}));
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3a, n3 * F3, C), .w = m->sub_w6, .bias = m->sub_b6,
-                                               .y = flat2(&s3, n3 * F3, C), .act = ACT_RELU, .alpha = 1.0f}));
+                                               .y = flat2(&s3, n3 * F3, C), .act = ACT_RELU, .alpha = 1.0f,
+                                               .x_f32 = asr_x_f32(m)}));
         // linear: [n3, F3*C] -> x rows [a, b) of [T, D]
         TRY(be_linear(be, &(struct op_linear){.x = flat2(&s3, n3, F3 * C), .w = m->sub_lin_w, .bias = m->sub_lin_b,
-                                               .y = be_tensor_rows(x, a, n3), .alpha = 1.0f}));
+                                               .y = be_tensor_rows(x, a, n3), .alpha = 1.0f, .x_f32 = asr_x_f32(m)}));
         be_release(be, mark);
         TRY(asr_steps_add(steps, n3 * frame_macs(c, F1, F2, F3)));
         /* one input's tiles from the second to the one before the last hold alike (4 tile + 3, 2 tile

@@ -80,7 +80,7 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, const
     }
     // q: [B, P] = h_new[L-1] Wp^T + bp
     return be_linear(be, &(struct op_linear){.x = x, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = s->q,
-                                             .alpha = 1.0f, .matvec = true});
+                                             .alpha = 1.0f, .matvec = true, .x_f32 = asr_x_f32(m)});
 }
 
 /* One iteration of the search with a window of W frames. */
@@ -91,7 +91,7 @@ static vkasr_status iteration(const struct asr_model *m, struct backend *be, con
     // y: [B*W, J] = z Wo^T + bo
     TRY(be_linear(be, &(struct op_linear){.x = be_tensor_rows(&s->z, 0, d->B * W), .w = m->joint_w,
                                           .bias = m->joint_b, .y = be_tensor_rows(&s->y, 0, d->B * W),
-                                          .alpha = 1.0f, .matvec = true}));
+                                          .alpha = 1.0f, .matvec = true, .x_f32 = asr_x_f32(m)}));
     // token and duration argmaxes of the rows, the walk to the first emission, the token into the ring
     TRY(be_search_step(be, &(struct op_search_step){.s = s, .window = W}));
     return predict(m, be, d, false);
@@ -243,7 +243,7 @@ static vkasr_status search(const struct asr_model *m, struct backend *be, const 
     struct be_search *s = &d->s;
     // f: [T, P] = enc We^T + be  (the encoder half of the joint, once for all frames)
     TRY(be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b, .y = s->f,
-                                          .alpha = 1.0f}));
+                                          .alpha = 1.0f, .x_f32 = asr_x_f32(m)}));
     // the start-of-sequence step: the blank's (zero) embedding from a zero state
     TRY(predict(m, be, d, true));
     TRY(be_search_init(be, s, frames));

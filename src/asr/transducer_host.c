@@ -38,7 +38,7 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, struc
     // q: [1, P] = g Wp^T + bp
     be_tensor g = be_tensor_2d(x.addr, BE_F32, 1, x.ne[0]);
     return be_linear(be, &(struct op_linear){.x = g, .w = m->pred_proj_w, .bias = m->pred_proj_b, .y = s->q,
-                                             .alpha = 1.0f, .matvec = true});
+                                             .alpha = 1.0f, .matvec = true, .x_f32 = asr_x_f32(m)});
 }
 
 /* Teacher forcing (asr_options.forced): the caller's step i replaces the search's own choice (k, d). */
@@ -118,7 +118,7 @@ vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, 
     // f: [T, P] = enc We^T + be  (the encoder half of the joint, once for all frames)
     if (st == VKASR_OK)
         st = be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b, .y = f,
-                                                .alpha = 1.0f});
+                                                .alpha = 1.0f, .x_f32 = asr_x_f32(m)});
     // start-of-sequence: the blank embedding (all zeros in trained checkpoints) from a zero state
     if (st == VKASR_OK)
         st = predict(m, be, &s, (int32_t)V);
@@ -137,7 +137,7 @@ vkasr_status dec_transducer_host(const struct asr_model *m, struct backend *be, 
             const int64_t nr = n - r0 < JOINT_ROWS ? n - r0 : JOINT_ROWS;
             st = be_linear(be, &(struct op_linear){.x = be_tensor_rows(&zw, r0, nr), .w = m->joint_w,
                                                     .bias = m->joint_b, .y = be_tensor_rows(&yw, r0, nr),
-                                                    .alpha = 1.0f, .matvec = true});
+                                                    .alpha = 1.0f, .matvec = true, .x_f32 = asr_x_f32(m)});
         }
         // token = argmax over [0, V] (blank included); duration index = argmax over the duration logits;
         // both in one download (one host round trip per window)

@@ -49,6 +49,7 @@ struct loader {
     struct backend *be;
     vkasr_precision precision;
     uint64_t n_params;
+    uint64_t in_place;  /* tensors read from the file in place (host devices) */
     bool quantized;
     struct perturb perturb;
     struct err *e;
@@ -64,8 +65,21 @@ static be_dtype quant_dtype(int mt) {
     }
 }
 
+/* Whether t's bytes serve as the device tensor itself: on a host device (tensors in host memory), not
+ * the perturbed tensor, its data aligned for the element (a GGUF's are, to 32 bytes). The model then
+ * keeps the file open: no copy, and the pages are the file's (shared, read on first use). */
+static bool use_in_place(struct loader *ld, const struct model_tensor *t, be_tensor *out) {
+    const uint64_t align = out->type == BE_F32 ? 4 : out->type == BE_F16 ? 2 : 1;
+    if (!ld->be->dev->info.host || (ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0) ||
+        (uintptr_t)t->data % align != 0 || t->nbytes != be_nbytes(out) || be_nbytes(out) == 0)
+        return false;
+    out->addr = (uint64_t)(uintptr_t)t->data;
+    ld->in_place++;
+    return true;
+}
+
 /* A quantized tensor uploads as it is (linear reads the blocks): its bytes straight from the mapped
- * file, after checking that they match its shape. */
+ * file (or in place), after checking that they match its shape. */
 static vkasr_status upload_quant(struct loader *ld, const struct model_tensor *t, be_tensor *out) {
     *out = be_tensor_make(0, quant_dtype(t->type), t->nd, t->ne);
     const int64_t k = t->nd > 0 ? t->ne[t->nd - 1] : 0;
@@ -76,8 +90,10 @@ static vkasr_status upload_quant(struct loader *ld, const struct model_tensor *t
     if (ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0)
         return err_set(ld->e, VKASR_ERR_INVALID_ARG, "VKASR_TEST_PERTURB: %s is quantized (perturb an f32 or f16 file)",
                        t->name);
-    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
     ld->n_params += be_numel(out);
+    if (use_in_place(ld, t, out))
+        return VKASR_OK;
+    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
     vkasr_status st = be_upload(ld->be, out->addr, t->data, be_nbytes(out));
     if (st != VKASR_OK)
         return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
@@ -93,8 +109,10 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
     }
     *out = be_tensor_make(0, type, t->nd, t->ne);
     uint64_t n = be_numel(out);
-    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
     ld->n_params += n;
+    if (((t->type == MT_F16 && type == BE_F16) || (t->type == MT_F32 && type == BE_F32)) && use_in_place(ld, t, out))
+        return VKASR_OK;
+    TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out) ? be_nbytes(out) : 4, &out->addr));
     const bool perturbed = ld->perturb.active && strcmp(t->name, ld->perturb.tensor) == 0;
     /* Already in the device type (an f16 GGUF for an f16 session, f32 for f32): straight from the
      * mapped file. Converting element by element costs ~5 ns each (3 s for a 0.6B model). */
@@ -143,8 +161,14 @@ static vkasr_status get(struct loader *ld, const char *name, be_tensor *out) {
         return err_set(ld->e, VKASR_ERR_MODEL, "%s: tensor '%s' missing or not float after preparation", ld->mf->path,
                        name);
     /* the decoder's matrices too: its products read them once per search iteration, so their bytes are
-     * the decoder's time (an f16 joint and LSTM read half as many) */
-    bool f16 = ld->precision == VKASR_PRECISION_F16 && (model_is_matrix_weight(name) || model_is_decoder_matrix(name));
+     * the decoder's time (an f16 joint and LSTM read half as many). The CPU backend keeps an f16 file's
+     * matrices f16 in an f32 session too: its products widen them exactly and take x unrounded
+     * (op_linear.x_f32), so the results are those of the widened weights, at half their memory, read in
+     * place. The reference widens them here: its double loops would widen them again per element. */
+    const struct be_device_info *di = &ld->be->dev->info;
+    const bool matrix = model_is_matrix_weight(name) || model_is_decoder_matrix(name);
+    const bool f16 =
+        matrix && (ld->precision == VKASR_PRECISION_F16 || (di->host && !di->reference && t->type == MT_F16));
     return upload(ld, t, f16 ? BE_F16 : BE_F32, out);
 }
 
@@ -306,8 +330,10 @@ static vkasr_status load_all(struct loader *ld, struct asr_model *m) {
     return VKASR_OK;
 }
 
-vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_precision precision,
+vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkasr_precision precision,
                             struct asr_model **out, struct err *e) {
+    struct model_file *mf = *mfp;
+    uint64_t in_place = 0;
     *out = NULL;
     TRY(model_prepare(mf, e));
     struct asr_model *m = calloc(1, sizeof *m);
@@ -332,6 +358,7 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
             err_set(e, st, "%s", be->err.msg);
         m->n_params = ld.n_params;
         m->quantized = ld.quantized;
+        in_place = ld.in_place;
         be_backend_destroy(be);
     }
     if (st != VKASR_OK) {
@@ -343,6 +370,10 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file *mf, vkasr_
     memset(&mf->tok, 0, sizeof mf->tok);
     m->langs = mf->langs;
     memset(&mf->langs, 0, sizeof mf->langs);
+    if (in_place) { /* the file too where weights are read from it in place */
+        m->file = mf;
+        *mfp = NULL;
+    }
     *out = m;
     return VKASR_OK;
 }
@@ -354,5 +385,6 @@ void asr_model_free(struct asr_model *m) {
     free(m->layers);
     tok_free(&m->tok);
     model_langs_free(&m->langs);
+    model_close(m->file);
     free(m);
 }

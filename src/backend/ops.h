@@ -118,12 +118,15 @@ struct op_argmax {
  * dequantized f32 values, except on tensor cores, which round those and an F32 x to F16 (bounded by the
  * f16 NMSE, 5e-4). Accumulation and epilogue are F32. A row's result never depends on M (halo tiles,
  * batches): the matvec hint (the decoder's few weight-bound rows) may select a kernel that rounds
- * differently, and splits of K may depend on N and K only. */
+ * differently, and splits of K may depend on N and K only. x_f32: an f32 session's product whose F16 w
+ * is an f16 file's weights read in place (the CPU backend's loader keeps them so; the reference honours
+ * it too): x is not rounded, the product is that of w's exact f32 values. */
 struct op_linear {
     be_tensor x, w, bias, res, y;
     int act;
     float alpha;
     bool matvec;
+    bool x_f32;
 };
 
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */

@@ -1,9 +1,10 @@
-/* cpu_attention.c — the CPU backend's relative-position attention (ops.h: op_relpos_attention): per head
- * and chunk of query rows, the content scores (q+u) k^T and the position scores (q+v) p^T over the
- * chunk's band of p rows through the product kernel (cpu_gemm.c), the masked softmax in f32
- * (max-subtracted, as the reference's) and the weights times v over each row's own keys in key order: a
- * row's result depends only on its position and its keys, never on the chunk it lands in. Scores exist for one chunk of rows at a time per thread
- * (QCHUNK rows by the chunk's keys), never T x T. */
+/* cpu_attention.c — the CPU backend's relative-position attention (ops.h: op_relpos_attention; local
+ * windows, packed batches and the chunked mask included): per head and chunk of query rows, the content
+ * scores (q+u) k^T and the position scores (q+v) p^T over the chunk's band of p rows through the product
+ * kernel (cpu_gemm.c), the masked softmax in f32 (max-subtracted, as the reference's) and the weights
+ * times v over each row's own keys in key order: a row's result depends only on its position and its
+ * keys, never on the chunk it lands in. Scores exist for one chunk of rows at a time per thread (QCHUNK
+ * rows by the chunk's keys), never T x T. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,10 +32,19 @@ static void key_span(const struct att *A, int64_t i, int64_t *lo, int64_t *hi) {
         l = l > i - a->window ? l : i - a->window;
         h = h < i + a->window + 1 ? h : i + a->window + 1;
     }
+    int64_t base = 0; /* the query's segment start: the chunked mask's anchor */
     if (a->seg.addr) {
         const int64_t sg = ref_seg_find(&a->seg, i), *o = ref_i64(&a->seg);
         l = l > o[sg] ? l : o[sg];
         h = h < o[sg + 1] ? h : o[sg + 1];
+        base = o[sg];
+    }
+    if (a->chunk > 0) { /* chunked_limited: its own chunk and left_chunks before it */
+        const int64_t ci = (i - base) / a->chunk;
+        const int64_t c0 = base + a->chunk * (ci > a->left_chunks ? ci - a->left_chunks : 0);
+        const int64_t c1 = base + a->chunk * (ci + 1);
+        l = l > c0 ? l : c0;
+        h = h < c1 ? h : c1;
     }
     /* p must hold row center - (i - j) */
     l = l > i - A->center ? l : i - A->center;
@@ -95,8 +105,8 @@ CPU_CLONES static void att_task(void *ctx, int64_t t0, int64_t t1) {
             }
         const int64_t kl = jlo - a->k_pos0; /* k's row of position jlo */
         const struct cpu_mat km = {A->k + kl * D + h * dk, D}, pm = {A->p + plo * D + h * dk, D};
-        cpu_gemm_nt(rows, nk, dk, qu, dk, cpu_rows_f32, &km, s, nk, pack);
-        cpu_gemm_nt(rows, np, dk, qv, dk, cpu_rows_f32, &pm, bd, np, pack);
+        cpu_gemm_nt(rows, nk, dk, qu, dk, cpu_pack_f32, &km, s, nk, pack);
+        cpu_gemm_nt(rows, np, dk, qv, dk, cpu_pack_f32, &pm, bd, np, pack);
         for (int64_t li = 0; li < rows; li++) {
             const int64_t i = a->q_pos0 + r0 + li;
             float *sr = s + li * nk, *orow = o + li * dk;

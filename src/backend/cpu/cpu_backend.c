@@ -32,10 +32,9 @@ CPU_OWN_OPS(X)
 
 /* The reference's code for every op, then this backend's own where it has one. */
 static vkasr_status (*cpu_op_table[OP_COUNT])(struct backend *, const void *);
-static vkasr_status (*ref_op_table[OP_COUNT])(struct backend *, const void *);
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static void table_init(void) {
-#define X(name) cpu_op_table[OP_##name] = ref_op_table[OP_##name] = thunk_##name;
+#define X(name) cpu_op_table[OP_##name] = thunk_##name;
     VKASR_OPS(X)
 #undef X
 #define X(name) cpu_op_table[OP_##name] = own_##name;
@@ -43,22 +42,13 @@ static void table_init(void) {
 #undef X
 }
 
-/* The streaming models' forms of this backend's ops (causal convolutions, the chunked attention mask)
- * take the reference's code, which implements every op's whole contract. */
-static bool reference_form(enum op_id id, const void *a) {
-    switch (id) {
-    case OP_conv2d_s2: return ((const struct op_conv2d_s2 *)a)->causal;
-    case OP_dwconv2d_s2: return ((const struct op_dwconv2d_s2 *)a)->causal;
-    case OP_dwconv1d: return ((const struct op_dwconv1d *)a)->causal;
-    case OP_relpos_attention:
-        return ((const struct op_relpos_attention *)a)->chunk > 0 || ((const struct op_relpos_attention *)a)->q_pos.addr;
-    default: return false;
-    }
-}
-
 static vkasr_status cpub_run(struct backend *bb, enum op_id id, const void *args) {
     CHECK_OR_RETURN(&bb->err, (unsigned)id < OP_COUNT);
-    return (reference_form(id, args) ? ref_op_table : cpu_op_table)[id](bb, args);
+    /* the attention's q_pos form (the streaming session's queries at positions from a table): the
+     * reference's code, which implements every op's whole contract */
+    if (id == OP_relpos_attention && ((const struct op_relpos_attention *)args)->q_pos.addr)
+        return thunk_relpos_attention(bb, args);
+    return cpu_op_table[id](bb, args);
 }
 
 static size_t cpub_profile(const struct backend *bb, struct be_op_stat *out, size_t cap) { return 0; }
@@ -144,14 +134,17 @@ static vkasr_status threads_of(const char *rest, const struct logger *log, int *
     return VKASR_OK;
 }
 
-/* What computes: "AVX2+FMA products, OpenBLAS 0.3.21 (Haswell) matrix-vector". */
+/* What computes: "AVX-512 products, AVX2 matrix-vector, OpenBLAS 0.3.21 (Haswell) for blocks", or
+ * "plain C products, OpenBLAS 0.3.21 (Haswell) matrix-vector" on a CPU without AVX2. */
 static void blas_name(char *out, size_t cap) {
     const char *cfg = openblas_get_config(), *core = openblas_get_corename();
     int n = 0; /* "OpenBLAS 0.3.21": the first two words of the configuration */
     for (int words = 0; cfg && cfg[n] && (cfg[n] != ' ' || ++words < 2); n++)
         ;
-    snprintf(out, cap, "%s products, %.*s%s%s%s matrix-vector", cpu_gemm_kernel(), cfg ? n : 8,
-             cfg ? cfg : "OpenBLAS", core ? " (" : "", core ? core : "", core ? ")" : "");
+    const bool avx2 = cpu_have_f16c();
+    snprintf(out, cap, "%s products, %s%.*s%s%s%s%s", cpu_gemm_kernel(), avx2 ? "AVX2 matrix-vector, " : "",
+             cfg ? n : 8, cfg ? cfg : "OpenBLAS", core ? " (" : "", core ? core : "", core ? ")" : "",
+             avx2 ? " for blocks" : " matrix-vector");
 }
 
 vkasr_status cpu_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {

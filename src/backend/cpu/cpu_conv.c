@@ -1,7 +1,8 @@
 /* cpu_conv.c — the CPU backend's convolutions: the depthwise time convolution (op_dwconv1d) and the
  * subsampling's strided 3x3 convs (op_conv2d_s2, op_dwconv2d_s2). Output rows in parallel, each output's
  * channels accumulated in f32 tap by tap in a fixed order (the weights transposed tap-major once per
- * call, so the channel loop is contiguous); the reference's rules for segments, halo rows and padding. */
+ * call, so the channel loop is contiguous); the reference's rules for segments, halo rows and padding,
+ * the causal forms (NeMo's causal convolutions) included. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -18,7 +19,7 @@ struct dw {
 CPU_CLONES static void dw_rows(void *ctx, int64_t t0, int64_t t1) {
     struct dw *S = ctx;
     const struct op_dwconv1d *a = S->a;
-    const int64_t T = S->T, C = S->C, K = S->K, half = K / 2;
+    const int64_t T = S->T, C = S->C, K = S->K, half = a->causal ? K - 1 : K / 2; /* causal: rows t-K+1 .. t */
     const float *bias = ref_f32(&a->b);
     float *restrict acc = malloc((size_t)C * sizeof *acc);
     if (!acc) {
@@ -97,6 +98,7 @@ struct s2 {
     const float *wt, *bias; /* wt [9, C]: tap-major */
     int64_t x_row0, x_len, y_row0;
     int act;
+    int64_t pad;            /* rows and columns before the image: 1, or 2 when causal          */
     bool depthwise;         /* dwconv2d_s2: x [Hx, W, C]; else conv2d_s2: x [Hx, W]            */
     vkasr_status st;
 };
@@ -115,7 +117,7 @@ CPU_CLONES static void s2_rows(void *ctx, int64_t r0, int64_t r1) {
         conv_source(S->x_seg, S->y_seg, S->x_len, S->y_row0 + r, &R, &base, &len);
         int64_t rows[3]; /* element offsets of the three input rows, -1: zero */
         for (int i = 0; i < 3; i++) {
-            const int64_t g = 2 * R - 1 + i;
+            const int64_t g = 2 * R - S->pad + i;
             rows[i] = g < 0 || g >= len || base + g < S->x_row0 || base + g >= S->x_row0 + Hx
                           ? -1
                           : (base + g - S->x_row0) * xrow;
@@ -127,7 +129,7 @@ CPU_CLONES static void s2_rows(void *ctx, int64_t r0, int64_t r1) {
                 if (rows[i] < 0)
                     continue;
                 for (int j = 0; j < 3; j++) {
-                    const int64_t col = 2 * o - 1 + j;
+                    const int64_t col = 2 * o - S->pad + j;
                     if (col < 0 || col >= W)
                         continue;
                     const float *restrict w = S->wt + (i * 3 + j) * C;
@@ -180,12 +182,14 @@ static vkasr_status run_s2(struct backend *b, struct s2 *S, const be_tensor *w, 
 
 vkasr_status cpu_conv2d_s2(struct backend *b, const struct op_conv2d_s2 *a) {
     struct s2 S = {.x = &a->x, .y = &a->y, .x_seg = &a->x_seg, .y_seg = &a->y_seg, .bias = ref_f32(&a->b),
-                   .x_row0 = a->x_row0, .x_len = a->x_len, .y_row0 = a->y_row0, .act = a->act};
+                   .x_row0 = a->x_row0, .x_len = a->x_len, .y_row0 = a->y_row0, .act = a->act,
+                   .pad = a->causal ? 2 : 1};
     return run_s2(b, &S, &a->w, "conv2d_s2");
 }
 
 vkasr_status cpu_dwconv2d_s2(struct backend *b, const struct op_dwconv2d_s2 *a) {
     struct s2 S = {.x = &a->x, .y = &a->y, .x_seg = &a->x_seg, .y_seg = &a->y_seg, .bias = ref_f32(&a->b),
-                   .x_row0 = a->x_row0, .x_len = a->x_len, .y_row0 = a->y_row0, .act = a->act, .depthwise = true};
+                   .x_row0 = a->x_row0, .x_len = a->x_len, .y_row0 = a->y_row0, .act = a->act,
+                   .pad = a->causal ? 2 : 1, .depthwise = true};
     return run_s2(b, &S, &a->w, "dwconv2d_s2");
 }

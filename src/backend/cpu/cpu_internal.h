@@ -82,23 +82,38 @@ static inline void cpu_put(const be_tensor *t, uint64_t i, float v) {
 
 /* ---- the product kernel (cpu_gemm.c) ---- */
 
-/* Row `row` of a product's B, columns [k0, k0 + kc) as f32: a pointer into B, or tmp (kc floats)
- * filled by widening. */
-typedef const float *(*cpu_rows_fn)(const void *ctx, int64_t row, int64_t k0, int64_t kc, float *tmp);
-/* Plain f32 rows `ld` apart (cpu_rows_f32's context). */
+#define CPU_GEMM_NR 16  /* B rows per packed panel                   */
+#define CPU_GEMM_KC 256 /* k per block: the most columns a pack asks */
+/* Writes B's rows [j0, j0 + nr) (nr <= CPU_GEMM_NR), columns [k0, k0 + kc), into panel k-major as f32:
+ * panel[k * CPU_GEMM_NR + r], rows nr .. CPU_GEMM_NR - 1 zero. */
+typedef void (*cpu_pack_fn)(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t kc, float *panel);
+/* Plain f32 rows `ld` apart (cpu_pack_f32's context), and f16 rows (cpu_pack_f16's: widened exactly). */
 struct cpu_mat {
     const float *p;
     int64_t ld;
 };
-const float *cpu_rows_f32(const void *ctx, int64_t row, int64_t k0, int64_t kc, float *tmp);
-/* C [M, N] (ldc apart) = A [M, K] (lda apart) B^T, B's rows from brows: each element one multiply-add
+struct cpu_mat16 {
+    const uint16_t *p;
+    int64_t ld;
+};
+void cpu_pack_f32(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t kc, float *panel);
+void cpu_pack_f16(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t kc, float *panel);
+/* C [M, N] (ldc apart) = A [M, K] (lda apart) B^T, B's panels from pack_b: each element one multiply-add
  * chain over k in order, so a row's result depends on nothing but its own A row. pack holds
- * cpu_gemm_pack_floats(N) floats, 32-byte aligned. */
-void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, cpu_rows_fn brows, const void *bctx,
+ * cpu_gemm_pack_floats(N) floats, 64-byte aligned. */
+void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, cpu_pack_fn pack_b, const void *bctx,
                  float *C, int64_t ldc, float *pack);
 size_t cpu_gemm_pack_floats(int64_t N);
-/* The kernel this CPU runs ("AVX2+FMA", "plain C"). */
+/* The kernel this CPU runs ("AVX-512", "AVX2+FMA", "plain C"; $VKASR_CPU_ISA=avx2|c caps it). */
 const char *cpu_gemm_kernel(void);
+/* The CPU widens f16 with F16C (every CPU the AVX2 and AVX-512 kernels run on). */
+bool cpu_have_f16c(void);
+/* IEEE binary16 bits to float, exactly. */
+float cpu_h2f(uint16_t h);
+/* y[i] (+ y[i] where acc) = w row (n0 + i) . x for i < n: w [*, K] F32, F16 or a block type. Each row's
+ * sum has one order, that of its K alone. tmp: CPU_GEMV_TMP(K) floats (widened blocks). */
+#define CPU_GEMV_TMP(K) ((size_t)(K))
+void cpu_gemv(const be_tensor *w, int64_t n0, int64_t n, int64_t K, const float *x, float *y, bool acc, float *tmp);
 /* n floats, 64-byte aligned (free with free), or NULL. */
 static inline float *cpu_alloc_floats(size_t n) {
     size_t bytes = (n ? n : 1) * sizeof(float);
@@ -116,8 +131,5 @@ static inline float cpu_act(float v, int act) {
     default: return v;
     }
 }
-
-/* Widens n elements of an F32, F16 or block-quantized row to f32. */
-void cpu_row_f32(const be_tensor *t, int64_t row, int64_t n, float *out);
 
 #endif

@@ -22,9 +22,9 @@ static float *dequant_w(const be_tensor *w) {
 vkasr_status ref_linear(struct backend *b, const struct op_linear *a) {
     int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
-    /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input); an f16 x
-     * is exact already */
-    bool round_x = a->w.type == BE_F16 && a->x.type == BE_F32;
+    /* with f16 weights the product takes x rounded to f16 (the tensor-core path's input) unless the
+     * session is f32 (x_f32); an f16 x is exact already */
+    bool round_x = a->w.type == BE_F16 && a->x.type == BE_F32 && !a->x_f32;
     /* ACT_GLU: y has the value half's columns, each gated by its column of the other half */
     const bool glu = a->act == ACT_GLU;
     const int64_t Ny = glu ? N / 2 : N;
