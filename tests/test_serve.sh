@@ -101,16 +101,24 @@ if ! "$VKASR" devices --help | grep -q "CUDA devices"; then
     same_refusal "^vkasr: --device cuda:1: this vkasr was built without the CUDA backend" --devices 0,cuda:1
 fi
 
-# The offline transcripts, `vkasr transcribe` of each file alone.
+# The offline transcripts, `vkasr transcribe` of each file alone: one call for all (without --batch it
+# transcribes them one at a time, a JSON line each, in order), and the text format of the two files whose
+# text answers are compared.
 FILES="$AUDIO/heldout/h00000.wav $AUDIO/heldout/h00100.wav $AUDIO/heldout/h00501.wav $AUDIO/speech_16k_mono.wav
 $AUDIO/speech_44k_stereo.flac $AUDIO/speech_44k_stereo.mp3 $AUDIO/silence_1s.wav $AUDIO/heldout/h00300.wav"
+# shellcheck disable=SC2086
+"$VKASR" transcribe -np --format json -m "$MODEL" $FILES >"$WORK/expect.json" 2>"$WORK/expect.err" || fail "transcribe $FILES"
 n=0
 for f in $FILES; do
-    "$VKASR" transcribe -np -m "$MODEL" "$f" >"$WORK/expect$n.txt" 2>"$WORK/expect$n.err" || fail "transcribe $f"
-    "$VKASR" transcribe -np --format json -m "$MODEL" "$f" >"$WORK/expect$n.json" 2>>"$WORK/expect$n.err" || fail "transcribe $f"
+    sed -n "$((n + 1))p" "$WORK/expect.json" >"$WORK/expect$n.json"
+    grep -qF "\"file\":\"$f\"" "$WORK/expect$n.json" || fail "transcribe: line $((n + 1)) is not $f's"
     n=$((n + 1))
 done
 NFILES=$n
+for n in 1 7; do
+    f=$(echo $FILES | tr ' ' '\n' | sed -n "$((n + 1))p")
+    "$VKASR" transcribe -np -m "$MODEL" "$f" >"$WORK/expect$n.txt" 2>>"$WORK/expect.err" || fail "transcribe $f"
+done
 # The sample twice, 2 s of silence between: two segments, so two deltas when streamed (8.5 s of it each:
 # the main server's --max-upload is 1M)
 SAMPLE=$HERE/../samples/sample.wav
