@@ -12,10 +12,12 @@
 #      the default architectures' Hopper machine code, which doubles nvcc's time): the libraries and the
 #      CLI (the tests' sources are the main build's; they need an NVIDIA GPU: tools/gpu/cuda_check.sh
 #      builds and runs them there);
-#   4. the whole test suite (CTest, ./build).
+#   4. the test suite (CTest, ./build): every test but those that passed in stage 2, so that each test runs
+#      once (those run the same code there, under the sanitizers; where stage 2 failed, everything).
 # The extra builds take the main build's compiled shaders where their sources did not change since
 # (scripts/glslc_reuse.sh: the SPIR-V does not depend on C flags). Each stage prints its duration.
-# Exits non-zero when any stage finds anything. The last line is CTest's summary line of the last run.
+# Exits non-zero when any stage finds anything. The last line is CTest's summary line of stage 4 (which
+# first says how many tests stage 2 ran).
 set -eu
 cd "$(dirname "$0")/.."
 sanitize_only=0
@@ -29,6 +31,7 @@ for a in "$@"; do
     esac
 done
 JOBS=$(nproc 2>/dev/null || echo 2)
+ASAN_PASSED="" ASAN_COUNT=0
 export VKASR_REUSE_SHADERS="$PWD/build/shaders"
 REUSE="-DVKASR_GLSLC=$PWD/scripts/glslc_reuse.sh"
 LOG=$(mktemp "${TMPDIR:-/tmp}/vkasr-test.XXXXXX")
@@ -66,8 +69,8 @@ ASAN_EXCLUDE='^(test_install|check_layers|check_shaders_listed)$'
 # GTK programs, whose tests are not in the sanitizer set.
 ASAN_TARGETS="vkasr_cli check_cli_output example_transcribe test_api test_arena test_audio test_batch
 test_device_memory test_gguf_foreign test_header_c test_header_cxx test_hub test_live test_long_audio test_merge
-test_mel test_model_io test_model_wer test_nemo test_plan test_planner test_quant test_threads test_transcript
-test_wer replay_gguf replay_safetensors replay_hf_config replay_tokenizer replay_audio replay_cli_output
+test_mel test_model_io test_model_wer test_nemo test_plan test_planner test_quant test_subtitles test_threads
+test_transcript test_wer replay_gguf replay_safetensors replay_hf_config replay_tokenizer replay_audio replay_cli_output
 replay_nemo replay_nemo_pickle replay_nemo_config replay_nemo_spm"
 # (Called where set -e does not apply: every step checks its status.)
 sanitizer_tests() {
@@ -78,6 +81,12 @@ sanitizer_tests() {
     cmake --build build-asan -j "$JOBS" --target $ASAN_TARGETS || return 1
     asan=0
     ctest_run build-asan -L 'unit|model|audio|api|cli' -LE slow -E "$ASAN_EXCLUDE" || asan=1
+    # the tests that passed here are not run again in the plain suite (stage 4)
+    if [ $asan -eq 0 ]; then
+        ASAN_PASSED=$(ctest --test-dir build-asan -N -L 'unit|model|audio|api|cli' -LE slow -E "$ASAN_EXCLUDE" |
+            sed -n 's/^ *Test *#[0-9]*: *\([^ ]*\).*/\1/p' | paste -sd'|' -)
+        ASAN_COUNT=$(echo "$ASAN_PASSED" | tr '|' '\n' | grep -c .)
+    fi
     stage "sanitizer tests: TSan, the thread tests (build-tsan)"
     CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
         "$REUSE" >/dev/null || return 1
@@ -116,7 +125,12 @@ if [ -n "$NVCC" ]; then
 fi
 stage "the test suite (build)"
 status=0
-ctest_run build || status=1
+if [ -n "$ASAN_PASSED" ]; then
+    echo "($ASAN_COUNT tests passed in the sanitizer stage above and are not run again)"
+    ctest_run build -E "^($ASAN_PASSED)\$" || status=1
+else
+    ctest_run build || status=1
+fi
 stage ""
 if [ -n "$failed" ]; then
     echo "test.sh: FAILED before the test suite:$failed (see above)"
