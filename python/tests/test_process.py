@@ -25,20 +25,29 @@ def rss_bytes():
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def test_memory_stays_bounded_over_200_calls(model, speech_pcm, np):
+def test_memory_stops_growing_over_many_calls(model, speech_pcm, np):
     clip = np.frombuffer(speech_pcm, np.int16)[4000:5600]  # 0.1 s
     buf = io.BytesIO()
     with wave.open(buf, "wb") as w:
         w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(clip.tobytes())
     wav = buf.getvalue()
     fds = len(os.listdir("/proc/self/fd"))
-    for i in range(200):
-        if i == 20:
-            rss20 = rss_bytes()
-        t = model.transcribe(wav) if i % 2 else model.transcribe(clip, sample_rate=16000)
-        assert t.duration == pytest.approx(0.1)
-    growth = rss_bytes() - rss20
-    assert growth < 4 << 20, f"RSS grew by {growth / 2**20:.1f} MiB from call 20 to call 200"
+    # The allocators (glibc's arenas, the Vulkan driver's pools) settle over the first hundreds of calls,
+    # the more so after other models were loaded and freed in this process; a leak grows on, linearly.
+    # Rounds of 100 calls until two in a row grow less than 1 MiB (a leak of 10 KiB a call fails).
+    growth, flat = [], 0
+    prev = rss_bytes()
+    for _ in range(8):
+        for i in range(100):
+            t = model.transcribe(wav) if i % 2 else model.transcribe(clip, sample_rate=16000)
+            assert t.duration == pytest.approx(0.1)
+        now = rss_bytes()
+        growth.append((now - prev) / 2**20)
+        prev = now
+        flat = flat + 1 if growth[-1] < 1 else 0
+        if flat == 2:
+            break
+    assert flat == 2, f"RSS still grows after {100 * len(growth)} calls: MiB per 100 calls {growth}"
     assert len(os.listdir("/proc/self/fd")) == fds
 
 

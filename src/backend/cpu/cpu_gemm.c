@@ -11,6 +11,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define CPU_GEMM_X86 1
 #endif
@@ -33,7 +34,9 @@ static int isa(void) {
         v = ISA_C;
 #ifdef CPU_GEMM_X86
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+        unsigned a, b, c, d; /* F16C from CPUID leaf 1 (clang's __builtin_cpu_supports does not know it) */
+        const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
             v = __builtin_cpu_supports("avx512f") ? ISA_AVX512 : ISA_AVX2;
         const char *cap = getenv("VKASR_CPU_ISA"); /* "avx2" or "c": a lower kernel, for comparisons */
         if (cap && strcmp(cap, "avx2") == 0 && v > ISA_AVX2)
