@@ -2,7 +2,7 @@
  * added_tokens, unk and byte-fallback pieces), for vocabularies of 20 and 128 pieces (the sizes of the
  * test models). An accepted vocabulary is then used as decoding uses it: every piece alone, and a token
  * sequence taken from the input through the transcript builder (text, words, segments, timestamps);
- * all text must be valid UTF-8, words must cover the tokens and segments the words, in time order.
+ * all text must be valid UTF-8, words must cover the tokens but events and segments the words, in time order.
  * Seeds: the tokenizer.json files under tests/data. */
 #include "asr/transcript.h"
 #include "fuzz.h"
@@ -38,13 +38,19 @@ static void check_transcript(const struct tokenizer *tok, const uint8_t *data, s
         check_text(tr.tokens[i].text, "a token");
         FUZZ_CHECK(tr.tokens[i].start <= tr.tokens[i].end, "token %zu ends before it starts", i);
     }
+    /* words cover the tokens in order but for the event tokens (<EOU>, <EOB>, language tags), which
+     * belong to no word */
     for (size_t i = 0; i < tr.nwords; i++) {
         const vkasr_word *w = &tr.words[i];
         check_text(w->text, "a word");
-        FUZZ_CHECK(w->first_token == next && w->n_tokens > 0 && w->start <= w->end, "word %zu", i);
-        next += w->n_tokens;
+        FUZZ_CHECK(w->first_token >= next && w->n_tokens > 0 && w->start <= w->end, "word %zu", i);
+        for (size_t j = next; j < w->first_token + w->n_tokens; j++)
+            FUZZ_CHECK((j < w->first_token) == (transcript_event_kind(tok, &cfg, t[j].id) >= 0),
+                       "token %zu (word %zu): an event inside a word or text outside one", j, i);
+        next = w->first_token + w->n_tokens;
     }
-    FUZZ_CHECK(next == n, "words cover %zu of %zu tokens", next, n);
+    for (; next < n; next++)
+        FUZZ_CHECK(transcript_event_kind(tok, &cfg, t[next].id) >= 0, "token %zu is in no word", next);
     next = 0;
     for (size_t i = 0; i < tr.nsegments; i++) {
         const vkasr_segment *s = &tr.segments[i];
