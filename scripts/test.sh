@@ -4,7 +4,8 @@
 #   1. the fuzz smoke: each libFuzzer target of tests/fuzz for FUZZ_SECONDS (default 10; scripts/fuzz.sh),
 #      from its seeds and earlier runs' corpus: a check that no easy finding came in (docs/fuzzing.md);
 #   2. the sanitizer tests (--sanitize runs only these): the unit, model-loader, audio, API and CLI tests
-#      built with clang's AddressSanitizer + UBSan in ./build-asan (only what they run is built), the
+#      built with clang's AddressSanitizer + UBSan in ./build-asan (only what they run is built), on the
+#      CPU backend but for the tests of the Vulkan backend's host code (tests/CMakeLists.txt says why), the
 #      thread tests with ThreadSanitizer in ./build-tsan; not the tests labelled slow (seconds of lavapipe's
 #      or the CPU backend's compute whose host code the others run);
 #   3. where the CUDA toolkit is installed (nvcc on PATH or in /usr/local/cuda), a compile-and-link-only

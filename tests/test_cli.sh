@@ -80,7 +80,7 @@ if ! "$VKASR" devices --help | grep -q "CUDA devices"; then
     expect 2 env VKASR_DEVICE=cuda:0 "$VKASR" transcribe -m "$M" "$WAV"
 fi
 # f16 on a device without it (or with it disabled) is a device problem, not a model one
-expect 5 env VKASR_DISABLE_F16=1 "$VKASR" transcribe -m "$M" -p f16 "$WAV"
+expect 5 env VKASR_DISABLE_F16=1 "$VKASR" transcribe -d vulkan -m "$M" -p f16 "$WAV"
 grep -q "lacks f16" "$WORK/err" || fail "-p f16 without f16 says the device lacks f16"
 # a write error on stdout is an I/O error (exit 4), for every command
 if [ -c /dev/full ]; then
@@ -97,7 +97,7 @@ expect 0 "$VKASR" transcribe -np -m "$M" "$WAV";    cp "$WORK/out" "$WORK/a.txt"
 expect 0 sh -c "cat '$WAV' | '$VKASR' transcribe -np -m '$M' -"
 cmp -s "$WORK/out" "$WORK/a.txt" || fail "stdin transcript differs"
 # VKASR_ATTENTION_KERNEL: a name no kernel has is ignored, with a warning; the transcript is unchanged
-expect 0 env VKASR_ATTENTION_KERNEL=no_such_kernel "$VKASR" transcribe -m "$M" "$WAV"
+expect 0 env VKASR_ATTENTION_KERNEL=no_such_kernel "$VKASR" transcribe -d vulkan -m "$M" "$WAV"
 grep -q "VKASR_ATTENTION_KERNEL=no_such_kernel ignored: no attention kernel has that name" "$WORK/err" ||
     fail "VKASR_ATTENTION_KERNEL: an unknown name is named in a warning"
 cmp -s "$WORK/out" "$WORK/a.txt" || fail "VKASR_ATTENTION_KERNEL with an unknown name changed the transcript"
@@ -311,12 +311,13 @@ for c in "$DATA/tiny/rnnt $DATA/audio/parity/short_okay.wav" "$SHIPPED $DATA/aud
     done
 done
 
-# --profile (and VKASR_PROFILE=1): per-op GPU times and the real-time factor on stderr
-expect 0 "$VKASR" transcribe --profile -m "$M" "$WAV"
+# --profile (and VKASR_PROFILE=1): per-op GPU times and the real-time factor on stderr (Vulkan: the CPU
+# backend times no ops)
+expect 0 "$VKASR" transcribe -d vulkan --profile -m "$M" "$WAV"
 grep -q "profile linear " "$WORK/err" || fail "--profile lists per-op times (linear)"
 grep -q "profile (all ops) " "$WORK/err" || fail "--profile prints the sum over ops"
 grep -q "RTF" "$WORK/err" || fail "--profile prints the real-time factor"
-expect 0 env VKASR_PROFILE=1 "$VKASR" transcribe -m "$M" "$WAV"
+expect 0 env VKASR_PROFILE=1 "$VKASR" transcribe -d vulkan -m "$M" "$WAV"
 grep -q "profile linear " "$WORK/err" || fail "VKASR_PROFILE=1 prints the profile"
 
 # Ctrl-C: the first SIGINT stops at the next poll, what was transcribed is printed (the file in progress
@@ -403,7 +404,7 @@ long_wav() {
 }
 long_wav "$DATA/../../samples/sample.wav" "$WORK/long.wav" 11
 rm -f "$WORK/int.out" "$WORK/int.err"
-"$VKASR_BIN" transcribe -v -m "$SHIPPED" --format json "$WORK/long.wav" >"$WORK/int.out" 2>"$WORK/int.err" &
+"$VKASR_BIN" transcribe -d vulkan -v -m "$SHIPPED" --format json "$WORK/long.wav" >"$WORK/int.out" 2>"$WORK/int.err" &
 pid=$!
 n=0
 while ! grep -q "subsampling: " "$WORK/int.err" && kill -0 "$pid" 2>/dev/null && [ $n -lt 1200 ]; do
