@@ -320,6 +320,15 @@ static void on_session_update(struct rt_sess *s, const cJSON *ev, const char *ei
                    "input_audio_transcription.language: must be a language code such as en", eid);
         return;
     }
+    char lang_model[sizeof s->lang];
+    if (cJSON_IsString(lang)) {
+        char m[900];
+        if (!serve_language(s->rt->model, lang->valuestring, lang_model, sizeof lang_model, m, sizeof m)) {
+            rt_emit_error(s, "invalid_request_error", "invalid_value", "session.input_audio_transcription.language", m,
+                          eid);
+            return;
+        }
+    }
     const cJSON *td = cJSON_GetObjectItem(ss, "turn_detection");
     if (!td && ai)
         td = cJSON_GetObjectItem(ai, "turn_detection");
@@ -329,8 +338,10 @@ static void on_session_update(struct rt_sess *s, const cJSON *ev, const char *ei
         return;
     }
     s->rate = rate;
-    if (cJSON_IsString(lang))
+    if (cJSON_IsString(lang)) { /* the next stream takes it (the one under way keeps its own) */
         snprintf(s->language, sizeof s->language, "%s", lang->valuestring);
+        snprintf(s->lang, sizeof s->lang, "%s", lang_model);
+    }
     if (td) {
         pthread_mutex_lock(&s->mu);
         s->vad = !cJSON_IsNull(td);
@@ -362,6 +373,7 @@ static void append_pcm(struct rt_sess *s, const unsigned char *b, size_t len, co
         sp.final_callback = on_final;
         sp.partial_callback = on_partial;
         sp.user_data = s;
+        sp.language = s->lang[0] ? s->lang : NULL;
         vkasr_error e;
         if (vkasr_stream_create(s->vs, &sp, &s->stream, &e) != VKASR_OK) {
             char m[600];
