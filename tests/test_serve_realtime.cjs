@@ -220,6 +220,7 @@ async function bad() {
   await expectError('a rate out of range', 'invalid_value', (c) => c.send({ type: 'session.update', session: { input_audio_format: { type: 'audio/pcm', rate: 96000 } } }));
   await expectError('an odd number of PCM16 bytes', 'invalid_value', (c) => c.ws.send(Buffer.alloc(3)));
   await expectError('bad base64', 'invalid_value', (c) => c.send({ type: 'input_audio_buffer.append', audio: '!!!' }));
+  await expectError('an append without audio', 'invalid_value', (c) => c.send({ type: 'input_audio_buffer.append' }));
   await expectError('an empty commit', 'input_audio_buffer_commit_empty', (c) => c.send({ type: 'input_audio_buffer.commit' }));
   await expectError('a language other than the monolingual model\'s own', 'invalid_value', (c) => c.send({ type: 'session.update', session: { input_audio_transcription: { language: 'de' } } }), /monolingual/);
   await expectError('an unknown model', 'model_not_found', (c) => c.send({ type: 'transcription_session.update', session: { input_audio_transcription: { model: 'nope' } } }));

@@ -472,7 +472,7 @@ void rt_on_message(void *ud, bool binary, const unsigned char *data, size_t len)
     } else if (!strcmp(type, "input_audio_buffer.append")) {
         const cJSON *a = cJSON_GetObjectItem(ev, "audio");
         size_t n = cJSON_IsString(a) ? strlen(a->valuestring) : 0;
-        unsigned char *pcm = n % 4 == 0 ? malloc(n / 4 * 3 + 1) : NULL;
+        unsigned char *pcm = cJSON_IsString(a) && n % 4 == 0 ? malloc(n / 4 * 3 + 1) : NULL; /* no audio: none */
         int got = pcm ? EVP_DecodeBlock(pcm, (const unsigned char *)a->valuestring, (int)n) : -1;
         if (!cJSON_IsString(a) || got < 0) {
             rt_emit_error(s, "invalid_request_error", "invalid_value", "audio", "audio: must be base64 of PCM16 samples", eid);
