@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "asr/stream.h"
 #include "asr/transcript.h"
+#include "fixture_io.h"
 #include "validation_log.h"
 
 static int failures;
@@ -27,30 +28,6 @@ static int failures;
             failures++;                                                                                        \
         }                                                                                                      \
     } while (0)
-
-/* A float32 .npy [rows, cols] (the fixture's layout: v1.0 header, little-endian, C order). */
-static float *read_npy(const char *path, size_t *rows, size_t *cols) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    unsigned char head[10];
-    float *x = NULL;
-    if (fread(head, 1, 10, f) == 10 && !memcmp(head, "\x93NUMPY", 6)) {
-        size_t hl = head[8] | (size_t)head[9] << 8;
-        char *h = calloc(hl + 1, 1);
-        if (h && fread(h, 1, hl, f) == hl && strstr(h, "'<f4'") && strstr(h, "'fortran_order': False")) {
-            const char *s = strstr(h, "'shape': (");
-            if (s && sscanf(s, "'shape': (%zu, %zu)", rows, cols) == 2 && (x = malloc(*rows * *cols * 4)) &&
-                fread(x, 4, *rows * *cols, f) != *rows * *cols) {
-                free(x);
-                x = NULL;
-            }
-        }
-        free(h);
-    }
-    fclose(f);
-    return x;
-}
 
 static bool is_event(const struct asr_model *am, int32_t id) {
     const int k = transcript_event_kind(&am->tok, &am->cfg, id);
@@ -181,7 +158,7 @@ int main(int argc, char **argv) {
             continue;
         }
         snprintf(path, sizeof path, "%s/%s/encoder.npy", argv[3], clips[k]);
-        float *enc = read_npy(path, &rows, &cols);
+        float *enc = fixture_read_npy(path, &rows, &cols);
         if (!enc)
             CHECK(false, "cannot read %s", path);
         else
