@@ -1,8 +1,9 @@
 #!/bin/sh
 # test_bench_streams.sh — `vkasr bench --streams`: the shipped cache-aware model's live streams at real
 # time on the CPU backend (the JSON's figures there and consistent: quantiles in order, steps that
-# advanced 1..N streams, a share of the wall time), the table's rows, and the refusals (a model that is
-# not cache-aware, bad counts, several lengths): exit 2 with the reason.
+# advanced 1..N streams, a share of the wall time), the table's rows, the streaming default model
+# without -m, and the refusals (a model that is not cache-aware, bad counts, several lengths): exit 2
+# with the reason.
 # usage: test_bench_streams.sh VKASR STREAM_MODEL OFFLINE_MODEL WORK_DIR
 set -u
 VKASR=$1 STREAM=$2 OFFLINE=$3 WORK=$4
@@ -43,6 +44,10 @@ expect 0 "" "$VKASR" bench -m "$STREAM" -d cpu --streams 1 --seconds 1 --lookahe
 grep -q "lookahead 160 ms" "$WORK/out" || fail "the table names the lookahead"
 grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +(yes|NO)' "$WORK/out" ||
     { fail "bench --streams table row"; cat "$WORK/out"; }
+
+# without -m: the streaming default model, as vkasr live takes it
+expect 0 "" env -u VKASR_MODEL "$VKASR" bench -d cpu --streams 1 --seconds 1
+grep -q "vkasr-rnnt-stream-tiny-en" "$WORK/out" || fail "bench --streams without -m: not the streaming default"
 
 [ "$fails" -eq 0 ] && echo "all checks passed"
 exit $((fails > 0))

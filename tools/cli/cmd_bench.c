@@ -31,7 +31,7 @@ static void intro(FILE *f) {
           "computing and the host waiting on it), the streams per step, the share of the wall time spent in\n"
           "steps, the time to open the streams, and whether real time holds (every chunk decoded, the steps\n"
           "shorter than the audio, p95 under a second). --lookahead MS picks the trained chunk; --runs and\n"
-          "--warmup-ms do not apply.\n",
+          "--warmup-ms do not apply. Without -m it runs the streaming default model (as vkasr live does).\n",
           f);
 }
 
@@ -214,7 +214,8 @@ int cmd_bench(int argc, char **argv) {
     if (o.nlengths == 0) /* the defaults */
         o.nlengths = o.nstreams > 0 ? (o.lengths[0] = 10, 1) : 2;
     const char *model = NULL;
-    const int mrc = model_or_default(c.model, default_path, sizeof default_path, &model);
+    const int mrc = o.nstreams > 0 ? stream_model_or_default(c.model, default_path, sizeof default_path, &model)
+                                   : model_or_default(c.model, default_path, sizeof default_path, &model);
     if (mrc != EXIT_OK)
         return mrc;
     const double *lengths = o.lengths;
