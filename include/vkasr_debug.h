@@ -77,6 +77,22 @@ VKASR_API vkasr_status vkasr_session_set_debug(vkasr_session *session, const vka
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
 VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
 
+/* The cache-aware streaming sessions of a model (vkasr bench --streams): their geometry and the steps
+ * run so far over all of the model's streams (the figures only grow; take differences). */
+typedef struct vkasr_stream_steps {
+    bool cache_aware;              /* the model's streams run cache-aware steps (else windows; all
+                                      other fields 0)                                              */
+    int chunk_frames;              /* encoder frames per step: right + 1 of the [left, right] in use */
+    int frame_samples;             /* 16 kHz samples per encoder frame                             */
+    int need_offset;               /* a step that ends at encoder frame F needs the samples before
+                                      frame_samples * (F - 1) + need_offset (up to its last mel
+                                      frame's right half-window)                                   */
+    uint64_t steps;                /* steps run, each advancing every ready stream of one pool     */
+    uint64_t rows;                 /* streams advanced by them, in all                             */
+    double step_seconds;           /* their wall time (the device computing, the host waiting)     */
+} vkasr_stream_steps;
+VKASR_API vkasr_status vkasr_model_stream_steps(vkasr_model *model, vkasr_stream_steps *out);
+
 #ifdef __cplusplus
 }
 #endif

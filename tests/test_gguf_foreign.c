@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "expect.h"
+#include "fixture_io.h"
 #include "model/model_types.h"
 #include "model/quant.h"
 #include "validation_log.h"
@@ -173,23 +174,6 @@ static void tokens(const char *gguf, const char *nemo, vkasr_weight_type type, v
 /* ---------------------------------------------------------------------------------------------- */
 /* Edited copies                                                                                  */
 
-static uint8_t *slurp(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *b = sz > 0 ? malloc((size_t)sz) : NULL;
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    *n = (size_t)sz;
-    return b;
-}
-
 /* The byte after a GGUF string (u64 length + bytes) equal to s in img; NULL if absent. */
 static uint8_t *after_string(uint8_t *img, size_t n, const char *s) {
     size_t l = strlen(s);
@@ -206,7 +190,7 @@ static uint8_t *after_string(uint8_t *img, size_t n, const char *s) {
 /* Opens an edited copy of file (edit applied to it) and expects an error containing want. */
 static void refused(const char *file, void (*edit)(uint8_t *, size_t), const char *want, const char *what) {
     size_t n;
-    uint8_t *img = slurp(data(file), &n);
+    uint8_t *img = (uint8_t *)fixture_read_file(data(file), &n);
     EXPECT(img != NULL, "read %s", file);
     if (!img)
         return;

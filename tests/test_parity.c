@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture_io.h"
 #include "validation_log.h"
 #include "vkasr.h"
 #include "vkasr_debug.h"
@@ -48,68 +49,11 @@ static void fail(const char *clip, const char *fmt, ...) {
     failures++;
 }
 
-static char *read_file(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = sz >= 0 ? malloc((size_t)sz + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    if (buf) {
-        buf[sz] = '\0';
-        if (n)
-            *n = (size_t)sz;
-    }
-    return buf;
-}
-
-/* Minimal .npy reader: float32 little-endian, C order, 2-D. */
-static float *read_npy(const char *path, size_t *rows, size_t *cols) {
-    size_t n;
-    char *buf = read_file(path, &n);
-    if (!buf || n < 12 || memcmp(buf, "\x93NUMPY", 6) != 0) {
-        free(buf);
-        return NULL;
-    }
-    size_t hlen, off;
-    if (buf[6] == 1) {
-        hlen = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8;
-        off = 10;
-    } else {
-        hlen = (unsigned char)buf[8] | (size_t)(unsigned char)buf[9] << 8 | (size_t)(unsigned char)buf[10] << 16 |
-               (size_t)(unsigned char)buf[11] << 24;
-        off = 12;
-    }
-    char *hdr = buf + off;
-    float *out = NULL;
-    if (off + hlen <= n && strstr(hdr, "'<f4'") && strstr(hdr, "'fortran_order': False")) {
-        char *sh = strstr(hdr, "'shape': (");
-        long long r = 0, c = 1;
-        if (sh && sscanf(sh, "'shape': (%lld, %lld)", &r, &c) >= 1 && r >= 0 && c >= 0 &&
-            off + hlen + (size_t)(r * c) * 4 <= n) {
-            out = malloc((size_t)(r * c) * 4 + 4);
-            if (out) {
-                memcpy(out, buf + off + hlen, (size_t)(r * c) * 4);
-                *rows = (size_t)r;
-                *cols = (size_t)c;
-            }
-        }
-    }
-    free(buf);
-    return out;
-}
-
 static void compare_mel(const char *clip, const vkasr_result *r, const char *exp_dir, double tol) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/mel.npy", exp_dir, clip);
     size_t er, ec, gr, gc;
-    float *ref = read_npy(path, &er, &ec);
+    float *ref = fixture_read_npy(path, &er, &ec);
     const float *got = vkasr_result_mel(r, &gr, &gc);
     if (!ref) {
         fail(clip, "cannot read %s", path);
@@ -140,7 +84,7 @@ static void compare_encoder(const char *clip, const vkasr_result *r, const char 
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/encoder.npy", exp_dir, clip);
     size_t er, ec, gr, gc;
-    float *ref = read_npy(path, &er, &ec);
+    float *ref = fixture_read_npy(path, &er, &ec);
     const float *got = vkasr_result_encoder(r, &gr, &gc);
     if (!ref) {
         fail(clip, "cannot read %s", path);
@@ -193,7 +137,7 @@ static size_t lcs_ids(const vkasr_token *got, size_t n, const cJSON *want, size_
 static void compare_tokens(const char *clip, const vkasr_result *r, const char *exp_dir) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s/tokens.json", exp_dir, clip);
-    char *js = read_file(path, NULL);
+    char *js = fixture_read_file(path, NULL);
     cJSON *root = js ? cJSON_Parse(js) : NULL;
     free(js);
     cJSON *ids = root ? cJSON_GetObjectItemCaseSensitive(root, "ids") : NULL;

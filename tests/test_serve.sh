@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_serve.sh — `vkasr serve` on loopback ports: the OpenAI Node SDK and curl with each response_format,
 # stream=true's server-sent events, subtitles equal to the CLI's, bad requests (each its status, the
-# server serving on), 16 concurrent clients whose answers equal the
+# server serving on), `language` on a language-prompt model and a monolingual one, 16 concurrent
+# clients whose answers equal the
 # offline transcripts in batches of several requests, SIGTERM with requests in flight (exit 0), and
 # --devices 0,0 (two workers on lavapipe's one device) answering concurrent clients, both workers busy.
 #   test_serve.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
@@ -239,6 +240,10 @@ status_of 400 "no model" -H "$AUTH" -F file=@"$SPEECH" "$T"
 status_of 400 "an unknown model" -H "$AUTH" -F file=@"$SPEECH" -F model=nope "$T"
 status_of 400 "a bad response_format" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F response_format=xml "$T"
 status_of 400 "a bad temperature" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 -F temperature=7 "$T"
+status_of 400 "a language other than a monolingual model's own" -H "$AUTH" -F file=@"$SPEECH" -F model=whisper-1 \
+    -F language=de "$T"
+grep -q '"message":"language \\"de\\": the served model is monolingual.*"param":"language"' "$WORK/body" &&
+    ok "the refusal says the model is monolingual" || fail "language de: $(cat "$WORK/body")"
 status_of 400 "malformed multipart" -H "$AUTH" -H "Content-Type: multipart/form-data; boundary=XyZ" \
     --data-binary "--XyZ
 Content-Disposition: form-data; name=\"file\"; filename=\"a.wav\"
@@ -290,6 +295,39 @@ done
 kill -TERM "$PID"
 wait "$PID" && ok "main server: exit 0 on SIGTERM" || fail "main server: exit status $? on SIGTERM"
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
+
+# ---- language: the language-prompt fixture (Nemotron 3.5's prompt) answers in the language asked, as
+# `vkasr transcribe --language` does; an ISO-639-1 code maps to the model's one locale of it ----
+PROMPT=$DATA/streaming/stream_prompt.nemo CLIP=$AUDIO/parity/short_okay.wav
+for l in de-DE fr-FR auto; do
+    "$VKASR" transcribe -np -m "$PROMPT" --language "$l" --format json "$CLIP" 2>>"$WORK/expect.err" |
+        python3 -c 'import json, sys; print(json.load(sys.stdin)["text"])' >"$WORK/lang_$l.txt" || fail "transcribe --language $l"
+done
+cmp -s "$WORK/lang_de-DE.txt" "$WORK/lang_fr-FR.txt" && fail "the fixture gives one text for de-DE and fr-FR"
+MAIN_MODEL=$MODEL MODEL=$PROMPT
+start_server prompt
+MODEL=$MAIN_MODEL
+# lang_is LANGUAGE EXPECTED: the json answer's text for a request in LANGUAGE ("": none) is EXPECTED's
+lang_is() {
+    set -- "$1" "$2" -F file=@"$CLIP" -F model=whisper-1
+    [ -z "$1" ] || set -- "$@" -F language="$1"
+    lang=$1 lang_want=$2
+    shift 2
+    status_of 200 "language '$lang'" "$@" "http://127.0.0.1:$PORT/v1/audio/transcriptions"
+    python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["text"])' "$WORK/body" >"$WORK/lang.txt"
+    cmp -s "$WORK/lang.txt" "$WORK/lang_$lang_want.txt" && ok "language '$lang': the text of --language $lang_want" ||
+        fail "language '$lang': $(cat "$WORK/lang.txt"), expected $(cat "$WORK/lang_$lang_want.txt")"
+}
+lang_is fr fr-FR
+lang_is DE-de de-DE
+lang_is de de-DE
+lang_is "" auto
+status_of 400 "a language the model lacks" -F file=@"$CLIP" -F model=whisper-1 -F language=es \
+    "http://127.0.0.1:$PORT/v1/audio/transcriptions"
+grep -q "unknown language .*es.*the model's languages: en-US, en, de-DE, de, fr-FR, auto" "$WORK/body" &&
+    ok "the refusal lists the model's languages" || fail "language es: $(cat "$WORK/body")"
+kill -TERM "$PID"
+wait "$PID" || fail "prompt server: exit status $? on SIGTERM"
 
 # ---- 16 concurrent clients, 2 files each: every answer is the offline transcript; one long input
 # (over --solo-seconds) at the same time runs alone ----

@@ -1,7 +1,7 @@
 #!/bin/sh
 # test_serve_live.sh — the live side of `vkasr serve` on loopback ports: the Realtime WebSocket through the
 # official openai SDK's OpenAIRealtimeWS (with ws), 16 sessions at once, bad input, limits, SIGTERM ending a
-# session with its final text, and the page at / in Debian's chromium driven by puppeteer-core (skipped,
+# session with its final text, a language-prompt model's session language, and the page at / in Debian's chromium driven by puppeteer-core (skipped,
 # said so, when chromium is missing). The npm packages are installed once, at pinned versions, into NPM_DIR
 # (one of its own: an npm install there removes the packages it did not install).
 #   test_serve_live.sh VKASR MODEL DATA_DIR WORK_DIR NPM_DIR
@@ -130,6 +130,19 @@ grep -qi "^Access-Control-Allow-Origin: https://app.example" "$WORK/headers" && 
     fail "--cors-origin: $(cat "$WORK/headers")"
 kill -TERM "$PID"
 wait "$PID" || fail "limits server: exit status $? on SIGTERM"
+
+# ---- a language-prompt model (the streaming fixture with Nemotron 3.5's prompt): the session's language
+# steers the stream as `vkasr transcribe --language` does ----
+PROMPT=$DATA/streaming/stream_prompt.nemo CLIP=$AUDIO/parity/short_okay.wav
+"$VKASR" transcribe -np -m "$PROMPT" --language fr-FR --format json "$CLIP" 2>>"$WORK/expect.err" |
+    node -e 'let s = ""; process.stdin.on("data", (d) => s += d).on("end", () => console.log(JSON.parse(s).text))' \
+        >"$WORK/expect/fr.txt" || fail "transcribe --language fr-FR"
+MAIN_MODEL=$MODEL MODEL=$PROMPT
+start_server prompt
+MODEL=$MAIN_MODEL
+node "$HERE/test_serve_realtime.cjs" lang "$PORT" "" "$WORK/expect" "$CLIP" || fail "the session's language"
+kill -TERM "$PID"
+wait "$PID" || fail "prompt server: exit status $? on SIGTERM"
 
 # ---- without a key: --max-streams-per-key counts per client address; then the page in chromium: the
 # microphone (a fake capture device) and an upload. (The browser is not in the sanitizer builds, which set

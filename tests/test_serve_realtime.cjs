@@ -7,6 +7,8 @@
 //   node test_serve_realtime.cjs limits PORT KEY EXPECT_DIR CLIP...   a server with --max-streams 2,
 //                                                                     --stream-idle 2, --stream-max-seconds 4
 //   node test_serve_realtime.cjs perkey PORT "" EXPECT_DIR            --max-streams-per-key 1, no key
+//   node test_serve_realtime.cjs lang PORT KEY EXPECT_DIR CLIP         a language-prompt model: an unknown
+//                                                                     language refused, "fr" (EXPECT_DIR/fr.txt)
 //   node test_serve_realtime.cjs term PORT KEY EXPECT_DIR CLIP OUT    streams CLIP, writes events to OUT
 //                                                                     (the shell sends SIGTERM meanwhile)
 'use strict';
@@ -196,15 +198,15 @@ async function many() {
         `its clip's offline text within a word), ${exact} equal to it, in ${Date.now() - t0} ms`);
 }
 
-async function expectError(what, code, act) {
+async function expectError(what, code, act, message = null) {
   const c = client();
   await c.open();
   await c.wait(isType('transcription_session.created'), 'created');
   act(c);
   try {
     const e = await c.wait(isType('error'), 'error', 10000);
-    check(e.error && e.error.code === code && typeof e.error.message === 'string' && 'param' in e.error && 'type' in e.error,
-      `${what}: error ${e.error.code}: ${e.error.message}`);
+    check(e.error && e.error.code === code && typeof e.error.message === 'string' && 'param' in e.error && 'type' in e.error &&
+      (!message || message.test(e.error.message)), `${what}: error ${e.error.code}: ${e.error.message}`);
   } catch (err) {
     check(false, `${what}: ${err.message}`);
   }
@@ -218,7 +220,9 @@ async function bad() {
   await expectError('a rate out of range', 'invalid_value', (c) => c.send({ type: 'session.update', session: { input_audio_format: { type: 'audio/pcm', rate: 96000 } } }));
   await expectError('an odd number of PCM16 bytes', 'invalid_value', (c) => c.ws.send(Buffer.alloc(3)));
   await expectError('bad base64', 'invalid_value', (c) => c.send({ type: 'input_audio_buffer.append', audio: '!!!' }));
+  await expectError('an append without audio', 'invalid_value', (c) => c.send({ type: 'input_audio_buffer.append' }));
   await expectError('an empty commit', 'input_audio_buffer_commit_empty', (c) => c.send({ type: 'input_audio_buffer.commit' }));
+  await expectError('a language other than the monolingual model\'s own', 'invalid_value', (c) => c.send({ type: 'session.update', session: { input_audio_transcription: { language: 'de' } } }), /monolingual/);
   await expectError('an unknown model', 'model_not_found', (c) => c.send({ type: 'transcription_session.update', session: { input_audio_transcription: { model: 'nope' } } }));
 
   // a message over --ws-max-message (1 MiB in this server): closed with 1009
@@ -339,6 +343,20 @@ async function perkey() {
   await sleep(300);
 }
 
+/* A language-prompt model: an unknown language is an error naming the model's languages; an ISO-639-1
+ * code selects the model's locale of it for the streams that follow. */
+async function lang() {
+  const update = (language) => ({ type: 'transcription_session.update', session: { input_audio_transcription: { language } } });
+  await expectError('an unknown language', 'invalid_value', (c) => c.send(update('xx')), /the model's languages: .*fr-FR/);
+  const c = client();
+  await c.open();
+  c.send(update('fr'));
+  await c.wait(isType('transcription_session.updated'), 'session updated');
+  const done = await transcribe(c, clips[0]);
+  check(done.transcript === expected('fr'), `language fr: ${JSON.stringify(done.transcript)}, the text of --language fr-FR`);
+  c.ws.close();
+}
+
 async function term() {
   const out = rest[1];
   const c = client();
@@ -350,7 +368,7 @@ async function term() {
   fs.writeFileSync(out, JSON.stringify({ close: cl, events: c.events }));
 }
 
-({ sdk, many, bad, limits, perkey, term })[mode]().then(() => process.exit(failed ? 1 : 0), (e) => {
+({ sdk, many, bad, limits, perkey, term, lang })[mode]().then(() => process.exit(failed ? 1 : 0), (e) => {
   console.log(`FAIL realtime ${mode}: ${e.stack || e}`);
   process.exit(1);
 });

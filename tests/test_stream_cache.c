@@ -24,6 +24,7 @@
 
 #include "api/api.h"
 #include "asr/stream.h"
+#include "fixture_io.h"
 #include "validation_log.h"
 
 static int failures;
@@ -37,67 +38,6 @@ static void fail(const char *clip, const char *fmt, ...) {
     printf("\n");
     va_end(ap);
     failures++;
-}
-
-static char *read_all(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)sz + 1);
-    if (b && fread(b, 1, (size_t)sz, f) != (size_t)sz) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[sz] = 0;
-        *n = (size_t)sz;
-    }
-    return b;
-}
-
-/* A 2-D float32 little-endian C-order .npy. */
-static float *read_npy(const char *path, size_t *rows, size_t *cols) {
-    size_t n;
-    char *b = read_all(path, &n);
-    if (!b || n < 10 || memcmp(b, "\x93NUMPY", 6) != 0) {
-        free(b);
-        return NULL;
-    }
-    size_t hl = (size_t)(unsigned char)b[8] | (size_t)(unsigned char)b[9] << 8, off = 10 + hl;
-    const char *shape = strstr(b + 10, "'shape': (");
-    if (!shape || !strstr(b + 10, "<f4") || sscanf(shape, "'shape': (%zu, %zu)", rows, cols) != 2 ||
-        off + *rows * *cols * 4 > n) {
-        free(b);
-        return NULL;
-    }
-    float *x = malloc(*rows * *cols * sizeof *x + 1);
-    if (x)
-        memcpy(x, b + off, *rows * *cols * sizeof *x);
-    free(b);
-    return x;
-}
-
-/* tokens.json's ids: [n] in *ids. */
-static int read_ids(const char *path, int32_t **ids, size_t *n) {
-    size_t len;
-    char *b = read_all(path, &len);
-    cJSON *j = b ? cJSON_Parse(b) : NULL;
-    free(b);
-    cJSON *a = j ? cJSON_GetObjectItem(j, "ids") : NULL;
-    if (!cJSON_IsArray(a)) {
-        cJSON_Delete(j);
-        return -1;
-    }
-    *n = (size_t)cJSON_GetArraySize(a);
-    *ids = malloc((*n + 1) * sizeof **ids);
-    for (size_t i = 0; i < *n; i++)
-        (*ids)[i] = cJSON_GetArrayItem(a, (int)i)->valueint;
-    cJSON_Delete(j);
-    return 0;
 }
 
 static void compare_ids(const char *clip, const char *what, const int32_t *got, size_t ng, const int32_t *want,
@@ -453,10 +393,10 @@ int main(int argc, char **argv) {
         }
         size_t er = 0, ec = 0, nw = 0;
         snprintf(path, sizeof path, "%s/%s/encoder.npy", expected, de->d_name);
-        float *enc = read_npy(path, &er, &ec);
+        float *enc = fixture_read_npy(path, &er, &ec);
         int32_t *want = NULL;
         snprintf(path, sizeof path, "%s/%s/tokens.json", expected, de->d_name);
-        if (!enc || read_ids(path, &want, &nw) != 0) {
+        if (!enc || fixture_read_ids(path, &want, &nw) != 0) {
             fail(de->d_name, "cannot read the expected encoder output or tokens in %s", expected);
         } else {
             nclips++;

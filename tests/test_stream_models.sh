@@ -44,6 +44,11 @@ del j["prompt_dictionary"]
 json.dump(j, open(sys.argv[2], "w"))' "$S/stream_prompt_hf/processor_config.json" "$WORK/hf/processor_config.json" || exit 1
 expect 3 "processor_config.json: 'prompt_dictionary' is missing or empty" "$VKASR" transcribe -np -m "$WORK/hf" "$CLIP"
 
+# -v names the attention that runs: the trained chunked mask of the lookahead chosen, not full attention
+expect 0 "attention: chunked [8, 3] (chunks of 4 frames, each query sees its own and 2 before it; lookahead 320 ms" \
+    "$VKASR" transcribe -v -m "$S/stream_rnnt.nemo" --lookahead 320 "$CLIP"
+grep -q "attention: full" "$WORK/err" && fail "-v says full attention for a chunked-mask model"
+
 # JSON output: the detected language and the events; the tags and <EOU>/<EOB> only among the tokens
 # check_json FILE LANGUAGE KINDS: the file's language (or none), its event kinds in order, and no event
 # piece in the text, a word or a segment

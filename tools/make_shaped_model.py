@@ -27,67 +27,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import make_tiny_model as tiny  # noqa: E402
 
 
+class NumpyFill:
+    """make_tiny_model.make_tensors' values as float32 numpy arrays (its ListFill draws element by element
+    in Python, far too slow at this size)."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def normal(self, shape, std, mean=0.0):
+        return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean)
+
+    def uniform(self, shape, lo, hi):
+        return self.rng.uniform(lo, hi, size=shape).astype(np.float32)
+
+    def scalar(self, v):
+        return np.array(v, dtype=np.float32)
+
+    def zero_last_row(self, value):
+        value[-1, :] = 0.0
+
+
 def tensors(cfg, rng):
-    """name -> float32 array, in make_tiny_model.make_tensors' order and layout (TDT, no biases)."""
-    t = {}
-    D, L, H, FF, K = cfg["d"], cfg["layers"], cfg["heads"], cfg["ff"], cfg["kernel"]
-    C, M, V1, P = cfg["channels"], cfg["mels"], cfg["vocab"] + 1, cfg["pred"]
-
-    def rand(name, shape, std):
-        t[name] = (rng.standard_normal(shape, dtype=np.float32) * np.float32(std))
-
-    def uni(name, shape, lo, hi):
-        t[name] = rng.uniform(lo, hi, size=shape).astype(np.float32)
-
-    w = 1.0 / math.sqrt(D)
-    rand("encoder.subsampling.layers.0.weight", [C, 1, 3, 3], 0.3)
-    rand("encoder.subsampling.layers.0.bias", [C], 0.1)
-    for i, j in ((2, 3), (5, 6)):
-        rand("encoder.subsampling.layers.%d.weight" % i, [C, 1, 3, 3], 0.3)
-        rand("encoder.subsampling.layers.%d.bias" % i, [C], 0.1)
-        rand("encoder.subsampling.layers.%d.weight" % j, [C, C, 1, 1], 1.0 / math.sqrt(C))
-        rand("encoder.subsampling.layers.%d.bias" % j, [C], 0.1)
-    rand("encoder.subsampling.linear.weight", [D, C * (M // 8)], 1.0 / math.sqrt(C * (M // 8)))
-    rand("encoder.subsampling.linear.bias", [D], 0.1)
-    for l in range(L):
-        p = "encoder.layers.%d." % l
-        for n in ("feed_forward1", "norm_feed_forward1", "self_attn", "norm_self_att", "conv", "norm_conv",
-                  "feed_forward2", "norm_feed_forward2", "norm_out"):
-            if n.startswith("feed_forward"):
-                rand(p + n + ".linear1.weight", [FF, D], w)
-                rand(p + n + ".linear2.weight", [D, FF], 1.0 / math.sqrt(FF))
-            elif n.startswith("norm"):
-                uni(p + n + ".weight", [D], 0.8, 1.2)
-                rand(p + n + ".bias", [D], 0.05)
-            elif n == "self_attn":
-                for q in "qkvo":
-                    rand(p + "self_attn.%s_proj.weight" % q, [D, D], w)
-                rand(p + "self_attn.relative_k_proj.weight", [D, D], w)
-                rand(p + "self_attn.bias_u", [H, D // H], 0.1)
-                rand(p + "self_attn.bias_v", [H, D // H], 0.1)
-            else:
-                rand(p + "conv.pointwise_conv1.weight", [2 * D, D, 1], w)
-                rand(p + "conv.depthwise_conv.weight", [D, 1, K], 1.0 / math.sqrt(K))
-                uni(p + "conv.norm.weight", [D], 0.8, 1.2)
-                rand(p + "conv.norm.bias", [D], 0.1)
-                rand(p + "conv.norm.running_mean", [D], 0.1)
-                uni(p + "conv.norm.running_var", [D], 0.5, 1.5)
-                rand(p + "conv.pointwise_conv2.weight", [D, D, 1], w)
-    NJ = V1 + len(cfg["durations"])
-    rand("encoder_projector.weight", [P, D], w)
-    rand("encoder_projector.bias", [P], 0.05)
-    rand("decoder.embedding.weight", [V1, P], 0.5)
-    t["decoder.embedding.weight"][V1 - 1, :] = 0.0  # padding_idx = blank
-    for k in range(cfg["pred_layers"]):
-        for n in ("weight_ih_l%d", "weight_hh_l%d"):
-            rand("decoder.lstm." + n % k, [4 * P, P], 1.0 / math.sqrt(P))
-        for n in ("bias_ih_l%d", "bias_hh_l%d"):
-            rand("decoder.lstm." + n % k, [4 * P], 0.1)
-    rand("decoder.decoder_projector.weight", [P, P], 1.0 / math.sqrt(P))
-    rand("decoder.decoder_projector.bias", [P], 0.05)
-    rand("joint.head.weight", [NJ, P], 1.0 / math.sqrt(P))
-    rand("joint.head.bias", [NJ], 0.1)
-    return t
+    """name -> float32 array: make_tiny_model.make_tensors' layout (TDT, no biases) at cfg's size."""
+    return tiny.make_tensors(cfg, None, fill=NumpyFill(rng))
 
 
 STREAM_FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "streaming",

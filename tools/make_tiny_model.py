@@ -84,16 +84,37 @@ def numel(shape):
     return n
 
 
-def make_tensors(cfg, seed):
-    """Ordered dict name -> (shape, list of float32 values) in the HF layout for cfg (our own dict)."""
-    rng = random.Random(seed)
+class ListFill:
+    """The tiny models' values: float32-rounded draws of random.Random(seed), in the order the tensors
+    are made, as (shape, list of values). make_shaped_model.py passes a numpy one of the same methods."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def normal(self, shape, std, mean=0.0):
+        return (shape, [f32(mean + self.rng.gauss(0.0, std)) if mean else f32(self.rng.gauss(0.0, std))
+                        for _ in range(numel(shape))])
+
+    def uniform(self, shape, lo, hi):
+        return (shape, [f32(self.rng.uniform(lo, hi)) for _ in range(numel(shape))])
+
+    def scalar(self, v):
+        return ([], [v])
+
+    def zero_last_row(self, value):
+        shape, vals = value
+        for i in range(numel(shape) - shape[-1], numel(shape)):
+            vals[i] = 0.0
+
+
+def make_tensors(cfg, seed, fill=None):
+    """Ordered dict name -> value in the HF layout for cfg (our own dict); values from fill (default
+    ListFill(seed): (shape, list of float32 values))."""
+    fill = fill or ListFill(seed)
     t = {}
 
     def rand(name, shape, std):
-        t[name] = (shape, [f32(rng.gauss(0.0, std)) for _ in range(numel(shape))])
-
-    def const(name, shape, fn):
-        t[name] = (shape, [f32(fn()) for _ in range(numel(shape))])
+        t[name] = fill.normal(shape, std)
 
     D, L, H, FF, K = cfg["d"], cfg["layers"], cfg["heads"], cfg["ff"], cfg["kernel"]
     C, M, V1 = cfg["channels"], cfg["mels"], cfg["vocab"] + 1
@@ -120,7 +141,7 @@ def make_tensors(cfg, seed):
                 rand(p + n + ".linear2.bias", [D], 0.05)
 
         def norm(n):
-            const(p + n + ".weight", [D], lambda: 1.0 + rng.gauss(0.0, 0.1))
+            t[p + n + ".weight"] = fill.normal([D], 0.1, mean=1.0)
             rand(p + n + ".bias", [D], 0.05)
 
         ff("feed_forward1")
@@ -139,12 +160,12 @@ def make_tensors(cfg, seed):
         rand(p + "conv.depthwise_conv.weight", [D, 1, K], 1.0 / math.sqrt(K))
         if cb:
             rand(p + "conv.depthwise_conv.bias", [D], 0.05)
-        const(p + "conv.norm.weight", [D], lambda: rng.uniform(0.8, 1.2))
+        t[p + "conv.norm.weight"] = fill.uniform([D], 0.8, 1.2)
         rand(p + "conv.norm.bias", [D], 0.1)
         rand(p + "conv.norm.running_mean", [D], 0.1)
-        const(p + "conv.norm.running_var", [D], lambda: rng.uniform(0.5, 1.5))
+        t[p + "conv.norm.running_var"] = fill.uniform([D], 0.5, 1.5)
         if cfg.get("num_batches_tracked"):
-            t[p + "conv.norm.num_batches_tracked"] = ([], [1234])
+            t[p + "conv.norm.num_batches_tracked"] = fill.scalar(1234)
         rand(p + "conv.pointwise_conv2.weight", [D, D, 1], w)
         if cb:
             rand(p + "conv.pointwise_conv2.bias", [D], 0.05)
@@ -160,9 +181,7 @@ def make_tensors(cfg, seed):
         rand("encoder_projector.weight", [P, D], w)
         rand("encoder_projector.bias", [P], 0.05)
         rand("decoder.embedding.weight", [V1, P], 0.5)
-        emb = t["decoder.embedding.weight"][1]
-        for i in range((V1 - 1) * P, V1 * P):  # padding_idx = blank: the blank row is zero
-            emb[i] = 0.0
+        fill.zero_last_row(t["decoder.embedding.weight"])  # padding_idx = blank: the blank row is zero
         for k in range(cfg["pred_layers"]):
             for n in ("weight_ih_l%d", "weight_hh_l%d"):
                 rand("decoder.lstm." + n % k, [4 * P, P], 1.0 / math.sqrt(P))

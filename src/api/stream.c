@@ -332,6 +332,8 @@ struct stream_pools {
     int npool;
     struct vkasr_stream **member;    /* the streams, any pool                                         */
     size_t nmember, capmember;
+    uint64_t steps, rows;            /* the steps run and the streams they advanced (vkasr_debug.h)   */
+    double step_ms;
 };
 
 void api_stream_pools_free(vkasr_model *m) {
@@ -344,6 +346,32 @@ void api_stream_pools_free(vkasr_model *m) {
     free(sp->member);
     free(sp);
     m->pools = NULL;
+}
+
+vkasr_status vkasr_model_stream_steps(vkasr_model *m, vkasr_stream_steps *out) {
+    if (!m || !out)
+        return VKASR_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    const struct model_config *c = &m->am->cfg;
+    if (c->n_ctx == 0)
+        return VKASR_OK;
+    struct asr_stream_geometry g;
+    struct err e = {0};
+    TRY(asr_stream_geometry(c, &g, &e));
+    out->cache_aware = true;
+    out->chunk_frames = (int)g.chunk;
+    out->frame_samples = c->sub_factor * c->hop_length;
+    /* asr_stream_samples_needed of step 0, which ends at frame `chunk` (every later step adds a chunk
+     * of frames and as many samples) */
+    out->need_offset = (int)(c->hop_length * (g.mel_first - 1) + c->n_fft / 2 - out->frame_samples * (g.chunk - 1));
+    pthread_mutex_lock(&m->pools_lock);
+    if (m->pools) {
+        out->steps = m->pools->steps;
+        out->rows = m->pools->rows;
+        out->step_seconds = m->pools->step_ms * 1e-3;
+    }
+    pthread_mutex_unlock(&m->pools_lock);
+    return VKASR_OK;
 }
 
 /* Joins s to a pool of its model (the pools' lock held). */
@@ -414,8 +442,13 @@ static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
             who[n++] = o;
         }
     }
-    if (st == VKASR_OK && n > 0)
+    if (st == VKASR_OK && n > 0) {
+        const double t0 = clock_ms();
         st = asr_stream_step(s->pool, ready, n, out, e);
+        sp->step_ms += clock_ms() - t0;
+        sp->steps++;
+        sp->rows += (uint64_t)n;
+    }
     for (int64_t i = 0; i < n; i++) {
         struct vkasr_stream *o = who[i];
         if (st != VKASR_OK && o != s) {

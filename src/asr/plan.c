@@ -231,12 +231,18 @@ static void log_plan(const struct logger *log, const struct model_config *c, con
     if (plan->inputs > 1)
         LOG_INFO(log, "packed batch: %lld inputs, %.1f s of audio, %lld encoder frames (longest %lld)",
                  (long long)plan->inputs, seconds, (long long)plan->frames, (long long)plan->max_frames);
-    if (plan->attention == ASR_ATT_FULL)
+    const double frame_s = (double)c->sub_factor * c->hop_length / c->sample_rate;
+    if (c->n_ctx > 0) { /* the trained chunked mask (asr_attention_choose), whatever plan->attention says */
+        const int L = c->ctx[c->ctx_sel][0], R = c->ctx[c->ctx_sel][1];
+        LOG_INFO(log,
+                 "attention: chunked [%d, %d] (chunks of %d frames, each query sees its own and %d before it; "
+                 "lookahead %.0f ms; %.1f s of audio)",
+                 L, R, R + 1, L / (R + 1), (R + 1) * frame_s * 1000.0, seconds);
+    } else if (plan->attention == ASR_ATT_FULL)
         LOG_INFO(log, "attention: full (%.1f s of audio)", seconds);
     else
         LOG_INFO(log, "attention: local [%lld, %lld] (%.2f s each side; %.1f s of audio)", (long long)plan->window,
-                 (long long)plan->window, (double)plan->window * c->sub_factor * c->hop_length / c->sample_rate,
-                 seconds);
+                 (long long)plan->window, (double)plan->window * frame_s, seconds);
     char op[64] = "";
     if (plan->op_scratch)
         snprintf(op, sizeof op, ", op scratch %.1f above each", mib(plan->op_scratch));

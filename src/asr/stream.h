@@ -25,6 +25,13 @@ struct asr_stream_search {
     be_tensor q;                     /* [S, P] the prediction network's projected output            */
     struct asr_stream_slot *slot;    /* [S]                                                         */
     int max_sym;                     /* symbols per frame of a stream that names none               */
+    int32_t reset_id[2];             /* an end-of-utterance model's <EOU> and <EOB>: a chunk that
+                                        emits one is followed by a fresh prediction network (zero
+                                        LSTM state, the blank step), as NVIDIA's live runtime for these
+                                        models (NeMo's voice agent, streaming_asr.py) resets its
+                                        hypothesis after such a chunk; the encoder caches are kept, so
+                                        the frames stay the offline run's                            */
+    int nreset;
 };
 vkasr_status asr_stream_search_init(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
                                     int64_t slots, int max_symbols, struct err *e);

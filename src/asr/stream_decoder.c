@@ -5,11 +5,14 @@
  * streams that emitted advance their LSTM state together (op lstm_step, rows independent). A stream's
  * next frame, symbols at that frame and LSTM state persist between steps in its slot, so its chunks
  * decode exactly as one search over all its frames, whichever streams share its rounds (the products
- * take the matvec hint: a row's rounding does not depend on how many rows there are). */
+ * take the matvec hint: a row's rounding does not depend on how many rows there are). An end-of-
+ * utterance model's stream whose chunk emitted <EOU> or <EOB> starts its next chunk from a fresh
+ * prediction network. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "stream.h"
+#include "transcript.h"
 
 static vkasr_status alloc2(struct backend *be, be_dtype type, int64_t rows, int64_t cols, be_tensor *t) {
     return be_alloc_tensor(be, BE_POOL_SCRATCH, type, 2, (int64_t[]){rows, cols}, t);
@@ -37,6 +40,11 @@ vkasr_status asr_stream_search_init(const struct asr_model *m, struct backend *b
     const int64_t P = c->pred_hidden, V = c->vocab_size, J = V + 1 + (tdt ? c->n_durations : 0);
     CHECK_OR_RETURN(e, m->joint_w.ne[0] == J && m->embed.ne[0] == V + 1 && c->pred_layers <= 8 && slots > 0);
     *d = (struct asr_stream_search){.S = slots, .max_sym = max_symbols > 0 ? max_symbols : c->max_symbols};
+    for (int32_t id = 0; id < V && d->nreset < 2; id++) { /* an end-of-utterance model's <EOU> and <EOB> */
+        const int kind = transcript_event_kind(&m->tok, c, id);
+        if (kind == VKASR_EVENT_END_OF_UTTERANCE || kind == VKASR_EVENT_BACKCHANNEL)
+            d->reset_id[d->nreset++] = id;
+    }
     d->slot = calloc((size_t)slots, sizeof *d->slot);
     if (!d->slot)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
@@ -111,27 +119,59 @@ static vkasr_status predict(const struct asr_model *m, struct backend *be, struc
     return st;
 }
 
-vkasr_status asr_stream_search_reset(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
-                                     int64_t slot, int max_symbols, struct err *e) {
+/* The prediction networks of slots es[0 .. n) back to the start of a sequence: a zero LSTM state and
+ * the blank (SOS) step from it. The slots' frame positions are the caller's. */
+static vkasr_status start_sequence(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                   const int64_t *es, int64_t n, struct err *e) {
     const struct model_config *c = &m->cfg;
     const int64_t P = c->pred_hidden;
-    d->slot[slot] = (struct asr_stream_slot){.t = 0, .last_t = -1, .run = 0,
-                                             .max_sym = max_symbols > 0 ? max_symbols : d->max_sym};
     float *zeros = calloc((size_t)P, sizeof *zeros);
-    vkasr_status st = zeros ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    for (int l = 0; st == VKASR_OK && l < c->pred_layers; l++) {
-        st = be_upload(be, d->h[l].addr + (uint64_t)(slot * P) * 4, zeros, (uint64_t)P * 4);
-        if (st == VKASR_OK)
-            st = be_upload(be, d->c[l].addr + (uint64_t)(slot * P) * 4, zeros, (uint64_t)P * 4);
+    int64_t *blank = malloc((size_t)n * sizeof *blank);
+    vkasr_status st = zeros && blank ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t i = 0; st == VKASR_OK && i < n; i++) {
+        blank[i] = c->vocab_size;
+        for (int l = 0; st == VKASR_OK && l < c->pred_layers; l++) {
+            st = be_upload(be, d->h[l].addr + (uint64_t)(es[i] * P) * 4, zeros, (uint64_t)P * 4);
+            if (st == VKASR_OK)
+                st = be_upload(be, d->c[l].addr + (uint64_t)(es[i] * P) * 4, zeros, (uint64_t)P * 4);
+        }
     }
-    free(zeros);
-    // start-of-sequence: the blank embedding from a zero state
-    const int64_t blank = c->vocab_size;
     if (st == VKASR_OK)
-        st = predict(m, be, d, &slot, &blank, 1);
+        st = predict(m, be, d, es, blank, n);
+    free(zeros);
+    free(blank);
     if (st != VKASR_OK && e->code == VKASR_OK)
         err_set(e, st, "streaming decoder: %s", be->err.msg);
     return st;
+}
+
+vkasr_status asr_stream_search_reset(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                     int64_t slot, int max_symbols, struct err *e) {
+    d->slot[slot] = (struct asr_stream_slot){.t = 0, .last_t = -1, .run = 0,
+                                             .max_sym = max_symbols > 0 ? max_symbols : d->max_sym};
+    return start_sequence(m, be, d, &slot, 1, e);
+}
+
+/* After a step: the streams whose new tokens (out[b] from n0[b] on) hold an <EOU> or <EOB> start the
+ * next chunk from a fresh prediction network, as NVIDIA's live runtime for these models resets the
+ * hypothesis after such a chunk (asr/stream.h). */
+static vkasr_status reset_after_events(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
+                                       const int64_t *slots, int64_t B, struct asr_output *const *out,
+                                       const size_t *n0, int64_t *es, struct err *e) {
+    int64_t n = 0;
+    for (int64_t b = 0; b < B; b++) {
+        bool hit = false;
+        for (size_t i = n0[b]; i < out[b]->ntokens && !hit; i++)
+            for (int k = 0; k < d->nreset; k++)
+                hit = hit || out[b]->tokens[i].id == d->reset_id[k];
+        if (hit) {
+            struct asr_stream_slot *ss = &d->slot[slots[b]];
+            ss->run = 0;
+            ss->last_t = -1;
+            es[n++] = slots[b];
+        }
+    }
+    return n > 0 ? start_sequence(m, be, d, es, n, e) : VKASR_OK;
 }
 
 vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be, struct asr_stream_search *d,
@@ -160,8 +200,11 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
     int64_t *tab = malloc((size_t)(6 * B) * sizeof *tab), *frow = tab, *qrow = tab + B, *act = tab + 2 * B;
     int64_t *es = tab + 3 * B, *ks = tab + 4 * B;
     int32_t *ids = malloc((size_t)(2 * B) * sizeof *ids);
-    if ((!tab || !ids) && st == VKASR_OK)
+    size_t *n0 = malloc((size_t)B * sizeof *n0); /* each stream's tokens before this step */
+    if ((!tab || !ids || !n0) && st == VKASR_OK)
         st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    for (int64_t b = 0; st == VKASR_OK && b < B; b++)
+        n0[b] = out[b]->ntokens;
     for (int64_t round = 0; st == VKASR_OK; round++) {
         // the streams whose next frame lies in this chunk, and where its row is
         int64_t A = 0;
@@ -246,8 +289,11 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
         if (st == VKASR_OK && E > 0)
             st = predict(m, be, d, es, ks, E);
     }
+    if (st == VKASR_OK && d->nreset > 0)
+        st = reset_after_events(m, be, d, slots, B, out, n0, es, e);
     free(tab);
     free(ids);
+    free(n0);
     be_release(be, mark);
     if (st != VKASR_OK && e->code == VKASR_OK)
         err_set(e, st, "streaming decoder: %s", be->err.msg);

@@ -36,6 +36,7 @@ cli_output) copy "$data"/audio/*/refs.tsv "$data"/malformed/README.md ;;
 nemo) copy "$data"/nemo/*.nemo ;;
 nemo_spm) copy "$data"/fixtures/spm/*.model ;;
 nemo_pickle | nemo_config) ;; # seeds under DATA/fuzz/TARGET (tools/fixtures/make_nemo.py)
+rt_events) ;; # seeds under DATA/fuzz/TARGET: a connection's messages, one a line
 *)
     echo "seeds.sh: unknown fuzz target '$target'" >&2
     exit 2

@@ -153,6 +153,15 @@ int transcribe_args(int argc, char **argv, struct cli_common *c, struct transcri
                     size_t model_size);
 void transcribe_opts_free(struct transcribe_opts *o);
 
+/* ---- synth.c, bench_streams.c (vkasr bench) ---- */
+
+/* n samples at 16 kHz of speech-like audio: 10 harmonics of a pitch gliding around 120 Hz under a 4 Hz
+ * syllable envelope, 2.5 s phrases, 0.5 s pauses, a faint noise floor that the seed varies. */
+void synth_speech(float *x, size_t n, uint64_t seed);
+/* vkasr bench --streams: for each count in streams[], that many live streams of the loaded cache-aware
+ * model fed synthetic speech at real time (`seconds` each); a table, or JSON. Returns the exit code. */
+int bench_streams(vkasr_model *m, const char *model, const int *streams, int nstreams, double seconds, bool json);
+
 /* ---- commands: argv holds the arguments after the command's name ---- */
 
 int cmd_transcribe(int argc, char **argv);

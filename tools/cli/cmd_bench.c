@@ -1,6 +1,7 @@
 /* cmd_bench.c — `vkasr bench`: how fast a model transcribes synthetic speech of each length here: a
  * warm-up (at least one run, and runs until a given time has passed), N timed runs, median and spread
- * of encoder, decoder and wall time, RTFx and peak memory. */
+ * of encoder, decoder and wall time, RTFx and peak memory. --streams: many live streams of a
+ * cache-aware model at once (bench_streams.c). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +21,17 @@ static void intro(FILE *f) {
           "second of the same work rather than an idle GPU) and N timed runs, then prints per length the\n"
           "median and the spread (min-max) of the encoder, decoder and wall time of a transcription, its\n"
           "RTFx (audio seconds per wall second) and the peak device memory (weights + the session's\n"
-          "scratch high-water mark).\n",
+          "scratch high-water mark).\n"
+          "\n"
+          "With --streams N[,N...] (cache-aware streaming models only): for each N, N live streams of the\n"
+          "model (a session and a stream each, as `vkasr serve` holds them) are fed synthetic speech at\n"
+          "real time, each at its own phase within the chunk period, for --seconds S (one length, default\n"
+          "10); prints per N the p50/p95/max time from a chunk's arrival (its last needed sample) to its\n"
+          "tokens, the mean time of a step (one batched step over the ready streams of a pool: the device\n"
+          "computing and the host waiting on it), the streams per step, the share of the wall time spent in\n"
+          "steps, the time to open the streams, and whether real time holds (every chunk decoded, the steps\n"
+          "shorter than the audio, p95 under a second). --lookahead MS picks the trained chunk; --runs and\n"
+          "--warmup-ms do not apply. Without -m it runs the streaming default model (as vkasr live does).\n",
           f);
 }
 
@@ -29,7 +40,9 @@ static void outro(FILE *f) {
           "JSON: {\"model\", \"device\", \"precision\", \"runs\", \"load_ms\", \"lengths\": [{\"seconds\",\n"
           "\"first_ms\" (the first warm-up run's wall), \"warmup_runs\", \"warmup_ms\" (the whole warm-up's\n"
           "wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each {\"median\", \"min\", \"max\"}),\n"
-          "\"peak_device_mib\", \"tokens\"}]}.\n"
+          "\"peak_device_mib\", \"tokens\"}]}. With --streams: {\"model\", \"device\", \"precision\",\n"
+          "\"lookahead_ms\", \"seconds\", \"streams\": [{\"streams\", \"latency_ms\": {\"p50\", \"p95\", \"max\"},\n"
+          "\"step_ms\", \"streams_per_step\", \"steps_percent\", \"setup_ms\", \"real_time\"}]}.\n"
           "\n"
           "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
           "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
@@ -40,6 +53,8 @@ static void outro(FILE *f) {
 struct bench_opts {
     double lengths[MAX_LENGTHS];
     int nlengths, runs, warmup_ms;
+    int streams[MAX_LENGTHS];      /* --streams; nstreams 0: whole transcriptions */
+    int nstreams;
 };
 
 /* "60,600" -> {60, 600}; the count, or -1 for anything but positive numbers up to 24 hours. */
@@ -87,41 +102,36 @@ static int arg_warmup(const char *opt, const char *v, void *field) {
     return EXIT_OK;
 }
 
+static int arg_streams(const char *opt, const char *v, void *field) {
+    struct bench_opts *o = field;
+    o->nstreams = 0;
+    for (const char *p = v; *p;) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p || n < 1 || n > 100000 || o->nstreams == MAX_LENGTHS || (*end && (*end != ',' || !end[1]))) {
+            fprintf(stderr, "vkasr: %s needs up to %d stream counts from 1 to 100000, e.g. 1,16,256 (got '%s')\n",
+                    opt, MAX_LENGTHS, v);
+            return EXIT_USAGE;
+        }
+        o->streams[o->nstreams++] = (int)n;
+        p = *end ? end + 1 : end;
+    }
+    return o->nstreams > 0 ? EXIT_OK : (fprintf(stderr, "vkasr: %s needs stream counts\n", opt), EXIT_USAGE);
+}
+
 static const struct cli_opt bench_table[] = {
     OPT_VALUE("-s, --seconds", "LIST", 0, arg_lengths, "audio lengths in seconds, comma-separated (default 60,600)"),
     OPT_VALUE("-r, --runs", "N", ARG_FIELD(struct bench_opts, runs), arg_runs,
      "timed runs per length (default 5)"),
     OPT_VALUE("-w, --warmup-ms", "MS", ARG_FIELD(struct bench_opts, warmup_ms), arg_warmup,
      "warm-up per length: runs until MS ms have passed (default 1000; 0: one run)"),
+    OPT_VALUE("--streams", "N[,N...]", 0, arg_streams,
+     "N live streams of a cache-aware model at real time, per N (see above)"),
 };
 
 static const struct cli_command bench_command = {
     CMD_BENCH, "bench", intro, outro, bench_table, sizeof bench_table / sizeof bench_table[0], NULL,
 };
-
-/* Speech-like audio, the same every time: 10 harmonics of a pitch gliding around 120 Hz under a 4 Hz
- * syllable envelope, 2.5 s phrases, 0.5 s pauses, a faint noise floor. */
-static void synthesize(float *x, size_t n) {
-    const double rate = VKASR_SAMPLE_RATE, two_pi = 6.283185307179586;
-    uint64_t s = 0x9e3779b97f4a7c15ull;
-    double phase = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double t = (double)i / rate;
-        double f0 = 120.0 + 30.0 * sin(two_pi * 0.7 * t) + 10.0 * sin(two_pi * 3.1 * t);
-        phase += two_pi * f0 / rate;
-        if (phase > two_pi)
-            phase -= two_pi;
-        double syl = sin(two_pi * 4.0 * t), env = syl > 0 ? syl * syl : 0.0;
-        if (fmod(t, 3.0) >= 2.5)
-            env = 0.0;
-        double v = 0.0;
-        for (int h = 1; h <= 10; h++)
-            v += sin(h * phase) / h * (1.0 + 0.5 * sin(two_pi * (0.3 + 0.1 * h) * t));
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        double noise = ((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.01;
-        x[i] = (float)(0.1 * env * v + noise);
-    }
-}
 
 struct spread {
     double median, min, max;
@@ -193,12 +203,19 @@ static void print_table(const char *model, const vkasr_model_info *info, int run
 int cmd_bench(int argc, char **argv) {
     char default_path[4096];
     struct cli_common c = cli_common_default();
-    struct bench_opts o = {.lengths = {60, 600}, .nlengths = 2, .runs = 5, .warmup_ms = 1000};
+    struct bench_opts o = {.lengths = {60, 600}, .nlengths = 0, .runs = 5, .warmup_ms = 1000};
     int prc = cli_parse(&bench_command, &c, &o, argc, argv);
     if (prc != EXIT_OK)
         return prc == ARGS_HELP ? EXIT_OK : prc;
+    if (o.nstreams > 0 && o.nlengths > 1) {
+        fprintf(stderr, "vkasr: --streams takes one --seconds length (got %d)\n", o.nlengths);
+        return EXIT_USAGE;
+    }
+    if (o.nlengths == 0) /* the defaults */
+        o.nlengths = o.nstreams > 0 ? (o.lengths[0] = 10, 1) : 2;
     const char *model = NULL;
-    const int mrc = model_or_default(c.model, default_path, sizeof default_path, &model);
+    const int mrc = o.nstreams > 0 ? stream_model_or_default(c.model, default_path, sizeof default_path, &model)
+                                   : model_or_default(c.model, default_path, sizeof default_path, &model);
     if (mrc != EXIT_OK)
         return mrc;
     const double *lengths = o.lengths;
@@ -216,6 +233,12 @@ int cmd_bench(int argc, char **argv) {
         return orc;
     vkasr_model_info info;
     vkasr_model_get_info(m, &info);
+    if (o.nstreams > 0) {
+        int brc = bench_streams(m, model, o.streams, o.nstreams, o.lengths[0], json);
+        vkasr_session_free(s);
+        vkasr_model_free(m);
+        return brc;
+    }
 
     struct length_result res[MAX_LENGTHS];
     vkasr_transcribe_params tp = vkasr_transcribe_params_default();
@@ -229,7 +252,7 @@ int cmd_bench(int argc, char **argv) {
             rc = EXIT_FAIL;
             break;
         }
-        synthesize(audio, n);
+        synth_speech(audio, n, 0);
         double enc[256], dec[256], wall[256], rtfx[256], peak = 0;
         struct length_result *r = &res[li];
         memset(r, 0, sizeof *r);

@@ -16,10 +16,14 @@ import json
 import math
 import os
 import struct
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures"))
+import fxlib  # noqa: E402  (numpy-only helpers shared with the fixture scripts)
 
 NEG = -1.0e30  # finite "log 0", as tdt.py
 GGUF_F32, GGUF_F16 = 0, 1
@@ -389,11 +393,6 @@ def read_gguf(path):
 def spm_from_gguf(kv):
     """A SentencePiece BPE model with the GGUF's pieces at the same ids (score -id: merges in id
     order), so targets use exactly the vocabulary of the model we start from."""
-    import sys
-
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures"))
-    import fxlib
-
     pieces = kv["tokenizer.ggml.tokens"]
     types = kv["tokenizer.ggml.token_type"]
     unk = types.index(fxlib.PIECE_UNKNOWN)
@@ -539,24 +538,8 @@ def shrink_state(sd, mc):
 # ----------------------------------------------------------------------------------------------
 # export (transformers' NemotronAsrStreaming layout, as tools/fixtures/make_streaming_fixtures.py)
 
-HF_SUB = {"encoder.subsampling.layers.0.": "encoder.subsampling.conv_in.",
-          "encoder.subsampling.layers.2.": "encoder.subsampling.layers.0.depthwise_conv.",
-          "encoder.subsampling.layers.3.": "encoder.subsampling.layers.0.pointwise_conv.",
-          "encoder.subsampling.layers.5.": "encoder.subsampling.layers.1.depthwise_conv.",
-          "encoder.subsampling.layers.6.": "encoder.subsampling.layers.1.pointwise_conv."}
-
-
 def write_safetensors(path, tensors):
-    head, blobs, off = {}, [], 0
-    for k, v in tensors.items():
-        b = v.detach().to(torch.float32).contiguous().cpu().numpy().tobytes()
-        head[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(head, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+    fxlib.write_safetensors_f32(path, tensors)
 
 
 def read_safetensors(path):
@@ -578,26 +561,11 @@ def read_safetensors(path):
 
 
 def hf_names(sd):
-    out = {}
-    for k, v in sd.items():
-        for a, b in HF_SUB.items():
-            if k.startswith(a):
-                k = b + k[len(a):]
-                break
-        out[k] = v
-    return out
+    return fxlib.rename_prefixes(sd, fxlib.HF_STREAMING_SUB)
 
 
 def from_hf_names(sd):
-    inv = {b: a for a, b in HF_SUB.items()}
-    out = {}
-    for k, v in sd.items():
-        for a, b in inv.items():
-            if k.startswith(a):
-                k = b + k[len(a):]
-                break
-        out[k] = v
-    return out
+    return fxlib.rename_prefixes(sd, {b: a for a, b in fxlib.HF_STREAMING_SUB.items()})
 
 
 def export_hf(model, d, pieces, preemph=None):

@@ -53,7 +53,8 @@ struct serve_job {
     enum serve_fmt fmt;
     bool words;                    /* verbose_json: words too                                   */
     bool segments;                 /* verbose_json: segments (default)                          */
-    const char *language;          /* verbose_json's language                                   */
+    const char *language;          /* verbose_json's language (as requested)                     */
+    char lang[64];                 /* the model's language for it (serve_language; "": default) */
     vkasr_subtitle_params subs;    /* srt, vtt: the cues' limits                                 */
     bool stream;                   /* stream=true: server-sent events as segments complete (the
                                       turn runs alone, with a segment callback)                  */
@@ -108,6 +109,11 @@ char *serve_format(const struct serve_job *job, const vkasr_result *r, size_t *l
 char *serve_sse_event(const char *type, const char *key, const char *prefix, const char *text, size_t *len);
 /* {"error": {...}} in OpenAI's shape; malloc'd; NULL when out of memory. param and code may be NULL. */
 char *serve_error_json(const char *message, const char *type, const char *param, const char *code, size_t *len);
+
+/* A request's language for model m (serve_lang.c): true with the name to pass as
+ * vkasr_transcribe_params.language / vkasr_stream_params.language in out ("" for the model's default:
+ * none asked, or a model without a prompt asked its own language), false with the reason in msg. */
+bool serve_language(const vkasr_model *m, const char *req, char *out, size_t out_size, char *msg, size_t msg_size);
 
 struct serve_http;
 /* Binds and starts the HTTP server (one thread per connection); *port receives the bound port. NULL on

@@ -44,6 +44,7 @@ struct req {
     char model[256], format[32], language[32], temperature[64], gran[64], stream[16];
     char subs[5][24];              /* max_line_chars, max_lines, max_cue_seconds, min_cue_seconds, cue_pause */
     char subs_error[1100];
+    char lang_error[900];
     bool have_model, unauthorized;
     /* the closing delimiter "\r\n--BOUNDARY--": the body is fed to the post processor up to it only
      * (libmicrohttpd 0.9.75 fails on an epilogue, such as the CRLF the OpenAI Node SDK sends after it) */
@@ -276,6 +277,9 @@ static const char *check_fields(struct req *r, const char **param) {
         if (!isalpha((unsigned char)*p) && *p != '-')
             return "language: must be a language code such as en";
     j->language = r->language;
+    if (!serve_language(pool_worker(o->pool, 0)->model, r->language, j->lang, sizeof j->lang, r->lang_error,
+                        sizeof r->lang_error))
+        return r->lang_error;
     *param = "stream";
     j->stream = !strcmp(r->stream, "true");
     if (!j->stream && r->stream[0] && strcmp(r->stream, "false"))

@@ -53,7 +53,8 @@ static void unlink_job(struct serve_queue *q, struct serve_job *prev, struct ser
 }
 
 /* The next turn, taken off the queue into jobs[] (at most max_batch): the oldest long input alone when
- * the previous turn was not a long one or no short input waits, else the oldest short inputs. Lock held. */
+ * the previous turn was not a long one or no short input waits, else the oldest short inputs of the
+ * oldest one's language (a batch has one). Lock held. */
 static size_t take_turn(struct serve_queue *q, struct serve_job **jobs) {
     bool any_short = false, any_long = false;
     for (struct serve_job *j = q->head; j; j = j->next)
@@ -63,7 +64,7 @@ static size_t take_turn(struct serve_queue *q, struct serve_job **jobs) {
     struct serve_job *prev = NULL, *j = q->head;
     while (j && n < q->o->max_batch) {
         struct serve_job *next = j->next;
-        if (is_long(q, j) == take_long) {
+        if (is_long(q, j) == take_long && (n == 0 || !strcmp(j->lang, jobs[0]->lang))) {
             unlink_job(q, prev, j);
             jobs[n++] = j;
             if (take_long)
@@ -196,6 +197,7 @@ static void run_stream(struct serve_queue *q, const struct pool_worker *w, struc
     float *samples = j->samples; /* the worker's from now on */
     j->samples = NULL;
     vkasr_transcribe_params tp = q->o->tp;
+    tp.language = j->lang[0] ? j->lang : NULL;
     tp.abort_callback = on_abort_stream;
     tp.abort_user_data = &t;
     tp.segment_callback = on_segment;
@@ -300,6 +302,7 @@ static void run_turn(struct serve_queue *q, const struct pool_worker *w, struct 
             audio += (double)jobs[i]->n / VKASR_SAMPLE_RATE;
         }
         vkasr_transcribe_params tp = q->o->tp;
+        tp.language = jobs[0]->lang[0] ? jobs[0]->lang : NULL; /* take_turn: one language a turn */
         tp.abort_callback = on_abort;
         tp.abort_user_data = q;
         vkasr_batch_params bp = vkasr_batch_params_default();

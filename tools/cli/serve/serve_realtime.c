@@ -420,6 +420,7 @@ struct serve_realtime *serve_realtime_new(struct pool *pool, const struct serve_
         return NULL;
     }
     rt->pool = pool;
+    rt->model = pool_worker(pool, 0)->model;
     rt->o = o;
     atomic_init(&rt->stopping, false);
     pthread_mutex_init(&rt->mu, NULL);

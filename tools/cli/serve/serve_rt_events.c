@@ -320,6 +320,15 @@ static void on_session_update(struct rt_sess *s, const cJSON *ev, const char *ei
                    "input_audio_transcription.language: must be a language code such as en", eid);
         return;
     }
+    char lang_model[sizeof s->lang];
+    if (cJSON_IsString(lang)) {
+        char m[900];
+        if (!serve_language(s->rt->model, lang->valuestring, lang_model, sizeof lang_model, m, sizeof m)) {
+            rt_emit_error(s, "invalid_request_error", "invalid_value", "session.input_audio_transcription.language", m,
+                          eid);
+            return;
+        }
+    }
     const cJSON *td = cJSON_GetObjectItem(ss, "turn_detection");
     if (!td && ai)
         td = cJSON_GetObjectItem(ai, "turn_detection");
@@ -329,8 +338,10 @@ static void on_session_update(struct rt_sess *s, const cJSON *ev, const char *ei
         return;
     }
     s->rate = rate;
-    if (cJSON_IsString(lang))
+    if (cJSON_IsString(lang)) { /* the next stream takes it (the one under way keeps its own) */
         snprintf(s->language, sizeof s->language, "%s", lang->valuestring);
+        snprintf(s->lang, sizeof s->lang, "%s", lang_model);
+    }
     if (td) {
         pthread_mutex_lock(&s->mu);
         s->vad = !cJSON_IsNull(td);
@@ -362,6 +373,7 @@ static void append_pcm(struct rt_sess *s, const unsigned char *b, size_t len, co
         sp.final_callback = on_final;
         sp.partial_callback = on_partial;
         sp.user_data = s;
+        sp.language = s->lang[0] ? s->lang : NULL;
         vkasr_error e;
         if (vkasr_stream_create(s->vs, &sp, &s->stream, &e) != VKASR_OK) {
             char m[600];
@@ -460,7 +472,7 @@ void rt_on_message(void *ud, bool binary, const unsigned char *data, size_t len)
     } else if (!strcmp(type, "input_audio_buffer.append")) {
         const cJSON *a = cJSON_GetObjectItem(ev, "audio");
         size_t n = cJSON_IsString(a) ? strlen(a->valuestring) : 0;
-        unsigned char *pcm = n % 4 == 0 ? malloc(n / 4 * 3 + 1) : NULL;
+        unsigned char *pcm = cJSON_IsString(a) && n % 4 == 0 ? malloc(n / 4 * 3 + 1) : NULL; /* no audio: none */
         int got = pcm ? EVP_DecodeBlock(pcm, (const unsigned char *)a->valuestring, (int)n) : -1;
         if (!cJSON_IsString(a) || got < 0) {
             rt_emit_error(s, "invalid_request_error", "invalid_value", "audio", "audio: must be base64 of PCM16 samples", eid);

@@ -38,7 +38,8 @@ struct rt_sess {
     int rate;                      /* Hz of the PCM16 the client sends                             */
     bool vad;                      /* turn detection: items end where the stream ends a segment    */
     bool partial;                  /* include "vkasr.partial": tentative words as they change      */
-    char language[32];
+    char language[32];             /* as the client sent it (echoed)                               */
+    char lang[64];                 /* the model's language for it (serve_language; "": default)    */
     bool ga_names;                 /* the client speaks GA names (session.*), else the beta ones   */
     /* the stream of the uncommitted audio */
     vkasr_session *vs;
@@ -64,6 +65,7 @@ struct rt_sess {
 
 struct serve_realtime {
     struct pool *pool;
+    const vkasr_model *model;      /* the served model (its languages: serve_language)             */
     const struct serve_opts *o;
     pthread_mutex_t mu;
     struct rt_sess *sessions;      /* every session whose thread has not been joined               */
