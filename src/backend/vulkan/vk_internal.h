@@ -97,6 +97,7 @@ struct vk_device {
                                         properties: each new pipeline's statistics are logged   */
     atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
     atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
+    atomic_uint_fast64_t pipeline_us; /* microseconds in vkCreateComputePipelines, all threads   */
     pthread_mutex_t pipe_lock;
     pthread_cond_t pipe_done;        /* broadcast when a creation finishes                      */
     struct vk_pipeline_entry **pipes; /* stable entries: the creation workers hold them         */

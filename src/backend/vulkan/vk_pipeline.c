@@ -126,6 +126,7 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
     const double ms = clock_ms() - t0;
     vkDestroyShaderModule(d->dev, mod, NULL);
+    atomic_fetch_add(&d->pipeline_us, (uint_fast64_t)(ms * 1e3));
     if (r == VK_SUCCESS) {
         atomic_fetch_add(&d->pipelines_created, 1);
         if (d->pipeline_stats)
