@@ -352,6 +352,7 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
     vkasr_status st = be_backend_create(dev, &be, e);
     if (st == VKASR_OK) {
         struct loader ld = {.mf = mf, .be = be, .precision = precision, .e = e};
+        model_prefault(mf);
         st = read_perturb(dev, &ld.perturb, e);
         if (st == VKASR_OK)
             st = load_all(&ld, m);
