@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "common/clock.h"
 
 const char *be_device_suffix(const char *s, const char *prefix) {
     size_t n = strlen(prefix);
@@ -42,6 +43,7 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
         o.device = "";
         o.gpu_only = true;
         struct err ve = {0};
+        const double t0 = clock_ms();
         vkasr_status st = vk_device_open(&o, out, &ve);
         if (st == VKASR_OK)
             return opened(st, "vulkan", out);
@@ -49,6 +51,9 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
             *e = ve;
             return st;
         }
+        if (opt->log)
+            LOG_INFO(opt->log, "start-up: looking for a Vulkan GPU %.1f ms (%s): the CPU backend", clock_ms() - t0,
+                     ve.msg);
         o.gpu_only = false;
         want = "cpu";
     }
