@@ -352,7 +352,6 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
     vkasr_status st = be_backend_create(dev, &be, e);
     if (st == VKASR_OK) {
         struct loader ld = {.mf = mf, .be = be, .precision = precision, .e = e};
-        model_prefault(mf);
         const double t2 = clock_ms();
         st = read_perturb(dev, &ld.perturb, e);
         if (st == VKASR_OK)
@@ -370,7 +369,6 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
         if (st == VKASR_OK) {
             const double ms = clock_ms() - t2;
             LOG_INFO(dev->log, "start-up: model layout prepared in %.1f ms", t1 - t0);
-            LOG_INFO(dev->log, "start-up: model file read into memory in %.1f ms", t2 - t1);
             char extra[96] = "";
             if (ld.in_place_bytes)
                 snprintf(extra, sizeof extra, "; %.1f MiB used in place from the mapped file",
