@@ -62,6 +62,7 @@ struct vk_pipeline_entry {
     uint32_t nspec;
     enum vk_pipeline_state state;
     bool queued;                     /* waiting for a worker (a waiter may take it over)        */
+    bool used;                       /* a run waited for it (the warm list: vk_pcache_save_warm) */
     struct vk_pipeline_entry *next;  /* the workers' queue                                      */
     VkPipeline pipeline;
     struct err err;                  /* why creation failed (VK_PIPE_FAILED)                    */
@@ -136,6 +137,11 @@ void vk_pipelines_destroy(struct vk_device *d);
  * vkasr version, and writes it back atomically; problems with the file cost only the cache. */
 vkasr_status vk_pcache_create(struct vk_device *d, struct err *e);
 void vk_pcache_save(struct vk_device *d);
+/* The warm list beside the cache: the pipelines the last device of this key used, queued for the
+ * creation workers when a device opens (vk_pcache_prewarm: devices with workers and a loaded cache
+ * only) and written at close (vk_pcache_save_warm, when it changed). */
+void vk_pcache_prewarm(struct vk_device *d);
+void vk_pcache_save_warm(struct vk_device *d);
 /* The entry of a shader and its specialization constants (ids 0..nspec-1); on first request its
  * creation starts: queued for the creation workers where d->pipe_threads > 0, else at once.
  * Thread-safe. */

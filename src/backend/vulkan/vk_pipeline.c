@@ -357,6 +357,7 @@ vkasr_status vk_pipeline_wait_abortable(struct vk_pipeline_entry *p, VkPipeline 
         }
     }
     const bool ok = p->state == VK_PIPE_READY;
+    p->used = p->used || ok;
     *out = p->pipeline;
     if (!ok)
         *e = p->err;
@@ -378,6 +379,7 @@ void vk_pipelines_destroy(struct vk_device *d) {
     settle_creations(d);
     pthread_mutex_unlock(&d->pipe_lock);
     vk_pcache_save(d);
+    vk_pcache_save_warm(d);
     for (size_t i = 0; i < d->npipes; i++) {
         if (d->pipes[i]->pipeline)
             vkDestroyPipeline(d->dev, d->pipes[i]->pipeline, NULL);
