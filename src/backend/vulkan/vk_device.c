@@ -810,7 +810,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     LOG_INFO(d->base.log, "start-up: device creation %.1f ms (%s)", t[3] - t[2], info.name);
     LOG_INFO(d->base.log, "start-up: pipeline layout and cache %.1f ms (%zu bytes of cache read)", t[4] - t[3],
              d->pcache_loaded);
-    vk_pcache_prewarm(d);
+    vk_pipelines_prewarm(d);
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s", info.name);
     d->base.info.f16 = d->caps.f16;
     d->base.info.coopmat = d->caps.coopmat_nv;

@@ -325,6 +325,22 @@ vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uin
     return VKASR_OK; /* a failed creation is reported by vk_pipeline_wait */
 }
 
+void vk_pipelines_prewarm(struct vk_device *d) {
+    char path[sizeof d->pcache_path + 16];
+    struct vk_warm_entry *w = NULL;
+    const size_t n = vk_pcache_load_warm(d, &w, path, sizeof path);
+    unsigned queued = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vk_pipeline_entry *p;
+        struct err e = {0};
+        if (vk_pipeline_request(d, w[i].spv, w[i].spec, w[i].nspec, &p, &e) == VKASR_OK)
+            queued++; /* a failed creation is the first use's to report */
+    }
+    free(w);
+    if (queued)
+        LOG_INFO(d->base.log, "start-up: %u pipelines the last run used queued for creation (%s)", queued, path);
+}
+
 vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e) {
     return vk_pipeline_wait_abortable(p, out, NULL, NULL, e);
 }

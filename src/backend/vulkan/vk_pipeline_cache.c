@@ -274,34 +274,40 @@ static char *warm_text(const struct vk_device *d, size_t *len) {
     return t;
 }
 
-void vk_pcache_prewarm(struct vk_device *d) {
-    char path[sizeof d->pcache_path + 16], name[128];
-    if (d->pipe_threads == 0 || d->pcache_loaded == 0 || !warm_path(d, path, sizeof path))
-        return; /* no workers to create them meanwhile, or no cache to create them from */
+size_t vk_pcache_load_warm(const struct vk_device *d, struct vk_warm_entry **out, char *path, size_t size) {
+    char name[128];
+    *out = NULL;
+    if (d->pipe_threads == 0 || d->pcache_loaded == 0 || !warm_path(d, path, size))
+        return 0; /* no workers to create them meanwhile, or no cache to create them from */
     FILE *f = fopen(path, "r");
     if (!f)
-        return;
-    unsigned nspec, queued = 0;
+        return 0;
+    size_t n = 0, cap = 0;
+    unsigned nspec;
     while (fscanf(f, "%127s %u", name, &nspec) == 2 && nspec <= 8) {
-        uint32_t spec[8];
+        struct vk_warm_entry w = {.nspec = nspec};
         unsigned k = 0;
-        while (k < nspec && fscanf(f, "%u", &spec[k]) == 1)
+        while (k < nspec && fscanf(f, "%u", &w.spec[k]) == 1)
             k++;
         if (k < nspec)
             break;
-        for (uint32_t id = 0; id < SPV_COUNT; id++) {
-            if (strcmp(spv_table[id].name, name) != 0)
-                continue;
-            struct vk_pipeline_entry *p;
-            struct err e = {0};
-            if (vk_pipeline_request(d, (enum spv_id)id, spec, nspec, &p, &e) == VKASR_OK)
-                queued++; /* a failed creation is the first use's to report */
-            break;
+        uint32_t id = 0;
+        while (id < SPV_COUNT && strcmp(spv_table[id].name, name) != 0)
+            id++;
+        if (id == SPV_COUNT)
+            continue; /* a shader this build does not have */
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            struct vk_warm_entry *g = realloc(*out, cap * sizeof *g);
+            if (!g)
+                break;
+            *out = g;
         }
+        w.spv = (enum spv_id)id;
+        (*out)[n++] = w;
     }
     fclose(f);
-    if (queued)
-        LOG_INFO(d->base.log, "start-up: %u pipelines the last run used queued for creation (%s)", queued, path);
+    return n;
 }
 
 void vk_pcache_save_warm(struct vk_device *d) {
