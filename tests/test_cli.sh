@@ -67,6 +67,11 @@ if ! grep -Eq "type +(discrete|integrated|virtual)" "$WORK/out"; then
     grep -q " on CPU, 1 thread:" "$WORK/err" || fail "--threads 1: not one thread"
     expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -d vulkan -m "$M" "$WAV"
     grep -qi " on llvmpipe" "$WORK/err" || fail "-d vulkan: not lavapipe"
+    for phase in "Vulkan instance [0-9.]+ ms" "device selection [0-9.]+ ms \(1 device" "device creation [0-9.]+ ms" \
+        "pipeline layout and cache [0-9.]+ ms" "weights [0-9.]+ MiB copied to the device in [0-9.]+ ms \([0-9]+ MB/s" \
+        "[0-9]+ pipelines created \([0-9]+ found in the pipeline cache\)"; do
+        grep -Eq "start-up: $phase" "$WORK/err" || fail "-d vulkan -v: no start-up line '$phase'"
+    done
 fi
 expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -d ref -m "$M" "$WAV"
 grep -q " on CPU reference backend" "$WORK/err" || fail "-d ref: not the reference backend"
@@ -158,6 +163,12 @@ grep -Eq "memory plan: [0-9.]+ MiB of device memory = weights [0-9.]+ \+ activat
 grep -q "subsampling: one tile of" "$WORK/err" || fail "-v prints the subsampling tiles"
 grep -Eq "device memory planned [0-9.]+ MiB, peak [0-9.]+ MiB; host peak [0-9.]+ MiB" "$WORK/err" ||
     fail "-v prints planned and peak device memory and the host peak"
+for phase in "model file opened, mapped \([0-9.]+ MiB\) and validated in [0-9.]+ ms" "[a-z]+ device opened in" \
+    "model file read into memory in" "weights [0-9.]+ MiB copied" "session created in" \
+    "scratch memory [0-9.]+ MiB made in" "first transcription [0-9.]+ ms"; do
+    grep -Eq "start-up: $phase" "$WORK/err" || fail "-v: no start-up line '$phase'"
+done
+[ "$(grep -c "start-up: first transcription" "$WORK/err")" -eq 1 ] || fail "-v: the first transcription's line not once"
 expect 1 "$VKASR" transcribe -m "$M" --max-memory 1K "$WAV"
 grep -q "not above the model's weights" "$WORK/err" || fail "--max-memory below the weights: the message"
 # a cap between the weights and what the input needs: exit 1, the bytes needed and available named

@@ -5,7 +5,8 @@
  * the counters: lavapipe keeps no pipelines in its cache, so here the load itself is what is checked);
  * truncated, corrupt or foreign files are ignored with an INFO log and replaced by a good one; a
  * directory that cannot be created or written costs the cache and nothing else; concurrent writers
- * leave a whole file; VKASR_NO_PIPELINE_CACHE=1 writes nothing. */
+ * leave a whole file; VKASR_NO_PIPELINE_CACHE=1 writes nothing; the pipelines a device used are queued
+ * when the next one opens (the warm list). */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <pthread.h>
@@ -142,6 +143,20 @@ int main(int argc, char **argv) {
     EXPECT(loaded > 0 && (long)loaded == size - 64, "second run: seeded with %zu bytes of a %ld-byte file", loaded,
            size);
     EXPECT(strstr(infos, "bytes from") != NULL, "second run: no INFO line about the load: \"%s\"", infos);
+
+    /* the warm list: what the last device used is queued at open for the next device's creation workers
+     * (a device with workers: lavapipe has none unless asked) */
+    setenv("VKASR_PIPELINE_THREADS", "2", 1);
+    struct vk_device *w = open_dev();
+    if (w) {
+        pthread_mutex_lock(&w->pipe_lock);
+        const size_t queued = w->npipes;
+        pthread_mutex_unlock(&w->pipe_lock);
+        EXPECT(queued >= 1, "warm list: no pipeline queued when the device opened");
+        use(w);
+        be_device_close(&w->base);
+    }
+    unsetenv("VKASR_PIPELINE_THREADS");
 
     /* damaged files: ignored with an INFO line, never loaded, and replaced by a good one at close */
     static const struct {

@@ -71,6 +71,8 @@ exit_of 2 -m "$MODEL" --max-upload 12Q
 exit_of 2 -m "$MODEL" --port
 exit_of 3 -m "$DATA/no/such/model.gguf" --port 0
 exit_of 2 -m "$MODEL" --devices ,0
+exit_of 2 -m "$MODEL" --sessions 0
+exit_of 2 -m "$MODEL" --sessions 9
 exit_of 2 -m "$MODEL" --devices 0,
 exit_of 2 -m "$MODEL" -d 0 --devices 0
 exit_of 2 -m "$MODEL" --max-lines 3

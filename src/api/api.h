@@ -67,8 +67,17 @@ struct vkasr_session {
     int prompt;                      /* the call's language prompt (asr_options.prompt; api_check_params) */
     vkasr_debug_params debug;        /* vkasr_session_set_debug(); zeroed: none                    */
     struct vkasr_stream *stream;     /* a live stream owns the session while it exists (stream.c) */
+    /* -v's start-up split: the first call's pipelines and scratch blocks (api_first_call_*) */
+    bool called;
+    struct be_pipelines pipes0;
+    double scratch_ms0;
 };
 
+/* The start-up split's last lines, for a session's first transcription (from begin to end of the call,
+ * nothing after): the pipelines the device created meanwhile (another session's of the time included),
+ * the scratch blocks made and the call's time. */
+void api_first_call_begin(vkasr_session *s);
+void api_first_call_end(vkasr_session *s, double call_ms);
 /* Frees what a result holds and zeroes it. */
 void api_result_clear(struct vkasr_result *r);
 /* Finishes a result after its run (status st): the transcript from its tokens, partial, timings

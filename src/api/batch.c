@@ -297,6 +297,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
                        "the session is in use by a live stream (vkasr_stream_free() gives it back)");
     const double t_call = clock_ms();
     s->call_start_ms = t_call;
+    api_first_call_begin(s);
     err_clear(&s->err);
     api_result_clear(&s->result);
     for (size_t i = 0; i < s->nbatch; i++)
@@ -414,6 +415,7 @@ vkasr_status vkasr_transcribe_batch(vkasr_session *s, const vkasr_batch_input *i
              "batches %.1f, features %.1f, encoder %.1f, decoder %.1f, results %.1f, other %.1f",
              n, c.batches, call_ms, decode_ms, decoders, decode_cpu_ms, group_ms, c.features_ms, c.encoder_ms,
              c.decoder_ms, c.results_ms, other);
+    api_first_call_end(s, call_ms);
     /* inputs never started after an abort */
     for (; pos < nrun; pos++) {
         struct vkasr_result *r = &s->batch[idx[pos]];

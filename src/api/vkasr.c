@@ -97,6 +97,22 @@ static void fill_info(vkasr_model *m) {
     i->weight_bytes = be_weight_bytes(m->dev);
 }
 
+/* The model file's read (its pages into the page tables, model_prefault) on a thread of its own while the
+ * device opens: from disk, or only the page tables where the file is in the page cache, overlapped with
+ * the driver's instance and device creation rather than after them. */
+struct file_read {
+    const struct model_file *mf;
+    double ms;
+};
+
+static void *read_file(void *arg) {
+    struct file_read *r = arg;
+    const double t0 = clock_ms();
+    model_prefault(r->mf);
+    r->ms = clock_ms() - t0;
+    return NULL;
+}
+
 vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params, vkasr_model **out_model,
                               vkasr_error *error) {
     struct err e = {0};
@@ -128,15 +144,37 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
     pthread_mutex_init(&m->pools_lock, NULL);
     struct model_file *mf = NULL;
+    double t0 = clock_ms();
     vkasr_status st = model_open_head(path, api_model_head(p.decoder), &mf, &e);
     if (st == VKASR_OK)
         st = model_select_lookahead(&mf->cfg, p.lookahead_ms, &e);
+    if (st == VKASR_OK) {
+        uint64_t mapped = 0;
+        for (int i = 0; i < mf->nmaps; i++)
+            mapped += mf->map_sizes[i];
+        LOG_INFO(&m->log, "start-up: model file opened, mapped (%.1f MiB) and validated in %.1f ms",
+                 mapped / 1048576.0, clock_ms() - t0);
+    }
     if (st == VKASR_OK && strcmp(mf->path, path) != 0) /* a model name: the file in the Hugging Face cache */
         LOG_INFO(&m->log, "model '%s' from the Hugging Face cache: %s", path, mf->path);
     if (st == VKASR_OK) {
         struct be_device_options o = {.device = p.device, .validation = p.validation, .profile = p.profile,
                                       .want_f16 = p.precision != VKASR_PRECISION_F32, .log = &m->log};
+        struct file_read fr = {mf, 0};
+        pthread_t reader;
+        const bool threaded = pthread_create(&reader, NULL, read_file, &fr) == 0;
+        t0 = clock_ms();
         st = be_device_open(&o, &m->dev, &e);
+        const double open_ms = clock_ms() - t0;
+        if (threaded)
+            pthread_join(reader, NULL);
+        else
+            read_file(&fr);
+        if (st == VKASR_OK) {
+            LOG_INFO(&m->log, "start-up: %s device opened in %.1f ms", m->dev->kind, open_ms);
+            LOG_INFO(&m->log, "start-up: model file read into memory in %.1f ms (%s)", fr.ms,
+                     threaded ? "while the device opened" : "after the device opened");
+        }
     }
     vkasr_precision prec = VKASR_PRECISION_F32;
     if (st == VKASR_OK) {
@@ -228,12 +266,14 @@ vkasr_status vkasr_session_create(vkasr_model *model, vkasr_session **out, vkasr
     s->host_decoder = dec && strcmp(dec, "host") == 0;
     if (dec && *dec && !s->host_decoder && strcmp(dec, "device") != 0)
         LOG_WARN(model->dev->log, "VKASR_DECODER=%s is neither 'device' nor 'host': using the device decoder", dec);
+    const double t0 = clock_ms();
     vkasr_status st = be_backend_create(model->dev, &s->be, &e);
     if (st != VKASR_OK) {
         free(s);
         err_export(&e, error);
         return st;
     }
+    LOG_INFO(&model->log, "start-up: session created in %.1f ms", clock_ms() - t0);
     *out = s;
     err_export(&e, error);
     return VKASR_OK;
@@ -364,6 +404,7 @@ static vkasr_status run(vkasr_session *s, const struct audio *a, const vkasr_tra
             st = sp;
     }
     st = api_result_finish(s, r, st, load_ms, s->call_start_ms);
+    api_first_call_end(s, clock_ms() - s->call_start_ms);
     s->params = NULL;
     if (st == VKASR_OK || st == VKASR_ABORTED)
         *out = r;
@@ -399,6 +440,29 @@ vkasr_status api_result_finish(vkasr_session *s, struct vkasr_result *r, vkasr_s
     return st;
 }
 
+void api_first_call_begin(vkasr_session *s) {
+    if (s->called)
+        return;
+    be_device_pipelines(s->model->dev, &s->pipes0);
+    s->scratch_ms0 = s->be->scratch.make_ms;
+}
+
+void api_first_call_end(vkasr_session *s, double call_ms) {
+    if (s->called)
+        return;
+    s->called = true;
+    struct be_pipelines p;
+    be_device_pipelines(s->model->dev, &p);
+    const struct logger *lg = &s->model->log;
+    if (p.created > s->pipes0.created)
+        LOG_INFO(lg, "start-up: %u pipelines created (%u found in the pipeline cache) in %.1f ms, summed over "
+                 "the threads that created them (during the first transcription)", p.created - s->pipes0.created,
+                 p.cache_hits - s->pipes0.cache_hits, p.create_ms - s->pipes0.create_ms);
+    LOG_INFO(lg, "start-up: scratch memory %.1f MiB made in %.1f ms (during the first transcription)",
+             s->be->scratch.reserved / 1048576.0, s->be->scratch.make_ms - s->scratch_ms0);
+    LOG_INFO(lg, "start-up: first transcription %.1f ms", call_ms);
+}
+
 static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
     if (!s)
         return VKASR_ERR_INVALID_ARG;
@@ -411,6 +475,7 @@ static vkasr_status begin(vkasr_session *s, const vkasr_result **out) {
                        "the session is in use by a live stream (vkasr_stream_free() gives it back)");
     }
     s->call_start_ms = clock_ms();
+    api_first_call_begin(s);
     err_clear(&s->err);
     api_result_clear(&s->result);
     batch_clear(s);

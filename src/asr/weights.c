@@ -11,6 +11,7 @@
 
 #include "asr.h"
 #include "audio/mel.h"
+#include "common/clock.h"
 #include "common/half.h"
 #include "model/quant.h"
 
@@ -50,10 +51,20 @@ struct loader {
     vkasr_precision precision;
     uint64_t n_params;
     uint64_t in_place;  /* tensors read from the file in place (host devices) */
+    uint64_t in_place_bytes, uploaded; /* their bytes; bytes copied to the device (start-up split) */
     bool quantized;
     struct perturb perturb;
     struct err *e;
 };
+
+/* Copies a weight's bytes to the device, counted for the start-up split; errors name the tensor. */
+static vkasr_status put(struct loader *ld, const char *name, uint64_t addr, const void *data, uint64_t bytes) {
+    vkasr_status st = be_upload(ld->be, addr, data, bytes);
+    if (st != VKASR_OK)
+        return err_set(ld->e, st, "uploading %s: %s", name, ld->be->err.msg);
+    ld->uploaded += bytes;
+    return VKASR_OK;
+}
 
 /* The backend's type of a block-quantized model tensor type. */
 static be_dtype quant_dtype(int mt) {
@@ -75,6 +86,7 @@ static bool use_in_place(struct loader *ld, const struct model_tensor *t, be_ten
         return false;
     out->addr = (uint64_t)(uintptr_t)t->data;
     ld->in_place++;
+    ld->in_place_bytes += t->nbytes;
     return true;
 }
 
@@ -94,10 +106,7 @@ static vkasr_status upload_quant(struct loader *ld, const struct model_tensor *t
     if (use_in_place(ld, t, out))
         return VKASR_OK;
     TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
-    vkasr_status st = be_upload(ld->be, out->addr, t->data, be_nbytes(out));
-    if (st != VKASR_OK)
-        return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
-    return VKASR_OK;
+    return put(ld, t->name, out->addr, t->data, be_nbytes(out));
 }
 
 /* Converts a host tensor (f32 or f16) to the device type and uploads it into the weight pool; a
@@ -117,12 +126,8 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
     /* Already in the device type (an f16 GGUF for an f16 session, f32 for f32): straight from the
      * mapped file. Converting element by element costs ~5 ns each (3 s for a 0.6B model). */
     if (!perturbed && t->nbytes == be_nbytes(out) &&
-        ((t->type == MT_F16 && type == BE_F16) || (t->type == MT_F32 && type == BE_F32))) {
-        vkasr_status st = be_upload(ld->be, out->addr, t->data, be_nbytes(out));
-        if (st != VKASR_OK)
-            return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
-        return VKASR_OK;
-    }
+        ((t->type == MT_F16 && type == BE_F16) || (t->type == MT_F32 && type == BE_F32)))
+        return put(ld, t->name, out->addr, t->data, be_nbytes(out));
     /* host memory (the CPU and reference backends): converted in place, without a staging copy */
     const bool host = ld->be->dev->weights.ops->host;
     void *buf = host ? (void *)(uintptr_t)out->addr : malloc(n ? be_nbytes(out) : 4);
@@ -145,13 +150,13 @@ static vkasr_status upload(struct loader *ld, const struct model_tensor *t, be_d
         else
             ((float *)buf)[i] = v;
     }
-    if (host)
+    if (host) {
+        ld->uploaded += be_nbytes(out); /* written in place: the copy is the conversion */
         return VKASR_OK;
-    vkasr_status st = be_upload(ld->be, out->addr, buf, be_nbytes(out));
+    }
+    vkasr_status st = put(ld, t->name, out->addr, buf, be_nbytes(out));
     free(buf);
-    if (st != VKASR_OK)
-        return err_set(ld->e, st, "uploading %s: %s", t->name, ld->be->err.msg);
-    return VKASR_OK;
+    return st;
 }
 
 /* A required tensor (validated at model open; a miss here is a bug). */
@@ -241,8 +246,7 @@ static vkasr_status load_layer(struct loader *ld, int i, struct asr_layer *L) {
 static vkasr_status upload_host_f32(struct loader *ld, const float *data, int nd, const int64_t *ne, be_tensor *out) {
     *out = be_tensor_make(0, BE_F32, nd, ne);
     TRY(be_alloc(ld->be, BE_POOL_WEIGHTS, be_nbytes(out), &out->addr));
-    vkasr_status st = be_upload(ld->be, out->addr, data, be_nbytes(out));
-    return st == VKASR_OK ? st : err_set(ld->e, st, "%s", ld->be->err.msg);
+    return put(ld, "a front-end table", out->addr, data, be_nbytes(out));
 }
 
 static vkasr_status load_frontend(struct loader *ld, struct asr_model *m) {
@@ -335,7 +339,9 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
     struct model_file *mf = *mfp;
     uint64_t in_place = 0;
     *out = NULL;
+    const double t0 = clock_ms();
     TRY(model_prepare(mf, e));
+    const double t1 = clock_ms(), make0 = dev->weights.make_ms;
     struct asr_model *m = calloc(1, sizeof *m);
     if (!m)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
@@ -346,6 +352,7 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
     vkasr_status st = be_backend_create(dev, &be, e);
     if (st == VKASR_OK) {
         struct loader ld = {.mf = mf, .be = be, .precision = precision, .e = e};
+        const double t2 = clock_ms();
         st = read_perturb(dev, &ld.perturb, e);
         if (st == VKASR_OK)
             st = load_all(&ld, m);
@@ -359,6 +366,17 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
         m->n_params = ld.n_params;
         m->quantized = ld.quantized;
         in_place = ld.in_place;
+        if (st == VKASR_OK) {
+            const double ms = clock_ms() - t2;
+            LOG_INFO(dev->log, "start-up: model layout prepared in %.1f ms", t1 - t0);
+            char extra[96] = "";
+            if (ld.in_place_bytes)
+                snprintf(extra, sizeof extra, "; %.1f MiB used in place from the mapped file",
+                         ld.in_place_bytes / 1048576.0);
+            LOG_INFO(dev->log, "start-up: weights %.1f MiB copied to the device in %.1f ms (%.0f MB/s; %.1f ms of it "
+                     "making the device's weight blocks)%s", ld.uploaded / 1048576.0, ms,
+                     ms > 0 ? ld.uploaded / 1e3 / ms : 0.0, dev->weights.make_ms - make0, extra);
+        }
         be_backend_destroy(be);
     }
     if (st != VKASR_OK) {

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define ARENA_ASAN 1
@@ -59,7 +61,9 @@ static vkasr_status grow_list(struct be_arena *a, struct err *e) {
 
 static vkasr_status make_block(struct be_arena *a, uint64_t size, struct be_arena_block *out, struct err *e) {
     *out = (struct be_arena_block){.size = size};
+    const double t0 = clock_ms();
     TRY(a->ops->make(a->dev, size, &out->addr, &out->handle, e));
+    a->make_ms += clock_ms() - t0;
     poison(a, out->addr, size, 1);
     return VKASR_OK;
 }

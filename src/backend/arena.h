@@ -55,6 +55,7 @@ struct be_arena {
     uint64_t reserved;   /* bytes of all blocks                           */
     uint64_t peak;       /* the most in_use at once, and the largest tensor */
     uint64_t largest;    /* (be_scratch_bytes), since init or be_arena_reserve */
+    double make_ms;      /* time spent making blocks, since init (-v's start-up split) */
 };
 
 /* Growth blocks: 16 MiB, then as much as is already held, up to this. */

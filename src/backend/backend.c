@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "common/clock.h"
 
 const char *be_device_suffix(const char *s, const char *prefix) {
     size_t n = strlen(prefix);
@@ -19,19 +20,6 @@ const char *be_device_suffix(const char *s, const char *prefix) {
     if (s[n] == '\0')
         return s + n;
     return s[n] == ':' ? s + n + 1 : NULL;
-}
-
-/* Whether a usable Vulkan device that is not a CPU driver exists (the default device's choice). */
-static bool vulkan_gpu_present(void) {
-    vkasr_device_info info[16];
-    size_t n = 0;
-    struct err e = {0};
-    if (vk_list_devices(info, 16, &n, &e) != VKASR_OK)
-        return false;
-    for (size_t i = 0; i < n && i < 16; i++)
-        if (info[i].usable && strcmp(info[i].type, "cpu") != 0)
-            return true;
-    return false;
 }
 
 /* Records which backend an opened device belongs to. */
@@ -49,8 +37,26 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
         want = "";
     struct be_device_options o = *opt;
     const char *rest;
-    if (!*want && !vulkan_gpu_present())
+    if (!*want) {
+        /* The best Vulkan GPU, found by the instance that then opens it; none (no driver, no usable
+         * device, only a CPU driver): the CPU backend. */
+        o.device = "";
+        o.gpu_only = true;
+        struct err ve = {0};
+        const double t0 = clock_ms();
+        vkasr_status st = vk_device_open(&o, out, &ve);
+        if (st == VKASR_OK)
+            return opened(st, "vulkan", out);
+        if (st != VKASR_ERR_NO_DEVICE) {
+            *e = ve;
+            return st;
+        }
+        if (opt->log)
+            LOG_INFO(opt->log, "start-up: looking for a Vulkan GPU %.1f ms (%s): the CPU backend", clock_ms() - t0,
+                     ve.msg);
+        o.gpu_only = false;
         want = "cpu";
+    }
     if (strcmp(want, "ref") == 0)
         return opened(ref_device_open(opt, out, e), "ref", out);
     if ((rest = be_device_suffix(want, "cpu"))) {
@@ -76,6 +82,12 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
 void be_device_close(struct be_device *d) {
     if (d)
         d->vt->destroy(d);
+}
+
+void be_device_pipelines(const struct be_device *d, struct be_pipelines *out) {
+    *out = (struct be_pipelines){0};
+    if (d->vt->pipelines)
+        d->vt->pipelines(d, out);
 }
 
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e) {

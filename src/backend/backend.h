@@ -31,6 +31,8 @@ struct be_device_options {
     bool validation;        /* Khronos validation layer                                           */
     bool profile;           /* GPU timestamps per dispatch                                        */
     bool want_f16;          /* request f16 arithmetic support (falls back silently if absent)    */
+    bool gpu_only;          /* Vulkan, no device named: a GPU or VKASR_ERR_NO_DEVICE (a CPU driver such
+                             * as lavapipe is not picked; be_device_open then opens the CPU backend)  */
     const struct logger *log;
 };
 
@@ -74,11 +76,19 @@ struct be_memory {
     int64_t long_frames;
 };
 
+/* A device's compute pipelines so far (-v's start-up split): zero where the backend has none. */
+struct be_pipelines {
+    unsigned created;       /* pipelines created                                                   */
+    unsigned cache_hits;    /* ... of which the driver found in the pipeline cache                 */
+    double create_ms;       /* time spent creating them, summed over the threads that did           */
+};
+
 struct be_device_vtbl {
     void (*destroy)(struct be_device *d);
     vkasr_status (*create_backend)(struct be_device *d, struct backend **out, struct err *e);
     uint64_t (*validation_messages)(const struct be_device *d);
     void (*memory)(const struct be_device *d, struct be_memory *out);
+    void (*pipelines)(const struct be_device *d, struct be_pipelines *out); /* NULL: none */
 };
 
 struct be_device {
@@ -139,6 +149,7 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
  * the bare prefix), anything else NULL (be_device_open's reading of "cpu:N", "vulkan:X", ...). */
 const char *be_device_suffix(const char *s, const char *prefix);
 void be_device_close(struct be_device *d);
+void be_device_pipelines(const struct be_device *d, struct be_pipelines *out);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
 void be_backend_destroy(struct backend *b);
 

@@ -1,6 +1,7 @@
 /* model_file.c — the leaf of src/model: dtypes, paths and small files, file mappings, the tensor table
  * and its name index, and name rules (matrix weights). The readers and the rest of src/model call it;
  * it calls none of them. */
+#define _DEFAULT_SOURCE /* madvise's MADV_POPULATE_READ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -206,6 +207,16 @@ const char *shape_str(char *buf, size_t cap, int nd, const int64_t *ne) {
 
 const char *model_tensor_file(const struct model_file *mf, const struct model_tensor *t) {
     return t && t->map >= 0 && t->map < mf->nmaps ? mf->map_paths[t->map] : mf->path;
+}
+
+void model_prefault(const struct model_file *mf) {
+#ifdef MADV_POPULATE_READ
+    for (int i = 0; i < mf->nmaps; i++)
+        if (!mf->map_borrowed[i])
+            madvise(mf->maps[i], (size_t)mf->map_sizes[i], MADV_POPULATE_READ);
+#else
+    (void)mf;
+#endif
 }
 
 const struct model_tensor *model_find(const struct model_file *mf, const char *name) {

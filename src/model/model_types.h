@@ -116,6 +116,10 @@ vkasr_status model_open_gguf_memory(const void *data, size_t size, const char *n
 void model_close(struct model_file *mf);
 
 const struct model_tensor *model_find(const struct model_file *mf, const char *name);
+/* Enters the mapped files' pages into the page tables, one call per file (MADV_POPULATE_READ, Linux
+ * 5.14 and later; elsewhere nothing): the weights' upload that reads them all then takes no page fault
+ * per 64 KiB. A hint: failure changes nothing. */
+void model_prefault(const struct model_file *mf);
 
 /* Frequency bins after the three stride-2 subsampling convs: ceil(n/2) thrice, or floor(n/2)+1 thrice
  * (causal_sub: 128 -> 65 -> 33 -> 17). */

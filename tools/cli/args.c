@@ -123,10 +123,11 @@ static const struct cli_opt shared_opts[] = {
                   [CMD_COMPARE] = "print the comparison as one JSON object"}},
     {.names = "-v, --verbose", .kind = ARG_FLAG, .field = COMMON(verbose), .cmds = ALL_MODEL,
      .help = "more log messages",
-     .help_for = {[CMD_TRANSCRIBE] = "more log messages: the attention chosen, the memory plan and the\n"
-                                     "subsampling tiles, and per file its timings, planned and peak\n"
-                                     "device memory and the process's peak host memory; with --batch,\n"
-                                     "each packed batch's features, encoder and decoder times",
+     .help_for = {[CMD_TRANSCRIBE] = "more log messages: the start-up split (start-up: lines), the\n"
+                                     "attention chosen, the memory plan and the subsampling tiles, and\n"
+                                     "per file its timings, planned and peak device memory and the\n"
+                                     "process's peak host memory; with --batch, each packed batch's\n"
+                                     "features, encoder and decoder times",
                   [CMD_LIVE] = "model, device and, at the end, the stream's figures on stderr: windows,\n"
                                "compute per audio second, finalisation latency (median, 95th percentile)",
                   [CMD_COMPARE] = "device timings and notes on stderr"}},

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "vk_internal.h"
 
 /* Debian 12's headers predate VK_KHR_cooperative_matrix: declare the one constant we query by. */
@@ -414,10 +415,11 @@ void vk_describe_unusable(const vkasr_device_info *infos, uint32_t n, char *buf,
     }
 }
 
-static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysicalDevice *out,
-                                  vkasr_device_info *chosen, struct err *e) {
+static vkasr_status select_device(struct vk_device *d, const char *want, bool gpu_only, VkPhysicalDevice *out,
+                                  vkasr_device_info *chosen, uint32_t *count, struct err *e) {
     uint32_t n = 0;
     VK_CHECK(e, vkEnumeratePhysicalDevices(d->instance, &n, NULL));
+    *count = n;
     if (n == 0)
         return err_set(e, VKASR_ERR_NO_DEVICE, "no Vulkan device found (the loader lists none)");
     VkPhysicalDevice *pds = calloc(n, sizeof *pds);
@@ -459,9 +461,12 @@ static vkasr_status select_device(struct vk_device *d, const char *want, VkPhysi
                              infos[pick].missing);
         } else {
             for (uint32_t i = 0; i < n; i++)
-                if (infos[i].usable && (pick < 0 || type_rank(infos[i].type) < type_rank(infos[pick].type)))
+                if (infos[i].usable && !(gpu_only && strcmp(infos[i].type, "cpu") == 0) &&
+                    (pick < 0 || type_rank(infos[i].type) < type_rank(infos[pick].type)))
                     pick = (int)i;
-            if (pick < 0) {
+            if (pick < 0 && gpu_only) {
+                st = err_set(e, VKASR_ERR_NO_DEVICE, "no Vulkan GPU found");
+            } else if (pick < 0) {
                 /* Name every device: the one the user meant to use may not be device 0. */
                 char why[900];
                 vk_describe_unusable(infos, n, why, sizeof why);
@@ -735,11 +740,21 @@ static void vk_device_memory(const struct be_device *bd, struct be_memory *out) 
         out->used = b.heapUsage[d->heap_index];
 }
 
+static void vk_device_pipelines(const struct be_device *bd, struct be_pipelines *out) {
+    struct vk_device *d = (struct vk_device *)bd;
+    *out = (struct be_pipelines){
+        .created = (unsigned)atomic_load(&d->pipelines_created),
+        .cache_hits = (unsigned)atomic_load(&d->pipeline_cache_hits),
+        .create_ms = (double)atomic_load(&d->pipeline_us) * 1e-3,
+    };
+}
+
 static const struct be_device_vtbl vk_device_vtbl = {
     .destroy = vk_device_destroy,
     .create_backend = vk_backend_create,
     .validation_messages = vk_device_validation,
     .memory = vk_device_memory,
+    .pipelines = vk_device_pipelines,
 };
 
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
@@ -757,16 +772,24 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     atomic_init(&d->allocated, 0);
     atomic_init(&d->pipelines_created, 0);
     atomic_init(&d->pipeline_cache_hits, 0);
+    atomic_init(&d->pipeline_us, 0);
     d->profile = opt->profile || env_flag("VKASR_PROFILE");
     d->submit_batch = env_u32(d->base.log, "VKASR_SUBMIT_BATCH", 96, VK_MAX_SUBMIT_BATCH);
     bool validation = opt->validation || env_flag("VKASR_VALIDATION");
 
     vkasr_device_info info;
+    double t[5] = {clock_ms()}; /* -v's start-up split: instance, selection, creation, pipeline cache */
     vkasr_status st = vk_instance_create(validation, d, &d->instance, e);
+    t[1] = clock_ms();
+    uint32_t ndev = 0;
     if (st == VKASR_OK)
-        st = select_device(d, opt->device, &d->phys, &info, e);
+        st = select_device(d, opt->device, opt->gpu_only, &d->phys, &info, &ndev, e);
+    t[2] = clock_ms();
+    if (st != VKASR_OK && opt->gpu_only) /* no GPU to be had here (no driver, none found): the caller's fallback */
+        st = e->code = VKASR_ERR_NO_DEVICE;
     if (st == VKASR_OK)
         st = create_logical(d, &info, opt->want_f16, e);
+    t[3] = clock_ms();
     if (st == VKASR_OK) {
         /* Pipelines created at once: the requester and the creation workers (vk_pipeline.c). A GPU
          * driver compiles each on the calling thread, so the kernels of a first run compile in
@@ -780,6 +803,14 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
         vk_device_destroy(&d->base);
         return st;
     }
+    t[4] = clock_ms();
+    LOG_INFO(d->base.log, "start-up: Vulkan instance %.1f ms", t[1] - t[0]);
+    LOG_INFO(d->base.log, "start-up: device selection %.1f ms (%u device%s described)", t[2] - t[1], ndev,
+             ndev == 1 ? "" : "s");
+    LOG_INFO(d->base.log, "start-up: device creation %.1f ms (%s)", t[3] - t[2], info.name);
+    LOG_INFO(d->base.log, "start-up: pipeline layout and cache %.1f ms (%zu bytes of cache read)", t[4] - t[3],
+             d->pcache_loaded);
+    vk_pipelines_prewarm(d);
     snprintf(d->base.info.name, sizeof d->base.info.name, "%s", info.name);
     d->base.info.f16 = d->caps.f16;
     d->base.info.coopmat = d->caps.coopmat_nv;

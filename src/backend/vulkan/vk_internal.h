@@ -62,6 +62,7 @@ struct vk_pipeline_entry {
     uint32_t nspec;
     enum vk_pipeline_state state;
     bool queued;                     /* waiting for a worker (a waiter may take it over)        */
+    bool used;                       /* a run waited for it (the warm list: vk_pcache_save_warm) */
     struct vk_pipeline_entry *next;  /* the workers' queue                                      */
     VkPipeline pipeline;
     struct err err;                  /* why creation failed (VK_PIPE_FAILED)                    */
@@ -97,6 +98,7 @@ struct vk_device {
                                         properties: each new pipeline's statistics are logged   */
     atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
     atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
+    atomic_uint_fast64_t pipeline_us; /* microseconds in vkCreateComputePipelines, all threads   */
     pthread_mutex_t pipe_lock;
     pthread_cond_t pipe_done;        /* broadcast when a creation finishes                      */
     struct vk_pipeline_entry **pipes; /* stable entries: the creation workers hold them         */
@@ -135,6 +137,18 @@ void vk_pipelines_destroy(struct vk_device *d);
  * vkasr version, and writes it back atomically; problems with the file cost only the cache. */
 vkasr_status vk_pcache_create(struct vk_device *d, struct err *e);
 void vk_pcache_save(struct vk_device *d);
+/* The warm list beside the cache: the pipelines the last device of this key used. Read when a device
+ * with creation workers and a loaded cache opens (entries malloc'd, the list's path in path; 0: none),
+ * written at close (when it changed). */
+struct vk_warm_entry {
+    enum spv_id spv;
+    uint32_t nspec;
+    uint32_t spec[8];
+};
+size_t vk_pcache_load_warm(const struct vk_device *d, struct vk_warm_entry **out, char *path, size_t size);
+void vk_pcache_save_warm(struct vk_device *d);
+/* Queues the warm list's pipelines for the creation workers (vk_device_open's last step). */
+void vk_pipelines_prewarm(struct vk_device *d);
 /* The entry of a shader and its specialization constants (ids 0..nspec-1); on first request its
  * creation starts: queued for the creation workers where d->pipe_threads > 0, else at once.
  * Thread-safe. */

@@ -1,10 +1,29 @@
 /* vk_memory.c — device memory blocks: one VkBuffer + VkDeviceMemory each, addressed by buffer device
  * address, counted against the heap (or VKASR_MAX_DEVICE_MEMORY_MIB). The arenas that bump-allocate
  * tensors inside them are the shared ones (arena.h), fed by vk_blocks. */
+#define _DEFAULT_SOURCE /* madvise's MADV_HUGEPAGE */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "vk_internal.h"
+
+/* A CPU driver's (lavapipe's) mapped device memory is the process's own anonymous memory, untouched until
+ * written: its 2 MiB-aligned interior is marked for transparent huge pages, so that the first write (the
+ * weights' upload, a session's activations) faults it in 2 MiB at a time, not 4 KiB. A hint: where the
+ * memory is something else, madvise refuses and nothing changes. */
+static void hint_huge_pages(void *map, uint64_t size) {
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20, lo = ((uintptr_t)map + huge - 1) & ~(huge - 1),
+                    hi = ((uintptr_t)map + (uintptr_t)size) & ~(huge - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)map;
+    (void)size;
+#endif
+}
 
 vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, struct vk_block *b, struct err *e) {
     memset(b, 0, sizeof *b);
@@ -61,6 +80,8 @@ vkasr_status vk_block_create(struct vk_device *d, uint64_t size, bool staging, s
         vk_block_destroy(d, b);
         return vk_fail(e, r, "vkBindBufferMemory/vkMapMemory", __FILE__, __LINE__);
     }
+    if (b->map && !staging && d->caps.cpu)
+        hint_huge_pages(b->map, req.size);
     VkBufferDeviceAddressInfo ba = {.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO, .buffer = b->buf};
     b->addr = vkGetBufferDeviceAddress(d->dev, &ba);
     b->size = size;

@@ -126,6 +126,7 @@ static vkasr_status create_pipeline(struct vk_device *d, enum spv_id spv, const 
     VkResult r = vkCreateComputePipelines(d->dev, d->cache, 1, &ci, NULL, out);
     const double ms = clock_ms() - t0;
     vkDestroyShaderModule(d->dev, mod, NULL);
+    atomic_fetch_add(&d->pipeline_us, (uint_fast64_t)(ms * 1e3));
     if (r == VK_SUCCESS) {
         atomic_fetch_add(&d->pipelines_created, 1);
         if (d->pipeline_stats)
@@ -324,6 +325,22 @@ vkasr_status vk_pipeline_request(struct vk_device *d, enum spv_id spv, const uin
     return VKASR_OK; /* a failed creation is reported by vk_pipeline_wait */
 }
 
+void vk_pipelines_prewarm(struct vk_device *d) {
+    char path[sizeof d->pcache_path + 16];
+    struct vk_warm_entry *w = NULL;
+    const size_t n = vk_pcache_load_warm(d, &w, path, sizeof path);
+    unsigned queued = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct vk_pipeline_entry *p;
+        struct err e = {0};
+        if (vk_pipeline_request(d, w[i].spv, w[i].spec, w[i].nspec, &p, &e) == VKASR_OK)
+            queued++; /* a failed creation is the first use's to report */
+    }
+    free(w);
+    if (queued)
+        LOG_INFO(d->base.log, "start-up: %u pipelines the last run used queued for creation (%s)", queued, path);
+}
+
 vkasr_status vk_pipeline_wait(struct vk_pipeline_entry *p, VkPipeline *out, struct err *e) {
     return vk_pipeline_wait_abortable(p, out, NULL, NULL, e);
 }
@@ -356,6 +373,7 @@ vkasr_status vk_pipeline_wait_abortable(struct vk_pipeline_entry *p, VkPipeline 
         }
     }
     const bool ok = p->state == VK_PIPE_READY;
+    p->used = p->used || ok;
     *out = p->pipeline;
     if (!ok)
         *e = p->err;
@@ -377,6 +395,7 @@ void vk_pipelines_destroy(struct vk_device *d) {
     settle_creations(d);
     pthread_mutex_unlock(&d->pipe_lock);
     vk_pcache_save(d);
+    vk_pcache_save_warm(d);
     for (size_t i = 0; i < d->npipes; i++) {
         if (d->pipes[i]->pipeline)
             vkDestroyPipeline(d->dev, d->pipes[i]->pipeline, NULL);

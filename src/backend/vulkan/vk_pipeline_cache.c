@@ -4,7 +4,8 @@
  * ~/.cache/vkasr; VKASR_NO_PIPELINE_CACHE=1: off): our header (magic, key, size, checksum), then
  * vkGetPipelineCacheData's bytes. Loaded only when everything matches (else an INFO log), written at
  * device close through a temporary file renamed over the old one, so readers never see a partial file.
- * Every failure only costs the cache. */
+ * Every failure only costs the cache. Beside it, the warm list: the pipelines the last run used, created
+ * by the next device's creation workers while its model's weights upload. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +234,110 @@ void vk_pcache_save(struct vk_device *d) {
         LOG_INFO(lg, "pipeline cache: %zu bytes written to %s (%u pipelines created, %u of them found in the cache%s)",
                  bytes, d->pcache_path, created, hits, d->creation_feedback ? "" : " as far as the driver says");
     free(data);
+}
+
+/* ---- the warm list ---- */
+
+/* warm-KEY.txt beside pipelines-KEY.bin; false when the cache is off. */
+static bool warm_path(const struct vk_device *d, char *buf, size_t size) {
+    const char *slash = strrchr(d->pcache_path, '/');
+    if (!slash || strncmp(slash + 1, "pipelines-", 10) != 0)
+        return false;
+    const char *key = slash + 11;
+    size_t klen = strlen(key);
+    if (klen > 4 && strcmp(key + klen - 4, ".bin") == 0)
+        klen -= 4;
+    int n = snprintf(buf, size, "%.*s/warm-%.*s.txt", (int)(slash - d->pcache_path), d->pcache_path, (int)klen, key);
+    return n > 0 && (size_t)n < size;
+}
+
+/* The list's text: one line per used pipeline of a shipped shader, "NAME NSPEC S0 S1 ...". malloc'd. */
+static char *warm_text(const struct vk_device *d, size_t *len) {
+    size_t cap = 1, n = 0; /* a line: the name, then at most 9 numbers of up to 10 digits, blanks, newline */
+    for (size_t i = 0; i < d->npipes; i++)
+        if (d->pipes[i]->spv < SPV_COUNT)
+            cap += strlen(spv_table[d->pipes[i]->spv].name) + 9 * 11 + 1;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    t[0] = '\0';
+    for (size_t i = 0; i < d->npipes; i++) {
+        const struct vk_pipeline_entry *p = d->pipes[i];
+        if (!p->used || p->spv >= SPV_COUNT)
+            continue;
+        n += (size_t)snprintf(t + n, cap - n, "%s %u", spv_table[p->spv].name, p->nspec);
+        for (uint32_t k = 0; k < p->nspec; k++)
+            n += (size_t)snprintf(t + n, cap - n, " %u", p->spec[k]);
+        n += (size_t)snprintf(t + n, cap - n, "\n");
+    }
+    *len = n;
+    return t;
+}
+
+size_t vk_pcache_load_warm(const struct vk_device *d, struct vk_warm_entry **out, char *path, size_t size) {
+    char name[128];
+    *out = NULL;
+    if (d->pipe_threads == 0 || d->pcache_loaded == 0 || !warm_path(d, path, size))
+        return 0; /* no workers to create them meanwhile, or no cache to create them from */
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = 0, cap = 0;
+    unsigned nspec;
+    while (fscanf(f, "%127s %u", name, &nspec) == 2 && nspec <= 8) {
+        struct vk_warm_entry w = {.nspec = nspec};
+        unsigned k = 0;
+        while (k < nspec && fscanf(f, "%u", &w.spec[k]) == 1)
+            k++;
+        if (k < nspec)
+            break;
+        uint32_t id = 0;
+        while (id < SPV_COUNT && strcmp(spv_table[id].name, name) != 0)
+            id++;
+        if (id == SPV_COUNT)
+            continue; /* a shader this build does not have */
+        if (n == cap) {
+            cap = cap ? 2 * cap : 32;
+            struct vk_warm_entry *g = realloc(*out, cap * sizeof *g);
+            if (!g)
+                break;
+            *out = g;
+        }
+        w.spv = (enum spv_id)id;
+        (*out)[n++] = w;
+    }
+    fclose(f);
+    return n;
+}
+
+void vk_pcache_save_warm(struct vk_device *d) {
+    char path[sizeof d->pcache_path + 16], tmp[sizeof path + 16];
+    size_t len = 0;
+    if (!d->pcache_path[0] || !warm_path(d, path, sizeof path))
+        return;
+    char *text = warm_text(d, &len);
+    if (!text || len == 0) {
+        free(text);
+        return;
+    }
+    size_t old_len = 0;
+    char *old = NULL;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        old = malloc(len + 1);
+        old_len = old ? fread(old, 1, len + 1, f) : 0;
+        fclose(f);
+    }
+    const bool same = old && old_len == len && memcmp(old, text, len) == 0;
+    free(old);
+    int fd = -1;
+    if (!same && snprintf(tmp, sizeof tmp, "%s.XXXXXX", path) < (int)sizeof tmp && (fd = mkstemp(tmp)) >= 0) {
+        f = fdopen(fd, "wb");
+        bool ok = f && fwrite(text, 1, len, f) == len;
+        if (f ? fclose(f) != 0 : close(fd) != 0)
+            ok = false;
+        if (!ok || rename(tmp, path) != 0)
+            remove(tmp);
+    }
+    free(text);
 }

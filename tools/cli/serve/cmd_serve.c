@@ -44,6 +44,7 @@ struct serve_cli {
     struct serve_opts o;
     const char *model_name;
     const char *devices;           /* --devices as given                                        */
+    int sessions;                  /* --sessions: per device; 0: auto (pool_sessions)           */
 };
 #define SO(member) ARG_FIELD(struct serve_cli, o.member)
 
@@ -96,6 +97,13 @@ static int arg_streams(const char *opt, const char *v, void *field) {
     long n;
     return cli_parse_long(v, 1, 100000, &n) ? (*(unsigned *)field = (unsigned)n, EXIT_OK) : bad_value(opt, v);
 }
+static int arg_sessions(const char *opt, const char *v, void *field) {
+    long n = 0;
+    if (strcmp(v, "auto") && !cli_parse_long(v, 1, POOL_MAX_SESSIONS, &n))
+        return bad_value(opt, v);
+    *(int *)field = (int)n;
+    return EXIT_OK;
+}
 static int arg_name(const char *opt, const char *v, void *field) {
     return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
 }
@@ -119,7 +127,9 @@ static const struct cli_opt serve_table[] = {
     OPT_VALUE("--max-queue", "N", SO(max_queue), arg_queue,
               "requests waiting for the device at most (default 256): 503 beyond"),
     OPT_VALUE("--batch-wait-ms", "MS", SO(batch_wait_ms), arg_wait_ms,
-              "how long a request waits for others to share its batch (default 5)"),
+              "how long a free worker waits for more requests to share its turn\n"
+              "(default 0: a turn starts as soon as a worker is free, with the\n"
+              "requests waiting then)"),
     OPT_VALUE("--max-batch", "N", SO(max_batch), arg_batch, "requests in one batch turn at most (default 256)"),
     OPT_VALUE("--solo-seconds", "S", SO(solo_seconds), arg_seconds,
               "inputs longer than S seconds run alone, in turns alternating with\nthe batches of shorter ones (default 60)"),
@@ -143,9 +153,14 @@ static const struct cli_opt serve_table[] = {
     ARGS_SHARED,
     OPT_VALUE("--devices", "LIST", ARG_FIELD(struct serve_cli, devices), arg_devices,
               "several devices in one process (comma-separated, as -d takes them: 0,1\n"
-              "or cuda:0,cuda:1), a session and worker each (the devices load the model\n"
+              "or cuda:0,cuda:1), --sessions workers each (the devices load the model\n"
               "at the same time); each worker takes the next turn of the one queue when\n"
-              "it is free. A device named twice gets two workers on one model"),
+              "it is free. A device named twice gets its workers twice on one model"),
+    OPT_VALUE("--sessions", "N|auto", ARG_FIELD(struct serve_cli, sessions), arg_sessions,
+              "sessions per device, each a worker taking turns (1 to 8); auto (the\n"
+              "default): 2 on a GPU through Vulkan when one device is named (one\n"
+              "turn's host work and decoder run while the other's encoder keeps the\n"
+              "GPU busy), else 1"),
 };
 
 static const struct cli_command serve_command = {
@@ -181,7 +196,7 @@ int cmd_serve(int argc, char **argv) {
     struct cli_common common = cli_common_default();
     struct serve_cli cli = {
         .o = {.host = "127.0.0.1", .port = 8080, .api_key = getenv("VKASR_API_KEY"), .max_upload = 256u << 20,
-              .max_concurrent = 64, .timeout_s = 30, .max_queue = 256, .batch_wait_ms = 5, .max_batch = 256,
+              .max_concurrent = 64, .timeout_s = 30, .max_queue = 256, .batch_wait_ms = 0, .max_batch = 256,
               .solo_seconds = 60, .tp = vkasr_transcribe_params_default(), .max_streams = 16,
               .stream_max_s = 3600, .stream_idle_s = 60, .ws_max_message = 4u << 20},
     };
@@ -219,9 +234,10 @@ int cmd_serve(int argc, char **argv) {
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-answer is an error of that write only */
 
-    /* a model per distinct device, a session and worker per entry */
+    /* a model per distinct device, --sessions sessions and workers per entry */
     struct pool *pool = NULL;
-    const struct pool_params pp = {.model = model, .mp = cli_model_params(&common), .devices = &dev, .sessions = 1};
+    const struct pool_params pp = {.model = model, .mp = cli_model_params(&common), .devices = &dev,
+                                   .sessions = pool_sessions(&dev, cli.sessions)};
     if ((rc = pool_open(&pp, &pool)) != EXIT_OK) {
         pool_devices_free(&dev);
         return rc;

@@ -22,7 +22,8 @@ struct serve_opts {
     unsigned max_concurrent;       /* open connections at most                                  */
     unsigned timeout_s;            /* a connection idle this long is closed                     */
     size_t max_queue;              /* requests waiting for the worker at most                   */
-    int batch_wait_ms;             /* how long the oldest request waits for others to join it   */
+    int batch_wait_ms;             /* how long a free worker lets the oldest request wait for
+                                    * others to join its turn (0: none)                         */
     size_t max_batch;              /* requests packed into one turn at most (SERVE_MAX_BATCH)   */
     double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
     vkasr_transcribe_params tp;    /* no callbacks                                              */

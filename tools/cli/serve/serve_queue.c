@@ -1,8 +1,9 @@
-/* serve_queue.c — the request queue of `vkasr serve`: each request queues a turn on the worker pool
- * (pool.c, a worker per device session), and the worker that runs it takes the next turn: requests wait at
- * most --batch-wait-ms for others, then run packed in one vkasr_transcribe_batch call; inputs over
- * --solo-seconds, and streamed answers (stream=true: events as segments complete), run alone, in turns
- * alternating with the short. */
+/* serve_queue.c — the request queue of `vkasr serve`: each request (decoded by its connection's thread)
+ * queues a turn on the worker pool (pool.c, a worker per device session, two per GPU by default), and the
+ * worker that runs it takes the next turn as soon as it is free: the requests waiting then (after
+ * --batch-wait-ms, 0 by default), packed in one vkasr_transcribe_batch call; inputs over --solo-seconds,
+ * and streamed answers (stream=true: events as segments complete), run alone, in turns alternating with
+ * the short. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -358,16 +359,19 @@ static void warm_up(struct pool_worker *w, void *arg) {
     pthread_mutex_unlock(&q->mu);
 }
 
-/* A turn, the pool's job queued with each request: the worker gives others the batch wait (from the
- * oldest's arrival) to join unless the turn is full, then takes the turn. Another worker may have taken
- * the requests meanwhile: each request queues one turn and each turn takes at least one request while
- * any waits, so none is left without a turn to run it. */
+/* A turn, the pool's job queued with each request: a free worker takes the requests waiting, at once
+ * (--batch-wait-ms 0: requests that arrive while the device is busy gather in the queue and share the
+ * next free worker's turn) or after giving others the batch wait from the oldest's arrival unless the
+ * turn is full. Another worker may have taken the requests meanwhile: each request queues one turn and
+ * each turn takes at least one request while any waits, so none is left without a turn to run it. */
 static void next_turn(struct pool_worker *w, void *arg) {
     struct serve_queue *q = arg;
     struct serve_job *jobs[SERVE_MAX_BATCH];
     pthread_mutex_lock(&q->mu);
     size_t n = 0;
-    if (q->head) {
+    if (q->head && q->o->batch_wait_ms == 0) {
+        n = take_turn(q, jobs);
+    } else if (q->head) {
         struct timespec until = deadline_in(q->head->t_enqueue + q->o->batch_wait_ms * 1e-3 - now_s());
         while (!q->stopping && q->count < q->o->max_batch && pthread_cond_timedwait(&q->work, &q->mu, &until) == 0) {
         }
