@@ -189,6 +189,8 @@ struct lstm {
     const struct op_lstm_step *a;
     int64_t B, P, In;
     float *gates;       /* [B, 4P]: b + W_ih x + W_hh h of each row that runs                      */
+    const float **half; /* [B]: row r's b + W_ih x from the cache, or NULL (computed here)          */
+    float **store;      /* [B]: where row r's computed b + W_ih x goes for the cache, or NULL         */
     vkasr_status st;
 };
 
@@ -212,8 +214,14 @@ static void lstm_panel(void *ctx, int64_t g0, int64_t g1) {
             if (!lstm_row_runs(a, r))
                 continue;
             float *g = S->gates + r * G + n0;
-            memcpy(g, ref_f32(&a->b) + n0, (size_t)n * sizeof *g);
-            cpu_gemv(&a->w_ih, n0, n, S->In, ref_f32(&a->x) + r * S->In, g, true, tmp);
+            if (S->half[r]) { /* (b + W_ih x) + W_hh h, the sums below in the same order */
+                memcpy(g, S->half[r] + n0, (size_t)n * sizeof *g);
+            } else {
+                memcpy(g, ref_f32(&a->b) + n0, (size_t)n * sizeof *g);
+                cpu_gemv(&a->w_ih, n0, n, S->In, ref_f32(&a->x) + r * S->In, g, true, tmp);
+                if (S->store[r])
+                    memcpy(S->store[r] + n0, g, (size_t)n * sizeof *g);
+            }
             cpu_gemv(&a->w_hh, n0, n, S->P, ref_f32(&a->h) + r * S->P, g, true, tmp);
         }
     }
@@ -224,14 +232,42 @@ static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 vkasr_status cpu_lstm_step(struct backend *b, const struct op_lstm_step *a) {
     struct lstm S = {.a = a, .B = a->h.nd == 2 ? a->h.ne[0] : 1, .P = a->h.ne[a->h.nd - 1], .In = a->x.ne[a->x.nd - 1]};
-    const int64_t G = 4 * S.P;
-    if (!(S.gates = malloc((size_t)(S.B * G > 0 ? S.B * G : 1) * sizeof *S.gates)))
+    const int64_t G = 4 * S.P, nb = S.B > 0 ? S.B : 1;
+    S.gates = malloc((size_t)(S.B * G > 0 ? S.B * G : 1) * sizeof *S.gates);
+    S.half = calloc((size_t)nb, sizeof *S.half);
+    S.store = calloc((size_t)nb, sizeof *S.store);
+    int *slot = malloc((size_t)nb * sizeof *slot);
+    if (!S.gates || !S.half || !S.store || !slot) {
+        free(S.gates);
+        free(S.half);
+        free(S.store);
+        free(slot);
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "lstm_step: out of host memory for the gates [%lld, %lld]",
                        (long long)S.B, (long long)G);
+    }
+    struct cpu_lstm_cache **cache = &((struct cpu_backend *)b)->lstm;
+    /* the cache is keyed by the weights' addresses: only weights that outlive the backend unchanged
+     * (the model's), never its scratch, whose addresses come back with other contents */
+    struct be_arena_block blk;
+    const bool cacheable = !be_arena_find(&b->scratch, a->w_ih.addr, 1, &blk) &&
+                           !be_arena_find(&b->scratch, a->b.addr, 1, &blk);
+    for (int64_t r = 0; r < S.B; r++) {
+        slot[r] = -1;
+        if (cacheable && lstm_row_runs(a, r))
+            S.half[r] = cpu_lstm_cache_find(cache, (const void *)(uintptr_t)a->w_ih.addr,
+                                            (const void *)(uintptr_t)a->b.addr, ref_f32(&a->x) + r * S.In, S.In, G,
+                                            &S.store[r], &slot[r]);
+    }
     const int threads = cpu_pool_threads(cpu_pool_of(b));
     int64_t chunk = (G + threads - 1) / threads;
     chunk = chunk < PANEL_ROWS ? PANEL_ROWS : (chunk + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
     cpu_pool_run(cpu_pool_of(b), G, chunk, lstm_panel, &S);
+    for (int64_t r = 0; r < S.B && S.st == VKASR_OK; r++)
+        if (S.store[r])
+            cpu_lstm_cache_commit(*cache, slot[r]);
+    free(S.half);
+    free(S.store);
+    free(slot);
     if (S.st != VKASR_OK) {
         free(S.gates);
         return err_set(&b->err, S.st, "lstm_step: out of host memory for a weight row in f32");
