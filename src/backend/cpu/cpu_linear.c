@@ -258,10 +258,8 @@ vkasr_status cpu_lstm_step(struct backend *b, const struct op_lstm_step *a) {
                                             (const void *)(uintptr_t)a->b.addr, ref_f32(&a->x) + r * S.In, S.In, G,
                                             &S.store[r], &slot[r]);
     }
-    const int threads = cpu_pool_threads(cpu_pool_of(b));
-    int64_t chunk = (G + threads - 1) / threads;
-    chunk = chunk < PANEL_ROWS ? PANEL_ROWS : (chunk + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
-    cpu_pool_run(cpu_pool_of(b), G, chunk, lstm_panel, &S);
+    /* panels of rows, claimed by whichever thread is free (a few per thread) */
+    cpu_pool_run(cpu_pool_of(b), G, PANEL_ROWS, lstm_panel, &S);
     for (int64_t r = 0; r < S.B && S.st == VKASR_OK; r++)
         if (S.store[r])
             cpu_lstm_cache_commit(*cache, slot[r]);
