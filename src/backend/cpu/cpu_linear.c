@@ -11,7 +11,11 @@
 #include "cpu_internal.h"
 
 #define PANEL_ROWS 64   /* weight rows per matrix-vector pass (their x rows reused from cache)    */
-#define ROW_CHUNK 256   /* x rows per product: bounds a panel's product buffer                  */
+/* x rows per product: each chunk packs the weights anew, so as many as a CPU step's chunk of a large
+ * model's sublayer (512 rows of a 0.6B feed-forward, src/asr/steps.c); bounds a panel's product
+ * buffer (ROW_CHUNK x its columns) and keeps A's k block (ROW_CHUNK x CPU_GEMM_KC) in the second-level
+ * cache */
+#define ROW_CHUNK 512
 
 /* ---- linear ---------------------------------------------------------------------------------------- */
 
