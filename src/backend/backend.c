@@ -10,6 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__linux__) && !defined(__ANDROID__)
+#include <dirent.h>
+#include <unistd.h>
+#endif
+
 #include "backend.h"
 
 const char *be_device_suffix(const char *s, const char *prefix) {
@@ -21,8 +26,37 @@ const char *be_device_suffix(const char *s, const char *prefix) {
     return s[n] == ':' ? s + n + 1 : NULL;
 }
 
+/* Whether this Linux machine has no device node a GPU's Vulkan driver could use: no DRM render node
+ * (/dev/dri/renderD*: Mesa's drivers), no /dev/nvidia0 (NVIDIA's), no /dev/dxg (WSL's), and no driver
+ * list named in the environment. Then the default device is the CPU backend without asking Vulkan,
+ * whose loader would load every installed driver (lavapipe's LLVM among them) only to find none: a
+ * tenth of a second of CPU at each start. Elsewhere (other systems, containers passing a GPU's nodes
+ * through) Vulkan is asked as before. */
+static bool surely_no_gpu(void) {
+#if defined(__linux__) && !defined(__ANDROID__)
+    static const char *const env[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++)
+        if (getenv(env[i]) && *getenv(env[i]))
+            return false;
+    if (access("/dev/nvidia0", F_OK) == 0 || access("/dev/dxg", F_OK) == 0)
+        return false;
+    DIR *d = opendir("/dev/dri");
+    if (!d)
+        return true;
+    bool render = false;
+    for (struct dirent *de; !render && (de = readdir(d));)
+        render = strncmp(de->d_name, "renderD", 7) == 0;
+    closedir(d);
+    return !render;
+#else
+    return false;
+#endif
+}
+
 /* Whether a usable Vulkan device that is not a CPU driver exists (the default device's choice). */
 static bool vulkan_gpu_present(void) {
+    if (surely_no_gpu())
+        return false;
     vkasr_device_info info[16];
     size_t n = 0;
     struct err e = {0};
