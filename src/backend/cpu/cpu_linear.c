@@ -27,19 +27,40 @@ struct lin {
     vkasr_status st;    /* VKASR_ERR_NO_MEMORY once a panel could not get its buffers             */
 };
 
+/* One row of the common case: y = act(v + bias) * alpha (+ res), each loop with its activation fixed,
+ * so that those without a libm call vectorise (the same expressions, the same bits). */
+#define EPI_ROW(ACT)                                                                                   \
+    do {                                                                                               \
+        if (bn && rr)                                                                                \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = rr[j] + cpu_act(vr[j] + bn[j], ACT) * alpha;                                 \
+        else if (bn)                                                                                 \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = cpu_act(vr[j] + bn[j], ACT) * alpha;                                         \
+        else if (rr)                                                                                   \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = rr[j] + cpu_act(vr[j] + 0.0f, ACT) * alpha;                                    \
+        else                                                                                           \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = cpu_act(vr[j] + 0.0f, ACT) * alpha;                                            \
+    } while (0)
+
 /* y[m, n0 .. n0+n) = epilogue(v [rows, ldv] (value columns), g (gate columns, GLU) ) for rows m0 ... */
 CPU_CLONES static void epilogue(const struct lin *L, int64_t m0, int64_t rows, int64_t n0, int64_t n, const float *v,
                      const float *g, int64_t ldv) {
     const struct op_linear *a = L->a;
     const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
     if (!L->glu && a->y.type == BE_F32 && (!a->res.addr || a->res.type == BE_F32)) { /* the common case */
+        const float alpha = a->alpha;
         for (int64_t m = 0; m < rows; m++) {
-            const float *vr = v + m * ldv;
+            const float *vr = v + m * ldv, *bn = bias ? bias + n0 : NULL;
             float *yr = ref_f32(&a->y) + (m0 + m) * L->Ny + n0;
             const float *rr = a->res.addr ? ref_f32(&a->res) + (m0 + m) * L->Ny + n0 : NULL;
-            for (int64_t j = 0; j < n; j++) {
-                float r = cpu_act(vr[j] + (bias ? bias[n0 + j] : 0.0f), a->act) * a->alpha;
-                yr[j] = rr ? rr[j] + r : r;
+            switch (a->act) {
+            case ACT_NONE: EPI_ROW(ACT_NONE); break;
+            case ACT_RELU: EPI_ROW(ACT_RELU); break;
+            case ACT_SILU: EPI_ROW(ACT_SILU); break;
+            default: EPI_ROW(a->act); break;
             }
         }
         return;
