@@ -1,6 +1,7 @@
 /* cpu_linear.c — the CPU backend's linear and LSTM step: linear through the packed kernel (cpu_gemm.c)
  * on column panels of w, a panel per pool thread at a time, then the epilogue; the decoder's
- * matvec-hinted products and the LSTM step through cpu_gemv. Weights are read where they lie (f32, f16
+ * matvec-hinted products and the LSTM step through cpu_gemv (an input's b + W_ih x from cpu_lstm_cache.c
+ * when it repeats). Weights are read where they lie (f32, f16
  * widened inside the kernel's packing, blocks dequantized a panel segment at a time): no copy of the
  * model. A row's result never depends on how many rows a call has: each element's K order is its own. */
 #include <math.h>
