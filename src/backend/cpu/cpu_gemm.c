@@ -217,22 +217,6 @@ float cpu_h2f(uint16_t h) {
     return o.f;
 }
 
-/* Asks for rows NR .. 2 NR - 1 after src (the next panel's), `bytes` of each, into the second-level
- * cache: the products against this panel hide the memory's latency, which a packer reading short row
- * segments far apart otherwise waits for. (A prefetch past the matrix's end does not fault.) */
-static void prefetch_next(const void *src, int64_t ld_bytes, int64_t bytes) {
-#ifdef CPU_GEMM_X86
-    const char *p = (const char *)src + NR * ld_bytes;
-    for (int r = 0; r < NR; r++, p += ld_bytes)
-        for (int64_t o = 0; o < bytes; o += 64)
-            _mm_prefetch(p + o, _MM_HINT_T1);
-#else
-    (void)src;
-    (void)ld_bytes;
-    (void)bytes;
-#endif
-}
-
 void cpu_pack_f32(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t kc, float *panel) {
     const struct cpu_mat *m = ctx;
     const float *src = m->p + j0 * m->ld + k0;
@@ -249,7 +233,6 @@ void cpu_pack_f32(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t k
     for (int64_t r = r0; r < NR; r++)
         for (int64_t k = 0; k < kc; k++)
             panel[k * NR + r] = r < nr ? src[r * m->ld + k] : 0.0f;
-    prefetch_next(src, m->ld * (int64_t)sizeof *src, kc * (int64_t)sizeof *src);
 }
 
 void cpu_pack_f16(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t kc, float *panel) {
@@ -268,7 +251,6 @@ void cpu_pack_f16(const void *ctx, int64_t j0, int64_t nr, int64_t k0, int64_t k
     for (int64_t r = r0; r < NR; r++)
         for (int64_t k = 0; k < kc; k++)
             panel[k * NR + r] = r < nr ? cpu_h2f(src[r * m->ld + k]) : 0.0f;
-    prefetch_next(src, m->ld * (int64_t)sizeof *src, kc * (int64_t)sizeof *src);
 }
 
 /* ---- the product ------------------------------------------------------------------------------------ */
@@ -289,8 +271,7 @@ void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, c
         const bool first = k0 == 0;
         /* a panel of this k block (B rows j0 .. j0+NR, columns k0 .. k0+kc, k-major; missing rows 0),
          * then every row of A against it while it stays in the first-level cache: A's M x kc block
-         * stays in the second-level one over the panels, and the packer reads B a panel at a time
-         * (its next panel's rows prefetched behind the products) */
+         * stays in the second-level one over the panels */
         for (int64_t jp = 0; jp < panels; jp++) {
             const int64_t j0 = jp * NR, nc = N - j0 < NR ? N - j0 : NR;
             pack_b(bctx, j0, nc, k0, kc, pack);
