@@ -32,12 +32,12 @@ struct lin {
  * so that those without a libm call vectorise (the same expressions, the same bits). */
 #define EPI_ROW(ACT)                                                                                   \
     do {                                                                                               \
-        if (bn && rr)                                                                                \
+        if (bn && rr)                                                                                  \
             for (int64_t j = 0; j < n; j++)                                                            \
-                yr[j] = rr[j] + cpu_act(vr[j] + bn[j], ACT) * alpha;                                 \
-        else if (bn)                                                                                 \
+                yr[j] = rr[j] + cpu_act(vr[j] + bn[j], ACT) * alpha;                                   \
+        else if (bn)                                                                                   \
             for (int64_t j = 0; j < n; j++)                                                            \
-                yr[j] = cpu_act(vr[j] + bn[j], ACT) * alpha;                                         \
+                yr[j] = cpu_act(vr[j] + bn[j], ACT) * alpha;                                           \
         else if (rr)                                                                                   \
             for (int64_t j = 0; j < n; j++)                                                            \
                 yr[j] = rr[j] + cpu_act(vr[j] + 0.0f, ACT) * alpha;                                    \
