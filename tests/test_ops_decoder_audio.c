@@ -166,6 +166,78 @@ static void lstm_batch_case(struct th *h, be_dtype wt, int64_t B, int64_t in, in
     free(gw);
 }
 
+/* A decoder's steps: weights in the weights pool (a model's, as the CPU backend's per-input cache of
+ * b + W_ih x asks), B rows whose inputs repeat within the step (rows r and r + 2 alike) and across
+ * steps (the same x with new h and c). Every step must give the bits of the same step on a fresh
+ * backend of the device, which has computed nothing before. */
+static float repeat_rand(uint64_t *s) {
+    *s = *s * 6364136223846793005u + 1442695040888963407u;
+    return (float)((double)(*s >> 40) / (double)(1u << 24)) - 0.5f;
+}
+
+static bool repeat_step(struct backend *be, const be_tensor *w, int64_t B, int64_t in, int64_t p, const float *x,
+                        const float *hc, float *out) {
+    const uint64_t mark = be_mark(be);
+    be_tensor t[5]; /* x, h, c, h_out, c_out */
+    bool ok = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){B, in}, &t[0]) == VKASR_OK;
+    for (int i = 1; i < 5 && ok; i++)
+        ok = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, (int64_t[]){B, p}, &t[i]) == VKASR_OK;
+    const uint64_t nx = (uint64_t)(B * in) * 4, np = (uint64_t)(B * p) * 4;
+    ok = ok && be_upload(be, t[0].addr, x, nx) == VKASR_OK && be_upload(be, t[1].addr, hc, np) == VKASR_OK &&
+         be_upload(be, t[2].addr, hc + B * p, np) == VKASR_OK;
+    struct op_lstm_step a = {.x = t[0], .h = t[1], .c = t[2], .w_ih = w[0], .w_hh = w[1], .b = w[2],
+                             .h_out = t[3], .c_out = t[4]};
+    ok = ok && be_run(be, OP_lstm_step, &a) == VKASR_OK && be_sync(be) == VKASR_OK &&
+         be_download(be, out, t[3].addr, np) == VKASR_OK && be_download(be, out + B * p, t[4].addr, np) == VKASR_OK;
+    be_release(be, mark);
+    return ok;
+}
+
+static void lstm_repeat_case(struct th *h, int64_t B, int64_t in, int64_t p) {
+    th_case(h, "lstm_step repeated inputs B=%lld In=%lld P=%lld, weights in the weights pool", (long long)B,
+            (long long)in, (long long)p);
+    struct backend *dv = h->be[TH_DEV], *fresh = NULL;
+    struct err e = {0};
+    be_tensor w[3]; /* w_ih, w_hh, b */
+    const int64_t G = 4 * p, n[3] = {G * in, G * p, G};
+    float *buf = malloc((size_t)(n[0] + n[1] + n[2] + 2 * B * in + 4 * B * p + 2 * 2 * B * p) * sizeof *buf);
+    if (!buf)
+        exit(1);
+    float *wv = buf, *x = wv + n[0] + n[1] + n[2], *hc = x + 2 * B * in, *o1 = hc + 4 * B * p, *o2 = o1 + 2 * B * p;
+    uint64_t rng = 12345;
+    for (int64_t i = 0; i < n[0] + n[1] + n[2]; i++)
+        wv[i] = repeat_rand(&rng);
+    for (int64_t r = 0; r < B; r++) /* step 1's rows: r and r + 2 alike; step 2's: step 1's row 0, then 1 */
+        for (int64_t k = 0; k < in; k++) {
+            x[r * in + k] = r % 2 ? repeat_rand(&rng) : (r ? x[(r - 2) * in + k] : repeat_rand(&rng));
+            x[(B + r) * in + k] = x[(r % 2) * in + k];
+        }
+    for (int64_t i = 0; i < 4 * B * p; i++)
+        hc[i] = 2.0f * repeat_rand(&rng);
+    bool ok = be_backend_create(h->dev[TH_DEV], &fresh, &e) == VKASR_OK;
+    for (int i = 0; i < 3 && ok; i++) {
+        ok = be_alloc_tensor(dv, BE_POOL_WEIGHTS, BE_F32, i < 2 ? 2 : 1, i < 2 ? (int64_t[]){G, i ? p : in}
+                                                                           : (int64_t[]){G}, &w[i]) == VKASR_OK;
+        ok = ok && be_upload(dv, w[i].addr, wv + (i ? n[0] : 0) + (i > 1 ? n[1] : 0), (uint64_t)n[i] * 4) == VKASR_OK;
+    }
+    for (int step = 0; step < 2 && ok; step++) {
+        const float *xs = x + step * B * in, *hs = hc + step * 2 * B * p;
+        ok = repeat_step(dv, w, B, in, p, xs, hs, o1) && repeat_step(fresh, w, B, in, p, xs, hs, o2);
+        if (ok && memcmp(o1, o2, (size_t)(2 * B * p) * sizeof *o1) != 0) {
+            printf("FAIL [%s]: step %d differs from the same step on a fresh backend\n", h->name, step + 1);
+            h->failures++;
+        }
+    }
+    if (!ok) {
+        printf("FAIL [%s]: %s\n", h->name, e.msg[0] ? e.msg : dv->err.msg[0] ? dv->err.msg : fresh->err.msg);
+        h->failures++;
+    }
+    h->checks++;
+    if (fresh)
+        be_backend_destroy(fresh);
+    free(buf);
+}
+
 /* ---- stft_power ------------------------------------------------------------------------------- */
 
 enum sig { SIG_NOISE, SIG_TONE_THEN_SILENCE };
@@ -275,6 +347,7 @@ int main(void) {
     lstm_batch_case(&h, BE_F32, 7, 96, 96, 16);
     lstm_batch_case(&h, BE_F32, 33, 64, 40, 1);
     lstm_batch_case(&h, BE_F32, 2, 640, 640, 16);
+    lstm_repeat_case(&h, 4, 96, 80);
     /* f16 weights (an f16 session's decoder): vector loads (In, P multiples of 4), single weights (5, 3;
      * 1025), gated, and batches whose rows must equal the rows alone */
     if (h.dev[TH_DEV]->info.f16) {

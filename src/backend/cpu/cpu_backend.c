@@ -57,6 +57,7 @@ static void cpub_profile_reset(struct backend *bb) {}
 static void cpub_destroy(struct backend *bb) {
     struct cpu_backend *b = (struct cpu_backend *)bb;
     cpu_pool_destroy(b->pool);
+    cpu_lstm_cache_destroy(b->lstm);
     be_arena_destroy(&bb->scratch);
     free(b);
 }

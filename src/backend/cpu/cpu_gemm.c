@@ -20,7 +20,6 @@
 
 #define NR CPU_GEMM_NR /* B rows per panel (the kernel's columns)                                    */
 #define KC CPU_GEMM_KC /* k per block: a panel of B is NR x KC floats (16 KiB, first-level cache)      */
-#define MC 96          /* A rows per pass over the panels (MC x KC floats: second-level cache)         */
 
 /* ---- what this CPU runs ------------------------------------------------------------------------------ */
 
@@ -270,36 +269,33 @@ void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, c
     for (int64_t k0 = 0; k0 < K; k0 += KC) {
         const int64_t kc = K - k0 < KC ? K - k0 : KC;
         const bool first = k0 == 0;
-        /* every panel of this k block: B rows j0 .. j0+NR, columns k0 .. k0+kc, k-major; missing rows 0 */
-        for (int64_t jp = 0; jp < panels; jp++)
-            pack_b(bctx, jp * NR, N - jp * NR < NR ? N - jp * NR : NR, k0, kc, pack + jp * NR * KC);
-        /* MC rows of A against every panel (a panel stays in the first-level cache over the MC rows) */
-        for (int64_t i0 = 0; i0 < M; i0 += MC) {
-            const int64_t i1 = M - i0 < MC ? M : i0 + MC;
-            for (int64_t jp = 0; jp < panels; jp++) {
-                const int64_t j0 = jp * NR, nc = N - j0 < NR ? N - j0 : NR;
-                const float *pk = pack + jp * NR * KC;
-                const float *a = A + k0;
-                float *c = C + j0;
-                int64_t i = i0;
+        /* a panel of this k block (B rows j0 .. j0+NR, columns k0 .. k0+kc, k-major; missing rows 0),
+         * then every row of A against it while it stays in the first-level cache: A's M x kc block
+         * stays in the second-level one over the panels */
+        for (int64_t jp = 0; jp < panels; jp++) {
+            const int64_t j0 = jp * NR, nc = N - j0 < NR ? N - j0 : NR;
+            pack_b(bctx, j0, nc, k0, kc, pack);
+            const float *pk = pack;
+            const float *a = A + k0;
+            float *c = C + j0;
+            int64_t i = 0;
 #ifdef CPU_GEMM_X86
-                if (level == ISA_AVX512) {
-                    for (; i + 12 <= i1; i += 12)
-                        kern_avx512_12(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
-                    for (; i + 4 <= i1; i += 4)
-                        kern_avx512_4(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
-                    for (; i < i1; i++)
-                        kern_avx512_1(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
-                } else if (level == ISA_AVX2) {
-                    for (; i + 6 <= i1; i += 6)
-                        kern_avx2_6(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
-                    for (; i < i1; i++)
-                        kern_avx2_1(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
-                }
-#endif
-                if (i < i1)
-                    kern_c(i1 - i, kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
+            if (level == ISA_AVX512) {
+                for (; i + 12 <= M; i += 12)
+                    kern_avx512_12(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
+                for (; i + 4 <= M; i += 4)
+                    kern_avx512_4(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
+                for (; i < M; i++)
+                    kern_avx512_1(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
+            } else if (level == ISA_AVX2) {
+                for (; i + 6 <= M; i += 6)
+                    kern_avx2_6(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
+                for (; i < M; i++)
+                    kern_avx2_1(kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
             }
+#endif
+            if (i < M)
+                kern_c(M - i, kc, a + i * lda, lda, pk, c + i * ldc, ldc, nc, first);
         }
     }
 }

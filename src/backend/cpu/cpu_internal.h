@@ -42,12 +42,24 @@ struct cpu_device {
     int threads;
 };
 
+struct cpu_lstm_cache;
 struct cpu_backend {
     struct backend base;
     struct cpu_pool *pool;
+    struct cpu_lstm_cache *lstm; /* the LSTM steps' b + W_ih x per distinct x (made on first use) */
 };
 
 static inline struct cpu_pool *cpu_pool_of(struct backend *b) { return ((struct cpu_backend *)b)->pool; }
+
+/* ---- the LSTM input halves (cpu_lstm_cache.c) ---- */
+
+/* b + W_ih x [g] computed before for this x (the same bits), or NULL. On NULL, *store may name where the
+ * step writes its own b + W_ih x [g] (then cpu_lstm_cache_commit(*slot) once written). Makes the cache
+ * on first use (*cp NULL: none yet; it stays NULL without memory, and nothing is cached). */
+const float *cpu_lstm_cache_find(struct cpu_lstm_cache **cp, const void *w, const void *b, const float *x, int64_t in,
+                                 int64_t g, float **store, int *slot);
+void cpu_lstm_cache_commit(struct cpu_lstm_cache *c, int slot);
+void cpu_lstm_cache_destroy(struct cpu_lstm_cache *c);
 
 /* The ops the CPU backend implements (the rest run the reference's code: cpu_backend.c's table). */
 #define CPU_OWN_OPS(X)                                                                                 \

@@ -1,6 +1,7 @@
 /* cpu_linear.c — the CPU backend's linear and LSTM step: linear through the packed kernel (cpu_gemm.c)
  * on column panels of w, a panel per pool thread at a time, then the epilogue; the decoder's
- * matvec-hinted products and the LSTM step through cpu_gemv. Weights are read where they lie (f32, f16
+ * matvec-hinted products and the LSTM step through cpu_gemv (an input's b + W_ih x from cpu_lstm_cache.c
+ * when it repeats). Weights are read where they lie (f32, f16
  * widened inside the kernel's packing, blocks dequantized a panel segment at a time): no copy of the
  * model. A row's result never depends on how many rows a call has: each element's K order is its own. */
 #include <math.h>
@@ -11,7 +12,11 @@
 #include "cpu_internal.h"
 
 #define PANEL_ROWS 64   /* weight rows per matrix-vector pass (their x rows reused from cache)    */
-#define ROW_CHUNK 256   /* x rows per product: bounds a panel's product buffer                  */
+/* x rows per product: each chunk packs the weights anew, so as many as a CPU step's chunk of a large
+ * model's sublayer (512 rows of a 0.6B feed-forward, src/asr/steps.c); bounds a panel's product
+ * buffer (ROW_CHUNK x its columns) and keeps A's k block (ROW_CHUNK x CPU_GEMM_KC) in the second-level
+ * cache */
+#define ROW_CHUNK 512
 
 /* ---- linear ---------------------------------------------------------------------------------------- */
 
@@ -23,19 +28,40 @@ struct lin {
     vkasr_status st;    /* VKASR_ERR_NO_MEMORY once a panel could not get its buffers             */
 };
 
+/* One row of the common case: y = act(v + bias) * alpha (+ res), each loop with its activation fixed,
+ * so that those without a libm call vectorise (the same expressions, the same bits). */
+#define EPI_ROW(ACT)                                                                                   \
+    do {                                                                                               \
+        if (bn && rr)                                                                                  \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = rr[j] + cpu_act(vr[j] + bn[j], ACT) * alpha;                                   \
+        else if (bn)                                                                                   \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = cpu_act(vr[j] + bn[j], ACT) * alpha;                                           \
+        else if (rr)                                                                                   \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = rr[j] + cpu_act(vr[j] + 0.0f, ACT) * alpha;                                    \
+        else                                                                                           \
+            for (int64_t j = 0; j < n; j++)                                                            \
+                yr[j] = cpu_act(vr[j] + 0.0f, ACT) * alpha;                                            \
+    } while (0)
+
 /* y[m, n0 .. n0+n) = epilogue(v [rows, ldv] (value columns), g (gate columns, GLU) ) for rows m0 ... */
 CPU_CLONES static void epilogue(const struct lin *L, int64_t m0, int64_t rows, int64_t n0, int64_t n, const float *v,
                      const float *g, int64_t ldv) {
     const struct op_linear *a = L->a;
     const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
     if (!L->glu && a->y.type == BE_F32 && (!a->res.addr || a->res.type == BE_F32)) { /* the common case */
+        const float alpha = a->alpha;
         for (int64_t m = 0; m < rows; m++) {
-            const float *vr = v + m * ldv;
+            const float *vr = v + m * ldv, *bn = bias ? bias + n0 : NULL;
             float *yr = ref_f32(&a->y) + (m0 + m) * L->Ny + n0;
             const float *rr = a->res.addr ? ref_f32(&a->res) + (m0 + m) * L->Ny + n0 : NULL;
-            for (int64_t j = 0; j < n; j++) {
-                float r = cpu_act(vr[j] + (bias ? bias[n0 + j] : 0.0f), a->act) * a->alpha;
-                yr[j] = rr ? rr[j] + r : r;
+            switch (a->act) {
+            case ACT_NONE: EPI_ROW(ACT_NONE); break;
+            case ACT_RELU: EPI_ROW(ACT_RELU); break;
+            case ACT_SILU: EPI_ROW(ACT_SILU); break;
+            default: EPI_ROW(a->act); break;
             }
         }
         return;
@@ -189,6 +215,8 @@ struct lstm {
     const struct op_lstm_step *a;
     int64_t B, P, In;
     float *gates;       /* [B, 4P]: b + W_ih x + W_hh h of each row that runs                      */
+    const float **half; /* [B]: row r's b + W_ih x from the cache, or NULL (computed here)          */
+    float **store;      /* [B]: where row r's computed b + W_ih x goes for the cache, or NULL         */
     vkasr_status st;
 };
 
@@ -212,8 +240,14 @@ static void lstm_panel(void *ctx, int64_t g0, int64_t g1) {
             if (!lstm_row_runs(a, r))
                 continue;
             float *g = S->gates + r * G + n0;
-            memcpy(g, ref_f32(&a->b) + n0, (size_t)n * sizeof *g);
-            cpu_gemv(&a->w_ih, n0, n, S->In, ref_f32(&a->x) + r * S->In, g, true, tmp);
+            if (S->half[r]) { /* (b + W_ih x) + W_hh h, the sums below in the same order */
+                memcpy(g, S->half[r] + n0, (size_t)n * sizeof *g);
+            } else {
+                memcpy(g, ref_f32(&a->b) + n0, (size_t)n * sizeof *g);
+                cpu_gemv(&a->w_ih, n0, n, S->In, ref_f32(&a->x) + r * S->In, g, true, tmp);
+                if (S->store[r])
+                    memcpy(S->store[r] + n0, g, (size_t)n * sizeof *g);
+            }
             cpu_gemv(&a->w_hh, n0, n, S->P, ref_f32(&a->h) + r * S->P, g, true, tmp);
         }
     }
@@ -224,14 +258,40 @@ static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 vkasr_status cpu_lstm_step(struct backend *b, const struct op_lstm_step *a) {
     struct lstm S = {.a = a, .B = a->h.nd == 2 ? a->h.ne[0] : 1, .P = a->h.ne[a->h.nd - 1], .In = a->x.ne[a->x.nd - 1]};
-    const int64_t G = 4 * S.P;
-    if (!(S.gates = malloc((size_t)(S.B * G > 0 ? S.B * G : 1) * sizeof *S.gates)))
+    const int64_t G = 4 * S.P, nb = S.B > 0 ? S.B : 1;
+    S.gates = malloc((size_t)(S.B * G > 0 ? S.B * G : 1) * sizeof *S.gates);
+    S.half = calloc((size_t)nb, sizeof *S.half);
+    S.store = calloc((size_t)nb, sizeof *S.store);
+    int *slot = malloc((size_t)nb * sizeof *slot);
+    if (!S.gates || !S.half || !S.store || !slot) {
+        free(S.gates);
+        free(S.half);
+        free(S.store);
+        free(slot);
         return err_set(&b->err, VKASR_ERR_NO_MEMORY, "lstm_step: out of host memory for the gates [%lld, %lld]",
                        (long long)S.B, (long long)G);
-    const int threads = cpu_pool_threads(cpu_pool_of(b));
-    int64_t chunk = (G + threads - 1) / threads;
-    chunk = chunk < PANEL_ROWS ? PANEL_ROWS : (chunk + PANEL_ROWS - 1) / PANEL_ROWS * PANEL_ROWS;
-    cpu_pool_run(cpu_pool_of(b), G, chunk, lstm_panel, &S);
+    }
+    struct cpu_lstm_cache **cache = &((struct cpu_backend *)b)->lstm;
+    /* the cache is keyed by the weights' addresses: only weights that outlive the backend unchanged
+     * (the model's), never its scratch, whose addresses come back with other contents */
+    struct be_arena_block blk;
+    const bool cacheable = !be_arena_find(&b->scratch, a->w_ih.addr, 1, &blk) &&
+                           !be_arena_find(&b->scratch, a->b.addr, 1, &blk);
+    for (int64_t r = 0; r < S.B; r++) {
+        slot[r] = -1;
+        if (cacheable && lstm_row_runs(a, r))
+            S.half[r] = cpu_lstm_cache_find(cache, (const void *)(uintptr_t)a->w_ih.addr,
+                                            (const void *)(uintptr_t)a->b.addr, ref_f32(&a->x) + r * S.In, S.In, G,
+                                            &S.store[r], &slot[r]);
+    }
+    /* panels of rows, claimed by whichever thread is free (a few per thread) */
+    cpu_pool_run(cpu_pool_of(b), G, PANEL_ROWS, lstm_panel, &S);
+    for (int64_t r = 0; r < S.B && S.st == VKASR_OK; r++)
+        if (S.store[r])
+            cpu_lstm_cache_commit(*cache, slot[r]);
+    free(S.half);
+    free(S.store);
+    free(slot);
     if (S.st != VKASR_OK) {
         free(S.gates);
         return err_set(&b->err, S.st, "lstm_step: out of host memory for a weight row in f32");

@@ -1,6 +1,8 @@
 /* cpu_pool.c — the CPU backend's thread pool: one parallel loop at a time over an index range, cut into
- * chunks that the caller and the pool's workers take in turn. Workers sleep on a condition variable
- * between loops (no spinning: OpenBLAS and other sessions share the cores). */
+ * chunks that the caller and the pool's workers claim in turn. The caller waits for the chunks to be
+ * done, never for a worker to wake: on a busy machine it runs a short loop (a decoder step) alone
+ * rather than wait for a descheduled worker. Workers sleep on a condition variable between loops (no
+ * spinning: other processes share the cores). */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -12,24 +14,41 @@ struct cpu_pool {
     int started;
     pthread_mutex_t lock;
     pthread_cond_t wake, idle;
-    uint64_t generation;         /* bumped for every loop; workers run each generation once      */
-    int busy;                    /* workers still inside the current loop                        */
+    uint64_t generation;         /* bumped for every loop; workers join each generation once     */
     bool quit;
-    /* the current loop */
+    /* the current loop (written under lock before generation is bumped) */
     cpu_range_fn fn;
     void *ctx;
     int64_t n, chunk;
-    atomic_int_fast64_t next;    /* first index not yet taken                                   */
+    /* (generation << 40) | first index not yet claimed: a worker that joins late claims nothing of a
+     * later loop (its generation no longer matches) */
+    atomic_uint_fast64_t next;
+    atomic_int_fast64_t done;    /* indices of the current loop finished                          */
 };
 
-/* Takes chunks of the current loop until none is left. */
-static void drain(struct cpu_pool *p) {
+#define IDX_BITS 40
+#define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
+
+/* Claims and runs chunks of loop `gen` until none is left; the thread that finishes the last index
+ * wakes the caller. */
+static void drain(struct cpu_pool *p, uint64_t gen, cpu_range_fn fn, void *ctx, int64_t n, int64_t chunk) {
+    uint64_t t = atomic_load(&p->next);
     for (;;) {
-        int64_t i0 = atomic_fetch_add(&p->next, p->chunk);
-        if (i0 >= p->n)
+        if (t >> IDX_BITS != (gen & ((UINT64_C(1) << (64 - IDX_BITS)) - 1)))
             return;
-        int64_t i1 = i0 + p->chunk < p->n ? i0 + p->chunk : p->n;
-        p->fn(p->ctx, i0, i1);
+        const int64_t i0 = (int64_t)(t & IDX_MASK);
+        if (i0 >= n)
+            return;
+        const int64_t i1 = i0 + chunk < n ? i0 + chunk : n;
+        if (!atomic_compare_exchange_weak(&p->next, &t, t + (uint64_t)(i1 - i0)))
+            continue; /* t reloaded */
+        fn(ctx, i0, i1);
+        if (atomic_fetch_add(&p->done, i1 - i0) + (i1 - i0) == n) {
+            pthread_mutex_lock(&p->lock);
+            pthread_cond_signal(&p->idle);
+            pthread_mutex_unlock(&p->lock);
+        }
+        t = atomic_load(&p->next);
     }
 }
 
@@ -43,11 +62,12 @@ static void *worker(void *arg) {
         if (p->quit)
             break;
         seen = p->generation;
+        cpu_range_fn fn = p->fn;
+        void *ctx = p->ctx;
+        const int64_t n = p->n, chunk = p->chunk;
         pthread_mutex_unlock(&p->lock);
-        drain(p);
+        drain(p, seen, fn, ctx, n, chunk);
         pthread_mutex_lock(&p->lock);
-        if (--p->busy == 0)
-            pthread_cond_signal(&p->idle);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -64,6 +84,7 @@ vkasr_status cpu_pool_create(int threads, struct cpu_pool **out, struct err *e) 
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->idle, NULL);
     atomic_init(&p->next, 0);
+    atomic_init(&p->done, 0);
     for (int i = 0; i < threads - 1; i++) {
         if (pthread_create(&p->workers[i], NULL, worker, p) != 0)
             break; /* fewer workers: the loops still complete, on fewer threads */
@@ -96,7 +117,7 @@ void cpu_pool_run(struct cpu_pool *p, int64_t n, int64_t grain, cpu_range_fn fn,
         return;
     grain = grain < 1 ? 1 : grain;
     const int t = cpu_pool_threads(p);
-    if (t == 1 || n <= grain) {
+    if (t == 1 || n <= grain || n > (int64_t)IDX_MASK) {
         fn(ctx, 0, n);
         return;
     }
@@ -104,18 +125,20 @@ void cpu_pool_run(struct cpu_pool *p, int64_t n, int64_t grain, cpu_range_fn fn,
     int64_t chunk = (n + 4 * t - 1) / (4 * t);
     chunk = chunk < grain ? grain : chunk;
     pthread_mutex_lock(&p->lock);
+    const uint64_t gen = ++p->generation;
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
     p->chunk = chunk;
-    atomic_store(&p->next, 0);
-    p->busy = p->started;
-    p->generation++;
+    atomic_store(&p->done, 0);
+    atomic_store(&p->next, (gen & ((UINT64_C(1) << (64 - IDX_BITS)) - 1)) << IDX_BITS);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->lock);
-    drain(p);
-    pthread_mutex_lock(&p->lock);
-    while (p->busy > 0)
-        pthread_cond_wait(&p->idle, &p->lock);
-    pthread_mutex_unlock(&p->lock);
+    drain(p, gen, fn, ctx, n, chunk);
+    if (atomic_load(&p->done) < n) { /* chunks still running on workers */
+        pthread_mutex_lock(&p->lock);
+        while (atomic_load(&p->done) < n)
+            pthread_cond_wait(&p->idle, &p->lock);
+        pthread_mutex_unlock(&p->lock);
+    }
 }
