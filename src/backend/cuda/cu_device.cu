@@ -184,6 +184,7 @@ static const struct be_device_vtbl cu_device_vtbl = {
     .create_backend = cu_backend_create,
     .validation_messages = cud_validation,
     .memory = cud_memory,
+    .pipelines = NULL, /* no pipelines: kernels are compiled into the binary */
 };
 
 extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
