@@ -1,7 +1,8 @@
 /* serve_lang.c — a request's `language` (POST /v1/audio/transcriptions, the Realtime session.update)
  * resolved for the served model: a language-prompt model's name as vkasr_model_check_language takes it,
- * an OpenAI client's ISO-639-1 code mapped to the model's one locale of that language; a model without
- * a prompt takes its own language (English, Parakeet's), "auto" or none. */
+ * an OpenAI client's ISO-639-1 code mapped to the model's one locale of that language. A model without
+ * a prompt takes any language as a hint it cannot follow: OpenAI's clients send one, and such models
+ * transcribe what they hear (parakeet-tdt-0.6b-v3: 25 languages, no prompt). */
 #include <ctype.h>
 #include <stdio.h>
 #include <string.h>
@@ -17,15 +18,8 @@ bool serve_language(const vkasr_model *m, const char *req, char *out, size_t out
     vkasr_error err;
     if (m)
         vkasr_model_check_language(m, "auto", &n, &err);
-    if (n == 0) { /* no prompt: the model transcribes the one language it was trained on */
-        if (!strcasecmp(req, "auto") || !strcasecmp(req, "en") || !strncasecmp(req, "en-", 3))
-            return true;
-        snprintf(msg, msg_size,
-                 "language \"%.64s\": the served model is monolingual (it has no language prompt): it takes en, "
-                 "auto or no language",
-                 req);
-        return false;
-    }
+    if (n == 0) /* no prompt: a hint the model cannot follow (it transcribes what it hears) */
+        return true;
     if (vkasr_model_check_language(m, req, NULL, &err) == VKASR_OK) {
         snprintf(out, out_size, "%s", req);
         return true;
