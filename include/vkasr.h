@@ -679,7 +679,10 @@ typedef struct vkasr_stream_update {
     double audio_end;              /* the end of the audio the window saw, in stream seconds         */
     const vkasr_event *events;     /* event tokens among these words and right after them
                                       (vkasr_result_events; n_segments counts within this update); an
-                                      end of utterance or a backchannel also sets segment_end       */
+                                      end of utterance or a backchannel ends the update and sets
+                                      segment_end; a language tag comes with the first word after it.
+                                      For a cache-aware model, a word is final once the next token
+                                      follows it, and the updates do not depend on timing          */
     size_t n_events;
 } vkasr_stream_update;
 

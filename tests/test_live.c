@@ -8,14 +8,21 @@
  *   samples, a changing rate, pushes after finish, cancel, an empty stream, resampled input, pushes
  *   from another thread, the session usable again after the stream, a stream freed with its session.
  * No timing is checked (the machine may be slow and loaded): latency is bench_live's business.
+ * - steps (a cache-aware model): the final words and events of a clip must not depend on how the
+ *   worker's steps group the chunks. The clip is streamed twice, pushed at once (the worker takes many
+ *   chunks per step) and in 80 ms pieces waiting for each step (one chunk per step); both must give the
+ *   same final words (text, start, end), events (kind, text, frame) and segment ends, and the language the offline
+ *   transcript of the same clip detected (its own tests compare it with NeMo).
  *
  * usage: test_live quality MODEL CLIP_DIR MAX_GAP MAX_WER
- *        test_live api MODEL CLIP_DIR */
+ *        test_live api MODEL CLIP_DIR
+ *        test_live steps MODEL CLIP */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "expect.h"
 #include "live_harness.h"
@@ -231,11 +238,88 @@ static void test_behaviour(vkasr_model *m, const char *dir) {
     vkasr_session_free(s);
 }
 
+/* ---- a cache-aware stream: the finals do not depend on the grouping of steps ---------------------- */
+
+struct finals {
+    char text[16384];                /* "word@start-end ", "[kind:text@frame] " and "| " (a segment's
+                                        end) in callback order                                         */
+    size_t len;
+    char language[32];               /* the first language event's                                   */
+};
+
+static void finals_on_final(const vkasr_stream_update *u, void *ud) {
+    struct finals *f = ud;
+    for (size_t i = 0; i < u->n_words && f->len < sizeof f->text; i++)
+        f->len += (size_t)snprintf(f->text + f->len, sizeof f->text - f->len, "%s@%.2f-%.2f ", u->words[i].text,
+                                   u->words[i].start, u->words[i].end);
+    for (size_t i = 0; i < u->n_events && f->len < sizeof f->text; i++) {
+        const vkasr_event *ev = &u->events[i];
+        f->len += (size_t)snprintf(f->text + f->len, sizeof f->text - f->len, "[%d:%s@%lld] ", (int)ev->kind,
+                                   ev->text, (long long)ev->frame);
+        if (ev->kind == VKASR_EVENT_LANGUAGE && !f->language[0])
+            snprintf(f->language, sizeof f->language, "%s", ev->text);
+    }
+    if (u->segment_end && f->len < sizeof f->text)
+        f->len += (size_t)snprintf(f->text + f->len, sizeof f->text - f->len, "| ");
+}
+
+/* Streams x in pieces of `piece` samples; after each piece waits (up to 50 ms) for the worker's step. */
+static void stream_in_pieces(vkasr_session *s, const float *x, size_t n, size_t piece, struct finals *f) {
+    vkasr_stream_params p = vkasr_stream_params_default();
+    p.final_callback = finals_on_final;
+    p.user_data = f;
+    vkasr_stream *st = NULL;
+    vkasr_error err;
+    memset(f, 0, sizeof *f);
+    EXPECT(vkasr_stream_create(s, &p, &st, &err) == VKASR_OK, "create: %s", err.message);
+    if (!st)
+        return;
+    for (size_t off = 0; off < n; off += piece) {
+        vkasr_stream_stats before, now;
+        vkasr_stream_get_stats(st, &before);
+        EXPECT(vkasr_stream_push(st, x + off, n - off < piece ? n - off : piece, 16000) == VKASR_OK, "push: %s",
+               vkasr_stream_last_error(st));
+        for (int ms = 0; piece < n && ms < 50; ms++) {
+            vkasr_stream_get_stats(st, &now);
+            if (now.windows != before.windows)
+                break;
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+    }
+    EXPECT(vkasr_stream_finish(st) == VKASR_OK, "finish: %s", vkasr_stream_last_error(st));
+    vkasr_stream_free(st);
+}
+
+static void test_steps(vkasr_session *s, const char *clip) {
+    float *x = NULL;
+    size_t n = 0;
+    vkasr_error err;
+    if (vkasr_audio_load(clip, &x, &n, &err) != VKASR_OK) {
+        EXPECT(false, "%s: %s", clip, err.message);
+        return;
+    }
+    const vkasr_result *r = NULL;
+    EXPECT(vkasr_transcribe_pcm(s, x, n, 16000, 1, NULL, &r) == VKASR_OK, "offline: %s", vkasr_session_last_error(s));
+    char lang[32]; /* the result is the session's until the streams below */
+    snprintf(lang, sizeof lang, "%s", r && vkasr_result_language(r) ? vkasr_result_language(r) : "");
+    static struct finals whole, pieces;
+    stream_in_pieces(s, x, n, n, &whole);
+    stream_in_pieces(s, x, n, 1280, &pieces);
+    printf("%s\n  pushed at once: %s\n  80 ms pieces:   %s\n  offline language: \"%s\"\n", clip, whole.text,
+           pieces.text, lang);
+    EXPECT(whole.len > 0 && strcmp(whole.text, pieces.text) == 0, "the finals depend on the steps");
+    EXPECT(strcmp(whole.language, lang) == 0 && strcmp(pieces.language, lang) == 0,
+           "language: streamed \"%s\" and \"%s\", offline \"%s\"", whole.language, pieces.language, lang);
+    vkasr_free(x);
+}
+
 int main(int argc, char **argv) {
     bool quality = argc == 6 && strcmp(argv[1], "quality") == 0, api = argc == 4 && strcmp(argv[1], "api") == 0;
-    if (!quality && !api) {
+    bool steps = argc == 4 && strcmp(argv[1], "steps") == 0;
+    if (!quality && !api && !steps) {
         fprintf(stderr, "usage: test_live quality MODEL CLIP_DIR MAX_GAP MAX_WER\n"
-                        "       test_live api MODEL CLIP_DIR\n");
+                        "       test_live api MODEL CLIP_DIR\n"
+                        "       test_live steps MODEL CLIP\n");
         return 2;
     }
     vkasr_model_params mp = vkasr_model_params_default();
@@ -251,6 +335,8 @@ int main(int argc, char **argv) {
     }
     if (quality)
         test_quality(s, argv[3], atof(argv[4]), atof(argv[5]));
+    if (steps)
+        test_steps(s, argv[3]);
     vkasr_session_free(s);
     if (api)
         test_behaviour(m, argv[3]);

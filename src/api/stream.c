@@ -188,9 +188,11 @@ static vkasr_status deliver_partial(struct vkasr_stream *s, const struct window_
 }
 
 /* Delivers the words [w0, w1) that became final, split where segments end (transcript.h's rules: a
- * sentence end, a pause of TRANSCRIPT_SEGMENT_GAP_S before the next word, TRANSCRIPT_SEGMENT_MAX_S). */
+ * sentence end, a pause of TRANSCRIPT_SEGMENT_GAP_S before the next word, TRANSCRIPT_SEGMENT_MAX_S; and
+ * an end of utterance). */
 static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_hyp *h, size_t w0, size_t w1,
                                    int64_t horizon, bool last, double audio_end, struct err *e) {
+    const struct asr_model *am = s->session->model->am;
     const struct merge_word *w = h->mw;
     size_t n = h->tr.nwords, a = w0;
     for (size_t k = w0; k < w1; k++) {
@@ -207,7 +209,7 @@ static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_h
         s->last_end = w[k].end;
         /* the next word: a final one, else the first tentative one, else none seen before the horizon */
         int64_t next = k + 1 < n ? w[k + 1].start : horizon;
-        bool close = transcript_ends_sentence(h->tr.words[k].text) ||
+        bool close = transcript_ends_sentence(h->tr.words[k].text) || transcript_utterance_ends_after(&am->tok, &am->cfg, &h->tr, k) ||
                      (double)(next - w[k].end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S || (last && k + 1 == w1);
         if (!close && k + 1 < w1)
             continue;
@@ -298,19 +300,37 @@ static vkasr_status grow(float **p, size_t *cap, size_t need) {
 
 /* ---- the cache-aware session ------------------------------------------------------------------ */
 
-/* Delivers the words of the undelivered tokens that are complete: all but the last (the next word's
- * first token ends a word), every one when `last`; the rest goes to the partial callback. */
+/* Delivers the undelivered tokens that are complete and keeps the rest. A word is complete once any token
+ * follows it (the next word's first, or an event such as an end of utterance, which ends its word); every
+ * one is when `last`. A language tag waits for the first word it goes with (build_part); an end of
+ * utterance or backchannel with no word left to end is delivered on its own. The open word goes to the
+ * partial callback. Which steps the tokens came in (one chunk or several caught up) changes nothing. */
 static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
     struct window_hyp h = {0};
     h.out = s->pend; /* borrowed: handed back below */
     vkasr_status st = hyp_words(s, &h, e);
-    size_t nfinal = last ? h.tr.nwords : h.tr.nwords > 0 ? h.tr.nwords - 1 : 0;
-    const int64_t horizon = asr_stream_frames(s->cas);
-    if (st == VKASR_OK)
-        st = deliver_finals(s, &h, 0, nfinal, horizon, last, audio_end, e);
+    size_t nfinal = h.tr.nwords, drop = 0;
+    if (st == VKASR_OK && !last && nfinal > 0) {
+        const vkasr_word *lw = &h.tr.words[nfinal - 1];
+        if (lw->first_token + lw->n_tokens >= s->pend.ntokens)
+            nfinal--; /* nothing after the last word yet: it may go on */
+    }
+    bool ending = last; /* events only: the ends of utterance go now, language tags wait for their word */
+    for (size_t i = 0; st == VKASR_OK && h.tr.nwords == 0 && i < h.tr.nevents; i++)
+        ending |= h.tr.events[i].kind != VKASR_EVENT_LANGUAGE;
+    if (st == VKASR_OK && h.tr.nwords == 0 && h.tr.nevents > 0 && ending) {
+        call(s, s->p.final_callback, &h.tr, true, audio_end);
+        s->seg_open = false;
+        drop = s->pend.ntokens;
+    } else if (st == VKASR_OK) {
+        st = deliver_finals(s, &h, 0, nfinal, asr_stream_frames(s->cas), last, audio_end, e);
+        if (last || (nfinal > 0 && nfinal == h.tr.nwords))
+            drop = s->pend.ntokens;
+        else if (nfinal > 0)
+            drop = h.tr.words[nfinal].first_token; /* the events after word nfinal - 1 went with it */
+    }
     if (st == VKASR_OK)
         st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
-    size_t drop = last ? s->pend.ntokens : nfinal < h.tr.nwords ? h.tr.words[nfinal].first_token : s->pend.ntokens;
     if (st == VKASR_OK && drop > 0) {
         memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
         s->pend.ntokens -= drop;

@@ -266,9 +266,8 @@ static vkasr_status build_words(const struct tokenizer *tok, const struct model_
     return VKASR_OK;
 }
 
-/* Whether an end of utterance or a backchannel lies between word w's last token and the next word. */
-static bool utterance_ends_after(const struct tokenizer *tok, const struct model_config *cfg,
-                                 const struct transcript *tr, size_t w) {
+bool transcript_utterance_ends_after(const struct tokenizer *tok, const struct model_config *cfg,
+                                     const struct transcript *tr, size_t w) {
     const vkasr_word *a = &tr->words[w];
     size_t end = w + 1 < tr->nwords ? tr->words[w + 1].first_token : tr->ntokens;
     for (size_t i = a->first_token + a->n_tokens; i < end; i++) {
@@ -290,7 +289,7 @@ static vkasr_status build_segments(const struct tokenizer *tok, const struct mod
     size_t cap = 0, first = 0;
     for (size_t w = 0; w < tr->nwords; w++) {
         bool last = w + 1 == tr->nwords;
-        bool close = last || transcript_ends_sentence(tr->words[w].text) || utterance_ends_after(tok, cfg, tr, w);
+        bool close = last || transcript_ends_sentence(tr->words[w].text) || transcript_utterance_ends_after(tok, cfg, tr, w);
         if (!close) {
             const vkasr_word *nx = &tr->words[w + 1];
             close = nx->start - tr->words[w].end >= TRANSCRIPT_SEGMENT_GAP_S ||

@@ -42,5 +42,8 @@ vkasr_status transcript_append(struct transcript *dst, struct transcript *part, 
 bool transcript_piece_starts_word(const char *piece);
 /* True when a word's text ends a sentence (its last character is . ? or !). */
 bool transcript_ends_sentence(const char *text);
+/* Whether an end of utterance or a backchannel lies between word w's last token and the next word. */
+bool transcript_utterance_ends_after(const struct tokenizer *tok, const struct model_config *cfg,
+                                     const struct transcript *tr, size_t w);
 
 #endif
