@@ -209,7 +209,8 @@ static vkasr_status deliver_finals(struct vkasr_stream *s, const struct window_h
         s->last_end = w[k].end;
         /* the next word: a final one, else the first tentative one, else none seen before the horizon */
         int64_t next = k + 1 < n ? w[k + 1].start : horizon;
-        bool close = transcript_ends_sentence(h->tr.words[k].text) || transcript_utterance_ends_after(&am->tok, &am->cfg, &h->tr, k) ||
+        bool close = transcript_ends_sentence(h->tr.words[k].text) ||
+                     transcript_utterance_ends_after(&am->tok, &am->cfg, &h->tr, k) ||
                      (double)(next - w[k].end) * s->frame_s >= TRANSCRIPT_SEGMENT_GAP_S || (last && k + 1 == w1);
         if (!close && k + 1 < w1)
             continue;

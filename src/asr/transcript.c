@@ -289,7 +289,8 @@ static vkasr_status build_segments(const struct tokenizer *tok, const struct mod
     size_t cap = 0, first = 0;
     for (size_t w = 0; w < tr->nwords; w++) {
         bool last = w + 1 == tr->nwords;
-        bool close = last || transcript_ends_sentence(tr->words[w].text) || transcript_utterance_ends_after(tok, cfg, tr, w);
+        bool close = last || transcript_ends_sentence(tr->words[w].text) ||
+                     transcript_utterance_ends_after(tok, cfg, tr, w);
         if (!close) {
             const vkasr_word *nx = &tr->words[w + 1];
             close = nx->start - tr->words[w].end >= TRANSCRIPT_SEGMENT_GAP_S ||

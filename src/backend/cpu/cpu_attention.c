@@ -54,12 +54,10 @@ static void key_span(const struct att *A, int64_t i, int64_t *lo, int64_t *hi) {
 }
 
 /* Task t: head t / chunks, query rows [c*QCHUNK, ..) of chunk c = t % chunks. */
-CPU_CLONES static void att_task(void *ctx, int64_t t0, int64_t t1) {
+CPU_KERNEL CPU_CLONES static void att_task(void *ctx, int64_t t0, int64_t t1) {
     struct att *A = ctx;
     const struct op_relpos_attention *a = A->a;
     const int64_t D = A->D, dk = A->dk;
-    float *buf = NULL;
-    size_t cap = 0;
     for (int64_t t = t0; t < t1; t++) {
         const int64_t h = t / A->chunks, r0 = (t % A->chunks) * QCHUNK;
         const int64_t r1 = r0 + QCHUNK < A->Tq ? r0 + QCHUNK : A->Tq, rows = r1 - r0;
@@ -86,13 +84,10 @@ CPU_CLONES static void att_task(void *ctx, int64_t t0, int64_t t1) {
         const int64_t nk = jhi - jlo, np = phi - plo + 1;
         const int64_t nmax = nk > np ? nk : np;
         const size_t need = (size_t)(2 * rows * dk + rows * nk + rows * np + rows * dk) + cpu_gemm_pack_floats(nmax);
-        if (need > cap) {
-            free(buf);
-            cap = need;
-            if (!(buf = cpu_alloc_floats(cap))) {
-                A->st = VKASR_ERR_NO_MEMORY; /* any task's store: the op fails */
-                return;
-            }
+        float *buf = cpu_scratch_floats(CPU_SCRATCH_PACK, need);
+        if (!buf) {
+            A->st = VKASR_ERR_NO_MEMORY; /* any task's store: the op fails */
+            return;
         }
         float *pack = buf, *qu = pack + cpu_gemm_pack_floats(nmax), *qv = qu + rows * dk, *s = qv + rows * dk;
         float *bd = s + rows * nk, *o = bd + rows * np;
@@ -139,7 +134,6 @@ CPU_CLONES static void att_task(void *ctx, int64_t t0, int64_t t1) {
                 cpu_put(&a->y, (uint64_t)((r0 + li) * D + h * dk + d), orow[d] * inv);
         }
     }
-    free(buf);
 }
 
 /* t as f32 rows: itself when f32 and not rounded, else a copy (widened, rounded to f16 in f16 mode). */

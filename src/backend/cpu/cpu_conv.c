@@ -16,7 +16,7 @@ struct dw {
 };
 
 
-CPU_CLONES static void dw_rows(void *ctx, int64_t t0, int64_t t1) {
+CPU_KERNEL CPU_CLONES static void dw_rows(void *ctx, int64_t t0, int64_t t1) {
     struct dw *S = ctx;
     const struct op_dwconv1d *a = S->a;
     const int64_t T = S->T, C = S->C, K = S->K, half = a->causal ? K - 1 : K / 2; /* causal: rows t-K+1 .. t */
@@ -103,7 +103,7 @@ struct s2 {
     vkasr_status st;
 };
 
-CPU_CLONES static void s2_rows(void *ctx, int64_t r0, int64_t r1) {
+CPU_KERNEL CPU_CLONES static void s2_rows(void *ctx, int64_t r0, int64_t r1) {
     struct s2 *S = ctx;
     const int64_t Wo = S->y->ne[1], C = S->y->ne[2], W = S->x->ne[1], Hx = S->x->ne[0];
     const int64_t xrow = S->depthwise ? W * C : W;

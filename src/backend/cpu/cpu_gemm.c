@@ -117,10 +117,12 @@ __attribute__((target("avx2,fma"), always_inline)) static inline void k256(const
     }
 }
 
+CPU_KERNEL
 __attribute__((target("avx2,fma"))) static void kern_avx2_6(int64_t kc, const float *a, int64_t lda, const float *p,
                                                             float *c, int64_t ldc, int64_t ncols, bool first) {
     k256(6, kc, a, lda, p, c, ldc, ncols, first);
 }
+CPU_KERNEL
 __attribute__((target("avx2,fma"))) static void kern_avx2_1(int64_t kc, const float *a, int64_t lda, const float *p,
                                                             float *c, int64_t ldc, int64_t ncols, bool first) {
     k256(1, kc, a, lda, p, c, ldc, ncols, first);
@@ -143,14 +145,17 @@ __attribute__((target("avx512f"), always_inline)) static inline void k512(const 
         _mm512_mask_storeu_ps(c + r * ldc, m, acc[r]);
 }
 
+CPU_KERNEL
 __attribute__((target("avx512f"))) static void kern_avx512_12(int64_t kc, const float *a, int64_t lda, const float *p,
                                                               float *c, int64_t ldc, int64_t ncols, bool first) {
     k512(12, kc, a, lda, p, c, ldc, ncols, first);
 }
+CPU_KERNEL
 __attribute__((target("avx512f"))) static void kern_avx512_4(int64_t kc, const float *a, int64_t lda, const float *p,
                                                              float *c, int64_t ldc, int64_t ncols, bool first) {
     k512(4, kc, a, lda, p, c, ldc, ncols, first);
 }
+CPU_KERNEL
 __attribute__((target("avx512f"))) static void kern_avx512_1(int64_t kc, const float *a, int64_t lda, const float *p,
                                                              float *c, int64_t ldc, int64_t ncols, bool first) {
     k512(1, kc, a, lda, p, c, ldc, ncols, first);

@@ -26,6 +26,7 @@ __attribute__((target("avx2"))) static float hsum4(__m256 a0, __m256 a1, __m256 
 }
 
 /* As dot_f16_avx2 below, for f32 rows (about a third faster than sgemv on the decoder's LSTM). */
+CPU_KERNEL
 __attribute__((target("avx2,fma"))) static float dot_f32_avx2(const float *w, const float *x, int64_t K) {
     __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
     int64_t k = 0;

@@ -26,6 +26,23 @@
 #define CPU_CLONES
 #endif
 
+/* The innermost arithmetic loops (GEMM micro-kernels, convolution, attention and dot-product rows) are
+ * not instrumented by AddressSanitizer: its checks made them most of the CPU time of the sanitizer tests
+ * (CI's stage 2 runs on this backend). What they access lies in arena blocks (backend/arena.c poisons
+ * only the unallocated rest), in buffers whose sizes the instrumented callers computed, and the op tests
+ * compare every one with the reference; UBSan still checks them. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CPU_KERNEL __attribute__((no_sanitize("address", "undefined")))
+#endif
+#endif
+#if !defined(CPU_KERNEL) && defined(__SANITIZE_ADDRESS__)
+#define CPU_KERNEL __attribute__((no_sanitize_address))
+#endif
+#ifndef CPU_KERNEL
+#define CPU_KERNEL
+#endif
+
 /* A parallel loop's body: indices [i0, i1) of the loop's range. */
 typedef void (*cpu_range_fn)(void *ctx, int64_t i0, int64_t i1);
 
@@ -131,6 +148,13 @@ static inline float *cpu_alloc_floats(size_t n) {
     size_t bytes = (n ? n : 1) * sizeof(float);
     return aligned_alloc(64, (bytes + 63) / 64 * 64);
 }
+/* A task's scratch: buffer `slot` (< CPU_SCRATCH_SLOTS) of the calling thread, at least n floats, 64-byte
+ * aligned, contents undefined; NULL when out of memory. The thread keeps it (grown, never shrunk) until
+ * it exits, so an op's tasks allocate nothing once the largest op ran: pages are faulted in once per
+ * thread, not once per op (under AddressSanitizer, whose allocator maps large blocks afresh, that was a
+ * third of a CLI call's time). Not to be freed; valid until the thread's next call for the same slot. */
+enum { CPU_SCRATCH_PACK, CPU_SCRATCH_OUT, CPU_SCRATCH_TMP, CPU_SCRATCH_SLOTS };
+float *cpu_scratch_floats(int slot, size_t n);
 
 /* An epilogue's activation in f32 (ops.h: enum be_act, ACT_GLU aside). */
 static inline float cpu_act(float v, int act) {

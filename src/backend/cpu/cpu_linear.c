@@ -47,7 +47,8 @@ struct lin {
     } while (0)
 
 /* y[m, n0 .. n0+n) = epilogue(v [rows, ldv] (value columns), g (gate columns, GLU) ) for rows m0 ... */
-CPU_CLONES static void epilogue(const struct lin *L, int64_t m0, int64_t rows, int64_t n0, int64_t n, const float *v,
+CPU_KERNEL CPU_CLONES
+static void epilogue(const struct lin *L, int64_t m0, int64_t rows, int64_t n0, int64_t n, const float *v,
                      const float *g, int64_t ldv) {
     const struct op_linear *a = L->a;
     const float *bias = a->bias.addr ? ref_f32(&a->bias) : NULL;
@@ -123,11 +124,9 @@ static void lin_columns(struct lin *L, int64_t c0, int64_t c1) {
     const int64_t n = c1 - c0, halves = L->glu ? 2 : 1;
     if (L->a->matvec) {
         const int64_t step = PANEL_ROWS, rows = L->M < ROW_CHUNK ? L->M : ROW_CHUNK;
-        float *tmp = cpu_alloc_floats(CPU_GEMV_TMP(L->K));
-        float *v = cpu_alloc_floats((size_t)(halves * rows * step));
+        float *tmp = cpu_scratch_floats(CPU_SCRATCH_TMP, CPU_GEMV_TMP(L->K));
+        float *v = cpu_scratch_floats(CPU_SCRATCH_OUT, (size_t)(halves * rows * step));
         if (!v || !tmp) {
-            free(tmp);
-            free(v);
             L->st = VKASR_ERR_NO_MEMORY; /* any thread's store: the op fails */
             return;
         }
@@ -142,16 +141,12 @@ static void lin_columns(struct lin *L, int64_t c0, int64_t c1) {
                 epilogue(L, m0, mr, n0, nn, v, L->glu ? v + rows * step : NULL, nn);
             }
         }
-        free(tmp);
-        free(v);
         return;
     }
     const int64_t rows = L->M < ROW_CHUNK ? L->M : ROW_CHUNK;
-    float *pack = cpu_alloc_floats(cpu_gemm_pack_floats(n));
-    float *v = cpu_alloc_floats((size_t)(halves * rows * n));
+    float *pack = cpu_scratch_floats(CPU_SCRATCH_PACK, cpu_gemm_pack_floats(n));
+    float *v = cpu_scratch_floats(CPU_SCRATCH_OUT, (size_t)(halves * rows * n));
     if (!pack || !v) {
-        free(pack);
-        free(v);
         L->st = VKASR_ERR_NO_MEMORY;
         return;
     }
@@ -163,8 +158,6 @@ static void lin_columns(struct lin *L, int64_t c0, int64_t c1) {
             cpu_gemm_nt(mr, n, L->K, L->x + m0 * L->K, L->K, w_pack, &sg, v + rows * n, n, pack);
         epilogue(L, m0, mr, c0, n, v, L->glu ? v + rows * n : NULL, n);
     }
-    free(pack);
-    free(v);
 }
 
 static void lin_panel(void *ctx, int64_t p0, int64_t p1) {
@@ -229,7 +222,7 @@ static void lstm_panel(void *ctx, int64_t g0, int64_t g1) {
     struct lstm *S = ctx;
     const struct op_lstm_step *a = S->a;
     const int64_t G = 4 * S->P, kmax = S->In > S->P ? S->In : S->P;
-    float *tmp = cpu_alloc_floats(CPU_GEMV_TMP(kmax));
+    float *tmp = cpu_scratch_floats(CPU_SCRATCH_TMP, CPU_GEMV_TMP(kmax));
     if (!tmp) {
         S->st = VKASR_ERR_NO_MEMORY;
         return;
@@ -251,7 +244,6 @@ static void lstm_panel(void *ctx, int64_t g0, int64_t g1) {
             cpu_gemv(&a->w_hh, n0, n, S->P, ref_f32(&a->h) + r * S->P, g, true, tmp);
         }
     }
-    free(tmp);
 }
 
 static float sigm(float x) { return 1.0f / (1.0f + expf(-x)); }

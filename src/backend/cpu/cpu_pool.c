@@ -26,6 +26,53 @@ struct cpu_pool {
     atomic_int_fast64_t done;    /* indices of the current loop finished                          */
 };
 
+/* ---- per-thread scratch (cpu_internal.h) ---------------------------------------------------------- */
+
+struct thread_scratch {
+    float *buf[CPU_SCRATCH_SLOTS];
+    size_t cap[CPU_SCRATCH_SLOTS];
+};
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static int scratch_key_ok;
+/* also held here: LeakSanitizer scans thread-local storage, not pthread_setspecific's values */
+static _Thread_local struct thread_scratch *scratch_of_thread;
+
+static void scratch_free(void *p) {
+    struct thread_scratch *ts = p;
+    for (int i = 0; i < CPU_SCRATCH_SLOTS; i++)
+        free(ts->buf[i]);
+    free(ts);
+}
+
+static void scratch_key_make(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+
+float *cpu_scratch_floats(int slot, size_t n) {
+    struct thread_scratch *ts = scratch_of_thread;
+    if (!ts) {
+        pthread_once(&scratch_once, scratch_key_make);
+        if (!scratch_key_ok || !(ts = calloc(1, sizeof *ts)))
+            return NULL;
+        if (pthread_setspecific(scratch_key, ts) != 0) {
+            free(ts);
+            return NULL;
+        }
+        scratch_of_thread = ts;
+    }
+    if (n > ts->cap[slot]) {
+        float *nb = cpu_alloc_floats(n);
+        if (!nb)
+            return NULL;
+        free(ts->buf[slot]);
+        ts->buf[slot] = nb;
+        ts->cap[slot] = n;
+    }
+    return ts->buf[slot];
+}
+
+/* ---- the pool -------------------------------------------------------------------------------------- */
+
 #define IDX_BITS 40
 #define IDX_MASK ((UINT64_C(1) << IDX_BITS) - 1)
 
