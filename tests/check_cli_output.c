@@ -29,6 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fixture_io.h"
+
 static int bad(const char *why, const char *file) {
     printf("FAIL %s: %s\n", file, why);
     return 1;
@@ -207,24 +209,6 @@ static int check_npy(const char *file, long cols) {
     return rc;
 }
 
-static char *slurp(const char *file) {
-    FILE *f = fopen(file, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf)
-        buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
-
 static const cJSON *item(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 static int isbool(const cJSON *v) { return cJSON_IsBool(v); }
 static int isnum_or_null(const cJSON *v) { return cJSON_IsNumber(v) || cJSON_IsNull(v); }
@@ -289,7 +273,7 @@ static int check_comparison(const cJSON *c, const char *file, int want_ok, int w
 /* `vkasr compare --json`: one JSON object; want "ok" (everything within tolerance), "equal" (that, and
  * equal tokens and transcripts) or the stage that must fail first ("layer 1", "logits", ...). */
 static int check_compare(const char *file, const char *want) {
-    char *text = slurp(file);
+    char *text = fixture_read_file(file, NULL);
     if (!text)
         return bad("cannot read", file);
     cJSON *o = cJSON_Parse(text);
@@ -333,7 +317,7 @@ static int spread_ok(const cJSON *o, const char *k, double lo, double m[3]) {
 }
 
 static int check_bench(const char *file, int nlengths, int runs, double warmup) {
-    char *buf = slurp(file);
+    char *buf = fixture_read_file(file, NULL);
     if (!buf)
         return bad("cannot read", file);
     cJSON *o = cJSON_Parse(buf);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "expect.h"
+#include "fixture_io.h"
 #include "validation_log.h"
 #include "vkasr.h"
 #include "vkasr_debug.h"
@@ -115,18 +116,7 @@ static void test_audio_edge_cases(vkasr_session *s) {
 /* A whole file's bytes (NULL on failure, reported). */
 static unsigned char *read_bytes(const char *file, size_t *size) {
     *size = 0;
-    FILE *f = fopen(file, "rb");
-    unsigned char *b = NULL;
-    long n = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
-        (b = malloc((size_t)n + 1)) && fread(b, 1, (size_t)n, f) == (size_t)n)
-        *size = (size_t)n;
-    else {
-        free(b);
-        b = NULL;
-    }
-    if (f)
-        fclose(f);
+    unsigned char *b = (unsigned char *)fixture_read_file(file, size);
     EXPECT(b, "read %s", file);
     return b;
 }

@@ -12,6 +12,7 @@
 
 #include "common/half.h"
 #include "expect.h"
+#include "fixture_io.h"
 #include "model/model_types.h"
 #include "model/quant.h"
 #include "vkasr.h"
@@ -311,22 +312,6 @@ static void test_type_rule(void) {
 /* ---------------------------------------------------------------------------------------------- */
 /* Files                                                                                          */
 
-static unsigned char *slurp(const char *path, long *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    *n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *p = malloc((size_t)*n + 1);
-    if (p && fread(p, 1, (size_t)*n, f) != (size_t)*n) {
-        free(p);
-        p = NULL;
-    }
-    fclose(f);
-    return p;
-}
-
 static void test_files(const char *model, const char *tmpdir) {
     static const struct {
         vkasr_weight_type wt;
@@ -350,9 +335,9 @@ static void test_files(const char *model, const char *tmpdir) {
         EXPECT(strstr(ve.message, "bits per weight") && strstr(ve.message, "MiB"), "summary: %s", ve.message);
         printf("%s: %s\n", name, ve.message);
         EXPECT(vkasr_convert(model, b, types[t].wt, NULL) == VKASR_OK, "convert %s again", name);
-        long na = 0, nb = 0;
-        unsigned char *pa = slurp(a, &na), *pb = slurp(b, &nb);
-        EXPECT(pa && pb && na == nb && memcmp(pa, pb, (size_t)na) == 0, "%s: two conversions differ", name);
+        size_t na = 0, nb = 0;
+        char *pa = fixture_read_file(a, &na), *pb = fixture_read_file(b, &nb);
+        EXPECT(pa && pb && na == nb && memcmp(pa, pb, na) == 0, "%s: two conversions differ", name);
         free(pa);
         free(pb);
         /* the file reads back: each tensor in the rule's type, quantized bytes equal to the rows' */
