@@ -16,7 +16,7 @@
  *
  * usage: test_live quality MODEL CLIP_DIR MAX_GAP MAX_WER
  *        test_live api MODEL CLIP_DIR
- *        test_live steps MODEL CLIP */
+ *        test_live steps MODEL CLIP... */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdio.h>
@@ -315,11 +315,11 @@ static void test_steps(vkasr_session *s, const char *clip) {
 
 int main(int argc, char **argv) {
     bool quality = argc == 6 && strcmp(argv[1], "quality") == 0, api = argc == 4 && strcmp(argv[1], "api") == 0;
-    bool steps = argc == 4 && strcmp(argv[1], "steps") == 0;
+    bool steps = argc >= 4 && strcmp(argv[1], "steps") == 0;
     if (!quality && !api && !steps) {
         fprintf(stderr, "usage: test_live quality MODEL CLIP_DIR MAX_GAP MAX_WER\n"
                         "       test_live api MODEL CLIP_DIR\n"
-                        "       test_live steps MODEL CLIP\n");
+                        "       test_live steps MODEL CLIP...\n");
         return 2;
     }
     vkasr_model_params mp = vkasr_model_params_default();
@@ -335,8 +335,8 @@ int main(int argc, char **argv) {
     }
     if (quality)
         test_quality(s, argv[3], atof(argv[4]), atof(argv[5]));
-    if (steps)
-        test_steps(s, argv[3]);
+    for (int i = 3; steps && i < argc; i++)
+        test_steps(s, argv[i]);
     vkasr_session_free(s);
     if (api)
         test_behaviour(m, argv[3]);

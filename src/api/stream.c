@@ -117,20 +117,32 @@ static vkasr_status hyp_words(struct vkasr_stream *s, struct window_hyp *h, stru
     return VKASR_OK;
 }
 
-/* The words [w0, w1) of the hypothesis rebuilt on their own: text, tokens and words. */
+/* The end of the tokens that go with the words before w1 (w1 > 0): word w1 - 1's, then the event tokens
+ * after it up to the first end of utterance or backchannel, which ends the update (the later ones, with
+ * no word before them, go on their own: deliver_leading_events). */
+static size_t part_end(const struct vkasr_stream *s, const struct window_hyp *h, size_t w1) {
+    const struct asr_model *am = s->session->model->am;
+    size_t t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
+    while (t1 < h->out.ntokens) {
+        const int kind = transcript_event_kind(&am->tok, &am->cfg, h->out.tokens[t1].id);
+        if (kind < 0)
+            break;
+        t1++;
+        if (kind != VKASR_EVENT_LANGUAGE)
+            break;
+    }
+    return t1;
+}
+
+/* The words [w0, w1) of the hypothesis rebuilt on their own: text, tokens and words; with the event tokens
+ * after them (part_end), and for the first word those before it (a language tag). */
 static vkasr_status build_part(const struct vkasr_stream *s, const struct window_hyp *h, size_t w0, size_t w1,
                                struct transcript *part, struct err *e) {
     const struct asr_model *am = s->session->model->am;
     size_t t0 = 0, t1 = 0;
     if (w1 > w0) {
-        t0 = h->tr.words[w0].first_token;
-        t1 = h->tr.words[w1 - 1].first_token + h->tr.words[w1 - 1].n_tokens;
-        /* event tokens go with the word before them (an end of utterance), those before the window's first
-         * word with it (a language tag) */
-        if (w0 == 0)
-            t0 = 0;
-        while (t1 < h->out.ntokens && transcript_event_kind(&am->tok, &am->cfg, h->out.tokens[t1].id) >= 0)
-            t1++;
+        t0 = w0 == 0 ? 0 : h->tr.words[w0].first_token;
+        t1 = part_end(s, h, w1);
     }
     /* a window without tokens has no token array (NULL): nothing to offset */
     return transcript_build(&am->tok, &am->cfg, t1 > t0 ? h->out.tokens + t0 : NULL, t1 - t0, part, e);
@@ -301,44 +313,77 @@ static vkasr_status grow(float **p, size_t *cap, size_t need) {
 
 /* ---- the cache-aware session ------------------------------------------------------------------ */
 
-/* Delivers the undelivered tokens that are complete and keeps the rest. A word is complete once any token
- * follows it (the next word's first, or an event such as an end of utterance, which ends its word); every
- * one is when `last`. A language tag waits for the first word it goes with (build_part); an end of
- * utterance or backchannel with no word left to end is delivered on its own. The open word goes to the
- * partial callback. Which steps the tokens came in (one chunk or several caught up) changes nothing. */
-static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
-    struct window_hyp h = {0};
-    h.out = s->pend; /* borrowed: handed back below */
-    vkasr_status st = hyp_words(s, &h, e);
-    size_t nfinal = h.tr.nwords, drop = 0;
-    if (st == VKASR_OK && !last && nfinal > 0) {
-        const vkasr_word *lw = &h.tr.words[nfinal - 1];
-        if (lw->first_token + lw->n_tokens >= s->pend.ntokens)
-            nfinal--; /* nothing after the last word yet: it may go on */
-    }
-    bool ending = last; /* events only: the ends of utterance go now, language tags wait for their word */
-    for (size_t i = 0; st == VKASR_OK && h.tr.nwords == 0 && i < h.tr.nevents; i++)
-        ending |= h.tr.events[i].kind != VKASR_EVENT_LANGUAGE;
-    if (st == VKASR_OK && h.tr.nwords == 0 && h.tr.nevents > 0 && ending) {
-        call(s, s->p.final_callback, &h.tr, true, audio_end);
+/* The pending tokens' leading events (before any word), an update for each end of utterance or
+ * backchannel (with the language tags before it): they end no word, so no later token changes them. */
+static vkasr_status deliver_leading_events(struct vkasr_stream *s, double audio_end, struct err *e) {
+    const struct asr_model *am = s->session->model->am;
+    for (;;) {
+        size_t n = 0;
+        for (size_t t = 0; t < s->pend.ntokens && n == 0; t++) {
+            const int kind = transcript_event_kind(&am->tok, &am->cfg, s->pend.tokens[t].id);
+            if (kind < 0)
+                break;
+            if (kind != VKASR_EVENT_LANGUAGE)
+                n = t + 1;
+        }
+        if (n == 0)
+            return VKASR_OK;
+        struct transcript part;
+        TRY(transcript_build(&am->tok, &am->cfg, s->pend.tokens, n, &part, e));
+        call(s, s->p.final_callback, &part, true, audio_end);
+        transcript_free(&part);
         s->seg_open = false;
-        drop = s->pend.ntokens;
-    } else if (st == VKASR_OK) {
-        st = deliver_finals(s, &h, 0, nfinal, asr_stream_frames(s->cas), last, audio_end, e);
-        if (last || (nfinal > 0 && nfinal == h.tr.nwords))
+        memmove(s->pend.tokens, s->pend.tokens + n, (s->pend.ntokens - n) * sizeof *s->pend.tokens);
+        s->pend.ntokens -= n;
+    }
+}
+
+/* Delivers the undelivered tokens that are complete and keeps the rest, so that the updates depend only
+ * on the tokens, not on which steps they came in (one chunk or several caught up):
+ * - an end of utterance or backchannel before any word goes at once, an update of its own;
+ * - a word is complete once any token follows it (the next word's first, or an event, which ends its word);
+ *   every one is when `last`; an end of utterance ends the update and the segment after its word;
+ * - a language tag waits for the first word after it (build_part), or the end.
+ * The open word goes to the partial callback. */
+static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
+    const struct asr_model *am = s->session->model->am;
+    for (;;) {
+        TRY(deliver_leading_events(s, audio_end, e));
+        struct window_hyp h = {0};
+        h.out = s->pend; /* borrowed: handed back below */
+        vkasr_status st = hyp_words(s, &h, e);
+        size_t nfinal = h.tr.nwords, drop = 0;
+        bool more = false; /* an end of utterance cut the words: the rest in the next round */
+        if (st == VKASR_OK && !last && nfinal > 0) {
+            const vkasr_word *lw = &h.tr.words[nfinal - 1];
+            if (lw->first_token + lw->n_tokens >= s->pend.ntokens)
+                nfinal--; /* nothing after the last word yet: it may go on */
+        }
+        for (size_t k = 0; st == VKASR_OK && k < nfinal; k++)
+            if (transcript_utterance_ends_after(&am->tok, &am->cfg, &h.tr, k)) {
+                nfinal = k + 1;
+                more = part_end(s, &h, nfinal) < s->pend.ntokens;
+                break;
+            }
+        if (st == VKASR_OK && last && h.tr.nwords == 0 && h.tr.nevents > 0) {
+            call(s, s->p.final_callback, &h.tr, true, audio_end); /* language tags that no word followed */
+            s->seg_open = false;
             drop = s->pend.ntokens;
-        else if (nfinal > 0)
-            drop = h.tr.words[nfinal].first_token; /* the events after word nfinal - 1 went with it */
+        } else if (st == VKASR_OK) {
+            st = deliver_finals(s, &h, 0, nfinal, asr_stream_frames(s->cas), last && !more, audio_end, e);
+            drop = nfinal > 0 ? part_end(s, &h, nfinal) : last ? s->pend.ntokens : 0;
+        }
+        if (st == VKASR_OK && !more)
+            st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
+        if (st == VKASR_OK && drop > 0) {
+            memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
+            s->pend.ntokens -= drop;
+        }
+        h.out = (struct asr_output){0};
+        hyp_free(&h);
+        if (st != VKASR_OK || !more)
+            return st;
     }
-    if (st == VKASR_OK)
-        st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
-    if (st == VKASR_OK && drop > 0) {
-        memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
-        s->pend.ntokens -= drop;
-    }
-    h.out = (struct asr_output){0};
-    hyp_free(&h);
-    return st;
 }
 
 /* The cache-aware streams of one model advance together: their caches live in pools of slots
