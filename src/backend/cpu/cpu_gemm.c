@@ -1,9 +1,10 @@
 /* cpu_gemm.c — the CPU backend's matrix-product kernel, C = A B^T (both operands rows along K: x and a
  * PyTorch weight, queries and keys): B packed k-major in panels of 16 rows by KC columns (f32 and f16
- * rows transposed 8 x 8 in registers, f16 widened there with F16C), MR rows of A against a panel at a
- * time. Every element is one multiply-add chain over k = 0 .. K-1 in order, whatever M, N, the row's
- * place in the call, the panel cut or the kernel (AVX-512 and AVX2 both fuse each multiply-add): a row's
- * result never depends on the other rows, which the ops' contract asks (halo tiles, packed batches).
+ * rows transposed 8 x 8 in registers, f16 widened there with F16C), MR rows of A against a panel (with
+ * AVX-512: two panels) at a time. Every element is one multiply-add chain over k = 0 .. K-1 in order,
+ * whatever M, N, the row's place in the call, the panel cut or the kernel (AVX-512 and AVX2 both fuse
+ * each multiply-add): a row's result never depends on the other rows, which the ops' contract asks
+ * (halo tiles, packed batches).
  * OpenBLAS's sgemm does not keep that, so the products use this kernel. Plain C where the CPU lacks
  * AVX2 + FMA (multiply, then add). */
 #include <stdatomic.h>
@@ -161,38 +162,44 @@ __attribute__((target("avx512f"))) static void kern_avx512_1(int64_t kc, const f
     k512(1, kc, a, lda, p, c, ldc, ncols, first);
 }
 
-/* R rows (R <= 6) against two panels side by side (32 columns, the first panel full): 2R accumulators,
- * two panel loads and R broadcasts for 2R multiply-adds, where the one-panel kernel needs 12 broadcasts
- * and a load for 12; each element's chain is the same. */
+/* R rows (R <= 8) against two panels side by side (32 columns, the first panel full): 2R accumulators,
+ * two panel loads and R broadcasts for 2R multiply-adds (10 loads for 16), where the one-panel kernel
+ * needs 13 for 12; each element's chain is the same. 8 rows: a step's 512-row chunks have no rest. */
 __attribute__((target("avx512f"), always_inline)) static inline void k512x2(const int R, int64_t kc, const float *a,
                                                                             int64_t lda, const float *p0,
                                                                             const float *p1, float *c, int64_t ldc,
                                                                             int64_t ncols1, bool first) {
     const __mmask16 m1 = (__mmask16)((1u << ncols1) - 1u);
-    __m512 c0[6], c1[6];
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+    __m512 c0[8], c1[8];
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         c0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
         c1[r] = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, c + r * ldc + NR);
     }
     for (int64_t k = 0; k < kc; k++) {
         const __m512 b0 = _mm512_load_ps(p0 + k * NR), b1 = _mm512_load_ps(p1 + k * NR);
-        _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+        _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
             const __m512 av = _mm512_set1_ps(a[r * lda + k]);
             c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
             c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
         }
     }
-    _Pragma("GCC unroll 6") for (int r = 0; r < R; r++) {
+    _Pragma("GCC unroll 8") for (int r = 0; r < R; r++) {
         _mm512_storeu_ps(c + r * ldc, c0[r]);
         _mm512_mask_storeu_ps(c + r * ldc + NR, m1, c1[r]);
     }
 }
 
 CPU_KERNEL
-__attribute__((target("avx512f"))) static void kern_avx512_6x2(int64_t kc, const float *a, int64_t lda,
+__attribute__((target("avx512f"))) static void kern_avx512_8x2(int64_t kc, const float *a, int64_t lda,
                                                                const float *p0, const float *p1, float *c,
                                                                int64_t ldc, int64_t ncols1, bool first) {
-    k512x2(6, kc, a, lda, p0, p1, c, ldc, ncols1, first);
+    k512x2(8, kc, a, lda, p0, p1, c, ldc, ncols1, first);
+}
+CPU_KERNEL
+__attribute__((target("avx512f"))) static void kern_avx512_4x2(int64_t kc, const float *a, int64_t lda,
+                                                               const float *p0, const float *p1, float *c,
+                                                               int64_t ldc, int64_t ncols1, bool first) {
+    k512x2(4, kc, a, lda, p0, p1, c, ldc, ncols1, first);
 }
 CPU_KERNEL
 __attribute__((target("avx512f"))) static void kern_avx512_1x2(int64_t kc, const float *a, int64_t lda,
@@ -329,8 +336,10 @@ void cpu_gemm_nt(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, c
                 const int64_t nc1 = N - j0 - NR < NR ? N - j0 - NR : NR;
                 float *pk1 = pack + NR * KC; /* the pack holds a panel per NR columns of N */
                 pack_b(bctx, j0 + NR, nc1, k0, kc, pk1);
-                for (; i + 6 <= M; i += 6)
-                    kern_avx512_6x2(kc, a + i * lda, lda, pk, pk1, c + i * ldc, ldc, nc1, first);
+                for (; i + 8 <= M; i += 8)
+                    kern_avx512_8x2(kc, a + i * lda, lda, pk, pk1, c + i * ldc, ldc, nc1, first);
+                for (; i + 4 <= M; i += 4)
+                    kern_avx512_4x2(kc, a + i * lda, lda, pk, pk1, c + i * ldc, ldc, nc1, first);
                 for (; i < M; i++)
                     kern_avx512_1x2(kc, a + i * lda, lda, pk, pk1, c + i * ldc, ldc, nc1, first);
                 jp++;
