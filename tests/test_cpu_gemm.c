@@ -38,9 +38,10 @@ static void check(int64_t M, int64_t N, int64_t K, bool half, bool fused) {
     }
     for (int64_t i = 0; i < M * lda; i++)
         A[i] = uniform();
-    for (int64_t i = 0; i < N * ldb; i++) {
-        Bh[i] = float_to_half(uniform());
-        B[i] = half ? half_to_float(Bh[i]) : uniform();
+    for (int64_t i = 0; i < N * ldb; i++) { /* f16 weights: B holds what the kernel sees, Bh widened */
+        const float v = uniform();
+        Bh[i] = float_to_half(v);
+        B[i] = half ? half_to_float(Bh[i]) : v;
     }
     for (int64_t i = 0; i < (M + 1) * ldc; i++)
         C[i] = SENTINEL;

@@ -313,6 +313,14 @@ static vkasr_status grow(float **p, size_t *cap, size_t need) {
 
 /* ---- the cache-aware session ------------------------------------------------------------------ */
 
+/* Removes the first n pending tokens (delivered). */
+static void pend_drop(struct vkasr_stream *s, size_t n) {
+    if (n == 0)
+        return;
+    memmove(s->pend.tokens, s->pend.tokens + n, (s->pend.ntokens - n) * sizeof *s->pend.tokens);
+    s->pend.ntokens -= n;
+}
+
 /* The pending tokens' leading events (before any word), an update for each end of utterance or
  * backchannel (with the language tags before it): they end no word, so no later token changes them. */
 static vkasr_status deliver_leading_events(struct vkasr_stream *s, double audio_end, struct err *e) {
@@ -333,8 +341,7 @@ static vkasr_status deliver_leading_events(struct vkasr_stream *s, double audio_
         call(s, s->p.final_callback, &part, true, audio_end);
         transcript_free(&part);
         s->seg_open = false;
-        memmove(s->pend.tokens, s->pend.tokens + n, (s->pend.ntokens - n) * sizeof *s->pend.tokens);
-        s->pend.ntokens -= n;
+        pend_drop(s, n);
     }
 }
 
@@ -375,10 +382,8 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double aud
         }
         if (st == VKASR_OK && !more)
             st = deliver_partial(s, &h, nfinal, nfinal > 0, audio_end, e);
-        if (st == VKASR_OK && drop > 0) {
-            memmove(s->pend.tokens, s->pend.tokens + drop, (s->pend.ntokens - drop) * sizeof *s->pend.tokens);
-            s->pend.ntokens -= drop;
-        }
+        if (st == VKASR_OK)
+            pend_drop(s, drop);
         h.out = (struct asr_output){0};
         hyp_free(&h);
         if (st != VKASR_OK || !more)

@@ -30,8 +30,9 @@ struct transcript {
  * runtime for these models (NeMo nemo/agents/voice_agent/pipecat/services/nemo/streaming_asr.py,
  * NemoStreamingASRService.transcribe -> reset_state) resets the decoder hypothesis, the encoder caches
  * and the audio buffer after each chunk whose tokens hold <EOU> or <EOB>; a cache-aware stream session
- * applies its decoder part per chunk (stream_decoder.c; the encoder caches are kept). NeMo-Speech.cpp does not reset on the token (src/asr/runner.cpp fire_eou
- * clears only the utterance's output: "model context belongs to the stream"). */
+ * applies its decoder part per chunk (stream_decoder.c; the encoder caches are kept). NeMo-Speech.cpp
+ * does not reset on the token (src/asr/runner.cpp fire_eou clears only the utterance's output: "model
+ * context belongs to the stream"). */
 int transcript_event_kind(const struct tokenizer *tok, const struct model_config *cfg, int32_t id);
 
 vkasr_status transcript_build(const struct tokenizer *tok, const struct model_config *cfg, const struct asr_token *t,
