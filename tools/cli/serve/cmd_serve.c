@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/resource.h>
+
 #include "../args.h"
 #include "serve_rt.h"
 
@@ -191,6 +193,21 @@ static bool wait_signal(const sigset_t *set, double seconds) {
     return sigtimedwait(set, NULL, &ts) > 0;
 }
 
+/* Each connection holds a socket (an upgraded WebSocket one more descriptor on the way): raise the soft
+ * limit of open files (often 1024) towards the hard one when --max-concurrent needs more, and say when
+ * the hard limit is lower. */
+static void raise_open_files(unsigned max_concurrent) {
+    struct rlimit rl;
+    const rlim_t want = (rlim_t)max_concurrent * 2 + 256;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= want ? want : rl.rlim_max;
+    if ((setrlimit(RLIMIT_NOFILE, &rl) != 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0) || rl.rlim_cur < want)
+        fprintf(stderr, "vkasr serve: warning: --max-concurrent %u may need %llu open files; the limit is %llu "
+                        "(ulimit -n)\n",
+                max_concurrent, (unsigned long long)want, (unsigned long long)rl.rlim_cur);
+}
+
 int cmd_serve(int argc, char **argv) {
     char default_path[4096], name_buf[256];
     struct cli_common common = cli_common_default();
@@ -224,6 +241,7 @@ int cmd_serve(int argc, char **argv) {
                 o.max_streams, o.max_concurrent);
     default_model_name(model, name_buf, sizeof name_buf);
     o.model_name = model_name ? model_name : name_buf;
+    raise_open_files(o.max_concurrent);
 
     /* Signals are taken by sigwait below: blocked here, before any thread starts, so every thread
      * (the library's too) inherits the mask. */

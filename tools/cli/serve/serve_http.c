@@ -571,7 +571,9 @@ struct serve_http *serve_http_start(const struct serve_opts *o, struct serve_que
     h->o = o;
     h->q = q;
     pthread_mutex_init(&h->mu, NULL);
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC |
+    /* poll(), not select(): a server of a thousand streams holds sockets numbered past FD_SETSIZE (1024),
+     * which select() cannot watch (libmicrohttpd would refuse those connections) */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG | MHD_ALLOW_UPGRADE | (ai->ai_family == AF_INET6 ? MHD_USE_IPv6 : 0);
     h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h, MHD_OPTION_EXTERNAL_LOGGER,
                             on_mhd_log, NULL, MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_CONNECTION_LIMIT,
