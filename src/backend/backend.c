@@ -28,31 +28,35 @@ const char *be_device_suffix(const char *s, const char *prefix) {
     return s[n] == ':' ? s + n + 1 : NULL;
 }
 
-/* Whether this Linux machine has no device node a GPU's Vulkan driver could use: no DRM render node
- * (/dev/dri/renderD*: Mesa's drivers), no /dev/nvidia0 (NVIDIA's), no /dev/dxg (WSL's), and no driver
- * list named in the environment. Then the default device is the CPU backend without asking Vulkan,
- * whose loader would load every installed driver (lavapipe's LLVM among them) only to find none: a
- * tenth of a second of CPU at each start. Elsewhere (other systems, containers passing a GPU's nodes
- * through) Vulkan is asked as before. */
-static bool surely_no_gpu(void) {
+/* Whether this machine has a device node a GPU's Vulkan driver could use: a DRM render node
+ * (/dev/dri/renderD*: Mesa's drivers), /dev/nvidia0 (NVIDIA's), /dev/dxg (WSL's); other systems: assumed. */
+static bool gpu_node_present(void) {
 #if defined(__linux__) && !defined(__ANDROID__)
-    static const char *const env[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"};
-    for (size_t i = 0; i < sizeof env / sizeof *env; i++)
-        if (getenv(env[i]) && *getenv(env[i]))
-            return false;
     if (access("/dev/nvidia0", F_OK) == 0 || access("/dev/dxg", F_OK) == 0)
-        return false;
+        return true;
     DIR *d = opendir("/dev/dri");
     if (!d)
-        return true;
+        return false;
     bool render = false;
     for (struct dirent *de; !render && (de = readdir(d));)
         render = strncmp(de->d_name, "renderD", 7) == 0;
     closedir(d);
-    return !render;
+    return render;
 #else
-    return false;
+    return true;
 #endif
+}
+
+/* Whether this machine surely has no GPU: no device node (above) and no driver list named in the
+ * environment. Then the default device is the CPU backend without asking Vulkan, whose loader would load
+ * every installed driver (lavapipe's LLVM among them) only to find none: a tenth of a second of CPU at
+ * each start. Elsewhere (other systems, containers passing a GPU's nodes through) Vulkan is asked. */
+static bool surely_no_gpu(void) {
+    static const char *const env[] = {"VK_DRIVER_FILES", "VK_ICD_FILENAMES", "VK_ADD_DRIVER_FILES"};
+    for (size_t i = 0; i < sizeof env / sizeof *env; i++)
+        if (getenv(env[i]) && *getenv(env[i]))
+            return false;
+    return !gpu_node_present();
 }
 
 /* Records which backend an opened device belongs to. */
@@ -88,6 +92,12 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
             *e = ve;
             return st;
         }
+        /* A GPU whose Vulkan driver is missing or broken: say so, or the user never learns why the GPU
+         * is idle (-d cpu chooses the CPU backend without this) */
+        if (opt->log && gpu_node_present())
+            LOG_WARN(opt->log, "a GPU is present but Vulkan offers no usable GPU device (%s): using the CPU "
+                               "backend; install the GPU's Vulkan driver, or pass -d cpu",
+                     ve.msg);
         if (opt->log)
             LOG_INFO(opt->log, "start-up: looking for a Vulkan GPU %.1f ms (%s): the CPU backend", clock_ms() - t0,
                      ve.msg);
