@@ -8,6 +8,8 @@ vkasr_shader(attention attention.comp)
 vkasr_shader(attention_h attention.comp DEFINES F16_TYPES)
 vkasr_shader(attention_rows attention_rows.comp)
 vkasr_shader(attention_rows_h attention_rows.comp DEFINES F16_TYPES)
+vkasr_shader(attention_rows_group attention_rows_group.comp)
+vkasr_shader(attention_rows_group_h attention_rows_group.comp DEFINES F16_TYPES)
 # relpos_attention on tensor cores (f16 products) per padded head width; the *_emu* twins (lab) of the
 # kernels the choice takes run the same code with emulated fragments on any f16 device (lavapipe tests;
 # the lab's older real kernels are checked on GPUs only). Must match

@@ -818,12 +818,16 @@ int main(void) {
     }
 
     /* f32: every f32 configuration this device can run (the tiled scalar kernel, the barrier-free one
-     * for CPU drivers), forced, then the automatic choice on a few shapes. CUDA: its own choice. */
+     * for CPU drivers, on GPUs the workgroup-per-row one; lavapipe runs that one's barriers slowly, and
+     * its production form, q_pos, in test_ops_stream_rows_group), forced, then the automatic choice on a
+     * few shapes. CUDA: its own choice. */
     size_t ncfg = 0;
     const struct vk_att_cfg *cfgs = h.vulkan ? vk_att_configs(&ncfg) : NULL;
     const struct vk_caps *caps = h.vulkan ? &((struct vk_device *)h.dev[TH_DEV])->caps : NULL;
     for (size_t i = 0; i < ncfg; i++)
-        if ((cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS) && vk_att_cfg_usable(&cfgs[i], caps))
+        if ((cfgs[i].kind == VK_ATT_SCALAR || cfgs[i].kind == VK_ATT_ROWS ||
+             (cfgs[i].kind == VK_ATT_ROWS_GROUP && !caps->cpu)) &&
+            vk_att_cfg_usable(&cfgs[i], caps))
             f32_cases(&h, &cfgs[i]);
     if (!h.vulkan) {
         th_skip(&h, "forced Vulkan attention configurations (the same cases run with the backend's choice)");

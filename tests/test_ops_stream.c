@@ -119,5 +119,7 @@ int main(void) {
     qpos_case(&h, 3, 12, 4, 2, 12, false);
     qpos_case(&h, 6, 8, 1, 4, 16, false);
     qpos_case(&h, 4, 8, 2, 4, 16, true);
+    qpos_case(&h, 3, 70, 2, 8, 128, true); /* the 0.6B streaming shape at 160 ms */
+    qpos_case(&h, 2, 40, 8, 3, 100, false); /* a head width not a multiple of 32: idle lanes */
     return th_close(&h);
 }

@@ -1,5 +1,6 @@
 /* vk_attention.h — kernel selection for the fused relative-position attention (vk_op_attention.c):
- * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp) and
+ * the scalar kernel (attention.comp), its barrier-free twin for CPU drivers (attention_rows.comp), a
+ * workgroup per query row for rows of few keys on GPUs (attention_rows_group.comp) and
  * the tensor-core kernels for the op's f16 mode (attention_coopmat.comp; the lab's older variants and
  * emulated twins, tests/vk_lab.c), the pure choice function, and a recorder that runs a given
  * configuration (tests and benchmarks force configurations through it). */
@@ -12,7 +13,9 @@ enum vk_att_kernel {
     VK_ATT_SCALAR = 0,      /* attention.comp: f32 FMA, any device                                  */
     VK_ATT_COOPMAT = 1,     /* attention_coopmat.comp: NV cooperative matrices, subgroup size 32    */
     VK_ATT_COOPMAT_EMU = 2, /* attention_coopmat.comp with emulated fragments: tests only           */
-    VK_ATT_ROWS = 3         /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
+    VK_ATT_ROWS = 3,        /* attention_rows.comp: a query row per invocation, no barriers (CPUs)  */
+    VK_ATT_ROWS_GROUP = 4   /* attention_rows_group.comp: a (row, head) per 32-invocation workgroup,
+                               for rows of few keys on GPUs (the streaming step's q_pos form)       */
 };
 
 /* Keys one query row of attention_rows.comp may score: its key loop is the only loop llvmpipe counts

@@ -42,6 +42,9 @@ static const struct vk_att_cfg configs[] = {
     /* attention_rows.comp: 8 query rows per workgroup, one per invocation, no shared memory */
     {.name = "rows", .prof = "relpos_attention", .kind = VK_ATT_ROWS, .spv = SPV_attention_rows,
      .spv_h = SPV_attention_rows_h, .wg = 8, .bq = 8, .max_dk = 256, .shared_bytes = 0},
+    /* attention_rows_group.comp: a (row, head) per workgroup of 32, the head width over the lanes */
+    {.name = "rows_group", .prof = "relpos_attention", .kind = VK_ATT_ROWS_GROUP, .spv = SPV_attention_rows_group,
+     .spv_h = SPV_attention_rows_group_h, .wg = 32, .bq = 1, .max_dk = 256, .shared_bytes = (32 * 33 + 32) * 4},
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     ATT_COOPMAT("cm_dk32", VK_ATT_COOPMAT, SPV_attention_cm_dk32, 4, 32),
     ATT_COOPMAT_SPLIT_SHUFFLE("cms4xqm_dk64", VK_ATT_COOPMAT, SPV_attention_cms4xqm_dk64, 4, 64),
@@ -188,8 +191,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     const bool aligned = a->q.addr % 16 == 0 && a->k.addr % 16 == 0 && a->v.addr % 16 == 0 && a->p.addr % 16 == 0;
     const bool vec = D % 4 == 0 && dk % 4 == 0 && aligned, vec4 = cfg->kind == VK_ATT_ROWS && vec;
     const bool unroll = cfg->kind == VK_ATT_ROWS && (row_keys + 1) * 3 * (vec4 ? dk / 4 : dk) >= 60000;
-    if (cfg->kind == VK_ATT_ROWS) {
-        const int64_t keys = row_keys;
+    /* (attention_rows_group.comp's lanes count about 4 loop iterations a key) */
+    const bool per_row = cfg->kind == VK_ATT_ROWS || cfg->kind == VK_ATT_ROWS_GROUP;
+    if (per_row && (cfg->kind == VK_ATT_ROWS || d->caps.cpu)) {
+        const int64_t keys = cfg->kind == VK_ATT_ROWS ? row_keys : 4 * row_keys;
         if (keys > VK_ATT_ROWS_MAX_KEYS)
             return err_set(e, VKASR_ERR_UNSUPPORTED,
                            "relpos_attention: %lld keys per query row on a CPU driver, whose loops stop after 65535 "
@@ -203,8 +208,9 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     for (int i = 0; i < nin; i++)
         if (overlaps(&a->y, in[i]))
             return err_set(e, VKASR_ERR_INVALID_ARG, "relpos_attention: y must not overlap %s", in_name[i]);
-    if (a->q_pos.addr && cfg->kind != VK_ATT_ROWS)
-        return err_set(e, VKASR_ERR_UNSUPPORTED, "relpos_attention: query positions from a table need the rows kernel");
+    if (a->q_pos.addr && !per_row)
+        return err_set(e, VKASR_ERR_UNSUPPORTED,
+                       "relpos_attention: query positions from a table need the rows or rows_group kernel");
 
     /* window 0 (full) and windows wider than the positions in play are the same band. */
     int64_t span = a->q_pos0 + Tq > a->k_pos0 + Tk ? a->q_pos0 + Tq : a->k_pos0 + Tk;
@@ -265,10 +271,10 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
         .writes = wr,
         .nwrites = 1,
     };
-    if (cfg->kind != VK_ATT_ROWS)
+    if (!per_row)
         return vk_record(b, &dp);
-    /* attention_rows.comp takes one row per invocation from row0 (in the flags word): one dispatch
-     * per grid's worth of rows. */
+    /* attention_rows.comp (a row per invocation) and attention_rows_group.comp (a row per workgroup)
+     * take their rows from row0 (in the flags word): one dispatch per grid's worth of rows. */
     for (uint64_t r0 = 0; r0 < (uint64_t)Tq; r0 += (uint64_t)dp.groups[0] * cfg->bq) {
         pc.flags = (uint32_t)r0;
         TRY(vk_record(b, &dp));
@@ -284,9 +290,18 @@ vkasr_status vk_op_relpos_attention(struct vk_backend *b, const struct op_relpos
         b->att_force = vk_att_override(&b->d->caps, b->d->base.log);
         b->att_force_read = true;
     }
-    /* query positions from a table (the streaming session's batches): the rows kernel, which takes a
-     * position per row; its keys per row are the chunked mask's few */
-    const struct vk_att_cfg *cfg = a->q_pos.addr ? vk_att_find("rows") : vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
+    /* query positions from a table (the streaming session's batches): a kernel that takes a position
+     * per row, whose keys are the chunked mask's few: on a CPU driver the barrier-free rows kernel, on a
+     * GPU a workgroup per row (the rows kernel's serial walk over keys and head width takes 0.6 ms a
+     * layer there); VKASR_ATTENTION_KERNEL may name either. By device only, never by the number of
+     * rows: a stream's results must not depend on who shares its step. */
+    const struct vk_att_cfg *cfg;
+    if (a->q_pos.addr)
+        cfg = b->att_force && (b->att_force->kind == VK_ATT_ROWS || b->att_force->kind == VK_ATT_ROWS_GROUP)
+                  ? b->att_force
+                  : vk_att_find(b->d->caps.cpu ? "rows" : "rows_group");
+    else
+        cfg = vk_att_choose(&b->d->caps, b->att_force, dk, a->f16);
     if (!cfg) {
         const struct vk_att_cfg *s = vk_att_find("scalar");
         if (dk > (int64_t)s->max_dk)
