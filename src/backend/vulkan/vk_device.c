@@ -155,8 +155,10 @@ static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
     return found;
 }
 
-/* The NV coopmat shape our GEMM uses: 16x16x16, f16 x f16 -> f32, subgroup scope. */
-static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd) {
+/* Whether the device lists an NV coopmat shape M x N x K, a x b -> c, at subgroup scope: the f16 GEMM's
+ * 16x16x16 f16 x f16 -> f32, the int8 GEMM's 16x16x32 s8 x s8 -> s32. */
+static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd, uint32_t ms, uint32_t ns, uint32_t ks,
+                                VkComponentTypeNV ab, VkComponentTypeNV c) {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
             inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
@@ -173,9 +175,8 @@ static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd) {
     bool ok = false;
     if (get(pd, &n, p) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !ok; i++)
-            ok = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                 p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                 p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV;
+            ok = p[i].MSize == ms && p[i].NSize == ns && p[i].KSize == ks && p[i].AType == ab && p[i].BType == ab &&
+                 p[i].CType == c && p[i].DType == c && p[i].scope == VK_SCOPE_SUBGROUP_NV;
     free(p);
     return ok;
 }
@@ -193,7 +194,7 @@ struct vk_probe {
     VkPhysicalDeviceConditionalRenderingFeaturesEXT fcr;
     bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props, ext_sm_builtins;
     bool ext_cond_render;
-    bool coopmat_nv_shape;
+    bool coopmat_nv_shape, coopmat_nv_int8_shape;
 };
 
 static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *p) {
@@ -238,8 +239,12 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
         pr2.pNext = &p->psm;
     }
     vkGetPhysicalDeviceProperties2(pd, &pr2);
-    if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix)
-        p->coopmat_nv_shape = nv_coopmat_shape_ok(inst, pd);
+    if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix) {
+        p->coopmat_nv_shape =
+            nv_coopmat_shape_ok(inst, pd, 16, 16, 16, VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT32_NV);
+        p->coopmat_nv_int8_shape =
+            nv_coopmat_shape_ok(inst, pd, 16, 16, 32, VK_COMPONENT_TYPE_SINT8_NV, VK_COMPONENT_TYPE_SINT32_NV);
+    }
 }
 
 static void append_missing(char *buf, size_t n, const char *what) {
@@ -601,6 +606,15 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
     c->coopmat_nv = false; /* this build's glslc could not compile the tensor-core kernels */
 #endif
+    /* The int8 linear of q8_0 weights (vk_op_gemm_i8.c): the 16x16x32 int8 shape and shaderInt8 on top
+     * of the f16 tensor cores; VKASR_INT8=0 turns it off (the f16 tensor-core path then runs).
+     * VKASR_INT8=emu (a test hook) takes its emulated twin where the lab is registered. */
+    const char *i8 = getenv("VKASR_INT8");
+    c->coopmat_int8 = c->coopmat_nv && p.coopmat_nv_int8_shape && p.f12.shaderInt8 && !(i8 && strcmp(i8, "0") == 0);
+#ifndef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
+    c->coopmat_int8 = false;
+#endif
+    c->int8_emu = c->f16 && i8 && strcmp(i8, "emu") == 0;
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
@@ -631,6 +645,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .pNext = c->predication ? (void *)&fcr : fcr.pNext,
         .bufferDeviceAddress = VK_TRUE,
         .shaderFloat16 = c->f16,
+        .shaderInt8 = c->coopmat_int8,
         .vulkanMemoryModel = c->coopmat_nv,
         .vulkanMemoryModelDeviceScope = c->coopmat_nv && p.f12.vulkanMemoryModelDeviceScope,
     };
@@ -703,6 +718,8 @@ static void vk_device_destroy(struct be_device *bd) {
     }
     if (d->instance)
         vkDestroyInstance(d->instance, NULL);
+    free(d->i8w);
+    pthread_mutex_destroy(&d->i8_lock);
     pthread_mutex_destroy(&d->queue_lock);
     pthread_mutex_destroy(&d->pipe_lock);
     pthread_cond_destroy(&d->pipe_done);
@@ -766,6 +783,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.log = opt->log;
     pthread_mutex_init(&d->queue_lock, NULL);
     pthread_mutex_init(&d->pipe_lock, NULL);
+    pthread_mutex_init(&d->i8_lock, NULL);
     pthread_cond_init(&d->pipe_done, NULL);
     be_device_init(&d->base, &vk_blocks);
     atomic_init(&d->validation_count, 0);
