@@ -147,14 +147,12 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
  * weight's int8 form on its first use, records the int8 GEMM. */
 vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                uint32_t flags, uint32_t types);
-/* The int8 form of q8_0 weight w [N, K] (K % 32 == 0): w8 [N, K] int8 rows followed by their f32 scales,
- * made by quantize_rows.comp on first use into the weights arena, and waited for, so every backend of
- * the device finds it ready. Not while a graph is being recorded (it cannot wait there). Forms are found
- * by w's address and shape: w must not change while the device lives (model weights never do). */
+/* The int8 form of q8_0 weight w [N, K] (K % 32 == 0): w8 [N, K] int8 rows followed by their f32 scales.
+ * A model weight (in the weights arena, unchanged while the device lives) gets it once, made by
+ * quantize_rows.comp on first use into the weights arena and waited for, so every backend of the device
+ * finds it ready (not while a graph is being recorded: it cannot wait there). Any other w gets it
+ * recorded into this backend's scratch (the caller's mark releases it). */
 vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8);
-/* Forgets every int8 form (their bytes stay in the weights arena): for tests, whose q8_0 weights live in
- * scratch that later cases reuse. */
-void vk_i8_weights_forget(struct vk_device *d);
 /* Records quantize_rows.comp over x [M, K] (f32 or f16, K % 4 == 0): M*K int8 at q8, then M f32 scales
  * (the int8 path's x; tests check it against the host's rule). */
 vkasr_status vk_i8_quantize_rows(struct vk_backend *b, const be_tensor *x, uint64_t q8);

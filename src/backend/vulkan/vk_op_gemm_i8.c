@@ -1,7 +1,8 @@
 /* vk_op_gemm_i8.c — the linear op of q8_0 weights on int8 tensor cores (W8A8 with one f32 scale per
- * row): x's rows quantized into scratch by quantize_rows.comp, the weight's int8 form made once per
- * device on first use (quantize_rows.comp over its blocks, kept in the weights arena), and
- * gemm_coopmat_i8.comp's int32 products scaled in its epilogue. Selection: vk_gemm_choose. */
+ * row): x's rows quantized into scratch by quantize_rows.comp, a model weight's int8 form made once per
+ * device on first use (quantize_rows.comp over its blocks, kept in the weights arena; a weight outside
+ * that arena is converted per call into scratch), and gemm_coopmat_i8.comp's int32 products scaled in
+ * its epilogue. Selection: vk_gemm_choose. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +55,14 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
     struct vk_device *d = b->d;
     struct err *e = &b->base.err;
     const int64_t N = w->ne[0], K = w->ne[1];
+    struct be_arena_block blk;
+    pthread_mutex_lock(&d->base.weights_lock);
+    const bool model = be_arena_find(&d->base.weights, w->addr, be_nbytes(w), &blk);
+    pthread_mutex_unlock(&d->base.weights_lock);
+    if (!model) { /* a tensor of the caller's, which may change: its form for this call, in scratch */
+        TRY(be_arena_alloc(&b->base.scratch, i8_bytes(N, K), w8, e));
+        return record_quantize(b, SPV_quantize_rows_q8_0, w->addr, be_nbytes(w), N, K, *w8);
+    }
     vkasr_status st = VKASR_OK;
     pthread_mutex_lock(&d->i8_lock);
     for (size_t i = 0; i < d->ni8w; i++)
@@ -96,25 +105,19 @@ out:
     return st;
 }
 
-void vk_i8_weights_forget(struct vk_device *d) {
-    pthread_mutex_lock(&d->i8_lock);
-    d->ni8w = 0;
-    pthread_mutex_unlock(&d->i8_lock);
-}
-
 vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                uint32_t flags, uint32_t types) {
     struct err *e = &b->base.err;
     const int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
     if (a->x.type != BE_F32 && a->x.type != BE_F16)
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 path takes f32 or f16 x");
-    uint64_t w8 = 0;
-    TRY(vk_i8_weight(b, &a->w, &w8));
-
-    /* Scratch for this call: x8 and its scales, the emulated kernel's shared memory. */
+    /* Scratch for this call: x8 and its scales, the emulated kernel's shared memory (and the weight's
+     * form when w is not a model weight). */
     const uint64_t mark = be_mark(&b->base);
-    uint64_t x8 = 0;
-    vkasr_status st = be_arena_alloc(&b->base.scratch, i8_bytes(M, K), &x8, e);
+    uint64_t w8 = 0, x8 = 0;
+    vkasr_status st = vk_i8_weight(b, &a->w, &w8);
+    if (st == VKASR_OK)
+        st = be_arena_alloc(&b->base.scratch, i8_bytes(M, K), &x8, e);
     if (st == VKASR_OK)
         st = vk_i8_quantize_rows(b, &a->x, x8);
     struct pc_gemm pc = {
