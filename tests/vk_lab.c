@@ -30,8 +30,6 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CMQ("q4_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q4_K, SPV_gemm_emu128x128_k32_q4_k, T_128x128_K32),
     CMQ("q5_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q5_K, SPV_gemm_emu128x128_k32_q5_k, T_128x128_K32),
     CMQ("q6_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q6_K, SPV_gemm_emu128x128_k32_q6_k, T_128x128_K32),
-    /* the int8 kernel of q8_0 weights (q8_0_i8cm128x128_k64) */
-    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* tiles the choice table used before: the 8-subgroup ones, then the 16-subgroup BK 32 ones */
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),

@@ -608,7 +608,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 #endif
     /* The int8 linear of q8_0 weights (vk_op_gemm_i8.c): the 16x16x32 int8 shape and shaderInt8 on top
      * of the f16 tensor cores; VKASR_INT8=0 turns it off (the f16 tensor-core path then runs).
-     * VKASR_INT8=emu (a test hook) takes its emulated twin where the lab is registered. */
+     * VKASR_INT8=emu (a test hook) takes its emulated twin on any f16 device (its accuracy on lavapipe). */
     const char *i8 = getenv("VKASR_INT8");
     c->coopmat_int8 = c->coopmat_nv && p.coopmat_nv_int8_shape && p.f12.shaderInt8 && !(i8 && strcmp(i8, "0") == 0);
 #ifndef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
@@ -845,7 +845,8 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
         snprintf(sms, sizeof sms, ", %u SMs", d->caps.sm_count);
     LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u%s, f16 %s, tensor cores %s, %s memory", info.index,
              info.name, info.type, d->caps.subgroup_size, sms, d->caps.f16 ? "on" : "off",
-             d->caps.coopmat_nv ? "on" : "off", d->device_mappable ? "host-mapped" : "staged");
+             d->caps.coopmat_int8 ? "on (int8 too)" : d->caps.coopmat_nv ? "on" : "off",
+             d->device_mappable ? "host-mapped" : "staged");
     *out = &d->base;
     return VKASR_OK;
 }

@@ -83,6 +83,8 @@ static const struct vk_gemm_cfg configs[] = {
     /* q8_0 weights as int8 rows with one scale each, x quantized per row: int8 tensor cores */
     I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
 #endif
+    /* its emulated twin (any f16 device; VKASR_INT8=emu, tests) */
+    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
@@ -233,7 +235,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * the scalar tiles, which dequantize w to f32 while staging it. */
     if (quant) {
         /* q8_0 on int8 tensor cores (x quantized per row, vk_op_gemm_i8.c) where the device has them, or
-         * the emulated twin under VKASR_INT8=emu (tests, with the lab registered): the products the f16
+         * the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16 device): the products the f16
          * tensor cores would take below, with K a multiple of the blocks' 32 (always, for q8_0). */
         if (wtype == BE_Q8_0 && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
             p.cfg = vk_gemm_find(caps->coopmat_int8 ? "q8_0_i8cm128x128_k64" : "q8_0_i8emu128x128_k64");

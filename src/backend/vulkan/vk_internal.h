@@ -34,7 +34,7 @@ struct vk_caps {
     bool coopmat_int8;               /* ... and 16x16x32 s8->s32 with shaderInt8, VKASR_INT8 not 0:
                                       * q8_0 products on int8 tensor cores (vk_op_gemm_i8.c)    */
     bool int8_emu;                   /* VKASR_INT8=emu (test hook): q8_0 products take the int8
-                                      * path's emulated twin where the lab is registered        */
+                                      * path's emulated twin                                     */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
     bool gpu_rows;                   /* rows.comp's GPU shapes (a tree per row): not a CPU driver,
                                       * or VKASR_GPU_ROW_SHAPES (a test hook)                    */
