@@ -402,6 +402,38 @@ int main(void) {
     } else {
         th_skip(&h, "the backend's choice of the int8 path (VKASR_INT8=0)");
     }
+#ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
+    /* the choice on a device with int8 cooperative matrices (these caps with them turned on): 64x64 tiles
+     * for a few rows and up to 1024 x 1024, else 128x128; VKASR_INT8=0's caps keep the f16 tensor cores */
+    struct vk_caps nv = *caps;
+    nv.coopmat_nv = nv.coopmat_int8 = true;
+    nv.subgroup_size = 32;
+    nv.max_shared = 49152;
+    nv.max_wg_invocations = 1024;
+    static const struct {
+        int64_t M, N, K;
+        const char *cfg;
+    } picks[] = {{750, 1024, 1024, "q8_0_i8cm64x64_k64"},  {40, 4096, 1024, "q8_0_i8cm64x64_k64"},
+                 {750, 4096, 1024, "q8_0_i8cm128x128_k64"}, {7500, 1024, 4096, "q8_0_i8cm128x128_k64"}};
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+        struct vk_gemm_plan q = vk_gemm_choose(&nv, picks[i].M, picks[i].N, picks[i].K, BE_Q8_0, false);
+        h.checks++;
+        if (!q.cfg || strcmp(q.cfg->name, picks[i].cfg) != 0) {
+            printf("FAIL: %lldx%lldx%lld on an int8 device took %s, not %s\n", (long long)picks[i].M,
+                   (long long)picks[i].N, (long long)picks[i].K, q.cfg ? q.cfg->name : "nothing", picks[i].cfg);
+            h.failures++;
+        }
+    }
+    nv.coopmat_int8 = false;
+    nv.int8_emu = false;
+    struct vk_gemm_plan q = vk_gemm_choose(&nv, 7500, 1024, 4096, BE_Q8_0, false);
+    h.checks++;
+    if (!q.cfg || q.cfg->kind != VK_GEMM_COOPMAT) {
+        printf("FAIL: without int8 (VKASR_INT8=0) a q8_0 product took %s, not the f16 tensor cores\n",
+               q.cfg ? q.cfg->name : "nothing");
+        h.failures++;
+    }
+#endif
     /* the decoder's hinted products keep their kernels */
     h.checks++;
     struct vk_gemm_plan p = vk_gemm_choose(caps, 4, 640, 640, BE_Q8_0, true);

@@ -15,7 +15,7 @@ enum vk_gemm_kernel {
     VK_GEMM_DIRECT = 4,      /* gemm_direct.comp: no shared memory, for CPU drivers (lavapipe)  */
     VK_GEMM_I8 = 5,          /* gemm_coopmat_i8.comp: q8_0 weights as int8 rows, NV int8 cooperative
                                 matrices (vk_op_gemm_i8.c)                                    */
-    VK_GEMM_I8_EMU = 6       /* gemm_coopmat_i8.comp with emulated fragments: tests only      */
+    VK_GEMM_I8_EMU = 6       /* gemm_coopmat_i8.comp with emulated fragments: tests, VKASR_INT8=emu */
 };
 
 struct vk_gemm_cfg {
@@ -120,7 +120,10 @@ struct vk_gemm_plan {
      .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0,  \
      .stages = st,                                                                                      \
      .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), (bk_) / 2, st, pad, (wm) * (wn), fn)}
-#define T_I8_128x128_K64 2, 4, 4, 2, 64, 2, 1 /* 8 subgroups of 64x32, two stages of 64 bytes, 40 KiB */
+#define T_I8_128x128_K64 2, 4, 4, 2, 64, 2, 1    /* 8 subgroups of 64x32, two stages of 64 bytes, 40 KiB */
+#define T_I8_64x64_K64 2, 2, 2, 2, 64, 2, 1      /* 4 subgroups of 32x32, 20 KiB                    */
+#define T_I8_128x128_K128 2, 4, 4, 2, 128, 1, 1  /* one stage of 128 bytes, 36 KiB (lab)            */
+#define T_I8_128x128W16_K64 4, 4, 2, 2, 64, 2, 1 /* 16 subgroups of 32x32, 512 invocations, 40 KiB (lab) */
 #define I8(...) GEMM_I8(__VA_ARGS__)
 #define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
 #define CMQ(...) GEMM_COOPMAT_W(__VA_ARGS__) /* the same for quantized weights: (name, kind, type, spv, shape) */

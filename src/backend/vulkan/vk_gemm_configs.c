@@ -82,6 +82,7 @@ static const struct vk_gemm_cfg configs[] = {
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
     /* q8_0 weights as int8 rows with one scale each, x quantized per row: int8 tensor cores */
     I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q8_0_i8cm64x64_k64", VK_GEMM_I8, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
 #endif
     /* its emulated twin (any f16 device; VKASR_INT8=emu, tests) */
     I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
@@ -218,6 +219,10 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
         order[n++] = NULL;
 }
 
+/* The int8 kernel's small tile: the f16 choice table's 64x64 classes (a few rows; up to 1024 x 1024, where
+ * 128x128 tiles leave a large GPU's SMs idle). Every int8 tile gives the same bits (exact int32 sums). */
+static bool i8_small(int64_t M, int64_t N) { return M <= 64 || (M <= 1024 && N <= 1024); }
+
 /* Hinted f16 products of at most this many columns take gemv.comp rather than tensor cores (below). */
 #define MATVEC_GEMV_MAX_N 1024
 
@@ -238,7 +243,8 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
          * the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16 device): the products the f16
          * tensor cores would take below, with K a multiple of the blocks' 32 (always, for q8_0). */
         if (wtype == BE_Q8_0 && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-            p.cfg = vk_gemm_find(caps->coopmat_int8 ? "q8_0_i8cm128x128_k64" : "q8_0_i8emu128x128_k64");
+            p.cfg = vk_gemm_find(!caps->coopmat_int8 ? "q8_0_i8emu128x128_k64" : i8_small(M, N) ? "q8_0_i8cm64x64_k64"
+                                                                                               : "q8_0_i8cm128x128_k64");
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
             p.cfg = NULL;
