@@ -1,9 +1,10 @@
 #!/bin/bash
 # GPU machine, idle GPU: the int8 path of q8_0 files (src/backend/vulkan/vk_op_gemm_i8.c) in one call of
-# about 6 minutes. First the tests on this GPU (test_ops_int8: the real int8 kernel, the rows' and the
+# about 7 minutes. First the tests on this GPU (test_ops_int8: the real int8 kernel, the rows' and the
 # weights' int8 forms against the C W8A8 reference, bit for bit; test_ops_quant: every q8_0 kernel
 # against the f32 reference). Then the GEMM on the 0.6B encoder's products (bench_ops --shapes: q8_0 on
-# the int8 kernel, q8_0 on the f16 tensor cores, f16 weights; f16 x; each in a process of its own),
+# the int8 path, q8_0 on the f16 tensor cores, f16 weights, every int8 tile on a few shapes; f16 x; each in a
+# process of its own),
 # `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path and with VKASR_INT8=0 against its f16
 # file (60 s and 10 min, f16 precision), and the q8_0 file's accuracy against the f16 file with the int8
 # path on and off (quant_acc.sh). Everything in $OUT: int8.log (the lines below), int8.md (the encoder
@@ -23,14 +24,28 @@ for t in test_ops_int8 test_ops_quant; do
     grep -E "^FAIL|rounding tie" "$OUT/$t.log" | head -20 | tee -a "$LOG"
 done
 
-# One (shape, configuration) per process (docs/gpu-results.md, "The machine and how to measure"); kernel_ms
-# and kernel_tops: the int8 GEMM dispatch alone, ms and tflops: the op (x's rows to int8 included).
+# One (shape, configuration) per process (docs/gpu-results.md, "The machine and how to measure"). On every
+# shape: q8_0 with the op's choice (the int8 path), q8_0 with VKASR_INT8=0 (f16 tensor cores) and f16
+# weights; on TUNE_SHAPES also each int8 tile. kernel_ms and kernel_tops: the int8 GEMM dispatch alone;
+# ms and tflops: the op (x's rows to int8 included).
 SHAPES=${SHAPES:-"ff_up_7500 ff_down_7500 attn_proj_7500 pos_proj_7500 conv_pw1_7500 sub_lin_7500 joint_enc_7500
-ff_up_750 ff_down_750 attn_proj_750 conv_pw1_750"}
+ff_up_750 ff_down_750 attn_proj_750 conv_pw1_750 sub_pw_750"}
+TUNE_SHAPES=${TUNE_SHAPES:-"ff_up_7500 ff_down_7500 attn_proj_7500 ff_up_750 attn_proj_750"}
+I8_TILES=$($B/bench_ops --cfg list | awk '$1 ~ /^q8_0_i8cm/ { print $1 }')
+# bench_ops INT8 ARGS...: one bench_ops process with VKASR_INT8=INT8
+bench_ops() {
+    local i8=$1
+    shift
+    VKASR_INT8=$i8 timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 "$@" 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
+}
 for shape in $SHAPES; do
-    for w in "q8_0 --cfg q8_0_i8cm128x128_k64" "q8_0 --cfg q8_0_cm128x128_k32" "f16"; do
-        timeout 60 $B/bench_ops --shapes "$shape" -x f16 -w $w -i 10 --warmup 3 2>&1 | grep -E "^gemm|rror" |
-            tee -a "$LOG"
+    bench_ops 1 --shapes "$shape" -w q8_0
+    bench_ops 0 --shapes "$shape" -w q8_0
+    bench_ops 1 --shapes "$shape" -w f16
+done
+for shape in $TUNE_SHAPES; do
+    for cfg in $I8_TILES; do
+        bench_ops 1 --shapes "$shape" -w q8_0 --cfg "$cfg"
     done
 done
 
