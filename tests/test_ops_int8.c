@@ -360,6 +360,8 @@ int main(void) {
         return th_close(&h);
     }
     const bool exact = caps->cpu; /* a CPU driver divides exactly */
+    printf("int8 tensor cores %s; the device's NV int8 cooperative-matrix shapes: %s\n",
+           caps->coopmat_int8 ? "on" : "off", vkb(&h)->d->int8_shapes);
 
     quantize_case(&h, 1, 32, BE_F32, exact);
     quantize_case(&h, 37, 96, BE_F32, exact);

@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=
 for t in test_ops_int8 test_ops_quant; do
     timeout 300 $B/$t >"$OUT/$t.log" 2>&1
     echo "$t rc=$? $(tail -n 1 "$OUT/$t.log")" | tee -a "$LOG"
-    grep -E "^FAIL|rounding tie" "$OUT/$t.log" | head -20 | tee -a "$LOG"
+    grep -E "^FAIL|rounding tie|int8 tensor cores" "$OUT/$t.log" | head -20 | tee -a "$LOG"
 done
 
 # One (shape, configuration) per process (docs/gpu-results.md, "The machine and how to measure"). On every

@@ -181,6 +181,36 @@ static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd, uint32_t m
     return ok;
 }
 
+/* The device's subgroup-scope NV coopmat shapes with int8 operands ("MxNxK s8/u8->s32/u32", ...) into buf
+ * ("none" if it lists none): logged and shown by test_ops_int8 when the int8 kernel's shape is missing. */
+static void nv_coopmat_int8_list(VkInstance inst, VkPhysicalDevice pd, char *buf, size_t n) {
+    snprintf(buf, n, "none");
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    uint32_t cnt = 0;
+    if (!get || get(pd, &cnt, NULL) != VK_SUCCESS || cnt == 0)
+        return;
+    VkCooperativeMatrixPropertiesNV *p = calloc(cnt, sizeof *p);
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < cnt; i++)
+        p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    size_t len = 0;
+    if (get(pd, &cnt, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < cnt && len + 1 < n; i++) {
+            const bool s8 = p[i].AType == VK_COMPONENT_TYPE_SINT8_NV, u8 = p[i].AType == VK_COMPONENT_TYPE_UINT8_NV;
+            if ((!s8 && !u8) || p[i].scope != VK_SCOPE_SUBGROUP_NV)
+                continue;
+            int w = snprintf(buf + len, n - len, "%s%ux%ux%u %s->%s", len ? ", " : "", p[i].MSize, p[i].NSize,
+                             p[i].KSize, s8 ? "s8" : "u8", p[i].CType == VK_COMPONENT_TYPE_SINT32_NV ? "s32" : "u32");
+            if (w < 0)
+                break;
+            len += (size_t)w;
+        }
+    free(p);
+}
+
 struct vk_probe {
     VkPhysicalDeviceProperties props;
     VkPhysicalDeviceFeatures2 f2;
@@ -615,6 +645,15 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->coopmat_int8 = false;
 #endif
     c->int8_emu = c->f16 && i8 && strcmp(i8, "emu") == 0;
+    if (p.ext_coopmat_nv && p.fcm.cooperativeMatrix)
+        nv_coopmat_int8_list(d->instance, d->phys, d->int8_shapes, sizeof d->int8_shapes);
+    else
+        snprintf(d->int8_shapes, sizeof d->int8_shapes, "no NV cooperative matrices");
+    if (c->coopmat_nv && !c->coopmat_int8 && !(i8 && strcmp(i8, "0") == 0))
+        LOG_INFO(d->base.log,
+                 "int8 tensor cores off: the int8 GEMM needs the 16x16x32 s8->s32 shape and shaderInt8 (%s); the "
+                 "device's int8 shapes: %s",
+                 p.f12.shaderInt8 ? "present" : "absent", d->int8_shapes);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,

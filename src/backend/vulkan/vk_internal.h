@@ -120,6 +120,7 @@ struct vk_device {
     struct err init_err;
     /* The int8 forms of q8_0 weights made so far (vk_op_gemm_i8.c), in the weights arena; i8_lock guards
      * the table and is held while a form is made, so every backend finds it whole. */
+    char int8_shapes[256];           /* the NV coopmat int8 shapes the device lists (nv_coopmat_int8_list) */
     pthread_mutex_t i8_lock;
     struct vk_i8_weight *i8w;
     size_t ni8w, capi8w;
