@@ -69,7 +69,12 @@ static float rnd(uint64_t *s) {
 }
 
 static const char *wname(be_dtype t) {
-    return t == BE_F16 ? "f16" : t == BE_F32 ? "f32" : t == BE_Q8_0 ? "q8_0" : t == BE_Q4_K ? "q4_k" : t == BE_Q5_K ? "q5_k" : "q6_k";
+    return t == BE_F16    ? "f16"
+           : t == BE_F32  ? "f32"
+           : t == BE_Q8_0 ? "q8_0"
+           : t == BE_Q4_K ? "q4_k"
+           : t == BE_Q5_K ? "q5_k"
+                          : "q6_k";
 }
 
 static void list_configs(const struct vk_caps *caps) {
@@ -229,7 +234,8 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
     for (long long i = 0; i < s->N; i++)
         hb[i] = rnd(&seed);
     if (be_alloc_tensor(b, BE_POOL_SCRATCH, B->xt, 2, (int64_t[]){s->M, s->K}, &tx) ||
-        be_alloc_tensor(b, B->wt == BE_Q8_0 ? BE_POOL_WEIGHTS : BE_POOL_SCRATCH, B->wt, 2, (int64_t[]){s->N, s->K}, &tw) ||
+        be_alloc_tensor(b, B->wt == BE_Q8_0 ? BE_POOL_WEIGHTS : BE_POOL_SCRATCH, B->wt, 2, (int64_t[]){s->N, s->K},
+                        &tw) ||
         (B->bias && be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){s->N}, &tb)) ||
         be_alloc_tensor(b, BE_POOL_SCRATCH, B->yt, 2, (int64_t[]){s->M, s->N}, &ty) ||
         be_upload(b, tx.addr, x.bits, be_nbytes(&tx)) || be_upload(b, tw.addr, w.bits, be_nbytes(&tw)) ||
@@ -292,7 +298,8 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
             if (timed && nst > 1 && kernel > 0) /* the int8 path: x's rows to int8, then the GEMM */
                 snprintf(kern, sizeof kern, " kernel_ms=%.4f kernel_tops=%.2f", kernel / (double)B->iters,
                          flop / (kernel / (double)B->iters * 1e9));
-            printf("gemm shape=%s M=%lld N=%lld K=%lld x=%s w=%s y=%s cfg=%s split=%u ms=%.4f tflops=%.2f%s%s check=%s\n",
+            printf("gemm shape=%s M=%lld N=%lld K=%lld x=%s w=%s y=%s cfg=%s split=%u ms=%.4f tflops=%.2f%s%s "
+                   "check=%s\n",
                    s->name, s->M, s->N, s->K, B->xt == BE_F16 ? "f16" : "f32", wname(B->wt),
                    B->yt == BE_F16 ? "f16" : "f32", plan.cfg->name, plan.splits, ms, flop / (ms * 1e9), kern,
                    timed ? "" : " timer=wall", good ? "ok" : "FAILED");
@@ -403,7 +410,8 @@ int main(int argc, char **argv) {
         const bool tc = strcmp(cfg_arg, "tc") == 0;
         for (size_t i = 0; i < nall && ncfg < 64; i++)
             if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && all[i].kind != VK_GEMM_I8_EMU &&
-                vk_gemm_cfg_usable(&all[i], B.caps) && (!tc || all[i].kind == VK_GEMM_COOPMAT || all[i].kind == VK_GEMM_I8))
+                vk_gemm_cfg_usable(&all[i], B.caps) &&
+                (!tc || all[i].kind == VK_GEMM_COOPMAT || all[i].kind == VK_GEMM_I8))
                 cfgs[ncfg++] = &all[i];
         if (ncfg == 0) {
             fprintf(stderr, "bench_ops: no %s configuration for %s weights can run here\n", tc ? "tensor-core" : "",

@@ -311,7 +311,8 @@ static void gemm_case(struct th *h, const struct icase *c, const struct vk_gemm_
                     v += bias[n];
                 sums[g] = v;
             }
-            float v = c->glu ? c->alpha * (sums[0] * (1.0f / (1.0f + expf(-sums[1])))) : c->alpha * act_ref(sums[0], c->act);
+            float v = c->glu ? c->alpha * (sums[0] * (1.0f / (1.0f + expf(-sums[1]))))
+                             : c->alpha * act_ref(sums[0], c->act);
             if (res)
                 v += res[m * Ny + j];
             float got;

@@ -243,8 +243,10 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
          * the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16 device): the products the f16
          * tensor cores would take below, with K a multiple of the blocks' 32 (always, for q8_0). */
         if (wtype == BE_Q8_0 && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-            p.cfg = vk_gemm_find(!caps->coopmat_int8 ? "q8_0_i8emu128x128_k64" : i8_small(M, N) ? "q8_0_i8cm64x64_k64"
-                                                                                               : "q8_0_i8cm128x128_k64");
+            const char *name = !caps->coopmat_int8 ? "q8_0_i8emu128x128_k64"
+                               : i8_small(M, N)     ? "q8_0_i8cm64x64_k64"
+                                                    : "q8_0_i8cm128x128_k64";
+            p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
             p.cfg = NULL;

@@ -4,7 +4,6 @@
  * that arena is converted per call into scratch), and gemm_coopmat_i8.comp's int32 products scaled in
  * its epilogue. Selection: vk_gemm_choose. */
 #include <stdlib.h>
-#include <string.h>
 
 #include "vk_gemm.h"
 
@@ -126,7 +125,8 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
         .flags = flags & GEMM_FLAG_YVEC, .k_slice = (uint32_t)K, .splits = 1,
     };
     uint32_t spec[8] = {cfg->wg, cfg->bm, cfg->bn, cfg->bk, 0, 0, 0, types & TYPE_Y16};
-    uint32_t groups = vk_groups_x(b->d, ((uint64_t)(M + cfg->bm - 1) / cfg->bm) * ((uint64_t)(N + cfg->bn - 1) / cfg->bn), 1);
+    const uint64_t tiles = (uint64_t)((M + cfg->bm - 1) / cfg->bm) * (uint64_t)((N + cfg->bn - 1) / cfg->bn);
+    uint32_t groups = vk_groups_x(b->d, tiles, 1);
     struct vk_range rd[4], wr[2];
     int nrd = 0, nwr = 0;
     rd[nrd++] = (struct vk_range){x8, i8_bytes(M, K)};
