@@ -1,5 +1,5 @@
 /* bench_ops.c — times the linear op (GEMM) on the Vulkan backend; not a ctest test.
- *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] [--warmup n]
+ *   bench_ops [-m M] [-n N] [-k K] [-w f16|f32|q8_0] [-x f16|f32] [-y f16|f32] [-i iters] [--warmup n]
  *             [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] [--shapes NAME=MxNxK|NAME[,...]|encoder|list]
  *             [--bias]
  * Defaults: M=7500 K=1024 N=4096, f16 weights, f32 x and y (the encoder's feed-forward shape for ~10
@@ -15,7 +15,10 @@
  * one (shape, configuration) per process: later ones in a process can run 2-5x slower on NVIDIA's
  * driver (docs/gpu-results.md, "The machine and how to measure"). The device is $VKASR_DEVICE or the default;
  * inputs are uniform in [-1, 1). Products of at most 8 rows carry the op's matvec hint (as the
- * decoder's do). */
+ * decoder's do). -w q8_0: the weights quantized by the converter and held where a model's are (the
+ * weights arena: the int8 path makes their int8 form once, in the warm-up); ms is then the whole op
+ * (the int8 path: x's rows to int8, then the GEMM), kernel_ms and kernel_tops the GEMM dispatch alone,
+ * and check allows W8A8's error (3e-4) or the f16-rounded weights' (5e-4). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,8 @@
 
 #include "backend/vulkan/vk_gemm.h"
 #include "common/half.h"
+#include "common/qblock.h"
+#include "model/quant.h"
 #include "op_harness.h"
 
 struct shape {
@@ -52,7 +57,7 @@ static double now_ms(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32] [-x f16|f32] [-y f16|f32] [-i iters] "
+    fprintf(stderr, "usage: bench_ops [-m M] [-n N] [-k K] [-w f16|f32|q8_0] [-x f16|f32] [-y f16|f32] [-i iters] "
                     "[--warmup n] [--cfg NAME[,NAME...]|all|tc|list] [--split S[,S...]] "
                     "[--shapes NAME=MxNxK|NAME[,...]|encoder|list] [--bias]\n");
     return 2;
@@ -63,12 +68,21 @@ static float rnd(uint64_t *s) {
     return (float)((*s >> 40) * (2.0 / 16777216.0) - 1.0);
 }
 
+static const char *wname(be_dtype t) {
+    return t == BE_F16    ? "f16"
+           : t == BE_F32  ? "f32"
+           : t == BE_Q8_0 ? "q8_0"
+           : t == BE_Q4_K ? "q4_k"
+           : t == BE_Q5_K ? "q5_k"
+                          : "q6_k";
+}
+
 static void list_configs(const struct vk_caps *caps) {
     size_t n;
     const struct vk_gemm_cfg *c = vk_gemm_configs(&n);
     for (size_t i = 0; i < n; i++)
         printf("  %-18s %s weights, tile %ux%u, K step %u, %u invocations, %u B shared%s\n", c[i].name,
-               c[i].wtype == BE_F16 ? "f16" : "f32", c[i].bm, c[i].bn, c[i].bk, c[i].wg, c[i].shared_bytes,
+               wname(c[i].wtype), c[i].bm, c[i].bn, c[i].bk, c[i].wg, c[i].shared_bytes,
                caps && !vk_gemm_cfg_usable(&c[i], caps) ? "  (not usable here)" : "");
 }
 
@@ -120,6 +134,25 @@ struct operand {
     void *bits;   /* what is uploaded */
 };
 
+/* q8_0 w [rows, n / rows]: the converter's blocks of uniform values, f their dequantized values. */
+static bool operand_fill_q8(struct operand *o, size_t rows, size_t n, uint64_t *seed) {
+    const int64_t K = (int64_t)(n / rows);
+    const uint64_t rb = quant_row_bytes(QT_Q8_0, K);
+    o->type = BE_Q8_0;
+    o->n = n;
+    o->f = malloc(n * sizeof *o->f);
+    o->bits = malloc(rb * rows);
+    if (!o->f || !o->bits)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        o->f[i] = rnd(seed);
+    if (quant_rows(QT_Q8_0, o->f, false, (int64_t)rows, K, o->bits, 1) != 0)
+        return false;
+    for (size_t r = 0; r < rows; r++)
+        qblock_dequant_row(QT_Q8_0, (const uint8_t *)o->bits + r * rb, o->f + r * (size_t)K, K);
+    return true;
+}
+
 static bool operand_fill(struct operand *o, be_dtype type, size_t n, uint64_t *seed) {
     o->type = type;
     o->n = n;
@@ -167,6 +200,8 @@ static bool spot_check(const struct shape *s, const struct operand *x, const str
         se += (got - acc) * (got - acc);
         sr += acc * acc;
     }
+    if (w->type == BE_Q8_0) /* W8A8 (int8 path) or the dequantized w rounded to f16 (tensor cores) */
+        return (sr > 0 ? se / sr : se) <= 5e-4;
     return (sr > 0 ? se / sr : se) <= (yt == BE_F16 ? 1e-6 : 1e-7);
 }
 
@@ -190,7 +225,8 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
     void *hy = malloc(ny * 4);
     uint64_t mark = be_mark(b);
     be_tensor tx, tw, tb = {0}, ty;
-    if (!hb || !hy || !operand_fill(&x, B->xt, nx, &seed) || !operand_fill(&w, B->wt, nw, &seed)) {
+    if (!hb || !hy || !operand_fill(&x, B->xt, nx, &seed) ||
+        !(B->wt == BE_Q8_0 ? operand_fill_q8(&w, (size_t)s->N, nw, &seed) : operand_fill(&w, B->wt, nw, &seed))) {
         fprintf(stderr, "bench_ops: out of host memory\n");
         failures++;
         goto out;
@@ -198,7 +234,8 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
     for (long long i = 0; i < s->N; i++)
         hb[i] = rnd(&seed);
     if (be_alloc_tensor(b, BE_POOL_SCRATCH, B->xt, 2, (int64_t[]){s->M, s->K}, &tx) ||
-        be_alloc_tensor(b, BE_POOL_SCRATCH, B->wt, 2, (int64_t[]){s->N, s->K}, &tw) ||
+        be_alloc_tensor(b, B->wt == BE_Q8_0 ? BE_POOL_WEIGHTS : BE_POOL_SCRATCH, B->wt, 2, (int64_t[]){s->N, s->K},
+                        &tw) ||
         (B->bias && be_alloc_tensor(b, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){s->N}, &tb)) ||
         be_alloc_tensor(b, BE_POOL_SCRATCH, B->yt, 2, (int64_t[]){s->M, s->N}, &ty) ||
         be_upload(b, tx.addr, x.bits, be_nbytes(&tx)) || be_upload(b, tw.addr, w.bits, be_nbytes(&tw)) ||
@@ -222,7 +259,7 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
             if (nsplit)
                 plan.splits = splits[k];
             if (!plan.cfg) {
-                fprintf(stderr, "bench_ops: no kernel for %s weights here\n", B->wt == BE_F16 ? "f16" : "f32");
+                fprintf(stderr, "bench_ops: no kernel for %s weights here\n", wname(B->wt));
                 failures++;
                 goto out;
             }
@@ -246,17 +283,25 @@ static int run_shape(struct bench *B, const struct shape *s, const struct vk_gem
             }
             struct be_op_stat st[16];
             size_t nst = b->vt->profile ? b->vt->profile(b, st, 16) : 0;
-            double gpu = 0;
-            for (size_t i = 0; i < nst; i++)
+            double gpu = 0, kernel = 0;
+            for (size_t i = 0; i < nst; i++) {
                 gpu += st[i].gpu_ms;
+                if (strcmp(st[i].name, plan.cfg->prof) == 0)
+                    kernel += st[i].gpu_ms;
+            }
             const bool timed = nst > 0 && gpu > 0;
             double ms = (timed ? gpu : wall) / (double)B->iters;
             bool good = be_download(b, hy, ty.addr, be_nbytes(&ty)) == VKASR_OK &&
                         spot_check(s, &x, &w, B->bias ? hb : NULL, hy, B->yt);
             failures += !good;
-            printf("gemm shape=%s M=%lld N=%lld K=%lld x=%s w=%s y=%s cfg=%s split=%u ms=%.4f tflops=%.2f%s check=%s\n",
-                   s->name, s->M, s->N, s->K, B->xt == BE_F16 ? "f16" : "f32", B->wt == BE_F16 ? "f16" : "f32",
-                   B->yt == BE_F16 ? "f16" : "f32", plan.cfg->name, plan.splits, ms, flop / (ms * 1e9),
+            char kern[64] = "";
+            if (timed && nst > 1 && kernel > 0) /* the int8 path: x's rows to int8, then the GEMM */
+                snprintf(kern, sizeof kern, " kernel_ms=%.4f kernel_tops=%.2f", kernel / (double)B->iters,
+                         flop / (kernel / (double)B->iters * 1e9));
+            printf("gemm shape=%s M=%lld N=%lld K=%lld x=%s w=%s y=%s cfg=%s split=%u ms=%.4f tflops=%.2f%s%s "
+                   "check=%s\n",
+                   s->name, s->M, s->N, s->K, B->xt == BE_F16 ? "f16" : "f32", wname(B->wt),
+                   B->yt == BE_F16 ? "f16" : "f32", plan.cfg->name, plan.splits, ms, flop / (ms * 1e9), kern,
                    timed ? "" : " timer=wall", good ? "ok" : "FAILED");
             fflush(stdout);
         }
@@ -311,6 +356,8 @@ int main(int argc, char **argv) {
             } else if ((nshapes = parse_shapes(v, shapes, 64)) <= 0) {
                 return usage();
             }
+        } else if (strcmp(o, "-w") == 0 && strcmp(v, "q8_0") == 0) {
+            B.wt = BE_Q8_0;
         } else if (!((strcmp(o, "-w") == 0 && parse_type(v, &B.wt)) || (strcmp(o, "-x") == 0 && parse_type(v, &B.xt)) ||
                      (strcmp(o, "-y") == 0 && parse_type(v, &B.yt))))
             return usage();
@@ -352,8 +399,9 @@ int main(int argc, char **argv) {
         return 1;
     }
     B.caps = &((const struct vk_device *)dev)->caps;
-    printf("device: %s (subgroup %u, shared %u B, f16 %s, tensor cores %s, timestamps %s)\n", dev->info.name,
+    printf("device: %s (subgroup %u, shared %u B, f16 %s, tensor cores %s%s, timestamps %s)\n", dev->info.name,
            B.caps->subgroup_size, B.caps->max_shared, B.caps->f16 ? "on" : "off", B.caps->coopmat_nv ? "on" : "off",
+           B.caps->coopmat_int8 ? " (int8 too)" : "",
            B.caps->timestamp_period > 0 ? "on" : "off");
     int rc = 1, ncfg = 0;
     size_t nall;
@@ -361,12 +409,13 @@ int main(int argc, char **argv) {
     if (cfg_arg && (strcmp(cfg_arg, "all") == 0 || strcmp(cfg_arg, "tc") == 0)) {
         const bool tc = strcmp(cfg_arg, "tc") == 0;
         for (size_t i = 0; i < nall && ncfg < 64; i++)
-            if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && vk_gemm_cfg_usable(&all[i], B.caps) &&
-                (!tc || all[i].kind == VK_GEMM_COOPMAT))
+            if (all[i].wtype == B.wt && all[i].kind != VK_GEMM_COOPMAT_EMU && all[i].kind != VK_GEMM_I8_EMU &&
+                vk_gemm_cfg_usable(&all[i], B.caps) &&
+                (!tc || all[i].kind == VK_GEMM_COOPMAT || all[i].kind == VK_GEMM_I8))
                 cfgs[ncfg++] = &all[i];
         if (ncfg == 0) {
             fprintf(stderr, "bench_ops: no %s configuration for %s weights can run here\n", tc ? "tensor-core" : "",
-                    B.wt == BE_F16 ? "f16" : "f32");
+                    wname(B.wt));
             goto out;
         }
     } else if (cfg_arg) {
@@ -376,7 +425,7 @@ int main(int argc, char **argv) {
             const struct vk_gemm_cfg *c = vk_gemm_find(t);
             if (!c || c->wtype != B.wt) {
                 fprintf(stderr, "bench_ops: %s: not a configuration for %s weights; the configurations are:\n", t,
-                        B.wt == BE_F16 ? "f16" : "f32");
+                        wname(B.wt));
                 list_configs(B.caps);
                 goto out;
             }

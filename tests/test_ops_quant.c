@@ -4,7 +4,8 @@
  * Vulkan, every configuration of each type forced (the scalar tiles, the matrix-vector kernel); odd
  * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernels' dequantized
  * weights are the host's bit for bit (an identity x); that a K the block does not divide is refused.
- * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound. */
+ * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound;
+ * the int8 kernel of q8_0 (W8A8) has its own (test_ops_int8 checks its arithmetic exactly). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,9 @@
 #define TOL_Y16 1e-6
 /* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
 #define TOL_TC 5e-4
+/* The int8 kernel of q8_0 (W8A8: w and x rounded to int8 with one scale per row; exact arithmetic
+ * against a C reference: test_ops_int8): the W8A8 bound of test_ops_int8. */
+#define TOL_I8 3e-4
 /* The LSTM step against the double reference on the same dequantized weights: f32 dot products of
  * In + P terms, then sigmoid/tanh (test_ops_decoder_audio's bound). */
 #define TOL_LSTM 1e-10
@@ -82,7 +86,8 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
     if (!ran && h->vulkan)
         ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], c->matvec).cfg;
     const bool tc = ran && (ran->kind == VK_GEMM_COOPMAT || ran->kind == VK_GEMM_COOPMAT_EMU);
-    th_check(h, y, tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
+    const bool i8 = ran && (ran->kind == VK_GEMM_I8 || ran->kind == VK_GEMM_I8_EMU);
+    th_check(h, y, i8 ? TOL_I8 : tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
     th_check_guards(h);
 }
 
@@ -90,6 +95,14 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
 static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K, bool matvec) {
     th_case(h, "linear %s: identity x gives the host's dequantized w exactly (N=%lld K=%lld%s)", NAMES[qi],
             (long long)N, (long long)K, matvec ? " matvec" : "");
+    if (h->vulkan) { /* the int8 kernel rounds w again (its own test checks that form) */
+        const struct vk_gemm_cfg *c =
+            vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, K, N, K, TYPES[qi], matvec).cfg;
+        if (c && (c->kind == VK_GEMM_I8 || c->kind == VK_GEMM_I8_EMU)) {
+            th_skip(h, "identity x on the int8 kernel (W8A8 rounds w again: test_ops_int8)");
+            return;
+        }
+    }
     float *eye = calloc((size_t)(K * K), sizeof *eye);
     if (!eye)
         exit(1);
@@ -318,6 +331,8 @@ int main(void) {
         for (size_t j = 0; j < n; j++) {
             if (cfgs[j].wtype != TYPES[qi] || !vk_gemm_cfg_usable(&cfgs[j], &((struct vk_device *)h.dev[TH_DEV])->caps))
                 continue;
+            if (cfgs[j].kind == VK_GEMM_I8 || cfgs[j].kind == VK_GEMM_I8_EMU)
+                continue; /* the int8 tiles: test_ops_int8, against the same reference and exactly */
             for (size_t i = 0; i + (tiny ? 1 : 0) < nc; i++)
                 run_case(&h, qi, &cases[i], &cfgs[j]);
         }

@@ -155,8 +155,10 @@ static bool has_device_ext(VkPhysicalDevice pd, const char *name) {
     return found;
 }
 
-/* The NV coopmat shape our GEMM uses: 16x16x16, f16 x f16 -> f32, subgroup scope. */
-static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd) {
+/* Whether the device lists an NV coopmat shape M x N x K, a x b -> c, at subgroup scope: the f16 GEMM's
+ * 16x16x16 f16 x f16 -> f32, the int8 GEMM's 16x16x32 s8 x s8 -> s32. */
+static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd, uint32_t ms, uint32_t ns, uint32_t ks,
+                                VkComponentTypeNV ab, VkComponentTypeNV c) {
     PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
         (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
             inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
@@ -173,11 +175,40 @@ static bool nv_coopmat_shape_ok(VkInstance inst, VkPhysicalDevice pd) {
     bool ok = false;
     if (get(pd, &n, p) == VK_SUCCESS)
         for (uint32_t i = 0; i < n && !ok; i++)
-            ok = p[i].MSize == 16 && p[i].NSize == 16 && p[i].KSize == 16 && p[i].AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-                 p[i].BType == VK_COMPONENT_TYPE_FLOAT16_NV && p[i].CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-                 p[i].DType == VK_COMPONENT_TYPE_FLOAT32_NV && p[i].scope == VK_SCOPE_SUBGROUP_NV;
+            ok = p[i].MSize == ms && p[i].NSize == ns && p[i].KSize == ks && p[i].AType == ab && p[i].BType == ab &&
+                 p[i].CType == c && p[i].DType == c && p[i].scope == VK_SCOPE_SUBGROUP_NV;
     free(p);
     return ok;
+}
+
+/* The device's subgroup-scope NV coopmat shapes with int8 operands ("MxNxK s8/u8->s32/u32", ...) into buf
+ * ("none" if it lists none): logged and shown by test_ops_int8 when the int8 kernel's shape is missing. */
+static void nv_coopmat_int8_list(VkInstance inst, VkPhysicalDevice pd, char *buf, size_t n) {
+    snprintf(buf, n, "none");
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV get =
+        (PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV)vkGetInstanceProcAddr(
+            inst, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV");
+    uint32_t cnt = 0;
+    if (!get || get(pd, &cnt, NULL) != VK_SUCCESS || cnt == 0)
+        return;
+    VkCooperativeMatrixPropertiesNV *p = calloc(cnt, sizeof *p);
+    if (!p)
+        return;
+    for (uint32_t i = 0; i < cnt; i++)
+        p[i].sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+    size_t len = 0;
+    if (get(pd, &cnt, p) == VK_SUCCESS)
+        for (uint32_t i = 0; i < cnt && len + 1 < n; i++) {
+            const bool s8 = p[i].AType == VK_COMPONENT_TYPE_SINT8_NV, u8 = p[i].AType == VK_COMPONENT_TYPE_UINT8_NV;
+            if ((!s8 && !u8) || p[i].scope != VK_SCOPE_SUBGROUP_NV)
+                continue;
+            int w = snprintf(buf + len, n - len, "%s%ux%ux%u %s->%s", len ? ", " : "", p[i].MSize, p[i].NSize,
+                             p[i].KSize, s8 ? "s8" : "u8", p[i].CType == VK_COMPONENT_TYPE_SINT32_NV ? "s32" : "u32");
+            if (w < 0)
+                break;
+            len += (size_t)w;
+        }
+    free(p);
 }
 
 struct vk_probe {
@@ -193,7 +224,7 @@ struct vk_probe {
     VkPhysicalDeviceConditionalRenderingFeaturesEXT fcr;
     bool ext_coopmat_nv, ext_coopmat_khr, ext_portability, ext_memory_budget, ext_exec_props, ext_sm_builtins;
     bool ext_cond_render;
-    bool coopmat_nv_shape;
+    bool coopmat_nv_shape, coopmat_nv_int8_shape;
 };
 
 static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *p) {
@@ -238,8 +269,12 @@ static void probe_device(VkInstance inst, VkPhysicalDevice pd, struct vk_probe *
         pr2.pNext = &p->psm;
     }
     vkGetPhysicalDeviceProperties2(pd, &pr2);
-    if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix)
-        p->coopmat_nv_shape = nv_coopmat_shape_ok(inst, pd);
+    if (p->ext_coopmat_nv && p->fcm.cooperativeMatrix) {
+        p->coopmat_nv_shape =
+            nv_coopmat_shape_ok(inst, pd, 16, 16, 16, VK_COMPONENT_TYPE_FLOAT16_NV, VK_COMPONENT_TYPE_FLOAT32_NV);
+        p->coopmat_nv_int8_shape =
+            nv_coopmat_shape_ok(inst, pd, 16, 16, 32, VK_COMPONENT_TYPE_SINT8_NV, VK_COMPONENT_TYPE_SINT32_NV);
+    }
 }
 
 static void append_missing(char *buf, size_t n, const char *what) {
@@ -601,6 +636,24 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 #ifndef VKASR_HAVE_NV_COOPMAT_SHADERS
     c->coopmat_nv = false; /* this build's glslc could not compile the tensor-core kernels */
 #endif
+    /* The int8 linear of q8_0 weights (vk_op_gemm_i8.c): the 16x16x32 int8 shape and shaderInt8 on top
+     * of the f16 tensor cores; VKASR_INT8=0 turns it off (the f16 tensor-core path then runs).
+     * VKASR_INT8=emu (a test hook) takes its emulated twin on any f16 device (its accuracy on lavapipe). */
+    const char *i8 = getenv("VKASR_INT8");
+    c->coopmat_int8 = c->coopmat_nv && p.coopmat_nv_int8_shape && p.f12.shaderInt8 && !(i8 && strcmp(i8, "0") == 0);
+#ifndef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
+    c->coopmat_int8 = false;
+#endif
+    c->int8_emu = c->f16 && i8 && strcmp(i8, "emu") == 0;
+    if (p.ext_coopmat_nv && p.fcm.cooperativeMatrix)
+        nv_coopmat_int8_list(d->instance, d->phys, d->int8_shapes, sizeof d->int8_shapes);
+    else
+        snprintf(d->int8_shapes, sizeof d->int8_shapes, "no NV cooperative matrices");
+    if (c->coopmat_nv && !c->coopmat_int8 && !(i8 && strcmp(i8, "0") == 0))
+        LOG_INFO(d->base.log,
+                 "int8 tensor cores off: the int8 GEMM needs the 16x16x32 s8->s32 shape and shaderInt8 (%s); the "
+                 "device's int8 shapes: %s",
+                 p.f12.shaderInt8 ? "present" : "absent", d->int8_shapes);
 
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV,
@@ -631,6 +684,7 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
         .pNext = c->predication ? (void *)&fcr : fcr.pNext,
         .bufferDeviceAddress = VK_TRUE,
         .shaderFloat16 = c->f16,
+        .shaderInt8 = c->coopmat_int8,
         .vulkanMemoryModel = c->coopmat_nv,
         .vulkanMemoryModelDeviceScope = c->coopmat_nv && p.f12.vulkanMemoryModelDeviceScope,
     };
@@ -703,6 +757,8 @@ static void vk_device_destroy(struct be_device *bd) {
     }
     if (d->instance)
         vkDestroyInstance(d->instance, NULL);
+    free(d->i8w);
+    pthread_mutex_destroy(&d->i8_lock);
     pthread_mutex_destroy(&d->queue_lock);
     pthread_mutex_destroy(&d->pipe_lock);
     pthread_cond_destroy(&d->pipe_done);
@@ -766,6 +822,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     d->base.log = opt->log;
     pthread_mutex_init(&d->queue_lock, NULL);
     pthread_mutex_init(&d->pipe_lock, NULL);
+    pthread_mutex_init(&d->i8_lock, NULL);
     pthread_cond_init(&d->pipe_done, NULL);
     be_device_init(&d->base, &vk_blocks);
     atomic_init(&d->validation_count, 0);
@@ -827,7 +884,8 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
         snprintf(sms, sizeof sms, ", %u SMs", d->caps.sm_count);
     LOG_INFO(d->base.log, "device %d: %s (%s), subgroup %u%s, f16 %s, tensor cores %s, %s memory", info.index,
              info.name, info.type, d->caps.subgroup_size, sms, d->caps.f16 ? "on" : "off",
-             d->caps.coopmat_nv ? "on" : "off", d->device_mappable ? "host-mapped" : "staged");
+             d->caps.coopmat_int8 ? "on (int8 too)" : d->caps.coopmat_nv ? "on" : "off",
+             d->device_mappable ? "host-mapped" : "staged");
     *out = &d->base;
     return VKASR_OK;
 }

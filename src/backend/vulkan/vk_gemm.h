@@ -12,7 +12,10 @@ enum vk_gemm_kernel {
     VK_GEMM_COOPMAT = 1,     /* gemm_coopmat.comp: NV cooperative matrices, subgroup size 32   */
     VK_GEMM_COOPMAT_EMU = 2, /* gemm_coopmat.comp with emulated fragments: tests only          */
     VK_GEMM_GEMV = 3,        /* gemv.comp: 32 invocations per output column, few rows, any device */
-    VK_GEMM_DIRECT = 4       /* gemm_direct.comp: no shared memory, for CPU drivers (lavapipe)  */
+    VK_GEMM_DIRECT = 4,      /* gemm_direct.comp: no shared memory, for CPU drivers (lavapipe)  */
+    VK_GEMM_I8 = 5,          /* gemm_coopmat_i8.comp: q8_0 weights as int8 rows, NV int8 cooperative
+                                matrices (vk_op_gemm_i8.c)                                    */
+    VK_GEMM_I8_EMU = 6       /* gemm_coopmat_i8.comp with emulated fragments: tests, VKASR_INT8=emu */
 };
 
 struct vk_gemm_cfg {
@@ -29,6 +32,28 @@ struct vk_gemm_cfg {
     uint32_t shared_bytes;   /* shared memory the variant declares (emulated: the same layout,
                                 in device memory per workgroup instead)                       */
 };
+
+/* The linear kernels' push constants (shaders/common/linear.glsl's PC block). */
+struct pc_gemm {
+    uint64_t x, w, bias, res, y;
+    uint32_t M, N, K;
+    uint32_t act;
+    float alpha;
+    uint32_t flags;
+    uint32_t k_slice, splits;
+    uint64_t emu_sh;
+    uint32_t emu_stride, pad_;
+};
+_Static_assert(sizeof(struct pc_gemm) == 88, "mirror of the PC block in shaders/common/linear.glsl");
+
+#define GEMM_FLAG_VEC 1u  /* K % 8 == 0 and x, w 16-byte aligned: vector loads along K            */
+#define GEMM_FLAG_YVEC 2u /* N % 4 == 0 and y, res, bias 16-byte aligned: 4-column epilogue      */
+#define TYPE_X16 1u       /* spec constant 7 (linear.glsl)                                          */
+#define TYPE_W16 2u
+#define TYPE_Y16 4u
+/* Emulated tensor-core variants run on at most this many workgroups (each needs its own stand-in
+ * for shared memory in scratch device memory; the kernel loops grid-stride over the rest). */
+#define GEMM_EMU_MAX_GROUPS 256u
 
 /* A product's plan: the configuration and how many slices K is split into (tensor cores only; the
  * slices are added by gemm_reduce.comp in order, which rounds differently from splits = 1). */
@@ -88,6 +113,18 @@ struct vk_gemm_plan {
 #define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB (lab: cm256x128w16 replaced it)  */
 #define T_256x128W16_K32 4, 4, 4, 2, 32, 1, 1  /* 16 subgroups of 64x32, 512 invocations, 36 KiB (lab) */
 #define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
+/* The int8 kernel on q8_0 weights (gemm_coopmat_i8.comp; bk in bytes = values): x and w staged as int8,
+ * so a stage is (bm + bn) rows of bk/16 + pad uvec4; its epilogue stage is the f16 kernel's. */
+#define GEMM_I8(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                  \
+    {.name = nm, .prof = "linear_tc_i8", .kind = kd, .wtype = BE_Q8_0, .spv = sp, .spv_f16io = sp,          \
+     .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0,  \
+     .stages = st,                                                                                      \
+     .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), (bk_) / 2, st, pad, (wm) * (wn), fn)}
+#define T_I8_128x128_K64 2, 4, 4, 2, 64, 2, 1    /* 8 subgroups of 64x32, two stages of 64 bytes, 40 KiB */
+#define T_I8_64x64_K64 2, 2, 2, 2, 64, 2, 1      /* 4 subgroups of 32x32, 20 KiB                    */
+#define T_I8_128x128_K128 2, 4, 4, 2, 128, 1, 1  /* one stage of 128 bytes, 36 KiB (lab)            */
+#define T_I8_128x128W16_K64 4, 4, 2, 2, 64, 2, 1 /* 16 subgroups of 32x32, 512 invocations, 40 KiB (lab) */
+#define I8(...) GEMM_I8(__VA_ARGS__)
 #define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */
 #define CMQ(...) GEMM_COOPMAT_W(__VA_ARGS__) /* the same for quantized weights: (name, kind, type, spv, shape) */
 
@@ -108,5 +145,19 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
 /* Records the linear op with a given plan (arguments already validated). Errors if the configuration
  * cannot run on this device, does not take this weight type, or cannot split K (not tensor cores). */
 vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_plan *plan);
+/* The int8 path of a q8_0 product with an I8 configuration (vk_op_gemm_i8.c; called by vk_gemm_record
+ * once the arguments and the configuration are checked): quantizes x's rows into scratch, makes the
+ * weight's int8 form on its first use, records the int8 GEMM. */
+vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
+                               uint32_t flags, uint32_t types);
+/* The int8 form of q8_0 weight w [N, K] (K % 32 == 0): w8 [N, K] int8 rows followed by their f32 scales.
+ * A model weight (in the weights arena, unchanged while the device lives) gets it once, made by
+ * quantize_rows.comp on first use into the weights arena and waited for, so every backend of the device
+ * finds it ready (not while a graph is being recorded: it cannot wait there). Any other w gets it
+ * recorded into this backend's scratch (the caller's mark releases it). */
+vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8);
+/* Records quantize_rows.comp over x [M, K] (f32 or f16, K % 4 == 0): M*K int8 at q8, then M f32 scales
+ * (the int8 path's x; tests check it against the host's rule). */
+vkasr_status vk_i8_quantize_rows(struct vk_backend *b, const be_tensor *x, uint64_t q8);
 
 #endif

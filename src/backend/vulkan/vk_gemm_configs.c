@@ -79,6 +79,13 @@ static const struct vk_gemm_cfg configs[] = {
     CMQ("q5_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q5_K, SPV_gemm_cm128x128_k32_q5_k, T_128x128_K32),
     CMQ("q6_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q6_K, SPV_gemm_cm128x128_k32_q6_k, T_128x128_K32),
 #endif
+#ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
+    /* q8_0 weights as int8 rows with one scale each, x quantized per row: int8 tensor cores */
+    I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q8_0_i8cm64x64_k64", VK_GEMM_I8, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+#endif
+    /* its emulated twin (any f16 device; VKASR_INT8=emu, tests) */
+    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
@@ -102,10 +109,13 @@ const struct vk_gemm_cfg *vk_gemm_find(const char *name) {
 
 bool vk_gemm_cfg_usable(const struct vk_gemm_cfg *c, const struct vk_caps *caps) {
     /* An emulated tensor-core variant keeps its "shared memory" in device memory. */
-    uint32_t shared = c->kind == VK_GEMM_COOPMAT_EMU ? 0 : c->shared_bytes;
+    uint32_t shared = c->kind == VK_GEMM_COOPMAT_EMU || c->kind == VK_GEMM_I8_EMU ? 0 : c->shared_bytes;
     if (c->wg > caps->max_wg_invocations || shared > caps->max_shared)
         return false;
-    const bool cm = c->kind == VK_GEMM_COOPMAT || c->kind == VK_GEMM_COOPMAT_EMU;
+    const bool cm = c->kind == VK_GEMM_COOPMAT || c->kind == VK_GEMM_COOPMAT_EMU || c->kind == VK_GEMM_I8 ||
+                    c->kind == VK_GEMM_I8_EMU;
+    if (c->kind == VK_GEMM_I8 && (!caps->coopmat_int8 || caps->subgroup_size != 32))
+        return false;
     if ((c->wtype == BE_F16 || cm) && !caps->f16)
         return false;
     /* The real kernel maps one 32-invocation subgroup to each warp tile (gl_SubgroupID). */
@@ -209,6 +219,10 @@ static void scalar_order(int64_t M, int64_t N, const char *order[5]) {
         order[n++] = NULL;
 }
 
+/* The int8 kernel's small tile: the f16 choice table's 64x64 classes (a few rows; up to 1024 x 1024, where
+ * 128x128 tiles leave a large GPU's SMs idle). Every int8 tile gives the same bits (exact int32 sums). */
+static bool i8_small(int64_t M, int64_t N) { return M <= 64 || (M <= 1024 && N <= 1024); }
+
 /* Hinted f16 products of at most this many columns take gemv.comp rather than tensor cores (below). */
 #define MATVEC_GEMV_MAX_N 1024
 
@@ -225,6 +239,18 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * block type, so a row does not depend on M), w dequantized and rounded to f16 in the tile; else
      * the scalar tiles, which dequantize w to f32 while staging it. */
     if (quant) {
+        /* q8_0 on int8 tensor cores (x quantized per row, vk_op_gemm_i8.c) where the device has them, or
+         * the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16 device): the products the f16
+         * tensor cores would take below, with K a multiple of the blocks' 32 (always, for q8_0). */
+        if (wtype == BE_Q8_0 && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
+            const char *name = !caps->coopmat_int8 ? "q8_0_i8emu128x128_k64"
+                               : i8_small(M, N)     ? "q8_0_i8cm64x64_k64"
+                                                    : "q8_0_i8cm128x128_k64";
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+            p.cfg = NULL;
+        }
         if (matvec) {
             char name[32];
             snprintf(name, sizeof name, "%s_gemv%s", qname[wtype], M >= 32 ? "32" : "");

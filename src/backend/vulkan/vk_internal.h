@@ -31,6 +31,10 @@ struct vk_caps {
     float timestamp_period;          /* ns per tick; 0 if timestamps unusable                   */
     bool f16;                        /* shaderFloat16 + storageBuffer16BitAccess enabled        */
     bool coopmat_nv;                 /* VK_NV_cooperative_matrix 16x16x16 f16->f32 enabled      */
+    bool coopmat_int8;               /* ... and 16x16x32 s8->s32 with shaderInt8, VKASR_INT8 not 0:
+                                      * q8_0 products on int8 tensor cores (vk_op_gemm_i8.c)    */
+    bool int8_emu;                   /* VKASR_INT8=emu (test hook): q8_0 products take the int8
+                                      * path's emulated twin                                     */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
     bool gpu_rows;                   /* rows.comp's GPU shapes (a tree per row): not a CPU driver,
                                       * or VKASR_GPU_ROW_SHAPES (a test hook)                    */
@@ -66,6 +70,13 @@ struct vk_pipeline_entry {
     struct vk_pipeline_entry *next;  /* the workers' queue                                      */
     VkPipeline pipeline;
     struct err err;                  /* why creation failed (VK_PIPE_FAILED)                    */
+};
+
+/* A q8_0 weight's int8 form: w8 [N, K] int8 rows followed by their f32 scales [N] (sw, at w8 + N*K). */
+struct vk_i8_weight {
+    uint64_t w;                      /* the q8_0 tensor's address                                */
+    int64_t n, k;
+    uint64_t w8;
 };
 
 struct vk_device {
@@ -107,6 +118,12 @@ struct vk_device {
     bool profile;
     uint32_t submit_batch;           /* dispatches per command buffer before it is submitted   */
     struct err init_err;
+    /* The int8 forms of q8_0 weights made so far (vk_op_gemm_i8.c), in the weights arena; i8_lock guards
+     * the table and is held while a form is made, so every backend finds it whole. */
+    char int8_shapes[256];           /* the NV coopmat int8 shapes the device lists (nv_coopmat_int8_list) */
+    pthread_mutex_t i8_lock;
+    struct vk_i8_weight *i8w;
+    size_t ni8w, capi8w;
 };
 
 /* Fills the public device description from a physical device (also used by vkasr_list_devices). */

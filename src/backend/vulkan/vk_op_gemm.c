@@ -1,31 +1,12 @@
 /* vk_op_gemm.c — host side of the linear op (ops.h): plans the product (vk_gemm_choose) and records one
  * dispatch of the chosen kernel, or for a split of K the tensor-core kernel's raw slices into scratch
- * and gemm_reduce.comp adding them and applying the epilogue. Selection contract: vk_gemm.h. */
+ * and gemm_reduce.comp adding them and applying the epilogue (the int8 path: vk_op_gemm_i8.c).
+ * Selection contract: vk_gemm.h. */
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_gemm.h"
 
-struct pc_gemm {
-    uint64_t x, w, bias, res, y;
-    uint32_t M, N, K;
-    uint32_t act;
-    float alpha;
-    uint32_t flags;
-    uint32_t k_slice, splits;
-    uint64_t emu_sh;
-    uint32_t emu_stride, pad_;
-};
-_Static_assert(sizeof(struct pc_gemm) == 88, "mirror of the PC block in shaders/common/linear.glsl");
-
-#define GEMM_FLAG_VEC 1u  /* K % 8 == 0 and x, w 16-byte aligned: vector loads along K            */
-#define GEMM_FLAG_YVEC 2u /* N % 4 == 0 and y, res, bias 16-byte aligned: 4-column epilogue      */
-#define TYPE_X16 1u       /* spec constant 7 (linear.glsl)                                          */
-#define TYPE_W16 2u
-#define TYPE_Y16 4u
-/* Emulated tensor-core variants run on at most this many workgroups (each needs its own stand-in
- * for shared memory in scratch device memory; the kernel loops grid-stride over the rest). */
-#define EMU_MAX_GROUPS 256u
 
 static const char *type_name(be_dtype t) {
     static const char *const names[] = {[BE_F32] = "f32", [BE_F16] = "f16", [BE_Q8_0] = "q8_0",
@@ -128,6 +109,12 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
     types |= a->x.type == BE_F16 ? TYPE_X16 : 0;
     types |= a->w.type == BE_F16 ? TYPE_W16 : 0;
     types |= a->y.type == BE_F16 ? TYPE_Y16 : 0;
+    if (cfg->kind == VK_GEMM_I8 || cfg->kind == VK_GEMM_I8_EMU) {
+        if (splits > 1 || K % 32 != 0)
+            return err_set(e, VKASR_ERR_INVALID_ARG, "linear: kernel config %s needs K %% 32 == 0 (K = %lld) and no K split",
+                           cfg->name, (long long)K);
+        return vk_gemm_record_i8(b, a, cfg, flags, types);
+    }
     struct pc_gemm pc = {
         .x = a->x.addr, .w = a->w.addr, .bias = a->bias.addr, .res = a->res.addr, .y = a->y.addr,
         .M = (uint32_t)M, .N = (uint32_t)N, .K = (uint32_t)K, .act = (uint32_t)a->act, .alpha = a->alpha,
@@ -158,7 +145,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
         wr[nwr++] = vk_tensor_range(&a->y);
     }
     if (st == VKASR_OK && cfg->kind == VK_GEMM_COOPMAT_EMU) {
-        groups = groups < EMU_MAX_GROUPS ? groups : EMU_MAX_GROUPS;
+        groups = groups < GEMM_EMU_MAX_GROUPS ? groups : GEMM_EMU_MAX_GROUPS;
         uint64_t bytes = (uint64_t)groups * cfg->shared_bytes;
         st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
         pc.emu_stride = cfg->shared_bytes;

@@ -1,0 +1,162 @@
+/* vk_op_gemm_i8.c — the linear op of q8_0 weights on int8 tensor cores (W8A8 with one f32 scale per
+ * row): x's rows quantized into scratch by quantize_rows.comp, a model weight's int8 form made once per
+ * device on first use (quantize_rows.comp over its blocks, kept in the weights arena; a weight outside
+ * that arena is converted per call into scratch), and gemm_coopmat_i8.comp's int32 products scaled in
+ * its epilogue. Selection: vk_gemm_choose. */
+#include <stdlib.h>
+
+#include "vk_gemm.h"
+
+/* Workgroup size of quantize_rows.comp (one workgroup per row). */
+#define QROWS_WG 128u
+
+struct pc_quantize_rows {
+    uint64_t x, q, scale;
+    uint32_t M, K;
+};
+
+/* Bytes of an int8 form of rows x K: the rows, then their f32 scales. */
+static uint64_t i8_bytes(int64_t rows, int64_t K) { return (uint64_t)rows * (uint64_t)K + 4u * (uint64_t)rows; }
+
+/* Records quantize_rows.comp (variant spv) over rows of `in` (reads: in_bytes) into q8 (rows x K int8,
+ * then the scales). */
+static vkasr_status record_quantize(struct vk_backend *b, enum spv_id spv, uint64_t in, uint64_t in_bytes, int64_t rows,
+                                    int64_t K, uint64_t q8) {
+    struct pc_quantize_rows pc = {.x = in, .q = q8, .scale = q8 + (uint64_t)rows * (uint64_t)K,
+                                  .M = (uint32_t)rows, .K = (uint32_t)K};
+    uint32_t spec[1] = {QROWS_WG};
+    struct vk_range rd = {in, in_bytes}, wr = {q8, i8_bytes(rows, K)};
+    return vk_record(b, &(struct vk_dispatch){
+                            .name = spv == SPV_quantize_rows_q8_0 ? "linear_i8_weights" : "linear_i8_quantize_x",
+                            .spv = spv,
+                            .spec = spec,
+                            .nspec = 1,
+                            .pc = &pc,
+                            .pc_size = sizeof pc,
+                            .groups = {vk_groups_x(b->d, (uint64_t)rows, 1), 1, 1},
+                            .reads = &rd,
+                            .nreads = 1,
+                            .writes = &wr,
+                            .nwrites = 1,
+                        });
+}
+
+vkasr_status vk_i8_quantize_rows(struct vk_backend *b, const be_tensor *x, uint64_t q8) {
+    const int64_t M = x->ne[0], K = x->ne[1];
+    if ((x->type != BE_F32 && x->type != BE_F16) || K % 4 != 0 || M > INT32_MAX || K > INT32_MAX)
+        return err_set(&b->base.err, VKASR_ERR_INVALID_ARG,
+                       "linear: rows to int8 take f32 or f16 x with K %% 4 == 0 (K = %lld)", (long long)K);
+    return record_quantize(b, x->type == BE_F16 ? SPV_quantize_rows_h : SPV_quantize_rows, x->addr, be_nbytes(x), M, K,
+                           q8);
+}
+
+vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8) {
+    struct vk_device *d = b->d;
+    struct err *e = &b->base.err;
+    const int64_t N = w->ne[0], K = w->ne[1];
+    struct be_arena_block blk;
+    pthread_mutex_lock(&d->base.weights_lock);
+    const bool model = be_arena_find(&d->base.weights, w->addr, be_nbytes(w), &blk);
+    pthread_mutex_unlock(&d->base.weights_lock);
+    if (!model) { /* a tensor of the caller's, which may change: its form for this call, in scratch */
+        TRY(be_arena_alloc(&b->base.scratch, i8_bytes(N, K), w8, e));
+        return record_quantize(b, SPV_quantize_rows_q8_0, w->addr, be_nbytes(w), N, K, *w8);
+    }
+    vkasr_status st = VKASR_OK;
+    pthread_mutex_lock(&d->i8_lock);
+    for (size_t i = 0; i < d->ni8w; i++)
+        if (d->i8w[i].w == w->addr && d->i8w[i].n == N && d->i8w[i].k == K) {
+            *w8 = d->i8w[i].w8;
+            pthread_mutex_unlock(&d->i8_lock);
+            return VKASR_OK;
+        }
+    if (b->capture) {
+        st = err_set(e, VKASR_ERR_UNSUPPORTED,
+                     "linear: the int8 form of q8_0 weight [%lld, %lld] is made on its first use, which cannot be "
+                     "inside a recorded op sequence",
+                     (long long)N, (long long)K);
+        goto out;
+    }
+    if (d->ni8w == d->capi8w) {
+        size_t cap = d->capi8w ? 2 * d->capi8w : 64;
+        struct vk_i8_weight *t = realloc(d->i8w, cap * sizeof *t);
+        if (!t) {
+            st = err_set(e, VKASR_ERR_NO_MEMORY, "linear: out of memory for the int8 weights' table");
+            goto out;
+        }
+        d->i8w = t;
+        d->capi8w = cap;
+    }
+    /* The form lives as long as the device (the weights arena is grow-only), made once and waited for:
+     * a later product on another backend reads it without ordering against this backend's queue. */
+    uint64_t addr = 0;
+    st = be_alloc(&b->base, BE_POOL_WEIGHTS, i8_bytes(N, K), &addr);
+    if (st == VKASR_OK)
+        st = record_quantize(b, SPV_quantize_rows_q8_0, w->addr, be_nbytes(w), N, K, addr);
+    if (st == VKASR_OK)
+        st = vk_submit(b, true);
+    if (st == VKASR_OK) {
+        d->i8w[d->ni8w++] = (struct vk_i8_weight){.w = w->addr, .n = N, .k = K, .w8 = addr};
+        *w8 = addr;
+    }
+out:
+    pthread_mutex_unlock(&d->i8_lock);
+    return st;
+}
+
+vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
+                               uint32_t flags, uint32_t types) {
+    struct err *e = &b->base.err;
+    const int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
+    if (a->x.type != BE_F32 && a->x.type != BE_F16)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 path takes f32 or f16 x");
+    /* Scratch for this call: x8 and its scales, the emulated kernel's shared memory (and the weight's
+     * form when w is not a model weight). */
+    const uint64_t mark = be_mark(&b->base);
+    uint64_t w8 = 0, x8 = 0;
+    vkasr_status st = vk_i8_weight(b, &a->w, &w8);
+    if (st == VKASR_OK)
+        st = be_arena_alloc(&b->base.scratch, i8_bytes(M, K), &x8, e);
+    if (st == VKASR_OK)
+        st = vk_i8_quantize_rows(b, &a->x, x8);
+    struct pc_gemm pc = {
+        .x = x8, .w = w8, .bias = a->bias.addr, .res = a->res.addr, .y = a->y.addr, .M = (uint32_t)M,
+        .N = (uint32_t)N, .K = (uint32_t)K, .act = (uint32_t)a->act, .alpha = a->alpha,
+        .flags = flags & GEMM_FLAG_YVEC, .k_slice = (uint32_t)K, .splits = 1,
+    };
+    uint32_t spec[8] = {cfg->wg, cfg->bm, cfg->bn, cfg->bk, 0, 0, 0, types & TYPE_Y16};
+    const uint64_t tiles = (uint64_t)((M + cfg->bm - 1) / cfg->bm) * (uint64_t)((N + cfg->bn - 1) / cfg->bn);
+    uint32_t groups = vk_groups_x(b->d, tiles, 1);
+    struct vk_range rd[4], wr[2];
+    int nrd = 0, nwr = 0;
+    rd[nrd++] = (struct vk_range){x8, i8_bytes(M, K)};
+    rd[nrd++] = (struct vk_range){w8, i8_bytes(N, K)};
+    if (a->bias.addr)
+        rd[nrd++] = vk_tensor_range(&a->bias);
+    if (a->res.addr)
+        rd[nrd++] = vk_tensor_range(&a->res);
+    wr[nwr++] = vk_tensor_range(&a->y);
+    if (st == VKASR_OK && cfg->kind == VK_GEMM_I8_EMU) {
+        groups = groups < GEMM_EMU_MAX_GROUPS ? groups : GEMM_EMU_MAX_GROUPS;
+        uint64_t bytes = (uint64_t)groups * cfg->shared_bytes;
+        st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
+        pc.emu_stride = cfg->shared_bytes;
+        wr[nwr++] = (struct vk_range){pc.emu_sh, bytes};
+    }
+    if (st == VKASR_OK)
+        st = vk_record(b, &(struct vk_dispatch){
+                              .name = cfg->prof,
+                              .spv = cfg->spv,
+                              .spec = spec,
+                              .nspec = 8,
+                              .pc = &pc,
+                              .pc_size = sizeof pc,
+                              .groups = {groups, 1, 1},
+                              .reads = rd,
+                              .nreads = nrd,
+                              .writes = wr,
+                              .nwrites = nwr,
+                          });
+    be_release(&b->base, mark);
+    return st;
+}

@@ -1,0 +1,448 @@
+/* test_ops_int8.c — the int8 path of q8_0 linear products on Vulkan (vk_op_gemm_i8.c): the rows'
+ * quantization (f32 and f16 x, the weight's blocks) against the host's rule, and the int8 GEMM (the
+ * emulated twin on any f16 device, the real kernel where the device has int8 cooperative matrices)
+ * against a C W8A8 reference on the device's own int8 operands: the int32 dot products exact, then the
+ * kernel's f32 operations in its order, so outputs compare bit for bit (activations that call exp: a
+ * bound, exp is not correctly rounded on GPUs). The accuracy of W8A8 itself is checked against the C
+ * reference backend's f32 product of the dequantized weights. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/vulkan/vk_gemm.h"
+#include "common/half.h"
+#include "common/qblock.h"
+#include "model/quant.h"
+#include "op_harness.h"
+
+/* W8A8 against the f32 product of the dequantized weights: each int8 value is within half a step of
+ * its row's absmax / 127, a relative error of up to 0.4 % per value that partly cancels in the sums. */
+#define TOL_W8A8 3e-4
+/* Outputs whose epilogue calls exp (sigmoid, SiLU, tanh, GLU): f32 relative bound. */
+#define TOL_EXP 1e-5
+
+struct icase {
+    int64_t M, N, K;
+    be_dtype xt, yt;
+    bool bias, res, glu;
+    int act;
+    float alpha;
+};
+
+static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
+
+/* Host values of an f32 or f16 tensor's data. */
+static float *as_floats(be_dtype t, const void *data, int64_t n) {
+    float *f = malloc((size_t)n * sizeof *f);
+    if (!f)
+        exit(1);
+    if (t == BE_F16)
+        half_to_float_row(data, f, (uint64_t)n);
+    else
+        memcpy(f, data, (size_t)n * sizeof *f);
+    return f;
+}
+
+/* Random values in [-1, 1) with row `zero_row` all zeros (the zero-scale case; -1: none). */
+static float *rand_rows(struct th *h, int64_t rows, int64_t K, int64_t zero_row) {
+    float *f = malloc((size_t)(rows * K) * sizeof *f);
+    if (!f)
+        exit(1);
+    for (int64_t i = 0; i < rows * K; i++)
+        f[i] = i / K == zero_row ? 0.0f : th_uniform(h, -1.0f, 1.0f);
+    return f;
+}
+
+/* A q8_0 w [N, K] quantized by the converter from rand_rows (row 1 zeros). */
+static struct th_tensor *q8_input(struct th *h, int64_t N, int64_t K) {
+    float *f = rand_rows(h, N, K, N > 1 ? 1 : -1);
+    uint8_t *q = malloc((size_t)(quant_row_bytes(QT_Q8_0, K) * (uint64_t)N));
+    if (!q || quant_rows(QT_Q8_0, f, false, N, K, q, 1) != 0)
+        exit(1);
+    struct th_tensor *w = th_input_data(h, BE_Q8_0, 2, TH_SHAPE(N, K), q);
+    free(f);
+    free(q);
+    return w;
+}
+
+/* The host's rule for one row (quantize_rows.comp): s = absmax / 127, q = clamp(rint(v * (127 /
+ * absmax))); *inv receives the multiplier (0 for a zero row). */
+static void quant_row_ref(const float *v, int64_t K, int8_t *q, float *s, float *inv) {
+    float amax = 0.0f;
+    for (int64_t k = 0; k < K; k++)
+        amax = fmaxf(amax, fabsf(v[k]));
+    *s = amax / 127.0f;
+    *inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+    for (int64_t k = 0; k < K; k++) {
+        float r = amax > 0.0f ? rintf(v[k] * *inv) : 0.0f;
+        q[k] = (int8_t)(r > 127.0f ? 127.0f : r < -127.0f ? -127.0f : r);
+    }
+}
+
+/* Checks a device int8 form (rows x K int8, then rows f32 scales) of host values v against the rule.
+ * A CPU driver divides exactly, so everything must match; a GPU's division may be an ulp off, which
+ * moves a value only where v * inv lies at a rounding tie (within 1e-3 of one: a step of 1 there). */
+static void check_form(struct th *h, const char *what, const float *v, int64_t rows, int64_t K, const uint8_t *dev,
+                       bool exact) {
+    h->checks++;
+    int8_t *q = malloc((size_t)K);
+    if (!q)
+        exit(1);
+    const float *ds = (const float *)(const void *)(dev + rows * K);
+    uint64_t ties = 0;
+    for (int64_t m = 0; m < rows; m++) {
+        float s, inv;
+        quant_row_ref(v + m * K, K, q, &s, &inv);
+        float sd = ds[m];
+        if (exact ? memcmp(&sd, &s, 4) != 0 : fabsf(sd - s) > 2.5e-7f * s) {
+            printf("FAIL [%s]: %s row %lld: scale %.9g, host %.9g\n", h->name, what, (long long)m, sd, s);
+            h->failures++;
+            break;
+        }
+        for (int64_t k = 0; k < K; k++) {
+            int qd = (int8_t)dev[m * K + k];
+            if (qd == q[k])
+                continue;
+            float t = fabsf(v[m * K + k] * inv);
+            if (!exact && abs(qd - q[k]) == 1 && fabsf(t - floorf(t) - 0.5f) < 1e-3f) {
+                ties++;
+                continue;
+            }
+            printf("FAIL [%s]: %s [%lld, %lld] = %d, host %d (value %.9g, scale %.9g)\n", h->name, what, (long long)m,
+                   (long long)k, qd, q[k], v[m * K + k], s);
+            h->failures++;
+            m = rows;
+            break;
+        }
+    }
+    if (ties)
+        printf("  %s: %llu values at a rounding tie took the other side\n", what, (unsigned long long)ties);
+    free(q);
+}
+
+static struct vk_backend *vkb(struct th *h) { return (struct vk_backend *)h->be[TH_DEV]; }
+
+/* Downloads `bytes` at device address a. */
+static uint8_t *fetch(struct th *h, uint64_t a, uint64_t bytes) {
+    uint8_t *p = malloc(bytes);
+    if (!p)
+        exit(1);
+    if (be_sync(h->be[TH_DEV]) != VKASR_OK || be_download(h->be[TH_DEV], p, a, bytes) != VKASR_OK) {
+        printf("FAIL [%s]: download: %s\n", h->name, h->be[TH_DEV]->err.msg);
+        exit(1);
+    }
+    return p;
+}
+
+/* The device's int8 form of x (quantize_rows.comp into scratch); NULL after a failure. */
+static uint8_t *device_x8(struct th *h, struct th_tensor *x) {
+    const int64_t M = x->ne[0], K = x->ne[1];
+    uint64_t a = 0, bytes = (uint64_t)(M * K + 4 * M);
+    if (be_alloc(h->be[TH_DEV], BE_POOL_SCRATCH, bytes, &a) != VKASR_OK ||
+        vk_i8_quantize_rows(vkb(h), &TH_T(x, TH_DEV), a) != VKASR_OK) {
+        printf("FAIL [%s]: rows to int8: %s\n", h->name, h->be[TH_DEV]->err.msg);
+        h->failures++;
+        return NULL;
+    }
+    return fetch(h, a, bytes);
+}
+
+/* The device's int8 form of q8_0 weight w (vk_i8_weight: a model weight's made once, any other's into
+ * scratch); NULL after a failure. */
+static uint8_t *device_w8(struct th *h, const be_tensor *w) {
+    const int64_t N = w->ne[0], K = w->ne[1];
+    uint64_t a = 0;
+    if (vk_i8_weight(vkb(h), w, &a) != VKASR_OK) {
+        printf("FAIL [%s]: int8 weight form: %s\n", h->name, h->be[TH_DEV]->err.msg);
+        h->failures++;
+        return NULL;
+    }
+    return fetch(h, a, (uint64_t)(N * K + 4 * N));
+}
+
+/* w's device tensor, or with `model` a copy of it in the weights arena (where the model's weights live:
+ * their int8 forms are made once and kept). */
+static be_tensor weight_tensor(struct th *h, struct th_tensor *w, bool model) {
+    be_tensor t = TH_T(w, TH_DEV);
+    if (model) {
+        const uint64_t bytes = be_nbytes(&t);
+        if (be_alloc(h->be[TH_DEV], BE_POOL_WEIGHTS, bytes, &t.addr) != VKASR_OK ||
+            be_upload(h->be[TH_DEV], t.addr, w->host, bytes) != VKASR_OK) {
+            printf("FAIL [%s]: a weight in the weights arena: %s\n", h->name, h->be[TH_DEV]->err.msg);
+            exit(1);
+        }
+    }
+    return t;
+}
+
+/* The weight's dequantized values (qblock.c: the values the kernels dequantize to). */
+static float *dequant(const struct th_tensor *w) {
+    const int64_t N = w->ne[0], K = w->ne[1];
+    float *f = malloc((size_t)(N * K) * sizeof *f);
+    if (!f)
+        exit(1);
+    const uint64_t rb = quant_row_bytes(QT_Q8_0, K);
+    for (int64_t n = 0; n < N; n++)
+        qblock_dequant_row(QT_Q8_0, (const uint8_t *)w->host + n * rb, f + n * K, K);
+    return f;
+}
+
+static void quantize_case(struct th *h, int64_t M, int64_t K, be_dtype xt, bool exact) {
+    th_case(h, "rows to int8: x=%s M=%lld K=%lld", tn(xt), (long long)M, (long long)K);
+    float *f = rand_rows(h, M, K, M > 2 ? 2 : -1);
+    if (xt == BE_F16) { /* the f16 values the device reads */
+        uint16_t *hx = malloc((size_t)(M * K) * 2);
+        if (!hx)
+            exit(1);
+        for (int64_t i = 0; i < M * K; i++)
+            hx[i] = float_to_half(f[i]);
+        half_to_float_row(hx, f, (uint64_t)(M * K));
+        struct th_tensor *x = th_input_data(h, xt, 2, TH_SHAPE(M, K), hx);
+        free(hx);
+        uint8_t *d = device_x8(h, x);
+        if (d)
+            check_form(h, "x8", f, M, K, d, exact);
+        free(d);
+    } else {
+        struct th_tensor *x = th_input_data(h, xt, 2, TH_SHAPE(M, K), f);
+        uint8_t *d = device_x8(h, x);
+        if (d)
+            check_form(h, "x8", f, M, K, d, exact);
+        free(d);
+    }
+    free(f);
+    th_check_guards(h);
+}
+
+static void weight_case(struct th *h, int64_t N, int64_t K, bool model, bool exact) {
+    th_case(h, "q8_0 weight to int8: N=%lld K=%lld%s", (long long)N, (long long)K, model ? " (model weight)" : "");
+    struct th_tensor *w = q8_input(h, N, K);
+    const be_tensor wt = weight_tensor(h, w, model);
+    float *f = dequant(w);
+    uint8_t *d = device_w8(h, &wt);
+    if (d)
+        check_form(h, "w8", f, N, K, d, exact);
+    free(d);
+    if (model) { /* the second use finds the form made by the first */
+        uint64_t a1 = 0, a2 = 0;
+        h->checks++;
+        if (vk_i8_weight(vkb(h), &wt, &a1) != VKASR_OK || vk_i8_weight(vkb(h), &wt, &a2) != VKASR_OK || a1 != a2 ||
+            be_arena_find(&h->be[TH_DEV]->scratch, a1, 1, &(struct be_arena_block){0})) {
+            printf("FAIL [%s]: a model weight's int8 form is not made once (0x%llx, 0x%llx)\n", h->name,
+                   (unsigned long long)a1, (unsigned long long)a2);
+            h->failures++;
+        }
+    }
+    free(f);
+    th_check_guards(h);
+}
+
+static float act_ref(float v, int act) {
+    switch (act) {
+    case ACT_RELU: return v > 0.0f ? v : 0.0f;
+    case ACT_SILU: return v / (1.0f + expf(-v));
+    case ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case ACT_TANH: return tanhf(v);
+    default: return v;
+    }
+}
+
+static vkasr_status record_linear(struct backend *vk, const void *args, const void *plan) {
+    return vk_gemm_record((struct vk_backend *)vk, args, plan);
+}
+
+/* One product with configuration cfg (NULL: the backend's choice, which must be an int8 kernel). */
+static void gemm_case(struct th *h, const struct icase *c, const struct vk_gemm_cfg *cfg, bool model, bool exact_div) {
+    th_case(h, "int8 linear %s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
+            cfg ? cfg->name : "auto", (long long)c->M, (long long)c->N, (long long)c->K, tn(c->xt), tn(c->yt), c->bias,
+            c->res, c->glu, c->act, c->alpha, model ? " (model weight)" : "");
+    const int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
+    struct th_tensor *x = th_input(h, c->xt, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
+    struct th_tensor *w = q8_input(h, N, K);
+    struct th_tensor *b = c->bias ? th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f) : NULL;
+    struct th_tensor *r = c->res ? th_input(h, c->yt, 2, TH_SHAPE(M, Ny), -1.0f, 1.0f) : NULL;
+    struct th_tensor *y = th_output(h, c->yt, 2, TH_SHAPE(M, Ny));
+    struct op_linear a[2];
+    for (int s = 0; s < 2; s++)
+        a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .bias = b ? TH_T(b, s) : (be_tensor){0},
+                                  .res = r ? TH_T(r, s) : (be_tensor){0}, .y = TH_T(y, s),
+                                  .act = c->glu ? ACT_GLU : c->act, .alpha = c->alpha};
+    a[TH_DEV].w = weight_tensor(h, w, model);
+    if (!cfg) {
+        struct vk_gemm_plan p = vk_gemm_choose(&vkb(h)->d->caps, M, N, K, BE_Q8_0, false);
+        h->checks++;
+        if (!p.cfg || (p.cfg->kind != VK_GEMM_I8 && p.cfg->kind != VK_GEMM_I8_EMU)) {
+            printf("FAIL [%s]: the choice took %s, not an int8 kernel\n", h->name, p.cfg ? p.cfg->name : "nothing");
+            h->failures++;
+            return;
+        }
+    }
+    struct vk_gemm_plan plan = {cfg, 1};
+    if (!th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
+        return;
+    /* W8A8 against the f32 product of the dequantized weights (the reference backend's output) */
+    th_check(h, y, c->yt == BE_F16 ? 2 * TOL_W8A8 : TOL_W8A8);
+
+    /* the exact W8A8 reference on the device's operands (checked against the host's rule first) */
+    float *xf = as_floats(c->xt, x->host, M * K), *wf = dequant(w);
+    uint8_t *x8 = device_x8(h, x), *w8 = device_w8(h, &a[TH_DEV].w);
+    uint8_t *yd = fetch(h, TH_T(y, TH_DEV).addr, be_nbytes(&TH_T(y, TH_DEV)));
+    if (!x8 || !w8)
+        goto out;
+    check_form(h, "x8", xf, M, K, x8, exact_div);
+    check_form(h, "w8", wf, N, K, w8, exact_div);
+    const float *sx = (const float *)(const void *)(x8 + M * K), *sw = (const float *)(const void *)(w8 + N * K);
+    const float *bias = b ? b->host : NULL;
+    float *res = r ? as_floats(c->yt, r->host, M * Ny) : NULL;
+    const bool exact = !c->glu && (c->act == ACT_NONE || c->act == ACT_RELU);
+    h->checks++;
+    for (int64_t m = 0; m < M; m++)
+        for (int64_t j = 0; j < Ny; j++) {
+            float sums[2];
+            for (int g = 0; g < (c->glu ? 2 : 1); g++) {
+                const int64_t n = j + g * Ny; /* GLU: the value row j and the gate row N/2 + j */
+                int32_t acc = 0;
+                for (int64_t k = 0; k < K; k++)
+                    acc += (int32_t)(int8_t)x8[m * K + k] * (int32_t)(int8_t)w8[n * K + k];
+                float v = (float)acc * sx[m];
+                v = v * sw[n];
+                if (bias)
+                    v += bias[n];
+                sums[g] = v;
+            }
+            float v = c->glu ? c->alpha * (sums[0] * (1.0f / (1.0f + expf(-sums[1]))))
+                             : c->alpha * act_ref(sums[0], c->act);
+            if (res)
+                v += res[m * Ny + j];
+            float got;
+            if (c->yt == BE_F16) {
+                uint16_t hd;
+                memcpy(&hd, yd + 2 * (m * Ny + j), 2);
+                uint16_t hr = float_to_half(v);
+                half_to_float_row(&hd, &got, 1);
+                half_to_float_row(&hr, &v, 1);
+            } else {
+                memcpy(&got, yd + 4 * (m * Ny + j), 4);
+            }
+            const bool ok = exact ? got == v : fabsf(got - v) <= TOL_EXP * fmaxf(1.0f, fabsf(v)) +
+                                                                 (c->yt == BE_F16 ? ldexpf(fabsf(v), -10) : 0.0f);
+            if (!ok) {
+                printf("FAIL [%s]: y[%lld, %lld] = %.9g, W8A8 reference %.9g\n", h->name, (long long)m, (long long)j,
+                       got, v);
+                h->failures++;
+                m = M;
+                break;
+            }
+        }
+    free(res);
+out:
+    free(xf);
+    free(wf);
+    free(x8);
+    free(w8);
+    free(yd);
+    th_check_guards(h);
+}
+
+int main(void) {
+    /* q8_0 products without a forced configuration take the int8 path: the real kernel where the
+     * device has int8 cooperative matrices, else the emulated twin */
+    setenv("VKASR_INT8", "emu", 0);
+    struct th h;
+    th_open(&h, true);
+    if (!h.vulkan) {
+        th_skip(&h, "the int8 path (Vulkan only)");
+        return th_close(&h);
+    }
+    const struct vk_caps *caps = &vkb(&h)->d->caps;
+    if (!caps->f16) {
+        th_skip(&h, "the int8 path (needs f16)");
+        return th_close(&h);
+    }
+    const bool exact = caps->cpu; /* a CPU driver divides exactly */
+    printf("int8 tensor cores %s; the device's NV int8 cooperative-matrix shapes: %s\n",
+           caps->coopmat_int8 ? "on" : "off", vkb(&h)->d->int8_shapes);
+
+    quantize_case(&h, 1, 32, BE_F32, exact);
+    quantize_case(&h, 37, 96, BE_F32, exact);
+    quantize_case(&h, 5, 1024, BE_F16, exact);
+    weight_case(&h, 40, 64, false, exact);
+    weight_case(&h, 3, 1024, false, exact);
+    weight_case(&h, 40, 96, true, exact);
+
+    static const struct icase cases[] = {
+        {1, 16, 32, BE_F32, BE_F32, false, false, false, ACT_NONE, 1.0f},
+        {37, 200, 96, BE_F32, BE_F32, true, false, false, ACT_NONE, 1.0f},
+        {130, 136, 160, BE_F16, BE_F32, true, true, false, ACT_RELU, 0.5f},
+        {70, 132, 64, BE_F32, BE_F16, false, true, false, ACT_NONE, 1.0f},
+        {33, 50, 96, BE_F16, BE_F16, true, false, false, ACT_NONE, 1.0f}, /* N % 4 != 0: element-wise epilogue */
+        {64, 96, 64, BE_F32, BE_F32, true, true, true, ACT_NONE, 1.0f},   /* GLU */
+        {20, 48, 32, BE_F32, BE_F32, true, false, false, ACT_SILU, 1.0f},
+        {140, 264, 256, BE_F16, BE_F16, true, true, false, ACT_NONE, 1.0f},
+        {150, 272, 64, BE_F32, BE_F32, true, false, true, ACT_NONE, 1.0f}, /* GLU in an interior tile */
+    };
+    size_t n;
+    const struct vk_gemm_cfg *all = vk_gemm_configs(&n);
+    int ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct vk_gemm_cfg *cfg = &all[i];
+        if ((cfg->kind != VK_GEMM_I8 && cfg->kind != VK_GEMM_I8_EMU) || !vk_gemm_cfg_usable(cfg, caps))
+            continue;
+        ran++;
+        for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+            gemm_case(&h, &cases[k], cfg, k == 1, exact);
+    }
+    h.checks++;
+    if (!ran) {
+        printf("FAIL: no int8 GEMM configuration can run here\n");
+        h.failures++;
+    }
+    /* the backend's own choice (VKASR_INT8=emu or a real int8 device; VKASR_INT8=0 turns it off) */
+    if (caps->coopmat_int8 || caps->int8_emu) {
+        gemm_case(&h, &cases[2], NULL, true, exact);
+        gemm_case(&h, &cases[5], NULL, false, exact);
+    } else {
+        th_skip(&h, "the backend's choice of the int8 path (VKASR_INT8=0)");
+    }
+#ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
+    /* the choice on a device with int8 cooperative matrices (these caps with them turned on): 64x64 tiles
+     * for a few rows and up to 1024 x 1024, else 128x128; VKASR_INT8=0's caps keep the f16 tensor cores */
+    struct vk_caps nv = *caps;
+    nv.coopmat_nv = nv.coopmat_int8 = true;
+    nv.subgroup_size = 32;
+    nv.max_shared = 49152;
+    nv.max_wg_invocations = 1024;
+    static const struct {
+        int64_t M, N, K;
+        const char *cfg;
+    } picks[] = {{750, 1024, 1024, "q8_0_i8cm64x64_k64"},  {40, 4096, 1024, "q8_0_i8cm64x64_k64"},
+                 {750, 4096, 1024, "q8_0_i8cm128x128_k64"}, {7500, 1024, 4096, "q8_0_i8cm128x128_k64"}};
+    for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
+        struct vk_gemm_plan q = vk_gemm_choose(&nv, picks[i].M, picks[i].N, picks[i].K, BE_Q8_0, false);
+        h.checks++;
+        if (!q.cfg || strcmp(q.cfg->name, picks[i].cfg) != 0) {
+            printf("FAIL: %lldx%lldx%lld on an int8 device took %s, not %s\n", (long long)picks[i].M,
+                   (long long)picks[i].N, (long long)picks[i].K, q.cfg ? q.cfg->name : "nothing", picks[i].cfg);
+            h.failures++;
+        }
+    }
+    nv.coopmat_int8 = false;
+    nv.int8_emu = false;
+    struct vk_gemm_plan q = vk_gemm_choose(&nv, 7500, 1024, 4096, BE_Q8_0, false);
+    h.checks++;
+    if (!q.cfg || q.cfg->kind != VK_GEMM_COOPMAT) {
+        printf("FAIL: without int8 (VKASR_INT8=0) a q8_0 product took %s, not the f16 tensor cores\n",
+               q.cfg ? q.cfg->name : "nothing");
+        h.failures++;
+    }
+#endif
+    /* the decoder's hinted products keep their kernels */
+    h.checks++;
+    struct vk_gemm_plan p = vk_gemm_choose(caps, 4, 640, 640, BE_Q8_0, true);
+    if (p.cfg && (p.cfg->kind == VK_GEMM_I8 || p.cfg->kind == VK_GEMM_I8_EMU)) {
+        printf("FAIL: a hinted q8_0 product took %s\n", p.cfg->name);
+        h.failures++;
+    }
+    return th_close(&h);
+}

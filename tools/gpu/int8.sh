@@ -1,0 +1,96 @@
+#!/bin/bash
+# GPU machine, idle GPU: the int8 path of q8_0 files (src/backend/vulkan/vk_op_gemm_i8.c) in one call of
+# about 7 minutes. First the tests on this GPU (test_ops_int8: the real int8 kernel, the rows' and the
+# weights' int8 forms against the C W8A8 reference, bit for bit; test_ops_quant: every q8_0 kernel
+# against the f32 reference). Then the GEMM on the 0.6B encoder's products (bench_ops --shapes: q8_0 on
+# the int8 path, q8_0 on the f16 tensor cores, f16 weights, every int8 tile on a few shapes; f16 x; each in a
+# process of its own),
+# `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path and with VKASR_INT8=0 against its f16
+# file (60 s and 10 min, f16 precision), and the q8_0 file's accuracy against the f16 file with the int8
+# path on and off (quant_acc.sh). Everything in $OUT: int8.log (the lines below), int8.md (the encoder
+# table), int8-bench-*.json, quant-accuracy-int8*.md.
+set -u
+. tools/gpu/env.sh
+OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
+B=build-gpu/tests
+V=${V:-$PWD/build-gpu/tools/vkasr}
+LOG=$OUT/int8.log
+: >"$LOG"
+nvidia-smi --query-gpu=name,driver_version,memory.used,utilization.gpu --format=csv,noheader | tee -a "$LOG"
+
+for t in test_ops_int8 test_ops_quant; do
+    timeout 300 $B/$t >"$OUT/$t.log" 2>&1
+    echo "$t rc=$? $(tail -n 1 "$OUT/$t.log")" | tee -a "$LOG"
+    grep -E "^FAIL|rounding tie|int8 tensor cores" "$OUT/$t.log" | head -20 | tee -a "$LOG"
+done
+
+# One (shape, configuration) per process (docs/gpu-results.md, "The machine and how to measure"). On every
+# shape: q8_0 with the op's choice (the int8 path), q8_0 with VKASR_INT8=0 (f16 tensor cores) and f16
+# weights; on TUNE_SHAPES also each int8 tile. kernel_ms and kernel_tops: the int8 GEMM dispatch alone;
+# ms and tflops: the op (x's rows to int8 included).
+SHAPES=${SHAPES:-"ff_up_7500 ff_down_7500 attn_proj_7500 pos_proj_7500 conv_pw1_7500 sub_lin_7500 joint_enc_7500
+ff_up_750 ff_down_750 attn_proj_750 conv_pw1_750 sub_pw_750"}
+TUNE_SHAPES=${TUNE_SHAPES:-"ff_up_7500 ff_down_7500 attn_proj_7500 ff_up_750 attn_proj_750"}
+I8_TILES=$($B/bench_ops --cfg list | awk '$1 ~ /^q8_0_i8cm/ { print $1 }')
+# bench_ops INT8 ARGS...: one bench_ops process with VKASR_INT8=INT8
+bench_ops() {
+    local i8=$1
+    shift
+    VKASR_INT8=$i8 timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 "$@" 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
+}
+for shape in $SHAPES; do
+    bench_ops 1 --shapes "$shape" -w q8_0
+    bench_ops 0 --shapes "$shape" -w q8_0
+    bench_ops 1 --shapes "$shape" -w f16
+done
+for shape in $TUNE_SHAPES; do
+    for cfg in $I8_TILES; do
+        bench_ops 1 --shapes "$shape" -w q8_0 --cfg "$cfg"
+    done
+done
+
+. tools/gpu/model06.sh
+model06 || exit 1
+Q8=${TMPDIR:-/tmp}/p06-q8_0.gguf # quant.sh's file
+if [ ! -f "$Q8" ]; then
+    timeout 300 $V convert "$G06" -o "$Q8.part" --type q8_0 >"$OUT/convert-q8_0.log" 2>&1 && mv "$Q8.part" "$Q8" ||
+        { rm -f "$Q8.part"; echo "convert q8_0 failed: $(tail -n 1 "$OUT/convert-q8_0.log")" | tee -a "$LOG"; exit 1; }
+fi
+# bench NAME INT8 MODEL: vkasr bench with VKASR_INT8=INT8 (1: the int8 path where the GPU has it)
+bench() {
+    VKASR_INT8=$2 timeout 400 $V bench -m "$3" -p f16 --seconds 60,600 --runs 3 --json >"$OUT/int8-bench-$1.json" \
+        2>"$OUT/int8-bench-$1.log"
+    echo "bench $1 rc=$?" | tee -a "$LOG"
+}
+bench f16 1 "$G06"
+bench q8_0-int8 1 "$Q8"
+bench q8_0-f16tc 0 "$Q8"
+python3 - "$OUT" <<'PY' | tee "$OUT/int8.md" | tee -a "$LOG"
+import json, sys
+out = sys.argv[1]
+rows = {}
+for name in ("f16", "q8_0-int8", "q8_0-f16tc"):
+    try:
+        j = json.load(open(f"{out}/int8-bench-{name}.json"))
+    except (OSError, ValueError):
+        continue
+    rows[name] = {round(l["seconds"]): l for l in j["lengths"]}
+print("| file / path | encoder ms 60 s | encoder ms 10 min | x f16 60 s | x f16 10 min | peak MiB 10 min |")
+print("| --- | --- | --- | --- | --- | --- |")
+for name, L in rows.items():
+    f = lambda s: L[s]["encoder_ms"]["median"] if s in L else None
+    r = lambda s: (f"{f(s) / rows['f16'][s]['encoder_ms']['median']:.2f}x" if "f16" in rows and s in rows["f16"]
+                   and f(s) else "-")
+    fmt = lambda v: f"{v:.1f}" if v else "-"
+    print(f"| {name} | {fmt(f(60))} | {fmt(f(600))} | {r(60)} | {r(600)} | "
+          f"{L[600]['peak_device_mib'] if 600 in L else '-'} |")
+PY
+
+ACC_WAV=${TMPDIR:-/tmp}/quant-acc-60s.wav
+[ -f "$ACC_WAV" ] || python3 tools/gpu/make_long_wav.py 60 "$ACC_WAV"
+for i8 in 1 0; do
+    VKASR_INT8=$i8 V=$V tools/gpu/quant_acc.sh "$OUT/acc-int8-$i8" "$ACC_WAV" "$G06" "$Q8" >>"$LOG" 2>&1
+    cp "$OUT/acc-int8-$i8/quant-accuracy.md" "$OUT/quant-accuracy-int8-$i8.md" 2>/dev/null
+    echo "accuracy, VKASR_INT8=$i8:" | tee -a "$LOG"
+    cat "$OUT/quant-accuracy-int8-$i8.md" 2>/dev/null | tee -a "$LOG"
+done
