@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "vk_gemm.h"
 #include "vk_internal.h"
 
 /* Debian 12's headers predate VK_KHR_cooperative_matrix: declare the one constant we query by. */
@@ -782,6 +783,10 @@ static void vk_device_memory(const struct be_device *bd, struct be_memory *out) 
         .used = atomic_load(&d->allocated),
         .max_tensor = d->caps.max_alloc < d->caps.max_buffer ? d->caps.max_alloc : d->caps.max_buffer,
     };
+    /* the int8 path's x rows and scales (vk_op_gemm_i8.c; its emulated kernel's stand-in for shared
+     * memory too), on top of the stack in a quantized model's products */
+    if (d->caps.coopmat_int8 || d->caps.int8_emu)
+        out->op_scratch_quant = VK_I8_X_BYTES + 4096 + (d->caps.int8_emu ? (uint64_t)GEMM_EMU_MAX_GROUPS * 49152 : 0);
     if (!d->memory_budget)
         return;
     VkPhysicalDeviceMemoryBudgetPropertiesEXT b = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};

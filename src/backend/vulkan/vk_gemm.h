@@ -146,8 +146,10 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
  * cannot run on this device, does not take this weight type, or cannot split K (not tensor cores). */
 vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_plan *plan);
 /* The int8 path of a q8_0 product with an I8 configuration (vk_op_gemm_i8.c; called by vk_gemm_record
- * once the arguments and the configuration are checked): quantizes x's rows into scratch, makes the
- * weight's int8 form on its first use, records the int8 GEMM. */
+ * once the arguments and the configuration are checked): makes the weight's int8 form on its first use,
+ * then per chunk of x's rows (at most VK_I8_X_BYTES of int8 rows and scales: the op's own scratch,
+ * be_memory.op_scratch_quant) quantizes them into scratch and records the int8 GEMM. */
+#define VK_I8_X_BYTES (8u << 20)
 vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                uint32_t flags, uint32_t types);
 /* The int8 form of q8_0 weight w [N, K] (K % 32 == 0): w8 [N, K] int8 rows followed by their f32 scales.

@@ -104,39 +104,34 @@ out:
     return st;
 }
 
-vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
-                               uint32_t flags, uint32_t types) {
+/* One row chunk of the product: x's rows [r0, r0 + n) to int8 in x8, then the GEMM into y's rows. */
+static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
+                                 uint32_t flags, uint32_t types, uint64_t w8, uint64_t x8, int64_t r0, int64_t n) {
     struct err *e = &b->base.err;
-    const int64_t M = a->x.ne[0], K = a->x.ne[1], N = a->w.ne[0];
-    if (a->x.type != BE_F32 && a->x.type != BE_F16)
-        return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 path takes f32 or f16 x");
-    /* Scratch for this call: x8 and its scales, the emulated kernel's shared memory (and the weight's
-     * form when w is not a model weight). */
-    const uint64_t mark = be_mark(&b->base);
-    uint64_t w8 = 0, x8 = 0;
-    vkasr_status st = vk_i8_weight(b, &a->w, &w8);
-    if (st == VKASR_OK)
-        st = be_arena_alloc(&b->base.scratch, i8_bytes(M, K), &x8, e);
-    if (st == VKASR_OK)
-        st = vk_i8_quantize_rows(b, &a->x, x8);
+    const int64_t K = a->x.ne[1], N = a->w.ne[0];
+    const be_tensor x = be_tensor_rows(&a->x, r0, n), y = be_tensor_rows(&a->y, r0, n);
+    const be_tensor res = a->res.addr ? be_tensor_rows(&a->res, r0, n) : a->res;
+    TRY(vk_i8_quantize_rows(b, &x, x8));
     struct pc_gemm pc = {
-        .x = x8, .w = w8, .bias = a->bias.addr, .res = a->res.addr, .y = a->y.addr, .M = (uint32_t)M,
+        .x = x8, .w = w8, .bias = a->bias.addr, .res = res.addr, .y = y.addr, .M = (uint32_t)n,
         .N = (uint32_t)N, .K = (uint32_t)K, .act = (uint32_t)a->act, .alpha = a->alpha,
         .flags = flags & GEMM_FLAG_YVEC, .k_slice = (uint32_t)K, .splits = 1,
     };
     uint32_t spec[8] = {cfg->wg, cfg->bm, cfg->bn, cfg->bk, 0, 0, 0, types & TYPE_Y16};
-    const uint64_t tiles = (uint64_t)((M + cfg->bm - 1) / cfg->bm) * (uint64_t)((N + cfg->bn - 1) / cfg->bn);
+    const uint64_t tiles = (uint64_t)((n + cfg->bm - 1) / cfg->bm) * (uint64_t)((N + cfg->bn - 1) / cfg->bn);
     uint32_t groups = vk_groups_x(b->d, tiles, 1);
     struct vk_range rd[4], wr[2];
     int nrd = 0, nwr = 0;
-    rd[nrd++] = (struct vk_range){x8, i8_bytes(M, K)};
+    rd[nrd++] = (struct vk_range){x8, i8_bytes(n, K)};
     rd[nrd++] = (struct vk_range){w8, i8_bytes(N, K)};
     if (a->bias.addr)
         rd[nrd++] = vk_tensor_range(&a->bias);
-    if (a->res.addr)
-        rd[nrd++] = vk_tensor_range(&a->res);
-    wr[nwr++] = vk_tensor_range(&a->y);
-    if (st == VKASR_OK && cfg->kind == VK_GEMM_I8_EMU) {
+    if (res.addr)
+        rd[nrd++] = vk_tensor_range(&res);
+    wr[nwr++] = vk_tensor_range(&y);
+    const uint64_t mark = be_mark(&b->base);
+    vkasr_status st = VKASR_OK;
+    if (cfg->kind == VK_GEMM_I8_EMU) {
         groups = groups < GEMM_EMU_MAX_GROUPS ? groups : GEMM_EMU_MAX_GROUPS;
         uint64_t bytes = (uint64_t)groups * cfg->shared_bytes;
         st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
@@ -157,6 +152,37 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
                               .writes = wr,
                               .nwrites = nwr,
                           });
+    be_release(&b->base, mark);
+    return st;
+}
+
+/* x's rows go to int8 in chunks of at most VK_I8_X_BYTES (a whole number of tiles), so the op's own
+ * scratch stays bounded whatever M is (be_memory.op_scratch_quant): each chunk is quantized, then
+ * multiplied. A row's int8 form and sums do not depend on the chunk it falls in. */
+vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
+                               uint32_t flags, uint32_t types) {
+    struct err *e = &b->base.err;
+    const int64_t M = a->x.ne[0], K = a->x.ne[1];
+    if (a->x.type != BE_F32 && a->x.type != BE_F16)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 path takes f32 or f16 x");
+    static uint64_t chunk_bytes; /* VKASR_I8_X_BYTES (tests): smaller chunks; read once */
+    if (!chunk_bytes) {
+        const char *s = getenv("VKASR_I8_X_BYTES");
+        const uint64_t v = s ? strtoull(s, NULL, 10) : 0;
+        chunk_bytes = v && v < VK_I8_X_BYTES ? v : VK_I8_X_BYTES;
+    }
+    int64_t rows = (int64_t)(chunk_bytes / (uint64_t)(K + 4)) / cfg->bm * cfg->bm;
+    if (rows < cfg->bm)
+        rows = cfg->bm;
+    if (rows > M)
+        rows = M;
+    const uint64_t mark = be_mark(&b->base);
+    uint64_t w8 = 0, x8 = 0;
+    vkasr_status st = vk_i8_weight(b, &a->w, &w8);
+    if (st == VKASR_OK)
+        st = be_arena_alloc(&b->base.scratch, i8_bytes(rows, K), &x8, e);
+    for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows)
+        st = record_chunk(b, a, cfg, flags, types, w8, x8, r0, M - r0 < rows ? M - r0 : rows);
     be_release(&b->base, mark);
     return st;
 }
