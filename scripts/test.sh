@@ -15,8 +15,10 @@
 #      builds and runs them there);
 #   4. the test suite (CTest, ./build): every test but those that passed in stage 2, so that each test runs
 #      once (those run the same code there, under the sanitizers; where stage 2 failed, everything).
-# The extra builds take the main build's compiled shaders where their sources did not change since
-# (scripts/glslc_reuse.sh: the SPIR-V does not depend on C flags). Each stage prints its duration.
+# The TSan build and the CUDA build start in the background at the lowest priority right after stage 1
+# (below: they fill the CPU time the other stages leave idle). The extra builds take the main build's
+# compiled shaders where their sources did not change since (scripts/glslc_reuse.sh: the SPIR-V does not
+# depend on C flags). Each stage prints its duration.
 # Exits non-zero when any stage finds anything. The last line is CTest's summary line of stage 4 (which
 # first says how many tests stage 2 ran).
 set -eu
@@ -92,12 +94,46 @@ print("|".join(t["name"] for t in json.load(sys.stdin)["tests"]
         ASAN_COUNT=$(echo "$ASAN_PASSED" | tr '|' '\n' | grep -c .)
     fi
     stage "sanitizer tests: TSan, the thread tests (build-tsan)"
-    CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
-        "$REUSE" >/dev/null || return 1
-    cmake --build build-tsan -j "$JOBS" --target test_threads test_api || return 1
+    [ -n "$BG_TSAN" ] || rm -f build-tsan/build.log
+    [ -z "$BG_TSAN" ] || wait "$BG_TSAN" || true
+    tsan_build "$JOBS" || { tail -n 40 build-tsan/build.log; return 1; }
     tsan=0
     ctest_run build-tsan -L threads -LE slow || tsan=1
     [ $asan -eq 0 ] && [ $tsan -eq 0 ]
+}
+
+# The TSan tests' build and the CUDA compile check (stage 3) are started in the background at the lowest
+# priority, one job each, as soon as the main build is done: they take only the CPU time that the fuzz
+# smoke and the ASan tests leave idle (link steps, a stage's last test running alone). Where they are
+# needed, the script waits for them and runs the same build again in the foreground, which finishes what
+# is left (or finds it up to date) and gives the status. NICE: the background's command prefix.
+BG_TSAN="" BG_CUDA="" NICE=""
+tsan_build() {
+    mkdir -p build-tsan
+    { CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
+        "$REUSE" && $NICE cmake --build build-tsan -j "$1" --target test_threads test_api; } >>build-tsan/build.log 2>&1
+}
+NVCC=$(command -v nvcc 2>/dev/null || true)
+[ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
+cuda_build() {
+    mkdir -p build-cuda
+    # unoptimised, without debug info: this build only has to compile and link (the main build compiles
+    # the same C with optimisation and its warnings); a fifth less time than RelWithDebInfo
+    { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
+        -DCMAKE_CUDA_FLAGS_DEBUG=-O0 -DVKASR_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
+        -DVKASR_CUDA_ARCHITECTURES=80-virtual "$REUSE" &&
+        $NICE cmake --build build-cuda -j "$1" --target vkasr vkasr_static vkasr_cli; } >>build-cuda/build.log 2>&1
+}
+background_builds() {
+    rm -f build-tsan/build.log build-cuda/build.log
+    NICE="nice -n 19"
+    tsan_build 1 </dev/null &
+    BG_TSAN=$!
+    if [ -n "$NVCC" ]; then
+        cuda_build 1 </dev/null &
+        BG_CUDA=$!
+    fi
+    NICE=""
 }
 
 if [ $sanitize_only -eq 1 ]; then
@@ -111,21 +147,15 @@ fi
 
 stage "setup and build"
 sh scripts/setup.sh --test
+background_builds
 failed=""
 stage "fuzz smoke: ${FUZZ_SECONDS:-10} s per target"
 sh scripts/fuzz.sh "${FUZZ_SECONDS:-10}" || failed="$failed fuzz-smoke"
 sanitizer_tests || failed="$failed sanitizer-tests"
-NVCC=$(command -v nvcc 2>/dev/null || true)
-[ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc
 if [ -n "$NVCC" ]; then
     stage "the CUDA backend with $NVCC (build-cuda; compile and link only)"
-    mkdir -p build-cuda
-    # unoptimised, without debug info: this build only has to compile and link (the main build compiles
-    # the same C with optimisation and its warnings); a fifth less time than RelWithDebInfo
-    if ! { cmake -S . -B build-cuda -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG=-O0 -DCMAKE_CXX_FLAGS_DEBUG=-O0 \
-                -DCMAKE_CUDA_FLAGS_DEBUG=-O0 -DVKASR_CUDA=ON -DCMAKE_CUDA_COMPILER="$NVCC" \
-                -DVKASR_CUDA_ARCHITECTURES=80-virtual "$REUSE" &&
-           cmake --build build-cuda -j "$JOBS" --target vkasr vkasr_static vkasr_cli; } >build-cuda/build.log 2>&1; then
+    [ -z "$BG_CUDA" ] || wait "$BG_CUDA" || true
+    if ! cuda_build "$JOBS"; then
         tail -n 40 build-cuda/build.log
         failed="$failed cuda-build(build-cuda/build.log)"
     fi
