@@ -49,6 +49,12 @@ struct vkasr_stream {
     vkasr_status step_st;            /* a failed step's status and message                            */
     struct err step_err;
     bool stepped;                    /* under `lock`: another stream's worker ran a step of it       */
+    /* The worker's audio handed over for feeding (cwin: samples [mb_from, mb_total), mb_last: the end):
+     * published by the worker before it waits for the pools' lock; fed by whichever worker takes that
+     * lock first (pools_feed_waiting), so that every stream waiting to feed joins the next step. */
+    atomic_bool mb_full;
+    int64_t mb_from, mb_total;
+    bool mb_last;
 
     /* The worker's own state. */
     struct asr_output pend;          /* its tokens not yet delivered as final                         */
@@ -498,8 +504,25 @@ static void pools_leave(struct vkasr_stream *s) {
 
 /* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
  * its sout, and the others' workers are told. */
+/* Feeds the audio that o's worker handed over, if any (the pools' lock held). */
+static vkasr_status mailbox_feed(struct vkasr_stream *o, struct err *e) {
+    if (!atomic_load_explicit(&o->mb_full, memory_order_acquire))
+        return VKASR_OK;
+    vkasr_status st = asr_stream_feed(o->cas, o->cwin, o->mb_from, o->mb_total, o->mb_last, e);
+    atomic_store_explicit(&o->mb_full, false, memory_order_release);
+    if (st != VKASR_OK && o->step_st == VKASR_OK) { /* o's worker reports it */
+        o->step_st = st;
+        o->step_err = *e;
+    }
+    return VKASR_OK;
+}
+
 static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
     struct stream_pools *sp = s->session->model->pools;
+    /* the audio of every stream of the pool whose worker waits to feed: their chunks join this step */
+    for (size_t i = 0; i < sp->nmember; i++)
+        if (sp->member[i]->pool == s->pool && sp->member[i] != s)
+            mailbox_feed(sp->member[i], e);
     struct asr_stream **ready = malloc(sp->nmember * sizeof *ready);
     struct asr_output **out = malloc(sp->nmember * sizeof *out);
     struct vkasr_stream **who = malloc(sp->nmember * sizeof *who);
@@ -569,10 +592,18 @@ static void cached_worker(struct vkasr_stream *s) {
         bool done = false;
         if (st != VKASR_OK)
             err_set(&s->werr, st, "live stream: out of host memory for %zu samples", n);
-        pthread_mutex_lock(&m->pools_lock);
+        /* hand the audio over, then wait for the pools: a worker that steps first feeds it into its step */
         if (st == VKASR_OK && !fed_last && (total >= asr_stream_samples_needed(s->cas) || last)) {
-            st = asr_stream_feed(s->cas, s->cwin, from, total, last, &s->werr);
+            s->mb_from = from;
+            s->mb_total = total;
+            s->mb_last = last;
+            atomic_store_explicit(&s->mb_full, true, memory_order_release);
             fed_last = last;
+        }
+        pthread_mutex_lock(&m->pools_lock);
+        if (atomic_load_explicit(&s->mb_full, memory_order_acquire)) {
+            st = asr_stream_feed(s->cas, s->cwin, from, total, last, &s->werr);
+            atomic_store_explicit(&s->mb_full, false, memory_order_release);
         }
         while (st == VKASR_OK && s->step_st == VKASR_OK && asr_stream_ready(s->cas))
             st = pools_step(s, &s->werr);
