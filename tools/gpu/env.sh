@@ -42,3 +42,16 @@ if ! ldconfig -p | grep -q libcublasLt.so.13; then
 fi
 # The CLI's compiled-in default model path is the configuring checkout's: name this one's.
 export VKASR_MODEL="$PWD/models/vkasr-tdt-tiny-en.gguf"
+# wait_health PORT: until a server on this host answers GET /health with 200 (at most 60 s). Python, not
+# curl: the system's curl would load the carried libcurl of LD_LIBRARY_PATH above and fail.
+wait_health() {
+    python3 - "$1" <<'PY'
+import sys, time, urllib.request
+for _ in range(600):
+    try:
+        if urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/health", timeout=1).status == 200:
+            break
+    except OSError:
+        time.sleep(0.1)
+PY
+}

@@ -31,10 +31,7 @@ for c in $CLIENTS; do
     # shellcheck disable=SC2086
     $V serve -m "$G06" --port $PORT --max-queue 4096 --max-concurrent 512 $SERVE_ARGS 2>"$OUT/serve-$c.log" &
     pid=$!
-    for _ in $(seq 1 600); do
-        curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$PORT/health 2>/dev/null | grep -q 200 && break
-        sleep 0.1
-    done
+    wait_health $PORT
     echo "server, $c clients:"
     python3 tools/serve_load.py --url http://127.0.0.1:$PORT --clients "$c" --requests 4 --audio /tmp/a600.wav |
         sed 's/^/    /'
