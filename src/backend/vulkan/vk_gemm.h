@@ -145,6 +145,13 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
 /* Records the linear op with a given plan (arguments already validated). Errors if the configuration
  * cannot run on this device, does not take this weight type, or cannot split K (not tensor cores). */
 vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_plan *plan);
+/* Records one dispatch of a GEMM configuration (spv: its variant) over `groups` workgroups; an emulated
+ * tensor-core configuration first gets its stand-in for shared memory from scratch (the groups capped at
+ * GEMM_EMU_MAX_GROUPS), written through pc and appended to wr, which needs room for it. The caller's
+ * mark releases that scratch. */
+vkasr_status vk_gemm_dispatch(struct vk_backend *b, const struct vk_gemm_cfg *cfg, enum spv_id spv,
+                              const uint32_t spec[8], struct pc_gemm *pc, uint32_t groups, const struct vk_range *rd,
+                              int nrd, struct vk_range *wr, int nwr);
 /* The int8 path of a q8_0 product with an I8 configuration (vk_op_gemm_i8.c; called by vk_gemm_record
  * once the arguments and the configuration are checked): makes the weight's int8 form on its first use,
  * then per chunk of x's rows (at most VK_I8_X_BYTES of int8 rows and scales: the op's own scratch,

@@ -107,7 +107,6 @@ out:
 /* One row chunk of the product: x's rows [r0, r0 + n) to int8 in x8, then the GEMM into y's rows. */
 static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                  uint32_t flags, uint32_t types, uint64_t w8, uint64_t x8, int64_t r0, int64_t n) {
-    struct err *e = &b->base.err;
     const int64_t K = a->x.ne[1], N = a->w.ne[0];
     const be_tensor x = be_tensor_rows(&a->x, r0, n), y = be_tensor_rows(&a->y, r0, n);
     const be_tensor res = a->res.addr ? be_tensor_rows(&a->res, r0, n) : a->res;
@@ -130,28 +129,7 @@ static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a
         rd[nrd++] = vk_tensor_range(&res);
     wr[nwr++] = vk_tensor_range(&y);
     const uint64_t mark = be_mark(&b->base);
-    vkasr_status st = VKASR_OK;
-    if (cfg->kind == VK_GEMM_I8_EMU) {
-        groups = groups < GEMM_EMU_MAX_GROUPS ? groups : GEMM_EMU_MAX_GROUPS;
-        uint64_t bytes = (uint64_t)groups * cfg->shared_bytes;
-        st = be_arena_alloc(&b->base.scratch, bytes, &pc.emu_sh, e);
-        pc.emu_stride = cfg->shared_bytes;
-        wr[nwr++] = (struct vk_range){pc.emu_sh, bytes};
-    }
-    if (st == VKASR_OK)
-        st = vk_record(b, &(struct vk_dispatch){
-                              .name = cfg->prof,
-                              .spv = cfg->spv,
-                              .spec = spec,
-                              .nspec = 8,
-                              .pc = &pc,
-                              .pc_size = sizeof pc,
-                              .groups = {groups, 1, 1},
-                              .reads = rd,
-                              .nreads = nrd,
-                              .writes = wr,
-                              .nwrites = nwr,
-                          });
+    vkasr_status st = vk_gemm_dispatch(b, cfg, cfg->spv, spec, &pc, groups, rd, nrd, wr, nwr);
     be_release(&b->base, mark);
     return st;
 }
