@@ -112,18 +112,8 @@ void main() {
                 att_store_y(yo + d, 0.0);
             continue;
         }
-        // key positions of the band that exist: [pi - w, pi + w], [k0, k0 + Tk), [0, n_valid), the
-        // row's segment and its chunked mask; positions and w < 2^30 (host): no overflow
-        uint slo = 0u, shi = 0xffffffffu;
-        if (pc.nseg > 0u) { // clamped: a bad table cannot reach outside k
-            const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
-            slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pi)));
-            if (sg + 1u < pc.nseg)
-                shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
-        }
-        const uint j0 = max(max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u), att_chunk_lo(pi, slo));
-        const uint j1 =
-            min(min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi), att_chunk_hi(pi, slo));
+        uint j0, j1;
+        att_row_keys(pi, j0, j1);
         float m = NO_MAX, l = 0.0;
         if (VEC4) {
             vec4 qu[DKA4], qv[DKA4], acc[DKA4];

@@ -45,17 +45,8 @@ void main() {
                 att_store_y(yo + d, 0.0);
             continue;
         }
-        // the row's keys: [j0, j1) as attention_rows.comp bounds them
-        uint slo = 0u, shi = 0xffffffffu;
-        if (pc.nseg > 0u) {
-            const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
-            slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pi)));
-            if (sg + 1u < pc.nseg)
-                shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
-        }
-        const uint j0 = max(max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u), att_chunk_lo(pi, slo));
-        const uint j1 =
-            min(min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi), att_chunk_hi(pi, slo));
+        uint j0, j1;
+        att_row_keys(pi, j0, j1);
         float qu[NE], qv[NE], acc[NE];
         [[unroll]] for (uint c = 0; c < NE; c++) {
             const uint d = lane + LANES * c;

@@ -67,6 +67,22 @@ bool att_chunk_ok(uint pi, uint j, uint slo) {
     return ok;
 }
 
+// The keys of query position pi for the kernels that take one row at a time (attention_rows.comp,
+// attention_rows_group.comp): [j0, j1), the band [pi - w, pi + w] within the keys present [k0, k0 + Tk),
+// below n_valid, inside the row's segment of a packed batch and its chunked mask. Positions and w are
+// below 2^30 (host): no overflow; a bad segment table is clamped, so it cannot reach outside k.
+void att_row_keys(uint pi, out uint j0, out uint j1) {
+    uint slo = 0u, shi = 0xffffffffu;
+    if (pc.nseg > 0u) {
+        const uint sg = seg_find(pc.seg, pc.nseg, int64_t(pi));
+        slo = uint(clamp(LOADL(pc.seg, sg), 0l, int64_t(pi)));
+        if (sg + 1u < pc.nseg)
+            shi = uint(clamp(LOADL(pc.seg, sg + 1u), int64_t(pi) + 1l, int64_t(0x7fffffff)));
+    }
+    j0 = max(max(max(pc.k0, slo), pi > pc.w ? pi - pc.w : 0u), att_chunk_lo(pi, slo));
+    j1 = min(min(min(min(pc.n_valid, pc.k0 + pc.Tk), pi + pc.w + 1u), shi), att_chunk_hi(pi, slo));
+}
+
 #define FLAG_VEC 1u  // D, dk multiples of 4 and q, k, v, p 16-byte aligned: 16-byte loads of 4 f32
 #define FLAG_VEC8 2u // D, dk multiples of 8 and q, k, v, p 16-byte aligned: 16-byte loads of 8 f16
 
