@@ -194,12 +194,13 @@ vkasr_status vk_att_record(struct vk_backend *b, const struct op_relpos_attentio
     /* (attention_rows_group.comp's lanes count about 4 loop iterations a key) */
     const bool per_row = cfg->kind == VK_ATT_ROWS || cfg->kind == VK_ATT_ROWS_GROUP;
     if (per_row && (cfg->kind == VK_ATT_ROWS || d->caps.cpu)) {
-        const int64_t keys = cfg->kind == VK_ATT_ROWS ? row_keys : 4 * row_keys;
-        if (keys > VK_ATT_ROWS_MAX_KEYS)
+        const int max_keys = cfg->kind == VK_ATT_ROWS ? VK_ATT_ROWS_MAX_KEYS : VK_ATT_ROWS_MAX_KEYS / 4;
+        if (row_keys > max_keys)
             return err_set(e, VKASR_ERR_UNSUPPORTED,
                            "relpos_attention: %lld keys per query row on a CPU driver, whose loops stop after 65535 "
-                           "iterations (at most %d keys: about %d minutes of full attention); use local attention",
-                           (long long)keys, VK_ATT_ROWS_MAX_KEYS, VK_ATT_ROWS_MAX_KEYS * 8 / 100 / 60);
+                           "iterations (at most %d keys for kernel %s: about %d minutes of full attention); use "
+                           "local attention",
+                           (long long)row_keys, max_keys, cfg->name, max_keys * 8 / 100 / 60);
     }
     /* Every output row reads all keys and position rows of its head: y may not overlap any input. */
     const be_tensor *in[] = {&a->q, &a->k, &a->v, &a->p, &a->bias_u, &a->bias_v, &a->seg, &a->q_pos};
