@@ -504,17 +504,17 @@ static void pools_leave(struct vkasr_stream *s) {
 
 /* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
  * its sout, and the others' workers are told. */
-/* Feeds the audio that o's worker handed over, if any (the pools' lock held). */
-static vkasr_status mailbox_feed(struct vkasr_stream *o, struct err *e) {
+/* Feeds the audio that o's worker handed over, if any (the pools' lock held); a failure is o's, which
+ * its worker reports. */
+static void mailbox_feed(struct vkasr_stream *o, struct err *e) {
     if (!atomic_load_explicit(&o->mb_full, memory_order_acquire))
-        return VKASR_OK;
+        return;
     vkasr_status st = asr_stream_feed(o->cas, o->cwin, o->mb_from, o->mb_total, o->mb_last, e);
     atomic_store_explicit(&o->mb_full, false, memory_order_release);
-    if (st != VKASR_OK && o->step_st == VKASR_OK) { /* o's worker reports it */
+    if (st != VKASR_OK && o->step_st == VKASR_OK) {
         o->step_st = st;
         o->step_err = *e;
     }
-    return VKASR_OK;
 }
 
 static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
@@ -601,10 +601,7 @@ static void cached_worker(struct vkasr_stream *s) {
             fed_last = last;
         }
         pthread_mutex_lock(&m->pools_lock);
-        if (atomic_load_explicit(&s->mb_full, memory_order_acquire)) {
-            st = asr_stream_feed(s->cas, s->cwin, from, total, last, &s->werr);
-            atomic_store_explicit(&s->mb_full, false, memory_order_release);
-        }
+        mailbox_feed(s, &s->werr); /* unless a step fed it meanwhile (a failure: step_st, below) */
         while (st == VKASR_OK && s->step_st == VKASR_OK && asr_stream_ready(s->cas))
             st = pools_step(s, &s->werr);
         if (st == VKASR_OK && s->step_st != VKASR_OK) {
