@@ -7,8 +7,10 @@
  *    weights, or below what the smallest chunks need, fails with VKASR_ERR_DEVICE_MEMORY and a message
  *    naming the bytes, and the session transcribes again afterwards;
  *  - with LONG_SECONDS: that much audio (WAV repeated) in one call completes with local attention,
- *    inside its plan, and transcribes the repeated speech all the way to the end.
- * usage: test_long_audio MODEL WAV [LONG_SECONDS] */
+ *    inside its plan, and transcribes the repeated speech all the way to the end;
+ *  - with `memory`: only the max_memory checks, on the first 6 s (for models whose attention choice
+ *    the default model's run already covers).
+ * usage: test_long_audio MODEL WAV [LONG_SECONDS | memory] */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,7 +212,7 @@ static void test_long(vkasr_session *s, const float *pcm, size_t n, double secon
 
 int main(int argc, char **argv) {
     if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: test_long_audio MODEL WAV [LONG_SECONDS]\n");
+        fprintf(stderr, "usage: test_long_audio MODEL WAV [LONG_SECONDS | memory]\n");
         return 2;
     }
     struct audio a = {0};
@@ -233,11 +235,14 @@ int main(int argc, char **argv) {
     }
     vkasr_model_info info;
     vkasr_model_get_info(m, &info);
-    if (argc == 4) {
+    /* 6 s are enough to cross a 5 s threshold and to chunk */
+    const size_t n6 = a.n < 6 * VKASR_SAMPLE_RATE ? a.n : 6 * VKASR_SAMPLE_RATE;
+    if (argc == 4 && !strcmp(argv[3], "memory")) {
+        test_max_memory(s, a.samples, n6, info.weight_bytes);
+    } else if (argc == 4) {
         test_long(s, a.samples, a.n, atof(argv[3]));
     } else {
-        /* 6 s are enough to cross a 5 s threshold */
-        test_attention_choice(s, a.samples, a.n < 6 * VKASR_SAMPLE_RATE ? a.n : 6 * VKASR_SAMPLE_RATE);
+        test_attention_choice(s, a.samples, n6);
         test_max_memory(s, a.samples, a.n, info.weight_bytes);
     }
     vkasr_session_free(s);
