@@ -182,5 +182,7 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
     for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows)
         st = record_chunk(b, a, cfg, flags, types, w8, x8, r0, M - r0 < rows ? M - r0 : rows);
     be_release(&b->base, mark);
+    if (st == VKASR_OK)
+        atomic_fetch_add(&b->d->i8_products, 1);
     return st;
 }
