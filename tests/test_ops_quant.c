@@ -5,7 +5,7 @@
  * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernels' dequantized
  * weights are the host's bit for bit (an identity x); that a K the block does not divide is refused.
  * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound;
- * the int8 kernel of q8_0 (W8A8) has its own (test_ops_int8 checks its arithmetic exactly). */
+ * the int8 kernel (W8A8, any block type) has its own (test_ops_int8 checks its arithmetic exactly). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 #define TOL_Y16 1e-6
 /* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
 #define TOL_TC 5e-4
-/* The int8 kernel of q8_0 (W8A8: w and x rounded to int8 with one scale per row; exact arithmetic
+/* The int8 kernel (W8A8: w and x rounded to int8 with one scale per row; exact arithmetic
  * against a C reference: test_ops_int8): the W8A8 bound of test_ops_int8. */
 #define TOL_I8 3e-4
 /* The LSTM step against the double reference on the same dequantized weights: f32 dot products of
