@@ -83,7 +83,7 @@ static const struct vk_att_cfg lab_att[] = {
 
 #define N_OF(a) (sizeof(a) / sizeof *(a))
 /* The library's tables followed by the lab's (the registered tables replace the library's). */
-#define MAX_GEMM 96
+#define MAX_GEMM 128
 #define MAX_ATT 64
 static struct vk_gemm_cfg all_gemm[MAX_GEMM];
 static struct vk_att_cfg all_att[MAX_ATT];
