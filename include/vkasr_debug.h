@@ -77,6 +77,12 @@ VKASR_API vkasr_status vkasr_session_set_debug(vkasr_session *session, const vka
 VKASR_API const float *vkasr_result_mel(const vkasr_result *result, size_t *frames, size_t *n_mels);
 VKASR_API const float *vkasr_result_encoder(const vkasr_result *result, size_t *frames, size_t *dim);
 
+/* Linear products the model's device has computed on an int8 path so far, by all of the model's sessions
+ * (W8A8: a quantized weight's int8 form times x rounded to int8 per row; Vulkan where the device has
+ * int8 tensor cores, or its emulated twin under VKASR_INT8=emu); 0 when none has run, and always on
+ * the other backends. vkasr compare judges a device that ran any with its int8 tolerances. */
+VKASR_API uint64_t vkasr_model_int8_products(const vkasr_model *model);
+
 /* The cache-aware streaming sessions of a model (vkasr bench --streams): their geometry and the steps
  * run so far over all of the model's streams (the figures only grow; take differences). */
 typedef struct vkasr_stream_steps {

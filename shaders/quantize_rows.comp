@@ -2,10 +2,12 @@
 // quantize_rows.comp — rows to int8 with one f32 scale per row, the operands of the int8 tensor-core
 // linear (gemm_coopmat_i8.comp): for row m of x [M, K], s[m] = max_k |x[m,k]| / 127 and
 // q[m,k] = clamp(roundEven(x[m,k] * (127 / max_k |x[m,k]|)), -127, 127), stored as K bytes (row m at
-// byte m*K); a row of zeros gets s = 0 and zeros. x is f32, f16 (-DX_F16) or the rows of a q8_0 weight
-// (-DWQ_Q8_0: the blocks' values dequantized as dequant.glsl does, bit for bit the host's; the weight's
-// one-off conversion when the int8 path is first used). K must be a multiple of 4 (a word of 4 bytes per
-// invocation and step; the linear's int8 path needs K % 32 == 0 anyway).
+// byte m*K); a row of zeros gets s = 0 and zeros. x is f32, f16 (-DX_F16) or the rows of a block-quantized
+// weight (-DWQ_Q8_0, -DWQ_Q4_K, -DWQ_Q5_K, -DWQ_Q6_K: the blocks' values dequantized by dequant.glsl, bit
+// for bit the host's qblock.c, then requantized to one scale per row like any row; the weight's one-off
+// conversion when the int8 path is first used). K must be a multiple of 4 (a word of 4 bytes per
+// invocation and step; the linear's int8 path needs K % 32 == 0 anyway, and a k-quant's K is a multiple
+// of its 256-weight blocks).
 //
 // One workgroup per row, grid-stride over rows: a pass takes the row's absolute maximum (a tree in
 // shared memory: every f32 max is exact, so the order does not matter), a second pass quantizes. The
@@ -18,14 +20,12 @@
 #define HAS_F16
 #endif
 #include "core.glsl"
-#ifdef WQ_Q8_0
-#include "dequant.glsl"
-#endif
+#include "dequant.glsl" // defines WQ for a weight variant
 
 layout(local_size_x_id = 0) in;
 
 layout(push_constant) uniform PC {
-    uint64_t x;     // f32 / f16 [M, K], or q8_0 rows of K / 32 blocks
+    uint64_t x;     // f32 / f16 [M, K], or a quantized weight's rows of K / QB_K blocks
     uint64_t q;     // int8 [M, K] (bytes, row-major)
     uint64_t scale; // f32 [M]
     uint M, K;
@@ -37,7 +37,7 @@ shared float red[256];
 
 // x[m, k] as f32.
 float load(uint m, uint k) {
-#if defined(WQ_Q8_0)
+#if defined(WQ)
     return dequant_weight(pc.x + uint64_t(m) * uint64_t(pc.K / QB_K) * uint64_t(QB_BYTES), k);
 #elif defined(X_F16)
     return LOADH(pc.x, uint64_t(m) * pc.K + k);

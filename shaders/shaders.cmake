@@ -133,14 +133,18 @@ vkasr_lab_shader(gemm_emu128x128w4_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS
 vkasr_lab_shader(gemm_emu128x128_k64 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x256_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=1 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_emu128x256np_k32 gemm_coopmat.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=4 BK=32 STAGES=2 SK_PAD=0 EMULATE_COOPMAT)
-# The int8 linear of q8_0 weights (W8A8, one scale per row; src/backend/vulkan/vk_op_gemm_i8.c): rows to
-# int8 (f32 x, f16 x, the weight's one-off conversion from its blocks) and the int8 tensor-core GEMM,
+# The int8 linear of quantized weights (W8A8, one scale per row; src/backend/vulkan/vk_op_gemm_i8.c): rows
+# to int8 (f32 x, f16 x, a q8_0 / q4_k / q5_k / q6_k weight's one-off conversion from its blocks) and the
+# int8 tensor-core GEMM,
 # whose emulated twin runs the same code on any f16 device (in the library, not the lab: VKASR_INT8=emu
 # takes it in any program, so the path's accuracy can be measured on lavapipe). Must match the I8() rows
 # of src/backend/vulkan/vk_gemm_configs.c and tests/vk_lab.c.
 vkasr_shader(quantize_rows quantize_rows.comp)
 vkasr_shader(quantize_rows_h quantize_rows.comp DEFINES X_F16)
 vkasr_shader(quantize_rows_q8_0 quantize_rows.comp DEFINES WQ_Q8_0)
+vkasr_shader(quantize_rows_q4_k quantize_rows.comp DEFINES WQ_Q4_K)
+vkasr_shader(quantize_rows_q5_k quantize_rows.comp DEFINES WQ_Q5_K)
+vkasr_shader(quantize_rows_q6_k quantize_rows.comp DEFINES WQ_Q6_K)
 vkasr_shader(gemm_i8cm128x128_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=2 REQUIRES NV_INT8_COOPMAT)
 vkasr_shader(gemm_i8emu128x128_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 # few tiles (up to 1024 x 1024, the f16 choice's class for 64x64), and two 128x128 alternatives for tuning

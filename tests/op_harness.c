@@ -230,6 +230,19 @@ static bool fail(struct th *h, const char *fmt, ...) {
     return false;
 }
 
+void th_linear_setup(struct th *h, const struct th_linear_case *c, struct th_tensor *w, struct th_linear *l) {
+    const int64_t Ny = c->glu ? c->N / 2 : c->N;
+    l->w = w;
+    l->x = th_input(h, c->xt, 2, TH_SHAPE(c->M, c->K), -1.0f, 1.0f);
+    l->b = c->bias ? th_input(h, BE_F32, 1, TH_SHAPE(c->N), -1.0f, 1.0f) : NULL;
+    l->r = c->res ? th_input(h, c->yt, 2, TH_SHAPE(c->M, Ny), -1.0f, 1.0f) : NULL;
+    l->y = th_output(h, c->yt, 2, TH_SHAPE(c->M, Ny));
+    for (int s = 0; s < 2; s++)
+        l->a[s] = (struct op_linear){.x = TH_T(l->x, s), .w = TH_T(w, s), .bias = l->b ? TH_T(l->b, s) : (be_tensor){0},
+                                     .res = l->r ? TH_T(l->r, s) : (be_tensor){0}, .y = TH_T(l->y, s),
+                                     .act = c->glu ? ACT_GLU : c->act, .alpha = c->alpha, .matvec = c->matvec};
+}
+
 bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_dev) {
     return th_run_forced(h, id, args_ref, args_dev, NULL, NULL);
 }

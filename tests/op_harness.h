@@ -60,6 +60,24 @@ struct th_tensor *th_output(struct th *h, be_dtype type, int nd, const int64_t *
 
 #define TH_T(t, s) ((t)->side[s])
 
+/* A linear op's case (the quantized and int8 tests' shapes and options). */
+struct th_linear_case {
+    int64_t M, N, K;
+    be_dtype xt, yt;         /* x's and y's types (f32 or f16)                                      */
+    bool bias, res, glu;     /* an f32 bias [N]; a residual [M, Ny] of y's type; GLU (Ny = N / 2)   */
+    int act;
+    float alpha;
+    bool matvec;             /* the decoder's hint                                                  */
+};
+/* Its tensors and the op's arguments on both sides. */
+struct th_linear {
+    struct th_tensor *x, *w, *b, *r, *y;
+    struct op_linear a[2];   /* [TH_REF], [TH_DEV] */
+};
+/* Makes a case's tensors around a given weight w [N, K]: x [M, K] uniform in [-1, 1), then the bias
+ * and the residual (uniform in [-1, 1)) where asked, y [M, Ny]; fills l. */
+void th_linear_setup(struct th *h, const struct th_linear_case *c, struct th_tensor *w, struct th_linear *l);
+
 /* Runs the op on both sides (args[TH_REF], args[TH_DEV]); a failure to run counts as a failed check. */
 bool th_run(struct th *h, enum op_id id, const void *args_ref, const void *args_dev);
 /* Records an op on the Vulkan backend with a kernel configuration chosen by the test (vk_gemm_record,

@@ -26,6 +26,8 @@ for head in tdt rnnt ctc; do
         expect 0 "$VKASR" compare -m "$FX/$head" --devices vulkan,ref -p $p --json "$CLIP"
         "$CHECK" compare "$WORK/out" "$([ $p = f32 ] && echo equal || echo ok)" || fail "compare $head $p: report"
         grep -q "\"precision\":\"$p\"" "$WORK/out" || fail "compare $head $p: precision not in the report"
+        # no int8 products (the fixtures hold f32 weights): the precision's tolerances
+        grep -q "\"int8_products\":0,\"tolerances\":\"$p\"" "$WORK/out" || fail "compare $head $p: not $p tolerances"
     done
 done
 # the table

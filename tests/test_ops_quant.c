@@ -5,7 +5,7 @@
  * shapes, f32 and f16 x and y, bias, activations, the residual and GLU; that the kernels' dequantized
  * weights are the host's bit for bit (an identity x); that a K the block does not divide is refused.
  * The tensor-core variants (their emulated twins on lavapipe) round w to f16: the f16 products' bound;
- * the int8 kernel of q8_0 (W8A8) has its own (test_ops_int8 checks its arithmetic exactly). */
+ * the int8 kernel (W8A8, any block type) has its own (test_ops_int8 checks its arithmetic exactly). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 #define TOL_Y16 1e-6
 /* Tensor-core kernels round the dequantized w and an f32 x to f16 (ops.h): the f16 products' bound. */
 #define TOL_TC 5e-4
-/* The int8 kernel of q8_0 (W8A8: w and x rounded to int8 with one scale per row; exact arithmetic
+/* The int8 kernel (W8A8: w and x rounded to int8 with one scale per row; exact arithmetic
  * against a C reference: test_ops_int8): the W8A8 bound of test_ops_int8. */
 #define TOL_I8 3e-4
 /* The LSTM step against the double reference on the same dequantized weights: f32 dot products of
@@ -31,15 +31,6 @@
 static const be_dtype TYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
 static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
 static const char *const NAMES[] = {"q8_0", "q4_k", "q5_k", "q6_k"};
-
-struct qcase {
-    int64_t M, N, K;
-    be_dtype xt, yt;
-    bool bias, res, glu;
-    int act;
-    float alpha;
-    bool matvec; /* the decoder's hint: the matrix-vector kernel */
-};
 
 static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
 
@@ -63,23 +54,15 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
     return vk_gemm_record((struct vk_backend *)vk, args, plan);
 }
 
-static void run_case(struct th *h, int qi, const struct qcase *c, const struct vk_gemm_cfg *cfg) {
+static void run_case(struct th *h, int qi, const struct th_linear_case *c, const struct vk_gemm_cfg *cfg) {
     th_case(h, "linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
             cfg ? cfg->name : "auto", NAMES[qi], (long long)c->M, (long long)c->N, (long long)c->K, tn(c->xt),
             tn(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, c->matvec ? " matvec" : "");
-    const int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
-    struct th_tensor *x = th_input(h, c->xt, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
-    struct th_tensor *w = quant_input(h, qi, N, K);
-    struct th_tensor *b = c->bias ? th_input(h, BE_F32, 1, TH_SHAPE(N), -1.0f, 1.0f) : NULL;
-    struct th_tensor *r = c->res ? th_input(h, c->yt, 2, TH_SHAPE(M, Ny), -1.0f, 1.0f) : NULL;
-    struct th_tensor *y = th_output(h, c->yt, 2, TH_SHAPE(M, Ny));
-    struct op_linear a[2];
-    for (int s = 0; s < 2; s++)
-        a[s] = (struct op_linear){.x = TH_T(x, s), .w = TH_T(w, s), .bias = b ? TH_T(b, s) : (be_tensor){0},
-                                  .res = r ? TH_T(r, s) : (be_tensor){0}, .y = TH_T(y, s),
-                                  .act = c->glu ? ACT_GLU : c->act, .alpha = c->alpha, .matvec = c->matvec};
+    const int64_t M = c->M, N = c->N, K = c->K;
+    struct th_linear l;
+    th_linear_setup(h, c, quant_input(h, qi, N, K), &l);
     struct vk_gemm_plan plan = {cfg, 1};
-    if (!th_run_forced(h, OP_linear, &a[0], &a[1], cfg ? record_linear : NULL, &plan))
+    if (!th_run_forced(h, OP_linear, &l.a[0], &l.a[1], cfg ? record_linear : NULL, &plan))
         return;
     /* the kernel that ran: the forced one, or (Vulkan) the backend's choice for this shape */
     const struct vk_gemm_cfg *ran = cfg;
@@ -87,7 +70,7 @@ static void run_case(struct th *h, int qi, const struct qcase *c, const struct v
         ran = vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, M, N, K, TYPES[qi], c->matvec).cfg;
     const bool tc = ran && (ran->kind == VK_GEMM_COOPMAT || ran->kind == VK_GEMM_COOPMAT_EMU);
     const bool i8 = ran && (ran->kind == VK_GEMM_I8 || ran->kind == VK_GEMM_I8_EMU);
-    th_check(h, y, i8 ? TOL_I8 : tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
+    th_check(h, l.y, i8 ? TOL_I8 : tc ? TOL_TC : c->yt == BE_F16 ? TOL_Y16 : TOL);
     th_check_guards(h);
 }
 
@@ -293,7 +276,7 @@ int main(void) {
         /* K: one block, two, three (q8_0: 32 times odd numbers) */
         const int64_t k1 = B == 32 ? 96 : 256, k2 = B == 32 ? 224 : 512, k3 = B == 32 ? 800 : 768;
         const be_dtype h16 = f16 ? BE_F16 : BE_F32;
-        const struct qcase cases[] = {
+        const struct th_linear_case cases[] = {
             {.M = 1, .N = 7, .K = k1, .xt = BE_F32, .yt = BE_F32, .alpha = 1.0f},
             {.M = 3, .N = 33, .K = k2, .xt = BE_F32, .yt = BE_F32, .bias = true, .act = ACT_RELU, .alpha = 1.0f},
             {.M = 3, .N = 65, .K = k3, .xt = h16, .yt = BE_F32, .bias = true, .act = ACT_SILU, .alpha = 0.5f},

@@ -31,9 +31,9 @@ static const struct vk_gemm_cfg lab_gemm[] = {
     CMQ("q5_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q5_K, SPV_gemm_emu128x128_k32_q5_k, T_128x128_K32),
     CMQ("q6_k_emu128x128_k32", VK_GEMM_COOPMAT_EMU, BE_Q6_K, SPV_gemm_emu128x128_k32_q6_k, T_128x128_K32),
     /* the int8 kernel's other tiles (q8_0_i8emu128x128_k64, the library's choice's twin, is the library's) */
-    I8("q8_0_i8emu64x64_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu64x64_k64, T_I8_64x64_K64),
-    I8("q8_0_i8emu128x128_k128", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k128, T_I8_128x128_K128),
-    I8("q8_0_i8emu128x128w16_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128w16_k64, T_I8_128x128W16_K64),
+    I8("q8_0_i8emu64x64_k64", VK_GEMM_I8_EMU, BE_Q8_0, SPV_gemm_i8emu64x64_k64, T_I8_64x64_K64),
+    I8("q8_0_i8emu128x128_k128", VK_GEMM_I8_EMU, BE_Q8_0, SPV_gemm_i8emu128x128_k128, T_I8_128x128_K128),
+    I8("q8_0_i8emu128x128w16_k64", VK_GEMM_I8_EMU, BE_Q8_0, SPV_gemm_i8emu128x128w16_k64, T_I8_128x128W16_K64),
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* tiles the choice table used before: the 8-subgroup ones, then the 16-subgroup BK 32 ones */
     CM("cm256x128_k32", VK_GEMM_COOPMAT, SPV_gemm_cm256x128_k32, T_256x128_K32),
@@ -43,8 +43,8 @@ static const struct vk_gemm_cfg lab_gemm[] = {
 #endif
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
     /* int8 tiles for tuning (bench_ops -w q8_0 --cfg NAME) */
-    I8("q8_0_i8cm128x128_k128", VK_GEMM_I8, SPV_gemm_i8cm128x128_k128, T_I8_128x128_K128),
-    I8("q8_0_i8cm128x128w16_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128w16_k64, T_I8_128x128W16_K64),
+    I8("q8_0_i8cm128x128_k128", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128_k128, T_I8_128x128_K128),
+    I8("q8_0_i8cm128x128w16_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128w16_k64, T_I8_128x128W16_K64),
 #endif
     /* gemv.comp's 32-row tiles, which a batch's hypotheses took before the wide groups (f*_gemvw) */
     GEMV("f32_gemv32", BE_F32, 256, 32),
@@ -83,7 +83,7 @@ static const struct vk_att_cfg lab_att[] = {
 
 #define N_OF(a) (sizeof(a) / sizeof *(a))
 /* The library's tables followed by the lab's (the registered tables replace the library's). */
-#define MAX_GEMM 96
+#define MAX_GEMM 128
 #define MAX_ATT 64
 static struct vk_gemm_cfg all_gemm[MAX_GEMM];
 static struct vk_att_cfg all_att[MAX_ATT];

@@ -1,5 +1,6 @@
 /* debug.c — the debugging hooks of include/vkasr_debug.h: a session's debug parameters (stage taps,
- * teacher forcing, kept features; vkasr.c and batch.c apply them) and the kept features' accessors.
+ * teacher forcing, kept features; vkasr.c and batch.c apply them), the kept features' accessors and
+ * the device's count of int8 products.
  * Used by vkasr's own tools and tests; not part of vkasr.h's contract. */
 #include "api/api.h"
 
@@ -39,3 +40,5 @@ const float *vkasr_result_encoder(const vkasr_result *r, size_t *frames, size_t 
         *dim = ok ? r->enc_dim : 0;
     return ok ? r->out.encoder : NULL;
 }
+
+uint64_t vkasr_model_int8_products(const vkasr_model *m) { return m ? be_device_int8_products(m->dev) : 0; }

@@ -137,6 +137,10 @@ void be_device_pipelines(const struct be_device *d, struct be_pipelines *out) {
         d->vt->pipelines(d, out);
 }
 
+uint64_t be_device_int8_products(const struct be_device *d) {
+    return d->vt->int8_products ? d->vt->int8_products(d) : 0;
+}
+
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e) {
     return d->vt->create_backend(d, out, e);
 }

@@ -89,6 +89,9 @@ struct be_device_vtbl {
     uint64_t (*validation_messages)(const struct be_device *d);
     void (*memory)(const struct be_device *d, struct be_memory *out);
     void (*pipelines)(const struct be_device *d, struct be_pipelines *out); /* NULL: none */
+    /* Linear products recorded on an int8 path (W8A8: weights and x rounded to int8 per row) so far, by
+     * every backend of the device; NULL: the backend has none. */
+    uint64_t (*int8_products)(const struct be_device *d);
 };
 
 struct be_device {
@@ -150,6 +153,8 @@ vkasr_status be_device_open(const struct be_device_options *opt, struct be_devic
 const char *be_device_suffix(const char *s, const char *prefix);
 void be_device_close(struct be_device *d);
 void be_device_pipelines(const struct be_device *d, struct be_pipelines *out);
+/* The device's int8 products so far (be_device_vtbl.int8_products; 0 where it has none). */
+uint64_t be_device_int8_products(const struct be_device *d);
 vkasr_status be_backend_create(struct be_device *d, struct backend **out, struct err *e);
 void be_backend_destroy(struct backend *b);
 

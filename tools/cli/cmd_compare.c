@@ -227,6 +227,7 @@ static int compare_devices(const char *model, const char *audio, const struct de
             rc = run(s, dev, audio, cmp_baseline_tap, base, NULL, &r);
             if (rc == EXIT_OK && !cmp_baseline_finish(base, r))
                 rc = EXIT_FAIL;
+            base->int8_products = vkasr_model_int8_products(m);
             if (rc == EXIT_OK) {
                 ri->duration = vkasr_result_duration(r);
                 have_base = true;
@@ -245,6 +246,7 @@ static int compare_devices(const char *model, const char *audio, const struct de
                 cmp_result_force(c);
                 rc = run(s, dev, audio, cmp_result_tap, c, base, &r);
             }
+            cmp_result_set_int8(c, vkasr_model_int8_products(m));
             if (c->out_of_memory)
                 rc = EXIT_FAIL;
         }

@@ -11,11 +11,17 @@
 
 /* ---- tolerances --------------------------------------------------------------------------------- */
 
+/* Every stage past the front end where either device ran int8 products (docs/compare.md). */
+#define CMP_TOL_INT8 5e-2
+
 /* The bound on a stage's relative L2 error between two devices: twice the parity tests' bound on each
- * device against transformers (derived in docs/compare.md). */
-double cmp_tolerance(const char *stage, vkasr_precision precision) {
+ * device against transformers; where a device ran int8 products (W8A8), the int8 path's measured error
+ * with a margin, in either precision (derived in docs/compare.md). */
+double cmp_tolerance(const char *stage, vkasr_precision precision, bool int8) {
     if (!strcmp(stage, "mel"))
         return 5e-4;
+    if (int8)
+        return CMP_TOL_INT8;
     return precision == VKASR_PRECISION_F16 ? 1e-2 : 2e-4;
 }
 
@@ -168,8 +174,9 @@ void cmp_baseline_free(struct cmp_baseline *b) {
 /* ---- another device ------------------------------------------------------------------------------ */
 
 static void logits_reset(struct cmp_logits *l, double tol, bool forced) {
-    *l = (struct cmp_logits){.forced = forced, .worst_step = -1, .first_past_tol = -1, .part_step = -1,
-                             .part_frame = -1, .part_margin = NAN, .not_argmax_step = -1, .tol = tol};
+    *l = (struct cmp_logits){.forced = forced, .worst_step = -1, .first_past_tol = -1, .first_past_int8 = -1,
+                             .part_step = -1, .part_frame = -1, .part_margin = NAN, .not_argmax_step = -1,
+                             .tol = tol};
 }
 
 bool cmp_result_init(struct cmp_result *c, const struct cmp_baseline *b, const char *device,
@@ -190,10 +197,22 @@ bool cmp_result_init(struct cmp_result *c, const struct cmp_baseline *b, const c
         s->index = b->stages[i].index;
         s->rows = b->stages[i].rows;
         s->cols = b->stages[i].cols;
-        s->tol = cmp_tolerance(s->name, b->info.precision);
+        s->tol = cmp_tolerance(s->name, b->info.precision, b->int8_products > 0);
     }
-    logits_reset(&c->logits, cmp_tolerance("logits", b->info.precision), false);
+    c->int8 = b->int8_products > 0;
+    logits_reset(&c->logits, cmp_tolerance("logits", b->info.precision, c->int8), false);
     return true;
+}
+
+void cmp_result_set_int8(struct cmp_result *c, uint64_t products) {
+    c->int8_products = products;
+    if (c->int8 || !products)
+        return;
+    c->int8 = true;
+    for (size_t i = 0; i < c->nstages; i++)
+        c->stages[i].tol = cmp_tolerance(c->stages[i].name, c->base->info.precision, true);
+    c->logits.tol = cmp_tolerance("logits", c->base->info.precision, true);
+    c->logits.first_past_tol = c->logits.first_past_int8;
 }
 
 /* One decoder step of this device against the baseline's step of the same number. */
@@ -225,6 +244,8 @@ static void compare_step(struct cmp_result *c, int64_t step, const float *row, s
     }
     if (l->first_past_tol < 0 && !(r <= l->tol))
         l->first_past_tol = step;
+    if (l->first_past_int8 < 0 && !(r <= cmp_tolerance("logits", b->info.precision, true)))
+        l->first_past_int8 = step;
     if (!same_choice(mine, theirs)) {
         l->choices_differ++;
         if (l->part_step < 0) {
@@ -329,6 +350,9 @@ static const char *head_name(vkasr_head h) {
 }
 static const char *prec_name(vkasr_precision p) { return p == VKASR_PRECISION_F16 ? "f16" : "f32"; }
 
+/* Which tolerances a comparison takes: "int8" where either device ran int8 products, else the precision's. */
+static const char *tol_name(const struct cmp_result *c) { return c->int8 ? "int8" : prec_name(c->base->info.precision); }
+
 /* Why the logits failed, in words (NULL when they pass). */
 static const char *logits_problem(const struct cmp_result *c, char *buf, size_t size) {
     const struct cmp_logits *l = &c->logits;
@@ -359,6 +383,12 @@ void cmp_report_text(FILE *f, const struct cmp_run_info *ri, const struct cmp_ba
         const struct cmp_result *r = &c[k];
         char label[32], why[256];
         fprintf(f, "\n%s (%s) against %s\n", r->device, r->info.device_name, b->device);
+        if (r->int8)
+            fprintf(f, "  %-12s int8 products: %s ran %llu linear products on an int8 path (W8A8), %s %llu\n",
+                    "tolerances", r->device, (unsigned long long)r->int8_products, b->device,
+                    (unsigned long long)b->int8_products);
+        else
+            fprintf(f, "  %-12s %s (no int8 products)\n", "tolerances", prec_name(b->info.precision));
         fprintf(f, "  %-12s %-13s %-9s %-9s %-9s %s\n", "stage", "rows x cols", "max-abs", "rel L2", "tolerance",
                 "result");
         for (size_t i = 0; i < r->nstages; i++) {
@@ -430,7 +460,8 @@ void cmp_report_json(FILE *f, const struct cmp_run_info *ri, const struct cmp_ba
     json_str(f, b->device);
     fprintf(f, ",\"name\":");
     json_str(f, mi->device_name);
-    fprintf(f, ",\"steps\":%zu,\"tokens\":%zu,\"text\":", b->nsteps, b->ntokens);
+    fprintf(f, ",\"steps\":%zu,\"tokens\":%zu,\"int8_products\":%llu,\"text\":", b->nsteps, b->ntokens,
+            (unsigned long long)b->int8_products);
     json_str(f, b->text);
     fprintf(f, "},\"left_out\":");
     if (ri->left_out)
@@ -450,7 +481,8 @@ void cmp_report_json(FILE *f, const struct cmp_run_info *ri, const struct cmp_ba
         json_str(f, r->device);
         fprintf(f, ",\"name\":");
         json_str(f, r->info.device_name);
-        fprintf(f, ",\"ok\":%s,\"failed_stage\":", fail ? "false" : "true");
+        fprintf(f, ",\"int8_products\":%llu,\"tolerances\":\"%s\",\"ok\":%s,\"failed_stage\":",
+                (unsigned long long)r->int8_products, tol_name(r), fail ? "false" : "true");
         if (fail)
             json_str(f, fail);
         else

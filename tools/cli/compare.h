@@ -31,6 +31,7 @@ struct cmp_baseline {
     struct cmp_token *tokens;
     size_t ntokens;
     char *text;
+    uint64_t int8_products;        /* linear products its device ran on an int8 path             */
     bool out_of_memory;
 };
 
@@ -52,6 +53,7 @@ struct cmp_logits {
     double worst_rel;              /* the largest relative L2 error of one step (what is judged) */
     int64_t worst_step;
     int64_t first_past_tol;        /* first step whose relative error exceeds tol, or -1        */
+    int64_t first_past_int8;       /* the same against the int8 tolerance (cmp_result_set_int8)  */
     int64_t part_step, part_frame; /* first step where the choices differ, or -1                */
     double part_margin;            /* there: the baseline's logit margin between the two choices */
     size_t choices_differ;         /* compared steps whose choices differ                       */
@@ -70,14 +72,17 @@ struct cmp_result {
     size_t ntokens;
     int64_t first_token_diff;      /* index of the first token that differs, or -1              */
     char *text;
+    uint64_t int8_products;        /* linear products this device ran on an int8 path            */
+    bool int8;                     /* the int8 tolerances apply (either device ran such products) */
     bool out_of_memory;
     /* while a run is in progress */
     const struct cmp_baseline *base;
     bool agree;                    /* the decoding paths have not parted yet                    */
 };
 
-/* Tolerance (bound on the relative L2 error) of a stage in a precision; docs/compare.md derives them. */
-double cmp_tolerance(const char *stage, vkasr_precision precision);
+/* Tolerance (bound on the relative L2 error) of a stage in a precision, and where either device ran
+ * linear products on an int8 path (int8); docs/compare.md derives them. */
+double cmp_tolerance(const char *stage, vkasr_precision precision, bool int8);
 
 /* Stage callbacks (vkasr_debug_params.stage_callback): ud is the cmp_baseline / the cmp_result. */
 void cmp_baseline_tap(const vkasr_stage *stage, void *ud);
@@ -87,7 +92,8 @@ void cmp_result_tap(const vkasr_stage *stage, void *ud);
 bool cmp_baseline_finish(struct cmp_baseline *b, const vkasr_result *r);
 void cmp_baseline_free(struct cmp_baseline *b);
 
-/* Before another device's run: stage slots in the baseline's order. false when out of memory. */
+/* Before another device's run: stage slots in the baseline's order, with the int8 tolerances when the
+ * baseline ran int8 products. false when out of memory. */
 bool cmp_result_init(struct cmp_result *c, const struct cmp_baseline *b, const char *device,
                      const vkasr_model_info *info);
 /* After its run: tokens and transcript against the baseline's. */
@@ -96,6 +102,9 @@ bool cmp_result_finish(struct cmp_result *c, const vkasr_result *r);
 bool cmp_paths_parted(const struct cmp_result *c);
 /* Before the teacher-forced rerun: forget the logits of the free run. */
 void cmp_result_force(struct cmp_result *c);
+/* After its runs: the linear products its device ran on an int8 path (vkasr_model_int8_products); any
+ * (or the baseline's) give the comparison the int8 tolerances. */
+void cmp_result_set_int8(struct cmp_result *c, uint64_t products);
 /* The first stage past its tolerance ("layer 3", "logits", ...), written into buf, or NULL. */
 const char *cmp_first_failure(const struct cmp_result *c, char *buf, size_t size);
 void cmp_result_free(struct cmp_result *c);

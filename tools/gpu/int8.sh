@@ -1,15 +1,20 @@
 #!/bin/bash
 # GPU machine, idle GPU: the int8 path of q8_0 files (src/backend/vulkan/vk_op_gemm_i8.c) in one call of
-# about 7 minutes. First the tests on this GPU (test_ops_int8: the real int8 kernel, the rows' and the
+# about 8 minutes. First the tests on this GPU (test_ops_int8: the real int8 kernel, the rows' and the
 # weights' int8 forms against the C W8A8 reference, bit for bit; test_ops_quant: every q8_0 kernel
 # against the f32 reference). Then the GEMM on the 0.6B encoder's products (bench_ops --shapes: q8_0 on
 # the int8 path, q8_0 on the f16 tensor cores, f16 weights, every int8 tile on a few shapes; f16 x; each in a
 # process of its own),
 # `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path and with VKASR_INT8=0 against its f16
 # file (60 s and 10 min, f16 precision), and the q8_0 file's accuracy against the f16 file with the int8
-# path on and off (quant_acc.sh). Everything in $OUT: int8.log (the lines below), int8.md (the encoder
-# table), int8-bench-*.json, quant-accuracy-int8*.md.
+# path on and off (quant_acc.sh), and `vkasr compare` of its int8 path against the CPU backend on 10 s
+# (the stages against the int8 tolerance). Everything in $OUT: int8.log (the lines below), int8.md (the
+# encoder table), int8-bench-*.json, quant-accuracy-int8*.md, compare-int8-*.txt.
+# QTYPE=q4_k (or q5_k, q6_k) does the same for a k-quant file (its int8 form: each row dequantized and
+# requantized once): the tests, then the file's bench and accuracy (bench_ops measures q8_0 weights only,
+# so the GEMM part is left out).
 set -u
+QTYPE=${QTYPE:-q8_0}
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 B=build-gpu/tests
@@ -38,6 +43,7 @@ bench_ops() {
     shift
     VKASR_INT8=$i8 timeout 60 $B/bench_ops -x f16 -i 10 --warmup 3 "$@" 2>&1 | grep -E "^gemm|rror" | tee -a "$LOG"
 }
+[ "$QTYPE" = q8_0 ] || SHAPES="" TUNE_SHAPES=""
 for shape in $SHAPES; do
     bench_ops 1 --shapes "$shape" -w q8_0
     bench_ops 0 --shapes "$shape" -w q8_0
@@ -51,10 +57,10 @@ done
 
 . tools/gpu/model06.sh
 model06 || exit 1
-Q8=${TMPDIR:-/tmp}/p06-q8_0.gguf # quant.sh's file
+Q8=${TMPDIR:-/tmp}/p06-$QTYPE.gguf # quant.sh's file
 if [ ! -f "$Q8" ]; then
-    timeout 300 $V convert "$G06" -o "$Q8.part" --type q8_0 >"$OUT/convert-q8_0.log" 2>&1 && mv "$Q8.part" "$Q8" ||
-        { rm -f "$Q8.part"; echo "convert q8_0 failed: $(tail -n 1 "$OUT/convert-q8_0.log")" | tee -a "$LOG"; exit 1; }
+    timeout 300 $V convert "$G06" -o "$Q8.part" --type $QTYPE >"$OUT/convert-$QTYPE.log" 2>&1 && mv "$Q8.part" "$Q8" ||
+        { rm -f "$Q8.part"; echo "convert $QTYPE failed: $(tail -n 1 "$OUT/convert-$QTYPE.log")" | tee -a "$LOG"; exit 1; }
 fi
 # bench NAME INT8 MODEL: vkasr bench with VKASR_INT8=INT8 (1: the int8 path where the GPU has it)
 bench() {
@@ -63,13 +69,13 @@ bench() {
     echo "bench $1 rc=$?" | tee -a "$LOG"
 }
 bench f16 1 "$G06"
-bench q8_0-int8 1 "$Q8"
-bench q8_0-f16tc 0 "$Q8"
-python3 - "$OUT" <<'PY' | tee "$OUT/int8.md" | tee -a "$LOG"
+bench $QTYPE-int8 1 "$Q8"
+bench $QTYPE-f16tc 0 "$Q8"
+python3 - "$OUT" "$QTYPE" <<'PY' | tee "$OUT/int8.md" | tee -a "$LOG"
 import json, sys
-out = sys.argv[1]
+out, q = sys.argv[1], sys.argv[2]
 rows = {}
-for name in ("f16", "q8_0-int8", "q8_0-f16tc"):
+for name in ("f16", f"{q}-int8", f"{q}-f16tc"):
     try:
         j = json.load(open(f"{out}/int8-bench-{name}.json"))
     except (OSError, ValueError):
@@ -94,3 +100,11 @@ for i8 in 1 0; do
     echo "accuracy, VKASR_INT8=$i8:" | tee -a "$LOG"
     cat "$OUT/quant-accuracy-int8-$i8.md" 2>/dev/null | tee -a "$LOG"
 done
+
+# vkasr compare of the file's int8 path against the CPU backend (f32 products of the dequantized weights)
+# on 10 s: every stage's error against the int8 tolerance (docs/compare.md, "int8 products")
+CMP_WAV=${TMPDIR:-/tmp}/int8-compare-10s.wav
+[ -f "$CMP_WAV" ] || python3 tools/gpu/make_long_wav.py 10 "$CMP_WAV"
+VKASR_INT8=1 timeout 400 $V compare -m "$Q8" --devices vulkan,cpu -p f16 "$CMP_WAV" >"$OUT/compare-int8-$QTYPE.txt" 2>&1
+echo "compare $QTYPE (int8 path) against cpu rc=$?" | tee -a "$LOG"
+grep -E "^  (tolerances|subsampling|layer|encoder|logits|tokens|result) " "$OUT/compare-int8-$QTYPE.txt" | tee -a "$LOG"

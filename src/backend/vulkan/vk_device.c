@@ -810,12 +810,17 @@ static void vk_device_pipelines(const struct be_device *bd, struct be_pipelines 
     };
 }
 
+static uint64_t vk_device_int8_products(const struct be_device *bd) {
+    return atomic_load(&((const struct vk_device *)bd)->i8_products);
+}
+
 static const struct be_device_vtbl vk_device_vtbl = {
     .destroy = vk_device_destroy,
     .create_backend = vk_backend_create,
     .validation_messages = vk_device_validation,
     .memory = vk_device_memory,
     .pipelines = vk_device_pipelines,
+    .int8_products = vk_device_int8_products,
 };
 
 vkasr_status vk_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
@@ -833,6 +838,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     atomic_init(&d->validation_count, 0);
     atomic_init(&d->allocated, 0);
     atomic_init(&d->pipelines_created, 0);
+    atomic_init(&d->i8_products, 0);
     atomic_init(&d->pipeline_cache_hits, 0);
     atomic_init(&d->pipeline_us, 0);
     d->profile = opt->profile || env_flag("VKASR_PROFILE");

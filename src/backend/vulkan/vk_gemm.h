@@ -13,8 +13,8 @@ enum vk_gemm_kernel {
     VK_GEMM_COOPMAT_EMU = 2, /* gemm_coopmat.comp with emulated fragments: tests only          */
     VK_GEMM_GEMV = 3,        /* gemv.comp: 32 invocations per output column, few rows, any device */
     VK_GEMM_DIRECT = 4,      /* gemm_direct.comp: no shared memory, for CPU drivers (lavapipe)  */
-    VK_GEMM_I8 = 5,          /* gemm_coopmat_i8.comp: q8_0 weights as int8 rows, NV int8 cooperative
-                                matrices (vk_op_gemm_i8.c)                                    */
+    VK_GEMM_I8 = 5,          /* gemm_coopmat_i8.comp: quantized weights as int8 rows, NV int8
+                                cooperative matrices (vk_op_gemm_i8.c)                        */
     VK_GEMM_I8_EMU = 6       /* gemm_coopmat_i8.comp with emulated fragments: tests, VKASR_INT8=emu */
 };
 
@@ -113,10 +113,11 @@ struct vk_gemm_plan {
 #define T_256x128_K32 4, 2, 4, 4, 32, 1, 1     /* 34 KiB (lab: cm256x128w16 replaced it)  */
 #define T_256x128W16_K32 4, 4, 4, 2, 32, 1, 1  /* 16 subgroups of 64x32, 512 invocations, 36 KiB (lab) */
 #define T_128x256NP_K32 2, 4, 4, 4, 32, 2, 0   /* two stages without row padding, 48 KiB */
-/* The int8 kernel on q8_0 weights (gemm_coopmat_i8.comp; bk in bytes = values): x and w staged as int8,
- * so a stage is (bm + bn) rows of bk/16 + pad uvec4; its epilogue stage is the f16 kernel's. */
-#define GEMM_I8(nm, kd, sp, wm, wn, fm, fn, bk_, st, pad)                                                  \
-    {.name = nm, .prof = "linear_tc_i8", .kind = kd, .wtype = BE_Q8_0, .spv = sp, .spv_f16io = sp,          \
+/* The int8 kernel on quantized weights of type wt (gemm_coopmat_i8.comp on their int8 form, the same
+ * kernel for every type; bk in bytes = values): x and w staged as int8, so a stage is (bm + bn) rows of
+ * bk/16 + pad uvec4; its epilogue stage is the f16 kernel's. */
+#define GEMM_I8(nm, kd, wt, sp, wm, wn, fm, fn, bk_, st, pad)                                              \
+    {.name = nm, .prof = "linear_tc_i8", .kind = kd, .wtype = wt, .spv = sp, .spv_f16io = sp,               \
      .wg = 32 * (wm) * (wn), .bm = 16 * (wm) * (fm), .bn = 16 * (wn) * (fn), .bk = bk_, .tm = 0, .tn = 0,  \
      .stages = st,                                                                                      \
      .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), (bk_) / 2, st, pad, (wm) * (wn), fn)}
@@ -152,14 +153,16 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
 vkasr_status vk_gemm_dispatch(struct vk_backend *b, const struct vk_gemm_cfg *cfg, enum spv_id spv,
                               const uint32_t spec[8], struct pc_gemm *pc, uint32_t groups, const struct vk_range *rd,
                               int nrd, struct vk_range *wr, int nwr);
-/* The int8 path of a q8_0 product with an I8 configuration (vk_op_gemm_i8.c; called by vk_gemm_record
+/* The int8 path of a quantized product with an I8 configuration (vk_op_gemm_i8.c; called by vk_gemm_record
  * once the arguments and the configuration are checked): makes the weight's int8 form on its first use,
  * then per chunk of x's rows (at most VK_I8_X_BYTES of int8 rows and scales: the op's own scratch,
  * be_memory.op_scratch_quant) quantizes them into scratch and records the int8 GEMM. */
 #define VK_I8_X_BYTES (8u << 20)
 vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                uint32_t flags, uint32_t types);
-/* The int8 form of q8_0 weight w [N, K] (K % 32 == 0): w8 [N, K] int8 rows followed by their f32 scales.
+/* The int8 form of quantized weight w [N, K] (q8_0, q4_k, q5_k or q6_k; K % 32 == 0): w8 [N, K] int8 rows
+ * followed by their f32 scales, each row w's dequantized row (qblock.c's values) requantized with one
+ * scale (absmax / 127, quantize_rows.comp).
  * A model weight (in the weights arena, unchanged while the device lives) gets it once, made by
  * quantize_rows.comp on first use into the weights arena and waited for, so every backend of the device
  * finds it ready (not while a graph is being recorded: it cannot wait there). Any other w gets it

@@ -80,12 +80,22 @@ static const struct vk_gemm_cfg configs[] = {
     CMQ("q6_k_cm128x128_k32", VK_GEMM_COOPMAT, BE_Q6_K, SPV_gemm_cm128x128_k32_q6_k, T_128x128_K32),
 #endif
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
-    /* q8_0 weights as int8 rows with one scale each, x quantized per row: int8 tensor cores */
-    I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
-    I8("q8_0_i8cm64x64_k64", VK_GEMM_I8, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+    /* quantized weights as int8 rows with one scale each (q8_0's and the k-quants' int8 forms: the same
+     * kernel, a row per block type), x quantized per row: int8 tensor cores */
+    I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q8_0_i8cm64x64_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+    I8("q4_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q4_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q4_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q4_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+    I8("q5_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q5_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q5_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q5_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+    I8("q6_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q6_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8("q6_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q6_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
 #endif
     /* its emulated twin (any f16 device; VKASR_INT8=emu, tests) */
-    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
+    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q8_0, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
+    I8("q4_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q4_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
+    I8("q5_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q5_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
+    I8("q6_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q6_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
@@ -239,13 +249,16 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * block type, so a row does not depend on M), w dequantized and rounded to f16 in the tile; else
      * the scalar tiles, which dequantize w to f32 while staging it. */
     if (quant) {
-        /* q8_0 on int8 tensor cores (x quantized per row, vk_op_gemm_i8.c) where the device has them, or
-         * the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16 device): the products the f16
-         * tensor cores would take below, with K a multiple of the blocks' 32 (always, for q8_0). */
-        if (wtype == BE_Q8_0 && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-            const char *name = !caps->coopmat_int8 ? "q8_0_i8emu128x128_k64"
-                               : i8_small(M, N)     ? "q8_0_i8cm64x64_k64"
-                                                    : "q8_0_i8cm128x128_k64";
+        /* q8_0 and the k-quants on int8 tensor cores (their int8 forms, x quantized per row:
+         * vk_op_gemm_i8.c) where the device has them, or the emulated twin under VKASR_INT8=emu (tests,
+         * accuracy on any f16 device): the products the f16 tensor cores would take below, with K a
+         * multiple of 32 (always: q8_0's blocks hold 32 weights, the k-quants' 256). */
+        if (!matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
+            char name[32];
+            snprintf(name, sizeof name, "%s_%s", qname[wtype],
+                     !caps->coopmat_int8 ? "i8emu128x128_k64"
+                     : i8_small(M, N)    ? "i8cm64x64_k64"
+                                         : "i8cm128x128_k64");
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;

@@ -72,9 +72,9 @@ struct vk_pipeline_entry {
     struct err err;                  /* why creation failed (VK_PIPE_FAILED)                    */
 };
 
-/* A q8_0 weight's int8 form: w8 [N, K] int8 rows followed by their f32 scales [N] (sw, at w8 + N*K). */
+/* A quantized weight's int8 form: w8 [N, K] int8 rows followed by their f32 scales [N] (sw, at w8 + N*K). */
 struct vk_i8_weight {
-    uint64_t w;                      /* the q8_0 tensor's address                                */
+    uint64_t w;                      /* the quantized tensor's address                           */
     int64_t n, k;
     uint64_t w8;
 };
@@ -110,6 +110,7 @@ struct vk_device {
     atomic_uint pipelines_created;   /* vkCreateComputePipelines calls that succeeded           */
     atomic_uint pipeline_cache_hits; /* ... of which the driver found in the cache              */
     atomic_uint_fast64_t pipeline_us; /* microseconds in vkCreateComputePipelines, all threads   */
+    atomic_uint_fast64_t i8_products; /* linear products recorded on the int8 path (vk_op_gemm_i8.c) */
     pthread_mutex_t pipe_lock;
     pthread_cond_t pipe_done;        /* broadcast when a creation finishes                      */
     struct vk_pipeline_entry **pipes; /* stable entries: the creation workers hold them         */
@@ -118,7 +119,7 @@ struct vk_device {
     bool profile;
     uint32_t submit_batch;           /* dispatches per command buffer before it is submitted   */
     struct err init_err;
-    /* The int8 forms of q8_0 weights made so far (vk_op_gemm_i8.c), in the weights arena; i8_lock guards
+    /* The int8 forms of quantized weights made so far (vk_op_gemm_i8.c), in the weights arena; i8_lock guards
      * the table and is held while a form is made, so every backend finds it whole. */
     char int8_shapes[256];           /* the NV coopmat int8 shapes the device lists (nv_coopmat_int8_list) */
     pthread_mutex_t i8_lock;

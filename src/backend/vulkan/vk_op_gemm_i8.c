@@ -1,8 +1,9 @@
-/* vk_op_gemm_i8.c — the linear op of q8_0 weights on int8 tensor cores (W8A8 with one f32 scale per
- * row): x's rows quantized into scratch by quantize_rows.comp, a model weight's int8 form made once per
- * device on first use (quantize_rows.comp over its blocks, kept in the weights arena; a weight outside
- * that arena is converted per call into scratch), and gemm_coopmat_i8.comp's int32 products scaled in
- * its epilogue. Selection: vk_gemm_choose. */
+/* vk_op_gemm_i8.c — the linear op of quantized weights (q8_0, q4_k, q5_k, q6_k) on int8 tensor cores
+ * (W8A8 with one f32 scale per row): x's rows quantized into scratch by quantize_rows.comp, a model
+ * weight's int8 form made once per device on first use (quantize_rows.comp dequantizing its blocks and
+ * requantizing each row, kept in the weights arena; a weight outside that arena is converted per call
+ * into scratch), and gemm_coopmat_i8.comp's int32 products scaled in its epilogue. Selection:
+ * vk_gemm_choose. */
 #include <stdlib.h>
 
 #include "vk_gemm.h"
@@ -18,16 +19,28 @@ struct pc_quantize_rows {
 /* Bytes of an int8 form of rows x K: the rows, then their f32 scales. */
 static uint64_t i8_bytes(int64_t rows, int64_t K) { return (uint64_t)rows * (uint64_t)K + 4u * (uint64_t)rows; }
 
-/* Records quantize_rows.comp (variant spv) over rows of `in` (reads: in_bytes) into q8 (rows x K int8,
- * then the scales). */
-static vkasr_status record_quantize(struct vk_backend *b, enum spv_id spv, uint64_t in, uint64_t in_bytes, int64_t rows,
-                                    int64_t K, uint64_t q8) {
+/* The variant of quantize_rows.comp that converts a weight of type t, and the type's name; false for a
+ * type without an int8 form. */
+static bool weight_variant(be_dtype t, enum spv_id *spv, const char **name) {
+    switch (t) {
+    case BE_Q8_0: *spv = SPV_quantize_rows_q8_0, *name = "q8_0"; return true;
+    case BE_Q4_K: *spv = SPV_quantize_rows_q4_k, *name = "q4_k"; return true;
+    case BE_Q5_K: *spv = SPV_quantize_rows_q5_k, *name = "q5_k"; return true;
+    case BE_Q6_K: *spv = SPV_quantize_rows_q6_k, *name = "q6_k"; return true;
+    default: return false;
+    }
+}
+
+/* Records quantize_rows.comp (variant spv; weight: a weight's conversion) over rows of `in` (reads:
+ * in_bytes) into q8 (rows x K int8, then the scales). */
+static vkasr_status record_quantize(struct vk_backend *b, enum spv_id spv, bool weight, uint64_t in, uint64_t in_bytes,
+                                    int64_t rows, int64_t K, uint64_t q8) {
     struct pc_quantize_rows pc = {.x = in, .q = q8, .scale = q8 + (uint64_t)rows * (uint64_t)K,
                                   .M = (uint32_t)rows, .K = (uint32_t)K};
     uint32_t spec[1] = {QROWS_WG};
     struct vk_range rd = {in, in_bytes}, wr = {q8, i8_bytes(rows, K)};
     return vk_record(b, &(struct vk_dispatch){
-                            .name = spv == SPV_quantize_rows_q8_0 ? "linear_i8_weights" : "linear_i8_quantize_x",
+                            .name = weight ? "linear_i8_weights" : "linear_i8_quantize_x",
                             .spv = spv,
                             .spec = spec,
                             .nspec = 1,
@@ -46,21 +59,28 @@ vkasr_status vk_i8_quantize_rows(struct vk_backend *b, const be_tensor *x, uint6
     if ((x->type != BE_F32 && x->type != BE_F16) || K % 4 != 0 || M > INT32_MAX || K > INT32_MAX)
         return err_set(&b->base.err, VKASR_ERR_INVALID_ARG,
                        "linear: rows to int8 take f32 or f16 x with K %% 4 == 0 (K = %lld)", (long long)K);
-    return record_quantize(b, x->type == BE_F16 ? SPV_quantize_rows_h : SPV_quantize_rows, x->addr, be_nbytes(x), M, K,
-                           q8);
+    return record_quantize(b, x->type == BE_F16 ? SPV_quantize_rows_h : SPV_quantize_rows, false, x->addr, be_nbytes(x),
+                           M, K, q8);
 }
 
 vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8) {
     struct vk_device *d = b->d;
     struct err *e = &b->base.err;
     const int64_t N = w->ne[0], K = w->ne[1];
+    enum spv_id spv;
+    const char *tname;
+    if (!weight_variant(w->type, &spv, &tname))
+        return err_set(e, VKASR_ERR_INVALID_ARG, "linear: an int8 weight form takes q8_0, q4_k, q5_k or q6_k weights");
+    if (K % 32 != 0 || N > INT32_MAX || K > INT32_MAX)
+        return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 form of %s weight [%lld, %lld] needs K %% 32 == 0",
+                       tname, (long long)N, (long long)K);
     struct be_arena_block blk;
     pthread_mutex_lock(&d->base.weights_lock);
     const bool model = be_arena_find(&d->base.weights, w->addr, be_nbytes(w), &blk);
     pthread_mutex_unlock(&d->base.weights_lock);
     if (!model) { /* a tensor of the caller's, which may change: its form for this call, in scratch */
         TRY(be_arena_alloc(&b->base.scratch, i8_bytes(N, K), w8, e));
-        return record_quantize(b, SPV_quantize_rows_q8_0, w->addr, be_nbytes(w), N, K, *w8);
+        return record_quantize(b, spv, true, w->addr, be_nbytes(w), N, K, *w8);
     }
     vkasr_status st = VKASR_OK;
     pthread_mutex_lock(&d->i8_lock);
@@ -72,9 +92,9 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
         }
     if (b->capture) {
         st = err_set(e, VKASR_ERR_UNSUPPORTED,
-                     "linear: the int8 form of q8_0 weight [%lld, %lld] is made on its first use, which cannot be "
+                     "linear: the int8 form of %s weight [%lld, %lld] is made on its first use, which cannot be "
                      "inside a recorded op sequence",
-                     (long long)N, (long long)K);
+                     tname, (long long)N, (long long)K);
         goto out;
     }
     if (d->ni8w == d->capi8w) {
@@ -92,7 +112,7 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
     uint64_t addr = 0;
     st = be_alloc(&b->base, BE_POOL_WEIGHTS, i8_bytes(N, K), &addr);
     if (st == VKASR_OK)
-        st = record_quantize(b, SPV_quantize_rows_q8_0, w->addr, be_nbytes(w), N, K, addr);
+        st = record_quantize(b, spv, true, w->addr, be_nbytes(w), N, K, addr);
     if (st == VKASR_OK)
         st = vk_submit(b, true);
     if (st == VKASR_OK) {
@@ -162,5 +182,7 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
     for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows)
         st = record_chunk(b, a, cfg, flags, types, w8, x8, r0, M - r0 < rows ? M - r0 : rows);
     be_release(&b->base, mark);
+    if (st == VKASR_OK)
+        atomic_fetch_add(&b->d->i8_products, 1);
     return st;
 }
