@@ -185,6 +185,7 @@ static const struct be_device_vtbl cu_device_vtbl = {
     .validation_messages = cud_validation,
     .memory = cud_memory,
     .pipelines = NULL, /* no pipelines: kernels are compiled into the binary */
+    .int8_products = NULL, /* no int8 path */
 };
 
 extern "C" vkasr_status cuda_device_open(const struct be_device_options *opt, struct be_device **out, struct err *e) {
