@@ -130,6 +130,7 @@ vkasr_status vk_instance_create(bool validation, struct vk_device *d, VkInstance
                        "Debian's mesa-vulkan-drivers for lavapipe",
                        vk_result_name(r));
     VK_CHECK(e, r);
+    vk_keep_drivers_loaded();
     if (debug) {
         PFN_vkCreateDebugUtilsMessengerEXT create =
             (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(*out, "vkCreateDebugUtilsMessengerEXT");

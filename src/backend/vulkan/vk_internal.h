@@ -147,6 +147,9 @@ extern const struct be_block_ops vk_blocks;
 /* ---- pipelines (vk_pipeline.c) ---------------------------------------------------------------- */
 
 #define VK_PUSH_CONSTANT_BYTES 128
+/* vk_keep_loaded.c: in AddressSanitizer builds, pins the shared objects loaded so far (an instance's
+ * driver) for the life of the process; elsewhere nothing. */
+void vk_keep_drivers_loaded(void);
 /* The pipeline layout and the cache; pipelines themselves are created on first use. */
 vkasr_status vk_pipelines_init(struct vk_device *d, struct err *e);
 /* Saves the cache to disk (when pipelines were created), then destroys pipelines, cache and layout. */
