@@ -1,7 +1,7 @@
 #!/bin/sh
 # test.sh [--sanitize] — the test command (README, .ci/run). Sets everything up (scripts/setup.sh --test)
 # and runs, on lavapipe (Mesa's CPU Vulkan driver) with the Khronos validation layer:
-#   1. the fuzz smoke: each libFuzzer target of tests/fuzz for FUZZ_SECONDS (default 10; scripts/fuzz.sh),
+#   1. the fuzz smoke: each libFuzzer target of tests/fuzz for FUZZ_SECONDS (default 5; scripts/fuzz.sh),
 #      from its seeds and earlier runs' corpus: a check that no easy finding came in (docs/fuzzing.md);
 #   2. the sanitizer tests (--sanitize runs only these): the unit, model-loader, audio, API and CLI tests
 #      built with clang's AddressSanitizer + UBSan in ./build-asan (only what they run is built), on the
@@ -149,8 +149,8 @@ stage "setup and build"
 sh scripts/setup.sh --test
 background_builds
 failed=""
-stage "fuzz smoke: ${FUZZ_SECONDS:-10} s per target"
-sh scripts/fuzz.sh "${FUZZ_SECONDS:-10}" || failed="$failed fuzz-smoke"
+stage "fuzz smoke: ${FUZZ_SECONDS:-5} s per target"
+sh scripts/fuzz.sh "${FUZZ_SECONDS:-5}" || failed="$failed fuzz-smoke"
 sanitizer_tests || failed="$failed sanitizer-tests"
 if [ -n "$NVCC" ]; then
     stage "the CUDA backend with $NVCC (build-cuda; compile and link only)"
