@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api.h"
 #include "asr/merge.h"
@@ -411,6 +412,8 @@ struct stream_pools {
     size_t nmember, capmember;
     uint64_t steps, rows;            /* the steps run and the streams they advanced (vkasr_debug.h)   */
     double step_ms;
+    double last_step[16];            /* clock_ms() at each pool's last step                          */
+    double gather_ms;                /* a pool shared by streams steps at most this often (pools_gather) */
 };
 
 void api_stream_pools_free(vkasr_model *m) {
@@ -458,11 +461,17 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
         struct stream_pools *sp = calloc(1, sizeof *sp);
         if (!sp)
             return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        vkasr_status st = be_backend_create(m->dev, &sp->be, e);
+        struct asr_stream_geometry g;
+        vkasr_status st = asr_stream_geometry(&m->am->cfg, &g, e);
+        if (st == VKASR_OK)
+            st = be_backend_create(m->dev, &sp->be, e);
         if (st != VKASR_OK) {
             free(sp);
             return st;
         }
+        /* an eighth of a chunk's period: 20 ms at 160 ms of lookahead */
+        sp->gather_ms = 1000.0 * (double)(g.chunk * m->am->cfg.sub_factor * m->am->cfg.hop_length) /
+                        VKASR_SAMPLE_RATE / 8.0;
         m->pools = sp;
     }
     struct stream_pools *sp = m->pools;
@@ -517,6 +526,37 @@ static void mailbox_feed(struct vkasr_stream *o, struct err *e) {
     }
 }
 
+/* The index of pool p in sp. */
+static int pool_index(const struct stream_pools *sp, const struct asr_stream_pool *p) {
+    int i = 0;
+    while (i < sp->npool - 1 && sp->pool[i] != p)
+        i++;
+    return i;
+}
+
+/* Dynamic batching (the pools' lock held; released while it waits): where other streams share s's pool,
+ * the pool steps at most every gather_ms, so that a step takes every chunk that arrived meanwhile. A
+ * step's time is mostly fixed (small products, one dispatch each, and the decoder's round trips), so
+ * with arrivals spread over the chunk period, steps of whatever arrived during the last one stay at one
+ * or two streams each and cannot keep up with many streams. A stream alone steps at once. */
+static void pools_gather(struct vkasr_stream *s) {
+    vkasr_model *m = s->session->model;
+    struct stream_pools *sp = m->pools;
+    size_t peers = 0;
+    for (size_t i = 0; i < sp->nmember && peers < 2; i++)
+        peers += sp->member[i]->pool == s->pool;
+    if (peers < 2 || !asr_stream_ready(s->cas))
+        return;
+    const double wait_ms = sp->last_step[pool_index(sp, s->pool)] + sp->gather_ms - clock_ms();
+    if (wait_ms <= 0)
+        return;
+    pthread_mutex_unlock(&m->pools_lock);
+    struct timespec ts = {.tv_sec = (time_t)(wait_ms / 1000.0),
+                          .tv_nsec = (long)(fmod(wait_ms, 1000.0) * 1e6)};
+    nanosleep(&ts, NULL);
+    pthread_mutex_lock(&m->pools_lock);
+}
+
 static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
     struct stream_pools *sp = s->session->model->pools;
     /* the audio of every stream of the pool whose worker waits to feed: their chunks join this step */
@@ -538,6 +578,7 @@ static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
     }
     if (st == VKASR_OK && n > 0) {
         const double t0 = clock_ms();
+        sp->last_step[pool_index(sp, s->pool)] = t0;
         st = asr_stream_step(s->pool, ready, n, out, e);
         sp->step_ms += clock_ms() - t0;
         sp->steps++;
@@ -602,6 +643,7 @@ static void cached_worker(struct vkasr_stream *s) {
         }
         pthread_mutex_lock(&m->pools_lock);
         mailbox_feed(s, &s->werr); /* unless a step fed it meanwhile (a failure: step_st, below) */
+        pools_gather(s);
         while (st == VKASR_OK && s->step_st == VKASR_OK && asr_stream_ready(s->cas))
             st = pools_step(s, &s->werr);
         if (st == VKASR_OK && s->step_st != VKASR_OK) {
