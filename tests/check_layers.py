@@ -120,16 +120,25 @@ def object_checks(objs):
     """Cycles of the symbol graph between object files (nm: defined and undefined globals)."""
     defs, uses = {}, {}
     prefix = os.path.commonpath(objs) if len(objs) > 1 else os.path.dirname(objs[0])
+    names = {}
     for o in objs:
         name = os.path.relpath(o, prefix)  # e.g. asr/batch.c.o: the source's path under the target
-        name = name[: -len(".o")] if name.endswith(".o") else name
-        res = subprocess.run(["nm", "-g", o], capture_output=True, text=True, check=True)
-        for line in res.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 2 and parts[0] == "U":
-                uses.setdefault(name, set()).add(parts[1])
-            elif len(parts) == 3 and parts[1] in "TDRBCVW":
-                defs.setdefault(parts[2], name)
+        names[o] = name[: -len(".o")] if name.endswith(".o") else name
+    # one nm for every object (-A: each line starts with its object's path and a colon)
+    res = subprocess.run(["nm", "-g", "-A", *objs], capture_output=True, text=True, check=True)
+    longest_first = sorted(objs, key=len, reverse=True)
+    for line in res.stdout.splitlines():
+        o, _, rest = line.partition(":")
+        if o not in names:  # a path with a colon in it
+            o = next((p for p in longest_first if line.startswith(p + ":")), None)
+            if o is None:
+                continue
+            rest = line[len(o) + 1:]
+        name, parts = names[o], rest.split()
+        if len(parts) == 2 and parts[0] == "U":
+            uses.setdefault(name, set()).add(parts[1])
+        elif len(parts) == 3 and parts[1] in "TDRBCVW":
+            defs.setdefault(parts[2], name)
     graph, why = {}, {}
     for a, syms in uses.items():
         for s in sorted(syms):
