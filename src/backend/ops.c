@@ -32,6 +32,12 @@ uint32_t be_dtype_ggml(be_dtype t) {
     }
 }
 
+const char *be_dtype_name(be_dtype t) {
+    static const char *const names[] = {[BE_F32] = "f32",  [BE_F16] = "f16",  [BE_I32] = "i32",  [BE_I64] = "i64",
+                                        [BE_Q8_0] = "q8_0", [BE_Q4_K] = "q4_k", [BE_Q5_K] = "q5_k", [BE_Q6_K] = "q6_k"};
+    return (unsigned)t < sizeof names / sizeof *names && names[t] ? names[t] : "?";
+}
+
 int be_dtype_block(be_dtype t) { return be_dtype_is_quant(t) ? qblock_size(be_dtype_ggml(t)) : 1; }
 
 int be_dtype_block_bytes(be_dtype t) {
@@ -102,17 +108,12 @@ const char *op_name(enum op_id id) {
 
 /* ---- validation ------------------------------------------------------------------------------- */
 
-static const char *type_name(be_dtype t) {
-    static const char *const names[] = {"f32", "f16", "i32", "i64", "q8_0", "q4_k", "q5_k", "q6_k"};
-    return (unsigned)t < sizeof names / sizeof *names ? names[t] : "?";
-}
-
 static void tensor_shape_str(const be_tensor *t, char *buf, size_t n) {
     size_t o = (size_t)snprintf(buf, n, "[");
     for (int d = 0; d < t->nd && o < n; d++)
         o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)t->ne[d]);
     if (o < n)
-        snprintf(buf + o, n - o, "] %s", type_name(t->type));
+        snprintf(buf + o, n - o, "] %s", be_dtype_name(t->type));
 }
 
 /* A small rule language: each failing rule returns an error naming op, field and shape. */

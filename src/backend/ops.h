@@ -383,6 +383,7 @@ bool be_dtype_is_quant(be_dtype t);      /* BE_Q8_0 .. BE_Q6_K */
 int be_dtype_block(be_dtype t);          /* elements per block: 1 for F32/F16/I32/I64 */
 int be_dtype_block_bytes(be_dtype t);    /* bytes per block (be_dtype_size for the plain types) */
 uint32_t be_dtype_ggml(be_dtype t);      /* GGML type id of a block type (qblock.h); 0 for the others */
+const char *be_dtype_name(be_dtype t);   /* "f32", "q4_k", ... (the CLI's --type names); "?" if unknown */
 uint64_t be_numel(const be_tensor *t);   /* product of ne[0..nd-1]; 1 for nd == 0 */
 uint64_t be_nbytes(const be_tensor *t);
 be_tensor be_tensor_make(uint64_t addr, be_dtype type, int nd, const int64_t *ne);

@@ -35,6 +35,12 @@
 #define GEMVQ2(q, wt, sp, sph) GEMVQ(q "_gemv", wt, sp, sph, 256, 8), GEMVQ(q "_gemv32", wt, sp, sph, 256, 32)
 /* The scalar configs follow one rule: workgroup = (bm/tm) * (bn/tn) invocations. "32x32" (64
  * invocations, 4 KiB) runs on every device; the others need 256 invocations. */
+/* An int8 configuration's row for each block type, named TYPE_TILE: one kernel serves every type's int8
+ * form (vk_op_gemm_i8.c). */
+#define I8_EACH_TYPE(tile, kd, sp, shape)                                                                      \
+    I8("q8_0_" tile, kd, BE_Q8_0, sp, shape), I8("q4_k_" tile, kd, BE_Q4_K, sp, shape),                        \
+        I8("q5_k_" tile, kd, BE_Q5_K, sp, shape), I8("q6_k_" tile, kd, BE_Q6_K, sp, shape)
+
 static const struct vk_gemm_cfg configs[] = {
     SCALAR("f32_128x128", BE_F32, 256, 128, 128, 16, 8, 8),
     SCALAR("f32_64x64", BE_F32, 256, 64, 64, 16, 4, 4),
@@ -82,20 +88,11 @@ static const struct vk_gemm_cfg configs[] = {
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
     /* quantized weights as int8 rows with one scale each (q8_0's and the k-quants' int8 forms: the same
      * kernel, a row per block type), x quantized per row: int8 tensor cores */
-    I8("q8_0_i8cm128x128_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
-    I8("q8_0_i8cm64x64_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
-    I8("q4_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q4_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
-    I8("q4_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q4_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
-    I8("q5_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q5_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
-    I8("q5_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q5_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
-    I8("q6_k_i8cm128x128_k64", VK_GEMM_I8, BE_Q6_K, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
-    I8("q6_k_i8cm64x64_k64", VK_GEMM_I8, BE_Q6_K, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
+    I8_EACH_TYPE("i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
+    I8_EACH_TYPE("i8cm64x64_k64", VK_GEMM_I8, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
 #endif
     /* its emulated twin (any f16 device; VKASR_INT8=emu, tests) */
-    I8("q8_0_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q8_0, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
-    I8("q4_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q4_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
-    I8("q5_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q5_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
-    I8("q6_k_i8emu128x128_k64", VK_GEMM_I8_EMU, BE_Q6_K, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
+    I8_EACH_TYPE("i8emu128x128_k64", VK_GEMM_I8_EMU, SPV_gemm_i8emu128x128_k64, T_I8_128x128_K64),
 };
 
 const struct vk_gemm_cfg *vk_gemm_configs(size_t *n) {
@@ -239,7 +236,6 @@ static bool i8_small(int64_t M, int64_t N) { return M <= 64 || (M <= 1024 && N <
 struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_t N, int64_t K, be_dtype wtype,
                                    bool matvec) {
     struct vk_gemm_plan p = {NULL, 1};
-    static const char *const qname[] = {[BE_Q8_0] = "q8_0", [BE_Q4_K] = "q4_k", [BE_Q5_K] = "q5_k", [BE_Q6_K] = "q6_k"};
     const bool quant = be_dtype_is_quant(wtype);
     if (wtype != BE_F32 && wtype != BE_F16 && !quant)
         return p;
@@ -255,7 +251,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
          * multiple of 32 (always: q8_0's blocks hold 32 weights, the k-quants' 256). */
         if (!matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
             char name[32];
-            snprintf(name, sizeof name, "%s_%s", qname[wtype],
+            snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
                      !caps->coopmat_int8 ? "i8emu128x128_k64"
                      : i8_small(M, N)    ? "i8cm64x64_k64"
                                          : "i8cm128x128_k64");
@@ -266,11 +262,11 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
         }
         if (matvec) {
             char name[32];
-            snprintf(name, sizeof name, "%s_gemv%s", qname[wtype], M >= 32 ? "32" : "");
+            snprintf(name, sizeof name, "%s_gemv%s", be_dtype_name(wtype), M >= 32 ? "32" : "");
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
-            snprintf(name, sizeof name, "%s_gemv", qname[wtype]);
+            snprintf(name, sizeof name, "%s_gemv", be_dtype_name(wtype));
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
@@ -279,7 +275,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
         if (!matvec && N >= 16) {
             char name[32];
-            snprintf(name, sizeof name, "%s_cm128x128_k32", qname[wtype]);
+            snprintf(name, sizeof name, "%s_cm128x128_k32", be_dtype_name(wtype));
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
@@ -351,7 +347,7 @@ scalar:;
     scalar_order(M, N, order);
     for (int i = 0; i < 5 && order[i]; i++) {
         char name[32];
-        snprintf(name, sizeof name, "%s_%s", quant ? qname[wtype] : wtype == BE_F16 ? "f16" : "f32", order[i]);
+        snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype), order[i]); /* f32, f16 or a block type */
         const struct vk_gemm_cfg *c = vk_gemm_find(name);
         if (c && vk_gemm_cfg_usable(c, caps)) {
             p.cfg = c;

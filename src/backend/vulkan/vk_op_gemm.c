@@ -8,12 +8,6 @@
 #include "vk_gemm.h"
 
 
-static const char *type_name(be_dtype t) {
-    static const char *const names[] = {[BE_F32] = "f32", [BE_F16] = "f16", [BE_Q8_0] = "q8_0",
-                                        [BE_Q4_K] = "q4_k", [BE_Q5_K] = "q5_k", [BE_Q6_K] = "q6_k"};
-    return (unsigned)t < sizeof names / sizeof *names && names[t] ? names[t] : "?";
-}
-
 static uint64_t tiles(int64_t M, int64_t N, uint32_t bm, uint32_t bn) {
     return (uint64_t)((M + bm - 1) / bm) * (uint64_t)((N + bn - 1) / bn);
 }
@@ -64,7 +58,7 @@ vkasr_status vk_gemm_record(struct vk_backend *b, const struct op_linear *a, con
     const bool cm = cfg->kind == VK_GEMM_COOPMAT || cfg->kind == VK_GEMM_COOPMAT_EMU;
     if (cfg->wtype != a->w.type)
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: kernel config %s takes %s weights, w is %s", cfg->name,
-                       type_name(cfg->wtype), type_name(a->w.type));
+                       be_dtype_name(cfg->wtype), be_dtype_name(a->w.type));
     if (!vk_gemm_cfg_usable(cfg, caps))
         return err_set(e, VKASR_ERR_UNSUPPORTED,
                        "linear: kernel config %s cannot run on this device (needs %u invocations, %u bytes of "
@@ -159,7 +153,7 @@ vkasr_status vk_op_linear(struct vk_backend *b, const struct op_linear *a) {
     struct vk_gemm_plan plan = vk_gemm_choose(&b->d->caps, M, N, K, a->w.type, a->matvec);
     if (!plan.cfg)
         return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED, "linear: no GEMM kernel for %s weights on this device%s",
-                       type_name(a->w.type),
+                       be_dtype_name(a->w.type),
                        a->w.type == BE_F16 && !b->d->caps.f16 ? " (f16 weights need shaderFloat16 and 16-bit storage)"
                                                                : "");
     return vk_gemm_record(b, a, &plan);

@@ -19,14 +19,14 @@ struct pc_quantize_rows {
 /* Bytes of an int8 form of rows x K: the rows, then their f32 scales. */
 static uint64_t i8_bytes(int64_t rows, int64_t K) { return (uint64_t)rows * (uint64_t)K + 4u * (uint64_t)rows; }
 
-/* The variant of quantize_rows.comp that converts a weight of type t, and the type's name; false for a
- * type without an int8 form. */
-static bool weight_variant(be_dtype t, enum spv_id *spv, const char **name) {
+/* The variant of quantize_rows.comp that converts a weight of type t; false for a type without an int8
+ * form. */
+static bool weight_variant(be_dtype t, enum spv_id *spv) {
     switch (t) {
-    case BE_Q8_0: *spv = SPV_quantize_rows_q8_0, *name = "q8_0"; return true;
-    case BE_Q4_K: *spv = SPV_quantize_rows_q4_k, *name = "q4_k"; return true;
-    case BE_Q5_K: *spv = SPV_quantize_rows_q5_k, *name = "q5_k"; return true;
-    case BE_Q6_K: *spv = SPV_quantize_rows_q6_k, *name = "q6_k"; return true;
+    case BE_Q8_0: *spv = SPV_quantize_rows_q8_0; return true;
+    case BE_Q4_K: *spv = SPV_quantize_rows_q4_k; return true;
+    case BE_Q5_K: *spv = SPV_quantize_rows_q5_k; return true;
+    case BE_Q6_K: *spv = SPV_quantize_rows_q6_k; return true;
     default: return false;
     }
 }
@@ -68,8 +68,8 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
     struct err *e = &b->base.err;
     const int64_t N = w->ne[0], K = w->ne[1];
     enum spv_id spv;
-    const char *tname;
-    if (!weight_variant(w->type, &spv, &tname))
+    const char *tname = be_dtype_name(w->type);
+    if (!weight_variant(w->type, &spv))
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: an int8 weight form takes q8_0, q4_k, q5_k or q6_k weights");
     if (K % 32 != 0 || N > INT32_MAX || K > INT32_MAX)
         return err_set(e, VKASR_ERR_INVALID_ARG, "linear: the int8 form of %s weight [%lld, %lld] needs K %% 32 == 0",
