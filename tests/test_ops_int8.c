@@ -23,20 +23,8 @@
 /* Outputs whose epilogue calls exp (sigmoid, SiLU, tanh, GLU): f32 relative bound. */
 #define TOL_EXP 1e-5
 
-static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
-
-/* The block types with an int8 form, their converter types and names. */
+/* The block types with an int8 form. */
 static const be_dtype WTYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
-static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
-static const char *const WNAMES[] = {"q8_0", "q4_k", "q5_k", "q6_k"};
-
-static int windex(be_dtype t) {
-    for (int i = 0; i < 4; i++)
-        if (WTYPES[i] == t)
-            return i;
-    printf("FAIL: no int8 form for weight type %d\n", (int)t);
-    exit(1);
-}
 
 /* Host values of an f32 or f16 tensor's data. */
 static float *as_floats(be_dtype t, const void *data, int64_t n) {
@@ -62,7 +50,7 @@ static float *rand_rows(struct th *h, int64_t rows, int64_t K, int64_t zero_row)
 
 /* A w [N, K] of block type wt quantized by the converter from rand_rows (row 1 zeros). */
 static struct th_tensor *q_input(struct th *h, be_dtype wt, int64_t N, int64_t K) {
-    const uint32_t g = GGML[windex(wt)];
+    const uint32_t g = be_dtype_ggml(wt);
     float *f = rand_rows(h, N, K, N > 1 ? 1 : -1);
     uint8_t *q = malloc((size_t)(quant_row_bytes(g, K) * (uint64_t)N));
     if (!q || quant_rows(g, f, false, N, K, q, 1) != 0)
@@ -189,7 +177,7 @@ static float *dequant(const struct th_tensor *w) {
     float *f = malloc((size_t)(N * K) * sizeof *f);
     if (!f)
         exit(1);
-    const uint32_t g = GGML[windex(w->type)];
+    const uint32_t g = be_dtype_ggml(w->type);
     const uint64_t rb = quant_row_bytes(g, K);
     for (int64_t n = 0; n < N; n++)
         qblock_dequant_row(g, (const uint8_t *)w->host + n * rb, f + n * K, K);
@@ -197,7 +185,7 @@ static float *dequant(const struct th_tensor *w) {
 }
 
 static void quantize_case(struct th *h, int64_t M, int64_t K, be_dtype xt, bool exact) {
-    th_case(h, "rows to int8: x=%s M=%lld K=%lld", tn(xt), (long long)M, (long long)K);
+    th_case(h, "rows to int8: x=%s M=%lld K=%lld", be_dtype_name(xt), (long long)M, (long long)K);
     float *f = rand_rows(h, M, K, M > 2 ? 2 : -1);
     if (xt == BE_F16) { /* the f16 values the device reads */
         uint16_t *hx = malloc((size_t)(M * K) * 2);
@@ -225,7 +213,7 @@ static void quantize_case(struct th *h, int64_t M, int64_t K, be_dtype xt, bool 
 
 /* A weight's int8 form against qblock.c's values requantized by the host's rule. */
 static void weight_case(struct th *h, be_dtype type, int64_t N, int64_t K, bool model, bool exact) {
-    th_case(h, "%s weight to int8: N=%lld K=%lld%s", WNAMES[windex(type)], (long long)N, (long long)K,
+    th_case(h, "%s weight to int8: N=%lld K=%lld%s", be_dtype_name(type), (long long)N, (long long)K,
             model ? " (model weight)" : "");
     struct th_tensor *w = q_input(h, type, N, K);
     const be_tensor wt = weight_tensor(h, w, model);
@@ -267,8 +255,8 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 static void gemm_case(struct th *h, be_dtype wt, const struct th_linear_case *c, const struct vk_gemm_cfg *cfg,
                       bool model, bool exact_div) {
     th_case(h, "int8 linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
-            cfg ? cfg->name : "auto", WNAMES[windex(wt)], (long long)c->M, (long long)c->N, (long long)c->K, tn(c->xt),
-            tn(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, model ? " (model weight)" : "");
+            cfg ? cfg->name : "auto", be_dtype_name(wt), (long long)c->M, (long long)c->N, (long long)c->K, be_dtype_name(c->xt),
+            be_dtype_name(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, model ? " (model weight)" : "");
     const int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
     struct th_linear l;
     th_linear_setup(h, c, q_input(h, wt, N, K), &l);
@@ -461,7 +449,7 @@ int main(void) {
         struct vk_gemm_plan q = vk_gemm_choose(&nv, 7500, 1024, 4096, WTYPES[i], false);
         h.checks++;
         if (!q.cfg || q.cfg->kind != VK_GEMM_COOPMAT) {
-            printf("FAIL: without int8 (VKASR_INT8=0) a %s product took %s, not the f16 tensor cores\n", WNAMES[i],
+            printf("FAIL: without int8 (VKASR_INT8=0) a %s product took %s, not the f16 tensor cores\n", be_dtype_name(WTYPES[i]),
                    q.cfg ? q.cfg->name : "nothing");
             h.failures++;
         }
@@ -472,7 +460,7 @@ int main(void) {
         h.checks++;
         struct vk_gemm_plan p = vk_gemm_choose(caps, 4, 640, 768, WTYPES[i], true);
         if (p.cfg && (p.cfg->kind == VK_GEMM_I8 || p.cfg->kind == VK_GEMM_I8_EMU)) {
-            printf("FAIL: a hinted %s product took %s\n", WNAMES[i], p.cfg->name);
+            printf("FAIL: a hinted %s product took %s\n", be_dtype_name(WTYPES[i]), p.cfg->name);
             h.failures++;
         }
     }
