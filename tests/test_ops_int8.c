@@ -255,8 +255,9 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 static void gemm_case(struct th *h, be_dtype wt, const struct th_linear_case *c, const struct vk_gemm_cfg *cfg,
                       bool model, bool exact_div) {
     th_case(h, "int8 linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
-            cfg ? cfg->name : "auto", be_dtype_name(wt), (long long)c->M, (long long)c->N, (long long)c->K, be_dtype_name(c->xt),
-            be_dtype_name(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, model ? " (model weight)" : "");
+            cfg ? cfg->name : "auto", be_dtype_name(wt), (long long)c->M, (long long)c->N, (long long)c->K,
+            be_dtype_name(c->xt), be_dtype_name(c->yt), c->bias, c->res, c->glu, c->act, c->alpha,
+            model ? " (model weight)" : "");
     const int64_t M = c->M, N = c->N, K = c->K, Ny = c->glu ? N / 2 : N;
     struct th_linear l;
     th_linear_setup(h, c, q_input(h, wt, N, K), &l);
@@ -449,8 +450,8 @@ int main(void) {
         struct vk_gemm_plan q = vk_gemm_choose(&nv, 7500, 1024, 4096, WTYPES[i], false);
         h.checks++;
         if (!q.cfg || q.cfg->kind != VK_GEMM_COOPMAT) {
-            printf("FAIL: without int8 (VKASR_INT8=0) a %s product took %s, not the f16 tensor cores\n", be_dtype_name(WTYPES[i]),
-                   q.cfg ? q.cfg->name : "nothing");
+            printf("FAIL: without int8 (VKASR_INT8=0) a %s product took %s, not the f16 tensor cores\n",
+                   be_dtype_name(WTYPES[i]), q.cfg ? q.cfg->name : "nothing");
             h.failures++;
         }
     }

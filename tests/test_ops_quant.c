@@ -29,20 +29,16 @@
 #define TOL_LSTM 1e-10
 
 static const be_dtype TYPES[] = {BE_Q8_0, BE_Q4_K, BE_Q5_K, BE_Q6_K};
-static const uint32_t GGML[] = {QT_Q8_0, QT_Q4_K, QT_Q5_K, QT_Q6_K};
-static const char *const NAMES[] = {"q8_0", "q4_k", "q5_k", "q6_k"};
-
-static const char *tn(be_dtype t) { return t == BE_F16 ? "f16" : "f32"; }
 
 /* A quantized w [N, K] made from uniform values in [-1, 1) by the converter's quantizer. */
 static struct th_tensor *quant_input(struct th *h, int qi, int64_t N, int64_t K) {
     float *f = malloc((size_t)(N * K) * sizeof *f);
-    uint8_t *q = malloc((size_t)(quant_row_bytes(GGML[qi], K) * (uint64_t)N));
+    uint8_t *q = malloc((size_t)(quant_row_bytes(be_dtype_ggml(TYPES[qi]), K) * (uint64_t)N));
     if (!f || !q)
         exit(1);
     for (int64_t i = 0; i < N * K; i++)
         f[i] = th_uniform(h, -1.0f, 1.0f);
-    if (quant_rows(GGML[qi], f, false, N, K, q, 1) != 0)
+    if (quant_rows(be_dtype_ggml(TYPES[qi]), f, false, N, K, q, 1) != 0)
         exit(1);
     struct th_tensor *w = th_input_data(h, TYPES[qi], 2, TH_SHAPE(N, K), q);
     free(f);
@@ -56,8 +52,9 @@ static vkasr_status record_linear(struct backend *vk, const void *args, const vo
 
 static void run_case(struct th *h, int qi, const struct th_linear_case *c, const struct vk_gemm_cfg *cfg) {
     th_case(h, "linear %s w=%s M=%lld N=%lld K=%lld x=%s y=%s bias=%d res=%d glu=%d act=%d alpha=%g%s",
-            cfg ? cfg->name : "auto", NAMES[qi], (long long)c->M, (long long)c->N, (long long)c->K, tn(c->xt),
-            tn(c->yt), c->bias, c->res, c->glu, c->act, c->alpha, c->matvec ? " matvec" : "");
+            cfg ? cfg->name : "auto", be_dtype_name(TYPES[qi]), (long long)c->M, (long long)c->N, (long long)c->K,
+            be_dtype_name(c->xt), be_dtype_name(c->yt), c->bias, c->res, c->glu, c->act, c->alpha,
+            c->matvec ? " matvec" : "");
     const int64_t M = c->M, N = c->N, K = c->K;
     struct th_linear l;
     th_linear_setup(h, c, quant_input(h, qi, N, K), &l);
@@ -76,8 +73,8 @@ static void run_case(struct th *h, int qi, const struct th_linear_case *c, const
 
 /* x = the identity [K, K]: y = w dequantized, bit for bit the reference's (one exact product each). */
 static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K, bool matvec) {
-    th_case(h, "linear %s: identity x gives the host's dequantized w exactly (N=%lld K=%lld%s)", NAMES[qi],
-            (long long)N, (long long)K, matvec ? " matvec" : "");
+    th_case(h, "linear %s: identity x gives the host's dequantized w exactly (N=%lld K=%lld%s)",
+            be_dtype_name(TYPES[qi]), (long long)N, (long long)K, matvec ? " matvec" : "");
     if (h->vulkan) { /* the int8 kernel rounds w again (its own test checks that form) */
         const struct vk_gemm_cfg *c =
             vk_gemm_choose(&((struct vk_device *)h->dev[TH_DEV])->caps, K, N, K, TYPES[qi], matvec).cfg;
@@ -105,7 +102,8 @@ static void exact_dequant(struct th *h, int qi, int64_t N, int64_t K, bool matve
 /* The matrix-vector kernel's rows do not depend on M (its tile of 8 or 32 rows): rows of a 33-row
  * product, run alone, give the same bits (the batch-identical transcripts rely on it). */
 static void gemv_rows_alone(struct th *h, int qi, int64_t K) {
-    th_case(h, "linear %s matvec: a row alone gives the 33-row product's bits (K=%lld)", NAMES[qi], (long long)K);
+    th_case(h, "linear %s matvec: a row alone gives the 33-row product's bits (K=%lld)", be_dtype_name(TYPES[qi]),
+            (long long)K);
     const int64_t M = 33, N = 13;
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(M, K), -1.0f, 1.0f);
     struct th_tensor *w = quant_input(h, qi, N, K);
@@ -143,7 +141,8 @@ static void gemv_rows_alone(struct th *h, int qi, int64_t K) {
 /* One LSTM step of B rows (every third row's gate closed: its outputs must not move) with w_ih [4P, In]
  * and w_hh [4P, P] of one block type, against the reference on the same dequantized weights. */
 static void lstm_case(struct th *h, int qi, int64_t B, int64_t in, int64_t p) {
-    th_case(h, "lstm_step w=%s B=%lld In=%lld P=%lld", NAMES[qi], (long long)B, (long long)in, (long long)p);
+    th_case(h, "lstm_step w=%s B=%lld In=%lld P=%lld", be_dtype_name(TYPES[qi]), (long long)B, (long long)in,
+            (long long)p);
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(B, in), -1.0f, 1.0f);
     struct th_tensor *hh = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -1.0f, 1.0f);
     struct th_tensor *c = th_input(h, BE_F32, 2, TH_SHAPE(B, p), -2.0f, 2.0f);
@@ -172,7 +171,8 @@ static void lstm_case(struct th *h, int qi, int64_t B, int64_t in, int64_t p) {
 static void lstm_refused(struct th *h, int qi) {
     const int64_t blk = be_dtype_block(TYPES[qi]), P = blk, bad_in = blk + 16;
     for (int t = 0; t < 2; t++) {
-        th_case(h, "lstm_step %s: %s is refused", NAMES[qi], t ? "w_hh of another type" : "In not a block multiple");
+        th_case(h, "lstm_step %s: %s is refused", be_dtype_name(TYPES[qi]),
+                t ? "w_hh of another type" : "In not a block multiple");
         h->checks++;
         const int64_t in = t ? blk : bad_in;
         struct th_tensor *x = th_input(h, BE_F32, 1, TH_SHAPE(in), -1.0f, 1.0f);
@@ -202,7 +202,7 @@ static void lstm_refused(struct th *h, int qi) {
 
 /* A K the block does not divide: the argument rules refuse it, naming the reason. */
 static void bad_k(struct th *h, int qi) {
-    th_case(h, "linear %s: K not a multiple of the block is refused", NAMES[qi]);
+    th_case(h, "linear %s: K not a multiple of the block is refused", be_dtype_name(TYPES[qi]));
     h->checks++;
     const int64_t K = be_dtype_block(TYPES[qi]) + 16, N = 3;
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(1, K), -1.0f, 1.0f);
@@ -253,7 +253,8 @@ static void selection_tests(struct th *h) {
         const char *got = p.cfg ? p.cfg->name : "(none)";
         if (strcmp(got, rows[i].want) != 0 || p.splits != 1) {
             printf("FAIL [choose %lldx%lldx%lld %s%s]: got %s split %u, want %s\n", (long long)rows[i].M,
-                   (long long)rows[i].N, (long long)rows[i].K, NAMES[rows[i].qi], rows[i].matvec ? " matvec" : "",
+                   (long long)rows[i].N, (long long)rows[i].K, be_dtype_name(TYPES[rows[i].qi]),
+                   rows[i].matvec ? " matvec" : "",
                    got, p.splits, rows[i].want);
             h->failures++;
         }
