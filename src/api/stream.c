@@ -398,6 +398,8 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double aud
     }
 }
 
+#define STREAM_POOLS 16 /* pools per model, of 1, 4, 16, ... slots */
+
 /* The cache-aware streams of one model advance together: their caches live in pools of slots
  * (asr/stream.h) on one backend of the model's device, made with the first stream and shared by every
  * later one (pools of 1, 4, 16, ... slots, a new one when all are full). Each stream's worker computes
@@ -406,13 +408,13 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double aud
  * pools' lock makes the backend one thread's at a time. */
 struct stream_pools {
     struct backend *be;
-    struct asr_stream_pool *pool[16];
+    struct asr_stream_pool *pool[STREAM_POOLS];
     int npool;
     struct vkasr_stream **member;    /* the streams, any pool                                         */
     size_t nmember, capmember;
     uint64_t steps, rows;            /* the steps run and the streams they advanced (vkasr_debug.h)   */
     double step_ms;
-    double last_step[16];            /* clock_ms() at each pool's last step                          */
+    double last_step[STREAM_POOLS];  /* clock_ms() at each pool's last step                          */
     double gather_ms;                /* a pool shared by streams steps at most this often (pools_gather) */
 };
 
@@ -487,7 +489,7 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     while (i < sp->npool && asr_stream_pool_free_slots(sp->pool[i]) == 0)
         i++;
     if (i == sp->npool) {
-        if (sp->npool == (int)(sizeof sp->pool / sizeof *sp->pool))
+        if (sp->npool == STREAM_POOLS)
             return err_set(e, VKASR_ERR_DEVICE_MEMORY, "live stream: the model's stream pools are full");
         TRY(asr_stream_pool_create(m->am, sp->be, (int64_t)1 << (2 * sp->npool), 0, &sp->pool[sp->npool], e));
         sp->npool++;
