@@ -513,8 +513,6 @@ static void pools_leave(struct vkasr_stream *s) {
     s->cas = NULL;
 }
 
-/* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
- * its sout, and the others' workers are told. */
 /* Feeds the audio that o's worker handed over, if any (the pools' lock held); a failure is o's, which
  * its worker reports. */
 static void mailbox_feed(struct vkasr_stream *o, struct err *e) {
@@ -559,6 +557,8 @@ static void pools_gather(struct vkasr_stream *s) {
     pthread_mutex_lock(&m->pools_lock);
 }
 
+/* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
+ * its sout, and the others' workers are told. */
 static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
     struct stream_pools *sp = s->session->model->pools;
     /* the audio of every stream of the pool whose worker waits to feed: their chunks join this step */
