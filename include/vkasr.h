@@ -716,7 +716,9 @@ typedef struct vkasr_stream_stats {
     uint64_t windows;              /* windows transcribed                                             */
     double window_seconds;         /* audio in those windows, in total                               */
     double compute_seconds;        /* wall time the worker spent transcribing them (on a GPU, an upper
-                                      bound of the GPU time); / audio_seconds = cost per audio second */
+                                      bound of the GPU time); a cache-aware model's stream: its share of
+                                      the batched steps it was in (a step's time over its streams);
+                                      / audio_seconds = cost per audio second                          */
 } vkasr_stream_stats;
 
 /* Starts a stream on a session (which it owns until vkasr_stream_free()) and its worker thread. */

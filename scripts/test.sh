@@ -111,7 +111,7 @@ BG_TSAN="" BG_CUDA="" NICE=""
 tsan_build() {
     mkdir -p build-tsan
     { CC=clang-14 CXX=clang++-14 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVKASR_SANITIZE=thread \
-        "$REUSE" && $NICE cmake --build build-tsan -j "$1" --target test_threads test_api; } >>build-tsan/build.log 2>&1
+        "$REUSE" && $NICE cmake --build build-tsan -j "$1" --target test_threads test_api test_stream_cache; } >>build-tsan/build.log 2>&1
 }
 NVCC=$(command -v nvcc 2>/dev/null || true)
 [ -n "$NVCC" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || NVCC=/usr/local/cuda/bin/nvcc

@@ -42,25 +42,26 @@ struct vkasr_stream {
     pthread_mutex_t join_lock;       /* finish and free may race from several threads: one joins  */
     bool joined;
 
-    /* A cache-aware model's stream (NULL: the window path), in a pool of the model's (stream_pools);
-     * cas, sout, step_err and the member list under the pools' lock. */
+    /* A cache-aware model's stream (NULL: the window path), a member of its model's pools, which their
+     * stepper thread feeds and steps (pools_round): cas and sout are the stepper's (under the pools'
+     * lock); what it publishes for the worker is under `lock`. */
+    struct stream_pools *pools;
     struct asr_stream_pool *pool;
+    int pool_index;                  /* pool is pools->pool[pool_index]                               */
     struct asr_stream *cas;
-    struct asr_output sout;          /* tokens its steps made, not yet taken by its worker            */
-    vkasr_status step_st;            /* a failed step's status and message                            */
+    struct asr_output sout;          /* the tokens of its last step, on the stepper                   */
+    struct asr_output inbox;         /* under `lock`: tokens stepped, not yet taken by the worker     */
+    int64_t need;                    /* under `lock`: the samples its next step needs (kicks the stepper) */
+    int64_t fed;                     /* under `lock`: samples fed to cas; fed_last: the end among them */
+    bool fed_last;
+    int64_t cas_frames, cas_steps;   /* under `lock`: cas's frames and steps, as of the last publish   */
+    bool cas_done;
+    bool stepped;                    /* under `lock`: news for the worker (tokens, done or step_st)   */
+    vkasr_status step_st;            /* under `lock`: a failed step's or feed's status and message     */
     struct err step_err;
-    bool stepped;                    /* under `lock`: another stream's worker ran a step of it       */
-    /* The worker's audio handed over for feeding (cwin: samples [mb_from, mb_total), mb_last: the end):
-     * published by the worker before it waits for the pools' lock; fed by whichever worker takes that
-     * lock first (pools_feed_waiting), so that every stream waiting to feed joins the next step. */
-    atomic_bool mb_full;
-    int64_t mb_from, mb_total;
-    bool mb_last;
 
     /* The worker's own state. */
     struct asr_output pend;          /* its tokens not yet delivered as final                         */
-    float *cwin;                     /* the samples it is handed                                      */
-    size_t cwin_cap;
     struct merge_state merge;
     int64_t horizon;                 /* frames: the horizon of the last window                       */
     float *win;                      /* the window's samples                                          */
@@ -359,7 +360,8 @@ static vkasr_status deliver_leading_events(struct vkasr_stream *s, double audio_
  *   every one is when `last`; an end of utterance ends the update and the segment after its word;
  * - a language tag waits for the first word after it (build_part), or the end.
  * The open word goes to the partial callback. */
-static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double audio_end, struct err *e) {
+static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, int64_t frames, double audio_end,
+                                   struct err *e) {
     const struct asr_model *am = s->session->model->am;
     for (;;) {
         TRY(deliver_leading_events(s, audio_end, e));
@@ -384,7 +386,7 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double aud
             s->seg_open = false;
             drop = s->pend.ntokens;
         } else if (st == VKASR_OK) {
-            st = deliver_finals(s, &h, 0, nfinal, asr_stream_frames(s->cas), last && !more, audio_end, e);
+            st = deliver_finals(s, &h, 0, nfinal, frames, last && !more, audio_end, e);
             drop = nfinal > 0 ? part_end(s, &h, nfinal) : last ? s->pend.ntokens : 0;
         }
         if (st == VKASR_OK && !more)
@@ -402,11 +404,14 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, double aud
 
 /* The cache-aware streams of one model advance together: their caches live in pools of slots
  * (asr/stream.h) on one backend of the model's device, made with the first stream and shared by every
- * later one (pools of 1, 4, 16, ... slots, a new one when all are full). Each stream's worker computes
- * its own mel frames, then runs one step of its pool over every stream of it that is ready, its own
- * and others' alike, and hands the others their tokens (they deliver them on their own threads); the
- * pools' lock makes the backend one thread's at a time. */
+ * later one (pools of 1, 4, 16, ... slots, a new one when all are full). One stepper thread per model
+ * owns that backend: in rounds (pools_round) it takes each stream's audio once its next chunk has
+ * arrived (mel frames, subsampling and every layer are the step's, on the device), steps each pool
+ * over its streams whose chunks wait, and hands each stream its tokens; the streams' workers only
+ * deliver them (callbacks on their own threads). Pushes never wait for a step: a stream's lock is held
+ * for copies only, and the stepper is kicked through a lock of its own. */
 struct stream_pools {
+    /* under the model's pools_lock, which the stepper holds while it feeds and steps */
     struct backend *be;
     struct asr_stream_pool *pool[STREAM_POOLS];
     int npool;
@@ -414,17 +419,39 @@ struct stream_pools {
     size_t nmember, capmember;
     uint64_t steps, rows;            /* the steps run and the streams they advanced (vkasr_debug.h)   */
     double step_ms;
-    double last_step[STREAM_POOLS];  /* clock_ms() at each pool's last step                          */
-    double gather_ms;                /* a pool shared by streams steps at most this often (pools_gather) */
+    double waiting_since[STREAM_POOLS]; /* clock_ms() since a chunk of the pool waits (0: none)      */
+    double gather_ms;                /* a pool shared by streams steps at most this often (pools_round) */
+    /* the stepper: kicked under kick_lock (a stream's next chunk arrived, or its end) */
+    pthread_t stepper;
+    bool started;
+    pthread_mutex_t kick_lock;
+    pthread_cond_t kick;             /* on CLOCK_MONOTONIC                                            */
+    bool kicked, stop;
 };
+
+static void pools_kick(struct stream_pools *sp) {
+    pthread_mutex_lock(&sp->kick_lock);
+    sp->kicked = true;
+    pthread_cond_signal(&sp->kick);
+    pthread_mutex_unlock(&sp->kick_lock);
+}
 
 void api_stream_pools_free(vkasr_model *m) {
     struct stream_pools *sp = m->pools;
     if (!sp)
         return;
+    if (sp->started) {
+        pthread_mutex_lock(&sp->kick_lock);
+        sp->stop = true;
+        pthread_cond_signal(&sp->kick);
+        pthread_mutex_unlock(&sp->kick_lock);
+        pthread_join(sp->stepper, NULL);
+    }
     for (int i = sp->npool - 1; i >= 0; i--) /* the scratch stack: the last made first */
         asr_stream_pool_free(sp->pool[i]);
     be_backend_destroy(sp->be);
+    pthread_cond_destroy(&sp->kick);
+    pthread_mutex_destroy(&sp->kick_lock);
     free(sp->member);
     free(sp);
     m->pools = NULL;
@@ -456,26 +483,49 @@ vkasr_status vkasr_model_stream_steps(vkasr_model *m, vkasr_stream_steps *out) {
     return VKASR_OK;
 }
 
+static void *stepper_main(void *arg);
+
+/* The model's pools and their stepper, made with its first cache-aware stream (the pools' lock held). */
+static vkasr_status pools_create(vkasr_model *m, struct err *e) {
+    struct stream_pools *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    struct asr_stream_geometry g;
+    vkasr_status st = asr_stream_geometry(&m->am->cfg, &g, e);
+    if (st == VKASR_OK)
+        st = be_backend_create(m->dev, &sp->be, e);
+    if (st != VKASR_OK) {
+        free(sp);
+        return st;
+    }
+    /* an eighth of a chunk's period: 20 ms at 160 ms of lookahead */
+    sp->gather_ms = 1000.0 * (double)(g.chunk * m->am->cfg.sub_factor * m->am->cfg.hop_length) / VKASR_SAMPLE_RATE / 8.0;
+    pthread_condattr_t ca;
+    bool ok = pthread_condattr_init(&ca) == 0;
+    bool cond = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&sp->kick, &ca) == 0;
+    if (ok)
+        pthread_condattr_destroy(&ca);
+    bool mutex = cond && pthread_mutex_init(&sp->kick_lock, NULL) == 0;
+    m->pools = sp;
+    sp->started = mutex && pthread_create(&sp->stepper, NULL, stepper_main, m) == 0;
+    if (!sp->started) {
+        if (mutex)
+            pthread_mutex_destroy(&sp->kick_lock);
+        if (cond)
+            pthread_cond_destroy(&sp->kick);
+        be_backend_destroy(sp->be);
+        free(sp);
+        m->pools = NULL;
+        return err_set(e, VKASR_ERR_NO_MEMORY, "live stream: cannot start the model's stream stepper thread");
+    }
+    return VKASR_OK;
+}
+
 /* Joins s to a pool of its model (the pools' lock held). */
 static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     vkasr_model *m = s->session->model;
-    if (!m->pools) {
-        struct stream_pools *sp = calloc(1, sizeof *sp);
-        if (!sp)
-            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        struct asr_stream_geometry g;
-        vkasr_status st = asr_stream_geometry(&m->am->cfg, &g, e);
-        if (st == VKASR_OK)
-            st = be_backend_create(m->dev, &sp->be, e);
-        if (st != VKASR_OK) {
-            free(sp);
-            return st;
-        }
-        /* an eighth of a chunk's period: 20 ms at 160 ms of lookahead */
-        sp->gather_ms = 1000.0 * (double)(g.chunk * m->am->cfg.sub_factor * m->am->cfg.hop_length) /
-                        VKASR_SAMPLE_RATE / 8.0;
-        m->pools = sp;
-    }
+    if (!m->pools)
+        TRY(pools_create(m, e));
     struct stream_pools *sp = m->pools;
     if (sp->nmember == sp->capmember) {
         size_t cap = sp->capmember ? 2 * sp->capmember : 16;
@@ -496,14 +546,17 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     }
     struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step, .prompt = s->prompt};
     TRY(asr_stream_create(sp->pool[i], &o, &s->cas, e));
+    s->pools = sp;
     s->pool = sp->pool[i];
+    s->pool_index = i;
+    s->need = asr_stream_samples_needed(s->cas);
     sp->member[sp->nmember++] = s;
     return VKASR_OK;
 }
 
 /* Takes s out of its pool (the pools' lock held). */
 static void pools_leave(struct vkasr_stream *s) {
-    struct stream_pools *sp = s->session->model->pools;
+    struct stream_pools *sp = s->pools;
     for (size_t i = 0; sp && i < sp->nmember; i++)
         if (sp->member[i] == s) {
             sp->member[i] = sp->member[--sp->nmember];
@@ -513,178 +566,226 @@ static void pools_leave(struct vkasr_stream *s) {
     s->cas = NULL;
 }
 
-/* Feeds the audio that o's worker handed over, if any (the pools' lock held); a failure is o's, which
- * its worker reports. */
-static void mailbox_feed(struct vkasr_stream *o, struct err *e) {
-    if (!atomic_load_explicit(&o->mb_full, memory_order_acquire))
-        return;
-    vkasr_status st = asr_stream_feed(o->cas, o->cwin, o->mb_from, o->mb_total, o->mb_last, e);
-    atomic_store_explicit(&o->mb_full, false, memory_order_release);
-    if (st != VKASR_OK && o->step_st == VKASR_OK) {
-        o->step_st = st;
-        o->step_err = *e;
+/* Appends from's tokens to to's and empties from. */
+static vkasr_status tokens_move(struct asr_output *to, struct asr_output *from, struct err *e) {
+    if (from->ntokens == 0)
+        return VKASR_OK;
+    if (to->ntokens + from->ntokens > to->captokens) {
+        size_t cap = 2 * (to->ntokens + from->ntokens);
+        struct asr_token *nt = realloc(to->tokens, cap * sizeof *nt);
+        if (!nt)
+            return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        to->tokens = nt;
+        to->captokens = cap;
     }
+    memcpy(to->tokens + to->ntokens, from->tokens, from->ntokens * sizeof *from->tokens);
+    to->ntokens += from->ntokens;
+    from->ntokens = 0;
+    return VKASR_OK;
 }
 
-/* The index of pool p in sp. */
-static int pool_index(const struct stream_pools *sp, const struct asr_stream_pool *p) {
-    int i = 0;
-    while (i < sp->npool - 1 && sp->pool[i] != p)
-        i++;
-    return i;
+/* Whether the stepper still feeds and steps o (o's lock held). */
+static bool member_live(const struct vkasr_stream *o) {
+    return o->status == VKASR_OK && o->step_st == VKASR_OK && !atomic_load(&o->cancel);
 }
 
-/* Dynamic batching (the pools' lock held; released while it waits): where other streams share s's pool,
- * the pool steps at most every gather_ms, so that a step takes every chunk that arrived meanwhile. A
- * step's time is mostly fixed (small products, one dispatch each, and the decoder's round trips), so
- * with arrivals spread over the chunk period, steps of whatever arrived during the last one stay at one
- * or two streams each and cannot keep up with many streams. A stream alone steps at once. */
-static void pools_gather(struct vkasr_stream *s) {
-    vkasr_model *m = s->session->model;
-    struct stream_pools *sp = m->pools;
-    size_t peers = 0;
-    for (size_t i = 0; i < sp->nmember && peers < 2; i++)
-        peers += sp->member[i]->pool == s->pool;
-    if (peers < 2 || !asr_stream_ready(s->cas))
-        return;
-    const double wait_ms = sp->last_step[pool_index(sp, s->pool)] + sp->gather_ms - clock_ms();
-    if (wait_ms <= 0)
-        return;
-    pthread_mutex_unlock(&m->pools_lock);
-    struct timespec ts = {.tv_sec = (time_t)(wait_ms / 1000.0),
-                          .tv_nsec = (long)(fmod(wait_ms, 1000.0) * 1e6)};
-    nanosleep(&ts, NULL);
-    pthread_mutex_lock(&m->pools_lock);
+/* What o's worker and pushes read of its session, after a feed or step (o's lock held); st: the step's
+ * or feed's status. */
+static void member_publish(struct vkasr_stream *o, vkasr_status st, const struct err *e) {
+    if (st == VKASR_OK)
+        st = tokens_move(&o->inbox, &o->sout, &o->step_err);
+    else
+        o->step_err = *e;
+    if (st != VKASR_OK && o->step_st == VKASR_OK)
+        o->step_st = st;
+    o->cas_frames = asr_stream_frames(o->cas);
+    o->cas_steps = asr_stream_steps(o->cas);
+    o->cas_done = asr_stream_done(o->cas);
+    o->need = asr_stream_samples_needed(o->cas);
+    const int64_t keep = asr_stream_keep_from(o->cas); /* pushes drop the samples before it */
+    if (keep > o->keep_from)
+        o->keep_from = keep;
+    o->stepped = true;
+    pthread_cond_signal(&o->wake);
 }
 
-/* One step of s's pool over every ready stream of it (the pools' lock held); each stream's tokens go to
- * its sout, and the others' workers are told. */
-static vkasr_status pools_step(struct vkasr_stream *s, struct err *e) {
-    struct stream_pools *sp = s->session->model->pools;
-    /* the audio of every stream of the pool whose worker waits to feed: their chunks join this step */
-    for (size_t i = 0; i < sp->nmember; i++)
-        if (sp->member[i]->pool == s->pool && sp->member[i] != s)
-            mailbox_feed(sp->member[i], e);
+/* Feeds o's audio to its session once its next chunk, or its end, has arrived (the pools' lock held).
+ * Returns whether o now waits for a step; *live: whether it is live and not done. */
+static bool member_feed(struct vkasr_stream *o, bool *live) {
+    pthread_mutex_lock(&o->lock);
+    const int64_t total = o->base + (int64_t)o->n;
+    const bool last = o->finishing;
+    if (member_live(o) && !o->fed_last && (last || (total > o->fed && total >= asr_stream_samples_needed(o->cas)))) {
+        int64_t from = asr_stream_keep_from(o->cas);
+        if (from < o->base) /* cannot happen: keep_from trails the session; stay safe */
+            from = o->base;
+        struct err e = {0};
+        vkasr_status st = asr_stream_feed(o->cas, o->buf + (from - o->base), from, total, last, &e);
+        o->fed = total;
+        o->fed_last = last;
+        if (st != VKASR_OK || asr_stream_done(o->cas)) /* a failure, or the end with nothing left to step */
+            member_publish(o, st, &e);
+    }
+    *live = member_live(o) && !asr_stream_done(o->cas);
+    const bool waits = *live && asr_stream_ready(o->cas);
+    pthread_mutex_unlock(&o->lock);
+    return waits;
+}
+
+/* One step of pool i over every stream of it whose chunk waits (the pools' lock held); each stream gets
+ * its tokens, its share of the step's time and a wake-up. */
+static void pools_step(struct stream_pools *sp, int i) {
     struct asr_stream **ready = malloc(sp->nmember * sizeof *ready);
     struct asr_output **out = malloc(sp->nmember * sizeof *out);
     struct vkasr_stream **who = malloc(sp->nmember * sizeof *who);
+    struct err e = {0};
+    vkasr_status st = ready && out && who ? VKASR_OK : err_set(&e, VKASR_ERR_NO_MEMORY, "out of host memory");
     int64_t n = 0;
-    vkasr_status st = ready && out && who ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    for (size_t i = 0; st == VKASR_OK && i < sp->nmember; i++) {
-        struct vkasr_stream *o = sp->member[i];
-        if (o->pool == s->pool && o->step_st == VKASR_OK && asr_stream_ready(o->cas)) {
+    for (size_t k = 0; st == VKASR_OK && k < sp->nmember; k++) {
+        struct vkasr_stream *o = sp->member[k];
+        if (o->pool != sp->pool[i])
+            continue;
+        pthread_mutex_lock(&o->lock);
+        const bool live = member_live(o);
+        pthread_mutex_unlock(&o->lock);
+        if (live && asr_stream_ready(o->cas)) {
             ready[n] = o->cas;
             out[n] = &o->sout;
             who[n++] = o;
         }
     }
+    double ms = 0;
     if (st == VKASR_OK && n > 0) {
         const double t0 = clock_ms();
-        sp->last_step[pool_index(sp, s->pool)] = t0;
-        st = asr_stream_step(s->pool, ready, n, out, e);
-        sp->step_ms += clock_ms() - t0;
+        st = asr_stream_step(sp->pool[i], ready, n, out, &e);
+        ms = clock_ms() - t0;
+        sp->step_ms += ms;
         sp->steps++;
         sp->rows += (uint64_t)n;
     }
-    for (int64_t i = 0; i < n; i++) {
-        struct vkasr_stream *o = who[i];
-        if (st != VKASR_OK && o != s) {
-            o->step_st = st;
-            o->step_err = *e;
-        }
-        if (o != s) {
-            pthread_mutex_lock(&o->lock);
-            o->stepped = true;
-            pthread_cond_signal(&o->wake);
-            pthread_mutex_unlock(&o->lock);
-        }
+    for (int64_t k = 0; k < n; k++) {
+        struct vkasr_stream *o = who[k];
+        pthread_mutex_lock(&o->lock);
+        o->stats.compute_seconds += 1e-3 * ms / (double)n;
+        member_publish(o, st, &e);
+        pthread_mutex_unlock(&o->lock);
     }
+    if (st != VKASR_OK && n == 0) /* no memory for the lists: every stream of the pool fails */
+        for (size_t k = 0; k < sp->nmember; k++)
+            if (sp->member[k]->pool == sp->pool[i]) {
+                pthread_mutex_lock(&sp->member[k]->lock);
+                member_publish(sp->member[k], st, &e);
+                pthread_mutex_unlock(&sp->member[k]->lock);
+            }
     free(ready);
     free(out);
     free(who);
-    return st;
 }
 
-/* The worker of a cache-aware stream: its mel frames as audio arrives, steps of its pool (its frames
- * and any other ready stream's, computed once each), the new words delivered after each. */
-static void cached_worker(struct vkasr_stream *s) {
-    vkasr_model *m = s->session->model;
-    bool fed_last = false;
-    for (;;) {
-        int64_t total = s->base + (int64_t)s->n;
-        while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !s->finishing && !s->stepped &&
-               total < asr_stream_samples_needed(s->cas)) {
-            pthread_cond_wait(&s->wake, &s->lock);
-            total = s->base + (int64_t)s->n;
+/* One round of the stepper (the pools' lock held): every stream's arrived chunk fed, then a step of each
+ * pool that is due. Dynamic batching: a pool steps at once when every live stream of it waits (one
+ * stream alone: at once), else once its first waiting chunk has waited gather_ms, so that a step takes
+ * every chunk that arrived meanwhile. A step's time is mostly fixed (small products, one dispatch
+ * each, the decoder's round trips), so steps of whatever arrived during the one before stay at one or
+ * two streams and cannot keep up with many streams; while the device is busier than gather_ms, rounds
+ * follow each other and each step takes what arrived during the last round. Returns the milliseconds
+ * until a pool is due, 0 for now, -1 for none waiting. */
+static double pools_round(struct stream_pools *sp) {
+    int waiting[STREAM_POOLS] = {0}, live[STREAM_POOLS] = {0};
+    double now = clock_ms();
+    for (size_t k = 0; k < sp->nmember; k++) {
+        struct vkasr_stream *o = sp->member[k];
+        bool alive = false;
+        waiting[o->pool_index] += member_feed(o, &alive);
+        live[o->pool_index] += alive;
+    }
+    double next = -1;
+    for (int i = 0; i < sp->npool; i++) {
+        if (waiting[i] == 0) {
+            sp->waiting_since[i] = 0;
+            continue;
         }
-        if (s->status != VKASR_OK || atomic_load(&s->cancel))
-            break;
-        const bool last = s->finishing;
-        s->stepped = false;
-        int64_t from = asr_stream_keep_from(s->cas);
-        if (from < s->base) /* cannot happen: keep_from trails the session; stay safe */
-            from = s->base;
-        size_t n = (size_t)(total - from);
-        vkasr_status st = grow(&s->cwin, &s->cwin_cap, n ? n : 1);
-        if (st == VKASR_OK && n)
-            memcpy(s->cwin, s->buf + (from - s->base), n * sizeof *s->cwin);
-        pthread_mutex_unlock(&s->lock);
-
+        if (sp->waiting_since[i] == 0)
+            sp->waiting_since[i] = now;
+        const double due = waiting[i] >= live[i] ? 0 : sp->waiting_since[i] + sp->gather_ms - now;
+        if (due > 0) {
+            next = next < 0 || due < next ? due : next;
+            continue;
+        }
         const double t0 = clock_ms();
-        int64_t steps0 = 0, frames = 0, keep = 0; /* the stream's steps and frames so far */
-        bool done = false;
-        if (st != VKASR_OK)
-            err_set(&s->werr, st, "live stream: out of host memory for %zu samples", n);
-        /* hand the audio over, then wait for the pools: a worker that steps first feeds it into its step */
-        if (st == VKASR_OK && !fed_last && (total >= asr_stream_samples_needed(s->cas) || last)) {
-            s->mb_from = from;
-            s->mb_total = total;
-            s->mb_last = last;
-            atomic_store_explicit(&s->mb_full, true, memory_order_release);
-            fed_last = last;
-        }
-        pthread_mutex_lock(&m->pools_lock);
-        mailbox_feed(s, &s->werr); /* unless a step fed it meanwhile (a failure: step_st, below) */
-        pools_gather(s);
-        while (st == VKASR_OK && s->step_st == VKASR_OK && asr_stream_ready(s->cas))
-            st = pools_step(s, &s->werr);
-        if (st == VKASR_OK && s->step_st != VKASR_OK) {
-            st = s->step_st;
-            s->werr = s->step_err;
-        }
-        // the tokens this stream's steps made, its own or another worker's
-        if (st == VKASR_OK && s->pend.ntokens + s->sout.ntokens > s->pend.captokens) {
-            size_t cap = 2 * (s->pend.ntokens + s->sout.ntokens);
-            struct asr_token *nt = realloc(s->pend.tokens, cap * sizeof *nt);
-            if (!nt)
-                st = err_set(&s->werr, VKASR_ERR_NO_MEMORY, "out of host memory");
-            else {
-                s->pend.tokens = nt;
-                s->pend.captokens = cap;
+        pools_step(sp, i);
+        now = clock_ms();
+        /* streams with more chunks waiting (a backlog) have waited since this step at least */
+        sp->waiting_since[i] = 0;
+        for (size_t k = 0; k < sp->nmember && sp->waiting_since[i] == 0; k++) {
+            struct vkasr_stream *o = sp->member[k];
+            if (o->pool_index == i && asr_stream_ready(o->cas)) {
+                pthread_mutex_lock(&o->lock);
+                if (member_live(o))
+                    sp->waiting_since[i] = t0;
+                pthread_mutex_unlock(&o->lock);
             }
         }
-        if (st == VKASR_OK && s->sout.ntokens) {
-            memcpy(s->pend.tokens + s->pend.ntokens, s->sout.tokens, s->sout.ntokens * sizeof *s->sout.tokens);
-            s->pend.ntokens += s->sout.ntokens;
-        }
-        const bool news = s->sout.ntokens > 0;
-        s->sout.ntokens = 0;
-        frames = asr_stream_frames(s->cas);
-        steps0 = asr_stream_steps(s->cas);
-        keep = asr_stream_keep_from(s->cas);
-        done = asr_stream_done(s->cas);
-        pthread_mutex_unlock(&m->pools_lock);
-        if (st == VKASR_OK && (news || (last && done)))
-            st = deliver_cached(s, last && done, (double)total / VKASR_SAMPLE_RATE, &s->werr);
-        const double dt = (clock_ms() - t0) * 1e-3;
+        if (sp->waiting_since[i] != 0)
+            next = 0;
+    }
+    return next;
+}
 
+/* The stepper thread: rounds while chunks wait, else sleeps until a kick or a pool's gather time. */
+static void *stepper_main(void *arg) {
+    vkasr_model *m = arg;
+    pthread_mutex_lock(&m->pools_lock);
+    struct stream_pools *sp = m->pools;
+    pthread_mutex_unlock(&m->pools_lock);
+    for (;;) {
+        pthread_mutex_lock(&m->pools_lock);
+        const double wait_ms = pools_round(sp);
+        pthread_mutex_unlock(&m->pools_lock);
+        pthread_mutex_lock(&sp->kick_lock);
+        if (wait_ms > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            const double ns = (double)ts.tv_nsec + wait_ms * 1e6;
+            ts.tv_sec += (time_t)(ns / 1e9);
+            ts.tv_nsec = (long)fmod(ns, 1e9);
+            while (!sp->kicked && !sp->stop && pthread_cond_timedwait(&sp->kick, &sp->kick_lock, &ts) == 0) {
+            }
+        } else if (wait_ms < 0) {
+            while (!sp->kicked && !sp->stop)
+                pthread_cond_wait(&sp->kick, &sp->kick_lock);
+        }
+        const bool stop = sp->stop;
+        sp->kicked = false;
+        pthread_mutex_unlock(&sp->kick_lock);
+        if (stop)
+            return NULL;
+    }
+}
+
+/* The worker of a cache-aware stream: delivers the words of the tokens the stepper hands it. */
+static void cached_worker(struct vkasr_stream *s) {
+    for (;;) {
+        while (s->status == VKASR_OK && !atomic_load(&s->cancel) && !s->stepped)
+            pthread_cond_wait(&s->wake, &s->lock);
+        if (s->status != VKASR_OK || atomic_load(&s->cancel))
+            break;
+        s->stepped = false;
+        vkasr_status st = s->step_st;
+        if (st != VKASR_OK)
+            s->werr = s->step_err;
+        const bool news = s->inbox.ntokens > 0;
+        if (st == VKASR_OK)
+            st = tokens_move(&s->pend, &s->inbox, &s->werr);
+        const int64_t frames = s->cas_frames, steps = s->cas_steps, total = s->fed;
+        const bool last = s->fed_last, done = s->cas_done;
+        pthread_mutex_unlock(&s->lock);
+        if (st == VKASR_OK && (news || (last && done)))
+            st = deliver_cached(s, last && done, frames, (double)total / VKASR_SAMPLE_RATE, &s->werr);
         pthread_mutex_lock(&s->lock);
-        s->stats.windows = (uint64_t)steps0;
+        s->stats.windows = (uint64_t)steps;
         s->stats.window_seconds = (double)frames * s->frame_s;
-        s->stats.compute_seconds += dt;
         s->stats.final_seconds = last && done ? (double)total / VKASR_SAMPLE_RATE : (double)frames * s->frame_s;
-        if (keep > s->keep_from)
-            s->keep_from = keep;
         if (st != VKASR_OK) {
             s->status = st;
             s->err = s->werr;
@@ -817,40 +918,35 @@ vkasr_status vkasr_stream_create(vkasr_session *session, const vkasr_stream_para
     s->right = (int64_t)llround(p.right_context_seconds / frame_s);
     merge_init(&s->merge);
     atomic_init(&s->cancel, false);
-    if (c->n_ctx > 0) { /* a cache-aware model: a slot in its pools, each frame computed once */
+    /* the locks first: once a member of its pools, the stepper thread may take the stream's lock */
+    vkasr_status st = VKASR_OK;
+    int made = 0;
+    if (pthread_mutex_init(&s->lock, NULL) == 0)
+        made++;
+    if (made == 1 && pthread_cond_init(&s->wake, NULL) == 0)
+        made++;
+    if (made == 2 && pthread_mutex_init(&s->join_lock, NULL) == 0)
+        made++;
+    if (made < 3)
+        st = err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex or condition variable");
+    if (st == VKASR_OK && c->n_ctx > 0) { /* a cache-aware model: a slot in its pools, each frame computed once */
         pthread_mutex_lock(&session->model->pools_lock);
-        vkasr_status st = pools_join(s, &e);
+        st = pools_join(s, &e);
         pthread_mutex_unlock(&session->model->pools_lock);
-        if (st != VKASR_OK) {
-            free(s);
-            return fail_create(&e, error, st);
-        }
     }
-    if (pthread_mutex_init(&s->lock, NULL) != 0) {
+    if (st == VKASR_OK && pthread_create(&s->thread, NULL, worker_main, s) != 0) {
         leave(s);
-        free(s);
-        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
+        st = err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread");
     }
-    if (pthread_cond_init(&s->wake, NULL) != 0) {
-        pthread_mutex_destroy(&s->lock);
-        leave(s);
+    if (st != VKASR_OK) {
+        if (made > 2)
+            pthread_mutex_destroy(&s->join_lock);
+        if (made > 1)
+            pthread_cond_destroy(&s->wake);
+        if (made > 0)
+            pthread_mutex_destroy(&s->lock);
         free(s);
-        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a condition variable"));
-    }
-    if (pthread_mutex_init(&s->join_lock, NULL) != 0) {
-        pthread_cond_destroy(&s->wake);
-        pthread_mutex_destroy(&s->lock);
-        leave(s);
-        free(s);
-        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot create a mutex"));
-    }
-    if (pthread_create(&s->thread, NULL, worker_main, s) != 0) {
-        pthread_mutex_destroy(&s->join_lock);
-        pthread_cond_destroy(&s->wake);
-        pthread_mutex_destroy(&s->lock);
-        leave(s);
-        free(s);
-        return fail_create(&e, error, err_set(&e, VKASR_ERR_NO_MEMORY, "live stream: cannot start its worker thread"));
+        return fail_create(&e, error, st);
     }
     session->stream = s;
     *out = s;
@@ -903,7 +999,10 @@ vkasr_status vkasr_stream_push(vkasr_stream *s, const float *samples, size_t n, 
         st = take_converted(s, &e);
     /* A failed push (its status says why) leaves the stream going on with what it had. */
     pthread_cond_signal(&s->wake);
+    const bool kick = s->pools && s->base + (int64_t)s->n >= s->need;
     pthread_mutex_unlock(&s->lock);
+    if (kick)
+        pools_kick(s->pools);
     return st;
 }
 
@@ -935,6 +1034,8 @@ vkasr_status vkasr_stream_finish(vkasr_stream *s) {
     s->finishing = true;
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->lock);
+    if (s->pools)
+        pools_kick(s->pools);
     join_worker(s);
     return s->status;
 }
@@ -968,7 +1069,7 @@ void vkasr_stream_free(vkasr_stream *s) {
     leave(s);
     asr_output_free(&s->pend);
     asr_output_free(&s->sout);
-    free(s->cwin);
+    asr_output_free(&s->inbox);
     audio_conv_free(s->conv);
     pthread_mutex_destroy(&s->join_lock);
     pthread_cond_destroy(&s->wake);

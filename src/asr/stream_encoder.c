@@ -350,15 +350,21 @@ static void layernorm(struct step_ctx *x, const be_tensor *a, const be_tensor *g
     if (x->st == VKASR_OK)
         x->st = be_layernorm(x->be, &(struct op_layernorm){.x = *a, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f});
 }
-/* The products take the matvec hint: a step multiplies a few rows per stream (weight-bound), and with
- * the hint a row's rounding depends on the weight's shape only (ops.h), never on how many streams share
- * the step, so a stream's frames are the same whoever it is batched with. */
+/* A pool of at most this many slots (of 1, 4 or 16 streams in the API's pools) multiplies with the
+ * matvec hint, a larger one without. Under the hint a step's few rows per stream are weight-bound and
+ * gemv.comp reads each weight once per step, where tensor-core tiles leave a large GPU idle (N / 64
+ * workgroups, sequential K steps); without it a step of hundreds of streams takes the tensor cores (the
+ * hinted kernel's CUDA-core products bound such a step: 730 streams took 171 ms on the H100). Either
+ * way a row's rounding depends on the weight's shape only (ops.h), never on how many streams share the
+ * step, so a stream's frames are the same whoever it is batched with in its pool. */
+#define STREAM_HINT_MAX_SLOTS 16
+
 static void linear(struct step_ctx *x, const be_tensor *a, const be_tensor *w, const be_tensor *b, const be_tensor *res,
                    const be_tensor *y, int act, float alpha) {
     if (x->st == VKASR_OK)
         x->st = be_linear(x->be, &(struct op_linear){.x = *a, .w = *w, .bias = b ? *b : (be_tensor){0},
                                                       .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
-                                                      .alpha = alpha, .matvec = true});
+                                                      .alpha = alpha, .matvec = x->p->S <= STREAM_HINT_MAX_SLOTS});
 }
 static void copy_rows(struct step_ctx *x, const be_tensor *a, const be_tensor *y, const be_tensor *src,
                       const be_tensor *dst, int64_t n) {
