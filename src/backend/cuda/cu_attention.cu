@@ -9,6 +9,7 @@
  *     AC and the position term over the 16 + BK window rows, shifted through shared memory (row r, key
  *     column c uses window column c - r + 15), then P V with f16 weights. Key tiles start at multiples
  *     of BK of the key position, so a tile holding none of a row's keys leaves the row unchanged.
+ *   att_qpos: queries at positions from a table (a streaming step), a warp per row and head.
  * Long f16 sequences take cuBLASLt products instead (cu_attention_gemm.cu, by a rule fixed per sequence). */
 #include <math.h>
 #include <string.h>
@@ -494,6 +495,81 @@ template <int DKP> static __global__ void __launch_bounds__(32 * TC_WARPS) att_t
     }
 }
 
+/* ---- queries at given positions (the streaming session's form) ------------------------------- */
+
+/* A warp per (query row, head), grid-stride: the row's position from the table, its segment found in
+ * seg, then its keys one at a time in position order (online softmax), the head width over the lanes
+ * (NPL elements each: dk <= 32 NPL); the f16 flag rounds the products' inputs as the reference does.
+ * The rows of a streaming step are few (R+1 per stream) and their keys short (L + R+1), so the fused
+ * tiles' 4-row and 16-row groups would mostly idle here. */
+#define AQ_WARPS 4
+template <int NPL> __global__ void __launch_bounds__(32 * AQ_WARPS) att_qpos_kernel(att_args a, const int64_t *qpos,
+                                                                                     int64_t nvalid) {
+    const int lane = threadIdx.x & 31;
+    const int64_t items = a.Tq * (int64_t)a.H, stride = (int64_t)gridDim.x * AQ_WARPS;
+    for (int64_t it = (int64_t)blockIdx.x * AQ_WARPS + threadIdx.x / 32; it < items; it += stride) {
+        const int64_t r = it / a.H, hoff = (it % a.H) * (int64_t)a.dk, i = qpos[r], yo = r * a.D + hoff;
+        int64_t slo = 0, shi = INT64_MAX;
+        if (a.nseg) {
+            const int64_t sg = cu_seg_find(a.seg, a.nseg, i);
+            slo = a.seg[sg];
+            shi = a.seg[sg + 1];
+        }
+        // the keys the row scores: [lo, hi)
+        int64_t lo = a.k0 > slo ? a.k0 : slo, hi = a.kend < shi ? a.kend : shi;
+        if (a.window > 0) {
+            lo = i - a.window > lo ? i - a.window : lo;
+            hi = i + a.window + 1 < hi ? i + a.window + 1 : hi;
+        }
+        if (a.chunk > 0) {
+            lo = chunk_lo(a, i, slo) > lo ? chunk_lo(a, i, slo) : lo;
+            hi = chunk_hi(a, i, slo) < hi ? chunk_hi(a, i, slo) : hi;
+        }
+        lo = i - a.center > lo ? i - a.center : lo; /* position rows center - (i - j) in [0, P) */
+        hi = i - a.center + a.P < hi ? i - a.center + a.P : hi;
+        if (i >= nvalid)
+            hi = lo;
+        float qu[NPL], qv[NPL], acc[NPL];
+#pragma unroll
+        for (int e = 0; e < NPL; e++) {
+            const int d = lane + 32 * e;
+            const float q = d < a.dk ? ld(a.q, r * a.D + hoff + d, a.q16) : 0.0f;
+            qu[e] = d < a.dk ? round16(q + a.u[hoff + d], a.f16) : 0.0f;
+            qv[e] = d < a.dk ? round16(q + a.bv[hoff + d], a.f16) : 0.0f;
+            acc[e] = 0.0f;
+        }
+        float m = -INFINITY, l = 0.0f;
+        for (int64_t j = lo; j < hi; j++) {
+            const int64_t kr = (j - a.k0) * a.D + hoff, pr = (a.center - (i - j)) * a.D + hoff;
+            float part = 0.0f;
+#pragma unroll
+            for (int e = 0; e < NPL; e++) {
+                const int d = lane + 32 * e;
+                if (d < a.dk)
+                    part += qu[e] * round16(ld(a.k, kr + d, a.k16), a.f16) + qv[e] * round16(ld(a.p, pr + d, a.p16), a.f16);
+            }
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1)
+                part += __shfl_xor_sync(0xffffffffu, part, o);
+            const float sc = part * a.scale, mn = fmaxf(m, sc), corr = expf(m - mn), w = expf(sc - mn);
+            l = l * corr + w;
+#pragma unroll
+            for (int e = 0; e < NPL; e++) {
+                const int d = lane + 32 * e;
+                acc[e] = acc[e] * corr + (d < a.dk ? w * round16(ld(a.v, kr + d, a.v16), a.f16) : 0.0f);
+            }
+            m = mn;
+        }
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f; /* no key: zeros (positions >= n_valid) */
+#pragma unroll
+        for (int e = 0; e < NPL; e++) {
+            const int d = lane + 32 * e;
+            if (d < a.dk)
+                st(a.y, yo + d, acc[e] * inv, a.y16);
+        }
+    }
+}
+
 /* ---- host ------------------------------------------------------------------------------------- */
 
 template <typename K> static vkasr_status launch(struct cu_backend *b, K kernel, size_t smem, uint64_t items,
@@ -518,9 +594,6 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
                        "op relpos_attention: head width dk = %lld is not supported (at most 256)", (long long)dk);
     if (Tq == 0)
         return VKASR_OK;
-    if (a->q_pos.addr) /* the streaming session's batches run on the Vulkan and reference backends */
-        return err_set(&b->base.err, VKASR_ERR_UNSUPPORTED,
-                       "op relpos_attention: query positions from a table (q_pos) are not implemented on CUDA");
     att_args args;
     args.q = cu_ptr<void>(a->q);
     args.k = cu_ptr<void>(a->k);
@@ -556,6 +629,21 @@ vkasr_status cu_op_relpos_attention(struct cu_backend *b, const struct op_relpos
     args.seg = cu_ptr<int64_t>(a->seg);
     args.nseg = a->seg.addr ? a->seg.ne[0] - 1 : 0;
     args.vec = D % 4 == 0 && dk % 4 == 0 && aligned16(a->q) && aligned16(a->k) && aligned16(a->v) && aligned16(a->p);
+    if (a->q_pos.addr) {
+        b->op_label = "relpos_attention_qpos";
+        const int64_t *qp = cu_ptr<int64_t>(a->q_pos);
+        const unsigned grid = cu_grid(b, (uint64_t)Tq * (uint64_t)H, AQ_WARPS);
+        if (dk <= 32)
+            att_qpos_kernel<1><<<grid, 32 * AQ_WARPS, 0, b->stream>>>(args, qp, a->n_valid);
+        else if (dk <= 64)
+            att_qpos_kernel<2><<<grid, 32 * AQ_WARPS, 0, b->stream>>>(args, qp, a->n_valid);
+        else if (dk <= 128)
+            att_qpos_kernel<4><<<grid, 32 * AQ_WARPS, 0, b->stream>>>(args, qp, a->n_valid);
+        else
+            att_qpos_kernel<8><<<grid, 32 * AQ_WARPS, 0, b->stream>>>(args, qp, a->n_valid);
+        CU_LAUNCHED(b);
+        return VKASR_OK;
+    }
     bool taken = false; /* long sequences in f16 mode: unfused, through cuBLASLt (its rule is there) */
     TRY(cu_att_gemm(b, a, &taken));
     if (taken)
