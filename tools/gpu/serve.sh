@@ -3,8 +3,8 @@
 # 0.6B-shaped f16 model (model06.sh's): offline, `vkasr transcribe --manifest --batch auto` over 256
 # inputs of the batch set (tools/gpu/make_batch_set.py; its summary line gives the RTFx after the model
 # load); then `vkasr serve` with its defaults, loaded by tools/serve_load.py with requests of 2-20 s cut
-# from 10 minutes of speech, at each of CLIENTS (default "8 32 64 256") concurrent clients, 4 requests
-# each (the throughput and p50/p95 latency; each server's log in $OUT/serve-N.log). SERVE_ARGS adds
+# from 10 minutes of speech, at each of CLIENTS (default "8 32 64 256") concurrent clients, REQS (default
+# 4) requests each (the throughput and p50/p95 latency; each server's log in $OUT/serve-N.log). SERVE_ARGS adds
 # server options (e.g. "--sessions 1 --batch-wait-ms 5" for the earlier rule). About 3 minutes.
 set -u
 . tools/gpu/env.sh
@@ -12,6 +12,7 @@ OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
 V=$PWD/build-gpu/tools/vkasr
 SET=${SET:-${TMPDIR:-/tmp}/batchset}
 CLIENTS=${CLIENTS:-8 32 64 256}
+REQS=${REQS:-4}
 SERVE_ARGS=${SERVE_ARGS:-}
 PORT=${PORT:-8093}
 nvidia-smi --query-gpu=index,name,driver_version,memory.used,utilization.gpu --format=csv,noheader
@@ -33,7 +34,7 @@ for c in $CLIENTS; do
     pid=$!
     wait_health $PORT
     echo "server, $c clients:"
-    python3 tools/serve_load.py --url http://127.0.0.1:$PORT --clients "$c" --requests 4 --audio /tmp/a600.wav |
+    python3 tools/serve_load.py --url http://127.0.0.1:$PORT --clients "$c" --requests "$REQS" --audio /tmp/a600.wav |
         sed 's/^/    /'
     kill -TERM $pid
     wait $pid
