@@ -514,8 +514,13 @@ static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *co
     return VKASR_OK;
 }
 
+/* A step's stream and its output, sorted by slot. */
+struct by_slot_item {
+    struct asr_stream *s;
+    struct asr_output *out;
+};
 static int by_slot(const void *a, const void *b) {
-    const struct asr_stream *x = *(struct asr_stream *const *)a, *y = *(struct asr_stream *const *)b;
+    const struct asr_stream *x = ((const struct by_slot_item *)a)->s, *y = ((const struct by_slot_item *)b)->s;
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
@@ -531,16 +536,18 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     struct plan *pl = malloc((size_t)B * sizeof *pl);
     int64_t *off = malloc((size_t)(4 * (B + 1)) * sizeof *off), *xs_off = malloc((size_t)(B + 1) * sizeof *xs_off);
     struct asr_output **oo = malloc((size_t)B * sizeof *oo);
+    struct by_slot_item *it = malloc((size_t)B * sizeof *it);
     float *feat_h = NULL;
     int64_t *blk = NULL;             /* each stream's samples [b0, b1), then the packed total */
-    vkasr_status st = ss && pl && off && xs_off && oo ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+    vkasr_status st =
+        ss && pl && off && xs_off && oo && it ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     if (st == VKASR_OK) {
-        memcpy(ss, streams, (size_t)B * sizeof *ss);
-        qsort(ss, (size_t)B, sizeof *ss, by_slot);
+        for (int64_t b = 0; b < B; b++)
+            it[b] = (struct by_slot_item){streams[b], out[b]};
+        qsort(it, (size_t)B, sizeof *it, by_slot);
         for (int64_t b = 0; b < B; b++) {
-            for (int64_t i = 0; i < B; i++)
-                if (streams[i] == ss[b])
-                    oo[b] = out[i];
+            ss[b] = it[b].s;
+            oo[b] = it[b].out;
             if (ss[b]->p != p || !plan_of(ss[b], &pl[b]) || (b > 0 && ss[b]->slot == ss[b - 1]->slot))
                 st = err_set(e, VKASR_ERR_INTERNAL, "streaming: stream %lld of the step is not a ready stream of the pool",
                              (long long)b);
@@ -698,6 +705,7 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     free(off);
     free(xs_off);
     free(oo);
+    free(it);
     free(feat_h);
     free(blk);
     return x.st;
