@@ -499,7 +499,8 @@ static vkasr_status pools_create(vkasr_model *m, struct err *e) {
         return st;
     }
     /* an eighth of a chunk's period: 20 ms at 160 ms of lookahead */
-    sp->gather_ms = 1000.0 * (double)(g.chunk * m->am->cfg.sub_factor * m->am->cfg.hop_length) / VKASR_SAMPLE_RATE / 8.0;
+    const struct model_config *c = &m->am->cfg;
+    sp->gather_ms = 1000.0 * (double)(g.chunk * c->sub_factor * c->hop_length) / VKASR_SAMPLE_RATE / 8.0;
     pthread_condattr_t ca;
     bool ok = pthread_condattr_init(&ca) == 0;
     bool cond = ok && pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 && pthread_cond_init(&sp->kick, &ca) == 0;

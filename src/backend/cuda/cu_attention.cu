@@ -546,7 +546,8 @@ template <int NPL> __global__ void __launch_bounds__(32 * AQ_WARPS) att_qpos_ker
             for (int e = 0; e < NPL; e++) {
                 const int d = lane + 32 * e;
                 if (d < a.dk)
-                    part += qu[e] * round16(ld(a.k, kr + d, a.k16), a.f16) + qv[e] * round16(ld(a.p, pr + d, a.p16), a.f16);
+                    part += qu[e] * round16(ld(a.k, kr + d, a.k16), a.f16) +
+                            qv[e] * round16(ld(a.p, pr + d, a.p16), a.f16);
             }
 #pragma unroll
             for (int o = 16; o > 0; o >>= 1)
