@@ -230,6 +230,14 @@ typedef struct vkasr_model_params {
                                       0 (default): the model's first pair, as NeMo does. A value not
                                       in the model's menu is VKASR_ERR_INVALID_ARG listing the menu;
                                       other models must leave it 0                                */
+    int stream_slots;              /* cache-aware streaming models: how many live streams to plan for.
+                                      Their caches live in pools of slots on the device, each pool
+                                      advanced by one batched step per chunk: the first pool holds
+                                      one stream, the next max(4, stream_slots - 1), each later one 4x
+                                      the one before, made as streams arrive. 0 (default): pools of
+                                      1, 4, 16, 64, ...; a server expecting many streams sets it so
+                                      that they share two pools' steps instead of log4 as many.
+                                      Negative: VKASR_ERR_INVALID_ARG                             */
 } vkasr_model_params;
 
 VKASR_API vkasr_model_params vkasr_model_params_default(void);

@@ -77,6 +77,10 @@ static void test_errors(void) {
     mp = vkasr_model_params_default();
     mp.precision = (vkasr_precision)9;
     EXPECT(vkasr_model_load(path("tiny/tdt"), &mp, &m, &e) == VKASR_ERR_INVALID_ARG, "bad precision");
+    mp = vkasr_model_params_default();
+    mp.stream_slots = -1;
+    st = vkasr_model_load(path("tiny/tdt"), &mp, &m, &e);
+    EXPECT(st == VKASR_ERR_INVALID_ARG && strstr(e.message, "stream_slots"), "stream_slots -1: %d %s", st, e.message);
     vkasr_model_free(NULL);
     vkasr_session_free(NULL);
     vkasr_session *s = (vkasr_session *)1;

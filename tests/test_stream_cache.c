@@ -6,9 +6,11 @@
  *   concatenated, equal tokens.json;
  * - many streams in one pool of 3 slots, joining at different steps, fed pieces of different sizes and
  *   stepped together, a fourth joining in the slot of the first to leave: each stream's tokens equal
- *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone;
- * - four public streams of the model on their own sessions and threads (sharing the model's pools),
- *   the fourth joining after the first finished: each stream's final tokens equal tokens.json.
+ *   tokens.json and its frames are within ENC_TOL of encoder.npy, as alone; again in a pool of 17
+ *   slots, whose products take no matvec hint;
+ * - four public streams of the model on their own sessions and threads (sharing the model's pools of
+ *   1 and 19 slots: stream_slots 20), the fourth joining after the first finished: each stream's final
+ *   tokens equal tokens.json.
  * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -360,6 +362,7 @@ int main(int argc, char **argv) {
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = VKASR_PRECISION_F32;
     mp.lookahead_ms = atoi(argv[4]);
+    mp.stream_slots = 20; /* the public streams' pools: 1 and 19 slots (products without the matvec hint) */
     mp.validation = tv_wanted();
     mp.log_callback = tv_log;
     const double tol = atof(argv[5]);

@@ -46,7 +46,7 @@ class ModelParams(Structure):
     _fields_ = [
         ("struct_size", c_uint32), ("device", c_char_p), ("precision", c_int), ("log_level", c_int),
         ("log_callback", LogCallback), ("log_user_data", c_void_p), ("profile", c_bool), ("validation", c_bool),
-        ("decoder", c_int), ("lookahead_ms", c_int),
+        ("decoder", c_int), ("lookahead_ms", c_int), ("stream_slots", c_int),
     ]
 
 

@@ -37,6 +37,7 @@ struct vkasr_model {
     /* The caches of the model's cache-aware streams (stream.c): made with the first, shared by all */
     pthread_mutex_t pools_lock;
     struct stream_pools *pools;
+    int stream_slots;                /* vkasr_model_params.stream_slots                               */
 };
 /* Frees the model's stream pools (its streams are gone). */
 void api_stream_pools_free(vkasr_model *m);

@@ -400,7 +400,7 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, int64_t fr
     }
 }
 
-#define STREAM_POOLS 16 /* pools per model, of 1, 4, 16, ... slots */
+#define STREAM_POOLS 16 /* pools per model (pool_slots: of 1, 4, 16, ... slots) */
 
 /* The cache-aware streams of one model advance together: their caches live in pools of slots
  * (asr/stream.h) on one backend of the model's device, made with the first stream and shared by every
@@ -522,6 +522,16 @@ static vkasr_status pools_create(vkasr_model *m, struct err *e) {
     return VKASR_OK;
 }
 
+/* The slots of the model's next pool (vkasr_model_params.stream_slots): 1, then 4 or as many as the
+ * model was told to plan for, then 4x the last. */
+static int64_t pool_slots(const vkasr_model *m, const struct stream_pools *sp) {
+    if (sp->npool == 0)
+        return 1;
+    if (sp->npool == 1)
+        return m->stream_slots - 1 > 4 ? m->stream_slots - 1 : 4;
+    return 4 * asr_stream_pool_slots(sp->pool[sp->npool - 1]);
+}
+
 /* Joins s to a pool of its model (the pools' lock held). */
 static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     vkasr_model *m = s->session->model;
@@ -542,7 +552,7 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     if (i == sp->npool) {
         if (sp->npool == STREAM_POOLS)
             return err_set(e, VKASR_ERR_DEVICE_MEMORY, "live stream: the model's stream pools are full");
-        TRY(asr_stream_pool_create(m->am, sp->be, (int64_t)1 << (2 * sp->npool), 0, &sp->pool[sp->npool], e));
+        TRY(asr_stream_pool_create(m->am, sp->be, pool_slots(m, sp), 0, &sp->pool[sp->npool], e));
         sp->npool++;
     }
     struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step, .prompt = s->prompt};

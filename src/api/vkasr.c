@@ -130,6 +130,11 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
         err_export(&e, error);
         return e.code;
     }
+    if (p.stream_slots < 0) {
+        err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_model_load: stream_slots %d is negative", p.stream_slots);
+        err_export(&e, error);
+        return e.code;
+    }
     if (api_model_head(p.decoder) == -2) {
         err_set(&e, VKASR_ERR_INVALID_ARG, "vkasr_model_load: unknown decoder %d", (int)p.decoder);
         err_export(&e, error);
@@ -142,6 +147,7 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
         return e.code;
     }
     m->log = (struct logger){p.log_level, p.log_callback, p.log_user_data};
+    m->stream_slots = p.stream_slots;
     pthread_mutex_init(&m->pools_lock, NULL);
     struct model_file *mf = NULL;
     double t0 = clock_ms();

@@ -30,8 +30,10 @@ static void intro(FILE *f) {
           "tokens, the mean time of a step (one batched step over the ready streams of a pool: the device\n"
           "computing and the host waiting on it), the streams per step, the share of the wall time spent in\n"
           "steps, the time to open the streams, and whether real time holds (every chunk decoded, the steps\n"
-          "shorter than the audio, p95 under a second). --lookahead MS picks the trained chunk; --runs and\n"
-          "--warmup-ms do not apply. Without -m it runs the streaming default model (as vkasr live does).\n",
+          "shorter than the audio, p95 under a second). The stream caches are planned for the largest N\n"
+          "(vkasr_model_params.stream_slots: a pool of 1 slot and one of N-1, as `vkasr serve --max-streams`\n"
+          "does). --lookahead MS picks the trained chunk; --runs and --warmup-ms do not apply. Without -m it\n"
+          "runs the streaming default model (as vkasr live does).\n",
           f);
 }
 
@@ -224,6 +226,8 @@ int cmd_bench(int argc, char **argv) {
 
     catch_interrupts();
     vkasr_model_params mp = cli_model_params(&c);
+    for (int k = 0; k < o.nstreams; k++) /* the stream caches planned for the largest count */
+        mp.stream_slots = o.streams[k] > mp.stream_slots ? o.streams[k] : mp.stream_slots;
     vkasr_model *m = NULL;
     vkasr_session *s = NULL;
     double t0 = now_s();

@@ -139,7 +139,8 @@ static const struct cli_opt serve_table[] = {
     OPT_VALUE("--max-streams", "N", SO(max_streams), arg_streams,
               "Realtime streams at once (default 16); each holds a session of its\n"
               "own (device memory for its windows) and two threads; more are told\n"
-              "so in an error event and closed (1013)"),
+              "so in an error event and closed (1013). A cache-aware model plans\n"
+              "its stream caches for N (two pools: 1 + N-1 slots, made as used)"),
     OPT_VALUE("--max-streams-per-key", "N", SO(max_streams_per_key), arg_streams,
               "of them per API key, or per client address when no key is set\n(default: --max-streams)"),
     OPT_VALUE("--stream-max-seconds", "S", SO(stream_max_s), arg_seconds,
@@ -254,7 +255,9 @@ int cmd_serve(int argc, char **argv) {
 
     /* a model per distinct device, --sessions sessions and workers per entry */
     struct pool *pool = NULL;
-    const struct pool_params pp = {.model = model, .mp = cli_model_params(&common), .devices = &dev,
+    vkasr_model_params mp = cli_model_params(&common);
+    mp.stream_slots = (int)o.max_streams; /* a cache-aware model's streams share two pools' steps */
+    const struct pool_params pp = {.model = model, .mp = mp, .devices = &dev,
                                    .sessions = pool_sessions(&dev, cli.sessions)};
     if ((rc = pool_open(&pp, &pool)) != EXIT_OK) {
         pool_devices_free(&dev);
