@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "vk_internal.h"
 
 #define VK_STAGING_BYTES (64ull << 20)
@@ -46,19 +47,29 @@ static vkasr_status vkb_upload(struct backend *bb, uint64_t dst, const void *src
         memcpy((char *)blk->map + (dst - blk->addr), src, bytes);
         return VKASR_OK;
     }
-    /* Staged: the data goes to the next free bytes of the staging buffer and the copy is recorded after
-     * the pending work (vk_record_copy orders it with barriers), with no wait: uploads pile up in the
-     * buffer until it is full (a batch's inputs: hundreds of uploads, one wait per 64 MiB instead of one
-     * each) or a waited submission has run them all (staging_used back to 0). */
+    /* Staged, double-buffered: the data goes to the next free bytes of the staging buffer's current half
+     * and the copy is recorded after the pending work (vk_record_copy orders it with barriers), with no
+     * wait: uploads pile up in the half until it is full (a batch's inputs: hundreds of uploads, one
+     * submission per 32 MiB instead of one each). A full half is submitted and the other one filled
+     * while the device copies it, once that half's earlier copies have run (a model's weights: the
+     * host's copies into the buffer overlap the device's out of it). A waited submission frees both. */
     TRY(ensure_staging(b));
-    for (uint64_t off = 0; off < bytes; off += VK_STAGING_BYTES) {
-        uint64_t n = bytes - off < VK_STAGING_BYTES ? bytes - off : VK_STAGING_BYTES;
-        if (b->staging_used + n > VK_STAGING_BYTES)
-            TRY(vk_submit(b, true)); /* frees the whole buffer */
-        const uint64_t at = b->staging_used;
-        memcpy((char *)b->staging.map + at, (const char *)src + off, n);
+    const uint64_t half = VK_STAGING_BYTES / 2;
+    for (uint64_t off = 0; off < bytes; off += half) {
+        uint64_t n = bytes - off < half ? bytes - off : half;
+        if (b->staging_used + n > half) {
+            TRY(vk_submit(b, false));
+            b->staging_slot[b->staging_half] = 1 + vk_last_slot(b);
+            b->staging_half ^= 1;
+            if (b->staging_slot[b->staging_half])
+                TRY(vk_wait_slot(b, b->staging_slot[b->staging_half] - 1));
+            b->staging_slot[b->staging_half] = 0;
+            b->staging_used = 0;
+        }
+        const uint64_t at = (uint64_t)b->staging_half * half + b->staging_used;
+        copy_large((char *)b->staging.map + at, (const char *)src + off, n);
         TRY(vk_record_copy(b, b->staging.buf, at, blk->buf, dst - blk->addr + off, n));
-        b->staging_used = (at + n + 15) & ~(uint64_t)15;
+        b->staging_used = (b->staging_used + n + 15) & ~(uint64_t)15;
     }
     return VKASR_OK;
 }

@@ -317,6 +317,10 @@ static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffe
 
 vkasr_status vk_submit(struct vk_backend *b, bool wait) { return submit(b, wait, NULL, 0); }
 
+int vk_last_slot(const struct vk_backend *b) { return (b->cur + VK_RING - 1) % VK_RING; }
+
+vkasr_status vk_wait_slot(struct vk_backend *b, int slot) { return slot_wait(b, slot); }
+
 vkasr_status vk_submit_with(struct vk_backend *b, const VkCommandBuffer *extra, uint32_t n) {
     if (n)
         TRY(ensure_recording(b)); /* the slot whose fence covers the extra command buffers */
@@ -365,6 +369,7 @@ static vkasr_status submit(struct vk_backend *b, bool wait, const VkCommandBuffe
         for (int i = 0; i < VK_RING; i++)
             TRY(slot_wait(b, (b->cur + i) % VK_RING));
         b->staging_used = 0; /* every staged upload's copy has run */
+        b->staging_slot[0] = b->staging_slot[1] = 0;
     }
     return VKASR_OK;
 }

@@ -243,7 +243,9 @@ struct vk_backend {
     struct vk_range written[VK_MAX_TRACKED], read[VK_MAX_TRACKED];
     int n_written, n_read;
     struct vk_block staging;         /* host-visible bounce buffer (when device memory is not mappable) */
-    uint64_t staging_used;           /* its bytes read by recorded copies not yet waited for    */
+    uint64_t staging_used;           /* bytes of its current half read by copies not waited for  */
+    int staging_half;                /* the half uploads fill (vkb_upload: double-buffered)     */
+    int staging_slot[2];             /* 1 + the ring slot whose submission reads a half; 0: none */
     VkQueryPool queries;
     struct vk_profile_entry *prof;
     size_t nprof, capprof;
@@ -270,6 +272,9 @@ struct vk_dispatch {
 
 vkasr_status vk_record(struct vk_backend *b, const struct vk_dispatch *dp);
 vkasr_status vk_submit(struct vk_backend *b, bool wait);
+/* The ring slot of the last submission, and waiting for a slot's submission (if pending). */
+int vk_last_slot(const struct vk_backend *b);
+vkasr_status vk_wait_slot(struct vk_backend *b, int slot);
 /* Submits the recorded work followed by `n` more command buffers (graph replays) under one fence. */
 vkasr_status vk_submit_with(struct vk_backend *b, const VkCommandBuffer *extra, uint32_t n);
 /* Barriers around a graph's command buffer: everything before it is finished and visible when it
