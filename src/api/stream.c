@@ -420,7 +420,8 @@ struct stream_pools {
     uint64_t steps, rows;            /* the steps run and the streams they advanced (vkasr_debug.h)   */
     double step_ms;
     double waiting_since[STREAM_POOLS]; /* clock_ms() since a chunk of the pool waits (0: none)      */
-    double gather_ms;                /* a pool shared by streams steps at most this often (pools_round) */
+    double last_ms[STREAM_POOLS];    /* the time of each pool's last step                             */
+    double gather_ms;                /* a waiting chunk waits at most this long for others (pools_round) */
     /* the stepper: kicked under kick_lock (a stream's next chunk arrived, or its end) */
     pthread_t stepper;
     bool started;
@@ -695,12 +696,14 @@ static void pools_step(struct stream_pools *sp, int i) {
 
 /* One round of the stepper (the pools' lock held): every stream's arrived chunk fed, then a step of each
  * pool that is due. Dynamic batching: a pool steps at once when every live stream of it waits (one
- * stream alone: at once), else once its first waiting chunk has waited gather_ms, so that a step takes
- * every chunk that arrived meanwhile. A step's time is mostly fixed (small products, one dispatch
- * each, the decoder's round trips), so steps of whatever arrived during the one before stay at one or
- * two streams and cannot keep up with many streams; while the device is busier than gather_ms, rounds
- * follow each other and each step takes what arrived during the last round. Returns the milliseconds
- * until a pool is due, 0 for now, -1 for none waiting. */
+ * stream alone: at once), else once its first waiting chunk has waited as long as the pool's last step
+ * took, at most gather_ms, so that a step takes every chunk that arrived meanwhile. A step's time is
+ * mostly fixed (small products, one dispatch each, the decoder's round trips), so steps of whatever
+ * arrived during the one before stay at one or two streams and cannot keep up with many streams;
+ * waiting one step's time for company at most doubles a chunk's wait where steps are cheap (a few
+ * streams: no batching to gain), and while the device is busier than gather_ms, rounds follow each
+ * other and each step takes what arrived during the last round. Returns the milliseconds until a pool
+ * is due, 0 for now, -1 for none waiting. */
 static double pools_round(struct stream_pools *sp) {
     int waiting[STREAM_POOLS] = {0}, live[STREAM_POOLS] = {0};
     double now = clock_ms();
@@ -718,7 +721,8 @@ static double pools_round(struct stream_pools *sp) {
         }
         if (sp->waiting_since[i] == 0)
             sp->waiting_since[i] = now;
-        const double due = waiting[i] >= live[i] ? 0 : sp->waiting_since[i] + sp->gather_ms - now;
+        const double wait = sp->last_ms[i] < sp->gather_ms ? sp->last_ms[i] : sp->gather_ms;
+        const double due = waiting[i] >= live[i] ? 0 : sp->waiting_since[i] + wait - now;
         if (due > 0) {
             next = next < 0 || due < next ? due : next;
             continue;
@@ -726,6 +730,7 @@ static double pools_round(struct stream_pools *sp) {
         const double t0 = clock_ms();
         pools_step(sp, i);
         now = clock_ms();
+        sp->last_ms[i] = now - t0;
         /* streams with more chunks waiting (a backlog) have waited since this step at least */
         sp->waiting_since[i] = 0;
         for (size_t k = 0; k < sp->nmember && sp->waiting_since[i] == 0; k++) {
