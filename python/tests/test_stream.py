@@ -2,7 +2,7 @@
 import pytest
 
 import vkasr
-from conftest import SPEECH
+from conftest import ROOT, SPEECH
 
 
 def test_stream_finalises_the_words(model, speech_pcm, np):
@@ -56,3 +56,23 @@ def close_to(words, offline):
 def np_free_nan():
     import array
     return array.array("f", [0.0, float("nan")])
+
+
+def test_cache_aware_streams_share_planned_pools(speech_pcm, np):
+    """A cache-aware model with stream_slots: three streams at once (pools of 1 and 7 slots), each
+    pushed in pieces, each giving the offline chunked run's text; a negative count is refused."""
+    stream_model = ROOT / "models" / "vkasr-rnnt-stream-tiny-en.gguf"
+    with pytest.raises(vkasr.InvalidArgumentError):
+        vkasr.Model(stream_model, device="cpu:1", stream_slots=-1)
+    with vkasr.Model(stream_model, device="cpu:1", stream_slots=8) as m:
+        offline = m.transcribe(SPEECH).text
+        samples = np.frombuffer(speech_pcm, np.int16)
+        streams = [m.stream() for _ in range(3)]
+        texts = [[] for _ in streams]
+        for at in range(0, len(samples), 1600):
+            for s, t in zip(streams, texts):
+                t += [seg.text for seg in s.push(samples[at:at + 1600])]
+        for s, t in zip(streams, texts):
+            t += [seg.text for seg in s.finish()]
+            s.close()
+    assert offline and all(" ".join(t) == offline for t in texts), (offline, texts)

@@ -193,7 +193,9 @@ class Model:
     memory each call may use, weights included (bytes, or "3G", "800M"). decoder: which head to load,
     None/"auto" (the only head, or a NeMo hybrid's transducer), "tdt", "rnnt" or "ctc". lookahead_ms: for
     NVIDIA's cache-aware streaming models, the trained context whose lookahead ((right + 1) x 80 ms) the
-    chunked attention mask uses; None: the model's first.
+    chunked attention mask uses; None: the model's first. stream_slots: for those models, how many live
+    streams to plan the device caches for (they share two pools' batched steps); None: pools of 1, 4,
+    16, ... as streams open.
 
     One model may be used by any number of threads at once: each call takes a session of its own (kept
     for reuse). Close it (or use `with`) to free the device memory; calls in progress must have ended.
@@ -201,7 +203,8 @@ class Model:
 
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, *, device: Union[str, int, None] = None,
                  precision: Optional[str] = None, max_memory: Union[int, str, None] = None,
-                 decoder: Optional[str] = None, lookahead_ms: Optional[int] = None) -> None:
+                 decoder: Optional[str] = None, lookahead_ms: Optional[int] = None,
+                 stream_slots: Optional[int] = None) -> None:
         self._handle: Optional[c_void_p] = None
         L = _lib.lib()
         if path is None:
@@ -222,6 +225,8 @@ class Model:
             mp.decoder = _DECODERS[decoder]
         if lookahead_ms is not None:
             mp.lookahead_ms = int(lookahead_ms)
+        if stream_slots is not None:
+            mp.stream_slots = int(stream_slots)
         self._max_memory = _parse_memory(max_memory)
         self.path = os.fspath(path)
         handle, err = c_void_p(), _lib.Error()
