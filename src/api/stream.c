@@ -604,12 +604,15 @@ static bool member_live(const struct vkasr_stream *o) {
 /* What o's worker and pushes read of its session, after a feed or step (o's lock held); st: the step's
  * or feed's status. */
 static void member_publish(struct vkasr_stream *o, vkasr_status st, const struct err *e) {
+    struct err me = {0};
     if (st == VKASR_OK)
-        st = tokens_move(&o->inbox, &o->sout, &o->step_err);
+        st = tokens_move(&o->inbox, &o->sout, &me);
     else
-        o->step_err = *e;
-    if (st != VKASR_OK && o->step_st == VKASR_OK)
+        me = *e;
+    if (st != VKASR_OK && o->step_st == VKASR_OK) { /* the first failure is the one reported */
         o->step_st = st;
+        o->step_err = me;
+    }
     o->cas_frames = asr_stream_frames(o->cas);
     o->cas_steps = asr_stream_steps(o->cas);
     o->cas_done = asr_stream_done(o->cas);
