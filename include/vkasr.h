@@ -236,8 +236,10 @@ typedef struct vkasr_model_params {
                                       one stream, the next max(4, stream_slots - 1), each later one 4x
                                       the one before, made as streams arrive. 0 (default): pools of
                                       1, 4, 16, 64, ...; a server expecting many streams sets it so
-                                      that they share two pools' steps instead of log4 as many.
-                                      Negative: VKASR_ERR_INVALID_ARG                             */
+                                      that they share two pools' steps instead of log4 as many; a
+                                      plan that does not fit the device's memory falls back to the
+                                      default sizes (logged as a warning). Negative:
+                                      VKASR_ERR_INVALID_ARG                                       */
 } vkasr_model_params;
 
 VKASR_API vkasr_model_params vkasr_model_params_default(void);

@@ -400,7 +400,7 @@ static vkasr_status deliver_cached(struct vkasr_stream *s, bool last, int64_t fr
     }
 }
 
-#define STREAM_POOLS 16 /* pools per model (pool_slots: of 1, 4, 16, ... slots) */
+#define STREAM_POOLS 16 /* pools per model (pool_add: of 1, 4, 16, ... slots) */
 
 /* The cache-aware streams of one model advance together: their caches live in pools of slots
  * (asr/stream.h) on one backend of the model's device, made with the first stream and shared by every
@@ -523,14 +523,26 @@ static vkasr_status pools_create(vkasr_model *m, struct err *e) {
     return VKASR_OK;
 }
 
-/* The slots of the model's next pool (vkasr_model_params.stream_slots): 1, then 4 or as many as the
- * model was told to plan for, then 4x the last. */
-static int64_t pool_slots(const vkasr_model *m, const struct stream_pools *sp) {
-    if (sp->npool == 0)
-        return 1;
-    if (sp->npool == 1)
-        return m->stream_slots - 1 > 4 ? m->stream_slots - 1 : 4;
-    return 4 * asr_stream_pool_slots(sp->pool[sp->npool - 1]);
+/* The slots of the model's next pool without a plan: 1, 4, then 4x the last. */
+static int64_t pool_slots_default(const struct stream_pools *sp) {
+    return sp->npool == 0 ? 1 : sp->npool == 1 ? 4 : 4 * asr_stream_pool_slots(sp->pool[sp->npool - 1]);
+}
+
+/* Makes the model's next pool (the pools' lock held): its second pool holds the streams the model was
+ * told to plan for (vkasr_model_params.stream_slots) but one, where they fit; else the default size. */
+static vkasr_status pool_add(vkasr_model *m, struct stream_pools *sp, struct err *e) {
+    const int64_t dflt = pool_slots_default(sp);
+    const int64_t planned = sp->npool == 1 && m->stream_slots - 1 > dflt ? m->stream_slots - 1 : dflt;
+    vkasr_status st = asr_stream_pool_create(m->am, sp->be, planned, 0, &sp->pool[sp->npool], e);
+    if (st == VKASR_ERR_DEVICE_MEMORY && planned > dflt) {
+        LOG_WARN(&m->log, "live streams: the caches of %lld planned streams do not fit the device (%s): pools of "
+                 "%lld, then 4x, as streams arrive", (long long)m->stream_slots, e->msg, (long long)dflt);
+        *e = (struct err){0};
+        st = asr_stream_pool_create(m->am, sp->be, dflt, 0, &sp->pool[sp->npool], e);
+    }
+    if (st == VKASR_OK)
+        sp->npool++;
+    return st;
 }
 
 /* Joins s to a pool of its model (the pools' lock held). */
@@ -553,8 +565,7 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     if (i == sp->npool) {
         if (sp->npool == STREAM_POOLS)
             return err_set(e, VKASR_ERR_DEVICE_MEMORY, "live stream: the model's stream pools are full");
-        TRY(asr_stream_pool_create(m->am, sp->be, pool_slots(m, sp), 0, &sp->pool[sp->npool], e));
-        sp->npool++;
+        TRY(pool_add(m, sp, e));
     }
     struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step, .prompt = s->prompt};
     TRY(asr_stream_create(sp->pool[i], &o, &s->cas, e));
