@@ -421,6 +421,7 @@ struct stream_pools {
     double step_ms;
     double waiting_since[STREAM_POOLS]; /* clock_ms() since a chunk of the pool waits (0: none)      */
     double last_ms[STREAM_POOLS];    /* the time of each pool's last step                             */
+    double round_start;              /* clock_ms() at the last round's start                          */
     double gather_ms;                /* a waiting chunk waits at most this long for others (pools_round) */
     /* the stepper: kicked under kick_lock (a stream's next chunk arrived, or its end) */
     pthread_t stepper;
@@ -716,11 +717,15 @@ static void pools_step(struct stream_pools *sp, int i) {
  * arrived during the one before stay at one or two streams and cannot keep up with many streams;
  * waiting one step's time for company at most doubles a chunk's wait where steps are cheap (a few
  * streams: no batching to gain), and while the device is busier than gather_ms, rounds follow each
- * other and each step takes what arrived during the last round. Returns the milliseconds until a pool
- * is due, 0 for now, -1 for none waiting. */
-static double pools_round(struct stream_pools *sp) {
+ * other and each step takes what arrived during the last round. A chunk first seen waiting has waited
+ * since the last round's start (it came during that round's steps), or since now when the stepper
+ * slept before this round (a push woke it). Returns the milliseconds until a pool is due, 0 for now, -1
+ * for none waiting. */
+static double pools_round(struct stream_pools *sp, bool slept) {
     int waiting[STREAM_POOLS] = {0}, live[STREAM_POOLS] = {0};
     double now = clock_ms();
+    const double since = slept || sp->round_start == 0 ? now : sp->round_start;
+    sp->round_start = now;
     for (size_t k = 0; k < sp->nmember; k++) {
         struct vkasr_stream *o = sp->member[k];
         bool alive = false;
@@ -734,7 +739,7 @@ static double pools_round(struct stream_pools *sp) {
             continue;
         }
         if (sp->waiting_since[i] == 0)
-            sp->waiting_since[i] = now;
+            sp->waiting_since[i] = since;
         const double wait = sp->last_ms[i] < sp->gather_ms ? sp->last_ms[i] : sp->gather_ms;
         const double due = waiting[i] >= live[i] ? 0 : sp->waiting_since[i] + wait - now;
         if (due > 0) {
@@ -768,11 +773,12 @@ static void *stepper_main(void *arg) {
     pthread_mutex_lock(&m->pools_lock);
     struct stream_pools *sp = m->pools;
     pthread_mutex_unlock(&m->pools_lock);
-    for (;;) {
+    for (bool slept = true;;) {
         pthread_mutex_lock(&m->pools_lock);
-        const double wait_ms = pools_round(sp);
+        const double wait_ms = pools_round(sp, slept);
         pthread_mutex_unlock(&m->pools_lock);
         pthread_mutex_lock(&sp->kick_lock);
+        slept = !sp->kicked && wait_ms != 0;
         if (wait_ms > 0) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
