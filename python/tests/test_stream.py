@@ -81,11 +81,11 @@ def test_cache_aware_streams_share_planned_pools(speech_pcm, np):
 
 
 def test_stream_slots_beyond_the_device_fall_back(speech_pcm, np, monkeypatch):
-    """Planned caches that do not fit the device (lavapipe capped at 256 MiB: 99,999 slots would take
-    gigabytes) fall back to the default pools: the second stream still opens and transcribes."""
+    """Planned caches that do not fit the device (the CPU backend capped at 256 MiB: 99,999 slots would
+    take gigabytes) fall back to the default pools: the second stream still opens and transcribes."""
     stream_model = ROOT / "models" / "vkasr-rnnt-stream-tiny-en.gguf"
     monkeypatch.setenv("VKASR_MAX_DEVICE_MEMORY_MIB", "256")
-    with vkasr.Model(stream_model, device="vulkan", stream_slots=100000) as m:
+    with vkasr.Model(stream_model, device="cpu:1", stream_slots=100000) as m:
         offline = m.transcribe(SPEECH).text
         samples = np.frombuffer(speech_pcm, np.int16)
         streams = [m.stream() for _ in range(2)]
