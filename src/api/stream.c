@@ -46,8 +46,7 @@ struct vkasr_stream {
      * stepper thread feeds and steps (pools_round): cas and sout are the stepper's (under the pools'
      * lock); what it publishes for the worker is under `lock`. */
     struct stream_pools *pools;
-    struct asr_stream_pool *pool;
-    int pool_index;                  /* pool is pools->pool[pool_index]                               */
+    int pool_index;                  /* its pool: pools->pool[pool_index]                             */
     struct asr_stream *cas;
     struct asr_output sout;          /* the tokens of its last step, on the stepper                   */
     struct asr_output inbox;         /* under `lock`: tokens stepped, not yet taken by the worker     */
@@ -571,7 +570,6 @@ static vkasr_status pools_join(struct vkasr_stream *s, struct err *e) {
     struct asr_stream_opts o = {.max_symbols = s->p.max_symbols_per_step, .prompt = s->prompt};
     TRY(asr_stream_create(sp->pool[i], &o, &s->cas, e));
     s->pools = sp;
-    s->pool = sp->pool[i];
     s->pool_index = i;
     s->need = asr_stream_samples_needed(s->cas);
     sp->member[sp->nmember++] = s;
@@ -670,7 +668,7 @@ static void pools_step(struct stream_pools *sp, int i) {
     int64_t n = 0;
     for (size_t k = 0; st == VKASR_OK && k < sp->nmember; k++) {
         struct vkasr_stream *o = sp->member[k];
-        if (o->pool != sp->pool[i])
+        if (o->pool_index != i)
             continue;
         pthread_mutex_lock(&o->lock);
         const bool live = member_live(o);
@@ -699,7 +697,7 @@ static void pools_step(struct stream_pools *sp, int i) {
     }
     if (st != VKASR_OK && n == 0) /* no memory for the lists: every stream of the pool fails */
         for (size_t k = 0; k < sp->nmember; k++)
-            if (sp->member[k]->pool == sp->pool[i]) {
+            if (sp->member[k]->pool_index == i) {
                 pthread_mutex_lock(&sp->member[k]->lock);
                 member_publish(sp->member[k], st, &e);
                 pthread_mutex_unlock(&sp->member[k]->lock);
