@@ -2,34 +2,25 @@
  * MiB, 150 MiB in all, into one device tensor (downloads between them, reading what the pieces before
  * wrote), then the whole tensor downloaded and compared. Under VKASR_FORCE_STAGING the pieces cross the
  * staging buffer's halves many times (vk_backend.c: a full half goes to the device while the other one
- * fills). The device: $VKASR_TEST_DEVICE, else the Vulkan device $VKASR_DEVICE names, else the best one. */
+ * fills). The device: op_harness.h's device under test (th_open). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/backend.h"
+#include "op_harness.h"
 
 #define TOTAL (150ull << 20)
 
 static unsigned char pattern(uint64_t i) { return (unsigned char)((i * 2654435761u) >> 13); }
 
 int main(void) {
-    static const struct logger lg = {VKASR_LOG_WARN, NULL, NULL};
-    struct err e = {0};
-    const char *test_dev = getenv("VKASR_TEST_DEVICE");
-    const bool named = test_dev && *test_dev;
-    const char *vk = getenv("VKASR_DEVICE");
-    if (vk && be_device_suffix(vk, "vulkan")) /* "vulkan[:X]" as be_device_open reads it */
-        vk = be_device_suffix(vk, "vulkan");
-    struct be_device_options o = {.device = named ? test_dev : vk, .log = &lg};
-    struct be_device *dev = NULL;
-    struct backend *b = NULL;
+    struct th h;
+    th_open(&h, false); /* the device under test as the op tests pick it; exits when it cannot open */
+    struct backend *b = h.be[TH_DEV];
     uint64_t addr = 0;
-    if ((named ? be_device_open(&o, &dev, &e) : vk_device_open(&o, &dev, &e)) || be_backend_create(dev, &b, &e) ||
-        be_alloc(b, BE_POOL_SCRATCH, TOTAL, &addr)) {
-        fprintf(stderr, "FAIL: device: %s\n", b ? b->err.msg : e.msg);
-        be_backend_destroy(b);
-        be_device_close(dev);
+    if (be_alloc(b, BE_POOL_SCRATCH, TOTAL, &addr)) {
+        printf("FAIL: %llu MiB of device memory: %s\n", (unsigned long long)(TOTAL >> 20), b->err.msg);
+        th_close(&h);
         return 1;
     }
     unsigned char *src = malloc(TOTAL), *got = malloc(TOTAL);
@@ -66,10 +57,9 @@ int main(void) {
     if (!src || !got)
         printf("FAIL: out of host memory\n"), failures++;
     printf("%s: %d uploads, %llu MiB on %s, %d failure(s)\n", failures ? "FAIL" : "PASS", pieces,
-           (unsigned long long)(TOTAL >> 20), dev->info.name, failures);
+           (unsigned long long)(TOTAL >> 20), h.dev[TH_DEV]->info.name, failures);
     free(src);
     free(got);
-    be_backend_destroy(b);
-    be_device_close(dev);
-    return failures ? 1 : 0;
+    const int rc = th_close(&h); /* also fails on validation reports */
+    return failures ? 1 : rc;
 }
