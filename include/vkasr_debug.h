@@ -98,6 +98,11 @@ typedef struct vkasr_stream_steps {
     double step_seconds;           /* their wall time (the device computing, the host waiting)     */
 } vkasr_stream_steps;
 VKASR_API vkasr_status vkasr_model_stream_steps(vkasr_model *model, vkasr_stream_steps *out);
+/* The per-op GPU times of the model's stream steps since the last call (model loaded with profile =
+ * true; otherwise, and before the first cache-aware stream, *count is 0): fills up to capacity entries,
+ * sets *count to the number of ops, and starts the next interval. */
+VKASR_API vkasr_status vkasr_model_stream_profile(vkasr_model *model, vkasr_op_profile *out, size_t capacity,
+                                                  size_t *count);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,8 @@
 #!/bin/sh
 # test_bench_streams.sh — `vkasr bench --streams`: the shipped cache-aware model's live streams at real
 # time on the CPU backend (the JSON's figures there and consistent: quantiles in order, steps that
-# advanced 1..N streams, a share of the wall time), the table's rows, the streaming default model
-# without -m, and the refusals (a model that is not cache-aware, bad counts, several lengths): exit 2
+# advanced 1..N streams, a share of the wall time), the table's rows, --profile's ops on lavapipe, the
+# streaming default model without -m, and the refusals (a model that is not cache-aware, bad counts, several lengths): exit 2
 # with the reason.
 # usage: test_bench_streams.sh VKASR STREAM_MODEL OFFLINE_MODEL WORK_DIR
 set -u
@@ -44,6 +44,21 @@ expect 0 "" "$VKASR" bench -m "$STREAM" -d cpu --streams 1 --seconds 1 --lookahe
 grep -q "lookahead 160 ms" "$WORK/out" || fail "the table names the lookahead"
 grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +(yes|NO)' "$WORK/out" ||
     { fail "bench --streams table row"; cat "$WORK/out"; }
+
+# --profile on lavapipe (Vulkan's GPU timestamps): the ops of a step, which must hold the cache-aware
+# attention (relpos_attention, once per layer and step at least) and add up to a positive time; none on
+# the CPU backend (no timestamps), where the row stays as it was
+expect 0 "" "$VKASR" bench -m "$STREAM" -d llvmpipe --streams 1 --seconds 1 --profile --json
+python3 -c 'import json, sys
+r = json.load(open(sys.argv[1]))["streams"][0]
+ops = {o["op"]: o for o in r["ops"]}
+att = ops["relpos_attention"]
+assert att["calls"] > 0 and att["gpu_ms"] > 0, att
+assert sum(o["gpu_ms"] for o in r["ops"]) > 0 and all(o["calls"] > 0 for o in r["ops"]), r["ops"]
+print("bench --streams --profile:", sorted(ops))' "$WORK/out" || fail "bench --streams --profile: ops missing"
+expect 0 "" "$VKASR" bench -m "$STREAM" -d cpu --streams 1 --seconds 1 --profile --json
+python3 -c 'import json, sys; assert "ops" not in json.load(open(sys.argv[1]))["streams"][0]' "$WORK/out" ||
+    fail "bench --streams --profile on the CPU backend: ops reported"
 
 # without -m: the streaming default model, as vkasr live takes it
 expect 0 "" env -u VKASR_MODEL "$VKASR" bench -d cpu --streams 1 --seconds 1

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -479,6 +480,27 @@ vkasr_status vkasr_model_stream_steps(vkasr_model *m, vkasr_stream_steps *out) {
         out->steps = m->pools->steps;
         out->rows = m->pools->rows;
         out->step_seconds = m->pools->step_ms * 1e-3;
+    }
+    pthread_mutex_unlock(&m->pools_lock);
+    return VKASR_OK;
+}
+
+vkasr_status vkasr_model_stream_profile(vkasr_model *m, vkasr_op_profile *out, size_t capacity, size_t *count) {
+    if (!m || !count)
+        return VKASR_ERR_INVALID_ARG;
+    *count = 0;
+    pthread_mutex_lock(&m->pools_lock); /* the stepper records into the pools' backend under it */
+    struct stream_pools *sp = m->pools;
+    if (sp) {
+        struct be_op_stat st[128];
+        size_t n = sp->be->vt->profile(sp->be, st, 128);
+        *count = n;
+        for (size_t i = 0; i < n && i < capacity && out; i++) {
+            snprintf(out[i].name, sizeof out[i].name, "%s", st[i].name);
+            out[i].calls = st[i].calls;
+            out[i].gpu_ms = st[i].gpu_ms;
+        }
+        sp->be->vt->profile_reset(sp->be);
     }
     pthread_mutex_unlock(&m->pools_lock);
     return VKASR_OK;

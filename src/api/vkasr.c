@@ -215,10 +215,12 @@ vkasr_status vkasr_model_load(const char *path, const vkasr_model_params *params
 void vkasr_model_free(vkasr_model *m) {
     if (!m)
         return;
+    const double t0 = clock_ms();
     api_stream_pools_free(m);
     pthread_mutex_destroy(&m->pools_lock);
     asr_model_free(m->am);
     be_device_close(m->dev);
+    LOG_INFO(&m->log, "shut-down: model and device released in %.1f ms", clock_ms() - t0);
     free(m);
 }
 

@@ -22,10 +22,15 @@ struct bstream {
 
 #define WARMUP_S 1.5 /* seconds of audio streamed before each count's measured run */
 
+#define MAX_OPS 64
+
 struct bench_row {
     int n;
     double p50, p95, max, step_ms, per_step, steps_pct, setup_ms;
     bool real_time;
+    vkasr_op_profile ops[MAX_OPS];   /* --profile: the measured steps' GPU time per op              */
+    size_t nops;
+    double steps;
 };
 
 static int cmp_double(const void *a, const void *b) {
@@ -50,6 +55,25 @@ static void sleep_ms(double ms) {
 static int64_t need(const vkasr_stream_steps *g, int64_t f, int64_t total) {
     const int64_t k = (int64_t)g->frame_samples * (f - 1) + g->need_offset;
     return k < total ? k : total;
+}
+
+/* --profile: a count's GPU time per step by op, the largest first. */
+static int cmp_op(const void *a, const void *b) {
+    double x = ((const vkasr_op_profile *)a)->gpu_ms, y = ((const vkasr_op_profile *)b)->gpu_ms;
+    return x > y ? -1 : x < y;
+}
+
+static void print_profile(struct bench_row *r) {
+    if (!r->nops || r->steps <= 0)
+        return;
+    qsort(r->ops, r->nops, sizeof *r->ops, cmp_op);
+    double sum = 0;
+    for (size_t i = 0; i < r->nops; i++)
+        sum += r->ops[i].gpu_ms;
+    printf("        GPU time per step by op (%.0f steps): %.3f ms in all\n", r->steps, sum / r->steps);
+    for (size_t i = 0; i < r->nops; i++)
+        printf("        %-24s %9.1f dispatches %9.3f ms %5.1f %%\n", r->ops[i].name, r->ops[i].calls / r->steps,
+               r->ops[i].gpu_ms / r->steps, sum > 0 ? 100.0 * r->ops[i].gpu_ms / sum : 0.0);
 }
 
 /* One count: n streams, `total` samples each. Returns the exit code; r filled on success. */
@@ -82,6 +106,8 @@ static int run_count(vkasr_model *m, int n, const float *audio, int64_t total, s
     }
     r->setup_ms = (now_s() - t_setup) * 1e3;
     vkasr_model_stream_steps(m, &g0);
+    size_t nops = 0;
+    vkasr_model_stream_profile(m, NULL, 0, &nops); /* --profile: the measured steps' only */
     const double t0 = now_s();
     /* a device far slower than real time: give up once the backlog passes a minute */
     const double give_up_ms = 1000.0 * (double)total / VKASR_SAMPLE_RATE + 60000.0;
@@ -126,6 +152,8 @@ static int run_count(vkasr_model *m, int n, const float *audio, int64_t total, s
     }
     const double wall = (now_s() - t0) * 1e3;
     vkasr_model_stream_steps(m, &g1);
+    vkasr_model_stream_profile(m, r->ops, MAX_OPS, &r->nops);
+    r->nops = r->nops < MAX_OPS ? r->nops : MAX_OPS;
     for (int i = 0; b && i < n; i++) {
         if (rc == EXIT_OK && b[i].pushed < total && /* the tail after the last whole chunk */
             vkasr_stream_push(b[i].st, audio + b[i].pushed, (size_t)(total - b[i].pushed), VKASR_SAMPLE_RATE) != VKASR_OK) {
@@ -147,6 +175,7 @@ static int run_count(vkasr_model *m, int n, const float *audio, int64_t total, s
         r->p95 = quantile(lat, nlat, 0.95);
         r->max = quantile(lat, nlat, 1.0);
         r->step_ms = steps > 0 ? busy / steps : 0;
+        r->steps = steps;
         r->per_step = steps > 0 ? (double)(g1.rows - g0.rows) / steps : 0;
         r->steps_pct = 100.0 * busy / wall;
         /* real time: every chunk decoded, the steps took less time than the audio, no backlog */
@@ -204,10 +233,11 @@ int bench_streams(vkasr_model *m, const char *model, const int *streams, int nst
         rc = warm >= need(&g, g.chunk_frames, INT64_MAX) ? run_count(m, streams[k], audio, warm, &scratch) : EXIT_OK;
         if (rc == EXIT_OK)
             rc = run_count(m, streams[k], audio, total, &rows[k]);
-        const struct bench_row *r = &rows[k];
+        struct bench_row *r = &rows[k];
         if (rc == EXIT_OK && !json) {
             printf("%7d %9.1f %9.1f %9.1f %9.2f %9.1f %8.1f %9.1f %-5s\n", r->n, r->p50, r->p95, r->max, r->step_ms,
                    r->per_step, r->steps_pct, r->setup_ms, r->real_time ? "yes" : "NO");
+            print_profile(r);
             fflush(stdout);
         }
     }
@@ -222,9 +252,20 @@ int bench_streams(vkasr_model *m, const char *model, const int *streams, int nst
             const struct bench_row *r = &rows[k];
             printf("%s{\"streams\": %d, \"latency_ms\": {\"p50\": %.3f, \"p95\": %.3f, \"max\": %.3f}, "
                    "\"step_ms\": %.3f, \"streams_per_step\": %.2f, \"steps_percent\": %.2f, "
-                   "\"setup_ms\": %.3f, \"real_time\": %s}",
+                   "\"setup_ms\": %.3f, \"real_time\": %s",
                    k ? ", " : "", r->n, r->p50, r->p95, r->max, r->step_ms, r->per_step, r->steps_pct,
                    r->setup_ms, r->real_time ? "true" : "false");
+            if (r->nops) {
+                printf(", \"ops\": [");
+                for (size_t i = 0; i < r->nops; i++) {
+                    printf("%s{\"op\": ", i ? ", " : "");
+                    json_str(stdout, r->ops[i].name);
+                    printf(", \"calls\": %llu, \"gpu_ms\": %.4f}", (unsigned long long)r->ops[i].calls,
+                           r->ops[i].gpu_ms);
+                }
+                printf("]");
+            }
+            printf("}");
         }
         printf("]}\n");
     }

@@ -34,7 +34,11 @@ static void intro(FILE *f) {
           "shorter than the audio, p95 under a second). The stream caches are planned for the largest N\n"
           "(vkasr_model_params.stream_slots: a pool of 1 slot and one of N-1, as `vkasr serve --max-streams`\n"
           "does). --lookahead MS picks the trained chunk; --runs and --warmup-ms do not apply. Without -m it\n"
-          "runs the streaming default model (as vkasr live does).\n",
+          "runs the streaming default model (as vkasr live does).\n"
+          "\n"
+          "--profile (Vulkan; GPU timestamps around every dispatch, which slow the run a little): the GPU\n"
+          "time by op, per timed run of each length (on stderr), or per step of each stream count (after\n"
+          "its row; in JSON its \"ops\").\n",
           f);
 }
 
@@ -45,7 +49,8 @@ static void outro(FILE *f) {
           "wall), \"encoder_ms\", \"decoder_ms\", \"wall_ms\", \"rtfx\" (each {\"median\", \"min\", \"max\"}),\n"
           "\"peak_device_mib\", \"tokens\"}]}. With --streams: {\"model\", \"device\", \"precision\",\n"
           "\"lookahead_ms\", \"seconds\", \"streams\": [{\"streams\", \"latency_ms\": {\"p50\", \"p95\", \"max\"},\n"
-          "\"step_ms\", \"streams_per_step\", \"steps_percent\", \"setup_ms\", \"real_time\"}]}.\n"
+          "\"step_ms\", \"streams_per_step\", \"steps_percent\", \"setup_ms\", \"real_time\", with --profile\n"
+          "\"ops\": [{\"op\", \"calls\", \"gpu_ms\"}] (the count's measured steps together)}]}.\n"
           "\n"
           "exit codes: 0 success, 1 transcription failed, 2 usage error, 3 model error,\n"
           "            5 no usable device (or no NVIDIA driver for cuda), 130 interrupted.\n",
@@ -58,6 +63,7 @@ struct bench_opts {
     int nlengths, runs, warmup_ms;
     int streams[MAX_LENGTHS];      /* --streams; nstreams 0: whole transcriptions */
     int nstreams;
+    bool profile;                  /* --profile */
 };
 
 /* "60,600" -> {60, 600}; the count, or -1 for anything but positive numbers up to 24 hours. */
@@ -130,6 +136,8 @@ static const struct cli_opt bench_table[] = {
      "warm-up per length: runs until MS ms have passed (default 1000; 0: one run)"),
     OPT_VALUE("--streams", "N[,N...]", 0, arg_streams,
      "N live streams of a cache-aware model at real time, per N (see above)"),
+    OPT_FLAG("--profile", ARG_FIELD(struct bench_opts, profile),
+     "per-op GPU time (Vulkan): of the timed runs per length, or of a step per stream count"),
 };
 
 static const struct cli_command bench_command = {
@@ -203,6 +211,23 @@ static void print_table(const char *model, const vkasr_model_info *info, int run
     }
 }
 
+/* --profile: the timed runs' GPU time per run by op, on stderr (the table or JSON goes to stdout). */
+static void print_session_profile(vkasr_session *s, double seconds, int runs) {
+    vkasr_op_profile ops[64];
+    size_t n = 0;
+    if (vkasr_session_profile(s, ops, 64, &n) != VKASR_OK || n == 0)
+        return;
+    n = n < 64 ? n : 64;
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += ops[i].gpu_ms;
+    fprintf(stderr, "vkasr: %g s, GPU time per run by op (%d runs): %.3f ms in all\n", seconds, runs, sum / runs);
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "vkasr:   %-24s %9.1f dispatches %10.3f ms %5.1f %%\n", ops[i].name, (double)ops[i].calls / runs,
+                ops[i].gpu_ms / runs, sum > 0 ? 100.0 * ops[i].gpu_ms / sum : 0.0);
+    vkasr_session_profile_reset(s);
+}
+
 int cmd_bench(int argc, char **argv) {
     char default_path[4096];
     struct cli_common c = cli_common_default();
@@ -227,6 +252,7 @@ int cmd_bench(int argc, char **argv) {
 
     catch_interrupts();
     vkasr_model_params mp = cli_model_params(&c);
+    mp.profile |= o.profile;
     for (int k = 0; k < o.nstreams; k++) /* the stream caches planned for the largest count */
         mp.stream_slots = o.streams[k] > mp.stream_slots ? o.streams[k] : mp.stream_slots;
     vkasr_model *m = NULL;
@@ -285,6 +311,8 @@ int cmd_bench(int argc, char **argv) {
                 r->warmup_ms = (now_s() - w0) * 1e3;
                 if (r->warmup_ms < o.warmup_ms && !interrupted)
                     k--; /* another warm-up run */
+                else
+                    vkasr_session_profile_reset(s); /* --profile: the timed runs only */
                 continue;
             }
             enc[k] = tm.encoder_ms;
@@ -303,6 +331,8 @@ int cmd_bench(int argc, char **argv) {
         r->peak_mib = peak;
         if (!json)
             fprintf(stderr, "vkasr: %g s done\n", lengths[li]);
+        if (o.profile)
+            print_session_profile(s, lengths[li], runs);
     }
     if (rc == EXIT_OK) {
         if (json)
