@@ -48,7 +48,7 @@ grep -Eq '^ +1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +(
 # --profile on lavapipe (Vulkan's GPU timestamps): the ops of a step, which must hold the cache-aware
 # attention (relpos_attention, once per layer and step at least) and add up to a positive time; none on
 # the CPU backend (no timestamps), where the row stays as it was
-expect 0 "" "$VKASR" bench -m "$STREAM" -d llvmpipe --streams 1 --seconds 1 --profile --json
+expect 0 "" "$VKASR" bench -m "$STREAM" -d llvmpipe --streams 1 --seconds 0.7 --profile --json
 python3 -c 'import json, sys
 r = json.load(open(sys.argv[1]))["streams"][0]
 ops = {o["op"]: o for o in r["ops"]}
