@@ -47,19 +47,26 @@ def _cues(srt):
     return out
 
 
+@pytest.fixture(scope="module")
+def sample_transcript(model):
+    """The README sample's transcript (16.6 s: seconds on lavapipe), shared by the subtitle tests."""
+    return model.transcribe(SAMPLE)
+
+
 @pytest.mark.parametrize("limits,flags", [
     ({}, []),
     ({"max_line_chars": 30, "max_lines": 1, "max_duration": 4.0, "min_duration": 0.5, "pause": 0.3},
      ["--max-line-chars", "30", "--max-lines", "1", "--max-cue-seconds", "4", "--min-cue-seconds", "0.5",
       "--cue-pause", "0.3"]),
 ], ids=["defaults", "limits"])
-def test_sample_subtitles_equal_cli_and_keep_the_limits(model, cli, limits, flags):
+def test_sample_subtitles_equal_cli_and_keep_the_limits(model, cli, sample_transcript, tmp_path, limits, flags):
     """The sample's SRT and WebVTT: Python's (keyword limits) are the CLI's (options) byte for byte, and
     every cue keeps the limits: lines, characters per line, duration; words in order, none lost."""
-    t = model.transcribe(SAMPLE)
+    t = sample_transcript
     srt, vtt = t.to_srt(**limits), t.to_vtt(**limits)
-    assert srt.encode() == run_cli(cli, "--format", "srt", *flags, str(SAMPLE))
-    assert vtt.encode() == run_cli(cli, "--format", "vtt", *flags, str(SAMPLE))
+    # one CLI run: the SRT on stdout, the WebVTT into BASE.vtt
+    assert srt.encode() == run_cli(cli, "--format", "srt", "-ovtt", "-of", str(tmp_path / "s"), *flags, str(SAMPLE))
+    assert vtt.encode() == (tmp_path / "s.vtt").read_bytes()
     cues = _cues(srt)
     chars, lines = limits.get("max_line_chars", 42), limits.get("max_lines", 2)
     assert len(cues) >= 3
