@@ -10,6 +10,11 @@
 //
 // ACT_GLU: an invocation's TN (even) columns are consecutive in pair order (linear.glsl), so it holds
 // both sums of each of its TN/2 outputs.
+// -DWQ_<type> (dequant.glsl): w holds rows of K / QB_K quantized blocks (K a multiple of them, so of
+// 8). Each weight is dequantized to its f32 value (bit for bit the host's, as gemm.comp's quantized
+// tiles take it while staging) and enters the output's FMA chain in k order, 8 k at a time; the chain
+// depends on K only, so a row never depends on M (the matvec hint's rule).
+//
 // spec 0: workgroup size; 4 TM; 5 TN (outputs per invocation, at most 8 each; a workgroup covers
 // WG*TN columns of TM rows, looping grid-stride over those tiles); 7 tensor types (linear.glsl).
 // push: linear.glsl; flags bit 0: K % 8 == 0 and x, w 16-byte aligned (vector loads allowed).
@@ -56,6 +61,33 @@ void main() {
             xr[i] = uint64_t(min(m0 + i, M - 1u)) * K;
             wr[i] = uint64_t(glu_row(min(n0 + i, N - 1u))) * K;
         }
+#ifdef WQ
+        for (uint i = 0; i < 8u; i++) // the rows' blocks
+            wr[i] = pc.w + uint64_t(glu_row(min(n0 + i, N - 1u))) * uint64_t(K / QB_K) * uint64_t(QB_BYTES);
+        for (uint k = 0; k < K; k += 8u) {
+            float b[64];
+            [[unroll]] for (uint j = 0; j < 8u; j++)
+                if (j < TN) {
+                    float v[8];
+                    dequant8(wr[j], k, v);
+                    [[unroll]] for (uint e = 0; e < 8u; e++)
+                        b[j * 8u + e] = v[e];
+                }
+            [[unroll]] for (uint i = 0; i < 8u; i++)
+                if (i < TM) {
+                    float a[8];
+                    [[unroll]] for (uint e = 0; e < 8u; e++)
+                        a[e] = load_x(xr[i] + k + e);
+                    [[unroll]] for (uint j = 0; j < 8u; j++)
+                        if (j < TN) {
+                            float s = acc[i * 8u + j]; // one k at a time
+                            [[unroll]] for (uint e = 0; e < 8u; e++)
+                                s = fma(a[e], b[j * 8u + e], s);
+                            acc[i * 8u + j] = s;
+                        }
+                }
+        }
+#else
         uint k = 0;
         if ((pc.flags & FLAG_VEC) != 0u) { // K % 8 == 0, x and w 16-byte aligned: 4 k per load
             for (; k < K; k += 4u) {
@@ -86,6 +118,7 @@ void main() {
                     if (i < TM && j < TN)
                         acc[i * 8u + j] = fma(a[i], b[j], acc[i * 8u + j]);
         }
+#endif
         // Epilogue (linear.glsl), in the reference's order, in rolled loops over a copy of the sums so
         // that its code exists once (unrolled over the 64 outputs, with GLU's pairs, it made llvmpipe
         // take half as long again to compile the kernel, on every run: lavapipe caches no pipelines).

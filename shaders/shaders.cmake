@@ -81,6 +81,12 @@ foreach(q Q8_0 Q4_K Q5_K Q6_K)
 endforeach()
 vkasr_shader(gemm_direct_f32 gemm_direct.comp)
 vkasr_shader(gemm_direct_h gemm_direct.comp DEFINES F16_TYPES)
+# the same on quantized weights (CPU drivers: every product of a quantized file), per block type
+foreach(q Q8_0 Q4_K Q5_K Q6_K)
+  string(TOLOWER ${q} ql)
+  vkasr_shader(gemm_direct_${ql} gemm_direct.comp DEFINES WQ_${q})
+  vkasr_shader(gemm_direct_${ql}_h gemm_direct.comp DEFINES WQ_${q} F16_TYPES)
+endforeach()
 vkasr_shader(gemv_f32 gemv.comp)
 vkasr_shader(gemv_h gemv.comp DEFINES F16_TYPES)
 # matrix-vector products of quantized weights (blocks read directly): per block type, f32 and f16 x/y

@@ -28,6 +28,11 @@
     {.name = nm, .prof = "linear", .kind = VK_GEMM_DIRECT, .wtype = wt,                                \
      .spv = (wt) == BE_F16 ? SPV_gemm_direct_h : SPV_gemm_direct_f32, .spv_f16io = SPV_gemm_direct_h,  \
      .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
+/* ... on quantized weights (gemm_direct.comp -DWQ_<type>: each block dequantized in the FMA chain) */
+#define DIRECTQ(nm, wt, sp, sph, w_, tm_, tn_)                                                         \
+    {.name = nm, .prof = "linear_q", .kind = VK_GEMM_DIRECT, .wtype = wt, .spv = sp, .spv_f16io = sph,  \
+     .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
+#define DIRECTQ2(q, wt, sp, sph) DIRECTQ(q "_direct", wt, sp, sph, 8, 8, 8), DIRECTQ(q "_direct_mv", wt, sp, sph, 64, 4, 4)
 /* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
 #define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
     {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
@@ -58,6 +63,10 @@ static const struct vk_gemm_cfg configs[] = {
     DIRECT("f16_direct", BE_F16, 8, 8, 8),
     DIRECT("f32_direct_mv", BE_F32, 64, 4, 4),
     DIRECT("f16_direct_mv", BE_F16, 64, 4, 4),
+    DIRECTQ2("q8_0", BE_Q8_0, SPV_gemm_direct_q8_0, SPV_gemm_direct_q8_0_h),
+    DIRECTQ2("q4_k", BE_Q4_K, SPV_gemm_direct_q4_k, SPV_gemm_direct_q4_k_h),
+    DIRECTQ2("q5_k", BE_Q5_K, SPV_gemm_direct_q5_k, SPV_gemm_direct_q5_k_h),
+    DIRECTQ2("q6_k", BE_Q6_K, SPV_gemm_direct_q6_k, SPV_gemm_direct_q6_k_h),
     GEMV("f32_gemv", BE_F32, 256, 8),
     GEMV("f16_gemv", BE_F16, 256, 8),
     GEMV_WIDE("f32_gemvw", BE_F32, 256, 4, 4), /* many rows: 4 rows x 4 columns per group */
@@ -255,6 +264,16 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
                      !caps->coopmat_int8 ? "i8emu128x128_k64"
                      : i8_small(M, N)    ? "i8cm64x64_k64"
                                          : "i8cm128x128_k64");
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+            p.cfg = NULL;
+        }
+        /* A CPU driver: gemm_direct.comp at every M, hinted or not (below, for f32/f16 weights): on
+         * lavapipe a stream step's hinted products took 5 ms each on gemv.comp (0.6 ms here) */
+        if (caps->cpu) {
+            char name[32];
+            snprintf(name, sizeof name, "%s_direct%s", be_dtype_name(wtype), M <= 8 ? "_mv" : "");
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
