@@ -1,9 +1,9 @@
 #!/bin/sh
 # test_bench_streams.sh — `vkasr bench --streams`: the shipped cache-aware model's live streams at real
 # time on the CPU backend (the JSON's figures there and consistent: quantiles in order, steps that
-# advanced 1..N streams, a share of the wall time), the table's rows, --profile's ops on lavapipe, the
-# streaming default model without -m, and the refusals (a model that is not cache-aware, bad counts, several lengths): exit 2
-# with the reason.
+# advanced 1..N streams, a share of the wall time), the table's rows, --profile's ops on lavapipe (of a
+# step, and of whole runs without --streams), the streaming default model without -m, and the refusals (a model that is not cache-aware, bad counts,
+# several lengths): exit 2 with the reason.
 # usage: test_bench_streams.sh VKASR STREAM_MODEL OFFLINE_MODEL WORK_DIR
 set -u
 VKASR=$1 STREAM=$2 OFFLINE=$3 WORK=$4
@@ -59,6 +59,12 @@ print("bench --streams --profile:", sorted(ops))' "$WORK/out" || fail "bench --s
 expect 0 "" "$VKASR" bench -m "$STREAM" -d cpu --streams 1 --seconds 1 --profile --json
 python3 -c 'import json, sys; assert "ops" not in json.load(open(sys.argv[1]))["streams"][0]' "$WORK/out" ||
     fail "bench --streams --profile on the CPU backend: ops reported"
+
+# --profile without --streams: the timed runs' ops per length on stderr (the offline model's encoder
+# products among them)
+expect 0 "GPU time per run by op (1 run)" "$VKASR" bench -m "$OFFLINE" -d llvmpipe --seconds 1 --runs 1 \
+    --warmup-ms 0 --profile
+grep -Eq '^vkasr: +linear +[0-9.]+ dispatches +[0-9.]+ ms' "$WORK/err" || fail "bench --profile: no linear row"
 
 # without -m: the streaming default model, as vkasr live takes it
 expect 0 "" env -u VKASR_MODEL "$VKASR" bench -d cpu --streams 1 --seconds 1

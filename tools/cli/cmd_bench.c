@@ -221,10 +221,11 @@ static void print_session_profile(vkasr_session *s, double seconds, int runs) {
     double sum = 0;
     for (size_t i = 0; i < n; i++)
         sum += ops[i].gpu_ms;
-    fprintf(stderr, "vkasr: %g s, GPU time per run by op (%d runs): %.3f ms in all\n", seconds, runs, sum / runs);
+    fprintf(stderr, "vkasr: %g s, GPU time per run by op (%d run%s): %.3f ms in all\n", seconds, runs,
+            runs == 1 ? "" : "s", sum / runs);
     for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "vkasr:   %-24s %9.1f dispatches %10.3f ms %5.1f %%\n", ops[i].name, (double)ops[i].calls / runs,
-                ops[i].gpu_ms / runs, sum > 0 ? 100.0 * ops[i].gpu_ms / sum : 0.0);
+        fprintf(stderr, "vkasr:   %-24s %9.1f dispatches %10.3f ms %5.1f %%\n", ops[i].name,
+                (double)ops[i].calls / runs, ops[i].gpu_ms / runs, sum > 0 ? 100.0 * ops[i].gpu_ms / sum : 0.0);
     vkasr_session_profile_reset(s);
 }
 

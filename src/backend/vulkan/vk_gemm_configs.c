@@ -32,7 +32,8 @@
 #define DIRECTQ(nm, wt, sp, sph, w_, tm_, tn_)                                                         \
     {.name = nm, .prof = "linear_q", .kind = VK_GEMM_DIRECT, .wtype = wt, .spv = sp, .spv_f16io = sph,  \
      .wg = w_, .bm = tm_, .bn = (w_) * (tn_), .bk = 0, .tm = tm_, .tn = tn_, .stages = 0, .shared_bytes = 0}
-#define DIRECTQ2(q, wt, sp, sph) DIRECTQ(q "_direct", wt, sp, sph, 8, 8, 8), DIRECTQ(q "_direct_mv", wt, sp, sph, 64, 4, 4)
+#define DIRECTQ2(q, wt, sp, sph)                                                                       \
+    DIRECTQ(q "_direct", wt, sp, sph, 8, 8, 8), DIRECTQ(q "_direct_mv", wt, sp, sph, 64, 4, 4)
 /* The same on quantized weights (gemv.comp -DWQ_<type>: blocks read directly, f32 or f16 x and y). */
 #define GEMVQ(nm, wt, sp, sph, w_, mr)                                                                 \
     {.name = nm, .prof = "linear_gemv_q", .kind = VK_GEMM_GEMV, .wtype = wt, .spv = sp, .spv_f16io = sph, \
@@ -270,7 +271,7 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
             p.cfg = NULL;
         }
         /* A CPU driver: gemm_direct.comp at every M, hinted or not (below, for f32/f16 weights): on
-         * lavapipe a stream step's hinted products took 5 ms each on gemv.comp (0.6 ms here) */
+         * lavapipe a stream step's hinted products took 5 ms each on gemv.comp (1.1 ms here) */
         if (caps->cpu) {
             char name[32];
             snprintf(name, sizeof name, "%s_direct%s", be_dtype_name(wtype), M <= 8 ? "_mv" : "");
