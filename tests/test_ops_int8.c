@@ -423,6 +423,7 @@ int main(void) {
     /* the choice on a device with int8 cooperative matrices (these caps with them turned on): 64x64 tiles
      * for a few rows and up to 1024 x 1024, else 128x128; VKASR_INT8=0's caps keep the f16 tensor cores */
     struct vk_caps nv = *caps;
+    nv.cpu = false; /* a GPU (a CPU driver takes gemm_direct.comp for every product) */
     nv.coopmat_nv = nv.coopmat_int8 = true;
     nv.subgroup_size = 32;
     nv.max_shared = 49152;

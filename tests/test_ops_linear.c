@@ -582,6 +582,11 @@ static void selection_tests(struct th *h) {
     expect_choice(h, "lavapipe", &lvp, 8, 518, 256, BE_F16, true, "f16_direct_mv", 1);
     expect_choice(h, "lavapipe", &lvp, 1, 256, 512, BE_F32, false, "f32_direct_mv", 1);
     expect_choice(h, "lavapipe", &lvp, 9, 518, 256, BE_F16, true, "f16_direct", 1);
+    /* quantized weights too, hinted or not (gemv.comp took 5 ms a product of a stream step there) */
+    expect_choice(h, "lavapipe", &lvp, 2, 704, 176, BE_Q8_0, true, "q8_0_direct_mv", 1);
+    expect_choice(h, "lavapipe", &lvp, 33, 704, 256, BE_Q4_K, true, "q4_k_direct", 1);
+    expect_choice(h, "lavapipe", &lvp, 7500, 4096, 1024, BE_Q6_K, false, "q6_k_direct", 1);
+    expect_choice(h, "gpu", &gpu, 2, 704, 256, BE_Q8_0, true, "q8_0_gemv", 1);
     struct vk_caps nof16 = gpu;
     nof16.f16 = false;
     expect_choice(h, "no-f16", &nof16, 64, 64, 64, BE_F16, false, "(none)", 1);
