@@ -79,6 +79,9 @@ struct vkasr_session {
  * the scratch blocks made and the call's time. */
 void api_first_call_begin(vkasr_session *s);
 void api_first_call_end(vkasr_session *s, double call_ms);
+/* A backend's per-op GPU times (vkasr_session_profile, vkasr_model_stream_profile): up to capacity
+ * entries into out (which may be NULL); returns how many ops there are. */
+size_t api_profile_copy(const struct backend *be, vkasr_op_profile *out, size_t capacity);
 /* Frees what a result holds and zeroes it. */
 void api_result_clear(struct vkasr_result *r);
 /* Finishes a result after its run (status st): the transcript from its tokens, partial, timings

@@ -1,7 +1,10 @@
 /* debug.c — the debugging hooks of include/vkasr_debug.h: a session's debug parameters (stage taps,
  * teacher forcing, kept features; vkasr.c and batch.c apply them), the kept features' accessors and
- * the device's count of int8 products.
+ * the device's count of int8 products; the per-op profile's copy that vkasr_session_profile and
+ * vkasr_model_stream_profile share.
  * Used by vkasr's own tools and tests; not part of vkasr.h's contract. */
+#include <stdio.h>
+
 #include "api/api.h"
 
 vkasr_debug_params vkasr_debug_params_default(void) {
@@ -42,3 +45,14 @@ const float *vkasr_result_encoder(const vkasr_result *r, size_t *frames, size_t 
 }
 
 uint64_t vkasr_model_int8_products(const vkasr_model *m) { return m ? be_device_int8_products(m->dev) : 0; }
+
+size_t api_profile_copy(const struct backend *be, vkasr_op_profile *out, size_t capacity) {
+    struct be_op_stat st[128];
+    const size_t n = be->vt->profile(be, st, 128);
+    for (size_t i = 0; i < n && i < capacity && out; i++) {
+        snprintf(out[i].name, sizeof out[i].name, "%s", st[i].name);
+        out[i].calls = st[i].calls;
+        out[i].gpu_ms = st[i].gpu_ms;
+    }
+    return n;
+}

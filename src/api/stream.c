@@ -6,7 +6,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -492,14 +491,7 @@ vkasr_status vkasr_model_stream_profile(vkasr_model *m, vkasr_op_profile *out, s
     pthread_mutex_lock(&m->pools_lock); /* the stepper records into the pools' backend under it */
     struct stream_pools *sp = m->pools;
     if (sp) {
-        struct be_op_stat st[128];
-        size_t n = sp->be->vt->profile(sp->be, st, 128);
-        *count = n;
-        for (size_t i = 0; i < n && i < capacity && out; i++) {
-            snprintf(out[i].name, sizeof out[i].name, "%s", st[i].name);
-            out[i].calls = st[i].calls;
-            out[i].gpu_ms = st[i].gpu_ms;
-        }
+        *count = api_profile_copy(sp->be, out, capacity);
         sp->be->vt->profile_reset(sp->be);
     }
     pthread_mutex_unlock(&m->pools_lock);

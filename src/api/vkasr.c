@@ -655,14 +655,7 @@ vkasr_attention vkasr_result_attention(const vkasr_result *r, int *window) {
 vkasr_status vkasr_session_profile(const vkasr_session *s, vkasr_op_profile *out, size_t capacity, size_t *count) {
     if (!s || !count || s->stream) /* a stream's worker owns the session's backend */
         return VKASR_ERR_INVALID_ARG;
-    struct be_op_stat st[128];
-    size_t n = s->be->vt->profile(s->be, st, 128);
-    *count = n;
-    for (size_t i = 0; i < n && i < capacity && out; i++) {
-        snprintf(out[i].name, sizeof out[i].name, "%s", st[i].name);
-        out[i].calls = st[i].calls;
-        out[i].gpu_ms = st[i].gpu_ms;
-    }
+    *count = api_profile_copy(s->be, out, capacity);
     return VKASR_OK;
 }
 
