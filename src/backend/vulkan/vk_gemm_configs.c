@@ -249,37 +249,40 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
     const bool quant = be_dtype_is_quant(wtype);
     if (wtype != BE_F32 && wtype != BE_F16 && !quant)
         return p;
-    /* Quantized weights: a hinted product (the decoder's) takes gemv.comp reading the blocks, on every
-     * device (32-row tiles from 32 rows on, as for f32/f16; a row depends on N and K only); else tensor
-     * cores where an f16 weight would take them without the hint (N >= 16, any M: the one tile of the
-     * block type, so a row does not depend on M), w dequantized and rounded to f16 in the tile; else
-     * the scalar tiles, which dequantize w to f32 while staging it. */
+    /* q8_0 and the k-quants on int8 tensor cores (their int8 forms, x quantized per row: vk_op_gemm_i8.c)
+     * where the device has them, or the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16
+     * device): the products the f16 tensor cores would take below, with K a multiple of 32 (always:
+     * q8_0's blocks hold 32 weights, the k-quants' 256). */
+    if (quant && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
+                 !caps->coopmat_int8 ? "i8emu128x128_k64"
+                 : i8_small(M, N)    ? "i8cm64x64_k64"
+                                     : "i8cm128x128_k64");
+        p.cfg = vk_gemm_find(name);
+        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+            return p;
+        p.cfg = NULL;
+    }
+    /* A CPU driver: gemm_direct.comp for every product, f32, f16 or block-quantized weights, hinted or
+     * not (no barriers; on lavapipe 4x the scalar tiles on an encoder product, 9-14x gemv.comp on the
+     * decoder's, and 5 -> 1.1 ms a hinted q8_0 product of a stream step): 8x8 outputs per invocation in
+     * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the scalar
+     * tiles, so a row still does not depend on M. */
+    if (caps->cpu) {
+        char name[32];
+        snprintf(name, sizeof name, "%s_direct%s", be_dtype_name(wtype), M <= 8 ? "_mv" : "");
+        p.cfg = vk_gemm_find(name);
+        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+            return p;
+        p.cfg = NULL;
+    }
+    /* Quantized weights on a GPU: a hinted product (the decoder's) takes gemv.comp reading the blocks
+     * (32-row tiles from 32 rows on, as for f32/f16; a row depends on N and K only); else tensor cores
+     * where an f16 weight would take them without the hint (N >= 16, any M: the one tile of the block
+     * type, so a row does not depend on M), w dequantized and rounded to f16 in the tile; else the
+     * scalar tiles, which dequantize w to f32 while staging it. */
     if (quant) {
-        /* q8_0 and the k-quants on int8 tensor cores (their int8 forms, x quantized per row:
-         * vk_op_gemm_i8.c) where the device has them, or the emulated twin under VKASR_INT8=emu (tests,
-         * accuracy on any f16 device): the products the f16 tensor cores would take below, with K a
-         * multiple of 32 (always: q8_0's blocks hold 32 weights, the k-quants' 256). */
-        if (!matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-            char name[32];
-            snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
-                     !caps->coopmat_int8 ? "i8emu128x128_k64"
-                     : i8_small(M, N)    ? "i8cm64x64_k64"
-                                         : "i8cm128x128_k64");
-            p.cfg = vk_gemm_find(name);
-            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
-                return p;
-            p.cfg = NULL;
-        }
-        /* A CPU driver: gemm_direct.comp at every M, hinted or not (below, for f32/f16 weights): on
-         * lavapipe a stream step's hinted products took 5 ms each on gemv.comp (1.1 ms here) */
-        if (caps->cpu) {
-            char name[32];
-            snprintf(name, sizeof name, "%s_direct%s", be_dtype_name(wtype), M <= 8 ? "_mv" : "");
-            p.cfg = vk_gemm_find(name);
-            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
-                return p;
-            p.cfg = NULL;
-        }
         if (matvec) {
             char name[32];
             snprintf(name, sizeof name, "%s_gemv%s", be_dtype_name(wtype), M >= 32 ? "32" : "");
@@ -303,17 +306,6 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
         }
 #endif
         goto scalar;
-    }
-    /* A CPU driver: gemm_direct.comp for every product (no barriers; on lavapipe 4x the scalar tiles
-     * on an encoder product, 9-14x gemv.comp on the decoder's): 8x8 outputs per invocation in
-     * 8-invocation workgroups, or 4x4 in 64 for at most 8 rows. Its FMA chains are those of the
-     * scalar tiles, so a row still does not depend on M. */
-    if (caps->cpu) {
-        p.cfg = vk_gemm_find(M <= 8 ? (wtype == BE_F16 ? "f16_direct_mv" : "f32_direct_mv")
-                                    : (wtype == BE_F16 ? "f16_direct" : "f32_direct"));
-        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
-            return p;
-        p.cfg = NULL;
     }
 #ifdef VKASR_HAVE_NV_COOPMAT_SHADERS
     /* A hinted product with f16 weights on tensor cores (an f16 session's decoder): at every M, so a
