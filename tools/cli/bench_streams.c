@@ -5,6 +5,7 @@
  * real time holds. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,23 +58,24 @@ static int64_t need(const vkasr_stream_steps *g, int64_t f, int64_t total) {
     return k < total ? k : total;
 }
 
-/* --profile: a count's GPU time per step by op, the largest first. */
+/* --profile: the ops' GPU time by op, the largest first, per one of `per` units (steps, runs): a line
+ * "HEAD: X ms in all", then a line per op after ROW. */
 static int cmp_op(const void *a, const void *b) {
     double x = ((const vkasr_op_profile *)a)->gpu_ms, y = ((const vkasr_op_profile *)b)->gpu_ms;
     return x > y ? -1 : x < y;
 }
 
-static void print_profile(struct bench_row *r) {
-    if (!r->nops || r->steps <= 0)
+void bench_print_ops(FILE *f, const char *head, const char *row, vkasr_op_profile *ops, size_t n, double per) {
+    if (n == 0 || per <= 0)
         return;
-    qsort(r->ops, r->nops, sizeof *r->ops, cmp_op);
+    qsort(ops, n, sizeof *ops, cmp_op);
     double sum = 0;
-    for (size_t i = 0; i < r->nops; i++)
-        sum += r->ops[i].gpu_ms;
-    printf("        GPU time per step by op (%.0f steps): %.3f ms in all\n", r->steps, sum / r->steps);
-    for (size_t i = 0; i < r->nops; i++)
-        printf("        %-24s %9.1f dispatches %9.3f ms %5.1f %%\n", r->ops[i].name, r->ops[i].calls / r->steps,
-               r->ops[i].gpu_ms / r->steps, sum > 0 ? 100.0 * r->ops[i].gpu_ms / sum : 0.0);
+    for (size_t i = 0; i < n; i++)
+        sum += ops[i].gpu_ms;
+    fprintf(f, "%s: %.3f ms in all\n", head, sum / per);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%-24s %9.1f dispatches %10.3f ms %5.1f %%\n", row, ops[i].name, (double)ops[i].calls / per,
+                ops[i].gpu_ms / per, sum > 0 ? 100.0 * ops[i].gpu_ms / sum : 0.0);
 }
 
 /* One count: n streams, `total` samples each. Returns the exit code; r filled on success. */
@@ -237,7 +239,9 @@ int bench_streams(vkasr_model *m, const char *model, const int *streams, int nst
         if (rc == EXIT_OK && !json) {
             printf("%7d %9.1f %9.1f %9.1f %9.2f %9.1f %8.1f %9.1f %-5s\n", r->n, r->p50, r->p95, r->max, r->step_ms,
                    r->per_step, r->steps_pct, r->setup_ms, r->real_time ? "yes" : "NO");
-            print_profile(r);
+            char head[64];
+            snprintf(head, sizeof head, "        GPU time per step by op (%.0f steps)", r->steps);
+            bench_print_ops(stdout, head, "        ", r->ops, r->nops, r->steps);
             fflush(stdout);
         }
     }

@@ -161,6 +161,9 @@ void synth_speech(float *x, size_t n, uint64_t seed);
 /* vkasr bench --streams: for each count in streams[], that many live streams of the loaded cache-aware
  * model fed synthetic speech at real time (`seconds` each); a table, or JSON. Returns the exit code. */
 int bench_streams(vkasr_model *m, const char *model, const int *streams, int nstreams, double seconds, bool json);
+/* --profile's table: the ops' GPU time per one of `per` units (steps, runs), the largest first, under a
+ * line "HEAD: X ms in all", each op's line after ROW (bench_streams.c). */
+void bench_print_ops(FILE *f, const char *head, const char *row, vkasr_op_profile *ops, size_t n, double per);
 
 /* ---- commands: argv holds the arguments after the command's name ---- */
 

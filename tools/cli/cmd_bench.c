@@ -217,15 +217,9 @@ static void print_session_profile(vkasr_session *s, double seconds, int runs) {
     size_t n = 0;
     if (vkasr_session_profile(s, ops, 64, &n) != VKASR_OK || n == 0)
         return;
-    n = n < 64 ? n : 64;
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += ops[i].gpu_ms;
-    fprintf(stderr, "vkasr: %g s, GPU time per run by op (%d run%s): %.3f ms in all\n", seconds, runs,
-            runs == 1 ? "" : "s", sum / runs);
-    for (size_t i = 0; i < n; i++)
-        fprintf(stderr, "vkasr:   %-24s %9.1f dispatches %10.3f ms %5.1f %%\n", ops[i].name,
-                (double)ops[i].calls / runs, ops[i].gpu_ms / runs, sum > 0 ? 100.0 * ops[i].gpu_ms / sum : 0.0);
+    char head[96];
+    snprintf(head, sizeof head, "vkasr: %g s, GPU time per run by op (%d run%s)", seconds, runs, runs == 1 ? "" : "s");
+    bench_print_ops(stderr, head, "vkasr:   ", ops, n < 64 ? n : 64, runs);
     vkasr_session_profile_reset(s);
 }
 
