@@ -2,8 +2,6 @@
 import pytest
 
 import vkasr
-import os
-
 from conftest import ROOT, SPEECH
 
 
