@@ -1,6 +1,6 @@
 // test_serve_browser.cjs — the page of `vkasr serve` in a real browser: Debian's chromium, headless,
 // driven by puppeteer-core (run by test_serve_live.sh with NODE_PATH at the packages it installed).
-// The microphone is chromium's fake capture device playing CLIP (a clip then 1.5 s of silence, looped): a
+// The microphone is chromium's fake capture device playing CLIP (a clip then 3 s of silence, looped): a
 // completed line of the page must be the offline transcript of the clip. The upload path, with
 // format srt, must give the SRT of `vkasr transcribe --format srt`.
 //   node test_serve_browser.cjs CHROMIUM PORT CLIP EXPECTED_TEXT_FILE UPLOAD EXPECTED_SRT_FILE
@@ -35,12 +35,13 @@ async function main() {
     check(true, `status line: ${await page.$eval('#status', (e) => e.textContent)}`);
 
     // the microphone: the capture loops the clip, its first pass from wherever the fake device starts
-    // (before the page records, at times): one of the first three completed lines is the whole clip
+    // (before the page records, at times), and under load chromium drops some captured audio: one of the
+    // first five completed lines is the whole clip
     await page.click('#mic');
     await page.waitForFunction((want) => {
       const lines = [...document.querySelectorAll('#final p[data-completed]')].map((p) => p.textContent);
-      return lines.includes(want) || lines.length >= 3;
-    }, { timeout: 40000 }, expected);
+      return lines.includes(want) || lines.length >= 5;
+    }, { timeout: 60000 }, expected);
     const lines = await page.$$eval('#final p[data-completed]', (ps) => ps.map((p) => p.textContent));
     check(lines.includes(expected), `microphone: completed lines ${JSON.stringify(lines)} include the offline ${JSON.stringify(expected)}`);
     await page.click('#mic'); // stop: commit, the last words, close

@@ -156,16 +156,18 @@ if [ -n "${VKASR_TEST_NO_VALIDATION:-}" ]; then
 elif [ -z "$CHROMIUM" ]; then
     echo "skip the browser test: no chromium (Debian: chromium; scripts/setup.sh --test installs it)"
 else
-    # the clip, then 1.5 s of silence: the capture loops it, each pass a turn of its own
+    # the clip, then 3 s of silence: the capture loops it, each pass a turn of its own. (Under load chromium
+    # drops captured audio, in the clip and in the pause: with 1.5 s a pass's pause fell under the 1 s that
+    # ends a turn.)
     node -e '
 const fs = require("fs");
 const b = fs.readFileSync(process.argv[1]), rate = b.readUInt32LE(24), data = b.subarray(44);
-const pad = Buffer.alloc(rate * 1.5 * 2), h = Buffer.from(b.subarray(0, 44));
+const pad = Buffer.alloc(rate * 3 * 2), h = Buffer.from(b.subarray(0, 44));
 h.writeUInt32LE(36 + data.length + pad.length, 4);
 h.writeUInt32LE(data.length + pad.length, 40);
 fs.writeFileSync(process.argv[2], Buffer.concat([h, data, pad]));' "$AUDIO/heldout/h00100.wav" "$WORK/clip.wav"
     "$VKASR" transcribe -np --format srt -m "$MODEL" "$AUDIO/heldout/h00100.wav" >"$WORK/expect.srt" || fail "transcribe --format srt"
-    timeout 90 node "$HERE/test_serve_browser.cjs" "$CHROMIUM" "$PORT" "$WORK/clip.wav" "$WORK/expect/0.txt" \
+    timeout 120 node "$HERE/test_serve_browser.cjs" "$CHROMIUM" "$PORT" "$WORK/clip.wav" "$WORK/expect/0.txt" \
         "$AUDIO/heldout/h00100.wav" "$WORK/expect.srt" || fail "the page in chromium"
 fi
 kill -TERM "$PID"
