@@ -8,7 +8,8 @@
  *     the streams of a step are one packed batch of the subsampling;
  *   per layer and stream (a slot of the pool's tensors): the projected keys and values of its last L
  *     frames (a window over 2(L+R+1) rows, moved to the slot's start when full) and the last K-1
- *     inputs of the causal depthwise conv. The fill length (frames seen, at most L) needs no mask:
+ *     inputs of the causal depthwise conv (the step convolves its streams' [cache | chunk] rows packed,
+ *     so its cost follows the streams it advances, not the pool's slots). The fill length (frames seen, at most L) needs no mask:
  *     a stream's attention segment is [its window | its chunk], the queries its last rows (op
  *     relpos_attention's q_pos form), so every stream of the step attends to its own keys in one call.
  * Keys and values are cached projected (not the attention's normalised input as NeMo does): the same
@@ -23,7 +24,7 @@
 
 struct pool_layer {
     be_tensor k, v;                  /* [S*W, D]: slot s's window rows s*W .. (types asr_types.k, .v) */
-    be_tensor g;                     /* [S*G, D]: slot s's conv cache, then its chunk's GLU outputs  */
+    be_tensor g;                     /* [S*K1, D]: slot s's conv cache, its last K-1 GLU outputs      */
     be_tensor p;                     /* [P, D] the projected relative positions (shared)             */
 };
 
@@ -33,9 +34,8 @@ struct asr_stream_pool {
     uint64_t mark;                   /* the scratch stack's top before the pool's tensors            */
     struct asr_stream_geometry g;
     struct asr_types t;
-    int64_t S, W, G;                 /* slots; rows of a slot's attention window buffer, conv rows  */
+    int64_t S, W, K1;                /* slots; rows of a slot's attention window buffer, conv cache */
     struct pool_layer *layers;
-    be_tensor gseg;                  /* I64 [S+1]: the conv rows' slot segments                      */
     struct asr_stream_search dec;    /* the slots' transducer search                                 */
     struct asr_stream **used;        /* [S] the slot's stream (NULL: free)                           */
 };
@@ -115,25 +115,19 @@ vkasr_status asr_stream_pool_create(const struct asr_model *m, struct backend *b
     p->t = asr_types_for(m->precision);
     p->S = slots;
     p->W = 2 * (g.left + g.chunk);
-    p->G = c->conv_kernel - 1 + g.chunk;
+    p->K1 = c->conv_kernel - 1;
     p->mark = be_mark(be);
     p->layers = calloc((size_t)c->n_layers, sizeof *p->layers);
     p->used = calloc((size_t)slots, sizeof *p->used);
-    int64_t *gs = malloc((size_t)(slots + 1) * sizeof *gs);
     const int64_t D = c->d_model, P = 2 * (g.left + g.chunk) - 1;
-    vkasr_status st = p->layers && p->used && gs ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    for (int64_t s = 0; gs && s <= slots; s++)
-        gs[s] = s * p->G;
-    if (st == VKASR_OK)
-        st = upload_i64(be, gs, slots + 1, &p->gseg);
-    free(gs);
+    vkasr_status st = p->layers && p->used ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     for (int l = 0; st == VKASR_OK && l < c->n_layers; l++) {
         struct pool_layer *pl = &p->layers[l];
         st = alloc2(be, p->t.k, slots * p->W, D, &pl->k);
         if (st == VKASR_OK)
             st = alloc2(be, p->t.v, slots * p->W, D, &pl->v);
         if (st == VKASR_OK)
-            st = alloc2(be, p->t.hidden, slots * p->G, D, &pl->g);
+            st = alloc2(be, p->t.hidden, slots * (p->K1 > 0 ? p->K1 : 1), D, &pl->g);
         if (st == VKASR_OK)
             st = alloc2(be, p->t.p, P, D, &pl->p);
     }
@@ -200,8 +194,8 @@ vkasr_status asr_stream_create(struct asr_stream_pool *p, const struct asr_strea
     s->prompt = o ? o->prompt : 0;
     // the conv cache starts as the offline run's causal padding (zeros); the search from its start
     vkasr_status st = VKASR_OK;
-    for (int l = 0; st == VKASR_OK && l < p->m->cfg.n_layers; l++) {
-        be_tensor gr = be_tensor_rows(&p->layers[l].g, slot * p->G, p->G);
+    for (int l = 0; st == VKASR_OK && p->K1 > 0 && l < p->m->cfg.n_layers; l++) {
+        be_tensor gr = be_tensor_rows(&p->layers[l].g, slot * p->K1, p->K1);
         st = zero_rows(p->be, &gr);
     }
     if (st != VKASR_OK)
@@ -379,8 +373,11 @@ struct tables {
     be_tensor kv_rows;               /* [N] the chunk's rows in the attention buffers                 */
     be_tensor q_pos;                 /* [N] the queries' positions (= kv_rows)                        */
     be_tensor seg;                   /* [2B+2] the attention segments (streams' and the gaps between)  */
-    be_tensor g_rows;                /* [N] the chunk's rows in the conv buffers                      */
-    be_tensor gc_src, gc_dst;        /* [B(K-1)] the conv cache's move                                */
+    /* the conv's packed rows: each stream's segment [its K-1 cached rows | its chunk's rows] */
+    be_tensor c_seg;                 /* [B+1] the segments' starts                                    */
+    be_tensor c_rows;                /* [N] the chunk's rows in them                                  */
+    be_tensor cache_rows;            /* [B(K-1)] the streams' cache rows in the slots' caches         */
+    be_tensor cache_in, cache_out;   /* [B(K-1)] in the packed rows: the old cache, the new one       */
     be_tensor w_src, w_dst;          /* [nw] the attention windows moved to their slot's start          */
     int64_t nw;
 };
@@ -427,29 +424,28 @@ static void attention(struct step_ctx *x, const struct asr_layer *L, struct pool
 static void conv_module(struct step_ctx *x, const struct asr_layer *L, struct pool_layer *pl, const struct tables *tb,
                         int64_t B, const be_tensor *r) {
     struct asr_stream_pool *p = x->p;
-    const int64_t N = x->N, D = x->D, K1 = x->c->conv_kernel - 1;
+    const int64_t N = x->N, D = x->D, K1 = p->K1, rows = B * K1 + N;
     const bool ln = x->c->conv_ln;
-    be_tensor h = tmp(x, p->t.norm, N, D), gn = tmp(x, p->t.hidden, N, D);
-    be_tensor d = tmp(x, ln ? BE_F32 : p->t.hidden, pl->g.ne[0], D), dn = tmp(x, d.type, N, D);
-    be_tensor gc = tmp(x, p->t.hidden, B * K1 > 0 ? B * K1 : 1, D);
+    be_tensor h = tmp(x, p->t.norm, N, D), gn = tmp(x, p->t.hidden, N, D), g = tmp(x, p->t.hidden, rows, D);
+    be_tensor d = tmp(x, ln ? BE_F32 : p->t.hidden, rows, D), dn = tmp(x, d.type, N, D);
     layernorm(x, r, &L->conv_norm_w, &L->conv_norm_b, &h);
     linear(x, &h, &L->pw1_w, &L->pw1_b, NULL, &gn, ACT_GLU, 1.0f);
-    copy_rows(x, &gn, &pl->g, NULL, &tb->g_rows, N);
-    // d: every slot's [cache | chunk] rows convolved in its own segment (idle slots cost little: K taps)
+    // g: each stream's [cache | chunk] rows, packed; d: each convolved in its own segment
+    copy_rows(x, &pl->g, &g, &tb->cache_rows, &tb->cache_in, B * K1);
+    copy_rows(x, &gn, &g, NULL, &tb->c_rows, N);
     if (x->st == VKASR_OK)
-        x->st = be_dwconv1d(x->be, &(struct op_dwconv1d){.x = pl->g, .w = L->dw_w, .b = L->dw_b, .y = d,
+        x->st = be_dwconv1d(x->be, &(struct op_dwconv1d){.x = g, .w = L->dw_w, .b = L->dw_b, .y = d,
                                                          .act = ln ? ACT_NONE : ACT_SILU,
-                                                         .seg = p->S > 1 ? p->gseg : (be_tensor){0}, .causal = true});
-    copy_rows(x, &d, &dn, &tb->g_rows, NULL, N);
+                                                         .seg = B > 1 ? tb->c_seg : (be_tensor){0}, .causal = true});
+    copy_rows(x, &d, &dn, &tb->c_rows, NULL, N);
     if (ln) {
         layernorm(x, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn);
         if (x->st == VKASR_OK)
             x->st = be_unary(x->be, &(struct op_unary){.x = dn, .y = dn, .act = ACT_SILU, .alpha = 1.0f});
     }
     linear(x, &dn, &L->pw2_w, &L->pw2_b, r, r, ACT_NONE, 1.0f);
-    // the caches: each slot's last K-1 rows of [cache | chunk] to its front, through gc (they may overlap)
-    copy_rows(x, &pl->g, &gc, &tb->gc_src, NULL, B * K1);
-    copy_rows(x, &gc, &pl->g, NULL, &tb->gc_dst, B * K1);
+    // the caches: each stream's last K-1 rows of [cache | chunk] back to its slot
+    copy_rows(x, &g, &pl->g, &tb->cache_out, &tb->cache_rows, B * K1);
 }
 
 /* The host side of the tables; B streams sorted by slot with plans pl. */
@@ -462,28 +458,31 @@ static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *co
         const int64_t nf = min64(s->fill + pl[b].n, p->g.left), w1 = s->win + s->fill + pl[b].n - nf;
         nw += w1 + nf + p->g.chunk > p->W ? nf : 0;
     }
-    const int64_t total = 4 * N + 2 * B + 2 + 2 * B * K1 + 2 * nw;
+    const int64_t total = 4 * N + 3 * B + 3 + 3 * B * K1 + 2 * nw;
     int64_t *v = malloc((size_t)(total > 0 ? total : 1) * sizeof *v);
     if (!v)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-    int64_t *xr = v, *kr = xr + N, *seg = kr + N, *gr = seg + 2 * B + 2, *cs = gr + N, *cd = cs + B * K1;
-    int64_t *ws = cd + B * K1, *wd = ws + nw, *qp = wd + nw;
-    int64_t row = 0, at = 0, wi = 0;
+    int64_t *xr = v, *kr = xr + N, *seg = kr + N, *cseg = seg + 2 * B + 2, *cr = cseg + B + 1, *ck = cr + N;
+    int64_t *ci = ck + B * K1, *co = ci + B * K1, *ws = co + B * K1, *wd = ws + nw, *qp = wd + nw;
+    int64_t row = 0, at = 0, wi = 0, c0 = 0;
     seg[0] = 0;
     for (int64_t b = 0; b < B; b++) {
         const struct asr_stream *s = ss[b];
         const int64_t base = s->slot * p->W + s->win, n = pl[b].n;
         seg[1 + 2 * b] = base;
         seg[2 + 2 * b] = base + s->fill + n;
+        cseg[b] = c0;
         for (int64_t i = 0; i < n; i++, row++) {
             xr[row] = xs_off[b] + pl[b].drop + i;
             kr[row] = base + s->fill + i;
-            gr[row] = s->slot * p->G + K1 + i;
+            cr[row] = c0 + K1 + i;
         }
         for (int64_t j = 0; j < K1; j++, at++) {
-            cs[at] = s->slot * p->G + n + j;
-            cd[at] = s->slot * p->G + j;
+            ck[at] = s->slot * K1 + j;
+            ci[at] = c0 + j;
+            co[at] = c0 + n + j;
         }
+        c0 += K1 + n;
         const int64_t nf = min64(s->fill + n, p->g.left), w1 = s->win + s->fill + n - nf;
         if (w1 + nf + p->g.chunk > p->W)
             for (int64_t j = 0; j < nf; j++, wi++) {
@@ -492,6 +491,7 @@ static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *co
             }
     }
     seg[2 * B + 1] = p->S * p->W;
+    cseg[B] = c0;
     memcpy(qp, kr, (size_t)N * sizeof *qp);
     be_tensor all;
     vkasr_status st = upload_i64(p->be, v, total, &all);
@@ -503,9 +503,11 @@ static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *co
     VIEW(tb->xs_rows, N);
     VIEW(tb->kv_rows, N);
     VIEW(tb->seg, 2 * B + 2);
-    VIEW(tb->g_rows, N);
-    VIEW(tb->gc_src, B * K1);
-    VIEW(tb->gc_dst, B * K1);
+    VIEW(tb->c_seg, B + 1);
+    VIEW(tb->c_rows, N);
+    VIEW(tb->cache_rows, B * K1);
+    VIEW(tb->cache_in, B * K1);
+    VIEW(tb->cache_out, B * K1);
     VIEW(tb->w_src, nw);
     VIEW(tb->w_dst, nw);
     VIEW(tb->q_pos, N);
