@@ -380,6 +380,9 @@ struct tables {
     be_tensor cache_in, cache_out;   /* [B(K-1)] in the packed rows: the old cache, the new one       */
     be_tensor w_src, w_dst;          /* [nw] the attention windows moved to their slot's start          */
     int64_t nw;
+    /* where xs_rows, kv_rows and c_rows are one run of rows (a step of one stream): its first row, and
+     * the rows are then used in place rather than copied; else -1 */
+    int64_t xs_at, kv_at, c_at;
 };
 
 // x: [N, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2
@@ -399,14 +402,18 @@ static void attention(struct step_ctx *x, const struct asr_layer *L, struct pool
     struct asr_stream_pool *p = x->p;
     const int64_t N = x->N, D = x->D;
     be_tensor h = tmp(x, p->t.norm, N, D), q = tmp(x, p->t.q, N, D), o = tmp(x, p->t.att, N, D);
-    be_tensor kn = tmp(x, p->t.k, N, D), vn = tmp(x, p->t.v, N, D);
+    // the chunk's keys and values after each stream's window (one stream's: projected in place)
+    const bool run = tb->kv_at >= 0;
+    be_tensor kn = run ? be_tensor_rows(&pl->k, tb->kv_at, N) : tmp(x, p->t.k, N, D);
+    be_tensor vn = run ? be_tensor_rows(&pl->v, tb->kv_at, N) : tmp(x, p->t.v, N, D);
     layernorm(x, r, &L->att_norm_w, &L->att_norm_b, &h);
     linear(x, &h, &L->wq, &L->bq, NULL, &q, ACT_NONE, 1.0f);
     linear(x, &h, &L->wk, &L->bk, NULL, &kn, ACT_NONE, 1.0f);
     linear(x, &h, &L->wv, &L->bv, NULL, &vn, ACT_NONE, 1.0f);
-    // the chunk's keys and values after each stream's window
-    copy_rows(x, &kn, &pl->k, NULL, &tb->kv_rows, N);
-    copy_rows(x, &vn, &pl->v, NULL, &tb->kv_rows, N);
+    if (!run) {
+        copy_rows(x, &kn, &pl->k, NULL, &tb->kv_rows, N);
+        copy_rows(x, &vn, &pl->v, NULL, &tb->kv_rows, N);
+    }
     // o: [N, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v per stream segment, with the
     // chunked mask anchored at the segment's start: its window is whole chunks, all of them seen
     if (x->st == VKASR_OK)
@@ -426,18 +433,24 @@ static void conv_module(struct step_ctx *x, const struct asr_layer *L, struct po
     struct asr_stream_pool *p = x->p;
     const int64_t N = x->N, D = x->D, K1 = p->K1, rows = B * K1 + N;
     const bool ln = x->c->conv_ln;
-    be_tensor h = tmp(x, p->t.norm, N, D), gn = tmp(x, p->t.hidden, N, D), g = tmp(x, p->t.hidden, rows, D);
-    be_tensor d = tmp(x, ln ? BE_F32 : p->t.hidden, rows, D), dn = tmp(x, d.type, N, D);
+    // g: each stream's [cache | chunk] rows, packed; d: each convolved in its own segment (one stream's
+    // chunk rows are written and read in place)
+    const bool run = tb->c_at >= 0;
+    be_tensor h = tmp(x, p->t.norm, N, D), g = tmp(x, p->t.hidden, rows, D);
+    be_tensor d = tmp(x, ln ? BE_F32 : p->t.hidden, rows, D);
+    be_tensor gn = run ? be_tensor_rows(&g, tb->c_at, N) : tmp(x, p->t.hidden, N, D);
+    be_tensor dn = run ? be_tensor_rows(&d, tb->c_at, N) : tmp(x, d.type, N, D);
     layernorm(x, r, &L->conv_norm_w, &L->conv_norm_b, &h);
     linear(x, &h, &L->pw1_w, &L->pw1_b, NULL, &gn, ACT_GLU, 1.0f);
-    // g: each stream's [cache | chunk] rows, packed; d: each convolved in its own segment
     copy_rows(x, &pl->g, &g, &tb->cache_rows, &tb->cache_in, B * K1);
-    copy_rows(x, &gn, &g, NULL, &tb->c_rows, N);
+    if (!run)
+        copy_rows(x, &gn, &g, NULL, &tb->c_rows, N);
     if (x->st == VKASR_OK)
         x->st = be_dwconv1d(x->be, &(struct op_dwconv1d){.x = g, .w = L->dw_w, .b = L->dw_b, .y = d,
                                                          .act = ln ? ACT_NONE : ACT_SILU,
                                                          .seg = B > 1 ? tb->c_seg : (be_tensor){0}, .causal = true});
-    copy_rows(x, &d, &dn, &tb->c_rows, NULL, N);
+    if (!run)
+        copy_rows(x, &d, &dn, &tb->c_rows, NULL, N);
     if (ln) {
         layernorm(x, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn);
         if (x->st == VKASR_OK)
@@ -446,6 +459,14 @@ static void conv_module(struct step_ctx *x, const struct asr_layer *L, struct po
     linear(x, &dn, &L->pw2_w, &L->pw2_b, r, r, ACT_NONE, 1.0f);
     // the caches: each stream's last K-1 rows of [cache | chunk] back to its slot
     copy_rows(x, &g, &pl->g, &tb->cache_out, &tb->cache_rows, B * K1);
+}
+
+/* v[0] where v[0 .. n) is one run of rows (v[i] = v[0] + i), else -1. */
+static int64_t run_start(const int64_t *v, int64_t n) {
+    for (int64_t i = 1; i < n; i++)
+        if (v[i] != v[0] + i)
+            return -1;
+    return n > 0 ? v[0] : -1;
 }
 
 /* The host side of the tables; B streams sorted by slot with plans pl. */
@@ -493,6 +514,9 @@ static vkasr_status make_tables(struct asr_stream_pool *p, struct asr_stream *co
     seg[2 * B + 1] = p->S * p->W;
     cseg[B] = c0;
     memcpy(qp, kr, (size_t)N * sizeof *qp);
+    tb->xs_at = run_start(xr, N);
+    tb->kv_at = run_start(kr, N);
+    tb->c_at = run_start(cr, N);
     be_tensor all;
     vkasr_status st = upload_i64(p->be, v, total, &all);
     free(v);
@@ -604,7 +628,7 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     uint64_t mark = be_mark(be);
     struct step_ctx x = {.p = p, .be = be, .c = c, .N = N, .D = D, .st = st};
     const int64_t T = st == VKASR_OK ? bt.off[ASR_FRAMES][B] : 0;
-    be_tensor feat = tmp(&x, BE_F32, rows, M), xs = tmp(&x, BE_F32, T, D), r = tmp(&x, BE_F32, N, D);
+    be_tensor feat = tmp(&x, BE_F32, rows, M), xs = tmp(&x, BE_F32, T, D), r = {0};
     be_tensor smp = {0}, power = tmp(&x, BE_F32, rows, c->n_fft / 2 + 1);
     if (x.st == VKASR_OK)
         x.st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 1, (int64_t[]){blk[2 * B] > 0 ? blk[2 * B] : 1}, &smp);
@@ -634,7 +658,12 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     // xs: [T, D] = subsampling of each stream's mel rows as alone; r: [N, D] the rows each keeps
     if (x.st == VKASR_OK)
         x.st = asr_subsample_tiled(m, be, &feat, &xs, T, B > 1 ? &bt : NULL, NULL, e);
-    copy_rows(&x, &xs, &r, &tb.xs_rows, NULL, N);
+    if (x.st == VKASR_OK && tb.xs_at >= 0) { /* one run of rows (one stream): used in place */
+        r = be_tensor_rows(&xs, tb.xs_at, N);
+    } else {
+        r = tmp(&x, BE_F32, N, D);
+        copy_rows(&x, &xs, &r, &tb.xs_rows, NULL, N);
+    }
     if (x.st == VKASR_OK && c->xscaling)
         x.st = be_unary(be, &(struct op_unary){.x = r, .y = r, .act = ACT_NONE, .alpha = sqrtf((float)D)});
     for (int l = 0; x.st == VKASR_OK && l < c->n_layers; l++) {
