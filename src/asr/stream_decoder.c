@@ -197,7 +197,7 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
     if (st == VKASR_OK)
         st = be_linear(be, &(struct op_linear){.x = *enc, .w = m->enc_proj_w, .bias = m->enc_proj_b, .y = f,
                                                .alpha = 1.0f, .matvec = true});
-    int64_t *tab = malloc((size_t)(6 * B) * sizeof *tab), *frow = tab, *qrow = tab + B, *act = tab + 2 * B;
+    int64_t *tab = malloc((size_t)(6 * B) * sizeof *tab), *rows = tab, *act = tab + 2 * B;
     int64_t *es = tab + 3 * B, *ks = tab + 4 * B;
     int32_t *ids = malloc((size_t)(2 * B) * sizeof *ids);
     size_t *n0 = malloc((size_t)B * sizeof *n0); /* each stream's tokens before this step */
@@ -210,19 +210,19 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
         int64_t A = 0;
         for (int64_t b = 0; b < B; b++) {
             const struct asr_stream_slot *ss = &d->slot[slots[b]];
-            if (ss->t < t0[b] + (off[b + 1] - off[b])) {
-                frow[A] = off[b] + (ss->t - t0[b]);
-                qrow[A] = slots[b];
+            if (ss->t < t0[b] + (off[b + 1] - off[b]))
                 act[A++] = b;
-            }
         }
         if (A == 0)
             break;
+        for (int64_t a = 0; a < A; a++) { /* the frames' rows in f, then the slots' rows in q: one upload */
+            rows[a] = off[act[a]] + (d->slot[slots[act[a]]].t - t0[act[a]]);
+            rows[A + a] = slots[act[a]];
+        }
         uint64_t rm = be_mark(be);
-        be_tensor tf, tq, za = be_tensor_rows(&zf, 0, A), qa = be_tensor_rows(&zq, 0, A), ya = be_tensor_rows(&y, 0, A);
-        st = upload_i64(be, frow, A, &tf);
-        if (st == VKASR_OK)
-            st = upload_i64(be, qrow, A, &tq);
+        be_tensor tfq, za = be_tensor_rows(&zf, 0, A), qa = be_tensor_rows(&zq, 0, A), ya = be_tensor_rows(&y, 0, A);
+        st = upload_i64(be, rows, 2 * A, &tfq);
+        const be_tensor tf = be_tensor_1d(tfq.addr, BE_I64, A), tq = be_tensor_1d(tfq.addr + (uint64_t)A * 8, BE_I64, A);
         // z: [A, P] = relu(f[frame] + q[slot]);  y: [A, J] = z Wo^T + bo;  the argmaxes
         if (st == VKASR_OK)
             st = copy_rows(be, &f, &za, &tf, NULL, A);
