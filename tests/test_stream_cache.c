@@ -11,7 +11,10 @@
  * - four public streams of the model on their own sessions and threads (sharing the model's pools of
  *   1 and 19 slots: stream_slots 20), the fourth joining after the first finished: each stream's final
  *   tokens equal tokens.json.
- * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL */
+ * A language-prompt model (LANG1 for EXPECTED_DIR, LANG2 for EXPECTED_DIR2): only the many streams in
+ * one pool, streams 1 and 3 in LANG2, so that a step's streams in slot order are runs of one language
+ * (each run's rows fused with its language at once); each stream equal to its language's fixtures.
+ * usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL [LANG1 LANG2 EXPECTED_DIR2] */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <math.h>
@@ -149,6 +152,7 @@ struct clip {
     size_t er, ec;
     int32_t *want;
     size_t nw;
+    int prompt; /* a language-prompt model's slot + 1 */
 };
 
 /* Many streams in one pool: NB streams over the clips (stream i on clip i % nclips), stream i joining
@@ -175,7 +179,8 @@ static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, d
         for (int i = 0; s == VKASR_OK && i < NB; i++) {
             const struct clip *c = &clips[i % nclips];
             if (!joined[i] && round >= join[i] && asr_stream_pool_free_slots(pool) > 0) {
-                s = asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true}, &st[i], &e);
+                s = asr_stream_create(pool, &(struct asr_stream_opts){.keep_encoder = true, .prompt = c->prompt},
+                                      &st[i], &e);
                 joined[i] = true;
             }
             if (!joined[i] || left[i] || s != VKASR_OK)
@@ -214,7 +219,11 @@ static void batch_run(vkasr_session *vs, const struct clip *clips, int nclips, d
             const size_t T = (size_t)asr_stream_frames(st[i]), D = (size_t)am->cfg.d_model;
             const size_t check = T > (size_t)g.chunk ? T - (size_t)g.chunk : 0;
             size_t wt;
-            double w = T == c->er ? worst_rel(asr_stream_encoder(st[i]), c->enc, check, D, &wt) : INFINITY;
+            /* a prompt model keeps its frames fused with the language (the joint's input): the fixture's
+             * encoder output precedes that, so its count and the tokens are checked */
+            double w = T != c->er                ? INFINITY
+                       : c->prompt               ? 0
+                                                 : worst_rel(asr_stream_encoder(st[i]), c->enc, check, D, &wt);
             if (!(w <= tol))
                 fail(name, "%zu frames (%zu expected), worst relative error %.3g", T, c->er, w);
             int32_t *ids = malloc((out[i].ntokens + 1) * sizeof *ids);
@@ -354,10 +363,12 @@ static void api_many(vkasr_model *m, const struct clip *clips, int nclips) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 6) {
-        fprintf(stderr, "usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL\n");
+    if (argc != 6 && argc != 9) {
+        fprintf(stderr, "usage: test_stream_cache MODEL CLIPS_DIR EXPECTED_DIR LOOKAHEAD_MS ENC_TOL "
+                        "[LANG1 LANG2 EXPECTED_DIR2]\n");
         return 2;
     }
+    const bool langs = argc == 9;
     const char *clips = argv[2], *expected = argv[3];
     vkasr_model_params mp = vkasr_model_params_default();
     mp.precision = VKASR_PRECISION_F32;
@@ -379,6 +390,13 @@ int main(int argc, char **argv) {
         printf("FAIL: cannot open %s\n", expected);
         return 1;
     }
+    int prompt[2] = {0, 0};
+    struct err le = {0};
+    for (int k = 0; langs && k < 2; k++)
+        if (api_language(m->am, argv[6 + k], &prompt[k], &le) != VKASR_OK || prompt[k] == 0) {
+            printf("FAIL: language %s: %s\n", argv[6 + k], le.code ? le.msg : "not a language-prompt model");
+            return 1;
+        }
     int nclips = 0;
     struct clip kept[8];
     int nkept = 0;
@@ -386,42 +404,44 @@ int main(int argc, char **argv) {
     while ((de = readdir(dir))) {
         if (de->d_name[0] == '.')
             continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.wav", clips, de->d_name);
-        float *x = NULL;
-        size_t n = 0;
-        if (vkasr_audio_load(path, &x, &n, &err) != VKASR_OK) {
-            fail(de->d_name, "%s", err.message);
-            continue;
-        }
-        size_t er = 0, ec = 0, nw = 0;
-        snprintf(path, sizeof path, "%s/%s/encoder.npy", expected, de->d_name);
-        float *enc = fixture_read_npy(path, &er, &ec);
-        int32_t *want = NULL;
-        snprintf(path, sizeof path, "%s/%s/tokens.json", expected, de->d_name);
-        if (!enc || fixture_read_ids(path, &want, &nw) != 0) {
-            fail(de->d_name, "cannot read the expected encoder output or tokens in %s", expected);
-        } else {
-            nclips++;
-            session_run(s, de->d_name, x, n, enc, er, ec, want, nw, tol);
-            api_run(s, de->d_name, x, n, want, nw);
-            if (nkept < 8) {
-                struct clip *c = &kept[nkept++];
-                snprintf(c->name, sizeof c->name, "%s", de->d_name);
-                *c = (struct clip){.x = x, .n = n, .enc = enc, .er = er, .ec = ec, .want = want, .nw = nw};
-                snprintf(c->name, sizeof c->name, "%s", de->d_name);
+        // the clip with its expected outputs (a prompt model: in each language, one after the other)
+        for (int k = 0; k < (langs ? 2 : 1); k++) {
+            struct clip c = {.prompt = prompt[k]};
+            const char *want_dir = k == 0 ? expected : argv[8];
+            char path[4096];
+            snprintf(c.name, sizeof c.name, "%s%s%s", de->d_name, langs ? " " : "", langs ? argv[6 + k] : "");
+            snprintf(path, sizeof path, "%s/%s.wav", clips, de->d_name);
+            if (vkasr_audio_load(path, &c.x, &c.n, &err) != VKASR_OK) {
+                fail(de->d_name, "%s", err.message);
                 continue;
             }
+            snprintf(path, sizeof path, "%s/%s/encoder.npy", want_dir, de->d_name);
+            c.enc = fixture_read_npy(path, &c.er, &c.ec);
+            snprintf(path, sizeof path, "%s/%s/tokens.json", want_dir, de->d_name);
+            if (!c.enc || fixture_read_ids(path, &c.want, &c.nw) != 0) {
+                fail(c.name, "cannot read the expected encoder output or tokens in %s", want_dir);
+            } else {
+                nclips++;
+                if (!langs) {
+                    session_run(s, c.name, c.x, c.n, c.enc, c.er, c.ec, c.want, c.nw, tol);
+                    api_run(s, c.name, c.x, c.n, c.want, c.nw);
+                }
+                if (nkept < 8) {
+                    kept[nkept++] = c;
+                    continue;
+                }
+            }
+            free(c.enc);
+            free(c.want);
+            vkasr_free(c.x);
         }
-        free(enc);
-        free(want);
-        vkasr_free(x);
     }
     closedir(dir);
     if (nkept > 0) {
         batch_run(s, kept, nkept, tol, 3);  /* slots for 3 of the 4 streams: the 4th waits for one */
         batch_run(s, kept, nkept, tol, 17); /* a pool whose products take no matvec hint (stream_encoder.c) */
-        api_many(m, kept, nkept);
+        if (!langs)
+            api_many(m, kept, nkept);
     }
     for (int i = 0; i < nkept; i++) {
         free(kept[i].enc);

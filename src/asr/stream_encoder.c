@@ -693,11 +693,14 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         dt0[b] = ss[b]->frames;
     }
     // a language-prompt model: each stream's frames fused with its own language before the joint (in
-    // place: the frames a stream keeps are then the joint's input)
-    for (int64_t b = 0; dslot && x.st == VKASR_OK && c->n_prompts > 0 && b < B; b++) {
-        const be_tensor rb = be_tensor_rows(&r, doff[b], doff[b + 1] - doff[b]);
+    // place: the frames a stream keeps are then the joint's input), the rows of consecutive streams of
+    // one language at once (a row's products do not depend on the rows beside it)
+    for (int64_t b0 = 0, b1; dslot && x.st == VKASR_OK && c->n_prompts > 0 && b0 < B; b0 = b1) {
+        for (b1 = b0 + 1; b1 < B && ss[b1]->prompt == ss[b0]->prompt;)
+            b1++;
+        const be_tensor rb = be_tensor_rows(&r, doff[b0], doff[b1] - doff[b0]);
         if (rb.ne[0] > 0)
-            x.st = asr_prompt_fuse(m, be, &rb, ss[b]->prompt - 1, e);
+            x.st = asr_prompt_fuse(m, be, &rb, ss[b0]->prompt - 1, e);
     }
     if (x.st == VKASR_OK)
         x.st = asr_stream_search_run(m, be, &p->dec, &r, dslot, doff, dt0, B, oo, e);
