@@ -6,7 +6,8 @@
 // n_fft = 2M must be a power of two. The real n_fft-point transform is one complex M-point FFT of
 // z[m] = a[2m] + i a[2m+1] (radix-2, decimation in time, in place in shared memory after a
 // bit-reversed load) followed by the usual even/odd split. One workgroup per frame, grid-stride over
-// frames. Shared memory: 2M + M floats (24 KiB at n_fft = 4096, within lavapipe's 32 KiB).
+// frames. A packed batch (nseg > 0): row f's segment (row0, x0, n, f0) of the table seg [nseg, 4] gives
+// its signal x[x0, x0 + n) and its frame f0 + f - row0 in it. Shared memory: 2M + M floats (24 KiB at n_fft = 4096, within lavapipe's 32 KiB).
 // Twiddles: GLSL sin/cos only promise ~2^-11 absolute error, so they are evaluated here from integer
 // angles: exact reduction to |angle| <= pi/4 on the quarter-turn grid, then Taylor polynomials
 // (truncation < 2e-9), about 1 ulp in all.
@@ -22,6 +23,8 @@ layout(push_constant) uniform PC {
     uint win, off;
     float preemph;
     uint pad0;
+    uint64_t seg;
+    int64_t nseg;
 } pc;
 
 shared float zr[M], zi[M];     // the frame being transformed
@@ -44,16 +47,16 @@ vec2 cis_turn(uint k, uint lg) {
     }
 }
 
-// Windowed, pre-emphasised sample m of the frame starting at global sample `start`.
-float frame_sample(int64_t start, uint m) {
+// Windowed, pre-emphasised sample m of the frame starting at sample `start` of the signal x [n].
+float frame_sample(uint64_t x, int64_t n, int64_t start, uint m) {
     if (m < pc.off || m >= pc.off + pc.win)
         return 0.0;
     const int64_t s = start + int64_t(m);
-    if (s < 0 || s >= pc.n)
+    if (s < 0 || s >= n)
         return 0.0;
-    float e = LOADF(pc.x, s);
+    float e = LOADF(x, s);
     if (s > 0)
-        e -= pc.preemph * LOADF(pc.x, s - 1);
+        e -= pc.preemph * LOADF(x, s - 1);
     return e * LOADF(pc.window, m - pc.off);
 }
 
@@ -68,11 +71,26 @@ void main() {
     const int64_t half_n = int64_t(M); // n_fft / 2
     const uint64_t nb = uint64_t(M) + 1ul;
     for (int64_t f = int64_t(gl_WorkGroupID.x); f < pc.frames; f += int64_t(gl_NumWorkGroups.x)) {
-        const int64_t start = (pc.f0 + f) * pc.hop - half_n;
+        uint64_t x = pc.x;
+        int64_t n = pc.n, t = pc.f0 + f;
+        if (pc.nseg > 0) { // the frame's segment: the last whose first row is at most f
+            int64_t lo = 0, hi = pc.nseg - 1;
+            while (lo < hi) {
+                const int64_t mid = lo + (hi - lo + 1) / 2;
+                if (LOADL(pc.seg, 4 * mid) <= f)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            x += uint64_t(LOADL(pc.seg, 4 * lo + 1)) * 4ul;
+            n = LOADL(pc.seg, 4 * lo + 2);
+            t = LOADL(pc.seg, 4 * lo + 3) + f - LOADL(pc.seg, 4 * lo);
+        }
+        const int64_t start = t * pc.hop - half_n;
         for (uint m = lid; m < M; m += wg) {
             const uint dst = LG == 0u ? 0u : bitfieldReverse(m) >> (32u - LG);
-            zr[dst] = frame_sample(start, 2u * m);
-            zi[dst] = frame_sample(start, 2u * m + 1u);
+            zr[dst] = frame_sample(x, n, start, 2u * m);
+            zi[dst] = frame_sample(x, n, start, 2u * m + 1u);
         }
         barrier();
         for (uint s = 1u; s <= LG; s++) {

@@ -303,6 +303,70 @@ static void stft_case(struct th *h, int64_t n, int n_fft, int win, int hop, int6
     th_check_guards(h);
 }
 
+/* A packed batch (the streaming step's form): three signals packed in one x, their frames in one call
+ * with the segment table, against the reference, and each segment's rows equal bit for bit to a call on
+ * that signal alone, on both sides (n_fft 512, the models', and 8). */
+static void stft_batch_case(struct th *h, int n_fft, int win, int hop) {
+    enum { S = 3 };
+    static const int64_t n[S] = {3000, 1601, 9000}, f0[S] = {0, 5, 3}, frames[S] = {19, 7, 20};
+    int64_t seg[S * 4], x0 = 0, rows = 0;
+    for (int s = 0; s < S; s++) {
+        seg[4 * s] = rows;
+        seg[4 * s + 1] = x0;
+        seg[4 * s + 2] = n[s];
+        seg[4 * s + 3] = f0[s];
+        x0 += (n[s] + 3) / 4 * 4;
+        rows += frames[s];
+    }
+    th_case(h, "stft_power packed batch: %d signals, %lld frames, n_fft=%d win=%d hop=%d", S, (long long)rows, n_fft,
+            win, hop);
+    float *xs = malloc((size_t)x0 * sizeof *xs), *ws = malloc((size_t)win * sizeof *ws);
+    if (!xs || !ws)
+        exit(1);
+    for (int64_t i = 0; i < x0; i++)
+        xs[i] = th_uniform(h, -1.0f, 1.0f);
+    for (int i = 0; i < win; i++)
+        ws[i] = win == 1 ? 1.0f : (float)(0.5 - 0.5 * cos(2 * M_PI * i / (win - 1)));
+    struct th_tensor *x = th_input_data(h, BE_F32, 1, TH_SHAPE(x0), xs);
+    struct th_tensor *w = th_input_data(h, BE_F32, 1, TH_SHAPE(win), ws);
+    struct th_tensor *tab = th_input_data(h, BE_I64, 2, TH_SHAPE(S, 4), seg);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(rows, n_fft / 2 + 1));
+    struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(rows, n_fft / 2 + 1));
+    free(xs);
+    free(ws);
+    struct op_stft_power a[2];
+    for (int sd = 0; sd < 2; sd++)
+        a[sd] = (struct op_stft_power){.x = TH_T(x, sd), .window = TH_T(w, sd), .y = TH_T(y, sd), .n_fft = n_fft,
+                                       .hop = hop, .preemph = 0.97f, .seg = TH_T(tab, sd)};
+    if (!th_run(h, OP_stft_power, &a[0], &a[1]))
+        return;
+    for (int s = 0; s < S; s++) { /* each signal alone, into its rows of y1 */
+        struct op_stft_power b[2];
+        for (int sd = 0; sd < 2; sd++)
+            b[sd] = (struct op_stft_power){
+                .x = be_tensor_1d(TH_T(x, sd).addr + (uint64_t)seg[4 * s + 1] * 4, BE_F32, n[s]),
+                .window = TH_T(w, sd), .y = be_tensor_rows(&TH_T(y1, sd), seg[4 * s], frames[s]), .f0 = f0[s],
+                .n_fft = n_fft, .hop = hop, .preemph = 0.97f};
+        if (!th_run(h, OP_stft_power, &b[0], &b[1]))
+            return;
+    }
+    if (th_check(h, y, STFT_TOL) && th_check(h, y1, STFT_TOL)) {
+        const size_t bytes = (size_t)be_nbytes(&TH_T(y, TH_DEV));
+        float *dv = vk_fetch(h, y), *dv1 = vk_fetch(h, y1);
+        const bool same_dev = memcmp(dv, dv1, bytes) == 0, same_ref = memcmp(y->host, y1->host, bytes) == 0;
+        free(dv);
+        free(dv1);
+        h->checks++;
+        printf("  %s: batched = alone, bit for bit: device %s, reference %s\n", h->name, same_dev ? "yes" : "NO",
+               same_ref ? "yes" : "NO");
+        if (!same_dev || !same_ref) {
+            printf("FAIL [%s]: a segment's rows differ from its signal's call alone\n", h->name);
+            h->failures++;
+        }
+    }
+    th_check_guards(h);
+}
+
 /* Even n_fft that is not a power of two: valid for the op (the reference runs a direct DFT), refused by
  * the Vulkan FFT with VKASR_ERR_UNSUPPORTED and a message naming n_fft. */
 static void stft_unsupported_case(struct th *h) {
@@ -378,6 +442,8 @@ int main(void) {
     stft_case(&h, 20000, 4096, 4096, 1024, 0, 20, 1.0f, SIG_NOISE, 0.97f);
     stft_case(&h, 0, 512, 400, 160, 0, 2, 1.0f, SIG_NOISE, 0.97f);
     stft_case(&h, 300, 512, 400, 160, 0, 0, 1.0f, SIG_NOISE, 0.97f);
+    stft_batch_case(&h, 512, 400, 160);
+    stft_batch_case(&h, 8, 8, 3);
     stft_unsupported_case(&h);
 
     printf("worst nmse: lstm_step %.3g (tolerance %.0e), stft_power %.3g (tolerance %.0e); stft max relative "

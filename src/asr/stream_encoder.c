@@ -637,15 +637,28 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     if (x.st == VKASR_OK && blk[2 * B] > 0)
         x.st = be_upload(be, smp.addr, feat_h, (uint64_t)blk[2 * B] * sizeof(float));
     // power: each stream's frames [m0, m1) from its samples (zero beyond them, the input's end at the
-    // last step); feat: [rows, M] = ln(power . fb^T + 2^-24), every stream's at once
-    for (int64_t b = 0, at = 0; x.st == VKASR_OK && b < B; b++) {
-        const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
-        x.st = be_stft_power(be, &(struct op_stft_power){
-                                     .x = be_tensor_1d(smp.addr + (uint64_t)at * 4, BE_F32, b1 - b0), .window = m->window,
-                                     .y = be_tensor_rows(&power, bt.off[ASR_MEL][b], pl[b].m1 - pl[b].m0),
-                                     .f0 = pl[b].m0 - b0 / c->hop_length, .n_fft = c->n_fft, .hop = c->hop_length,
-                                     .preemph = c->preemph});
-        at += (b1 - b0 + 3) / 4 * 4;
+    // last step), every stream's in one call (a segment each: its rows, samples and first frame);
+    // feat: [rows, M] = ln(power . fb^T + 2^-24), every stream's at once
+    if (x.st == VKASR_OK) {
+        int64_t *tab = malloc((size_t)(4 * B) * sizeof *tab);
+        be_tensor seg = {0};
+        x.st = tab ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        for (int64_t b = 0, at = 0; tab && b < B; b++) {
+            const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
+            tab[4 * b] = bt.off[ASR_MEL][b];
+            tab[4 * b + 1] = at;
+            tab[4 * b + 2] = b1 - b0;
+            tab[4 * b + 3] = pl[b].m0 - b0 / c->hop_length;
+            at += (b1 - b0 + 3) / 4 * 4;
+        }
+        if (x.st == VKASR_OK)
+            x.st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_I64, 2, (int64_t[]){B, 4}, &seg);
+        if (x.st == VKASR_OK)
+            x.st = be_upload(be, seg.addr, tab, (uint64_t)(4 * B) * sizeof *tab);
+        free(tab);
+        if (x.st == VKASR_OK)
+            x.st = be_stft_power(be, &(struct op_stft_power){.x = smp, .window = m->window, .y = power, .n_fft = c->n_fft,
+                                                             .hop = c->hop_length, .preemph = c->preemph, .seg = seg});
     }
     if (x.st == VKASR_OK)
         x.st = be_linear(be, &(struct op_linear){.x = power, .w = m->melbank, .y = feat, .act = ACT_LOG_GUARD,

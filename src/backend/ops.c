@@ -694,7 +694,24 @@ static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) 
     if (!(fabsf(a->preemph) <= 1.0f))
         return bad(c, "preemph", NULL, "out of range");
     TRY(no_overlap(c, &a->y, &a->x, "x"));
+    if (a->seg.addr) {
+        TRY(need(c, "seg", &a->seg, 2, BE_I64));
+        if (a->seg.ne[1] != 4 || a->seg.ne[0] < 1)
+            return bad(c, "seg", &a->seg, "must be [S, 4] (row0, x0, n, f0 per segment), S >= 1");
+    }
     return VKASR_OK;
+}
+
+int64_t op_stft_segment(const int64_t *seg, int64_t S, int64_t f) {
+    int64_t lo = 0, hi = S - 1; /* the last segment whose first row is at most f */
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo + 1) / 2;
+        if (seg[4 * mid] <= f)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
 }
 
 static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm *a) {

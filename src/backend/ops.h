@@ -335,7 +335,14 @@ struct op_stft_power {
     int64_t f0;
     int32_t n_fft, hop;
     float preemph;
+    /* A packed batch (optional): seg I64 [S, 4], segment s = (row0, x0, n, f0), row0 ascending from 0:
+     * y's rows row0_s .. row0_{s+1} - 1 (the last segment's: to F) are the frames f0_s .. of the signal
+     * x[x0_s, x0_s + n_s) as a call on that slice alone (the call's f0 unused). A streaming step's form:
+     * every stream's frames in one call. */
+    be_tensor seg;
 };
+/* Row f's segment in stft_power's table seg [S, 4] (host memory). */
+int64_t op_stft_segment(const int64_t *seg, int64_t S, int64_t f);
 
 /* Per-column standardisation over rows (mel bins over time): x [L, M] -> y [L, M],
  * y = (x - mean) / (std + eps) with the unbiased std (L-1); L == 1 gives std = 0. y may alias x. */

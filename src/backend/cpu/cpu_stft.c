@@ -39,9 +39,9 @@ static void fft(double *re, double *im, int n, const double *cs, const double *s
 static void stft_frames(void *ctx, int64_t f0, int64_t f1) {
     struct stft *S = ctx;
     const struct op_stft_power *a = S->a;
-    const int64_t N = a->x.ne[0];
     const int nfft = a->n_fft, win = (int)a->window.ne[0], off = (nfft - win) / 2, nb = nfft / 2 + 1;
-    const float *x = ref_f32(&a->x), *w = ref_f32(&a->window);
+    const float *w = ref_f32(&a->window);
+    const int64_t *seg = a->seg.addr ? ref_i64(&a->seg) : NULL;
     float *y = ref_f32(&a->y);
     double *re = malloc(2 * (size_t)nfft * sizeof *re);
     if (!re) {
@@ -50,7 +50,11 @@ static void stft_frames(void *ctx, int64_t f0, int64_t f1) {
     }
     double *im = re + nfft;
     for (int64_t f = f0; f < f1; f++) {
-        const int64_t t = a->f0 + f, start = t * a->hop - nfft / 2;
+        /* the frame's signal x[x0, x0 + N) and its index t in it */
+        const int64_t *sg = seg ? seg + 4 * op_stft_segment(seg, a->seg.ne[0], f) : NULL;
+        const float *x = ref_f32(&a->x) + (sg ? sg[1] : 0);
+        const int64_t N = sg ? sg[2] : a->x.ne[0], t = sg ? sg[3] + (f - sg[0]) : a->f0 + f;
+        const int64_t start = t * a->hop - nfft / 2;
         for (int m = 0; m < nfft; m++) {
             const int64_t n = start + m;
             double e = 0;
@@ -81,7 +85,10 @@ static void stft_ref_frames(void *ctx, int64_t f0, int64_t f1) {
 vkasr_status cpu_stft_power(struct backend *b, const struct op_stft_power *a) {
     const int nfft = a->n_fft;
     struct stft S = {.a = a, .b = b};
-    if ((nfft & (nfft - 1)) != 0) {
+    if ((nfft & (nfft - 1)) != 0 && a->seg.addr) { /* a packed batch through the reference, whole */
+        struct backend rb = {.vt = b->vt, .dev = b->dev};
+        S.st = ref_stft_power(&rb, a);
+    } else if ((nfft & (nfft - 1)) != 0) {
         cpu_pool_run(cpu_pool_of(b), a->y.ne[0], 4, stft_ref_frames, &S);
     } else {
         double *cs = malloc((size_t)(nfft / 2 + 1) * 2 * sizeof *cs);

@@ -8,12 +8,29 @@
 #define STFT_THREADS 256
 #define STFT_MAX 4096
 
-static __global__ void stft_kernel(const float *x, const float *window, float *y, int64_t N, int64_t f0, int64_t F,
-                                   int64_t hop, int nfft, int lg, int win, int off, float preemph) {
+static __global__ void stft_kernel(const float *x0, const float *window, float *y, int64_t N0, int64_t f0, int64_t F,
+                                   int64_t hop, int nfft, int lg, int win, int off, float preemph,
+                                   const int64_t *seg, int64_t nseg) {
     __shared__ float re[STFT_MAX], im[STFT_MAX];
     int nb = nfft / 2 + 1;
     for (int64_t f = blockIdx.x; f < F; f += gridDim.x) {
-        int64_t start = (f0 + f) * hop - nfft / 2;
+        /* the frame's signal x [N] and its index t in it (a packed batch: its segment's) */
+        const float *x = x0;
+        int64_t N = N0, t = f0 + f;
+        if (nseg > 0) {
+            int64_t lo = 0, hi = nseg - 1;
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo + 1) / 2;
+                if (seg[4 * mid] <= f)
+                    lo = mid;
+                else
+                    hi = mid - 1;
+            }
+            x = x0 + seg[4 * lo + 1];
+            N = seg[4 * lo + 2];
+            t = seg[4 * lo + 3] + f - seg[4 * lo];
+        }
+        int64_t start = t * hop - nfft / 2;
         for (int m = threadIdx.x; m < nfft; m += blockDim.x) {
             int64_t n = start + m;
             float e = 0.0f;
@@ -61,7 +78,7 @@ vkasr_status cu_op_stft_power(struct cu_backend *b, const struct op_stft_power *
     int win = (int)a->window.ne[0];
     stft_kernel<<<cu_grid(b, (uint64_t)F, 1), STFT_THREADS, 0, b->stream>>>(
         cu_ptr<float>(a->x), cu_ptr<float>(a->window), cu_ptr<float>(a->y), a->x.ne[0], a->f0, F, a->hop, nfft, lg, win,
-        (nfft - win) / 2, a->preemph);
+        (nfft - win) / 2, a->preemph, a->seg.addr ? cu_ptr<int64_t>(a->seg) : nullptr, a->seg.addr ? a->seg.ne[0] : 0);
     CU_LAUNCHED(b);
     return VKASR_OK;
 }

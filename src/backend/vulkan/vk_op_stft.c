@@ -9,8 +9,10 @@ struct pc_stft {
     uint32_t win, off;
     float preemph;
     uint32_t pad0;
+    uint64_t seg;
+    int64_t nseg;
 };
-_Static_assert(sizeof(struct pc_stft) == 72, "mirror of stft.comp push constants");
+_Static_assert(sizeof(struct pc_stft) == 88, "mirror of stft.comp push constants");
 
 vkasr_status vk_op_stft_power(struct vk_backend *b, const struct op_stft_power *a) {
     struct err *e = &b->base.err;
@@ -43,8 +45,9 @@ vkasr_status vk_op_stft_power(struct vk_backend *b, const struct op_stft_power *
         .n = a->x.ne[0], .f0 = a->f0, .frames = F, .hop = a->hop,
         .win = win, .off = ((uint32_t)nfft - win) / 2,
         .preemph = a->preemph,
+        .seg = a->seg.addr, .nseg = a->seg.addr ? a->seg.ne[0] : 0,
     };
-    struct vk_range rd[2] = {vk_tensor_range(&a->x), vk_tensor_range(&a->window)};
+    struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->window), vk_tensor_range(&a->seg)};
     struct vk_range wr = vk_tensor_range(&a->y);
     return vk_record(b, &(struct vk_dispatch){
                             .name = "stft_power",
@@ -55,7 +58,7 @@ vkasr_status vk_op_stft_power(struct vk_backend *b, const struct op_stft_power *
                             .pc_size = sizeof pc,
                             .groups = {vk_groups_x(b->d, (uint64_t)F, 1), 1, 1},
                             .reads = rd,
-                            .nreads = 2,
+                            .nreads = a->seg.addr ? 3 : 2,
                             .writes = &wr,
                             .nwrites = 1,
                         });
