@@ -152,11 +152,11 @@ vkasr_shader(quantize_rows_q4_k quantize_rows.comp DEFINES WQ_Q4_K)
 vkasr_shader(quantize_rows_q5_k quantize_rows.comp DEFINES WQ_Q5_K)
 vkasr_shader(quantize_rows_q6_k quantize_rows.comp DEFINES WQ_Q6_K)
 vkasr_shader(gemm_i8cm128x128_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=2 REQUIRES NV_INT8_COOPMAT)
+vkasr_shader(gemm_i8cm128x128_k128 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=128 STAGES=1 REQUIRES NV_INT8_COOPMAT)
 vkasr_shader(gemm_i8emu128x128_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
-# few tiles (up to 1024 x 1024, the f16 choice's class for 64x64), and two 128x128 alternatives for tuning
-# (K steps of 128 bytes in one stage; 16 subgroups of 32x32); their emulated twins are the lab's
+# few tiles (up to 1024 x 1024, the f16 choice's class for 64x64), and a 128x128 alternative for tuning
+# (16 subgroups of 32x32); the emulated twins but the default's are the lab's
 vkasr_shader(gemm_i8cm64x64_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_INT8_COOPMAT)
-vkasr_lab_shader(gemm_i8cm128x128_k128 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=128 STAGES=1 REQUIRES NV_INT8_COOPMAT)
 vkasr_lab_shader(gemm_i8cm128x128w16_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=4 WARPS_N=4 FM=2 FN=2 BK=64 STAGES=2 REQUIRES NV_INT8_COOPMAT)
 vkasr_lab_shader(gemm_i8emu64x64_k64 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=2 FM=2 FN=2 BK=64 STAGES=2 EMULATE_COOPMAT)
 vkasr_lab_shader(gemm_i8emu128x128_k128 gemm_coopmat_i8.comp DEFINES WARPS_M=2 WARPS_N=4 FM=4 FN=2 BK=128 STAGES=1 EMULATE_COOPMAT)

@@ -43,7 +43,6 @@ static const struct vk_gemm_cfg lab_gemm[] = {
 #endif
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
     /* int8 tiles for tuning (bench_ops -w q8_0 --cfg NAME) */
-    I8("q8_0_i8cm128x128_k128", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128_k128, T_I8_128x128_K128),
     I8("q8_0_i8cm128x128w16_k64", VK_GEMM_I8, BE_Q8_0, SPV_gemm_i8cm128x128w16_k64, T_I8_128x128W16_K64),
 #endif
     /* gemv.comp's 32-row tiles, which a batch's hypotheses took before the wide groups (f*_gemvw) */

@@ -123,7 +123,7 @@ struct vk_gemm_plan {
      .shared_bytes = GEMM_CM_SHARED(16 * (wm) * (fm), 16 * (wn) * (fn), (bk_) / 2, st, pad, (wm) * (wn), fn)}
 #define T_I8_128x128_K64 2, 4, 4, 2, 64, 2, 1    /* 8 subgroups of 64x32, two stages of 64 bytes, 40 KiB */
 #define T_I8_64x64_K64 2, 2, 2, 2, 64, 2, 1      /* 4 subgroups of 32x32, 20 KiB                    */
-#define T_I8_128x128_K128 2, 4, 4, 2, 128, 1, 1  /* one stage of 128 bytes, 36 KiB (lab)            */
+#define T_I8_128x128_K128 2, 4, 4, 2, 128, 1, 1  /* one stage of 128 bytes, 36 KiB                  */
 #define T_I8_128x128W16_K64 4, 4, 2, 2, 64, 2, 1 /* 16 subgroups of 32x32, 512 invocations, 40 KiB (lab) */
 #define I8(...) GEMM_I8(__VA_ARGS__)
 #define CM(...) GEMM_COOPMAT(__VA_ARGS__) /* expands the T_* shape before COOPMAT takes its arguments */

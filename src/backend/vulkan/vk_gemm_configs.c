@@ -98,6 +98,7 @@ static const struct vk_gemm_cfg configs[] = {
 #ifdef VKASR_HAVE_NV_INT8_COOPMAT_SHADERS
     /* quantized weights as int8 rows with one scale each (q8_0's and the k-quants' int8 forms: the same
      * kernel, a row per block type), x quantized per row: int8 tensor cores */
+    I8_EACH_TYPE("i8cm128x128_k128", VK_GEMM_I8, SPV_gemm_i8cm128x128_k128, T_I8_128x128_K128),
     I8_EACH_TYPE("i8cm128x128_k64", VK_GEMM_I8, SPV_gemm_i8cm128x128_k64, T_I8_128x128_K64),
     I8_EACH_TYPE("i8cm64x64_k64", VK_GEMM_I8, SPV_gemm_i8cm64x64_k64, T_I8_64x64_K64),
 #endif
@@ -253,15 +254,21 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * where the device has them, or the emulated twin under VKASR_INT8=emu (tests, accuracy on any f16
      * device): the products the f16 tensor cores would take below, with K a multiple of 32 (always:
      * q8_0's blocks hold 32 weights, the k-quants' 256). */
+    /* The larger tile: K steps of 128 bytes in one stage (8-13 % faster than two stages of 64 on the H100's
+     * encoder products at 7500 rows, 3 % at 750: docs/gpu-results.md), else the two-stage one; every
+     * tile gives the same bits. */
     if (quant && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-        char name[32];
-        snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
-                 !caps->coopmat_int8 ? "i8emu128x128_k64"
-                 : i8_small(M, N)    ? "i8cm64x64_k64"
-                                     : "i8cm128x128_k64");
-        p.cfg = vk_gemm_find(name);
-        if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
-            return p;
+        static const char *const large[] = {"i8cm128x128_k128", "i8cm128x128_k64"};
+        for (int i = 0; i < 2; i++) {
+            char name[32];
+            snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
+                     !caps->coopmat_int8 ? "i8emu128x128_k64"
+                     : i8_small(M, N)    ? "i8cm64x64_k64"
+                                         : large[i]);
+            p.cfg = vk_gemm_find(name);
+            if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
+                return p;
+        }
         p.cfg = NULL;
     }
     /* A CPU driver: gemm_direct.comp for every product, f32, f16 or block-quantized weights, hinted or
