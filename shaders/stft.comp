@@ -7,7 +7,8 @@
 // z[m] = a[2m] + i a[2m+1] (radix-2, decimation in time, in place in shared memory after a
 // bit-reversed load) followed by the usual even/odd split. One workgroup per frame, grid-stride over
 // frames. A packed batch (nseg > 0): row f's segment (row0, x0, n, f0) of the table seg [nseg, 4] gives
-// its signal x[x0, x0 + n) and its frame f0 + f - row0 in it. Shared memory: 2M + M floats (24 KiB at n_fft = 4096, within lavapipe's 32 KiB).
+// its signal x[x0, x0 + n) and its frame f0 + f - row0 in it. Shared memory: 2M + M floats (24 KiB at
+// n_fft = 4096, within lavapipe's 32 KiB).
 // Twiddles: GLSL sin/cos only promise ~2^-11 absolute error, so they are evaluated here from integer
 // angles: exact reduction to |angle| <= pi/4 on the quarter-turn grid, then Taylor polynomials
 // (truncation < 2e-9), about 1 ulp in all.

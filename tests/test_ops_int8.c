@@ -432,10 +432,14 @@ int main(void) {
         int64_t M, N, K;
         be_dtype wt;
         const char *cfg;
-    } picks[] = {{750, 1024, 1024, BE_Q8_0, "q8_0_i8cm64x64_k64"},   {40, 4096, 1024, BE_Q8_0, "q8_0_i8cm64x64_k64"},
-                 {750, 4096, 1024, BE_Q8_0, "q8_0_i8cm128x128_k128"}, {7500, 1024, 4096, BE_Q8_0, "q8_0_i8cm128x128_k128"},
-                 {750, 1024, 1024, BE_Q4_K, "q4_k_i8cm64x64_k64"},   {7500, 4096, 1024, BE_Q4_K, "q4_k_i8cm128x128_k128"},
-                 {7500, 1024, 4096, BE_Q5_K, "q5_k_i8cm128x128_k128"}, {40, 640, 256, BE_Q6_K, "q6_k_i8cm64x64_k64"}};
+    } picks[] = {{750, 1024, 1024, BE_Q8_0, "q8_0_i8cm64x64_k64"},
+                 {40, 4096, 1024, BE_Q8_0, "q8_0_i8cm64x64_k64"},
+                 {750, 4096, 1024, BE_Q8_0, "q8_0_i8cm128x128_k128"},
+                 {7500, 1024, 4096, BE_Q8_0, "q8_0_i8cm128x128_k128"},
+                 {750, 1024, 1024, BE_Q4_K, "q4_k_i8cm64x64_k64"},
+                 {7500, 4096, 1024, BE_Q4_K, "q4_k_i8cm128x128_k128"},
+                 {7500, 1024, 4096, BE_Q5_K, "q5_k_i8cm128x128_k128"},
+                 {40, 640, 256, BE_Q6_K, "q6_k_i8cm64x64_k64"}};
     for (size_t i = 0; i < sizeof picks / sizeof *picks; i++) {
         struct vk_gemm_plan q = vk_gemm_choose(&nv, picks[i].M, picks[i].N, picks[i].K, picks[i].wt, false);
         h.checks++;

@@ -222,7 +222,8 @@ vkasr_status asr_stream_search_run(const struct asr_model *m, struct backend *be
         uint64_t rm = be_mark(be);
         be_tensor tfq, za = be_tensor_rows(&zf, 0, A), qa = be_tensor_rows(&zq, 0, A), ya = be_tensor_rows(&y, 0, A);
         st = upload_i64(be, rows, 2 * A, &tfq);
-        const be_tensor tf = be_tensor_1d(tfq.addr, BE_I64, A), tq = be_tensor_1d(tfq.addr + (uint64_t)A * 8, BE_I64, A);
+        const be_tensor tf = be_tensor_1d(tfq.addr, BE_I64, A);
+        const be_tensor tq = be_tensor_1d(tfq.addr + (uint64_t)A * 8, BE_I64, A);
         // z: [A, P] = relu(f[frame] + q[slot]);  y: [A, J] = z Wo^T + bo;  the argmaxes
         if (st == VKASR_OK)
             st = copy_rows(be, &f, &za, &tf, NULL, A);

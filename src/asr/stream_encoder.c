@@ -9,9 +9,10 @@
  *   per layer and stream (a slot of the pool's tensors): the projected keys and values of its last L
  *     frames (a window over 2(L+R+1) rows, moved to the slot's start when full) and the last K-1
  *     inputs of the causal depthwise conv (the step convolves its streams' [cache | chunk] rows packed,
- *     so its cost follows the streams it advances, not the pool's slots). The fill length (frames seen, at most L) needs no mask:
- *     a stream's attention segment is [its window | its chunk], the queries its last rows (op
- *     relpos_attention's q_pos form), so every stream of the step attends to its own keys in one call.
+ *     so its cost follows the streams it advances, not the pool's slots). The fill length (frames
+ *     seen, at most L) needs no mask: a stream's attention segment is [its window | its chunk], the
+ *     queries its last rows (op relpos_attention's q_pos form), so every stream of the step attends to
+ *     its own keys in one call.
  * Keys and values are cached projected (not the attention's normalised input as NeMo does): the same
  * values, without projecting L cached rows again every step. Rows of all streams of a step go through
  * the linears together; row copies (op copy_rows) move them between the packed rows and the slots. */
@@ -657,8 +658,9 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
             x.st = be_upload(be, seg.addr, tab, (uint64_t)(4 * B) * sizeof *tab);
         free(tab);
         if (x.st == VKASR_OK)
-            x.st = be_stft_power(be, &(struct op_stft_power){.x = smp, .window = m->window, .y = power, .n_fft = c->n_fft,
-                                                             .hop = c->hop_length, .preemph = c->preemph, .seg = seg});
+            x.st = be_stft_power(be, &(struct op_stft_power){.x = smp, .window = m->window, .y = power,
+                                                             .n_fft = c->n_fft, .hop = c->hop_length,
+                                                             .preemph = c->preemph, .seg = seg});
     }
     if (x.st == VKASR_OK)
         x.st = be_linear(be, &(struct op_linear){.x = power, .w = m->melbank, .y = feat, .act = ACT_LOG_GUARD,
