@@ -566,6 +566,7 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     struct by_slot_item *it = malloc((size_t)B * sizeof *it);
     float *feat_h = NULL;
     int64_t *blk = NULL;             /* each stream's samples [b0, b1), then the packed total */
+    int64_t *stft_seg = NULL;        /* [B, 4] stft_power's segments (after blk, one allocation) */
     vkasr_status st =
         ss && pl && off && xs_off && oo && it ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
     if (st == VKASR_OK) {
@@ -601,9 +602,10 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
         }
         rows = bt.off[ASR_MEL][B];
         // the samples behind each stream's mel frames [m0, m1), packed (16-byte aligned blocks)
-        blk = malloc((size_t)(2 * B + 1) * sizeof *blk);
+        blk = malloc((size_t)(6 * B + 1) * sizeof *blk);
         if (!blk)
             st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
+        stft_seg = blk ? blk + 2 * B + 1 : NULL;
         int64_t nsmp = 0;
         for (int64_t b = 0; st == VKASR_OK && b < B; b++) {
             const int64_t lead = lead_frames(c), hop = c->hop_length, m0 = pl[b].m0;
@@ -614,15 +616,20 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
                              (long long)m0, (long long)b0, (long long)ss[b]->smp_base);
             blk[2 * b] = b0;
             blk[2 * b + 1] = b1;
+            // its mel rows, its samples' place in the packed ones, how many, its first frame among them
+            stft_seg[4 * b] = bt.off[ASR_MEL][b];
+            stft_seg[4 * b + 1] = nsmp;
+            stft_seg[4 * b + 2] = b1 - b0;
+            stft_seg[4 * b + 3] = m0 - b0 / hop;
             nsmp += (b1 - b0 + 3) / 4 * 4;
         }
         feat_h = malloc((size_t)(nsmp > 0 ? nsmp : 1) * sizeof *feat_h); /* the packed samples */
         if (!feat_h && st == VKASR_OK)
             st = err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        for (int64_t b = 0, at = 0; st == VKASR_OK && b < B; b++) {
+        for (int64_t b = 0; st == VKASR_OK && b < B; b++) {
             const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
-            memcpy(feat_h + at, ss[b]->smp + (b0 - ss[b]->smp_base), (size_t)(b1 - b0) * sizeof *feat_h);
-            at += (b1 - b0 + 3) / 4 * 4;
+            memcpy(feat_h + stft_seg[4 * b + 1], ss[b]->smp + (b0 - ss[b]->smp_base),
+                   (size_t)(b1 - b0) * sizeof *feat_h);
         }
         blk[2 * B] = nsmp;
     }
@@ -640,28 +647,13 @@ vkasr_status asr_stream_step(struct asr_stream_pool *p, struct asr_stream *const
     // power: each stream's frames [m0, m1) from its samples (zero beyond them, the input's end at the
     // last step), every stream's in one call (a segment each: its rows, samples and first frame);
     // feat: [rows, M] = ln(power . fb^T + 2^-24), every stream's at once
-    if (x.st == VKASR_OK) {
-        int64_t *tab = malloc((size_t)(4 * B) * sizeof *tab);
-        be_tensor seg = {0};
-        x.st = tab ? VKASR_OK : err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory");
-        for (int64_t b = 0, at = 0; tab && b < B; b++) {
-            const int64_t b0 = blk[2 * b], b1 = blk[2 * b + 1];
-            tab[4 * b] = bt.off[ASR_MEL][b];
-            tab[4 * b + 1] = at;
-            tab[4 * b + 2] = b1 - b0;
-            tab[4 * b + 3] = pl[b].m0 - b0 / c->hop_length;
-            at += (b1 - b0 + 3) / 4 * 4;
-        }
-        if (x.st == VKASR_OK)
-            x.st = be_alloc_tensor(be, BE_POOL_SCRATCH, BE_I64, 2, (int64_t[]){B, 4}, &seg);
-        if (x.st == VKASR_OK)
-            x.st = be_upload(be, seg.addr, tab, (uint64_t)(4 * B) * sizeof *tab);
-        free(tab);
-        if (x.st == VKASR_OK)
-            x.st = be_stft_power(be, &(struct op_stft_power){.x = smp, .window = m->window, .y = power,
-                                                             .n_fft = c->n_fft, .hop = c->hop_length,
-                                                             .preemph = c->preemph, .seg = seg});
-    }
+    be_tensor seg = {0};
+    if (x.st == VKASR_OK)
+        x.st = upload_i64(be, stft_seg, 4 * B, &seg);
+    if (x.st == VKASR_OK)
+        x.st = be_stft_power(be, &(struct op_stft_power){.x = smp, .window = m->window, .y = power,
+                                                         .n_fft = c->n_fft, .hop = c->hop_length, .preemph = c->preemph,
+                                                         .seg = be_tensor_2d(seg.addr, BE_I64, B, 4)});
     if (x.st == VKASR_OK)
         x.st = be_linear(be, &(struct op_linear){.x = power, .w = m->melbank, .y = feat, .act = ACT_LOG_GUARD,
                                                  .alpha = 1.0f});

@@ -702,8 +702,15 @@ static vkasr_status v_stft_power(struct vctx *c, const struct op_stft_power *a) 
     return VKASR_OK;
 }
 
-int64_t op_stft_segment(const int64_t *seg, int64_t S, int64_t f) {
-    int64_t lo = 0, hi = S - 1; /* the last segment whose first row is at most f */
+void op_stft_frame(const struct op_stft_power *a, int64_t f, int64_t *x0, int64_t *n, int64_t *t) {
+    if (!a->seg.addr) {
+        *x0 = 0;
+        *n = a->x.ne[0];
+        *t = a->f0 + f;
+        return;
+    }
+    const int64_t *seg = (const int64_t *)(uintptr_t)a->seg.addr;
+    int64_t lo = 0, hi = a->seg.ne[0] - 1; /* the last segment whose first row is at most f */
     while (lo < hi) {
         const int64_t mid = lo + (hi - lo + 1) / 2;
         if (seg[4 * mid] <= f)
@@ -711,7 +718,9 @@ int64_t op_stft_segment(const int64_t *seg, int64_t S, int64_t f) {
         else
             hi = mid - 1;
     }
-    return lo;
+    *x0 = seg[4 * lo + 1];
+    *n = seg[4 * lo + 2];
+    *t = seg[4 * lo + 3] + f - seg[4 * lo];
 }
 
 static vkasr_status v_feature_norm(struct vctx *c, const struct op_feature_norm *a) {

@@ -341,8 +341,9 @@ struct op_stft_power {
      * every stream's frames in one call. */
     be_tensor seg;
 };
-/* Row f's segment in stft_power's table seg [S, 4] (host memory). */
-int64_t op_stft_segment(const int64_t *seg, int64_t S, int64_t f);
+/* Row f of stft_power's y on a host backend: its signal x[*x0, *x0 + *n) and its frame *t in it (the
+ * call's x and f0, or its segment's). */
+void op_stft_frame(const struct op_stft_power *a, int64_t f, int64_t *x0, int64_t *n, int64_t *t);
 
 /* Per-column standardisation over rows (mel bins over time): x [L, M] -> y [L, M],
  * y = (x - mean) / (std + eps) with the unbiased std (L-1); L == 1 gives std = 0. y may alias x. */

@@ -41,7 +41,6 @@ static void stft_frames(void *ctx, int64_t f0, int64_t f1) {
     const struct op_stft_power *a = S->a;
     const int nfft = a->n_fft, win = (int)a->window.ne[0], off = (nfft - win) / 2, nb = nfft / 2 + 1;
     const float *w = ref_f32(&a->window);
-    const int64_t *seg = a->seg.addr ? ref_i64(&a->seg) : NULL;
     float *y = ref_f32(&a->y);
     double *re = malloc(2 * (size_t)nfft * sizeof *re);
     if (!re) {
@@ -50,10 +49,9 @@ static void stft_frames(void *ctx, int64_t f0, int64_t f1) {
     }
     double *im = re + nfft;
     for (int64_t f = f0; f < f1; f++) {
-        /* the frame's signal x[x0, x0 + N) and its index t in it */
-        const int64_t *sg = seg ? seg + 4 * op_stft_segment(seg, a->seg.ne[0], f) : NULL;
-        const float *x = ref_f32(&a->x) + (sg ? sg[1] : 0);
-        const int64_t N = sg ? sg[2] : a->x.ne[0], t = sg ? sg[3] + (f - sg[0]) : a->f0 + f;
+        int64_t x0, N, t; /* the frame's signal x[x0, x0 + N) and its index t in it */
+        op_stft_frame(a, f, &x0, &N, &t);
+        const float *x = ref_f32(&a->x) + x0;
         const int64_t start = t * a->hop - nfft / 2;
         for (int m = 0; m < nfft; m++) {
             const int64_t n = start + m;

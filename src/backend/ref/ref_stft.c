@@ -46,7 +46,7 @@ static void fft_pow2(double *re, double *im, int n) {
 }
 
 vkasr_status ref_stft_power(struct backend *b, const struct op_stft_power *a) {
-    const int64_t F = a->y.ne[0], *seg = a->seg.addr ? ref_i64(&a->seg) : NULL;
+    const int64_t F = a->y.ne[0];
     int nfft = a->n_fft, win = (int)a->window.ne[0], off = (nfft - win) / 2, nb = nfft / 2 + 1;
     const float *w = ref_f32(&a->window);
     float *y = ref_f32(&a->y);
@@ -56,10 +56,9 @@ vkasr_status ref_stft_power(struct backend *b, const struct op_stft_power *a) {
     double *im = re + nfft;
     bool pow2 = (nfft & (nfft - 1)) == 0;
     for (int64_t f = 0; f < F; f++) {
-        /* the frame's signal x[x0, x0 + N) and its index t in it */
-        const int64_t *sg = seg ? seg + 4 * op_stft_segment(seg, a->seg.ne[0], f) : NULL;
-        const float *x = ref_f32(&a->x) + (sg ? sg[1] : 0);
-        const int64_t N = sg ? sg[2] : a->x.ne[0], t = sg ? sg[3] + (f - sg[0]) : a->f0 + f;
+        int64_t x0, N, t; /* the frame's signal x[x0, x0 + N) and its index t in it */
+        op_stft_frame(a, f, &x0, &N, &t);
+        const float *x = ref_f32(&a->x) + x0;
         const int64_t start = t * a->hop - nfft / 2;
         for (int m = 0; m < nfft; m++) {
             int64_t n = start + m;

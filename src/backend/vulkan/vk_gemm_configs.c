@@ -258,13 +258,14 @@ struct vk_gemm_plan vk_gemm_choose(const struct vk_caps *caps, int64_t M, int64_
      * encoder products at 7500 rows, 3 % at 750: docs/gpu-results.md), else the two-stage one; every
      * tile gives the same bits. */
     if (quant && !matvec && N >= 16 && K % 32 == 0 && (caps->coopmat_int8 || caps->int8_emu)) {
-        static const char *const large[] = {"i8cm128x128_k128", "i8cm128x128_k64"};
-        for (int i = 0; i < 2; i++) {
+        const char *tiles[2] = {"i8cm128x128_k128", "i8cm128x128_k64"};
+        if (!caps->coopmat_int8 || i8_small(M, N)) {
+            tiles[0] = !caps->coopmat_int8 ? "i8emu128x128_k64" : "i8cm64x64_k64";
+            tiles[1] = NULL;
+        }
+        for (int i = 0; i < 2 && tiles[i]; i++) {
             char name[32];
-            snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype),
-                     !caps->coopmat_int8 ? "i8emu128x128_k64"
-                     : i8_small(M, N)    ? "i8cm64x64_k64"
-                                         : large[i]);
+            snprintf(name, sizeof name, "%s_%s", be_dtype_name(wtype), tiles[i]);
             p.cfg = vk_gemm_find(name);
             if (p.cfg && vk_gemm_cfg_usable(p.cfg, caps))
                 return p;
