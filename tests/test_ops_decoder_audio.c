@@ -264,24 +264,33 @@ static double stft_rel_err(struct th *h, struct th_tensor *y) {
     return worst;
 }
 
+/* The window input: a symmetric Hann of win samples, as the Parakeet front end uses. */
+static struct th_tensor *hann_window(struct th *h, int win) {
+    float *ws = malloc((size_t)win * sizeof *ws);
+    if (!ws)
+        exit(1);
+    for (int i = 0; i < win; i++)
+        ws[i] = win == 1 ? 1.0f : (float)(0.5 - 0.5 * cos(2 * M_PI * i / (win - 1)));
+    struct th_tensor *w = th_input_data(h, BE_F32, 1, TH_SHAPE(win), ws);
+    free(ws);
+    return w;
+}
+
 static void stft_case(struct th *h, int64_t n, int n_fft, int win, int hop, int64_t f0, int64_t frames, float amp,
                       enum sig sig, float preemph) {
     th_case(h, "stft_power N=%lld n_fft=%d win=%d hop=%d frames %lld..%lld amp=%g %s preemph=%g", (long long)n, n_fft,
             win, hop, (long long)f0, (long long)(f0 + frames - 1), amp, sig == SIG_NOISE ? "noise" : "tone+silence",
             preemph);
-    float *xs = malloc((size_t)(n ? n : 1) * sizeof *xs), *ws = malloc((size_t)win * sizeof *ws);
-    if (!xs || !ws)
+    float *xs = malloc((size_t)(n ? n : 1) * sizeof *xs);
+    if (!xs)
         exit(1);
     for (int64_t i = 0; i < n; i++)
         xs[i] = sig == SIG_NOISE ? amp * th_uniform(h, -1.0f, 1.0f)
                                  : (i < n / 2 ? amp * (float)sin(2 * M_PI * 440.0 * (double)i / 16000.0) : 0.0f);
-    for (int i = 0; i < win; i++) /* symmetric Hann, as the Parakeet front end uses */
-        ws[i] = win == 1 ? 1.0f : (float)(0.5 - 0.5 * cos(2 * M_PI * i / (win - 1)));
     struct th_tensor *x = th_input_data(h, BE_F32, 1, TH_SHAPE(n), xs);
-    struct th_tensor *w = th_input_data(h, BE_F32, 1, TH_SHAPE(win), ws);
+    struct th_tensor *w = hann_window(h, win);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(frames, n_fft / 2 + 1));
     free(xs);
-    free(ws);
     struct op_stft_power a[2];
     for (int s = 0; s < 2; s++)
         a[s] = (struct op_stft_power){.x = TH_T(x, s), .window = TH_T(w, s), .y = TH_T(y, s), .f0 = f0,
@@ -320,20 +329,17 @@ static void stft_batch_case(struct th *h, int n_fft, int win, int hop) {
     }
     th_case(h, "stft_power packed batch: %d signals, %lld frames, n_fft=%d win=%d hop=%d", S, (long long)rows, n_fft,
             win, hop);
-    float *xs = malloc((size_t)x0 * sizeof *xs), *ws = malloc((size_t)win * sizeof *ws);
-    if (!xs || !ws)
+    float *xs = malloc((size_t)x0 * sizeof *xs);
+    if (!xs)
         exit(1);
     for (int64_t i = 0; i < x0; i++)
         xs[i] = th_uniform(h, -1.0f, 1.0f);
-    for (int i = 0; i < win; i++)
-        ws[i] = win == 1 ? 1.0f : (float)(0.5 - 0.5 * cos(2 * M_PI * i / (win - 1)));
     struct th_tensor *x = th_input_data(h, BE_F32, 1, TH_SHAPE(x0), xs);
-    struct th_tensor *w = th_input_data(h, BE_F32, 1, TH_SHAPE(win), ws);
+    struct th_tensor *w = hann_window(h, win);
     struct th_tensor *tab = th_input_data(h, BE_I64, 2, TH_SHAPE(S, 4), seg);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(rows, n_fft / 2 + 1));
     struct th_tensor *y1 = th_output(h, BE_F32, 2, TH_SHAPE(rows, n_fft / 2 + 1));
     free(xs);
-    free(ws);
     struct op_stft_power a[2];
     for (int sd = 0; sd < 2; sd++)
         a[sd] = (struct op_stft_power){.x = TH_T(x, sd), .window = TH_T(w, sd), .y = TH_T(y, sd), .n_fft = n_fft,
