@@ -78,6 +78,7 @@ exit_of 2 -m "$MODEL" -d 0 --devices 0
 exit_of 2 -m "$MODEL" --max-lines 3
 grep -q "max_lines 3: must be 1 or 2" "$WORK/usage.out" || fail "--max-lines 3: $(cat "$WORK/usage.out")"
 exit_of 2 -m "$MODEL" --min-cue-seconds 9
+exit_of 2 -m "$MODEL" --warm-up long
 exit_of 5 -m "$MODEL" --port 0 --devices 0,99
 grep -q "^vkasr: 99: device index 99 out of range" "$WORK/usage.out" || fail "--devices 0,99: the missing device is named"
 # One --devices parser (tools/cli/pool.c): serve and transcribe refuse the same lists, exit 2, same words.
@@ -337,6 +338,8 @@ wait "$PID" || fail "prompt server: exit status $? on SIGTERM"
 # (over --solo-seconds) at the same time runs alone ----
 # shellcheck disable=SC2086
 start_server batch --batch-wait-ms 20 --solo-seconds 5 $LIMITS
+grep -q "^vkasr serve: worker 0 warmed up in [0-9]* ms: 0.5 s alone (device default)$" "$LOG" &&
+    ok "on the host's CPU the warm-up is half a second alone" || fail "the default warm-up: $(grep warm "$LOG")"
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
 status_of 200 "srt, the server's subtitle options" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=srt "$T"
 cmp -s "$WORK/body" "$WORK/sample_limits.srt" && ok "the server's subtitle options: the CLI's cues" ||
@@ -434,5 +437,19 @@ for k in 0 1; do
         ok "--devices 0,0: in-flight request $k answered" || fail "--devices 0,0: in-flight request $k: HTTP $(cat "$WORK/dterm$k.code")"
 done
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
+
+# ---- --warm-up batches (a GPU's default): batches of silence shaped like loaded turns before the server
+# is ready; the answers are still those of vkasr transcribe ----
+start_server warm -d cpu --warm-up batches
+grep -q "^vkasr serve: worker 0 warmed up in [0-9]* ms: 0.5 s alone, then batches of 550 s of audio (device cpu)$" \
+    "$LOG" && ok "--warm-up batches: 550 s of silence in batches before ready" || fail "--warm-up batches: $(cat "$LOG")"
+"$VKASR" transcribe -np -d cpu -m "$MODEL" "$SAMPLE" >"$WORK/warm_expect.txt" 2>>"$WORK/expect.err" ||
+    fail "transcribe -d cpu $SAMPLE"
+status_of 200 "--warm-up batches: a request" -F file=@"$SAMPLE" -F model=whisper-1 -F response_format=text \
+    "http://127.0.0.1:$PORT/v1/audio/transcriptions"
+cmp -s "$WORK/body" "$WORK/warm_expect.txt" && ok "--warm-up batches: the answer is vkasr transcribe's" ||
+    fail "--warm-up batches: the answer differs: $(head -c 200 "$WORK/body")"
+kill -TERM "$PID"
+wait "$PID" || fail "warm server: exit status $? on SIGTERM"
 [ $status -eq 0 ] && echo "PASS test_serve" || { echo "--- batch server log:"; tail -20 "$LOG"; }
 exit $status

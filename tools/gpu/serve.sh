@@ -28,9 +28,13 @@ $V transcribe -np -m "$G06" --manifest "$SET/serve256.jsonl" --batch auto >/dev/
 $V transcribe -m "$G06" --manifest "$SET/serve256.jsonl" --batch auto >/dev/null 2>"$OUT/serve-offline.log"
 echo "offline: $(grep -o '[0-9]* inputs, .*' "$OUT/serve-offline.log" | tail -1)"
 
+k=0
 for c in $CLIENTS; do
+    k=$((k + 1))
+    log=$OUT/serve-$c.log # a count named twice (CLIENTS="64 64": the second server finds the first's caches)
+    [ ! -f "$log" ] || log=$OUT/serve-$c-$k.log
     # shellcheck disable=SC2086
-    $V serve -m "$G06" --port $PORT --max-queue 4096 --max-concurrent 512 $SERVE_ARGS 2>"$OUT/serve-$c.log" &
+    $V serve -m "$G06" --port $PORT --max-queue 4096 --max-concurrent 512 $SERVE_ARGS 2>"$log" &
     pid=$!
     wait_health $PORT
     echo "server, $c clients:"
@@ -38,6 +42,6 @@ for c in $CLIENTS; do
         sed 's/^/    /'
     kill -TERM $pid
     wait $pid
-    echo "    largest turn: $(sed -n 's/^vkasr serve: turn of \([0-9]*\) request.*/\1/p' "$OUT/serve-$c.log" |
+    echo "    largest turn: $(sed -n 's/^vkasr serve: turn of \([0-9]*\) request.*/\1/p' "$log" |
         sort -n | tail -1) requests"
 done

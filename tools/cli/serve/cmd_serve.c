@@ -106,6 +106,13 @@ static int arg_sessions(const char *opt, const char *v, void *field) {
     *(int *)field = (int)n;
     return EXIT_OK;
 }
+static int arg_warm(const char *opt, const char *v, void *field) {
+    static const char *const names[] = {"auto", "short", "batches"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(v, names[i]))
+            return *(enum serve_warm *)field = (enum serve_warm)i, EXIT_OK;
+    return bad_value(opt, v);
+}
 static int arg_name(const char *opt, const char *v, void *field) {
     return *v ? (*(const char **)field = v, EXIT_OK) : bad_value(opt, v);
 }
@@ -135,6 +142,11 @@ static const struct cli_opt serve_table[] = {
     OPT_VALUE("--max-batch", "N", SO(max_batch), arg_batch, "requests in one batch turn at most (default 256)"),
     OPT_VALUE("--solo-seconds", "S", SO(solo_seconds), arg_seconds,
               "inputs longer than S seconds run alone, in turns alternating with\nthe batches of shorter ones (default 60)"),
+    OPT_VALUE("--warm-up", "MODE", SO(warm_up), arg_warm,
+              "what each session transcribes before the server is ready: short\n(half a second of silence), "
+              "batches (that, then batches of silence\nshaped like a loaded server's turns, so that their GPU "
+              "pipelines\nexist before the first requests), auto (default: batches on a GPU,\nshort on the "
+              "host's CPU)"),
     OPT_HEADING("live (the Realtime WebSocket and the page):"),
     OPT_VALUE("--max-streams", "N", SO(max_streams), arg_streams,
               "Realtime streams at once (default 16); each holds a session of its\n"

@@ -12,6 +12,13 @@
 
 #define SERVE_MAX_BATCH 256 /* --max-batch at most */
 
+/* --warm-up: what each worker transcribes before the server is ready. */
+enum serve_warm {
+    SERVE_WARM_AUTO,               /* batches on a GPU, short on the host's CPU                 */
+    SERVE_WARM_SHORT,              /* half a second of silence alone                            */
+    SERVE_WARM_BATCHES,            /* that, then batches of silence shaped like loaded turns    */
+};
+
 /* The options of `vkasr serve` (cmd_serve.c fills them). */
 struct serve_opts {
     const char *host;              /* numeric address to bind                                   */
@@ -26,6 +33,7 @@ struct serve_opts {
                                     * others to join its turn (0: none)                         */
     size_t max_batch;              /* requests packed into one turn at most (SERVE_MAX_BATCH)   */
     double solo_seconds;           /* inputs longer than this run alone, in their own turn      */
+    enum serve_warm warm_up;       /* --warm-up                                                 */
     vkasr_transcribe_params tp;    /* no callbacks                                              */
     vkasr_subtitle_params subs;    /* srt, vtt: the cues' limits unless a request sets its own  */
     /* live: the Realtime WebSocket (serve_realtime.c) and the page (serve_ui.c) */

@@ -343,9 +343,45 @@ static void run_turn(struct serve_queue *q, const struct pool_worker *w, struct 
     free(in);
 }
 
-/* The start of each pool worker: a warm-up transcription, then the worker counts as ready. */
+/* Batches of silence shaped like the turns of a loaded server, for --warm-up batches: a few inputs (the
+ * decoder's kernels for 2 and 4 hypotheses), a dozen of 10 s (about 1500 encoder rows: the middle GEMM
+ * tiles; 12 hypotheses) and 40 of 10 s (5000 rows: the largest tiles, the tall one included; 40
+ * hypotheses). A half-second warm-up creates none of their pipelines, so the first loaded turns created
+ * them, 0.2-0.5 s each on an H100 without a pipeline cache (docs/server.md, "Warm-up"). */
+static const struct {
+    unsigned inputs, seconds;
+} warm_turns[] = {{2, 5}, {4, 5}, {12, 10}, {40, 10}};
+
+/* The warm-up's batches on worker w; the audio they held (seconds), or -1 (after a warning) when one
+ * failed. */
+static double warm_up_batches(struct pool_worker *w, const struct serve_queue *q) {
+    enum { MAX_INPUTS = 40, MAX_SECONDS = 10 };
+    float *silence = calloc((size_t)MAX_SECONDS * VKASR_SAMPLE_RATE, sizeof *silence);
+    vkasr_batch_input in[MAX_INPUTS];
+    double audio = 0;
+    bool ok = silence != NULL;
+    for (size_t t = 0; ok && t < sizeof warm_turns / sizeof *warm_turns; t++) {
+        size_t n = warm_turns[t].inputs < q->o->max_batch ? warm_turns[t].inputs : q->o->max_batch;
+        for (size_t i = 0; i < n; i++)
+            in[i] = (vkasr_batch_input){NULL, silence, (size_t)warm_turns[t].seconds * VKASR_SAMPLE_RATE,
+                                        VKASR_SAMPLE_RATE, 1};
+        const vkasr_result *res[MAX_INPUTS] = {NULL};
+        vkasr_batch_params bp = vkasr_batch_params_default();
+        ok = vkasr_transcribe_batch(w->session, in, n, &q->o->tp, &bp, res) == VKASR_OK;
+        audio += (double)n * warm_turns[t].seconds;
+    }
+    if (!ok)
+        fprintf(stderr, "vkasr serve: warning: device %s: a warm-up batch failed: %s\n", device_name(w),
+                silence ? vkasr_session_last_error(w->session) : "out of memory");
+    free(silence);
+    return ok ? audio : -1;
+}
+
+/* The start of each pool worker: a warm-up transcription (and on a GPU, or with --warm-up batches, the
+ * batches above), then the worker counts as ready. */
 static void warm_up(struct pool_worker *w, void *arg) {
     struct serve_queue *q = arg;
+    const double t0 = now_s();
     static const float silence[VKASR_SAMPLE_RATE / 2];
     const vkasr_result *r = NULL;
     vkasr_status st =
@@ -353,6 +389,17 @@ static void warm_up(struct pool_worker *w, void *arg) {
     if (st != VKASR_OK)
         fprintf(stderr, "vkasr serve: warning: device %s: the warm-up transcription failed: %s\n", device_name(w),
                 vkasr_session_last_error(w->session));
+    const enum serve_warm mode = q->o->warm_up;
+    double batches = 0;
+    if (st == VKASR_OK &&
+        (mode == SERVE_WARM_BATCHES || (mode == SERVE_WARM_AUTO && !vkasr_model_on_cpu(w->model))))
+        batches = warm_up_batches(w, q);
+    if (batches > 0)
+        fprintf(stderr, "vkasr serve: worker %d warmed up in %.0f ms: 0.5 s alone, then batches of %.0f s of audio "
+                        "(device %s)\n", w->index, (now_s() - t0) * 1e3, batches, device_name(w));
+    else
+        fprintf(stderr, "vkasr serve: worker %d warmed up in %.0f ms: 0.5 s alone (device %s)\n", w->index,
+                (now_s() - t0) * 1e3, device_name(w));
     pthread_mutex_lock(&q->mu);
     if (++q->nready == q->nworkers)
         fprintf(stderr, "vkasr serve: ready\n");
