@@ -396,9 +396,10 @@ for k in 0 1 2; do
 done
 grep -q "Vulkan validation" "$LOG" && fail "Vulkan validation reports in $LOG"
 
-# ---- --devices 0,0: two workers, one turn of one request each at a time, so that both serve; SIGTERM with
-# requests in flight drains both ----
-start_server devices --devices 0,0 --batch-wait-ms 0 --max-batch 1
+# ---- --devices 0,0: two workers on one device, turns of at most two requests, so that both serve (a free
+# worker gathers arriving requests while the other runs a turn); SIGTERM with requests in flight drains
+# both ----
+start_server devices --devices 0,0 --batch-wait-ms 0 --max-batch 2
 T=http://127.0.0.1:$PORT/v1/audio/transcriptions
 CPIDS=""
 for k in 0 1 2 3 4 5 6 7; do
