@@ -72,6 +72,8 @@ if ! grep -Eq "type +(discrete|integrated|virtual)" "$WORK/out"; then
         "[0-9]+ pipelines created \([0-9]+ found in the pipeline cache\)"; do
         grep -Eq "start-up: $phase" "$WORK/err" || fail "-d vulkan -v: no start-up line '$phase'"
     done
+    grep -Eq "shut-down: device idle [0-9.]+ ms, weights freed [0-9.]+, pipelines and their cache [0-9.]+, device \
+destroyed [0-9.]+, instance [0-9.]+$" "$WORK/err" || fail "-d vulkan -v: no shut-down split"
 fi
 expect 0 env VKASR_DEVICE= "$VKASR" transcribe -v -d ref -m "$M" "$WAV"
 grep -q " on CPU reference backend" "$WORK/err" || fail "-d ref: not the reference backend"

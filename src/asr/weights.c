@@ -369,10 +369,13 @@ vkasr_status asr_model_load(struct be_device *dev, struct model_file **mfp, vkas
         if (st == VKASR_OK) {
             const double ms = clock_ms() - t2;
             LOG_INFO(dev->log, "start-up: model layout prepared in %.1f ms", t1 - t0);
-            char extra[96] = "";
+            char extra[160] = "";
             if (ld.in_place_bytes)
                 snprintf(extra, sizeof extra, "; %.1f MiB used in place from the mapped file",
                          ld.in_place_bytes / 1048576.0);
+            else if (be->upload_copy_ms > 0)
+                snprintf(extra, sizeof extra, "; %.1f ms copying into the staging buffer, %.1f ms waiting for the "
+                         "device to free it", be->upload_copy_ms, be->upload_wait_ms);
             LOG_INFO(dev->log, "start-up: weights %.1f MiB copied to the device in %.1f ms (%.0f MB/s; %.1f ms of it "
                      "making the device's weight blocks)%s", ld.uploaded / 1048576.0, ms,
                      ms > 0 ? ld.uploaded / 1e3 / ms : 0.0, dev->weights.make_ms - make0, extra);

@@ -144,6 +144,9 @@ struct backend {
     bool (*should_abort)(void *ud);
     void *abort_ud;
     bool measuring;          /* a measuring backend (be_measure_init): ops are not run            */
+    /* Staged uploads so far (-v's start-up split of the weights): host time copying into the staging
+     * buffer, and waiting for the device to free a half of it; 0 where uploads are not staged. */
+    double upload_copy_ms, upload_wait_ms;
 };
 
 /* Opens the device a device string names (backend.c). */

@@ -9,7 +9,7 @@
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
-V=$PWD/build-gpu/tools/vkasr
+V=${V:-$PWD/build-gpu/tools/vkasr}
 SET=${SET:-${TMPDIR:-/tmp}/batchset}
 CLIENTS=${CLIENTS:-8 32 64 256}
 REQS=${REQS:-4}

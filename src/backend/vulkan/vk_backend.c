@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/copy.h"
 #include "vk_internal.h"
 
@@ -61,13 +62,18 @@ static vkasr_status vkb_upload(struct backend *bb, uint64_t dst, const void *src
             TRY(vk_submit(b, false));
             b->staging_slot[b->staging_half] = 1 + vk_last_slot(b);
             b->staging_half ^= 1;
-            if (b->staging_slot[b->staging_half])
+            if (b->staging_slot[b->staging_half]) {
+                const double t0 = clock_ms();
                 TRY(vk_wait_slot(b, b->staging_slot[b->staging_half] - 1));
+                bb->upload_wait_ms += clock_ms() - t0;
+            }
             b->staging_slot[b->staging_half] = 0;
             b->staging_used = 0;
         }
         const uint64_t at = (uint64_t)b->staging_half * half + b->staging_used;
+        const double t0 = clock_ms();
         copy_large((char *)b->staging.map + at, (const char *)src + off, n);
+        bb->upload_copy_ms += clock_ms() - t0;
         TRY(vk_record_copy(b, b->staging.buf, at, blk->buf, dst - blk->addr + off, n));
         b->staging_used = (b->staging_used + n + 15) & ~(uint64_t)15;
     }

@@ -745,12 +745,17 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
 
 static void vk_device_destroy(struct be_device *bd) {
     struct vk_device *d = (struct vk_device *)bd;
+    double t[6] = {clock_ms()}; /* -v's shut-down split: idle, weights, pipelines, device, instance */
     if (d->dev) {
         vkDeviceWaitIdle(d->dev);
+        t[1] = clock_ms();
         be_arena_destroy(&d->base.weights);
+        t[2] = clock_ms();
         vk_pipelines_destroy(d);
+        t[3] = clock_ms();
         vkDestroyDevice(d->dev, NULL);
     }
+    t[4] = clock_ms();
     if (d->messenger) {
         PFN_vkDestroyDebugUtilsMessengerEXT destroy =
             (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(d->instance, "vkDestroyDebugUtilsMessengerEXT");
@@ -759,6 +764,11 @@ static void vk_device_destroy(struct be_device *bd) {
     }
     if (d->instance)
         vkDestroyInstance(d->instance, NULL);
+    t[5] = clock_ms();
+    if (d->dev)
+        LOG_INFO(d->base.log, "shut-down: device idle %.1f ms, weights freed %.1f, pipelines and their cache %.1f, "
+                 "device destroyed %.1f, instance %.1f", t[1] - t[0], t[2] - t[1], t[3] - t[2], t[4] - t[3],
+                 t[5] - t[4]);
     free(d->i8w);
     pthread_mutex_destroy(&d->i8_lock);
     pthread_mutex_destroy(&d->queue_lock);
