@@ -34,20 +34,21 @@ def test_memory_stops_growing_over_many_calls(model, speech_pcm, np):
     fds = len(os.listdir("/proc/self/fd"))
     # The allocators (glibc's arenas, the Vulkan driver's pools) settle over the first hundreds of calls,
     # the more so after other models were loaded and freed in this process; a leak grows on, linearly.
-    # Rounds of 100 calls until two in a row grow less than 1 MiB (a leak of 10 KiB a call fails).
+    # Rounds of 50 calls until two in a row grow less than 0.25 MiB (a leak of 6 KiB a call fails). On
+    # lavapipe the first round grows by about 43 MiB, the second by 1-2, then none.
     growth, flat = [], 0
     prev = rss_bytes()
-    for _ in range(8):
-        for i in range(100):
+    for _ in range(16):
+        for i in range(50):
             t = model.transcribe(wav) if i % 2 else model.transcribe(clip, sample_rate=16000)
             assert t.duration == pytest.approx(0.1)
         now = rss_bytes()
         growth.append((now - prev) / 2**20)
         prev = now
-        flat = flat + 1 if growth[-1] < 1 else 0
+        flat = flat + 1 if growth[-1] < 0.25 else 0
         if flat == 2:
             break
-    assert flat == 2, f"RSS still grows after {100 * len(growth)} calls: MiB per 100 calls {growth}"
+    assert flat == 2, f"RSS still grows after {50 * len(growth)} calls: MiB per 50 calls {growth}"
     assert len(os.listdir("/proc/self/fd")) == fds
 
 

@@ -440,7 +440,7 @@ static void next_turn(struct pool_worker *w, void *arg) {
     size_t n = 0;
     if (q->head && q->o->batch_wait_ms == 0) {
         const double t_end = now_s() + GATHER_MAX_S;
-        while (!q->stopping && q->count < q->o->max_batch && device_busy(q, w)) {
+        while (q->head && !q->stopping && q->count < q->o->max_batch && device_busy(q, w)) {
             const double until = q->t_arrival + GATHER_GAP_S < t_end ? q->t_arrival + GATHER_GAP_S : t_end;
             struct timespec ts = deadline_in(until - now_s());
             if (pthread_cond_timedwait(&q->work, &q->mu, &ts) != 0 && now_s() >= until)
