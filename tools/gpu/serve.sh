@@ -5,7 +5,8 @@
 # load); then `vkasr serve` with its defaults, loaded by tools/serve_load.py with requests of 2-20 s cut
 # from 10 minutes of speech, at each of CLIENTS (default "8 32 64 256") concurrent clients, REQS (default
 # 4) requests each (the throughput and p50/p95 latency; each server's log in $OUT/serve-N.log). SERVE_ARGS adds
-# server options (e.g. "--sessions 1 --batch-wait-ms 5" for the earlier rule). About 3 minutes.
+# server options (e.g. "--sessions 1 --batch-wait-ms 5" for the earlier rule); V another vkasr binary (an
+# A/B in one call). About 3 minutes.
 set -u
 . tools/gpu/env.sh
 OUT=${OUT:-gpu-out}; mkdir -p "$OUT"
