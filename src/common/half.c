@@ -66,4 +66,23 @@ uint16_t float_to_half(float f) {
     return (uint16_t)(sign | h);
 }
 
+void float_to_half_row(const float *f, uint16_t *out, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++) {
+        const uint32_t u = f2u(f[i]), a = u & 0x7fffffffu;
+        /* a normal half: the exponent rebiased (-112 << 23) and the 13 dropped bits rounded to nearest even,
+         * by adding just under half a unit plus the kept part's lowest bit (a carry into the exponent is
+         * right, up to infinity from 65520 on) */
+        const uint32_t normal = (a - 0x38000000u + 0xfffu + ((a >> 13) & 1u)) >> 13;
+        /* below 2^-14: a subnormal half, rounded by the FPU: adding 0.5 leaves x * 2^24 rounded to an
+         * integer in the low mantissa bits (2^-24 is the ulp of 0.5) */
+        const uint32_t subnormal = f2u(u2f(a) + 0.5f) - 0x3f000000u;
+        /* 2^16 and above: infinity; NaN stays a quiet NaN */
+        const uint32_t big = 0x7c00u | (uint32_t)(a > 0x7f800000u) << 9;
+        /* chosen by masks rather than branches, so that the loop vectorises */
+        const uint32_t is_big = 0u - (uint32_t)(a >= 0x47800000u), is_sub = 0u - (uint32_t)(a < 0x38800000u);
+        const uint32_t h = (big & is_big) | (subnormal & is_sub & ~is_big) | (normal & ~(is_sub | is_big));
+        out[i] = (uint16_t)(h | ((u >> 16) & 0x8000u));
+    }
+}
+
 float bf16_to_float(uint16_t h) { return u2f((uint32_t)h << 16); }
