@@ -71,8 +71,8 @@ ASAN_EXCLUDE='^(test_install|check_layers|check_shaders_listed)$'
 # of the labels above, the fuzz targets' replays. Not the op tests, benchmarks, parity, decoder, abort and
 # GTK programs, whose tests are not in the sanitizer set.
 ASAN_TARGETS="vkasr_cli check_cli_output example_transcribe test_api test_arena test_audio test_batch test_cpu_gemm
-test_half test_device_memory test_gguf_foreign test_header_c test_header_cxx test_hub test_live test_long_audio
-test_merge test_mel test_model_io test_model_wer test_nemo test_plan test_planner test_quant test_subtitles test_threads
+test_device_memory test_gguf_foreign test_header_c test_header_cxx test_hub test_live test_long_audio test_merge
+test_mel test_model_io test_model_wer test_nemo test_plan test_planner test_quant test_subtitles test_threads
 test_transcript test_wer replay_gguf replay_safetensors replay_hf_config replay_tokenizer replay_audio replay_cli_output
 replay_nemo replay_nemo_pickle replay_nemo_config replay_nemo_spm replay_rt_events"
 # (Called where set -e does not apply: every step checks its status.)
