@@ -17,7 +17,15 @@ static void vkb_destroy(struct backend *bb) {
         vk_submit(b, true);
         vk_cmd_destroy(b);
         be_arena_destroy(&b->base.scratch);
-        vk_block_destroy(b->d, &b->staging);
+        if (b->staging.buf) { /* kept for the next backend when the device holds none yet */
+            pthread_mutex_lock(&b->d->staging_lock);
+            const bool keep = !b->d->spare_staging.buf;
+            if (keep)
+                b->d->spare_staging = b->staging;
+            pthread_mutex_unlock(&b->d->staging_lock);
+            if (!keep)
+                vk_block_destroy(b->d, &b->staging);
+        }
     }
     free(b);
 }
@@ -29,6 +37,12 @@ static struct vk_block *find_block(struct vk_backend *b, uint64_t addr, uint64_t
 }
 
 static vkasr_status ensure_staging(struct vk_backend *b) {
+    if (b->staging.buf)
+        return VKASR_OK;
+    pthread_mutex_lock(&b->d->staging_lock); /* a closed backend's, when the device kept one */
+    b->staging = b->d->spare_staging;
+    memset(&b->d->spare_staging, 0, sizeof b->d->spare_staging);
+    pthread_mutex_unlock(&b->d->staging_lock);
     if (b->staging.buf)
         return VKASR_OK;
     return vk_block_create(b->d, VK_STAGING_BYTES, true, &b->staging, &b->base.err);

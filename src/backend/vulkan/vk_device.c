@@ -748,6 +748,7 @@ static void vk_device_destroy(struct be_device *bd) {
     double t[6] = {clock_ms()}; /* -v's shut-down split: idle, weights, pipelines, device, instance */
     if (d->dev) {
         vkDeviceWaitIdle(d->dev);
+        vk_block_destroy(d, &d->spare_staging);
         t[1] = clock_ms();
         be_arena_destroy(&d->base.weights);
         t[2] = clock_ms();
@@ -771,6 +772,7 @@ static void vk_device_destroy(struct be_device *bd) {
                  t[5] - t[4]);
     free(d->i8w);
     pthread_mutex_destroy(&d->i8_lock);
+    pthread_mutex_destroy(&d->staging_lock);
     pthread_mutex_destroy(&d->queue_lock);
     pthread_mutex_destroy(&d->pipe_lock);
     pthread_cond_destroy(&d->pipe_done);
@@ -844,6 +846,7 @@ vkasr_status vk_device_open(const struct be_device_options *opt, struct be_devic
     pthread_mutex_init(&d->queue_lock, NULL);
     pthread_mutex_init(&d->pipe_lock, NULL);
     pthread_mutex_init(&d->i8_lock, NULL);
+    pthread_mutex_init(&d->staging_lock, NULL);
     pthread_cond_init(&d->pipe_done, NULL);
     be_device_init(&d->base, &vk_blocks);
     atomic_init(&d->validation_count, 0);

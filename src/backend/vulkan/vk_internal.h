@@ -94,6 +94,11 @@ struct vk_device {
     bool device_mappable;            /* that type is HOST_VISIBLE|HOST_COHERENT (lavapipe, ReBAR)
                                         and VKASR_FORCE_STAGING is not set                      */
     uint32_t mem_staging;            /* HOST_VISIBLE|HOST_COHERENT type for staging             */
+    /* A closed backend's staging block, kept for the next backend that stages (the model loader's
+     * goes to the first session, whose first upload would otherwise make its own: 64 MiB of host
+     * memory the driver maps and pins); under staging_lock, freed with the device. */
+    struct vk_block spare_staging;
+    pthread_mutex_t staging_lock;
     uint64_t heap_size;              /* size of the tensor memory type's heap (or the env cap)  */
     uint32_t heap_index;             /* that heap                                               */
     bool memory_budget;              /* VK_EXT_memory_budget enabled                            */
