@@ -11,17 +11,6 @@
 #include "common/half.h"
 #include "expect.h"
 
-static uint32_t f2u(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-static float u2f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 #ifdef __FLT16_MAX__
 #define ORACLE "_Float16"
 __extension__ typedef _Float16 f16; /* C23 / ISO TS 18661-3, a GCC extension in C11 */
@@ -55,7 +44,7 @@ static void check_to_half(const char *what, const float *x, size_t n) {
     size_t bad_scalar = 0, bad_row = 0, first_scalar = n, first_row = n;
     for (size_t i = 0; i < n; i++) {
         const uint16_t want = oracle_to_half(x[i]), s = float_to_half(x[i]);
-        const bool nan = isnan(x[i]), neg = (f2u(x[i]) >> 31) != 0;
+        const bool nan = isnan(x[i]), neg = (float_bits(x[i]) >> 31) != 0;
         const bool ok_s = nan ? half_is_nan(s) && (s >> 15) == neg : s == want;
         const bool ok_r = nan ? half_is_nan(row[i]) && (row[i] >> 15) == neg : row[i] == want;
         if (!ok_s && bad_scalar++ == 0)
@@ -64,10 +53,10 @@ static void check_to_half(const char *what, const float *x, size_t n) {
             first_row = i;
     }
     EXPECT(bad_scalar == 0, "%s: float_to_half differs from %s on %zu of %zu values (first: 0x%08x -> 0x%04x, "
-           "want 0x%04x)", what, ORACLE, bad_scalar, n, first_scalar < n ? f2u(x[first_scalar]) : 0,
+           "want 0x%04x)", what, ORACLE, bad_scalar, n, first_scalar < n ? float_bits(x[first_scalar]) : 0,
            first_scalar < n ? float_to_half(x[first_scalar]) : 0, first_scalar < n ? oracle_to_half(x[first_scalar]) : 0);
     EXPECT(bad_row == 0, "%s: float_to_half_row differs from %s on %zu of %zu values (first: 0x%08x -> 0x%04x, "
-           "want 0x%04x)", what, ORACLE, bad_row, n, first_row < n ? f2u(x[first_row]) : 0,
+           "want 0x%04x)", what, ORACLE, bad_row, n, first_row < n ? float_bits(x[first_row]) : 0,
            first_row < n ? row[first_row] : 0, first_row < n ? oracle_to_half(x[first_row]) : 0);
     free(row);
 }
@@ -83,9 +72,9 @@ int main(void) {
     size_t bad = 0, bad_row = 0;
     for (uint32_t i = 0; i < 65536; i++) {
         const float want = oracle_to_float(all[i]), s = half_to_float(all[i]);
-        if (isnan(want) ? !isnan(s) : f2u(s) != f2u(want))
+        if (isnan(want) ? !isnan(s) : float_bits(s) != float_bits(want))
             bad++;
-        if (isnan(want) ? !isnan(wide[i]) : f2u(wide[i]) != f2u(want))
+        if (isnan(want) ? !isnan(wide[i]) : float_bits(wide[i]) != float_bits(want))
             bad_row++;
     }
     EXPECT(bad == 0, "half_to_float differs from %s on %zu of 65536 halves", ORACLE, bad);
@@ -103,7 +92,7 @@ int main(void) {
         /* the next half up (0x7bff's: 65536, where rounding goes to infinity) */
         const float up = h + 1 < nh ? half_to_float((uint16_t)(h + 1)) : 65536.0f;
         const float mid = v + (up - v) / 2; /* exact: a half has 11 significant bits, a float 24 */
-        const float vals[4] = {v, mid, u2f(f2u(mid) - 1), u2f(f2u(mid) + 1)};
+        const float vals[4] = {v, mid, float_from_bits(float_bits(mid) - 1), float_from_bits(float_bits(mid) + 1)};
         for (size_t k = 0; k < per; k++) {
             x[n++] = vals[k];
             x[n++] = -vals[k];
@@ -119,14 +108,14 @@ int main(void) {
     if (!x)
         return 1;
     for (size_t i = 0; i < ns; i++)
-        x[i] = u2f((uint32_t)(i * 65521u + 12345u));
+        x[i] = float_from_bits((uint32_t)(i * 65521u + 12345u));
     check_to_half("a stride through all floats", x, ns);
     free(x);
 
-    const float specials[] = {0.0f, -0.0f, u2f(1), u2f(0x807fffffu), 0x1p-25f, -0x1p-25f, 0x1.8p-25f, 0x1p-24f,
+    const float specials[] = {0.0f, -0.0f, float_from_bits(1), float_from_bits(0x807fffffu), 0x1p-25f, -0x1p-25f, 0x1.8p-25f, 0x1p-24f,
                               0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f, 65504.0f, 65519.0f, 65519.99f, 65520.0f,
-                              65536.0f, 1e10f, -1e10f, INFINITY, -INFINITY, NAN, -NAN, u2f(0x7f800001u),
-                              u2f(0xffc00001u), 3.4028235e38f, 1.0f, -1.0f, 0.1f, 1.0009765625f, 1.00048828125f};
+                              65536.0f, 1e10f, -1e10f, INFINITY, -INFINITY, NAN, -NAN, float_from_bits(0x7f800001u),
+                              float_from_bits(0xffc00001u), 3.4028235e38f, 1.0f, -1.0f, 0.1f, 1.0009765625f, 1.00048828125f};
     check_to_half("special values", specials, sizeof specials / sizeof *specials);
 
     printf("%d check(s), %d failure(s)\n", checks, failures);

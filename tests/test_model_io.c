@@ -274,12 +274,6 @@ done:
 }
 
 /* The sharded f16/bf16 copy of tiny/ctc widens to the rounded values of the f32 original. */
-static uint32_t bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 static void test_sharded_dtypes(void) {
     struct model_file *a = open_ok(data("tiny/ctc")), *b = open_ok(data("tiny/ctc_sharded"));
     struct err e;
@@ -294,14 +288,14 @@ static void test_sharded_dtypes(void) {
                               *y = need(b, "encoder.layers.0.feed_forward1.linear1.weight");
     for (uint64_t i = 0; x && y && i < numel(x); i++) {
         float want = half_to_float(float_to_half(f32_at(x, i)));
-        EXPECT(bits(want) == bits(f32_at(y, i)), "f16 widening at %llu", (unsigned long long)i);
+        EXPECT(float_bits(want) == float_bits(f32_at(y, i)), "f16 widening at %llu", (unsigned long long)i);
     }
     x = need(a, "ctc_head.weight");
     y = need(b, "ctc_head.weight");
     for (uint64_t i = 0; x && y && i < numel(x); i++) {
-        uint32_t u = bits(f32_at(x, i));
+        uint32_t u = float_bits(f32_at(x, i));
         uint32_t want = ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) << 16; /* round to nearest even bf16 */
-        EXPECT(want == bits(f32_at(y, i)), "bf16 widening at %llu", (unsigned long long)i);
+        EXPECT(want == float_bits(f32_at(y, i)), "bf16 widening at %llu", (unsigned long long)i);
     }
     /* everything else within bf16/f16 rounding of the f32 model (BN folding included) */
     double worst = 0;
@@ -361,7 +355,7 @@ static void same_tensors(const struct model_file *a, const struct model_file *b,
                 memcpy(&h, (const uint8_t *)t->data + 2 * k, 2);
                 bad += h != float_to_half(f32_at(s, k));
             } else {
-                bad += bits(f32_at(s, k)) != bits(f32_at(t, k));
+                bad += float_bits(f32_at(s, k)) != float_bits(f32_at(t, k));
             }
         }
     }
@@ -407,7 +401,7 @@ static void test_gguf_roundtrip(const char *rel, const char *head) {
             const struct model_tensor *s = &h->tensors[i], *t = model_find(a, s->name);
             int bad = !t || t->type != MT_F32;
             for (uint64_t k = 0; !bad && k < numel(s); k++)
-                bad = bits(f32_at(s, k)) != bits(f32_at(t, k));
+                bad = float_bits(f32_at(s, k)) != float_bits(f32_at(t, k));
             EXPECT(!bad, "re-converted %s differs", s->name);
         }
     model_close(a);

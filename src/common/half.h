@@ -3,6 +3,19 @@
 #define VKASR_HALF_H
 
 #include <stdint.h>
+#include <string.h>
+
+/* A float's bits and back (the conversions below, and tests that build or compare values bit by bit). */
+static inline uint32_t float_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float float_from_bits(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
 
 float half_to_float(uint16_t h);
 /* out[i] = half_to_float(h[i]) for n values, branch-free (vectorised: loading a model). */
