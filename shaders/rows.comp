@@ -1,6 +1,7 @@
 #version 460
 // rows.comp — f32 reductions along the last dimension of x [R, C]: layernorm (-DLAYERNORM; its y f32,
-// or f16 with -DIO_F16: io.glsl), softmax (-DSOFTMAX) and argmax (-DARGMAX).
+// or f16 with -DIO_F16: io.glsl; with -DROWS8 also y's int8 rows, op_layernorm.y8), softmax (-DSOFTMAX)
+// and argmax (-DARGMAX).
 //
 // A row belongs to a segment of `tpr` consecutive invocations (a power of two <= the workgroup size,
 // chosen by the host from the row width), so a workgroup handles wg/tpr rows at a time: narrow rows
@@ -20,7 +21,13 @@ layout(push_constant) uniform PC {
     uint64_t x, gamma, beta, y, rows, cols;
     uint tpr;
     float eps;
+#ifdef ROWS8
+    uint64_t y8; // int8 [R, C] (bytes, row-major), then f32 [R] scales
+#endif
 } pc;
+#ifdef ROWS8
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer UWordRef { uint v; };
+#endif
 #elif defined(SOFTMAX)
 layout(push_constant) uniform PC {
     uint64_t x, y, rows, cols;
@@ -43,6 +50,17 @@ shared float red_mu[gl_WorkGroupSize.x], red_m2[gl_WorkGroupSize.x]; // red: the
 #endif
 #ifdef ARGMAX
 shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (empty or all NaN)
+#endif
+
+#ifdef ROWS8
+// Element i of y as stored (an f16 y widened exactly).
+float load_y(uint64_t i) {
+#ifdef IO_F16
+    if (OUT16)
+        return LOADH(pc.y, i);
+#endif
+    return LOADF(pc.y, i);
+}
 #endif
 
 #define OP_SUM 0
@@ -119,9 +137,41 @@ void main() {
         float var = red_m2[lid - lane] / float(pc.cols);
         barrier(); // red is rewritten by the next row's tree
         float inv = 1.0 / sqrt(var + pc.eps);
+#ifndef ROWS8
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)
                 store_out(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
+#else
+        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored (each invocation
+        // reads back only the elements it wrote itself, so program order makes them visible): the
+        // row's absolute maximum (exact in any order), one f32 division, exact-rounded products and
+        // roundEven, so the bytes and scale are those a separate quantize_rows pass over y makes.
+        // An invocation takes words of 4 columns (C % 4 == 0, host check) to store the bytes as words.
+        float amax = 0.0;
+        if (live)
+            for (uint64_t w = lane; w < pc.cols / 4u; w += tpr)
+                [[unroll]] for (uint e = 0; e < 4u; e++) {
+                    const uint64_t c = 4u * w + e;
+                    store_out(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
+                    amax = max(amax, abs(load_y(base + c)));
+                }
+        amax = seg_reduce(amax, lid, lane, OP_MAX);
+        precise float qinv = 127.0 / amax;
+        if (live && lane == 0u) {
+            precise float s = amax / 127.0;
+            STOREF(pc.y8 + pc.rows * pc.cols, row, s);
+        }
+        if (live)
+            for (uint64_t w = lane; w < pc.cols / 4u; w += tpr) {
+                uint word = 0u;
+                [[unroll]] for (uint e = 0; e < 4u; e++) {
+                    precise float v = load_y(base + 4u * w + e) * qinv;
+                    const int q = amax > 0.0 ? int(clamp(roundEven(v), -127.0, 127.0)) : 0;
+                    word |= (uint(q) & 0xffu) << (8u * e);
+                }
+                UWordRef(pc.y8 + base + 4u * w).v = word;
+            }
+#endif
 #elif defined(SOFTMAX)
         float m = uintBitsToFloat(0xff800000u); // -inf
         if (live)

@@ -5,7 +5,9 @@
  * against a C W8A8 reference on the device's own int8 operands: the int32 dot products exact, then the
  * kernel's f32 operations in its order, so outputs compare bit for bit (activations that call exp: a
  * bound, exp is not correctly rounded on GPUs). The accuracy of W8A8 itself is checked against the C
- * reference backend's f32 product of the dequantized weights. */
+ * reference backend's f32 product of the dequantized weights. The int8 rows a layernorm makes for its
+ * products (op_layernorm.y8, read as op_linear.x8) are checked bit for bit against the products' own
+ * quantization of the layernorm's output. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -340,6 +342,83 @@ out:
     th_check_guards(h);
 }
 
+/* A layernorm's int8 rows (op_layernorm.y8) for y [R, C] of type yt: bit for bit what the int8 path's
+ * own pass (quantize_rows.comp) makes of the stored y, and within the host's rule (check_form); y
+ * itself unchanged by making them; and a product of a q8_0 w [N, C] reading them (op_linear.x8) bit for
+ * bit the product that quantizes y itself. Row 1 is constant with beta 0 (zero_row): a row of zeros. */
+static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t N, bool zero_row, bool exact) {
+    th_case(h, "layernorm's int8 rows: y=%s R=%lld C=%lld N=%lld%s", be_dtype_name(yt), (long long)R, (long long)C,
+            (long long)N, zero_row ? ", a zero row" : "");
+    struct backend *be = h->be[TH_DEV];
+    float *xf = malloc((size_t)(R * C) * sizeof *xf), *beta = malloc((size_t)C * sizeof *beta);
+    if (!xf || !beta)
+        exit(1);
+    for (int64_t i = 0; i < R * C; i++) /* rows far from zero: the statistics' own care (rows.comp) */
+        xf[i] = zero_row && i / C == 1 ? 7.0f : 3.0f + 2.0f * th_uniform(h, -1.0f, 1.0f);
+    for (int64_t c = 0; c < C; c++)
+        beta[c] = zero_row ? 0.0f : th_uniform(h, -0.2f, 0.2f);
+    struct th_tensor *x = th_input_data(h, BE_F32, 2, TH_SHAPE(R, C), xf);
+    struct th_tensor *b = th_input_data(h, BE_F32, 1, TH_SHAPE(C), beta);
+    struct th_tensor *g = th_input(h, BE_F32, 1, TH_SHAPE(C), 0.5f, 1.5f), *w = q_input(h, BE_Q8_0, N, C);
+    free(xf);
+    free(beta);
+    be_tensor y, y2, o, o2;
+    uint64_t y8 = 0, q8 = 0;
+    const uint64_t bytes8 = be_rows8_bytes(R, C);
+    bool ok = be_alloc_tensor(be, BE_POOL_SCRATCH, yt, 2, TH_SHAPE(R, C), &y) == VKASR_OK &&
+              be_alloc_tensor(be, BE_POOL_SCRATCH, yt, 2, TH_SHAPE(R, C), &y2) == VKASR_OK &&
+              be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, TH_SHAPE(R, N), &o) == VKASR_OK &&
+              be_alloc_tensor(be, BE_POOL_SCRATCH, BE_F32, 2, TH_SHAPE(R, N), &o2) == VKASR_OK &&
+              be_alloc(be, BE_POOL_SCRATCH, bytes8, &y8) == VKASR_OK &&
+              be_alloc(be, BE_POOL_SCRATCH, bytes8, &q8) == VKASR_OK;
+    const struct op_layernorm ln = {.x = TH_T(x, TH_DEV), .gamma = TH_T(g, TH_DEV), .beta = TH_T(b, TH_DEV),
+                                    .y = y, .eps = 1e-5f, .y8 = y8};
+    struct op_layernorm ln2 = ln;
+    ln2.y = y2;
+    ln2.y8 = 0;
+    const struct op_linear lin = {.x = y, .w = TH_T(w, TH_DEV), .y = o, .act = ACT_NONE, .alpha = 1.0f, .x8 = y8};
+    struct op_linear lin2 = lin;
+    lin2.y = o2;
+    lin2.x8 = 0;
+    ok = ok && be_layernorm(be, &ln) == VKASR_OK && be_layernorm(be, &ln2) == VKASR_OK &&
+         vk_i8_quantize_rows(vkb(h), &y, q8) == VKASR_OK && be_linear(be, &lin) == VKASR_OK &&
+         be_linear(be, &lin2) == VKASR_OK;
+    h->checks++;
+    if (!ok) {
+        printf("FAIL [%s]: %s\n", h->name, be->err.msg);
+        h->failures++;
+        return;
+    }
+    const uint64_t ybytes = be_nbytes(&y), obytes = be_nbytes(&o);
+    uint8_t *yd = fetch(h, y.addr, ybytes), *y2d = fetch(h, y2.addr, ybytes), *d8 = fetch(h, y8, bytes8);
+    uint8_t *dq = fetch(h, q8, bytes8), *od = fetch(h, o.addr, obytes), *o2d = fetch(h, o2.addr, obytes);
+    static const char *const what[3] = {"y (with its int8 rows against without)", "int8 rows (against the product's pass)",
+                                        "product (x8 against quantizing y itself)"};
+    const int bad[3] = {memcmp(yd, y2d, ybytes) != 0, memcmp(d8, dq, bytes8) != 0, memcmp(od, o2d, obytes) != 0};
+    for (int i = 0; i < 3; i++) {
+        h->checks++;
+        if (bad[i]) {
+            printf("FAIL [%s]: %s differ\n", h->name, what[i]);
+            h->failures++;
+        }
+    }
+    float *yv = as_floats(yt, yd, R * C);
+    check_form(h, "layernorm's int8 rows", yv, R, C, d8, exact);
+    h->checks++;
+    if (zero_row && (((const float *)(const void *)(d8 + R * C))[1] != 0.0f)) {
+        printf("FAIL [%s]: the zero row's scale is not 0\n", h->name);
+        h->failures++;
+    }
+    free(yv);
+    free(yd);
+    free(y2d);
+    free(d8);
+    free(dq);
+    free(od);
+    free(o2d);
+    th_check_guards(h);
+}
+
 int main(void) {
     /* quantized products without a forced configuration take the int8 path: the real kernel where the
      * device has int8 cooperative matrices, else the emulated twin */
@@ -409,6 +488,15 @@ int main(void) {
     if (!ran) {
         printf("FAIL: no int8 GEMM configuration can run here\n");
         h.failures++;
+    }
+    /* layernorms making the rows their products read (VKASR_INT8_ROWS=0 turns them off) */
+    if (h.be[TH_DEV]->int8_rows) {
+        rows8_case(&h, 3, 32, BE_F32, 16, true, exact);
+        rows8_case(&h, 37, 96, BE_F16, 200, false, exact);
+        rows8_case(&h, 130, 1024, BE_F16, 136, true, exact);
+        rows8_case(&h, 300, 64, BE_F32, 96, false, exact);
+    } else {
+        th_skip(&h, "layernorms' int8 rows (the backend has none)");
     }
     /* the backend's own choice (VKASR_INT8=emu or a real int8 device; VKASR_INT8=0 turns it off) */
     if (caps->coopmat_int8 || caps->int8_emu) {

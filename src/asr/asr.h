@@ -238,6 +238,7 @@ struct asr_work {
     uint64_t max_tensor;             /* the device's largest single allocation (0: no limit)       */
     uint64_t op_scratch;             /* what one op of the backend takes for itself above any phase
                                         (be_memory.op_scratch and the parts that apply)             */
+    bool int8_rows;                  /* the backend's layernorms make int8 rows (backend.int8_rows) */
     char limit[192];                 /* what set `available`, for messages ("": the device's budget) */
     const struct logger *log;        /* the plan is logged here at info level (NULL: not logged)   */
 };

@@ -7,7 +7,9 @@
  * its segments to the two ops that mix rows. Chunks count as work between abort polls (steps.c).
  * Tensor types (asr_types_for): the residual stream and everything accumulated inside an op stay f32;
  * in f16 precision the tensors between ops that feed a product or are read once are f16 (the rule and
- * its reasons: docs/architecture.md, "Tensor types between ops (precision)"). */
+ * its reasons: docs/architecture.md, "Tensor types between ops (precision)"). On a backend whose
+ * products of block-quantized weights take int8 rows (backend.int8_rows), the layernorms in front of
+ * such products also write their output's int8 rows, which the products read instead of quantizing it. */
 #include <math.h>
 
 #include "asr.h"
@@ -31,6 +33,7 @@ struct block_ctx {
     struct backend *be;
     int64_t T, D, rows;  /* sequence length, width, rows per chunk (<= T) */
     bool f16;            /* f16 precision: attention products may round to f16 (tensor cores) */
+    bool rows8;          /* layernorms make the int8 rows of the quantized products they feed  */
     struct asr_types t;  /* the types of the tensors between ops */
     be_tensor seg;       /* a packed batch's encoder-frame offsets (addr 0: one sequence) */
     int64_t seg_max;     /* its longest sequence */
@@ -66,16 +69,38 @@ static be_tensor tmp(struct block_ctx *c, be_dtype type, int64_t rows, int64_t c
     return t;
 }
 
-static vkasr_status layernorm(struct block_ctx *c, const be_tensor *x, const be_tensor *g, const be_tensor *b,
-                              const be_tensor *y) {
-    return be_layernorm(c->be, &(struct op_layernorm){.x = *x, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f});
+/* Scratch for the int8 rows of a layernorm's output [rows, D] (op_layernorm.y8), 0 where the block's
+ * layernorms make none. */
+static uint64_t tmp_rows8(struct block_ctx *c, int64_t rows, vkasr_status *st) {
+    uint64_t addr = 0;
+    if (*st == VKASR_OK && c->rows8)
+        *st = be_alloc(c->be, BE_POOL_SCRATCH, be_rows8_bytes(rows, c->D), &addr);
+    return addr;
 }
 
-static vkasr_status linear(struct block_ctx *c, const be_tensor *x, const be_tensor *w, const be_tensor *b,
-                           const be_tensor *res, const be_tensor *y, int act, float alpha) {
+/* h8 where one of the products reading a layernorm's output (w0, w1, w2; NULL: none) has quantized
+ * weights, else 0: the layernorm makes int8 rows only for a product that reads them. */
+static uint64_t rows8_for(uint64_t h8, const be_tensor *w0, const be_tensor *w1, const be_tensor *w2) {
+    const bool q = be_dtype_is_quant(w0->type) || (w1 && be_dtype_is_quant(w1->type)) ||
+                   (w2 && be_dtype_is_quant(w2->type));
+    return q ? h8 : 0;
+}
+
+/* y = LN(x), and y's int8 rows into y8 (0: none). */
+static vkasr_status layernorm(struct block_ctx *c, const be_tensor *x, const be_tensor *g, const be_tensor *b,
+                              const be_tensor *y, uint64_t y8) {
+    return be_layernorm(c->be,
+                        &(struct op_layernorm){.x = *x, .gamma = *g, .beta = *b, .y = *y, .eps = 1e-5f, .y8 = y8});
+}
+
+/* y = res + alpha act(x w^T + b); x8: x's int8 rows made by its layernorm (0: none), read by a product
+ * of quantized w. */
+static vkasr_status linear(struct block_ctx *c, const be_tensor *x, uint64_t x8, const be_tensor *w,
+                           const be_tensor *b, const be_tensor *res, const be_tensor *y, int act, float alpha) {
     return be_linear(c->be, &(struct op_linear){.x = *x, .w = *w, .bias = b ? *b : (be_tensor){0},
                                                  .res = res ? *res : (be_tensor){0}, .y = *y, .act = act,
-                                                 .alpha = alpha, .x_f32 = !c->f16});
+                                                 .alpha = alpha, .x_f32 = !c->f16,
+                                                 .x8 = be_dtype_is_quant(w->type) ? x8 : 0});
 }
 
 // x: [T, D] += 0.5 * W2 silu(W1 LN(x) + b1) + b2, chunk by chunk in place
@@ -85,15 +110,16 @@ static vkasr_status feed_forward(struct block_ctx *c, be_tensor *x, const be_ten
     uint64_t mark = be_mark(c->be);
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, rows, c->D, &st), u = tmp(c, c->t.hidden, rows, F, &st);
+    const uint64_t h8 = rows8_for(tmp_rows8(c, rows, &st), w1, NULL, NULL);
     for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0);
         be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n), ur = be_tensor_rows(&u, 0, n);
         // h: [n, D] = LN(x rows);  u: [n, F] = silu(h W1^T + b1);  x rows += 0.5 (u W2^T + b2)
-        st = layernorm(c, &xr, ln_w, ln_b, &hr);
+        st = layernorm(c, &xr, ln_w, ln_b, &hr, h8);
         if (st == VKASR_OK)
-            st = linear(c, &hr, w1, b1, NULL, &ur, ACT_SILU, 1.0f);
+            st = linear(c, &hr, h8, w1, b1, NULL, &ur, ACT_SILU, 1.0f);
         if (st == VKASR_OK)
-            st = linear(c, &ur, w2, b2, &xr, &xr, ACT_NONE, 0.5f);
+            st = linear(c, &ur, 0, w2, b2, &xr, &xr, ACT_NONE, 0.5f);
         if (st == VKASR_OK)
             st = asr_steps_add(c->steps, n * per_row);
     }
@@ -138,25 +164,27 @@ static vkasr_status attention_local(struct block_ctx *c, const struct asr_layer 
     be_tensor hk = tmp(c, c->t.norm, nk_max, D, &st), k = tmp(c, c->t.k, nk_max, D, &st);
     be_tensor v = tmp(c, c->t.v, nk_max, D, &st), q = tmp(c, c->t.q, rows, D, &st);
     be_tensor a = tmp(c, c->t.att, rows, D, &st);
+    /* the band's int8 rows (the queries' rows are a slice of them, and quantize themselves) */
+    const uint64_t hk8 = rows8_for(tmp_rows8(c, nk_max, &st), &L->wk, &L->wv, NULL);
     for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ka = max64(0, r0 - w), nk = min64(c->T, r0 + n + w) - ka;
         be_tensor hkr = be_tensor_rows(&hk, 0, nk), kr = be_tensor_rows(&k, 0, nk), vr = be_tensor_rows(&v, 0, nk);
         be_tensor hq = be_tensor_rows(&hk, r0 - ka, n), qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
         be_tensor xk = be_tensor_rows(x, ka, nk), xr = be_tensor_rows(x, r0, n), yr = be_tensor_rows(y, r0, n);
         // hk: [nk, D] = LN(x rows ka ..);  k, v: [nk, D];  q: [n, D] from the chunk's own rows of hk
-        st = layernorm(c, &xk, &L->att_norm_w, &L->att_norm_b, &hkr);
+        st = layernorm(c, &xk, &L->att_norm_w, &L->att_norm_b, &hkr, hk8);
         if (st == VKASR_OK)
-            st = linear(c, &hkr, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
+            st = linear(c, &hkr, hk8, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)
-            st = linear(c, &hkr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
+            st = linear(c, &hkr, hk8, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)
-            st = linear(c, &hq, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
+            st = linear(c, &hq, 0, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
         // a: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v over |i - j| <= w, per head
         if (st == VKASR_OK)
             st = attend(c, L, &qr, r0, &kr, &vr, ka, p, w, &ar);
         // y rows = x rows + a Wo^T + bo
         if (st == VKASR_OK)
-            st = linear(c, &ar, &L->wo, &L->bo, &xr, &yr, ACT_NONE, 1.0f);
+            st = linear(c, &ar, 0, &L->wo, &L->bo, &xr, &yr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)
             st = asr_steps_add(c->steps, nk * kv_row + n * q_row);
     }
@@ -175,6 +203,7 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, c->rows, c->D, &st), q = tmp(c, c->t.q, c->rows, c->D, &st);
     be_tensor a = tmp(c, c->t.att, c->rows, c->D, &st);
+    const uint64_t h8 = rows8_for(tmp_rows8(c, c->rows, &st), &L->wk, &L->wv, &L->wq);
     // both passes in one chunk: the queries' pass takes the keys' LN(x), still in h
     const bool one_chunk = chunk_rows(c, 0, per_row[0]) >= c->T && chunk_rows(c, 0, per_row[1]) >= c->T;
     for (int pass = 0; pass < 2; pass++)
@@ -184,14 +213,14 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
             be_tensor xr = be_tensor_rows(x, r0, n), hr = be_tensor_rows(&h, 0, n);
             // h: [n, D] = LN(x rows)
             if (pass == 0 || !one_chunk)
-                st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr);
+                st = layernorm(c, &xr, &L->att_norm_w, &L->att_norm_b, &hr, h8);
             if (pass == 0) {
                 // k, v rows: [n, D]
                 be_tensor kr = be_tensor_rows(k, r0, n), vr = be_tensor_rows(v, r0, n);
                 if (st == VKASR_OK)
-                    st = linear(c, &hr, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
+                    st = linear(c, &hr, h8, &L->wk, &L->bk, NULL, &kr, ACT_NONE, 1.0f);
                 if (st == VKASR_OK)
-                    st = linear(c, &hr, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
+                    st = linear(c, &hr, h8, &L->wv, &L->bv, NULL, &vr, ACT_NONE, 1.0f);
                 if (st == VKASR_OK)
                     st = asr_steps_add(c->steps, n * per_row[0]);
                 continue;
@@ -199,12 +228,12 @@ static vkasr_status attention_full(struct block_ctx *c, const struct asr_layer *
             be_tensor qr = be_tensor_rows(&q, 0, n), ar = be_tensor_rows(&a, 0, n);
             // q: [n, D];  a: [n, D] = softmax(((q+u) k^T + rel_shift((q+v) p^T)) / sqrt(dk)) v, per head
             if (st == VKASR_OK)
-                st = linear(c, &hr, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
+                st = linear(c, &hr, h8, &L->wq, &L->bq, NULL, &qr, ACT_NONE, 1.0f);
             if (st == VKASR_OK)
                 st = attend(c, L, &qr, r0, k, v, 0, p, 0, &ar);
             // x rows += a Wo^T + bo
             if (st == VKASR_OK)
-                st = linear(c, &ar, &L->wo, &L->bo, &xr, &xr, ACT_NONE, 1.0f);
+                st = linear(c, &ar, 0, &L->wo, &L->bo, &xr, &xr, ACT_NONE, 1.0f);
             if (st == VKASR_OK)
                 st = asr_steps_add(c->steps, n * per_row[1]);
         }
@@ -227,14 +256,15 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
     vkasr_status st = VKASR_OK;
     be_tensor h = tmp(c, c->t.norm, nh_max, D, &st), g = tmp(c, c->t.hidden, nh_max, D, &st);
     be_tensor d = tmp(c, ln ? BE_F32 : c->t.hidden, nh_max, D, &st);
+    const uint64_t h8 = rows8_for(tmp_rows8(c, nh_max, &st), &L->pw1_w, NULL, NULL);
     for (int64_t r0 = 0, end = loop_end(c, rows, c->T); st == VKASR_OK && r0 < end; r0 += rows) {
         const int64_t n = min64(rows, c->T - r0), ha = max64(0, r0 - hb), nh = min64(c->T, r0 + n + hf) - ha;
         be_tensor yh = be_tensor_rows(y, ha, nh), hr = be_tensor_rows(&h, 0, nh);
         be_tensor gr = be_tensor_rows(&g, 0, nh), dr = be_tensor_rows(&d, 0, nh);
         // h: [nh, D] = LN(y rows ha ..);  g: [nh, D] = GLU(h PW1^T + b1) (value half * sigmoid(gate half))
-        st = layernorm(c, &yh, &L->conv_norm_w, &L->conv_norm_b, &hr);
+        st = layernorm(c, &yh, &L->conv_norm_w, &L->conv_norm_b, &hr, h8);
         if (st == VKASR_OK)
-            st = linear(c, &hr, &L->pw1_w, &L->pw1_b, NULL, &gr, ACT_GLU, 1.0f);
+            st = linear(c, &hr, h8, &L->pw1_w, &L->pw1_b, NULL, &gr, ACT_GLU, 1.0f);
         // d: [nh, D] = silu(depthwise_conv_K(g)) (LayerNorm models: the conv alone); the slice's zero
         // padding only reaches halo rows that are not the chunk's own, or lies outside the sequence,
         // where it is the real padding (in a packed batch, every input's edges are padding too)
@@ -245,12 +275,12 @@ static vkasr_status conv_module(struct block_ctx *c, const struct asr_layer *L, 
         be_tensor dn = be_tensor_rows(&d, r0 - ha, n), yr = be_tensor_rows(y, r0, n), xr = be_tensor_rows(x, r0, n);
         // LayerNorm models: d (own rows) = silu(LN_dw(d)), in place in f32
         if (st == VKASR_OK && ln)
-            st = layernorm(c, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn);
+            st = layernorm(c, &dn, &L->dw_ln_w, &L->dw_ln_b, &dn, 0);
         if (st == VKASR_OK && ln)
             st = be_unary(c->be, &(struct op_unary){.x = dn, .y = dn, .act = ACT_SILU, .alpha = 1.0f});
         // x rows = y rows + d (own rows) PW2^T + b2
         if (st == VKASR_OK)
-            st = linear(c, &dn, &L->pw2_w, &L->pw2_b, &yr, &xr, ACT_NONE, 1.0f);
+            st = linear(c, &dn, 0, &L->pw2_w, &L->pw2_b, &yr, &xr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)
             st = asr_steps_add(c->steps, (nh - n) * in_row + n * per_row);
     }
@@ -264,7 +294,8 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
                                  struct err *e) {
     const int64_t T = x->ne[0];
     struct block_ctx c = {&m->cfg, be, T, m->cfg.d_model, max64(1, min64(rows, T)),
-                          m->precision == VKASR_PRECISION_F16, asr_types_for(m->precision),
+                          m->precision == VKASR_PRECISION_F16, be->int8_rows && m->quantized && m->cfg.d_model % 4 == 0,
+                          asr_types_for(m->precision),
                           segs ? segs->seg : (be_tensor){0}, segs ? segs->max_frames : 0, steps};
     vkasr_status st = VKASR_OK;
     // x = x + 0.5 FF1(LN(x))
@@ -274,7 +305,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
     for (int64_t r0 = 0, end = loop_end(&c, prow, P); st == VKASR_OK && r0 < end; r0 += prow) {
         const int64_t n = min64(prow, P - r0);
         be_tensor pr = be_tensor_rows(pos, r0, n), yr = be_tensor_rows(p, r0, n);
-        st = linear(&c, &pr, &L->wpos, NULL, NULL, &yr, ACT_NONE, 1.0f);
+        st = linear(&c, &pr, 0, &L->wpos, NULL, NULL, &yr, ACT_NONE, 1.0f);
         if (st == VKASR_OK)
             st = asr_steps_add(steps, n * c.D * c.D);
     }
@@ -300,7 +331,7 @@ vkasr_status asr_conformer_block(const struct asr_model *m, struct backend *be, 
         st = feed_forward(&c, x, &L->ff2_norm_w, &L->ff2_norm_b, &L->ff2_w1, &L->ff2_b1, &L->ff2_w2, &L->ff2_b2);
     // x = LN_out(x), row by row in place
     if (st == VKASR_OK)
-        st = layernorm(&c, x, &L->out_norm_w, &L->out_norm_b, x);
+        st = layernorm(&c, x, &L->out_norm_w, &L->out_norm_b, x, 0);
     if (st != VKASR_OK && st != VKASR_ABORTED && e->code == VKASR_OK)
         err_set(e, st, "%s", be->err.msg);
     return st;

@@ -39,7 +39,7 @@ vkasr_status asr_work_for(const struct asr_model *m, struct backend *be, const s
     const uint64_t weights = be_weight_bytes(be->dev), own = be_peak_bytes(be);
     const uint64_t others = mem.used > own ? mem.used - own : 0;
     *out = (struct asr_work){.batch = b, .opt = opt, .weights = weights, .max_tensor = mem.max_tensor,
-                             .log = be->dev->log};
+                             .int8_rows = be->int8_rows, .log = be->dev->log};
     out->available = mem.budget > others ? mem.budget - others : 0;
     if (mem.budget == UINT64_MAX)
         snprintf(out->limit, sizeof out->limit, "host memory");

@@ -266,11 +266,13 @@ vkasr_status asr_plan(const struct asr_model *m, const struct asr_work *w, struc
     struct meas ms = {.b = *b, .st = VKASR_OK};
     ms.m.cfg = *c;
     ms.m.precision = m->precision;
+    ms.m.quantized = m->quantized; /* with int8 rows, the layernorms' int8 rows (conformer.c) */
     ms.m.layers = &ms.layer;
     ms.out = calloc((size_t)b->n, sizeof *ms.out);
     if (!ms.out)
         return err_set(e, VKASR_ERR_NO_MEMORY, "out of host memory (the plan of %lld inputs)", (long long)b->n);
     be_measure_init(&ms.mb);
+    ms.mb.be.int8_rows = w->int8_rows;
     s.meas = &ms;
     vkasr_status st = plan_shape(s, w->opt, w->weights, w->available, w->max_tensor, w->op_scratch,
                                  w->limit[0] ? w->limit : NULL, out, e);

@@ -157,6 +157,10 @@ vkasr_status be_run(struct backend *b, enum op_id id, const void *args) {
     if (b->measuring) /* its model may have no weights: nothing to check an op's arguments against */
         return VKASR_OK;
     TRY(op_validate(id, args, &b->err));
+    if (!b->int8_rows && ((id == OP_layernorm && ((const struct op_layernorm *)args)->y8) ||
+                          (id == OP_linear && ((const struct op_linear *)args)->x8)))
+        return err_set(&b->err, VKASR_ERR_INTERNAL, "op %s: int8 rows (y8, x8) on a backend without int8 rows",
+                       op_name(id));
     return b->vt->run(b, id, args);
 }
 

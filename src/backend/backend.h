@@ -144,6 +144,10 @@ struct backend {
     bool (*should_abort)(void *ud);
     void *abort_ud;
     bool measuring;          /* a measuring backend (be_measure_init): ops are not run            */
+    /* Its products of block-quantized weights take int8 rows, which its layernorms can make in their
+     * own pass (op_layernorm.y8, op_linear.x8); a measuring backend gets the flag of the backend it
+     * plans for (asr_work.int8_rows). */
+    bool int8_rows;
     /* Staged uploads so far (-v's start-up split of the weights): host time copying into the staging
      * buffer, and waiting for the device to free a half of it; 0 where uploads are not staged. */
     double upload_copy_ms, upload_wait_ms;

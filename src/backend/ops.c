@@ -300,6 +300,12 @@ static vkasr_status v_copy_rows(struct vctx *c, const struct op_copy_rows *a) {
     return VKASR_OK;
 }
 
+/* The bytes of int8 rows at addr for x's [rows, cols] (op_layernorm.y8, op_linear.x8) as a tensor, for
+ * the overlap checks; cols % 4 == 0, so they are a whole number of words. */
+static be_tensor rows8_view(uint64_t addr, const be_tensor *x) {
+    return (be_tensor){.addr = addr, .type = BE_I32, .nd = 1, .ne = {(int64_t)(be_rows8_bytes(x->ne[0], x->ne[1]) / 4)}};
+}
+
 static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     TRY(need(c, "x", &a->x, 2, BE_F32));
     TRY(need_float(c, "y", &a->y, 2));
@@ -311,6 +317,13 @@ static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
     if (!(a->eps >= 0.0f))
         return bad(c, "eps", NULL, "must be >= 0");
     TRY(same_or_disjoint(c, &a->y, &a->x, "x"));
+    if (a->y8) {
+        if (a->x.ne[1] % 4 != 0)
+            return bad(c, "y8", &a->x, "int8 rows need a multiple of 4 columns");
+        const be_tensor y8 = rows8_view(a->y8, &a->x);
+        TRY(no_overlap(c, &y8, &a->x, "x"));
+        TRY(no_overlap(c, &y8, &a->y, "y"));
+    }
     return VKASR_OK;
 }
 
@@ -371,6 +384,12 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
         TRY(no_overlap(c, &a->y, &a->bias, "bias"));
     if (present(&a->res)) /* res may be y itself: each output reads its own residual first */
         TRY(same_or_disjoint(c, &a->y, &a->res, "res"));
+    if (a->x8) {
+        if (!be_dtype_is_quant(a->w.type) || K % 4 != 0)
+            return bad(c, "x8", &a->w, "int8 rows of x are read by products of block-quantized w only");
+        const be_tensor x8 = rows8_view(a->x8, &a->x);
+        TRY(no_overlap(c, &a->y, &x8, "x8"));
+    }
     return VKASR_OK;
 }
 

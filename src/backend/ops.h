@@ -90,11 +90,22 @@ struct op_posenc {
 
 /* LayerNorm over the last dimension with affine gamma/beta [C]: biased variance, eps inside sqrt.
  * x [R, C] F32, y [R, C] F32 or F16 (statistics and normalisation in f32, y rounded once); gamma, beta
- * F32. y may alias x (both F32). */
+ * F32. y may alias x (both F32).
+ * y8 (optional, only on a backend with int8_rows; C % 4 == 0): also y's int8 rows, the operand of the
+ * int8 products that read y (op_linear.x8), made in the same pass: be_rows8_bytes(R, C) bytes, R*C
+ * int8 (row r at byte r*C, q = clamp(roundEven(y * (127 / max|y row|)), -127, 127)), then R f32 scales
+ * max|y row| / 127 (0 and zeros for a row of zeros), from y's stored (rounded) values: bit for bit
+ * what the product's own quantization of y would make. */
 struct op_layernorm {
     be_tensor x, gamma, beta, y;
     float eps;
+    uint64_t y8;
 };
+
+/* Bytes of the int8 rows of a [rows, cols] tensor: the rows, then one f32 scale per row. */
+static inline uint64_t be_rows8_bytes(int64_t rows, int64_t cols) {
+    return (uint64_t)rows * (uint64_t)cols + 4u * (uint64_t)rows;
+}
 
 /* Softmax over the last dimension of scale*x, max-subtracted. y may alias x. */
 struct op_softmax {
@@ -127,6 +138,10 @@ struct op_linear {
     float alpha;
     bool matvec;
     bool x_f32;
+    /* x8 (optional, only on a backend with int8_rows): x's int8 rows as op_layernorm.y8 made them from x,
+     * which a product on the int8 path reads instead of quantizing x itself (same bytes: same result);
+     * other paths ignore it. */
+    uint64_t x8;
 };
 
 /* ---- convolutions (channels-last) ------------------------------------------------------------- */

@@ -180,6 +180,7 @@ vkasr_status vk_backend_create(struct be_device *bd, struct backend **out, struc
     b->base.vt = &vk_backend_vtbl;
     be_backend_init(&b->base, bd);
     b->d = (struct vk_device *)bd;
+    b->base.int8_rows = b->d->caps.int8_rows;
     vkasr_status st = vk_cmd_init(b, e);
     if (st != VKASR_OK) {
         vkb_destroy(&b->base);

@@ -647,6 +647,10 @@ static vkasr_status create_logical(struct vk_device *d, const vkasr_device_info 
     c->coopmat_int8 = false;
 #endif
     c->int8_emu = c->f16 && i8 && strcmp(i8, "emu") == 0;
+    /* Layernorms make the int8 rows of the products they feed in their own pass (op_layernorm.y8);
+     * VKASR_INT8_ROWS=0 (a benchmark and test hook) leaves the products to quantize them. */
+    const char *rows8 = getenv("VKASR_INT8_ROWS");
+    c->int8_rows = (c->coopmat_int8 || c->int8_emu) && !(rows8 && strcmp(rows8, "0") == 0);
     if (p.ext_coopmat_nv && p.fcm.cooperativeMatrix)
         nv_coopmat_int8_list(d->instance, d->phys, d->int8_shapes, sizeof d->int8_shapes);
     else

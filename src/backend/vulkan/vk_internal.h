@@ -35,6 +35,8 @@ struct vk_caps {
                                       * q8_0 products on int8 tensor cores (vk_op_gemm_i8.c)    */
     bool int8_emu;                   /* VKASR_INT8=emu (test hook): q8_0 products take the int8
                                       * path's emulated twin                                     */
+    bool int8_rows;                  /* either, VKASR_INT8_ROWS not 0: layernorms make the int8 rows
+                                      * of the products they feed (backend.int8_rows)            */
     bool cpu;                        /* a CPU driver (lavapipe): barriers are costly there      */
     bool gpu_rows;                   /* rows.comp's GPU shapes (a tree per row): not a CPU driver,
                                       * or VKASR_GPU_ROW_SHAPES (a test hook)                    */

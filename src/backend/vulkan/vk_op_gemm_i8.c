@@ -17,7 +17,7 @@ struct pc_quantize_rows {
 };
 
 /* Bytes of an int8 form of rows x K: the rows, then their f32 scales. */
-static uint64_t i8_bytes(int64_t rows, int64_t K) { return (uint64_t)rows * (uint64_t)K + 4u * (uint64_t)rows; }
+static uint64_t i8_bytes(int64_t rows, int64_t K) { return be_rows8_bytes(rows, K); }
 
 /* The variant of quantize_rows.comp that converts a weight of type t; false for a type without an int8
  * form. */
@@ -124,13 +124,16 @@ out:
     return st;
 }
 
-/* One row chunk of the product: x's rows [r0, r0 + n) to int8 in x8, then the GEMM into y's rows. */
+/* One row chunk of the product: x's rows [r0, r0 + n) to int8 in x8 (made: they are there already, the
+ * whole of x), then the GEMM into y's rows. */
 static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
-                                 uint32_t flags, uint32_t types, uint64_t w8, uint64_t x8, int64_t r0, int64_t n) {
+                                 uint32_t flags, uint32_t types, uint64_t w8, uint64_t x8, bool made, int64_t r0,
+                                 int64_t n) {
     const int64_t K = a->x.ne[1], N = a->w.ne[0];
     const be_tensor x = be_tensor_rows(&a->x, r0, n), y = be_tensor_rows(&a->y, r0, n);
     const be_tensor res = a->res.addr ? be_tensor_rows(&a->res, r0, n) : a->res;
-    TRY(vk_i8_quantize_rows(b, &x, x8));
+    if (!made)
+        TRY(vk_i8_quantize_rows(b, &x, x8));
     struct pc_gemm pc = {
         .x = x8, .w = w8, .bias = a->bias.addr, .res = res.addr, .y = y.addr, .M = (uint32_t)n,
         .N = (uint32_t)N, .K = (uint32_t)K, .act = (uint32_t)a->act, .alpha = a->alpha,
@@ -156,7 +159,8 @@ static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a
 
 /* x's rows go to int8 in chunks of at most VK_I8_X_BYTES (a whole number of tiles), so the op's own
  * scratch stays bounded whatever M is (be_memory.op_scratch_quant): each chunk is quantized, then
- * multiplied. A row's int8 form and sums do not depend on the chunk it falls in. */
+ * multiplied. A row's int8 form and sums do not depend on the chunk it falls in. With a->x8 (the int8
+ * rows its layernorm made) there is nothing to quantize: one GEMM over all rows. */
 vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, const struct vk_gemm_cfg *cfg,
                                uint32_t flags, uint32_t types) {
     struct err *e = &b->base.err;
@@ -172,15 +176,16 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
     int64_t rows = (int64_t)(chunk_bytes / (uint64_t)(K + 4)) / cfg->bm * cfg->bm;
     if (rows < cfg->bm)
         rows = cfg->bm;
-    if (rows > M)
+    const bool made = a->x8 != 0;
+    if (rows > M || made)
         rows = M;
     const uint64_t mark = be_mark(&b->base);
-    uint64_t w8 = 0, x8 = 0;
+    uint64_t w8 = 0, x8 = a->x8;
     vkasr_status st = vk_i8_weight(b, &a->w, &w8);
-    if (st == VKASR_OK)
+    if (st == VKASR_OK && !made)
         st = be_arena_alloc(&b->base.scratch, i8_bytes(rows, K), &x8, e);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows)
-        st = record_chunk(b, a, cfg, flags, types, w8, x8, r0, M - r0 < rows ? M - r0 : rows);
+        st = record_chunk(b, a, cfg, flags, types, w8, x8, made, r0, M - r0 < rows ? M - r0 : rows);
     be_release(&b->base, mark);
     if (st == VKASR_OK)
         atomic_fetch_add(&b->d->i8_products, 1);

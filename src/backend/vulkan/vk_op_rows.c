@@ -33,7 +33,7 @@ static void row_shape(const struct vk_device *d, uint64_t width, uint32_t *wg, u
 
 static vkasr_status record_rows(struct vk_backend *b, const char *name, const struct vk_io *io, const void *pc,
                                 uint32_t pc_size, uint64_t rows, uint32_t tpr, uint32_t wg,
-                                const struct vk_range *rd, int nrd, const struct vk_range *wr) {
+                                const struct vk_range *rd, int nrd, const struct vk_range *wr, int nwr) {
     return vk_record(b, &(struct vk_dispatch){
                             .name = name,
                             .spv = io->spv,
@@ -45,7 +45,7 @@ static vkasr_status record_rows(struct vk_backend *b, const char *name, const st
                             .reads = rd,
                             .nreads = nrd,
                             .writes = wr,
-                            .nwrites = 1,
+                            .nwrites = nwr,
                         });
 }
 
@@ -55,8 +55,9 @@ struct pc_layernorm {
     uint64_t x, gamma, beta, y, rows, cols;
     uint32_t tpr;
     float eps;
+    uint64_t y8; /* the ROWS8 variants only (their push block is 64 bytes, the others' 56) */
 };
-_Static_assert(sizeof(struct pc_layernorm) == 56, "mirror of rows.comp (LAYERNORM) push constants");
+_Static_assert(sizeof(struct pc_layernorm) == 64, "mirror of rows.comp (LAYERNORM, ROWS8) push constants");
 
 vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a) {
     uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
@@ -64,12 +65,15 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
         return VKASR_OK;
     uint32_t wg, tpr;
     row_shape(b->d, C, &wg, &tpr);
-    struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps};
+    struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps, a->y8};
     struct vk_io io;
-    TRY(vk_io_variant(b, "layernorm", SPV_layernorm, SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
+    const bool rows8 = a->y8 != 0;
+    TRY(vk_io_variant(b, "layernorm", rows8 ? SPV_layernorm_rows8 : SPV_layernorm,
+                      rows8 ? SPV_layernorm_rows8_h : SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
-    struct vk_range wr = vk_tensor_range(&a->y);
-    return record_rows(b, "layernorm", &io, &pc, sizeof pc, R, tpr, wg, rd, 3, &wr);
+    struct vk_range wr[2] = {vk_tensor_range(&a->y), {a->y8, be_rows8_bytes((int64_t)R, (int64_t)C)}};
+    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, rows8 ? 64 : 56, R, tpr, wg, rd, 3, wr,
+                       rows8 ? 2 : 1);
 }
 
 /* ---- softmax ---------------------------------------------------------------------------------- */
@@ -90,7 +94,7 @@ vkasr_status vk_op_softmax(struct vk_backend *b, const struct op_softmax *a) {
     struct pc_softmax pc = {a->x.addr, a->y.addr, R, C, tpr, a->scale};
     const struct vk_io io = {SPV_softmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
-    return record_rows(b, "softmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+    return record_rows(b, "softmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr, 1);
 }
 
 /* ---- argmax ----------------------------------------------------------------------------------- */
@@ -114,7 +118,7 @@ vkasr_status vk_op_argmax(struct vk_backend *b, const struct op_argmax *a) {
     struct pc_argmax pc = {a->x.addr, a->y.addr, R, C, (uint64_t)a->c0, (uint64_t)a->c1, tpr, 0};
     const struct vk_io io = {SPV_argmax, {wg}, 1};
     struct vk_range rd = vk_tensor_range(&a->x), wr = vk_tensor_range(&a->y);
-    return record_rows(b, "argmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr);
+    return record_rows(b, "argmax", &io, &pc, sizeof pc, R, tpr, wg, &rd, 1, &wr, 1);
 }
 
 /* ---- feature_norm ----------------------------------------------------------------------------- */
