@@ -5,7 +5,8 @@
 # against the f32 reference). Then the GEMM on the 0.6B encoder's products (bench_ops --shapes: q8_0 on
 # the int8 path, q8_0 on the f16 tensor cores, f16 weights, every int8 tile on a few shapes; f16 x; each in a
 # process of its own),
-# `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path and with VKASR_INT8=0 against its f16
+# `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path (with and without its layer norms' int8
+# rows, VKASR_INT8_ROWS=0) and with VKASR_INT8=0 against its f16
 # file (60 s and 10 min, f16 precision), and the q8_0 file's accuracy against the f16 file with the int8
 # path on and off (quant_acc.sh), and `vkasr compare` of its int8 path against the CPU backend on 10 s
 # (the stages against the int8 tolerance). Everything in $OUT: int8.log (the lines below), int8.md (the
@@ -62,20 +63,22 @@ if [ ! -f "$Q8" ]; then
     timeout 300 $V convert "$G06" -o "$Q8.part" --type $QTYPE >"$OUT/convert-$QTYPE.log" 2>&1 && mv "$Q8.part" "$Q8" ||
         { rm -f "$Q8.part"; echo "convert $QTYPE failed: $(tail -n 1 "$OUT/convert-$QTYPE.log")" | tee -a "$LOG"; exit 1; }
 fi
-# bench NAME INT8 MODEL: vkasr bench with VKASR_INT8=INT8 (1: the int8 path where the GPU has it)
+# bench NAME INT8 MODEL [ROWS]: vkasr bench with VKASR_INT8=INT8 (1: the int8 path where the GPU has it) and
+# VKASR_INT8_ROWS=ROWS (0: every product quantizes its input itself, none takes its layer norm's rows)
 bench() {
-    VKASR_INT8=$2 timeout 400 $V bench -m "$3" -p f16 --seconds 60,600 --runs 3 --json >"$OUT/int8-bench-$1.json" \
-        2>"$OUT/int8-bench-$1.log"
+    VKASR_INT8=$2 VKASR_INT8_ROWS=${4:-1} timeout 400 $V bench -m "$3" -p f16 --seconds 60,600 --runs 3 --json \
+        >"$OUT/int8-bench-$1.json" 2>"$OUT/int8-bench-$1.log"
     echo "bench $1 rc=$?" | tee -a "$LOG"
 }
 bench f16 1 "$G06"
 bench $QTYPE-int8 1 "$Q8"
+bench $QTYPE-int8-rows0 1 "$Q8" 0
 bench $QTYPE-f16tc 0 "$Q8"
 python3 - "$OUT" "$QTYPE" <<'PY' | tee "$OUT/int8.md" | tee -a "$LOG"
 import json, sys
 out, q = sys.argv[1], sys.argv[2]
 rows = {}
-for name in ("f16", f"{q}-int8", f"{q}-f16tc"):
+for name in ("f16", f"{q}-int8", f"{q}-int8-rows0", f"{q}-f16tc"):
     try:
         j = json.load(open(f"{out}/int8-bench-{name}.json"))
     except (OSError, ValueError):
