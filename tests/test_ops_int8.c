@@ -419,6 +419,42 @@ static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t 
     th_check_guards(h);
 }
 
+/* The int8 rows' arguments refused: overlapping the layernorm's output, read by a product of f16
+ * weights, or given to a backend without int8 rows (the reference). */
+static void rows8_refusals(struct th *h) {
+    th_case(h, "int8 rows refused");
+    struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(4, 32), -1.0f, 1.0f);
+    struct th_tensor *g = th_input(h, BE_F32, 1, TH_SHAPE(32), 0.5f, 1.5f), *b = th_input(h, BE_F32, 1, TH_SHAPE(32), 0, 0);
+    struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(4, 32)), *w = th_input(h, BE_F16, 2, TH_SHAPE(8, 32), -1, 1);
+    struct th_tensor *o = th_output(h, BE_F32, 2, TH_SHAPE(4, 8)), *y8 = th_output(h, BE_I32, 1, TH_SHAPE(33));
+    struct {
+        const char *what;
+        int side;
+        bool linear;
+        uint64_t rows8;
+    } cases[] = {
+        {"a layernorm's int8 rows over its output", TH_DEV, false, TH_T(y, TH_DEV).addr + 16},
+        {"int8 rows read by a product of f16 weights", TH_DEV, true, TH_T(y8, TH_DEV).addr},
+        {"int8 rows on the reference backend", TH_REF, false, TH_T(y8, TH_REF).addr},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const int s = cases[i].side;
+        struct backend *be = h->be[s];
+        const struct op_layernorm ln = {.x = TH_T(x, s), .gamma = TH_T(g, s), .beta = TH_T(b, s), .y = TH_T(y, s),
+                                        .eps = 1e-5f, .y8 = cases[i].rows8};
+        const struct op_linear lin = {.x = TH_T(y, s), .w = TH_T(w, s), .y = TH_T(o, s), .alpha = 1.0f,
+                                      .x8 = cases[i].rows8};
+        const vkasr_status st = cases[i].linear ? be_linear(be, &lin) : be_layernorm(be, &ln);
+        h->checks++;
+        if (st == VKASR_OK) {
+            printf("FAIL [%s]: %s was accepted\n", h->name, cases[i].what);
+            h->failures++;
+        } else {
+            printf("  refused, %s: %s\n", cases[i].what, be->err.msg);
+        }
+    }
+}
+
 int main(void) {
     /* quantized products without a forced configuration take the int8 path: the real kernel where the
      * device has int8 cooperative matrices, else the emulated twin */
@@ -495,6 +531,7 @@ int main(void) {
         rows8_case(&h, 37, 96, BE_F16, 200, false, exact);
         rows8_case(&h, 130, 1024, BE_F16, 136, true, exact);
         rows8_case(&h, 300, 64, BE_F32, 96, false, exact);
+        rows8_refusals(&h);
     } else {
         th_skip(&h, "layernorms' int8 rows (the backend has none)");
     }

@@ -321,8 +321,8 @@ static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {
         if (a->x.ne[1] % 4 != 0)
             return bad(c, "y8", &a->x, "int8 rows need a multiple of 4 columns");
         const be_tensor y8 = rows8_view(a->y8, &a->x);
-        TRY(no_overlap(c, &y8, &a->x, "x"));
-        TRY(no_overlap(c, &y8, &a->y, "y"));
+        if (overlaps(&y8, &a->x) || overlaps(&y8, &a->y))
+            return bad(c, "y8", NULL, "its int8 rows and scales overlap x or y");
     }
     return VKASR_OK;
 }
@@ -386,9 +386,10 @@ static vkasr_status v_linear(struct vctx *c, const struct op_linear *a) {
         TRY(same_or_disjoint(c, &a->y, &a->res, "res"));
     if (a->x8) {
         if (!be_dtype_is_quant(a->w.type) || K % 4 != 0)
-            return bad(c, "x8", &a->w, "int8 rows of x are read by products of block-quantized w only");
+            return bad(c, "w", &a->w, "x8 (x's int8 rows) is read by products of block-quantized w only");
         const be_tensor x8 = rows8_view(a->x8, &a->x);
-        TRY(no_overlap(c, &a->y, &x8, "x8"));
+        if (overlaps(&x8, &a->y))
+            return bad(c, "x8", NULL, "its int8 rows and scales overlap y");
     }
     return VKASR_OK;
 }
