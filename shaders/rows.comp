@@ -52,14 +52,23 @@ shared float red_mu[gl_WorkGroupSize.x], red_m2[gl_WorkGroupSize.x]; // red: the
 shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (empty or all NaN)
 #endif
 
+#ifdef LAYERNORM
+// Column c of the row at base, normalised: precise (no contraction or reassociation), so the value is
+// the same bits wherever it is computed (ROWS8 computes it twice rather than read its own stores back).
+float ln_value(uint64_t base, uint64_t c, float mean, float inv) {
+    precise float v = (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c);
+    return v;
+}
+#endif
 #ifdef ROWS8
-// Element i of y as stored (an f16 y widened exactly).
-float load_y(uint64_t i) {
+// v as y stores it, widened back to f32 (an f16 y: rounded to nearest even as STOREH_RNE does, by the
+// same packHalf2x16, then widened exactly): what quantize_rows.comp would read from y.
+float stored_y(float v) {
 #ifdef IO_F16
     if (OUT16)
-        return LOADH(pc.y, i);
+        return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x;
 #endif
-    return LOADF(pc.y, i);
+    return v;
 }
 #endif
 
@@ -140,20 +149,22 @@ void main() {
 #ifndef ROWS8
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)
-                store_out(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
+                store_out(pc.y, base + c, ln_value(base, c, mean, inv));
 #else
-        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored (each invocation
-        // reads back only the elements it wrote itself, so program order makes them visible): the
-        // row's absolute maximum (exact in any order), one f32 division, exact-rounded products and
-        // roundEven, so the bytes and scale are those a separate quantize_rows pass over y makes.
-        // An invocation takes words of 4 columns (C % 4 == 0, host check) to store the bytes as words.
+        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored (the values as
+        // stored are computed again, never read back: a GPU need not order a read after the same
+        // invocation's write through another pointer type): the row's absolute maximum (exact in any
+        // order), one f32 division, exact-rounded products and roundEven, so the bytes and scale are
+        // those a separate quantize_rows pass over y makes. An invocation takes words of 4 columns
+        // (C % 4 == 0, host check) to store the bytes as words.
         float amax = 0.0;
         if (live)
             for (uint64_t w = lane; w < pc.cols / 4u; w += tpr)
                 [[unroll]] for (uint e = 0; e < 4u; e++) {
                     const uint64_t c = 4u * w + e;
-                    store_out(pc.y, base + c, (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c));
-                    amax = max(amax, abs(load_y(base + c)));
+                    const float v = ln_value(base, c, mean, inv);
+                    store_out(pc.y, base + c, v);
+                    amax = max(amax, abs(stored_y(v)));
                 }
         amax = seg_reduce(amax, lid, lane, OP_MAX);
         precise float qinv = 127.0 / amax;
@@ -165,7 +176,7 @@ void main() {
             for (uint64_t w = lane; w < pc.cols / 4u; w += tpr) {
                 uint word = 0u;
                 [[unroll]] for (uint e = 0; e < 4u; e++) {
-                    precise float v = load_y(base + 4u * w + e) * qinv;
+                    precise float v = stored_y(ln_value(base, 4u * w + e, mean, inv)) * qinv;
                     const int q = amax > 0.0 ? int(clamp(roundEven(v), -127.0, 127.0)) : 0;
                     word |= (uint(q) & 0xffu) << (8u * e);
                 }
