@@ -62,11 +62,12 @@ float ln_value(uint64_t base, uint64_t c, float mean, float inv) {
 #endif
 #ifdef ROWS8
 // v as y stores it, widened back to f32 (an f16 y: rounded to nearest even as STOREH_RNE does, by the
-// same packHalf2x16, then widened exactly): what quantize_rows.comp would read from y.
+// same packHalf2x16, then widened on the bits: round_to_f16, which the compiler cannot fold back to v):
+// what quantize_rows.comp would read from y.
 float stored_y(float v) {
 #ifdef IO_F16
     if (OUT16)
-        return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x;
+        return round_to_f16(v);
 #endif
     return v;
 }
@@ -116,8 +117,10 @@ void main() {
         // invocation takes the count, mean and squared deviations (M2) of its own columns in two
         // passes; the segment's tree merges them pairwise (Chan et al.: mean += delta nb / n, M2 +=
         // M2b + delta^2 na nb / n), one tree instead of one for the mean and one for the variance.
-        float x0 = live ? LOADF(pc.x, base) : 0.0;
-        float cnt = 0.0, mu = 0.0, m2 = 0.0;
+        // Everything is precise (no contraction, no 1/sqrt folded into rsqrt): the two variants
+        // (with and without ROWS8) then give the same bits, whatever the compiler does around them.
+        precise float x0 = live ? LOADF(pc.x, base) : 0.0;
+        precise float cnt = 0.0, mu = 0.0, m2 = 0.0;
         if (live) {
             for (uint64_t c = lane; c < pc.cols; c += tpr) {
                 mu += LOADF(pc.x, base + c) - x0;
@@ -125,7 +128,7 @@ void main() {
             }
             mu = cnt > 0.0 ? mu / cnt : 0.0;
             for (uint64_t c = lane; c < pc.cols; c += tpr) {
-                float d = (LOADF(pc.x, base + c) - x0) - mu;
+                precise float d = (LOADF(pc.x, base + c) - x0) - mu;
                 m2 += d * d;
             }
         }
@@ -135,17 +138,19 @@ void main() {
         barrier();
         for (uint s = tpr >> 1; s > 0u; s >>= 1) {
             if (lane < s && red[lid + s] > 0.0) {
-                const float na = red[lid], nb = red[lid + s], n = na + nb, delta = red_mu[lid + s] - red_mu[lid];
-                red_mu[lid] += delta * (nb / n);
-                red_m2[lid] += red_m2[lid + s] + delta * delta * (na * (nb / n));
+                precise float na = red[lid], nb = red[lid + s], n = na + nb, delta = red_mu[lid + s] - red_mu[lid];
+                precise float mu_n = red_mu[lid] + delta * (nb / n);
+                precise float m2_n = red_m2[lid] + (red_m2[lid + s] + delta * delta * (na * (nb / n)));
+                red_mu[lid] = mu_n;
+                red_m2[lid] = m2_n;
                 red[lid] = n;
             }
             barrier();
         }
-        float mean = x0 + red_mu[lid - lane];
-        float var = red_m2[lid - lane] / float(pc.cols);
+        precise float mean = x0 + red_mu[lid - lane];
+        precise float var = red_m2[lid - lane] / float(pc.cols);
         barrier(); // red is rewritten by the next row's tree
-        float inv = 1.0 / sqrt(var + pc.eps);
+        precise float inv = 1.0 / sqrt(var + pc.eps);
 #ifndef ROWS8
         if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr)
@@ -157,6 +162,10 @@ void main() {
         // order), one f32 division, exact-rounded products and roundEven, so the bytes and scale are
         // those a separate quantize_rows pass over y makes. An invocation takes words of 4 columns
         // (C % 4 == 0, host check) to store the bytes as words.
+        // An invocation with at most one word (C <= 4 tpr: a GPU's shape for rows up to 4 x its
+        // workgroup) keeps its four values in registers instead of computing them again.
+        const bool one_word = pc.cols <= 4u * uint64_t(tpr);
+        vec4 kept = vec4(0.0);
         float amax = 0.0;
         if (live)
             for (uint64_t w = lane; w < pc.cols / 4u; w += tpr)
@@ -164,7 +173,8 @@ void main() {
                     const uint64_t c = 4u * w + e;
                     const float v = ln_value(base, c, mean, inv);
                     store_out(pc.y, base + c, v);
-                    amax = max(amax, abs(stored_y(v)));
+                    kept[e] = stored_y(v);
+                    amax = max(amax, abs(kept[e]));
                 }
         amax = seg_reduce(amax, lid, lane, OP_MAX);
         precise float qinv = 127.0 / amax;
@@ -176,7 +186,7 @@ void main() {
             for (uint64_t w = lane; w < pc.cols / 4u; w += tpr) {
                 uint word = 0u;
                 [[unroll]] for (uint e = 0; e < 4u; e++) {
-                    precise float v = stored_y(ln_value(base, 4u * w + e, mean, inv)) * qinv;
+                    precise float v = (one_word ? kept[e] : stored_y(ln_value(base, 4u * w + e, mean, inv))) * qinv;
                     const int q = amax > 0.0 ? int(clamp(roundEven(v), -127.0, 127.0)) : 0;
                     word |= (uint(q) & 0xffu) << (8u * e);
                 }

@@ -394,11 +394,20 @@ static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t 
     uint8_t *dq = fetch(h, q8, bytes8), *od = fetch(h, o.addr, obytes), *o2d = fetch(h, o2.addr, obytes);
     static const char *const what[3] = {"y (with its int8 rows against without)", "int8 rows (against the product's pass)",
                                         "product (x8 against quantizing y itself)"};
-    const int bad[3] = {memcmp(yd, y2d, ybytes) != 0, memcmp(d8, dq, bytes8) != 0, memcmp(od, o2d, obytes) != 0};
+    const uint8_t *got[3] = {yd, d8, od}, *want[3] = {y2d, dq, o2d};
+    const uint64_t len[3] = {ybytes, bytes8, obytes};
     for (int i = 0; i < 3; i++) {
         h->checks++;
-        if (bad[i]) {
-            printf("FAIL [%s]: %s differ\n", h->name, what[i]);
+        uint64_t n = 0, first = 0;
+        for (uint64_t k = len[i]; k-- > 0;)
+            if (got[i][k] != want[i][k]) {
+                n++;
+                first = k;
+            }
+        if (n) {
+            printf("FAIL [%s]: %s differ (%llu of %llu bytes, the first at byte %llu: %u against %u)\n", h->name,
+                   what[i], (unsigned long long)n, (unsigned long long)len[i], (unsigned long long)first,
+                   got[i][first], want[i][first]);
             h->failures++;
         }
     }
