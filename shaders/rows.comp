@@ -54,7 +54,7 @@ shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (emp
 
 #ifdef LAYERNORM
 // Column c of the row at base, normalised: precise (no contraction or reassociation), so the value is
-// the same bits wherever it is computed (ROWS8 computes it twice rather than read its own stores back).
+// the same bits wherever it is computed (ROWS8 may compute it twice; both variants call it).
 float ln_value(uint64_t base, uint64_t c, float mean, float inv) {
     precise float v = (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c);
     return v;
@@ -156,14 +156,13 @@ void main() {
             for (uint64_t c = lane; c < pc.cols; c += tpr)
                 store_out(pc.y, base + c, ln_value(base, c, mean, inv));
 #else
-        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored (the values as
-        // stored are computed again, never read back: a GPU need not order a read after the same
-        // invocation's write through another pointer type): the row's absolute maximum (exact in any
-        // order), one f32 division, exact-rounded products and roundEven, so the bytes and scale are
-        // those a separate quantize_rows pass over y makes. An invocation takes words of 4 columns
-        // (C % 4 == 0, host check) to store the bytes as words.
-        // An invocation with at most one word (C <= 4 tpr: a GPU's shape for rows up to 4 x its
-        // workgroup) keeps its four values in registers instead of computing them again.
+        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored: the row's
+        // absolute maximum (exact in any order), one f32 division, exact-rounded products and
+        // roundEven, so the bytes and scale are those a separate quantize_rows pass over y makes. The
+        // stored values are never read back from y: an invocation with at most one word (C <= 4 tpr,
+        // a GPU's shape for rows up to 4 x its workgroup) keeps its four in registers, others compute
+        // them again (ln_value: the same bits). An invocation takes words of 4 columns (C % 4 == 0,
+        // host check) to store the bytes as words.
         const bool one_word = pc.cols <= 4u * uint64_t(tpr);
         vec4 kept = vec4(0.0);
         float amax = 0.0;
