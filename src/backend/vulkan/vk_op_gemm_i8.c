@@ -16,9 +16,6 @@ struct pc_quantize_rows {
     uint32_t M, K;
 };
 
-/* Bytes of an int8 form of rows x K: the rows, then their f32 scales. */
-static uint64_t i8_bytes(int64_t rows, int64_t K) { return be_rows8_bytes(rows, K); }
-
 /* The variant of quantize_rows.comp that converts a weight of type t; false for a type without an int8
  * form. */
 static bool weight_variant(be_dtype t, enum spv_id *spv) {
@@ -38,7 +35,7 @@ static vkasr_status record_quantize(struct vk_backend *b, enum spv_id spv, bool 
     struct pc_quantize_rows pc = {.x = in, .q = q8, .scale = q8 + (uint64_t)rows * (uint64_t)K,
                                   .M = (uint32_t)rows, .K = (uint32_t)K};
     uint32_t spec[1] = {QROWS_WG};
-    struct vk_range rd = {in, in_bytes}, wr = {q8, i8_bytes(rows, K)};
+    struct vk_range rd = {in, in_bytes}, wr = {q8, be_rows8_bytes(rows, K)};
     return vk_record(b, &(struct vk_dispatch){
                             .name = weight ? "linear_i8_weights" : "linear_i8_quantize_x",
                             .spv = spv,
@@ -79,7 +76,7 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
     const bool model = be_arena_find(&d->base.weights, w->addr, be_nbytes(w), &blk);
     pthread_mutex_unlock(&d->base.weights_lock);
     if (!model) { /* a tensor of the caller's, which may change: its form for this call, in scratch */
-        TRY(be_arena_alloc(&b->base.scratch, i8_bytes(N, K), w8, e));
+        TRY(be_arena_alloc(&b->base.scratch, be_rows8_bytes(N, K), w8, e));
         return record_quantize(b, spv, true, w->addr, be_nbytes(w), N, K, *w8);
     }
     vkasr_status st = VKASR_OK;
@@ -110,7 +107,7 @@ vkasr_status vk_i8_weight(struct vk_backend *b, const be_tensor *w, uint64_t *w8
     /* The form lives as long as the device (the weights arena is grow-only), made once and waited for:
      * a later product on another backend reads it without ordering against this backend's queue. */
     uint64_t addr = 0;
-    st = be_alloc(&b->base, BE_POOL_WEIGHTS, i8_bytes(N, K), &addr);
+    st = be_alloc(&b->base, BE_POOL_WEIGHTS, be_rows8_bytes(N, K), &addr);
     if (st == VKASR_OK)
         st = record_quantize(b, spv, true, w->addr, be_nbytes(w), N, K, addr);
     if (st == VKASR_OK)
@@ -144,8 +141,8 @@ static vkasr_status record_chunk(struct vk_backend *b, const struct op_linear *a
     uint32_t groups = vk_groups_x(b->d, tiles, 1);
     struct vk_range rd[4], wr[2];
     int nrd = 0, nwr = 0;
-    rd[nrd++] = (struct vk_range){x8, i8_bytes(n, K)};
-    rd[nrd++] = (struct vk_range){w8, i8_bytes(N, K)};
+    rd[nrd++] = (struct vk_range){x8, be_rows8_bytes(n, K)};
+    rd[nrd++] = (struct vk_range){w8, be_rows8_bytes(N, K)};
     if (a->bias.addr)
         rd[nrd++] = vk_tensor_range(&a->bias);
     if (res.addr)
@@ -183,7 +180,7 @@ vkasr_status vk_gemm_record_i8(struct vk_backend *b, const struct op_linear *a, 
     uint64_t w8 = 0, x8 = a->x8;
     vkasr_status st = vk_i8_weight(b, &a->w, &w8);
     if (st == VKASR_OK && !made)
-        st = be_arena_alloc(&b->base.scratch, i8_bytes(rows, K), &x8, e);
+        st = be_arena_alloc(&b->base.scratch, be_rows8_bytes(rows, K), &x8, e);
     for (int64_t r0 = 0; st == VKASR_OK && r0 < M; r0 += rows)
         st = record_chunk(b, a, cfg, flags, types, w8, x8, made, r0, M - r0 < rows ? M - r0 : rows);
     be_release(&b->base, mark);
