@@ -54,7 +54,8 @@ static void check_to_half(const char *what, const float *x, size_t n) {
     }
     EXPECT(bad_scalar == 0, "%s: float_to_half differs from %s on %zu of %zu values (first: 0x%08x -> 0x%04x, "
            "want 0x%04x)", what, ORACLE, bad_scalar, n, first_scalar < n ? float_bits(x[first_scalar]) : 0,
-           first_scalar < n ? float_to_half(x[first_scalar]) : 0, first_scalar < n ? oracle_to_half(x[first_scalar]) : 0);
+           first_scalar < n ? float_to_half(x[first_scalar]) : 0,
+           first_scalar < n ? oracle_to_half(x[first_scalar]) : 0);
     EXPECT(bad_row == 0, "%s: float_to_half_row differs from %s on %zu of %zu values (first: 0x%08x -> 0x%04x, "
            "want 0x%04x)", what, ORACLE, bad_row, n, first_row < n ? float_bits(x[first_row]) : 0,
            first_row < n ? row[first_row] : 0, first_row < n ? oracle_to_half(x[first_row]) : 0);
@@ -112,10 +113,11 @@ int main(void) {
     check_to_half("a stride through all floats", x, ns);
     free(x);
 
-    const float specials[] = {0.0f, -0.0f, float_from_bits(1), float_from_bits(0x807fffffu), 0x1p-25f, -0x1p-25f, 0x1.8p-25f, 0x1p-24f,
-                              0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f, 65504.0f, 65519.0f, 65519.99f, 65520.0f,
-                              65536.0f, 1e10f, -1e10f, INFINITY, -INFINITY, NAN, -NAN, float_from_bits(0x7f800001u),
-                              float_from_bits(0xffc00001u), 3.4028235e38f, 1.0f, -1.0f, 0.1f, 1.0009765625f, 1.00048828125f};
+    const float specials[] = {0.0f, -0.0f, float_from_bits(1), float_from_bits(0x807fffffu), 0x1p-25f, -0x1p-25f,
+                              0x1.8p-25f, 0x1p-24f, 0x1.8p-24f, 0x1p-14f, 0x1.ffcp-15f, 65504.0f, 65519.0f,
+                              65519.99f, 65520.0f, 65536.0f, 1e10f, -1e10f, INFINITY, -INFINITY, NAN, -NAN,
+                              float_from_bits(0x7f800001u), float_from_bits(0xffc00001u), 3.4028235e38f, 1.0f,
+                              -1.0f, 0.1f, 1.0009765625f, 1.00048828125f};
     check_to_half("special values", specials, sizeof specials / sizeof *specials);
 
     printf("%d check(s), %d failure(s)\n", checks, failures);

@@ -392,7 +392,8 @@ static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t 
     const uint64_t ybytes = be_nbytes(&y), obytes = be_nbytes(&o);
     uint8_t *yd = fetch(h, y.addr, ybytes), *y2d = fetch(h, y2.addr, ybytes), *d8 = fetch(h, y8, bytes8);
     uint8_t *dq = fetch(h, q8, bytes8), *od = fetch(h, o.addr, obytes), *o2d = fetch(h, o2.addr, obytes);
-    static const char *const what[3] = {"y (with its int8 rows against without)", "int8 rows (against the product's pass)",
+    static const char *const what[3] = {"y (with its int8 rows against without)",
+                                        "int8 rows (against the product's pass)",
                                         "product (x8 against quantizing y itself)"};
     const uint8_t *got[3] = {yd, d8, od}, *want[3] = {y2d, dq, o2d};
     const uint64_t len[3] = {ybytes, bytes8, obytes};
@@ -433,7 +434,8 @@ static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t 
 static void rows8_refusals(struct th *h) {
     th_case(h, "int8 rows refused");
     struct th_tensor *x = th_input(h, BE_F32, 2, TH_SHAPE(4, 32), -1.0f, 1.0f);
-    struct th_tensor *g = th_input(h, BE_F32, 1, TH_SHAPE(32), 0.5f, 1.5f), *b = th_input(h, BE_F32, 1, TH_SHAPE(32), 0, 0);
+    struct th_tensor *g = th_input(h, BE_F32, 1, TH_SHAPE(32), 0.5f, 1.5f);
+    struct th_tensor *b = th_input(h, BE_F32, 1, TH_SHAPE(32), 0, 0);
     struct th_tensor *y = th_output(h, BE_F32, 2, TH_SHAPE(4, 32)), *w = th_input(h, BE_F16, 2, TH_SHAPE(8, 32), -1, 1);
     struct th_tensor *o = th_output(h, BE_F32, 2, TH_SHAPE(4, 8)), *y8 = th_output(h, BE_I32, 1, TH_SHAPE(33));
     struct {

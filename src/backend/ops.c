@@ -303,7 +303,8 @@ static vkasr_status v_copy_rows(struct vctx *c, const struct op_copy_rows *a) {
 /* The bytes of int8 rows at addr for x's [rows, cols] (op_layernorm.y8, op_linear.x8) as a tensor, for
  * the overlap checks; cols % 4 == 0, so they are a whole number of words. */
 static be_tensor rows8_view(uint64_t addr, const be_tensor *x) {
-    return (be_tensor){.addr = addr, .type = BE_I32, .nd = 1, .ne = {(int64_t)(be_rows8_bytes(x->ne[0], x->ne[1]) / 4)}};
+    const int64_t words = (int64_t)(be_rows8_bytes(x->ne[0], x->ne[1]) / 4);
+    return (be_tensor){.addr = addr, .type = BE_I32, .nd = 1, .ne = {words}};
 }
 
 static vkasr_status v_layernorm(struct vctx *c, const struct op_layernorm *a) {

@@ -1,7 +1,6 @@
 /* half.c — binary16 and bfloat16 conversions used by loaders, the converter and the reference. */
 #include "half.h"
 
-
 float half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;

@@ -1,6 +1,8 @@
 /* vk_op_rows.c — host side of the row and column reductions: layernorm (f32 or f16 y), softmax, argmax (rows.comp)
  * and per-feature normalisation (feature_norm.comp). Argument rules live in ops.c; this file maps
  * arguments to push constants, grids, and (feature_norm) its scratch buffer. */
+#include <stddef.h>
+
 #include "vk_internal.h"
 
 /* The reduction kernels need a power-of-two workgroup (their shared-memory trees halve it). */
@@ -72,7 +74,7 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
                       rows8 ? SPV_layernorm_rows8_h : SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
     struct vk_range wr[2] = {vk_tensor_range(&a->y), {a->y8, be_rows8_bytes((int64_t)R, (int64_t)C)}};
-    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, rows8 ? 64 : 56, R, tpr, wg, rd, 3, wr,
+    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, rows8 ? sizeof pc : offsetof(struct pc_layernorm, y8), R, tpr, wg, rd, 3, wr,
                        rows8 ? 2 : 1);
 }
 
