@@ -74,7 +74,8 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
                       rows8 ? SPV_layernorm_rows8_h : SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
     struct vk_range wr[2] = {vk_tensor_range(&a->y), {a->y8, be_rows8_bytes((int64_t)R, (int64_t)C)}};
-    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, rows8 ? sizeof pc : offsetof(struct pc_layernorm, y8), R, tpr, wg, rd, 3, wr,
+    const uint32_t pc_size = rows8 ? sizeof pc : offsetof(struct pc_layernorm, y8); /* y8 only in ROWS8's */
+    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, pc_size, R, tpr, wg, rd, 3, wr,
                        rows8 ? 2 : 1);
 }
 
