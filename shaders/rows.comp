@@ -1,6 +1,6 @@
 #version 460
 // rows.comp — f32 reductions along the last dimension of x [R, C]: layernorm (-DLAYERNORM; its y f32,
-// or f16 with -DIO_F16: io.glsl; with -DROWS8 also y's int8 rows, op_layernorm.y8), softmax (-DSOFTMAX)
+// or f16 with -DIO_F16: io.glsl; where asked, also y's int8 rows: op_layernorm.y8), softmax (-DSOFTMAX)
 // and argmax (-DARGMAX).
 //
 // A row belongs to a segment of `tpr` consecutive invocations (a power of two <= the workgroup size,
@@ -20,14 +20,10 @@ layout(local_size_x_id = 0) in;
 layout(push_constant) uniform PC {
     uint64_t x, gamma, beta, y, rows, cols;
     uint tpr;
-    float eps;
-#ifdef ROWS8
-    uint64_t y8; // int8 [R, C] (bytes, row-major), then f32 [R] scales
-#endif
+    float eps, inv_cols; // inv_cols: 1/cols, rounded once on the host
+    uint64_t y8;          // 0, or y's int8 rows: int8 [R, C] (bytes, row-major), then f32 [R] scales
 } pc;
-#ifdef ROWS8
 layout(buffer_reference, std430, buffer_reference_align = 4) buffer UWordRef { uint v; };
-#endif
 #elif defined(SOFTMAX)
 layout(push_constant) uniform PC {
     uint64_t x, y, rows, cols;
@@ -45,22 +41,18 @@ layout(push_constant) uniform PC {
 #endif
 
 shared float red[gl_WorkGroupSize.x];
-#ifdef LAYERNORM
-shared float red_mu[gl_WorkGroupSize.x], red_m2[gl_WorkGroupSize.x]; // red: the column counts
-#endif
 #ifdef ARGMAX
 shared int red_i[gl_WorkGroupSize.x]; // column of red[], -1 = no candidate (empty or all NaN)
 #endif
 
 #ifdef LAYERNORM
 // Column c of the row at base, normalised: precise (no contraction or reassociation), so the value is
-// the same bits wherever it is computed (ROWS8 may compute it twice; both variants call it).
+// the same bits wherever it is computed (the int8 rows may compute it twice).
 float ln_value(uint64_t base, uint64_t c, float mean, float inv) {
     precise float v = (LOADF(pc.x, base + c) - mean) * inv * LOADF(pc.gamma, c) + LOADF(pc.beta, c);
     return v;
 }
-#endif
-#ifdef ROWS8
+
 // v as y stores it, widened back to f32 (an f16 y: rounded to nearest even as STOREH_RNE does, by the
 // same packHalf2x16, then widened on the bits: round_to_f16, which the compiler cannot fold back to v):
 // what quantize_rows.comp would read from y.
@@ -113,60 +105,35 @@ void main() {
         uint64_t base = row * pc.cols;
 #if defined(LAYERNORM)
         // Statistics of d = x - x0, x0 the row's first element: the sums stay near the spread of the
-        // row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision. Each
-        // invocation takes the count, mean and squared deviations (M2) of its own columns in two
-        // passes; the segment's tree merges them pairwise (Chan et al.: mean += delta nb / n, M2 +=
-        // M2b + delta^2 na nb / n), one tree instead of one for the mean and one for the variance.
-        // Everything is precise (no contraction, no 1/sqrt folded into rsqrt): the two variants
-        // (with and without ROWS8) then give the same bits, whatever the compiler does around them.
+        // row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision. Two
+        // passes: the segment's sum of d gives the mean, then the sum of squared deviations from it
+        // the variance. Only additions and multiplications (exactly rounded, `precise`: no
+        // contraction), 1/C from the host and one inversesqrt, which leave a compiler no choice of
+        // instruction sequence (a division or 1/sqrt may be approximated in more than one way).
         precise float x0 = live ? LOADF(pc.x, base) : 0.0;
-        precise float cnt = 0.0, mu = 0.0, m2 = 0.0;
-        if (live) {
-            for (uint64_t c = lane; c < pc.cols; c += tpr) {
-                mu += LOADF(pc.x, base + c) - x0;
-                cnt += 1.0;
-            }
-            mu = cnt > 0.0 ? mu / cnt : 0.0;
+        precise float sd = 0.0;
+        if (live)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                sd += LOADF(pc.x, base + c) - x0;
+        precise float mu = seg_reduce(sd, lid, lane, OP_SUM) * pc.inv_cols;
+        precise float m2 = 0.0;
+        if (live)
             for (uint64_t c = lane; c < pc.cols; c += tpr) {
                 precise float d = (LOADF(pc.x, base + c) - x0) - mu;
                 m2 += d * d;
             }
-        }
-        red[lid] = cnt;
-        red_mu[lid] = mu;
-        red_m2[lid] = m2;
-        barrier();
-        for (uint s = tpr >> 1; s > 0u; s >>= 1) {
-            if (lane < s && red[lid + s] > 0.0) {
-                precise float na = red[lid], nb = red[lid + s], n = na + nb, delta = red_mu[lid + s] - red_mu[lid];
-                precise float mu_n = red_mu[lid] + delta * (nb / n);
-                precise float m2_n = red_m2[lid] + (red_m2[lid + s] + delta * delta * (na * (nb / n)));
-                red_mu[lid] = mu_n;
-                red_m2[lid] = m2_n;
-                red[lid] = n;
-            }
-            barrier();
-        }
-        precise float mean = x0 + red_mu[lid - lane];
-        precise float var = red_m2[lid - lane] / float(pc.cols);
-        barrier(); // red is rewritten by the next row's tree
-        precise float inv = 1.0 / sqrt(var + pc.eps);
-#ifndef ROWS8
-        if (live)
-            for (uint64_t c = lane; c < pc.cols; c += tpr)
-                store_out(pc.y, base + c, ln_value(base, c, mean, inv));
-#else
-        // y, then its int8 rows by quantize_rows.comp's rule applied to y as stored: the row's
-        // absolute maximum (exact in any order), one f32 division, exact-rounded products and
-        // roundEven, so the bytes and scale are those a separate quantize_rows pass over y makes. The
-        // stored values are never read back from y: an invocation with at most one word (C <= 4 tpr,
-        // a GPU's shape for rows up to 4 x its workgroup) keeps its four in registers, others compute
-        // them again (ln_value: the same bits). An invocation takes words of 4 columns (C % 4 == 0,
-        // host check) to store the bytes as words.
+        precise float var = seg_reduce(m2, lid, lane, OP_SUM) * pc.inv_cols;
+        precise float mean = x0 + mu;
+        precise float inv = inversesqrt(var + pc.eps);
+        // y: rows of whole words (C % 4 == 0) go by words of 4 columns, with or without int8 rows, so
+        // that the two are one piece of code and give y the same bits (two pipelines with two loops
+        // over y did not on NVIDIA: last-bit differences in some rows); other rows go by columns.
+        // The words also keep the row's largest magnitude as stored, for the int8 rows.
+        const bool words = pc.cols % 4u == 0u;
         const bool one_word = pc.cols <= 4u * uint64_t(tpr);
         vec4 kept = vec4(0.0);
         float amax = 0.0;
-        if (live)
+        if (live && words)
             for (uint64_t w = lane; w < pc.cols / 4u; w += tpr)
                 [[unroll]] for (uint e = 0; e < 4u; e++) {
                     const uint64_t c = 4u * w + e;
@@ -175,23 +142,35 @@ void main() {
                     kept[e] = stored_y(v);
                     amax = max(amax, abs(kept[e]));
                 }
-        amax = seg_reduce(amax, lid, lane, OP_MAX);
-        precise float qinv = 127.0 / amax;
-        if (live && lane == 0u) {
-            precise float s = amax / 127.0;
-            STOREF(pc.y8 + pc.rows * pc.cols, row, s);
-        }
-        if (live)
-            for (uint64_t w = lane; w < pc.cols / 4u; w += tpr) {
-                uint word = 0u;
-                [[unroll]] for (uint e = 0; e < 4u; e++) {
-                    precise float v = (one_word ? kept[e] : stored_y(ln_value(base, 4u * w + e, mean, inv))) * qinv;
-                    const int q = amax > 0.0 ? int(clamp(roundEven(v), -127.0, 127.0)) : 0;
-                    word |= (uint(q) & 0xffu) << (8u * e);
-                }
-                UWordRef(pc.y8 + base + 4u * w).v = word;
+        if (live && !words)
+            for (uint64_t c = lane; c < pc.cols; c += tpr)
+                store_out(pc.y, base + c, ln_value(base, c, mean, inv));
+        if (pc.y8 != 0ul) {
+            // y's int8 rows (op_layernorm.y8; the host checks C % 4 == 0) by quantize_rows.comp's rule
+            // applied to y as stored: the row's absolute maximum (exact in any order), one f32
+            // division, exact-rounded products and roundEven, so the bytes and scale are those a
+            // separate quantize_rows pass over y makes. The stored values are never read back from
+            // y: an invocation with at most one word (C <= 4 tpr, a GPU's shape for rows up to 4 x its
+            // workgroup) has its four in registers, others compute them again (ln_value: the same
+            // bits).
+            amax = seg_reduce(amax, lid, lane, OP_MAX);
+            precise float qinv = 127.0 / amax;
+            if (live && lane == 0u) {
+                precise float s = amax / 127.0;
+                STOREF(pc.y8 + pc.rows * pc.cols, row, s);
             }
-#endif
+            if (live)
+                for (uint64_t w = lane; w < pc.cols / 4u; w += tpr) {
+                    uint word = 0u;
+                    [[unroll]] for (uint e = 0; e < 4u; e++) {
+                        const float y = one_word ? kept[e] : stored_y(ln_value(base, 4u * w + e, mean, inv));
+                        precise float v = y * qinv;
+                        const int q = amax > 0.0 ? int(clamp(roundEven(v), -127.0, 127.0)) : 0;
+                        word |= (uint(q) & 0xffu) << (8u * e);
+                    }
+                    UWordRef(pc.y8 + base + 4u * w).v = word;
+                }
+        }
 #elif defined(SOFTMAX)
         float m = uintBitsToFloat(0xff800000u); // -inf
         if (live)

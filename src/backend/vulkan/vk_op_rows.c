@@ -1,7 +1,6 @@
 /* vk_op_rows.c — host side of the row and column reductions: layernorm (f32 or f16 y), softmax, argmax (rows.comp)
  * and per-feature normalisation (feature_norm.comp). Argument rules live in ops.c; this file maps
  * arguments to push constants, grids, and (feature_norm) its scratch buffer. */
-#include <stddef.h>
 
 #include "vk_internal.h"
 
@@ -56,10 +55,10 @@ static vkasr_status record_rows(struct vk_backend *b, const char *name, const st
 struct pc_layernorm {
     uint64_t x, gamma, beta, y, rows, cols;
     uint32_t tpr;
-    float eps;
-    uint64_t y8; /* the ROWS8 variants only (their push block is 64 bytes, the others' 56) */
+    float eps, inv_cols;
+    uint64_t y8; /* 0: no int8 rows */
 };
-_Static_assert(sizeof(struct pc_layernorm) == 64, "mirror of rows.comp (LAYERNORM, ROWS8) push constants");
+_Static_assert(sizeof(struct pc_layernorm) == 72, "mirror of rows.comp (LAYERNORM) push constants");
 
 vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a) {
     uint64_t R = (uint64_t)a->x.ne[0], C = (uint64_t)a->x.ne[1];
@@ -67,15 +66,14 @@ vkasr_status vk_op_layernorm(struct vk_backend *b, const struct op_layernorm *a)
         return VKASR_OK;
     uint32_t wg, tpr;
     row_shape(b->d, C, &wg, &tpr);
-    struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps, a->y8};
+    struct pc_layernorm pc = {a->x.addr, a->gamma.addr, a->beta.addr, a->y.addr, R, C, tpr, a->eps,
+                              (float)(1.0 / (double)C), a->y8};
     struct vk_io io;
     const bool rows8 = a->y8 != 0;
-    TRY(vk_io_variant(b, "layernorm", rows8 ? SPV_layernorm_rows8 : SPV_layernorm,
-                      rows8 ? SPV_layernorm_rows8_h : SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
+    TRY(vk_io_variant(b, "layernorm", SPV_layernorm, SPV_layernorm_h, wg, a->x.type, a->y.type, &io));
     struct vk_range rd[3] = {vk_tensor_range(&a->x), vk_tensor_range(&a->gamma), vk_tensor_range(&a->beta)};
     struct vk_range wr[2] = {vk_tensor_range(&a->y), {a->y8, be_rows8_bytes((int64_t)R, (int64_t)C)}};
-    const uint32_t pc_size = rows8 ? sizeof pc : offsetof(struct pc_layernorm, y8); /* y8 only in ROWS8's */
-    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, pc_size, R, tpr, wg, rd, 3, wr,
+    return record_rows(b, rows8 ? "layernorm_rows8" : "layernorm", &io, &pc, sizeof pc, R, tpr, wg, rd, 3, wr,
                        rows8 ? 2 : 1);
 }
 
