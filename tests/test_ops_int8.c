@@ -542,6 +542,9 @@ int main(void) {
         rows8_case(&h, 37, 96, BE_F16, 200, false, exact);
         rows8_case(&h, 130, 1024, BE_F16, 136, true, exact);
         rows8_case(&h, 300, 64, BE_F32, 96, false, exact);
+        /* rows wider than 4 x a GPU's 256 invocations: some or all invocations hold several words */
+        rows8_case(&h, 24, 1536, BE_F16, 40, false, exact);
+        rows8_case(&h, 24, 2048, BE_F32, 40, false, exact);
         rows8_refusals(&h);
     } else {
         th_skip(&h, "layernorms' int8 rows (the backend has none)");

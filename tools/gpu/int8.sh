@@ -8,7 +8,8 @@
 # `vkasr bench` of the 0.6B-shaped q8_0 file with the int8 path (with and without its layer norms' int8
 # rows, VKASR_INT8_ROWS=0) and with VKASR_INT8=0 against its f16
 # file (60 s and 10 min, f16 precision), and the q8_0 file's accuracy against the f16 file with the int8
-# path on and off (quant_acc.sh), and `vkasr compare` of its int8 path against the CPU backend on 10 s
+# path on and off (quant_acc.sh), the encoder's output with and without the int8 rows (bit for bit), and
+# `vkasr compare` of its int8 path against the CPU backend on 10 s
 # (the stages against the int8 tolerance). Everything in $OUT: int8.log (the lines below), int8.md (the
 # encoder table), int8-bench-*.json, quant-accuracy-int8*.md, compare-int8-*.txt.
 # QTYPE=q4_k (or q5_k, q6_k) does the same for a k-quant file (its int8 form: each row dequantized and
@@ -103,6 +104,17 @@ for i8 in 1 0; do
     echo "accuracy, VKASR_INT8=$i8:" | tee -a "$LOG"
     cat "$OUT/quant-accuracy-int8-$i8.md" 2>/dev/null | tee -a "$LOG"
 done
+
+# The layer norms' int8 rows change no bit: the encoder's output on the 60 s file with and without them
+for r in 1 0; do
+    VKASR_INT8=1 VKASR_INT8_ROWS=$r timeout 120 $V transcribe -m "$Q8" -p f16 --dump "${TMPDIR:-/tmp}/int8-rows$r" \
+        "$ACC_WAV" >/dev/null 2>"$OUT/int8-rows$r.log"
+done
+if cmp -s "${TMPDIR:-/tmp}/int8-rows1/encoder.npy" "${TMPDIR:-/tmp}/int8-rows0/encoder.npy"; then
+    echo "encoder output with and without the layer norms' int8 rows: identical"
+else
+    echo "encoder output with and without the layer norms' int8 rows: DIFFERENT (or missing: int8-rows*.log)"
+fi | tee -a "$LOG"
 
 # vkasr compare of the file's int8 path against the CPU backend (f32 products of the dequantized weights)
 # on 10 s: every stage's error against the int8 tolerance (docs/compare.md, "int8 products")
