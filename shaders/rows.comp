@@ -104,12 +104,9 @@ void main() {
         bool live = row < pc.rows; // inactive invocations still take part in the barriers
         uint64_t base = row * pc.cols;
 #if defined(LAYERNORM)
-        // Statistics of d = x - x0, x0 the row's first element: the sums stay near the spread of the
-        // row, not its magnitude, so a row far from zero (x in [99, 101)) keeps its precision. Two
-        // passes: the segment's sum of d gives the mean, then the sum of squared deviations from it
-        // the variance. Only additions and multiplications (exactly rounded, `precise`: no
-        // contraction), 1/C from the host and one inversesqrt, which leave a compiler no choice of
-        // instruction sequence (a division or 1/sqrt may be approximated in more than one way).
+        // Mean and variance of d = x - x0 (x0: the row's first element, so a row far from zero, x in
+        // [99, 101), keeps its precision), in two passes of sums. Only exactly rounded operations
+        // (`precise`), 1/C from the host and inversesqrt: nothing a compiler may approximate its own way.
         precise float x0 = live ? LOADF(pc.x, base) : 0.0;
         precise float sd = 0.0;
         if (live)
@@ -125,10 +122,8 @@ void main() {
         precise float var = seg_reduce(m2, lid, lane, OP_SUM) * pc.inv_cols;
         precise float mean = x0 + mu;
         precise float inv = inversesqrt(var + pc.eps);
-        // y: rows of whole words (C % 4 == 0) go by words of 4 columns, with or without int8 rows, so
-        // that the two are one piece of code and give y the same bits (two pipelines with two loops
-        // over y did not on NVIDIA: last-bit differences in some rows); other rows go by columns.
-        // The words also keep the row's largest magnitude as stored, for the int8 rows.
+        // y by words of 4 columns where C % 4 == 0, with int8 rows or without: one piece of code, so y
+        // has the same bits either way (two pipelines did not, on NVIDIA); other widths by columns.
         const bool words = pc.cols % 4u == 0u;
         const bool one_word = pc.cols <= 4u * uint64_t(tpr);
         vec4 kept = vec4(0.0);
@@ -146,13 +141,9 @@ void main() {
             for (uint64_t c = lane; c < pc.cols; c += tpr)
                 store_out(pc.y, base + c, ln_value(base, c, mean, inv));
         if (pc.y8 != 0ul) {
-            // y's int8 rows (op_layernorm.y8; the host checks C % 4 == 0) by quantize_rows.comp's rule
-            // applied to y as stored: the row's absolute maximum (exact in any order), one f32
-            // division, exact-rounded products and roundEven, so the bytes and scale are those a
-            // separate quantize_rows pass over y makes. The stored values are never read back from
-            // y: an invocation with at most one word (C <= 4 tpr, a GPU's shape for rows up to 4 x its
-            // workgroup) has its four in registers, others compute them again (ln_value: the same
-            // bits).
+            // y's int8 rows (op_layernorm.y8; the host checks C % 4 == 0): quantize_rows.comp's rule on
+            // y as stored, so the bytes and scale of that pass. The values come from registers (one
+            // word an invocation: C <= 4 tpr) or are computed again, never read back from y.
             amax = seg_reduce(amax, lid, lane, OP_MAX);
             precise float qinv = 127.0 / amax;
             if (live && lane == 0u) {
