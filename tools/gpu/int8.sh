@@ -107,6 +107,7 @@ done
 
 # The layer norms' int8 rows change no bit: the encoder's output on the 60 s file with and without them
 for r in 1 0; do
+    rm -rf "${TMPDIR:-/tmp}/int8-rows$r" # an earlier run's dump must not stand in for a failed one
     VKASR_INT8=1 VKASR_INT8_ROWS=$r timeout 120 $V transcribe -m "$Q8" -p f16 --dump "${TMPDIR:-/tmp}/int8-rows$r" \
         "$ACC_WAV" >/dev/null 2>"$OUT/int8-rows$r.log"
 done
