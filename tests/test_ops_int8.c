@@ -400,11 +400,9 @@ static void rows8_case(struct th *h, int64_t R, int64_t C, be_dtype yt, int64_t 
     for (int i = 0; i < 3; i++) {
         h->checks++;
         uint64_t n = 0, first = 0;
-        for (uint64_t k = len[i]; k-- > 0;)
-            if (got[i][k] != want[i][k]) {
-                n++;
+        for (uint64_t k = 0; k < len[i]; k++)
+            if (got[i][k] != want[i][k] && n++ == 0)
                 first = k;
-            }
         if (n) {
             printf("FAIL [%s]: %s differ (%llu of %llu bytes, the first at byte %llu: %u against %u)\n", h->name,
                    what[i], (unsigned long long)n, (unsigned long long)len[i], (unsigned long long)first,

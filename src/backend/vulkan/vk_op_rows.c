@@ -1,7 +1,6 @@
 /* vk_op_rows.c — host side of the row and column reductions: layernorm (f32 or f16 y), softmax, argmax (rows.comp)
  * and per-feature normalisation (feature_norm.comp). Argument rules live in ops.c; this file maps
  * arguments to push constants, grids, and (feature_norm) its scratch buffer. */
-
 #include "vk_internal.h"
 
 /* The reduction kernels need a power-of-two workgroup (their shared-memory trees halve it). */
